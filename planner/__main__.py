@@ -1,0 +1,3 @@
+from planner.cli.main import main
+
+raise SystemExit(main())

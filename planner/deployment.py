@@ -1,0 +1,60 @@
+"""A concrete serving deployment: what the planner recommends and what emitters turn into flags."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+WeightQuant = Literal["bf16", "fp8", "fp4", "int4"]
+KvDtype = Literal["bf16", "fp8"]
+
+
+class Parallelism(BaseModel):
+    """How one engine instance (worker) is split over GPUs."""
+
+    model_config = _FROZEN
+    tp: int = Field(default=1, ge=1, description="Tensor parallel size.")
+    pp: int = Field(default=1, ge=1, description="Pipeline parallel size.")
+    dp: int = Field(default=1, ge=1, description="Attention data-parallel ranks inside the worker (DP-attention).")
+    ep: int = Field(default=1, ge=1, description="Expert parallel size for MoE layers.")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one worker: tp*pp*dp (EP reuses the same GPUs)."""
+        return self.tp * self.pp * self.dp
+
+
+class WorkerConfig(BaseModel):
+    """One role's engine settings (the whole engine when aggregated)."""
+
+    model_config = _FROZEN
+    parallel: Parallelism = Parallelism()
+    max_num_seqs: int = Field(default=256, ge=1, description="Max running requests per worker.")
+    max_num_batched_tokens: int = Field(default=8192, ge=16, description="Token budget per step (chunk size).")
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Fraction of memory the engine may use.")
+    kv_dtype: KvDtype = "bf16"
+    weight_quant: WeightQuant = "bf16"
+    workers: int = Field(default=1, ge=1, description="Replicas of this worker.")
+
+
+class Deployment(BaseModel):
+    """A full deployment of one model on one GPU type."""
+
+    model_config = _FROZEN
+    model: str = Field(description="Bundled model name or HF id.")
+    hf_id: str = Field(default="", description="HF repository id to pass to the engine.")
+    gpu: str = Field(description="GPU key, e.g. 'h200_sxm'.")
+    mode: Literal["agg", "disagg"] = "agg"
+    agg: WorkerConfig | None = Field(default=None, description="Aggregated worker (mode agg).")
+    prefill: WorkerConfig | None = Field(default=None, description="Prefill role (mode disagg).")
+    decode: WorkerConfig | None = Field(default=None, description="Decode role (mode disagg).")
+    max_model_len: int = Field(default=8192, ge=16, description="Longest ISL+OSL the engine must accept.")
+    cuda_graph_max_batch: int = Field(default=256, ge=1, description="Largest batch captured in CUDA graphs.")
+
+    @property
+    def total_gpus(self) -> int:
+        roles = [self.agg] if self.mode == "agg" else [self.prefill, self.decode]
+        return sum(r.parallel.gpus * r.workers for r in roles if r is not None)
