@@ -1,0 +1,215 @@
+"""Parse a Hugging Face ``config.json`` into a :class:`ModelSpec`.
+
+Supported families (by ``model_type``): dense GQA (llama, mistral, qwen2, qwen3, qwen3_vl_text),
+MoE GQA (mixtral, qwen2_moe, qwen3_moe, qwen3_vl_moe_text, minimax_m2, gpt_oss, llama4_text),
+MLA+MoE (deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, glm_moe_dsa) and hybrid linear
+attention (qwen3_5_text, qwen3_5_moe_text, qwen3_next). Anything else is refused with the list of
+supported types, never guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hardware.errors import PlannerInputError
+from planner.model_spec import LayerSpec, LinearAttnDims, MlaDims, ModelSpec, MoeDims
+
+DENSE_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "qwen3_vl_text", "qwen3_5_text"})
+MOE_TYPES = frozenset(
+    {"mixtral", "qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text", "minimax_m2", "gpt_oss",
+     "llama4_text", "qwen3_5_moe_text", "qwen3_next"}
+)
+MLA_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"})
+SUPPORTED_TYPES = DENSE_TYPES | MOE_TYPES | MLA_TYPES
+HYBRID_LINEAR_TYPES = frozenset({"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"})
+
+
+def _get(cfg: dict[str, Any], *keys: str, default: Any = None, required: bool = True) -> Any:
+    """First present key of ``keys``; a missing required field is a one-line input error."""
+    for k in keys:
+        if k in cfg and cfg[k] is not None:
+            return cfg[k]
+    if required and default is None:
+        raise PlannerInputError(f"config.json: {keys[0]}", "required field is missing")
+    return default
+
+
+def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, minimum: int = 1) -> int:
+    val = _get(cfg, *keys, default=default)
+    if isinstance(val, bool) or not isinstance(val, int | float) or int(val) != val:
+        raise PlannerInputError(f"config.json: {keys[0]}", f"must be an integer, got {val!r}")
+    if int(val) < minimum:
+        raise PlannerInputError(f"config.json: {keys[0]}", f"must be >= {minimum}, got {val}")
+    return int(val)
+
+
+def text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The language-model part of a (possibly multimodal) config and its architecture name."""
+    if not isinstance(raw, dict):
+        raise PlannerInputError("config.json", "must be a JSON object")
+    archs = raw.get("architectures") or []
+    arch = archs[0] if isinstance(archs, list) and archs else str(raw.get("model_type", "unknown"))
+    sub = raw.get("text_config")
+    if isinstance(sub, dict) and sub:
+        merged = {k: v for k, v in raw.items() if k != "text_config"}
+        merged.update(sub)
+        return merged, arch
+    return raw, arch
+
+
+def checkpoint_weight_dtype(cfg: dict[str, Any]) -> str:
+    """Dtype of the published linear weights from ``quantization_config`` (bf16 when absent)."""
+    q = cfg.get("quantization_config") or {}
+    method = str(q.get("quant_method", "")).lower()
+    if method in {"fp8", "fbgemm_fp8"}:
+        return "fp8"
+    if method in {"mxfp4", "nvfp4", "modelopt_fp4"}:
+        return "fp4"
+    if method in {"awq", "gptq", "compressed-tensors"}:
+        groups = q.get("config_groups") or {}
+        bits = [g.get("weights", {}).get("num_bits") for g in groups.values() if isinstance(g, dict)]
+        if 4 in bits or q.get("bits") == 4:
+            return "int4"
+        if 8 in bits:
+            return "fp8"
+    return "bf16"
+
+
+def _moe_dims(cfg: dict[str, Any], model_type: str) -> MoeDims:
+    experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
+    inter_key = "intermediate_size" if model_type in {"mixtral", "gpt_oss", "minimax_m2", "llama4_text"} else "moe_intermediate_size"
+    shared = int(_get(cfg, "n_shared_experts", default=0, required=False) or 0)
+    shared_inter = int(_get(cfg, "shared_expert_intermediate_size", "shared_intermediate_size", default=0, required=False) or 0)
+    if model_type == "llama4_text":
+        shared = 1
+        shared_inter = _int(cfg, "intermediate_size")
+    if shared and not shared_inter:
+        shared_inter = _int(cfg, "moe_intermediate_size")
+    if shared_inter and not shared:
+        shared = 1
+    return MoeDims(
+        num_experts=experts,
+        top_k=_int(cfg, "num_experts_per_tok", "experts_per_token"),
+        expert_intermediate=_int(cfg, inter_key, "intermediate_size"),
+        shared_experts=shared,
+        shared_intermediate=shared_inter,
+    )
+
+
+def _moe_flags(cfg: dict[str, Any], model_type: str, n: int) -> list[bool]:
+    """Which layers carry a MoE FFN."""
+    if model_type in MLA_TYPES:
+        first_dense = int(cfg.get("first_k_dense_replace", 0) or 0)
+        freq = int(cfg.get("moe_layer_freq", 1) or 1)
+        return [i >= first_dense and i % freq == 0 for i in range(n)]
+    if model_type == "llama4_text":
+        step = int(cfg.get("interleave_moe_layer_step", 1) or 1)
+        return [(i + 1) % step == 0 for i in range(n)]
+    dense_only = set(cfg.get("mlp_only_layers") or [])
+    step = int(cfg.get("decoder_sparse_step", 1) or 1)
+    return [i not in dense_only and (i + 1) % step == 0 for i in range(n)]
+
+
+def _attention_layers(cfg: dict[str, Any], model_type: str, n: int) -> list[tuple[str, int]]:
+    """(attention kind, window) per layer."""
+    if model_type in MLA_TYPES:
+        return [("mla", 0)] * n
+    types = cfg.get("layer_types")
+    if model_type in HYBRID_LINEAR_TYPES:
+        if not types:
+            interval = _int(cfg, "full_attention_interval")
+            types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
+        return [("linear", 0) if t == "linear_attention" else ("gqa", 0) for t in types]
+    if model_type == "llama4_text":
+        chunk = int(cfg.get("attention_chunk_size", 0) or 0)
+        nope = cfg.get("no_rope_layers")
+        # Llama-4: every 4th layer is global NoPE attention, the others attend within chunks.
+        global_layer = [bool(nope[i]) is False for i in range(n)] if nope else [(i + 1) % 4 == 0 for i in range(n)]
+        return [("gqa", 0) if g else ("gqa", chunk) for g in global_layer]
+    window = int(cfg.get("sliding_window", 0) or 0)
+    if types:
+        if len(types) != n:
+            raise PlannerInputError("config.json: layer_types", f"has {len(types)} entries, expected {n}")
+        return [("gqa", window) if t == "sliding_attention" else ("gqa", 0) for t in types]
+    if window and cfg.get("use_sliding_window", model_type == "mistral"):
+        return [("gqa", window)] * n
+    return [("gqa", 0)] * n
+
+
+def _mla_dims(cfg: dict[str, Any]) -> MlaDims:
+    return MlaDims(
+        q_lora_rank=int(cfg.get("q_lora_rank") or 0),
+        kv_lora_rank=_int(cfg, "kv_lora_rank"),
+        qk_nope_head_dim=_int(cfg, "qk_nope_head_dim"),
+        qk_rope_head_dim=_int(cfg, "qk_rope_head_dim"),
+        v_head_dim=_int(cfg, "v_head_dim"),
+        index_topk=int(cfg.get("index_topk") or 0),
+    )
+
+
+def _linear_dims(cfg: dict[str, Any]) -> LinearAttnDims:
+    return LinearAttnDims(
+        num_key_heads=_int(cfg, "linear_num_key_heads"),
+        num_value_heads=_int(cfg, "linear_num_value_heads"),
+        key_head_dim=_int(cfg, "linear_key_head_dim"),
+        value_head_dim=_int(cfg, "linear_value_head_dim"),
+        conv_kernel=_int(cfg, "linear_conv_kernel_dim", default=4),
+    )
+
+
+def _family(model_type: str, any_moe: bool) -> str:
+    if model_type in MLA_TYPES:
+        return "mla_moe"
+    if model_type in HYBRID_LINEAR_TYPES:
+        return "hybrid_moe" if any_moe else "hybrid_dense"
+    return "moe" if any_moe else "dense"
+
+
+def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "") -> ModelSpec:
+    """Build a :class:`ModelSpec` from a HF config dict; refuses architectures it cannot model."""
+    cfg, arch = text_config(raw)
+    model_type = str(cfg.get("model_type", ""))
+    if model_type not in SUPPORTED_TYPES:
+        raise PlannerInputError(
+            "config.json: model_type",
+            f"'{model_type or arch}' ({arch}) is not supported yet; supported: {', '.join(sorted(SUPPORTED_TYPES))}",
+        )
+    n = _int(cfg, "num_hidden_layers")
+    hidden = _int(cfg, "hidden_size")
+    heads = _int(cfg, "num_attention_heads")
+    kv_heads = _int(cfg, "num_key_value_heads", default=heads)
+    if heads % kv_heads:
+        raise PlannerInputError("config.json: num_key_value_heads", f"{kv_heads} must divide num_attention_heads={heads}")
+    mla = _mla_dims(cfg) if model_type in MLA_TYPES else None
+    head_dim = (mla.qk_nope_head_dim + mla.qk_rope_head_dim) if mla else _int(cfg, "head_dim", default=hidden // heads)
+    moe_flags = _moe_flags(cfg, model_type, n) if model_type in MOE_TYPES | MLA_TYPES else [False] * n
+    attn = _attention_layers(cfg, model_type, n)
+    layers = tuple(LayerSpec(attention=a, window=w, moe=m) for (a, w), m in zip(attn, moe_flags, strict=True))  # type: ignore[arg-type]
+    notes: list[str] = []
+    if raw.get("vision_config"):
+        notes.append("vision encoder not modelled (text decoder only)")
+    if mla and mla.index_topk:
+        notes.append(f"sparse attention indexer modelled as MLA over at most {mla.index_topk} keys")
+    return ModelSpec(
+        name=name or hf_id or arch,
+        hf_id=hf_id,
+        architecture=arch,
+        family=_family(model_type, any(moe_flags)),  # type: ignore[arg-type]
+        num_layers=n,
+        hidden_size=hidden,
+        num_heads=heads,
+        num_kv_heads=heads if mla else kv_heads,
+        head_dim=head_dim,
+        intermediate_size=_int(cfg, "intermediate_size_mlp", "intermediate_size", "moe_intermediate_size"),
+        vocab_size=_int(cfg, "vocab_size"),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        attention_output_gate=bool(cfg.get("attn_output_gate", False)),
+        layers=layers,
+        mla=mla,
+        moe=_moe_dims(cfg, model_type) if any(moe_flags) else None,
+        linear_attn=_linear_dims(cfg) if any(a == "linear" for a, _ in attn) else None,
+        max_position_embeddings=_int(cfg, "max_position_embeddings", default=4096),
+        weight_dtype=checkpoint_weight_dtype(cfg),
+        mtp_layers=int(cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers") or 0),
+        notes=tuple(notes),
+    )
