@@ -1,0 +1,77 @@
+"""`planner memory`: per-GPU memory plan for one deployment."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from planner.cli.common import (
+    add_format,
+    add_model_gpu,
+    positive_float,
+    positive_int,
+    resolve_model_gpu,
+)
+from planner.cli.output import print_json, render_kv
+from planner.deployment import Parallelism
+from planner.memory import KV_BYTES, WEIGHT_BYTES, MemoryPlan, plan_memory
+
+
+def add_parallel(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tp", type=positive_int, default=1, help="tensor parallel size")
+    p.add_argument("--pp", type=positive_int, default=1, help="pipeline parallel size")
+    p.add_argument("--dp", type=positive_int, default=1, help="attention data-parallel size")
+    p.add_argument("--ep", type=positive_int, default=1, help="expert parallel size")
+
+
+def add_engine_memory(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--weight-quant", choices=sorted(WEIGHT_BYTES), default=None,
+                   help="weight dtype (default: the checkpoint's)")
+    p.add_argument("--kv-dtype", choices=sorted(KV_BYTES), default="bf16")
+    p.add_argument("--max-num-batched-tokens", type=positive_int, default=8192)
+    p.add_argument("--max-num-seqs", type=positive_int, default=256)
+    p.add_argument("--gpu-memory-utilization", type=positive_float, default=0.9)
+
+
+def register(sub: Any, groups: dict[str, Any]) -> None:
+    p = sub.add_parser("memory", help="per-GPU memory plan: weights, KV cache, capacity")
+    add_model_gpu(p)
+    add_parallel(p)
+    add_engine_memory(p)
+    p.add_argument("--isl", type=positive_int, default=None, help="input tokens per request")
+    p.add_argument("--osl", type=positive_int, default=None, help="output tokens per request")
+    add_format(p)
+    p.set_defaults(func=cmd_memory)
+
+
+def memory_table(plan: MemoryPlan, title: str) -> str:
+    gb = 1e9
+    rows = {
+        "device memory (GB)": plan.gpu_memory_bytes / gb,
+        "engine budget (GB)": plan.budget_bytes_per_gpu / gb,
+        "weights (GB)": plan.weights_bytes_per_gpu / gb,
+        "activations (GB)": plan.activation_bytes_per_gpu / gb,
+        "reserved (GB)": plan.reserved_bytes_per_gpu / gb,
+        "KV cache budget (GB)": plan.kv_budget_bytes_per_gpu / gb,
+        "KV bytes / token / GPU": plan.kv_bytes_per_token_per_gpu,
+        "KV capacity (tokens)": plan.kv_capacity_tokens,
+    }
+    if plan.max_concurrency is not None:
+        rows[f"max concurrency ({plan.tokens_per_seq} tok/seq)"] = plan.max_concurrency
+    return render_kv(rows, title)
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    model, gpu = resolve_model_gpu(args)
+    par = Parallelism(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    plan = plan_memory(
+        model, gpu, par, weight_quant=args.weight_quant, kv_dtype=args.kv_dtype,
+        max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=args.max_num_seqs,
+        gpu_memory_utilization=args.gpu_memory_utilization, isl=args.isl, osl=args.osl,
+    )
+    if args.format == "json":
+        print_json({"model": model.name, "gpu": gpu.key, **plan.model_dump(mode="json")})
+    else:
+        title = f"{model.name} on {par.gpus} x {gpu.name} (tp={par.tp} pp={par.pp} dp={par.dp} ep={par.ep}), {plan.weight_quant} weights, {plan.kv_dtype} KV"
+        print(memory_table(plan, title))
+    return 0

@@ -1,0 +1,127 @@
+"""Model parsing, catalog resolution and parameter counts against published figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hardware.errors import PlannerInputError
+from planner.model_parser import parse_config
+from planner.models import bundled_models, load_model
+from planner.params import active_params, total_params
+
+SHARED_CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "model_configs"
+
+# (model, total, active): model cards / papers; tolerance 1% unless noted.
+PUBLISHED = [
+    ("llama-3.1-8b", 8.03e9, None),
+    ("llama-3.1-70b", 70.6e9, None),
+    ("mixtral-8x7b", 46.7e9, None),
+    ("deepseek-v3", 671e9, None),
+    ("qwen3-235b-a22b", 235e9, 22e9),
+    ("llama-3.1-405b", 405e9, None),
+    ("gpt-oss-120b", 117e9, None),
+]
+
+
+@pytest.mark.parametrize(("name", "total", "active"), PUBLISHED)
+def test_parameter_counts_match_published(name: str, total: float, active: float | None) -> None:
+    m = load_model(name)
+    assert total_params(m) == pytest.approx(total, rel=0.01)
+    if active is not None:
+        assert active_params(m) == pytest.approx(active, rel=0.01)
+
+
+def test_deepseek_active_params() -> None:
+    # DeepSeek-V3 reports "37B activated"; counting both embedding tables gives 37.55e9 and
+    # leaving out the input embedding gives 36.6e9: the published figure is rounded.
+    a = active_params(load_model("deepseek-v3"))
+    assert a == pytest.approx(37e9, rel=0.015)
+
+
+def test_reference_shapes() -> None:
+    m = load_model("llama-3.1-70b")
+    assert (m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads, m.head_dim) == (80, 8192, 64, 8, 128)
+    ds = load_model("deepseek-r1")
+    assert ds.family == "mla_moe" and ds.mla is not None and ds.moe is not None
+    assert ds.mla.kv_lora_rank == 512 and ds.moe.num_experts == 256 and ds.moe.top_k == 8
+    assert sum(1 for layer in ds.layers if not layer.moe) == 3
+    oss = load_model("gpt-oss-120b")
+    assert {layer.window for layer in oss.layers} == {0, 128}
+    q35 = load_model("qwen3.5-397b-a17b")
+    assert q35.family == "hybrid_moe" and sum(1 for x in q35.layers if x.attention == "gqa") == 15
+
+
+@pytest.mark.parametrize("ref", ["meta-llama/Llama-3.1-70B", "Llama-3.1-70B", "LLAMA-3.1-70B", "llama-3.3-70b"])
+def test_names_resolve(ref: str) -> None:
+    assert load_model(ref).num_layers == 80
+
+
+def test_alias_deepseek_r1() -> None:
+    assert load_model("deepseek-ai/DeepSeek-R1").name == "DeepSeek-V3"
+
+
+def test_every_bundled_model_parses_with_source() -> None:
+    models = bundled_models()
+    required = {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.3-70b", "qwen3-8b", "qwen3-32b",
+                "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b",
+                "minimax-m2.5", "kimi-k2.5", "glm-5", "qwen3.5-397b-a17b", "llama-4-scout", "llama-4-maverick"}
+    assert required <= set(models)
+    for key, b in models.items():
+        assert b.source.strip(), key
+        m = load_model(key)
+        assert 1e9 < total_params(m) < 2e12
+        assert 0 < active_params(m) <= total_params(m)
+
+
+def test_local_path(tmp_path: Path) -> None:
+    cfg = json.loads((Path(__file__).resolve().parents[2] / "planner" / "model_configs" / "qwen3-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert load_model(str(path)).hidden_size == 4096
+    assert load_model(str(tmp_path)).hidden_size == 4096
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ('{"model_type": "llama", "num_hidden_layers": 2', "--model"),  # truncated
+        ("[1, 2]", "--model"),
+        ('{"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"]}', "model_type"),
+        ('{"model_type": "llama", "hidden_size": 64}', "num_hidden_layers"),
+        ('{"model_type": "llama", "num_hidden_layers": -2, "hidden_size": 64}', "num_hidden_layers"),
+    ],
+)
+def test_bad_configs(tmp_path: Path, content: str, field: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(PlannerInputError) as err:
+        load_model(str(path))
+    assert field in str(err.value)
+
+
+def test_unknown_model_did_you_mean() -> None:
+    with pytest.raises(PlannerInputError, match="did you mean 'llama-3.1-70b'"):
+        load_model("llama-3.1-7b")
+
+
+def _shared_configs() -> list[Path]:
+    if not SHARED_CONFIGS.is_dir():
+        return []
+    return sorted(p for p in SHARED_CONFIGS.glob("*_config.json") if "hf_quant" not in p.name)
+
+
+@pytest.mark.skipif(not SHARED_CONFIGS.is_dir(), reason="../shared/model_configs not present")
+@pytest.mark.parametrize("path", _shared_configs(), ids=lambda p: p.name)
+def test_shared_configs_parse_or_refuse(path: Path) -> None:
+    """Every public config either parses to a sane spec or is refused by name, never mis-modelled."""
+    raw = json.loads(path.read_text())
+    try:
+        m = parse_config(raw, name=path.stem)
+    except PlannerInputError as exc:
+        assert "not supported yet" in str(exc)
+        return
+    assert 1e8 < total_params(m) < 3e12
+    assert len(m.layers) == m.num_layers
