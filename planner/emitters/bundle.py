@@ -1,0 +1,153 @@
+"""Assemble every file of an engine bundle in memory, then write them: the public entry points."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from planner.emitters import sglang, trtllm, vllm
+from planner.emitters.common import place, render
+from planner.emitters.flag_table import FlagRow, Flags
+from planner.emitters.plan_file import PlanFile, parse_plan
+from planner.emitters.plan_md import plan_markdown
+from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile
+from planner.emitters.writer import argv, script, shell_line
+
+EMITTERS = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}
+ROUNDS_PER_CLIENT = 5  # requests per closed-loop client, as in TensorRT-LLM's benchmark guide
+RATE_WINDOW_S = 120.0  # open-loop run length used to size --num-prompts
+MIN_PROMPTS = 100
+
+
+def launch_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFile:
+    """``launch.sh``: every server in the background, the router, then wait."""
+    nodes = sorted({slot.node for slot, _ in build.servers} | {build.router_node})
+    blocks = []
+    for node in nodes:
+        cmds = [shell_line(cmd, background=True) for slot, cmd in build.servers if slot.node == node]
+        if build.router is not None and node == build.router_node:
+            cmds.append(shell_line(build.router, background=True))
+        body = "\n\n".join(cmds)
+        if len(nodes) > 1:
+            body = f'if [ "${{NODE_RANK:-0}}" = "{node}" ]; then\n{body}\nfi'
+        blocks.append(body)
+    dep = ctx.deployment
+    title = (f"{dep.model} on {dep.total_gpus} x {dep.gpu}, {flags.engine} {flags.version_text}, "
+             f"{dep.mode}; set NODE_RANK on each node" if len(nodes) > 1 else
+             f"{dep.model} on {dep.total_gpus} x {dep.gpu}, {flags.engine} {flags.version_text}, {dep.mode}")
+    text = script(title, ['cd "$(dirname "$0")"', *blocks, "wait"])
+    return OutFile(name="launch.sh", text=text, executable=True)
+
+
+def split(total: float, parts: int, index: int) -> float:
+    """Share ``index`` of ``total`` split as evenly as integers allow."""
+    return total // parts + (1 if index < total % parts else 0)
+
+
+def bench_command(ctx: EmitContext, flags: Flags, host: str, port: int, index: int, n: int) -> Command:
+    """One load-generator client against one endpoint, carrying its share of the load."""
+    wl = ctx.workload
+    values: dict[str, Any] = {
+        "bench_backend": "default", "bench_model": ctx.model_id, "bench_host": host,
+        "bench_port": port, "bench_dataset": "default", "bench_isl": wl.isl, "bench_osl": wl.osl,
+        "bench_range_ratio": "fixed", "bench_prefix_len": 0,
+    }
+    prompts = 0
+    if wl.concurrency is not None:
+        values["bench_concurrency"] = int(split(wl.concurrency, n, index)) or 1
+        prompts = values["bench_concurrency"] * ROUNDS_PER_CLIENT
+    if wl.rate is not None:
+        values["bench_rate"] = round(wl.rate / n, 6)
+        prompts = max(prompts, math.ceil(values["bench_rate"] * RATE_WINDOW_S))
+    values["bench_num_prompts"] = max(prompts, MIN_PROMPTS)
+    values["bench_ignore_eos"] = True
+    return Command(program=flags.words("bench_program", "bench"),
+                   args=render(flags, values, "bench").args, comment=f"client {index} -> {host}:{port}")
+
+
+def benchmark_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFile:
+    """``benchmark.sh``: the engine's load generator with the plan's ISL/OSL and load."""
+    n = len(build.endpoints)
+    cmds = [bench_command(ctx, flags, h, p, i, n) for i, (h, p) in enumerate(build.endpoints)]
+    blocks = [shell_line(c, background=n > 1) for c in cmds] + (["wait"] if n > 1 else [])
+    wl = ctx.workload
+    load = ", ".join(f"{k} {v}" for k, v in (("concurrency", wl.concurrency), ("rate", wl.rate))
+                     if v is not None)
+    title = f"Replay ISL {wl.isl} / OSL {wl.osl}, {load}, against launch.sh; compare with PLAN.md"
+    return OutFile(name="benchmark.sh", text=script(title, blocks), executable=True)
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        keys |= _flatten(value, path + ".") if isinstance(value, Mapping) else {path}
+    return keys
+
+
+def used_rows(flags: Flags, commands: Mapping[str, list[Command]],
+              configs: tuple[OutFile, ...]) -> list[FlagRow]:
+    """The table rows that appear in the bundle, matched per tool (``serve``/``router``/``bench``).
+
+    YAML keys are matched against ``yaml`` rows of any tool (the router has its own file).
+    """
+    keys: set[str] = set()
+    for f in configs:
+        keys |= _flatten(yaml.safe_load(f.text) or {})
+    found = []
+    for row in flags.rows:
+        cmds = commands.get(row.tool, [])
+        if row.kind == "yaml":
+            hit = row.flag in keys
+        elif row.kind == "program":
+            hit = any(" ".join(c.program) == row.flag for c in cmds)
+        else:
+            hit = any(row.flag in argv(c)[len(c.program):] for c in cmds)
+        if hit:
+            found.append(row)
+    return found
+
+
+def bundle_commands(ctx: EmitContext, flags: Flags, build: EngineBuild) -> dict[str, list[Command]]:
+    """Every command of the bundle, grouped by tool."""
+    n = len(build.endpoints)
+    return {
+        "serve": [c for _, c in build.servers],
+        "router": [build.router] if build.router else [],
+        "bench": [bench_command(ctx, flags, h, p, i, n) for i, (h, p) in enumerate(build.endpoints)],
+    }
+
+
+def build_bundle(plan: PlanFile, backend: str, version: str | None = None) -> tuple[OutFile, ...]:
+    """Every file for ``backend``, built in memory; raises before anything is written."""
+    flags = Flags(backend, version)
+    module = EMITTERS[backend]
+    dep = plan.best.deployment
+    ctx = EmitContext(deployment=dep, model_id=dep.hf_id or dep.model,
+                      slots=place(dep, module.BASE_PORT), workload=plan.workload)
+    build = module.build(ctx, flags)
+    launch, bench = launch_file(ctx, flags, build), benchmark_file(ctx, flags, build)
+    rows = used_rows(flags, bundle_commands(ctx, flags, build), build.configs)
+    files = (launch, *build.configs, bench)
+    md = plan_markdown(plan, ctx, flags, build, rows, [f.name for f in files])
+    return (*files, OutFile(name="PLAN.md", text=md))
+
+
+def write_engine_configs(plan_dict: Mapping[str, Any], backend: str, out_dir: str | Path,
+                         version: str | None = None) -> list[Path]:
+    """Validate ``plan_dict``, build the ``backend`` bundle and write it into ``out_dir``."""
+    files = build_bundle(parse_plan(dict(plan_dict)), backend, version)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for f in files:
+        path = out / f.name
+        path.write_text(f.text)
+        if f.executable:
+            path.chmod(0o755)
+        paths.append(path)
+    return paths

@@ -1,0 +1,132 @@
+"""The per-engine flag table (``flags.yaml``): typed rows, version parsing and look-up.
+
+Every engine flag spelling the emitters write comes from this table, so checking the
+table against the engines' documentation checks every emitted flag.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.errors import PlannerInputError
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+)*)")
+
+Engine = Literal["vllm", "sglang", "trtllm"]
+ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "trtllm")
+Tool = Literal["serve", "router", "bench"]
+Kind = Literal["cli", "switch", "yaml", "program"]
+Version = tuple[int, ...]
+
+
+class FlagRow(BaseModel):
+    """One engine spelling of one planner parameter, valid for a version range."""
+
+    model_config = _FROZEN
+    param: str = Field(description="Engine-neutral planner parameter name.")
+    tool: Tool = Field(description="serve: engine server; router: P/D router; bench: load generator.")
+    kind: Kind = Field(description="cli flag with value, bare switch, YAML dotted key, or program words.")
+    flag: str = Field(description="The engine's spelling.")
+    since: str = Field(description="First engine version (inclusive) to emit this spelling.")
+    until: str | None = Field(default=None, description="First version (exclusive) to stop emitting it.")
+    doc: str = Field(description="Page or argument definition the spelling was checked against.")
+    values: dict[str, str] = Field(default_factory=dict, description="Planner value -> engine value.")
+    note: str = ""
+
+    def active(self, version: Version) -> bool:
+        """True when ``since <= version < until``."""
+        if version < parse_version(self.since):
+            return False
+        return self.until is None or version < parse_version(self.until)
+
+
+class EngineTable(BaseModel):
+    """All rows of one engine plus the versions the table covers."""
+
+    model_config = _FROZEN
+    default_version: str
+    min_version: str = Field(description="Oldest version covered (inclusive).")
+    max_version: str = Field(description="Newest version covered; '0.33' covers every 0.33.x.")
+    rows: tuple[FlagRow, ...]
+
+
+class FlagTable(BaseModel):
+    """The whole ``flags.yaml``."""
+
+    model_config = _FROZEN
+    engines: dict[str, EngineTable]
+
+
+def parse_version(text: str) -> Version:
+    """``'v0.33.1rc2'`` -> ``(0, 33, 1)``; unparsable text is a PlannerInputError."""
+    match = _VERSION_RE.match(text.strip())
+    if match is None:
+        raise PlannerInputError("engine_version", f"cannot parse version {text!r}")
+    return tuple(int(p) for p in match.group(1).split("."))
+
+
+@cache
+def load_table() -> FlagTable:
+    """Read and validate ``flags.yaml`` once."""
+    text = resources.files("planner.emitters").joinpath("flags.yaml").read_text()
+    return FlagTable.model_validate(yaml.safe_load(text))
+
+
+def engine_table(engine: str) -> EngineTable:
+    """The table of ``engine`` or a PlannerInputError listing the engines."""
+    table = load_table().engines
+    if engine not in table:
+        raise PlannerInputError("backend", f"unknown engine {engine!r}; choose one of {sorted(table)}")
+    return table[engine]
+
+
+def resolve_version(engine: str, version: str | None) -> Version:
+    """The version to target: the table default, or ``version`` if the table covers it."""
+    table = engine_table(engine)
+    wanted = parse_version(version or table.default_version)
+    low, high = parse_version(table.min_version), parse_version(table.max_version)
+    if wanted < low or wanted[: len(high)] > high:
+        raise PlannerInputError(
+            "engine_version",
+            f"{engine} {version} is outside the flag table "
+            f"({table.min_version} .. {table.max_version}.x)",
+        )
+    return wanted
+
+
+class Flags:
+    """The rows of one engine that are active at one version."""
+
+    def __init__(self, engine: str, version: str | None = None) -> None:
+        self.engine = engine
+        self.version = resolve_version(engine, version)
+        self.version_text = ".".join(str(p) for p in self.version)
+        rows = engine_table(engine).rows
+        self.rows: tuple[FlagRow, ...] = tuple(r for r in rows if r.active(self.version))
+
+    def find(self, param: str, tool: Tool = "serve") -> FlagRow | None:
+        """The active row for ``param``, or None when the engine has no spelling for it."""
+        hits = [r for r in self.rows if r.param == param and r.tool == tool]
+        assert len(hits) <= 1, f"overlapping rows for {self.engine} {tool} {param}"
+        return hits[0] if hits else None
+
+    def get(self, param: str, tool: Tool = "serve") -> FlagRow:
+        """The active row for ``param``; a missing row means the table does not cover it."""
+        row = self.find(param, tool)
+        if row is None:
+            raise PlannerInputError(
+                "engine_version",
+                f"{self.engine} {self.version_text} has no {tool} flag for {param!r} in the flag table",
+            )
+        return row
+
+    def words(self, param: str, tool: Tool) -> tuple[str, ...]:
+        """The program words of a ``kind: program`` row."""
+        return tuple(self.get(param, tool).flag.split())

@@ -1,0 +1,84 @@
+"""``PLAN.md``: what was chosen, what the planner predicts, and what the emitted files assume."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from planner.emitters.common import GPUS_PER_NODE, roles, unmapped, worker_values
+from planner.emitters.flag_table import FlagRow, Flags
+from planner.emitters.plan_file import PlanFile
+from planner.emitters.types import EmitContext, EngineBuild
+
+_PERCENTILES = ("mean", "p50", "p90", "p99")
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "-" if value is None else str(value).replace("|", "\\|")
+
+
+def deployment_section(ctx: EmitContext) -> list[str]:
+    dep = ctx.deployment
+    header = ("role", "replicas", "TP", "PP", "DP", "EP", "max running", "chunk tokens",
+              "mem fraction", "KV dtype", "weights")
+    rows = [(role, w.workers, w.parallel.tp, w.parallel.pp, w.parallel.dp, w.parallel.ep,
+             w.max_num_seqs, w.max_num_batched_tokens, w.gpu_memory_utilization, w.kv_dtype,
+             w.weight_quant) for role, w in roles(dep)]
+    return ["## Deployment", "", *_table(header, rows), "",
+            f"max model length {dep.max_model_len}; CUDA graphs up to batch "
+            f"{dep.cuda_graph_max_batch}; {dep.total_gpus} GPUs in total.", ""]
+
+
+def predicted_section(plan: PlanFile) -> list[str]:
+    pred = plan.best.predicted
+    nested = {k: v for k, v in pred.items() if isinstance(v, dict)}
+    scalars = {k: v for k, v in pred.items() if not isinstance(v, dict)}
+    lines = ["## Predicted", ""]
+    if nested:
+        lines += _table(("metric", *_PERCENTILES), ((k, *(v.get(p) for p in _PERCENTILES))
+                                                    for k, v in nested.items()))
+        lines.append("")
+    scalars["gpus"] = plan.best.gpus
+    scalars["cost_per_million_output_tokens"] = plan.best.cost_per_million_output_tokens
+    lines += _table(("quantity", "value"), scalars.items())
+    return [*lines, ""]
+
+
+def notes_section(ctx: EmitContext, flags: Flags, build: EngineBuild) -> list[str]:
+    notes = [f"Replicas are packed {GPUS_PER_NODE} GPUs per node; ports and hosts in launch.sh "
+             "are defaults, edit them for your cluster.",
+             "benchmark.sh splits the load evenly over the endpoints it targets."]
+    if not ctx.deployment.hf_id:
+        notes.append(f"The plan has no HF id; `{ctx.model_id}` is used as the model path.")
+    for role, worker in roles(ctx.deployment):
+        missing = unmapped(flags, worker_values(ctx.deployment, worker))
+        if missing:
+            notes.append(f"{role}: no {flags.engine} setting for {', '.join(missing)} (see below).")
+    notes += list(build.notes)
+    return ["## Assumptions and notes", "", *(f"- {n}" for n in notes), ""]
+
+
+def sources_section(rows: list[FlagRow]) -> list[str]:
+    body = ((r.param, r.tool, f"`{r.flag}`", r.since, r.until, r.doc) for r in rows)
+    return ["## Flag sources", "", *_table(("parameter", "tool", "spelling", "since", "until", "checked against"), body), ""]
+
+
+def plan_markdown(plan: PlanFile, ctx: EmitContext, flags: Flags, build: EngineBuild,
+                  rows: list[FlagRow], files: list[str]) -> str:
+    """The whole PLAN.md text."""
+    wl = plan.workload
+    head = [f"# {plan.model} on {plan.gpu}: {flags.engine} {flags.version_text}", "",
+            f"Mode: {ctx.deployment.mode}. Files: {', '.join(f'`{f}`' for f in files)}.", "",
+            "## Workload", "",
+            *_table(("ISL", "OSL", "concurrency", "rate (req/s)"), [(wl.isl, wl.osl, wl.concurrency, wl.rate)]), ""]
+    parts = head + deployment_section(ctx) + predicted_section(plan)
+    parts += notes_section(ctx, flags, build) + sources_section(rows)
+    return "\n".join(parts)

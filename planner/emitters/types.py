@@ -1,0 +1,87 @@
+"""Typed, engine-neutral records the emitters build before anything is written."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.deployment import Deployment, WorkerConfig
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+Role = Literal["agg", "prefill", "decode"]
+
+
+class Command(BaseModel):
+    """One process to start: environment, program words, positionals and flags."""
+
+    model_config = _FROZEN
+    program: tuple[str, ...] = Field(description="Words that start the tool, e.g. ('vllm', 'serve').")
+    positional: tuple[str, ...] = ()
+    args: tuple[tuple[str, tuple[str, ...]], ...] = Field(
+        default=(), description="(flag, values); no values means a bare switch."
+    )
+    env: tuple[tuple[str, str], ...] = ()
+    comment: str = ""
+
+
+class OutFile(BaseModel):
+    """One file of the bundle, built fully in memory."""
+
+    model_config = _FROZEN
+    name: str
+    text: str
+    executable: bool = False
+
+
+class Slot(BaseModel):
+    """Where one worker replica runs: its role, GPUs, node and port."""
+
+    model_config = _FROZEN
+    role: Role
+    index: int = Field(ge=0, description="Replica index within the role.")
+    worker: WorkerConfig
+    node: int = Field(ge=0)
+    gpu_ids: tuple[int, ...] = Field(description="Local GPU ids; empty when the worker spans nodes.")
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+class Workload(BaseModel):
+    """What the benchmark replays: fixed ISL/OSL and closed-loop concurrency or open-loop rate."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
+    concurrency: int | None = Field(default=None, ge=1)
+    rate: float | None = Field(default=None, gt=0)
+
+
+class EmitContext(BaseModel):
+    """Everything an engine emitter needs: the deployment, where it runs, and the workload."""
+
+    model_config = _FROZEN
+    deployment: Deployment
+    model_id: str = Field(description="What the engine loads (HF id, else the planner's model name).")
+    slots: tuple[Slot, ...]
+    workload: Workload
+
+    def role_slots(self, role: Role) -> tuple[Slot, ...]:
+        return tuple(s for s in self.slots if s.role == role)
+
+
+class EngineBuild(BaseModel):
+    """What one engine emitter returns: servers, optional router, config files, bench targets."""
+
+    model_config = _FROZEN
+    servers: tuple[tuple[Slot, Command], ...]
+    router: Command | None = None
+    router_node: int = 0
+    configs: tuple[OutFile, ...] = ()
+    endpoints: tuple[tuple[str, int], ...] = Field(description="(host, port) the benchmark targets.")
+    notes: tuple[str, ...] = ()

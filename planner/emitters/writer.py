@@ -1,0 +1,52 @@
+"""The one writer: commands to argv / shell text, nested mappings to YAML text."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from planner.emitters.types import Command
+
+_INDENT = "    "
+
+
+def argv(cmd: Command) -> list[str]:
+    """The exact argument vector (environment excluded)."""
+    words = [*cmd.program, *cmd.positional]
+    for flag, values in cmd.args:
+        words += [flag, *values]
+    return words
+
+
+def shell_line(cmd: Command, background: bool = False) -> str:
+    """A paste-ready shell command, one flag per continued line."""
+    head = [f"{k}={shlex.quote(v)}" for k, v in cmd.env]
+    head += [shlex.quote(w) for w in (*cmd.program, *cmd.positional)]
+    lines = [" ".join(head)]
+    lines += [_INDENT + " ".join(shlex.quote(w) for w in (flag, *vals)) for flag, vals in cmd.args]
+    text = " \\\n".join(lines) + (" &" if background else "")
+    return (f"# {cmd.comment}\n" if cmd.comment else "") + text
+
+
+def yaml_text(data: Mapping[str, Any], header: Iterable[str] = ()) -> str:
+    """Block-style YAML in insertion order, with ``#`` header lines."""
+    body = yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)
+    return "".join(f"# {line}\n" for line in header) + body
+
+
+def set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    """``set_dotted(d, 'a.b', 1)`` sets ``d['a']['b'] = 1``, creating levels."""
+    *parents, leaf = dotted.split(".")
+    node = target
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+
+
+def script(title: str, blocks: Iterable[str]) -> str:
+    """A bash script: shebang, strict mode, a title comment and blank-line separated blocks."""
+    head = f"#!/usr/bin/env bash\n# {title}\nset -euo pipefail\n"
+    return head + "\n" + "\n\n".join(blocks) + "\n"
