@@ -3,7 +3,7 @@
 Engine names appear only in this package. Flag spellings live in ``flags.yaml``.
 """
 
-from planner.emitters.bundle import build_bundle, write_engine_configs
+from planner.emitters.bundle import build_bundle, write_engine_configs, write_files
 from planner.emitters.flag_table import ENGINES
 
-__all__ = ["ENGINES", "build_bundle", "write_engine_configs"]
+__all__ = ["ENGINES", "build_bundle", "write_engine_configs", "write_files"]

@@ -137,10 +137,8 @@ def build_bundle(plan: PlanFile, backend: str, version: str | None = None) -> tu
     return (*files, OutFile(name="PLAN.md", text=md))
 
 
-def write_engine_configs(plan_dict: Mapping[str, Any], backend: str, out_dir: str | Path,
-                         version: str | None = None) -> list[Path]:
-    """Validate ``plan_dict``, build the ``backend`` bundle and write it into ``out_dir``."""
-    files = build_bundle(parse_plan(dict(plan_dict)), backend, version)
+def write_files(files: tuple[OutFile, ...], out_dir: str | Path) -> list[Path]:
+    """Write an already-built bundle into ``out_dir`` (created if needed)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -151,3 +149,9 @@ def write_engine_configs(plan_dict: Mapping[str, Any], backend: str, out_dir: st
             path.chmod(0o755)
         paths.append(path)
     return paths
+
+
+def write_engine_configs(plan_dict: Mapping[str, Any], backend: str, out_dir: str | Path,
+                         version: str | None = None) -> list[Path]:
+    """Validate ``plan_dict``, build the ``backend`` bundle in memory, then write it."""
+    return write_files(build_bundle(parse_plan(dict(plan_dict)), backend, version), out_dir)

@@ -37,11 +37,11 @@ def place(deployment: Deployment, base_port: int) -> tuple[Slot, ...]:
                 offset += GPUS_PER_NODE - offset % GPUS_PER_NODE  # do not straddle nodes
             node, local = divmod(offset, GPUS_PER_NODE)
             gpu_ids = tuple(range(local, local + width)) if width <= GPUS_PER_NODE else ()
-            host = LOCAL_HOST if node == 0 else f"node{node}"
-            port = base_port + len(slots)
-            slots.append(Slot(role=role, index=index, worker=worker, node=node,
-                              gpu_ids=gpu_ids, host=host, port=port))
+            slots.append(Slot(role=role, index=index, worker=worker, node=node, gpu_ids=gpu_ids,
+                              host=LOCAL_HOST, port=base_port + len(slots)))
             offset += width
+    if any(s.node for s in slots):  # several nodes: servers must be reachable by name
+        slots = [s.model_copy(update={"host": f"node{s.node}"}) for s in slots]
     return tuple(slots)
 
 
@@ -115,8 +115,8 @@ def unmapped(flags: Flags, values: dict[str, Any], tool: Tool = "serve") -> list
 
 
 def bind_host(slot: Slot) -> str:
-    """Address a server listens on: loopback on the head node, all interfaces elsewhere."""
-    return LOCAL_HOST if slot.node == 0 else "0.0.0.0"
+    """Address a server listens on: loopback on a single node, all interfaces across nodes."""
+    return LOCAL_HOST if slot.host == LOCAL_HOST else "0.0.0.0"
 
 
 def visible_devices(slot: Slot) -> tuple[tuple[str, str], ...]:

@@ -1,0 +1,34 @@
+"""``planner emit``: turn a plan file into ready-to-run engine configs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from planner.cli.output import print_json
+from planner.emitters import ENGINES, build_bundle, write_files
+from planner.emitters.plan_file import load_plan
+
+
+def register(sub: Any, groups: dict[str, Any]) -> None:
+    """Add the ``emit`` sub-command."""
+    p = sub.add_parser("emit", help="write engine launch configs, benchmark.sh and PLAN.md from a plan")
+    p.add_argument("--plan", required=True, help="plan file (the JSON of `planner plan --format json`)")
+    p.add_argument("--backend", required=True, choices=ENGINES, help="serving engine")
+    p.add_argument("--engine-version", default=None,
+                   help="engine release to target (default: the newest in the flag table)")
+    p.add_argument("--out", required=True, help="directory to write the files into")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    """Build every file in memory first (errors leave ``--out`` untouched), then write them."""
+    files = build_bundle(load_plan(args.plan), args.backend, args.engine_version)
+    written = [str(p) for p in write_files(files, args.out)]
+    if args.format == "json":
+        print_json({"backend": args.backend, "files": written})
+    else:
+        sys.stdout.write("\n".join(written) + "\n")
+    return 0
