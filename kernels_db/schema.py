@@ -2,7 +2,8 @@
 
 One row = one measured op. ``latency_s`` is seconds. Size columns are integers; dtype columns are
 strings from ``hardware.spec.DTYPES``. An optional ``kernel_source`` column says which kernel was
-timed (e.g. ``torch.matmul``, ``triton``, ``trtllm``).
+timed (e.g. ``torch.matmul``, ``triton``, ``trtllm``); an optional ``source`` column says where the
+number comes from (URL or ``github:owner/repo path @commit``).
 """
 
 from __future__ import annotations
@@ -23,14 +24,32 @@ OP_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "memcpy": ("bytes",),
 }
 
+# Size keys interpolated in log space; every other key must match a table row exactly.
+SIZE_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    "gemm": ("m", "n", "k"),
+    "attention_prefill": ("batch", "seq", "prior"),
+    "attention_decode": ("batch", "kv_len"),
+    "mla_prefill": ("batch", "seq", "prior"),
+    "mla_decode": ("batch", "kv_len"),
+    "moe": ("tokens",),
+    "comm": ("bytes",),
+    "memcpy": ("bytes",),
+}
+
 STRING_COLUMNS: Final[frozenset[str]] = frozenset({"dtype", "kv_dtype", "collective", "link"})
 LATENCY_COLUMN: Final[str] = "latency_s"
-OPTIONAL_COLUMNS: Final[tuple[str, ...]] = ("kernel_source",)
+OPTIONAL_COLUMNS: Final[tuple[str, ...]] = ("kernel_source", "source")
+# ``custom_all_reduce`` = the engines' own one-/two-shot NVLink all-reduce kernels (not NCCL).
 COLLECTIVES: Final[tuple[str, ...]] = (
-    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv",
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "custom_all_reduce",
 )
 LINKS: Final[tuple[str, ...]] = ("nvlink", "pcie", "xgmi", "ib", "nvls", "local")
 OP_FAMILIES: Final[tuple[str, ...]] = tuple(OP_KEYS)
+
+
+def category_keys(op: str) -> tuple[str, ...]:
+    """Keys of ``op`` that are matched exactly (dtypes, head counts, collective...)."""
+    return tuple(k for k in OP_KEYS[op] if k not in SIZE_KEYS[op])
 
 
 def columns(op: str) -> tuple[str, ...]:

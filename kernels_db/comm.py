@@ -1,0 +1,68 @@
+"""Alpha-beta model of collectives: time = latency + bytes·algo_factor / bus_bandwidth.
+
+Algorithm factors are the nccl-tests bus-bandwidth factors (NVIDIA nccl-tests doc/PERFORMANCE.md):
+ring all-reduce 2(n-1)/n; all-gather, reduce-scatter and all-to-all (n-1)/n; send/recv 1. One GPU
+costs nothing. NVLS (NVLink SHARP) all-reduce moves each byte about once: factor 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hardware.spec import GpuSpec
+from kernels_db.fitted import DEFAULT_COMM_BW_EFF, DEFAULT_COMM_LATENCY_S, CommFamilyFit, CommParams
+
+ALL_REDUCE_LIKE = ("all_reduce", "custom_all_reduce")
+
+
+def algo_factor(collective: str, n_gpus: np.ndarray, nvls: bool = False) -> np.ndarray:
+    """Bytes on the busiest link per byte of message, for ``n_gpus`` ranks."""
+    n = np.asarray(n_gpus, dtype=float)
+    frac = np.where(n > 1, (n - 1.0) / np.maximum(n, 1.0), 0.0)
+    if collective in ALL_REDUCE_LIKE:
+        return np.asarray(np.where(n > 1, 1.0, 0.0)) if nvls else 2.0 * frac
+    if collective == "send_recv":
+        return np.asarray(np.where(n > 1, 1.0, 0.0))
+    return frac
+
+
+def alpha_beta(nbytes: Any, factor: Any, latency_s: Any, bus_bandwidth_bytes_per_s: Any) -> np.ndarray:
+    """Seconds of one collective; zero where the factor is zero (one GPU)."""
+    t = latency_s + np.asarray(nbytes, dtype=float) * factor / bus_bandwidth_bytes_per_s
+    return np.asarray(np.where(np.asarray(factor) > 0, t, 0.0))
+
+
+def scale_up_link(spec: GpuSpec) -> str:
+    """Our link name (``schema.LINKS``) for the GPU's scale-up fabric."""
+    name = spec.scale_up.name.lower()
+    if "pcie" in name:
+        return "pcie"
+    if "infinity" in name or "xgmi" in name:
+        return "xgmi"
+    return "nvlink"
+
+
+def default_params(spec: GpuSpec, n_gpus: int, link: str) -> CommParams:
+    """Uncalibrated parameters: link bandwidth x default efficiency; NIC beyond the scale-up domain."""
+    if link == "ib" or n_gpus > spec.scale_up.domain_size:
+        bw = spec.scale_out_bandwidth_bytes_per_s
+        lat = 2 * DEFAULT_COMM_LATENCY_S
+    elif link == "pcie":
+        bw, lat = spec.pcie_bandwidth_bytes_per_s, DEFAULT_COMM_LATENCY_S
+    else:
+        bw, lat = spec.scale_up.bandwidth_bytes_per_s, max(DEFAULT_COMM_LATENCY_S, spec.scale_up.latency_s)
+    return CommParams(latency_s=lat, bus_bandwidth_bytes_per_s=bw * DEFAULT_COMM_BW_EFF)
+
+
+def fitted_params(fit: CommFamilyFit | None, collective: str, n_gpus: int,
+                  spec: GpuSpec) -> CommParams | None:
+    """Fitted parameters for (collective, n) inside the scale-up domain; nearest fitted GPU count."""
+    if fit is None or n_gpus > spec.scale_up.domain_size:
+        return None
+    by_n = fit.params.get(collective)
+    if not by_n:
+        return None
+    nearest = min(by_n, key=lambda n: (abs(np.log(n) - np.log(n_gpus)), -n))
+    return by_n[nearest]

@@ -1,0 +1,117 @@
+"""Op counts and model times shared by lookup and fitting (vectorized over rows).
+
+``counts(op, cols, spec)`` returns FLOPs, bytes, the peak FLOP/s that applies to each row and, for
+GEMM, the FLOPs of one padded row (2·n·k) so that ``pad_rows`` can be priced. ``cols`` maps every key
+of ``schema.OP_KEYS[op]`` (comm excepted) to a broadcastable array or scalar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from hardware.spec import GpuSpec
+from kernels_db import roofline as rf
+from kernels_db.fitted import RooflineParams
+
+Cols = Mapping[str, Any]
+# which key names the dtype that selects the parameters and the peak of each family
+PARAM_KEY: Final[dict[str, str]] = {
+    "gemm": "dtype", "attention_prefill": "dtype", "attention_decode": "kv_dtype", "mla_prefill": "dtype",
+    "mla_decode": "kv_dtype", "moe": "dtype", "memcpy": "",
+}
+DECODE_MATH_DTYPE: Final[str] = "bf16"  # decode kernels dequantize fp8 KV and compute in 16-bit
+MEMCPY_KEY: Final[str] = "any"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Work of a batch of ops: FLOPs, bytes, applicable peak FLOP/s, FLOPs per padded GEMM row."""
+
+    flops: np.ndarray
+    nbytes: np.ndarray
+    peak_flops_per_s: np.ndarray
+    row_flops: np.ndarray
+
+
+def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
+    """Apply ``fn`` to each distinct string of ``values`` (scalar or array) and broadcast back."""
+    if isinstance(values, str):
+        return np.asarray(fn(values))
+    arr = np.asarray(values)
+    if arr.ndim == 0:
+        return np.asarray(fn(str(arr)))
+    names, inverse = np.unique(arr.astype(str), return_inverse=True)
+    return np.array([fn(str(n)) for n in names])[inverse].reshape(arr.shape)
+
+
+def _peak(spec: GpuSpec, dtype: Any) -> np.ndarray:
+    return per_value(dtype, spec.peak_flops)
+
+
+def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
+    """FLOPs, bytes and peak of each row of op family ``op``."""
+    zero = np.asarray(0.0)
+    if op == "gemm":
+        eb = rf.dtype_bytes(c["dtype"])
+        return Counts(rf.gemm_flops(c["m"], c["n"], c["k"]), rf.gemm_bytes(c["m"], c["n"], c["k"], eb),
+                      _peak(spec, c["dtype"]), np.asarray(2.0 * c["n"] * c["k"], dtype=float))
+    if op == "attention_prefill":
+        f = rf.prefill_attention_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["head_dim"], c["window"])
+        b = rf.prefill_attention_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_heads"], c["head_dim"],
+                                       rf.dtype_bytes(c["dtype"]), rf.dtype_bytes(c["kv_dtype"]))
+        return Counts(f, b, _peak(spec, c["dtype"]), np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"] * c["seq"], dtype=float))
+    if op == "attention_decode":
+        f = rf.decode_attention_flops(c["batch"], c["kv_len"], c["heads"], c["head_dim"])
+        b = rf.decode_attention_bytes(c["batch"], c["kv_len"], c["heads"], c["kv_heads"], c["head_dim"],
+                                      rf.dtype_bytes(c["kv_dtype"]))
+        return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"], dtype=float))
+    if op == "mla_prefill":
+        f = rf.mla_prefill_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"])
+        b = rf.mla_prefill_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"],
+                                 rf.dtype_bytes(c["dtype"]))
+        return Counts(f, b, _peak(spec, c["dtype"]), zero)
+    if op == "mla_decode":
+        f = rf.mla_decode_flops(c["batch"], c["kv_len"], c["heads"], c["kv_lora_rank"], c["rope_dim"])
+        b = rf.mla_decode_bytes(c["batch"], c["kv_len"], c["kv_lora_rank"], c["rope_dim"], rf.dtype_bytes(c["kv_dtype"]))
+        return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), zero)
+    if op == "moe":
+        eb = rf.dtype_bytes(c["dtype"])
+        f = rf.moe_flops(c["tokens"], c["hidden"], c["inter"], c["topk"], c["ep"])
+        b = rf.moe_bytes(c["tokens"], c["hidden"], c["inter"], c["topk"], c["experts"], c["ep"], eb)
+        return Counts(f, b, _peak(spec, c["dtype"]), zero)
+    if op == "memcpy":
+        return Counts(zero, rf.memcpy_bytes(c["bytes"]), np.asarray(spec.peak_flops("bf16")), zero)
+    raise KeyError(op)
+
+
+def model_time(cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: Any = 0.0) -> np.ndarray:
+    """Seconds under parameters ``p`` (rows of ``RooflineParams.as_array``)."""
+    flops = cnt.flops + cnt.row_flops * pad_rows
+    return rf.roofline_time(flops, cnt.nbytes, cnt.peak_flops_per_s, bandwidth_bytes_per_s, p)
+
+
+def peak_bound(cnt: Counts, bandwidth_bytes_per_s: float) -> np.ndarray:
+    """Plain roofline at 100% of peak and no launch cost (a lower bound), seconds."""
+    return np.asarray(np.maximum(cnt.flops / cnt.peak_flops_per_s, cnt.nbytes / bandwidth_bytes_per_s))
+
+
+def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams,
+                  keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row parameter array (5, ...), pad rows, and a mask of rows that found a fitted entry."""
+    def pick(name: str) -> RooflineParams:
+        return table.get(name, default)
+
+    if isinstance(keys, str) or np.ndim(keys) == 0:
+        prm = pick(str(keys))
+        return prm.as_array(), np.asarray(prm.pad_rows), np.asarray(str(keys) in table)
+    arr = np.asarray(keys).astype(str)
+    names, inverse = np.unique(arr, return_inverse=True)
+    stack = np.stack([pick(str(n)).as_array() for n in names], axis=1)  # (5, n_names)
+    pads = np.array([pick(str(n)).pad_rows for n in names])
+    found = np.array([str(n) in table for n in names])
+    inv = inverse.reshape(arr.shape)
+    return stack[:, inv], pads[inv], found[inv]

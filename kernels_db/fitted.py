@@ -1,0 +1,138 @@
+"""Fitted efficiency parameters per GPU (``kernels_db/fitted/<gpu>.yaml``) and the defaults used
+for GPUs without any (those predictions are flagged ``roofline_uncalibrated``).
+
+Compute families use ``RooflineParams`` in ``kernels_db.roofline.roofline_time``; collectives use the
+alpha-beta model ``latency_s + bytes·algo_factor / bus_bandwidth_bytes_per_s`` (``CommParams``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hardware.errors import PlannerInputError
+from kernels_db import paths
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class RooflineParams(BaseModel):
+    """Named efficiency parameters of one compute op family and dtype."""
+
+    model_config = _FROZEN
+    launch_s: float = Field(ge=0, description="Fixed cost per kernel (launch + tail), seconds.")
+    compute_eff: float = Field(gt=0, le=1.2, description="Asymptotic fraction of dense peak FLOP/s.")
+    compute_half_flops: float = Field(ge=0, description="FLOPs at which compute efficiency is half its maximum.")
+    memory_eff: float = Field(gt=0, le=1.5, description="Asymptotic fraction of peak HBM bandwidth.")
+    memory_half_bytes: float = Field(ge=0, description="Bytes at which memory efficiency is half its maximum.")
+    pad_rows: float = Field(default=0.0, ge=0, description="GEMM only: rows of m wasted by tile padding, on average.")
+
+    def as_array(self) -> np.ndarray:
+        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes)."""
+        return np.array([self.launch_s, self.compute_eff, self.compute_half_flops, self.memory_eff,
+                         self.memory_half_bytes])
+
+
+class CommParams(BaseModel):
+    """Alpha-beta parameters of one collective at one GPU count."""
+
+    model_config = _FROZEN
+    latency_s: float = Field(ge=0, description="Start-up latency (alpha), seconds.")
+    bus_bandwidth_bytes_per_s: float = Field(gt=0, description="Achieved bus bandwidth (nccl-tests busbw), bytes/s.")
+
+
+class FitError(BaseModel):
+    """Error of the fitted model on the rows it was fitted to (absolute percentage error)."""
+
+    model_config = _FROZEN
+    n: int = Field(ge=0, description="Rows compared.")
+    median_ape_pct: float = Field(ge=0, description="Median absolute percentage error, percent.")
+    p90_ape_pct: float = Field(ge=0, description="90th percentile absolute percentage error, percent.")
+
+
+class FittedTo(BaseModel):
+    """What a family's parameters were fitted to."""
+
+    model_config = _FROZEN
+    files: tuple[str, ...] = Field(description="Table files (names) the rows came from.")
+    rows: int = Field(ge=0, description="Rows used.")
+    sources: tuple[str, ...] = Field(default=(), description="Upstream sources of those rows.")
+
+
+class RooflineFamilyFit(BaseModel):
+    """One compute family: parameters per dtype (or kv dtype for decode attention)."""
+
+    model_config = _FROZEN
+    params: dict[str, RooflineParams]
+    fitted_to: FittedTo
+    fit_error: FitError
+
+
+class CommFamilyFit(BaseModel):
+    """Collectives: parameters per collective name, then per GPU count."""
+
+    model_config = _FROZEN
+    params: dict[str, dict[int, CommParams]]
+    fitted_to: FittedTo
+    fit_error: FitError
+
+
+class FittedGpu(BaseModel):
+    """All fitted parameters of one GPU."""
+
+    model_config = _FROZEN
+    gpu: str = Field(description="GPU key, e.g. 'h200_sxm'.")
+    date: str = Field(description="Date of the fit, ISO format.")
+    command: str = Field(description="Command that reproduces the fit.")
+    spec_used: dict[str, float] = Field(description="Peak FLOP/s and bandwidths the efficiencies are relative to.")
+    families: dict[str, RooflineFamilyFit] = Field(default_factory=dict, description="Compute op families.")
+    comm: CommFamilyFit | None = None
+    notes: str = ""
+
+
+# Defaults for uncalibrated GPUs: rounded medians of the fits shipped in kernels_db/fitted (H100,
+# H200, B200, A100; L40S left out as an outlier). ASSUMPTION for any GPU without its own fit.
+DEFAULT_PARAMS: Final[dict[str, RooflineParams]] = {
+    "gemm": RooflineParams(launch_s=4e-6, compute_eff=0.75, compute_half_flops=5e8, memory_eff=0.8,
+                           memory_half_bytes=2e6, pad_rows=16.0),
+    "attention_prefill": RooflineParams(launch_s=1e-5, compute_eff=0.5, compute_half_flops=2e9,
+                                        memory_eff=0.6, memory_half_bytes=4e6),
+    "attention_decode": RooflineParams(launch_s=8e-6, compute_eff=0.3, compute_half_flops=1e8,
+                                       memory_eff=0.7, memory_half_bytes=8e6),
+    "memcpy": RooflineParams(launch_s=3e-6, compute_eff=1.0, compute_half_flops=0.0, memory_eff=0.8,
+                             memory_half_bytes=1e6),
+}
+DEFAULT_PARAMS["mla_prefill"] = DEFAULT_PARAMS["attention_prefill"]
+DEFAULT_PARAMS["mla_decode"] = DEFAULT_PARAMS["attention_decode"]
+DEFAULT_PARAMS["moe"] = DEFAULT_PARAMS["gemm"]
+# Families without their own fit borrow the fit of a measured one.
+BORROW: Final[dict[str, str]] = {"mla_prefill": "attention_prefill", "mla_decode": "attention_decode", "moe": "gemm"}
+# ASSUMPTION: NCCL small-message latency inside one node, ~10 us (order of the fitted alphas), and
+# 80% of the link bandwidth as bus bandwidth.
+DEFAULT_COMM_LATENCY_S: Final[float] = 1e-5
+DEFAULT_COMM_BW_EFF: Final[float] = 0.8
+
+
+def save(fit: FittedGpu, fitted_dir: Path = paths.FITTED_DIR) -> Path:
+    """Write ``<fitted_dir>/<gpu>.yaml``."""
+    path = paths.fitted_path(fit.gpu, fitted_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(fit.model_dump(mode="json", exclude_none=True), sort_keys=False))
+    return path
+
+
+@lru_cache(maxsize=32)
+def load(gpu_key: str, fitted_dir: Path = paths.FITTED_DIR) -> FittedGpu | None:
+    """Fitted parameters of ``gpu_key``, or None when there is no file."""
+    path = paths.fitted_path(gpu_key, fitted_dir)
+    if not path.is_file():
+        return None
+    try:
+        return FittedGpu.model_validate(yaml.safe_load(path.read_text()))
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise PlannerInputError("fitted", f"{path}: {exc}".splitlines()[0]) from exc

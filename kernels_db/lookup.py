@@ -1,0 +1,226 @@
+"""Vectorized kernel-latency lookup: the public API the serving model calls.
+
+    db = KernelDB.for_gpu(get_gpu("h200"))
+    cost = db.gemm(m=np.array([1, 64, 4096]), n=8192, k=8192, dtype="bf16")
+    cost.seconds      # float64 array, seconds
+    cost.provenance   # str array, one of PROVENANCE
+
+Every method takes numpy arrays or scalars (broadcast together) and returns a frozen ``OpCost``.
+Each op is priced, in this order (the provenance tag says which):
+
+- ``measured``: a row of this GPU's table (``kernels_db/data/<gpu>/<op>.csv``) matches exactly;
+- ``interpolated``: inside the table's measured grid (log space over sizes, ``kernels_db.interp``);
+- ``fitted``: the roofline with this GPU's fitted efficiencies (``kernels_db/fitted/<gpu>.yaml``);
+- ``roofline_uncalibrated``: the roofline with default efficiencies (no fit for this GPU/dtype).
+
+Roofline: ``launch + max(FLOPs/(peak·eff_c), bytes/(BW·eff_m))`` (``kernels_db.roofline``).
+Collectives: alpha-beta ``latency + bytes·algo_factor/bus_bandwidth`` (``kernels_db.comm``); one GPU
+costs 0 s with provenance ``measured`` (nothing to measure). MoE and MLA borrow the GEMM and
+attention fits. ``KernelDB.for_gpu`` is cached per GPU and folders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from hardware.errors import PlannerInputError
+from hardware.spec import GpuSpec
+from kernels_db import comm as cm
+from kernels_db import costs, fitted, paths
+from kernels_db.interp import TableInterpolator
+from kernels_db.schema import COLLECTIVES, LINKS, SIZE_KEYS
+from kernels_db.tables import KernelTable, read_gpu_folder
+
+PROVENANCE: Final[tuple[str, ...]] = ("measured", "interpolated", "fitted", "roofline_uncalibrated")
+MEASURED, INTERPOLATED, FITTED, UNCALIBRATED = range(4)
+_PROV = np.array(PROVENANCE)
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """Cost of a batch of ops (arrays of one broadcast shape)."""
+
+    seconds: np.ndarray
+    provenance: np.ndarray
+    flops: np.ndarray
+    bytes: np.ndarray
+
+    @property
+    def tflops(self) -> np.ndarray:
+        """Achieved TFLOP/s."""
+        return np.asarray(self.flops / np.maximum(self.seconds, 1e-30) / 1e12)
+
+
+@dataclass
+class KernelDB:
+    """Tables and fitted parameters of one GPU. Build with ``for_gpu`` (cached) or directly."""
+
+    spec: GpuSpec
+    tables: Mapping[str, KernelTable] = field(default_factory=dict)
+    fit: fitted.FittedGpu | None = None
+    _interp: dict[str, TableInterpolator] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def for_gpu(cls, spec: GpuSpec, data_dir: Path = paths.DATA_DIR,
+                fitted_dir: Path = paths.FITTED_DIR) -> KernelDB:
+        """The bundled (or given) tables and fit of ``spec``; cached per GPU and folders."""
+        key = (spec.model_dump_json(), str(data_dir), str(fitted_dir))
+        db = _CACHE.get(key)
+        if db is None:
+            folder = paths.table_dir(spec.key, data_dir)
+            tables = read_gpu_folder(folder, spec.key) if folder.is_dir() else {}
+            db = _CACHE[key] = cls(spec, tables, fitted.load(spec.key, fitted_dir))
+        return db
+
+    @property
+    def calibrated(self) -> bool:
+        """True when this GPU has a fit or measured tables."""
+        return self.fit is not None or bool(self.tables)
+
+    # ---- compute families -------------------------------------------------------------------
+    def _family_params(self, op: str) -> tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]:
+        fams = self.fit.families if self.fit else {}
+        fam = fams.get(op) or fams.get(fitted.BORROW.get(op, ""))
+        return (fam.params if fam else {}), fitted.DEFAULT_PARAMS[op]
+
+    def model(self, op: str, cols: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
+        """(seconds, fitted-or-not mask, counts) of the roofline model alone."""
+        table, default = self._family_params(op)
+        key = costs.PARAM_KEY[op]
+        p, pad, found = costs.gather_params(table, default, cols[key] if key else costs.MEMCPY_KEY)
+        cnt = costs.counts(op, cols, self.spec)
+        return costs.model_time(cnt, p, self.spec.hbm_bandwidth_bytes_per_s, pad), found, cnt
+
+    def _interpolator(self, op: str) -> TableInterpolator | None:
+        if op not in self.tables:
+            return None
+        if op not in self._interp:
+            self._interp[op] = TableInterpolator(self.tables[op], lambda c, n: np.broadcast_to(
+                self.model(op, c)[0], (n,)))
+        return self._interp[op]
+
+    def price(self, op: str, **kw: Any) -> OpCost:
+        """Price op family ``op`` for keyword columns (arrays broadcast together)."""
+        sizes = [np.asarray(kw[k]) for k in SIZE_KEYS[op]]
+        for name, v in zip(SIZE_KEYS[op], sizes, strict=True):
+            if np.any(v < 0):
+                raise PlannerInputError(name, "sizes must be >= 0")
+        shape = np.broadcast_shapes(*(np.shape(v) for v in kw.values()))
+        seconds, found, cnt = self.model(op, kw)
+        prov = np.where(found, FITTED, UNCALIBRATED)
+        interp = self._interpolator(op)
+        if interp is not None:
+            n = int(np.prod(shape)) if shape else 1
+            flat = {k: (np.broadcast_to(v, shape).reshape(n) if np.ndim(v) else v) for k, v in kw.items()}
+            hit = interp.query(flat, n)
+            base = np.broadcast_to(seconds, shape).reshape(n)
+            seconds = np.where(hit.inside, base * np.exp(hit.log_ratio), base).reshape(shape)
+            code = np.where(hit.exact, MEASURED, np.where(hit.inside, INTERPOLATED, np.broadcast_to(prov, shape).reshape(n)))
+            prov = code.reshape(shape)
+        return OpCost(np.broadcast_to(seconds, shape).astype(float), _PROV[np.broadcast_to(prov, shape)],
+                      np.broadcast_to(cnt.flops, shape).astype(float), np.broadcast_to(cnt.nbytes, shape).astype(float))
+
+    def gemm(self, m: Any, n: Any, k: Any, dtype: Any = "bf16") -> OpCost:
+        """(m x k) @ (k x n) in ``dtype``; output 16-bit."""
+        return self.price("gemm", m=m, n=n, k=k, dtype=dtype)
+
+    def attention_prefill(self, batch: Any, seq: Any, prior: Any, heads: Any, kv_heads: Any, head_dim: Any,
+                          dtype: Any = "bf16", kv_dtype: Any = "bf16", window: Any = 0) -> OpCost:
+        """Causal attention of ``seq`` new tokens over ``prior`` cached ones, per sequence of ``batch``."""
+        return self.price("attention_prefill", batch=batch, seq=seq, prior=prior, heads=heads, kv_heads=kv_heads,
+                          head_dim=head_dim, dtype=dtype, kv_dtype=kv_dtype, window=window)
+
+    def attention_decode(self, batch: Any, kv_len: Any, heads: Any, kv_heads: Any, head_dim: Any,
+                         kv_dtype: Any = "bf16") -> OpCost:
+        """One decode step of ``batch`` sequences of ``kv_len`` cached tokens each."""
+        return self.price("attention_decode", batch=batch, kv_len=kv_len, heads=heads, kv_heads=kv_heads,
+                          head_dim=head_dim, kv_dtype=kv_dtype)
+
+    def mla_prefill(self, batch: Any, seq: Any, prior: Any, heads: Any, kv_lora_rank: Any, rope_dim: Any,
+                    dtype: Any = "bf16") -> OpCost:
+        """Multi-head latent attention (DeepSeek) prefill."""
+        return self.price("mla_prefill", batch=batch, seq=seq, prior=prior, heads=heads,
+                          kv_lora_rank=kv_lora_rank, rope_dim=rope_dim, dtype=dtype)
+
+    def mla_decode(self, batch: Any, kv_len: Any, heads: Any, kv_lora_rank: Any, rope_dim: Any,
+                   kv_dtype: Any = "bf16") -> OpCost:
+        """Multi-head latent attention decode (weight-absorbed)."""
+        return self.price("mla_decode", batch=batch, kv_len=kv_len, heads=heads, kv_lora_rank=kv_lora_rank,
+                          rope_dim=rope_dim, kv_dtype=kv_dtype)
+
+    def moe(self, tokens: Any, hidden: Any, inter: Any, topk: Any, experts: Any, ep: Any = 1,
+            dtype: Any = "bf16") -> OpCost:
+        """Grouped expert GEMMs of one MoE layer on one GPU (its ``experts/ep`` share), no all-to-all."""
+        return self.price("moe", tokens=tokens, hidden=hidden, inter=inter, topk=topk, experts=experts, ep=ep,
+                          dtype=dtype)
+
+    def memcpy(self, nbytes: Any) -> OpCost:
+        """Device-local copy of ``nbytes`` bytes."""
+        return self.price("memcpy", bytes=nbytes)
+
+    def comm(self, collective: str, n_gpus: Any, nbytes: Any, link: str | None = None) -> OpCost:
+        """One collective of ``nbytes`` message bytes over ``n_gpus`` ranks (see ``kernels_db.comm``)."""
+        return comm_cost(self, collective, n_gpus, nbytes, link)
+
+
+_CACHE: dict[tuple[str, str, str], KernelDB] = {}
+
+
+def _comm_params(db: KernelDB, collective: str, n: int, link: str) -> tuple[fitted.CommParams, int]:
+    fit = db.fit.comm if db.fit else None
+    on_fabric = link in (cm.scale_up_link(db.spec), "nvls")
+    prm = cm.fitted_params(fit, collective, n, db.spec) if on_fabric else None
+    if prm is not None:
+        return prm, FITTED
+    return cm.default_params(db.spec, n, link), UNCALIBRATED
+
+
+def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None) -> OpCost:
+    """Collective cost: measured table inside its grid, else fitted or default alpha-beta."""
+    if collective not in COLLECTIVES:
+        raise PlannerInputError("collective", f"unknown '{collective}'; allowed: {', '.join(COLLECTIVES)}")
+    link = link or cm.scale_up_link(db.spec)
+    if link not in LINKS:
+        raise PlannerInputError("link", f"unknown '{link}'; allowed: {', '.join(LINKS)}")
+    n_arr, b_arr = np.broadcast_arrays(np.asarray(n_gpus, dtype=np.int64), np.asarray(nbytes, dtype=float))
+    if np.any(n_arr < 1) or np.any(b_arr < 0):
+        raise PlannerInputError("n_gpus", "n_gpus must be >= 1 and bytes >= 0")
+    lat, bw = np.zeros(n_arr.shape), np.ones(n_arr.shape)
+    prov = np.full(n_arr.shape, MEASURED)
+    for n in np.unique(n_arr[n_arr > 1]):
+        prm, code = _comm_params(db, collective, int(n), link)
+        sel = n_arr == n
+        lat[sel], bw[sel], prov[sel] = prm.latency_s, prm.bus_bandwidth_bytes_per_s, code
+    factor = cm.algo_factor(collective, n_arr, nvls=link == "nvls")
+    seconds = cm.alpha_beta(b_arr, factor, lat, bw)
+    table = db.tables.get("comm")
+    if table is not None and seconds.size:
+        interp = db._interp.get("comm") or TableInterpolator(table, lambda c, k: _comm_model(db, c, k))
+        db._interp["comm"] = interp
+        hit = interp.query({"collective": collective, "n_gpus": n_arr.ravel(), "bytes": b_arr.ravel(), "link": link},
+                           n_arr.size)
+        adj = (hit.inside & (n_arr.ravel() > 1)).reshape(n_arr.shape)
+        seconds = np.where(adj, seconds * np.exp(hit.log_ratio.reshape(n_arr.shape)), seconds)
+        prov = np.where(adj, np.where(hit.exact.reshape(n_arr.shape), MEASURED, INTERPOLATED), prov)
+    return OpCost(seconds, _PROV[prov], np.zeros(n_arr.shape), b_arr.astype(float))
+
+
+def _comm_model(db: KernelDB, cols: Mapping[str, Any], n: int) -> np.ndarray:
+    """Alpha-beta model at table rows (model only, for the interpolator's ratios)."""
+    out = np.empty(n)
+    coll = np.broadcast_to(np.asarray(cols["collective"]).astype(str), (n,))
+    gpus = np.broadcast_to(np.asarray(cols["n_gpus"]), (n,))
+    links = np.broadcast_to(np.asarray(cols["link"]).astype(str), (n,))
+    nbytes = np.broadcast_to(np.asarray(cols["bytes"], dtype=float), (n,))
+    for c, g, lk in set(zip(coll.tolist(), gpus.tolist(), links.tolist(), strict=True)):
+        sel = (coll == c) & (gpus == g) & (links == lk)
+        prm, _ = _comm_params(db, c, int(g), lk) if g > 1 else (fitted.CommParams(
+            latency_s=1e-6, bus_bandwidth_bytes_per_s=1e9), 0)
+        factor = cm.algo_factor(c, np.full(int(sel.sum()), max(int(g), 2)))
+        out[sel] = cm.alpha_beta(nbytes[sel], factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
+    return out

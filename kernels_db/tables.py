@@ -1,0 +1,143 @@
+"""Read and check kernel tables in our schema (``kernels_db.schema``) into numpy-backed records.
+
+Pandas appears only here, at the file edge. A bad table (missing column, NaN, negative latency,
+duplicate key) raises ``PlannerInputError`` naming the file and the row (CSV line number).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from hardware.errors import PlannerInputError
+from kernels_db import paths
+from kernels_db.schema import LATENCY_COLUMN, OP_FAMILIES, OP_KEYS, STRING_COLUMNS, columns
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """Measured latencies of one op family on one GPU.
+
+    ``keys`` maps each key column of ``OP_KEYS[op]`` to an array (int64 sizes or str categories);
+    ``latency_s`` is seconds; ``lines`` is the CSV line of each row (for messages).
+    """
+
+    op: str
+    gpu: str
+    keys: dict[str, np.ndarray]
+    latency_s: np.ndarray
+    source: str
+    lines: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.latency_s.size)
+
+    def without(self, index: int) -> KernelTable:
+        """The same table less row ``index`` (for leave-one-out)."""
+        keep = np.ones(len(self), dtype=bool)
+        keep[index] = False
+        return self.subset(keep)
+
+    def subset(self, mask: np.ndarray) -> KernelTable:
+        """Rows where ``mask`` is true."""
+        return KernelTable(
+            self.op, self.gpu, {k: v[mask] for k, v in self.keys.items()},
+            self.latency_s[mask], self.source, self.lines[mask],
+        )
+
+
+def _row_error(source: str, line: int, message: str) -> PlannerInputError:
+    return PlannerInputError("kernel table", f"{source} row {line}: {message}")
+
+
+def _check_values(df: pd.DataFrame, op: str, source: str) -> None:
+    lines = np.arange(len(df)) + 2  # header is line 1
+    for col in columns(op):
+        bad = df[col].isna().to_numpy()
+        if bad.any():
+            raise _row_error(source, int(lines[bad.argmax()]), f"column '{col}' is empty or NaN")
+    lat = pd.to_numeric(df[LATENCY_COLUMN], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(lat) | (lat <= 0)
+    if bad.any():
+        i = int(bad.argmax())
+        raise _row_error(source, int(lines[i]), f"latency_s must be a positive number, got {df[LATENCY_COLUMN].iloc[i]}")
+    for col in OP_KEYS[op]:
+        if col in STRING_COLUMNS:
+            continue
+        vals = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(vals) | (vals < 0) | (vals != np.round(vals))
+        if bad.any():
+            i = int(bad.argmax())
+            raise _row_error(source, int(lines[i]), f"'{col}' must be a non-negative integer, got {df[col].iloc[i]}")
+    dup = df.duplicated(subset=list(OP_KEYS[op]), keep="first").to_numpy()
+    if dup.any():
+        i = int(dup.argmax())
+        raise _row_error(source, int(lines[i]), f"duplicate key {tuple(df[list(OP_KEYS[op])].iloc[i])}")
+
+
+def table_from_frame(df: pd.DataFrame, op: str, gpu: str, source: str) -> KernelTable:
+    """Check ``df`` (columns of ``schema.columns(op)``) and turn it into a ``KernelTable``."""
+    if op not in OP_FAMILIES:
+        raise PlannerInputError("op", f"unknown op family '{op}'; known: {', '.join(OP_FAMILIES)}")
+    missing = [c for c in columns(op) if c not in df.columns]
+    if missing:
+        raise PlannerInputError("kernel table", f"{source}: missing column(s) {', '.join(missing)} (row 1)")
+    _check_values(df, op, source)
+    keys = {
+        c: (df[c].astype(str).to_numpy(dtype=object) if c in STRING_COLUMNS else df[c].to_numpy(dtype=np.int64))
+        for c in OP_KEYS[op]
+    }
+    lat = df[LATENCY_COLUMN].to_numpy(dtype=float)
+    return KernelTable(op, gpu, keys, lat, source, np.arange(len(df)) + 2)
+
+
+def read_table(path: Path, gpu: str) -> KernelTable:
+    """Read ``<op>.csv`` in our schema."""
+    try:
+        df = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise PlannerInputError("kernel table", f"cannot read {path}: {exc}".splitlines()[0]) from exc
+    return table_from_frame(df, path.stem, gpu, str(path))
+
+
+def is_our_table(path: Path) -> bool:
+    """True when ``path`` is named after an op family and has that family's columns."""
+    if path.stem not in OP_FAMILIES:
+        return False
+    head = pd.read_csv(path, nrows=0).columns
+    return all(c in head for c in OP_KEYS[path.stem])
+
+
+def read_gpu_folder(folder: Path, gpu: str) -> dict[str, KernelTable]:
+    """All tables in ``folder`` (one GPU), keyed by op family."""
+    return {p.stem: read_table(p, gpu) for p in sorted(folder.glob("*.csv")) if p.stem in OP_FAMILIES}
+
+
+def write_table(df: pd.DataFrame, path: Path) -> None:
+    """Write a table in our schema (columns in schema order, then optional ones)."""
+    op = path.stem
+    table_from_frame(df, op, path.parent.name, str(path))  # refuse to write what we could not read
+    path.parent.mkdir(parents=True, exist_ok=True)
+    extra = [c for c in df.columns if c not in columns(op)]
+    df[[*columns(op), *extra]].to_csv(path, index=False)
+
+
+def write_meta(folder: Path, meta: dict[str, str]) -> None:
+    """Write ``meta.yaml`` (GPU, driver, library versions, date, tool, kernel_source, git SHA)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / paths.META_FILE).write_text(yaml.safe_dump(meta, sort_keys=False))
+
+
+def read_meta(folder: Path) -> dict[str, str]:
+    """``meta.yaml`` of a table folder, or an empty mapping when absent."""
+    path = folder / paths.META_FILE
+    if not path.is_file():
+        return {}
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict):
+        raise PlannerInputError("kernel table", f"{path} must hold a mapping")
+    return {str(k): str(v) for k, v in raw.items()}

@@ -1,0 +1,75 @@
+"""Accuracy of the kernel database against measured tables, per op family and GPU.
+
+Two methods: ``loo_interpolation`` (drop each measured point, interpolate it from the others of its
+partition; only points inside the remaining grid count) and ``fitted`` (the fitted roofline model
+alone, fitted to the same folder, so in-sample). Errors are absolute percentage errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hardware.spec import GpuSpec
+from kernels_db.fit import ape_pct, fit_gpu
+from kernels_db.fitted import FittedGpu
+from kernels_db.interp import Partition, category_labels, size_coords
+from kernels_db.lookup import KernelDB, _comm_model
+from kernels_db.tables import KernelTable
+
+
+def model_seconds(db: KernelDB, table: KernelTable) -> np.ndarray:
+    """Model-only prediction of every row of ``table``."""
+    n = len(table)
+    if table.op == "comm":
+        return _comm_model(db, table.keys, n)
+    return np.broadcast_to(db.model(table.op, table.keys)[0], (n,)).astype(float)
+
+
+def loo_predictions(table: KernelTable, base: np.ndarray) -> np.ndarray:
+    """Leave-one-out interpolated latency of each row (NaN where the row is outside the others' grid)."""
+    n = len(table)
+    labels = category_labels(table.op, table.keys, n)
+    coords = size_coords(table.op, table.keys, n)
+    ratio = np.log(table.latency_s) - np.log(base)
+    out = np.full(n, np.nan)
+    for lab in set(labels.tolist()):
+        idx = np.flatnonzero(labels == lab)
+        if idx.size < 3:
+            continue
+        for j in range(idx.size):
+            keep = np.delete(idx, j)
+            part = Partition(coords[keep], ratio[keep])
+            r, inside, _ = part.query(coords[idx[j]][None, :])
+            if inside[0]:
+                out[idx[j]] = base[idx[j]] * np.exp(r[0])
+    return out
+
+
+def _group_name(table: KernelTable, mask_of: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    if table.op != "comm":
+        return {table.op: np.ones(len(table), dtype=bool)}
+    return {f"comm_{c}": table.keys["collective"] == c for c in sorted(set(table.keys["collective"].tolist()))}
+
+
+def _summary(op: str, gpu: str, method: str, pred: np.ndarray, meas: np.ndarray) -> dict[str, Any]:
+    ok = np.isfinite(pred)
+    e = ape_pct(pred[ok], meas[ok])
+    med = round(float(np.median(e)), 2) if e.size else None
+    p90 = round(float(np.percentile(e, 90)), 2) if e.size else None
+    return {"op": op, "gpu": gpu, "method": method, "n": int(e.size), "median_ape_pct": med, "p90_ape_pct": p90}
+
+
+def evaluate_gpu(spec: GpuSpec, tables: dict[str, KernelTable], fit: FittedGpu | None = None) -> list[dict[str, Any]]:
+    """Groups (op, gpu, method, n, median/p90 APE) for one GPU's tables."""
+    fit = fit or fit_gpu(tables, spec, command="validate (in-sample fit)")
+    db = KernelDB(spec, {}, fit)
+    rows: list[dict[str, Any]] = []
+    for op, table in sorted(tables.items()):
+        base = model_seconds(db, table)
+        loo = loo_predictions(table, base)
+        for name, mask in _group_name(table, {}).items():
+            rows.append(_summary(name, spec.key, "loo_interpolation", loo[mask], table.latency_s[mask]))
+            rows.append(_summary(name, spec.key, "fitted", base[mask], table.latency_s[mask]))
+    return rows
