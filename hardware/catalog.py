@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from hardware.spec import GpuSpec
 from hardware.errors import PlannerInputError
+from hardware.spec import GpuSpec
 
 SPECS_DIR = Path(__file__).with_name("specs")
 
@@ -22,49 +22,77 @@ def normalize(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: what is wrong and on which line (PyYAML's own text spans several lines)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        return f"invalid YAML at line {exc.problem_mark.line + 1}: {exc.problem or exc.context}"
+    return f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+
+
 def load_spec_file(path: Path) -> GpuSpec:
     """Parse one YAML spec; errors name the file and the field."""
+    where = f"hardware file {path}"
     try:
         raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise PlannerInputError("hardware", f"cannot read {path}: {exc}".splitlines()[0]) from exc
+    except OSError as exc:
+        raise PlannerInputError(where, f"cannot read: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise PlannerInputError(where, _yaml_problem(exc)) from exc
     if not isinstance(raw, dict):
-        raise PlannerInputError("hardware", f"{path} must hold a mapping of GPU fields")
+        raise PlannerInputError(where, "must hold a mapping of GPU fields (name, key, memory_bytes, ...)")
     try:
         return GpuSpec.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "spec"
-        raise PlannerInputError(f"hardware {path.name}: {loc}", err["msg"]) from exc
+        locs = [".".join(str(p) for p in e["loc"]) or "spec" for e in exc.errors()]
+        msg = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        more = f" (also bad: {', '.join(locs[1:])})" if len(locs) > 1 else ""
+        raise PlannerInputError(f"{where}: {locs[0]}", f"{msg}{more}") from exc
+
+
+def _spec_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
 
 
 @lru_cache(maxsize=16)
-def _load_dirs(dirs: tuple[str, ...]) -> dict[str, GpuSpec]:
+def _load_dirs(dirs: tuple[str, ...], _stamp: tuple[tuple[str, int], ...]) -> dict[str, GpuSpec]:
+    # _stamp (file paths and mtimes) only keys the cache, so an edited file is read again.
     specs: dict[str, GpuSpec] = {}
     for d in dirs:
-        folder = Path(d)
-        if not folder.is_dir():
-            raise PlannerInputError("--hardware-dir", f"{folder} is not a folder")
-        for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
+        seen: dict[str, Path] = {}
+        for path in _spec_files(Path(d)):
             spec = load_spec_file(path)
+            if spec.key in seen:
+                raise PlannerInputError(
+                    f"hardware file {path}: key", f"'{spec.key}' is also defined in {seen[spec.key]}"
+                )
+            seen[spec.key] = path
             specs[spec.key] = spec  # later folders override bundled specs
     return specs
 
 
 def all_gpus(extra_dirs: Iterable[str | Path] = ()) -> dict[str, GpuSpec]:
     """All known GPUs by key: bundled specs, then each extra folder (which may override)."""
-    return _load_dirs((str(SPECS_DIR), *(str(d) for d in extra_dirs)))
+    dirs = (str(SPECS_DIR), *(str(d) for d in extra_dirs))
+    for d in dirs[1:]:
+        if not Path(d).is_dir():
+            raise PlannerInputError("--hardware-dir", f"{d} is not a folder")
+    stamp = tuple((str(p), p.stat().st_mtime_ns) for d in dirs for p in _spec_files(Path(d)))
+    return _load_dirs(dirs, stamp)
 
 
 def get_gpu(name: str, extra_dirs: Iterable[str | Path] = ()) -> GpuSpec:
-    """Resolve a GPU by key, canonical name or alias (case and punctuation insensitive)."""
+    """Resolve a GPU by key, canonical name or alias (case and punctuation insensitive).
+
+    A user spec (from ``extra_dirs``) wins over a bundled one that claims the same name.
+    """
     specs = all_gpus(extra_dirs)
     wanted = normalize(name)
+    names: dict[str, str] = {}  # normalized name -> key
     for spec in specs.values():
-        names = (spec.key, spec.name, *spec.aliases)
-        if wanted in {normalize(n) for n in names}:
-            return spec
-    choices = sorted(specs)
-    close = difflib.get_close_matches(name.lower(), choices + [a.lower() for s in specs.values() for a in s.aliases], n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    raise PlannerInputError("--gpu", f"unknown GPU '{name}'{hint}; known: {', '.join(choices)}")
+        for n in (spec.key, spec.name, *spec.aliases):
+            names[normalize(n)] = spec.key
+    if wanted in names:
+        return specs[names[wanted]]
+    close = difflib.get_close_matches(wanted, list(names), n=1) if wanted else []
+    hint = f" (did you mean '{names[close[0]]}'?)" if close else ""
+    raise PlannerInputError("--gpu", f"unknown GPU '{name}'{hint}; known: {', '.join(sorted(specs))}")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4")
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+PositiveFlops = Annotated[float, Field(gt=0)]
 
 
 class ScaleUpLink(BaseModel):
@@ -25,6 +26,31 @@ class ScaleUpLink(BaseModel):
     nvls: bool = Field(default=False, description="NVLink SHARP (in-switch reductions) available.")
 
 
+_NEEDS_SOURCE: tuple[str, ...] = (
+    "memory_bytes",
+    "hbm_bandwidth_bytes_per_s",
+    "peak_flops_per_s",
+    "sm_count",
+    "power_watts",
+    "price_per_gpu_hour_usd",
+    "scale_up",
+    "scale_out_bandwidth_bytes_per_s",
+    "pcie_bandwidth_bytes_per_s",
+)
+
+
+def _names_a_field(source_key: str, flops: dict[str, float] | None) -> bool:
+    """'memory_bytes', 'peak_flops_per_s.fp8' (a listed dtype) or 'scale_up.domain_size'."""
+    top, _, sub = source_key.partition(".")
+    if top not in GpuSpec.model_fields:
+        return False
+    if not sub:
+        return True
+    if top == "peak_flops_per_s":
+        return flops is None or sub in flops
+    return top == "scale_up" and sub in ScaleUpLink.model_fields
+
+
 class GpuSpec(BaseModel):
     """One accelerator. Every numeric field must have an entry in ``sources``."""
 
@@ -36,7 +62,7 @@ class GpuSpec(BaseModel):
     architecture: str = Field(description="Chip generation, e.g. 'hopper'.")
     memory_bytes: float = Field(gt=0, description="Device memory, bytes.")
     hbm_bandwidth_bytes_per_s: float = Field(gt=0, description="Peak device-memory bandwidth, bytes/s.")
-    peak_flops_per_s: dict[Dtype, float] = Field(
+    peak_flops_per_s: dict[Dtype, PositiveFlops] = Field(
         description="Dense (non-sparse) tensor-core peak per dtype, FLOP/s (OP/s for int types)."
     )
     sm_count: int = Field(ge=1, description="Streaming multiprocessors / compute units.")
@@ -51,28 +77,34 @@ class GpuSpec(BaseModel):
         gt=0, description="Scale-out NIC bandwidth per GPU, one direction, bytes/s."
     )
     pcie_bandwidth_bytes_per_s: float = Field(gt=0, description="Host PCIe bandwidth per direction, bytes/s.")
-    sources: dict[str, str] = Field(description="Field name -> where its number comes from.")
+    sources: dict[str, str] = Field(
+        description="Field name -> where its number comes from; 'field.sub' (e.g. 'peak_flops_per_s.fp4', "
+        "'scale_up.domain_size') cites one entry when it has a different source."
+    )
     notes: str = Field(default="", description="Free text.")
 
-    @model_validator(mode="after")
-    def _every_number_has_a_source(self) -> GpuSpec:
-        needed = [
-            "memory_bytes",
-            "hbm_bandwidth_bytes_per_s",
-            "peak_flops_per_s",
-            "sm_count",
-            "power_watts",
-            "price_per_gpu_hour_usd",
-            "scale_up",
-            "scale_out_bandwidth_bytes_per_s",
-            "pcie_bandwidth_bytes_per_s",
-        ]
-        missing = [f for f in needed if not self.sources.get(f, "").strip()]
+    @field_validator("peak_flops_per_s")
+    @classmethod
+    def _has_a_half_precision_peak(cls, flops: dict[str, float]) -> dict[str, float]:
+        if "bf16" not in flops and "fp16" not in flops:
+            raise ValueError("needs at least a bf16 or fp16 peak")
+        return flops
+
+    @field_validator("sources")
+    @classmethod
+    def _every_number_has_a_source(cls, sources: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        """Every numeric field is cited; every citation is non-empty and names a real field."""
+        missing = [f for f in _NEEDS_SOURCE if f not in sources]
         if missing:
-            raise ValueError(f"sources missing for {', '.join(missing)}")
-        if "bf16" not in self.peak_flops_per_s and "fp16" not in self.peak_flops_per_s:
-            raise ValueError("peak_flops_per_s needs at least bf16 or fp16")
-        return self
+            raise ValueError(f"missing for {', '.join(missing)}")
+        empty = [k for k, v in sources.items() if not v.strip()]
+        if empty:
+            raise ValueError(f"empty for {', '.join(empty)}")
+        flops = info.data.get("peak_flops_per_s")  # absent when that field itself failed
+        unknown = [k for k in sources if not _names_a_field(k, flops)]
+        if unknown:
+            raise ValueError(f"name unknown fields: {', '.join(unknown)}")
+        return sources
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype``; falls back to the next wider dtype the chip has.

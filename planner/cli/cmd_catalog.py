@@ -26,7 +26,7 @@ def gpu_rows(extra_dirs: list[str]) -> list[dict[str, Any]]:
     rows = []
     for key, g in sorted(all_gpus(extra_dirs).items()):
         rows.append({
-            "key": key, "name": g.name, "memory_gb": g.memory_bytes / 1e9,
+            "key": key, "name": g.name, "memory_gib": g.memory_bytes / 2**30,
             "hbm_tb_s": g.hbm_bandwidth_bytes_per_s / 1e12,
             "bf16_tflops": g.peak_flops("bf16") / 1e12,
             "fp8_tflops": g.peak_flops_per_s.get("fp8", 0.0) / 1e12,
