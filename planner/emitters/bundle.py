@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from planner.emitters import sglang, trtllm, vllm
-from planner.emitters.common import place, render
+from planner.emitters.common import place, render, unmapped
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile, parse_plan
 from planner.emitters.plan_md import plan_markdown
@@ -133,7 +133,10 @@ def build_bundle(plan: PlanFile, backend: str, version: str | None = None) -> tu
     launch, bench = launch_file(ctx, flags, build), benchmark_file(ctx, flags, build)
     rows = used_rows(flags, bundle_commands(ctx, flags, build), build.configs)
     files = (launch, *build.configs, bench)
-    md = plan_markdown(plan, ctx, flags, build, rows, [f.name for f in files])
+    first = {s.role: s for s in reversed(ctx.slots)}
+    missing = {str(role): unmapped(flags, module.serve_values(ctx, slot))
+               for role, slot in sorted(first.items(), reverse=True)}
+    md = plan_markdown(plan, ctx, flags, build, rows, [f.name for f in files], missing)
     return (*files, OutFile(name="PLAN.md", text=md))
 
 

@@ -57,7 +57,6 @@ def worker_values(deployment: Deployment, worker: WorkerConfig) -> dict[str, Any
         "chunk": worker.max_num_batched_tokens,
         "mem_fraction": worker.gpu_memory_utilization,
         "kv_dtype": worker.kv_dtype,
-        "quant": worker.weight_quant,
         "max_len": deployment.max_model_len,
         "cuda_graph_max": min(deployment.cuda_graph_max_batch, worker.max_num_seqs),
     }
@@ -66,6 +65,8 @@ def worker_values(deployment: Deployment, worker: WorkerConfig) -> dict[str, Any
             values[name] = degree
     if par.dp > 1:
         values["attention_dp"] = True
+    if worker.weight_quant != "bf16":  # bf16 means unquantized weights: nothing to set
+        values["quant"] = worker.weight_quant
     return values
 
 

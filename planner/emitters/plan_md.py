@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from planner.emitters.common import GPUS_PER_NODE, roles, unmapped, worker_values
+from planner.emitters.common import GPUS_PER_NODE, roles
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile
 from planner.emitters.types import EmitContext, EngineBuild
@@ -52,16 +52,16 @@ def predicted_section(plan: PlanFile) -> list[str]:
     return [*lines, ""]
 
 
-def notes_section(ctx: EmitContext, flags: Flags, build: EngineBuild) -> list[str]:
+def notes_section(ctx: EmitContext, flags: Flags, build: EngineBuild,
+                  missing: dict[str, list[str]]) -> list[str]:
     notes = [f"Replicas are packed {GPUS_PER_NODE} GPUs per node; ports and hosts in launch.sh "
              "are defaults, edit them for your cluster.",
              "benchmark.sh splits the load evenly over the endpoints it targets."]
     if not ctx.deployment.hf_id:
         notes.append(f"The plan has no HF id; `{ctx.model_id}` is used as the model path.")
-    for role, worker in roles(ctx.deployment):
-        missing = unmapped(flags, worker_values(ctx.deployment, worker))
-        if missing:
-            notes.append(f"{role}: no {flags.engine} setting for {', '.join(missing)} (see below).")
+    for role, params in missing.items():
+        if params:
+            notes.append(f"{role}: {flags.engine} has no setting for {', '.join(params)}.")
     notes += list(build.notes)
     return ["## Assumptions and notes", "", *(f"- {n}" for n in notes), ""]
 
@@ -72,7 +72,7 @@ def sources_section(rows: list[FlagRow]) -> list[str]:
 
 
 def plan_markdown(plan: PlanFile, ctx: EmitContext, flags: Flags, build: EngineBuild,
-                  rows: list[FlagRow], files: list[str]) -> str:
+                  rows: list[FlagRow], files: list[str], missing: dict[str, list[str]]) -> str:
     """The whole PLAN.md text."""
     wl = plan.workload
     head = [f"# {plan.model} on {plan.gpu}: {flags.engine} {flags.version_text}", "",
@@ -80,5 +80,5 @@ def plan_markdown(plan: PlanFile, ctx: EmitContext, flags: Flags, build: EngineB
             "## Workload", "",
             *_table(("ISL", "OSL", "concurrency", "rate (req/s)"), [(wl.isl, wl.osl, wl.concurrency, wl.rate)]), ""]
     parts = head + deployment_section(ctx) + predicted_section(plan)
-    parts += notes_section(ctx, flags, build) + sources_section(rows)
+    parts += notes_section(ctx, flags, build, missing) + sources_section(rows)
     return "\n".join(parts)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# deepseek-v3 on 16 x h200_sxm, vllm 0.33.0, disagg; set NODE_RANK on each node
+set -euo pipefail
+
+cd "$(dirname "$0")"
+
+if [ "${NODE_RANK:-0}" = "0" ]; then
+# prefill replica 0
+CUDA_VISIBLE_DEVICES=0,1,2,3 VLLM_NIXL_SIDE_CHANNEL_PORT=5600 vllm serve deepseek-ai/DeepSeek-V3 \
+    --host 0.0.0.0 \
+    --port 8100 \
+    --tensor-parallel-size 4 \
+    --max-num-seqs 16 \
+    --max-num-batched-tokens 16384 \
+    --gpu-memory-utilization 0.9 \
+    --kv-cache-dtype fp8 \
+    --max-model-len 10000 \
+    --max-cudagraph-capture-size 16 \
+    --quantization fp8 \
+    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' &
+
+# prefill replica 1
+CUDA_VISIBLE_DEVICES=4,5,6,7 VLLM_NIXL_SIDE_CHANNEL_PORT=5601 vllm serve deepseek-ai/DeepSeek-V3 \
+    --host 0.0.0.0 \
+    --port 8101 \
+    --tensor-parallel-size 4 \
+    --max-num-seqs 16 \
+    --max-num-batched-tokens 16384 \
+    --gpu-memory-utilization 0.9 \
+    --kv-cache-dtype fp8 \
+    --max-model-len 10000 \
+    --max-cudagraph-capture-size 16 \
+    --quantization fp8 \
+    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' &
+
+# P/D proxy (run from a vLLM source checkout)
+python tests/v1/kv_connector/nixl_integration/toy_proxy_server.py \
+    --port 8192 \
+    --prefiller-hosts node0 node0 \
+    --prefiller-ports 8100 8101 \
+    --decoder-hosts node1 \
+    --decoder-ports 8102 &
+fi
+
+if [ "${NODE_RANK:-0}" = "1" ]; then
+# decode replica 0
+CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 VLLM_NIXL_SIDE_CHANNEL_PORT=5602 vllm serve deepseek-ai/DeepSeek-V3 \
+    --host 0.0.0.0 \
+    --port 8102 \
+    --tensor-parallel-size 1 \
+    --max-num-seqs 256 \
+    --max-num-batched-tokens 8192 \
+    --gpu-memory-utilization 0.85 \
+    --kv-cache-dtype fp8 \
+    --max-model-len 10000 \
+    --max-cudagraph-capture-size 256 \
+    --data-parallel-size 8 \
+    --enable-expert-parallel \
+    --quantization fp8 \
+    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}' &
+fi
+
+wait
