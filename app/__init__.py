@@ -1,0 +1,1 @@
+"""Streamlit web UI: pages gather inputs and show results; every number comes from the packages."""

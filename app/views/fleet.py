@@ -1,0 +1,5 @@
+"""fleet page (being built)."""
+
+import streamlit as st
+
+st.info("This page is being built.")

@@ -1,0 +1,76 @@
+"""Kernels page: latency vs size for one GPU and op family; measured points against the model."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import kernel_inputs as ki
+from app.inputs import gpu_input
+from app.ui import guarded
+
+st.header("Kernels")
+st.caption("How long one op takes on one GPU as its size grows: the planner's lookup (measured, "
+           "interpolated, fitted or uncalibrated roofline) against the fitted model alone and the "
+           "measured rows of the table.")
+
+
+def _inputs() -> tuple[str, str, str, int, int, str]:
+    cols = st.columns(3)
+    with cols[0]:
+        gpu = gpu_input("kernels")
+    op = cols[1].selectbox("Op family", ki.OPS, key="kernels_op")
+    default_folder = str(ki.EXTERNAL_DATA) if ki.EXTERNAL_DATA.is_dir() else ""
+    folder = cols[2].text_input("Measured tables folder (empty = bundled)", value=default_folder,
+                                key="kernels_folder").strip()
+    swept, lo, hi = ki.SWEEP[op]
+    c = st.columns(2)
+    low = int(c[0].number_input(f"{swept} from", min_value=1, value=lo, step=1, key=f"kernels_{op}_lo"))
+    high = int(c[1].number_input(f"{swept} to", min_value=2, value=hi, step=1, key=f"kernels_{op}_hi"))
+    return gpu, op, folder, low, high, swept
+
+
+def _chart(op: str, swept: str, curve: pd.DataFrame, measured: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=curve[swept], y=curve["lookup_us"], mode="lines+markers", name="planner lookup",
+                    text=curve["provenance"], hovertemplate=f"{swept}=%{{x}}<br>%{{y:.4g}} us<br>%{{text}}")
+    fig.add_scatter(x=curve[swept], y=curve["model_us"], mode="lines", name="model (no tables)",
+                    line={"dash": "dash"})
+    fig.add_scatter(x=curve[swept], y=curve["roofline_bound_us"], mode="lines", name="100% roofline bound",
+                    line={"dash": "dot"})
+    if len(measured):
+        fig.add_scatter(x=measured[swept], y=measured["measured_us"], mode="markers", name="measured",
+                        marker={"size": 9, "symbol": "x"})
+    fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title=swept, yaxis_title="latency (us)",
+                      height=460, margin={"t": 30}, title=op)
+    return fig
+
+
+def _show(gpu: str, op: str, folder: str, low: int, high: int, swept: str) -> None:
+    db, where = ki.lookup_db(gpu, folder)
+    table = db.tables.get(op)
+    fixed, mask = ki.fixed_inputs(op, table)
+    sizes = ki.sweep_sizes(low, high)
+    cols = {**fixed, swept: sizes}
+    got = ki.price(db, op, cols)
+    model = ki.price(ki.model_only(db), op, cols)
+    bound = ki.roofline_bound(db, op, cols)
+    curve = pd.DataFrame({swept: sizes, "lookup_us": got.seconds * 1e6, "provenance": got.provenance,
+                          "model_us": model.seconds * 1e6, "roofline_bound_us": bound * 1e6})
+    measured = pd.DataFrame({swept: [], "measured_us": []})
+    if table is not None and mask is not None and mask.any():
+        measured = pd.DataFrame({swept: table.keys[swept][mask], "measured_us": table.latency_s[mask] * 1e6})
+        measured = measured.sort_values(swept)
+    st.plotly_chart(_chart(op, swept, curve, measured), key="kernels_chart")
+    st.caption(f"Measured rows from {where}: {len(measured)} in this slice"
+               + ("" if table is not None else f" (no {op} table for {gpu})"))
+    counts = curve["provenance"].value_counts()
+    st.markdown("**Provenance of the lookup:** " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    st.dataframe(curve, hide_index=True, key="kernels_table")
+    with st.expander("Where these numbers come from"):
+        st.markdown("\n".join(ki.provenance_lines(db, gpu, folder)))
+
+
+with guarded("kernels"):
+    _show(*_inputs())

@@ -1,0 +1,5 @@
+"""plan page (being built)."""
+
+import streamlit as st
+
+st.info("This page is being built.")
