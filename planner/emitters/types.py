@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.deployment import Deployment, WorkerConfig
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 Role = Literal["agg", "prefill", "decode"]
 
