@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "planner.cli.cmd_estimate",
     "planner.cli.cmd_plan",
     "planner.cli.cmd_emit",
+    "planner.cli.cmd_report",
     "planner.cli.cmd_ui",
 )
 GROUPS: dict[str, str] = {

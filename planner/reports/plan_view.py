@@ -1,0 +1,159 @@
+"""Typed, tolerant reader of a plan file (the JSON ``planner plan --format json`` prints).
+
+The top-level fields every report needs are validated (a missing one is a ``PlannerInputError``
+naming it); everything else is read leniently, because the solvers may add keys: Pareto entries,
+candidates and alternatives are flattened into one-level rows with dotted column names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.errors import PlannerInputError
+
+_LENIENT = ConfigDict(frozen=True, extra="ignore")
+_NUMBER_LIST_MAX = 8
+"""Lists of scalars up to this length are joined into one cell; longer ones are summarised."""
+_DROP_PREFIXES = ("predicted.", "deployment.", "config.", "metrics.")
+"""Nesting levels dropped from column names when that leaves them unique."""
+
+
+class WorkloadView(BaseModel):
+    """The workload the plan was made for."""
+
+    model_config = _LENIENT
+    isl: float = Field(description="Input tokens per request (mean).")
+    osl: float = Field(description="Output tokens per request (mean).")
+    concurrency: int | None = Field(default=None, description="Closed-loop clients.")
+    rate: float | None = Field(default=None, description="Open-loop arrival rate, requests/s.")
+
+
+class BestView(BaseModel):
+    """The recommended deployment and its predictions."""
+
+    model_config = _LENIENT
+    deployment: dict[str, Any] = Field(description="Deployment.model_dump(mode='json').")
+    predicted: dict[str, Any] = Field(description="Predicted latency, throughput, breakdowns.")
+    gpus: int | None = Field(default=None, description="GPUs of the whole deployment.")
+    cost_per_million_output_tokens: float | None = Field(default=None, description="$ per 1e6 output tokens.")
+
+
+class PlanView(BaseModel):
+    """What the reports read from a plan file."""
+
+    model_config = _LENIENT
+    model: str
+    gpu: str
+    workload: WorkloadView
+    slo: dict[str, Any] = Field(default_factory=dict)
+    best: BestView
+    pareto: list[dict[str, Any]] = Field(default_factory=list)
+    candidates: list[dict[str, Any]] = Field(default_factory=list)
+    binding_constraint: str = ""
+    candidates_evaluated: int | None = None
+    search_seconds: float | None = None
+    alternatives: dict[str, Any] = Field(default_factory=dict)
+    raw: dict[str, Any] = Field(default_factory=dict, description="The whole decoded plan.")
+
+
+def _error(exc: ValidationError) -> PlannerInputError:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "plan"
+    if err["type"] == "missing":
+        return PlannerInputError("plan", f"not a plan file: missing field {where!r}")
+    return PlannerInputError(f"plan.{where}", err["msg"])
+
+
+def parse_plan(data: Any) -> PlanView:
+    """Validate a decoded plan; any problem is one ``PlannerInputError`` naming the field."""
+    if not isinstance(data, dict):
+        raise PlannerInputError("plan", f"not a plan file: expected a JSON object, got {type(data).__name__}")
+    try:
+        view = PlanView.model_validate(data)
+    except ValidationError as exc:
+        raise _error(exc) from None
+    alts = data.get("alternatives")
+    alternatives = alts if isinstance(alts, dict) else {}
+    return view.model_copy(update={"raw": data, "alternatives": alternatives})
+
+
+def load_plan(path: str | Path) -> PlanView:
+    """Read and validate a plan file from disk."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise PlannerInputError("--plan", f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlannerInputError("--plan", f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    return parse_plan(data)
+
+
+def _cell(value: Any) -> Any:
+    """A JSON leaf as one spreadsheet cell: scalars as is, short lists joined, others summarised."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list):
+        if len(value) <= _NUMBER_LIST_MAX and all(isinstance(v, bool | int | float | str) for v in value):
+            return ", ".join(str(v) for v in value)
+        return f"[{len(value)} items]"
+    return str(value)
+
+
+def flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dict -> one level with dotted keys; leaves become single cells."""
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = _cell(value)
+    return out
+
+
+def _short_names(names: list[str]) -> dict[str, str]:
+    """Drop wrapper prefixes (``predicted.`` ...) from column names when they stay unique."""
+    short = {}
+    for name in names:
+        s = name
+        for pre in _DROP_PREFIXES:
+            s = s.removeprefix(pre)
+        short[name] = s
+    if len(set(short.values())) != len(short):
+        return {n: n for n in names}
+    return short
+
+
+def flat_rows(entries: list[Any]) -> list[dict[str, Any]]:
+    """Flatten a list of (possibly nested) entries into rows with one shared column order."""
+    flats = [flatten(e) if isinstance(e, Mapping) else {"value": _cell(e)} for e in entries]
+    columns: list[str] = []
+    for row in flats:
+        columns.extend(c for c in row if c not in columns)
+    rename = _short_names(columns)
+    return [{rename[c]: row.get(c) for c in columns} for row in flats]
+
+
+def pick(row: Mapping[str, Any], name: str) -> Any:
+    """``row[name]``, else the value of the first column whose dotted name ends with ``.name``."""
+    if name in row:
+        return row[name]
+    for key, value in row.items():
+        if key.endswith(f".{name}"):
+            return value
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    """A number as float; None for anything that is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    f = float(value)
+    return f if f == f and abs(f) != float("inf") else None

@@ -1,0 +1,212 @@
+"""The spreadsheet report: one sheet per concern, native Excel charts, values (never formulas).
+
+Built entirely in memory with xlsxwriter; ``build_xlsx`` returns the file's bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import xlsxwriter
+from xlsxwriter.format import Format
+from xlsxwriter.workbook import Workbook
+from xlsxwriter.worksheet import Worksheet
+
+from planner.reports.plan_view import PlanView, parse_plan
+from planner.reports.tables import PER_GPU, PER_USER, SHEETS, Table, sheet_tables
+
+CHART_ROWS = 20
+"""Rows kept free above the Pareto table for its chart."""
+MAX_COL_WIDTH = 60
+_FMT_SPECS: dict[str, dict[str, Any]] = {
+    "title": {"bold": True, "font_size": 14},
+    "table": {"bold": True, "font_size": 11, "font_color": "#1f4e79"},
+    "note": {"italic": True, "font_color": "#7f7f7f"},
+    "header": {"bold": True, "bg_color": "#dde7f0", "bottom": 1},
+    "pct": {"num_format": "0.0%"},
+    "num": {"num_format": "#,##0.00"},
+    "big": {"num_format": "#,##0"},
+    "plain": {},
+}
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where a table landed: its sheet, first and last data row, first column."""
+
+    sheet: str
+    first_row: int
+    last_row: int
+    col: int
+    table: Table
+
+    def column(self, name: str) -> int | None:
+        """Absolute column index of ``name`` (or of a dotted column ending with it)."""
+        for i, c in enumerate(self.table.columns):
+            if c == name or c.endswith(f".{name}"):
+                return self.col + i
+        return None
+
+
+def _cell_format(value: Any, kind: str, fmts: dict[str, Format]) -> Format:
+    if kind in ("pct", "num"):
+        return fmts[kind]
+    if isinstance(value, int) or (isinstance(value, float) and abs(value) >= 1e4):
+        return fmts["big"]
+    return fmts["plain"]
+
+
+def _write_cell(ws: Worksheet, row: int, col: int, value: Any, fmt: Format) -> None:
+    """Typed write: strings never become formulas or links, non-finite numbers become blanks."""
+    if isinstance(value, bool):
+        ws.write_boolean(row, col, value)
+    elif isinstance(value, int | float):
+        if math.isfinite(value):
+            ws.write_number(row, col, value, fmt)
+        else:
+            ws.write_blank(row, col, None)
+    elif value is None:
+        ws.write_blank(row, col, None)
+    else:
+        ws.write_string(row, col, str(value))
+
+
+def _write_table(ws: Worksheet, row: int, table: Table, fmts: dict[str, Format]) -> tuple[int, int]:
+    """Write ``table`` from ``row``; return (first data row, next free row)."""
+    ws.write_string(row, 0, table.title, fmts["table"])
+    row += 1
+    if table.note:
+        ws.write_string(row, 0, table.note, fmts["note"])
+        row += 1
+    for c, name in enumerate(table.columns):
+        ws.write_string(row, c, name, fmts["header"])
+    first = row + 1
+    for r, cells in enumerate(table.rows, start=first):
+        for c, value in enumerate(cells):
+            kind = table.formats.get(table.columns[c], "")
+            _write_cell(ws, r, c, value, _cell_format(value, kind, fmts))
+    return first, first + len(table.rows) + 1
+
+
+def _set_widths(ws: Worksheet, tables: list[Table]) -> None:
+    widths: dict[int, int] = {}
+    for t in tables:
+        for row in (t.columns, *t.rows):
+            for c, v in enumerate(row):
+                text = f"{v:.6g}" if isinstance(v, float) else str(v)
+                widths[c] = max(widths.get(c, 8), min(len(text) + 2, MAX_COL_WIDTH))
+    for c, w in widths.items():
+        ws.set_column(c, c, w)
+
+
+def _write_sheet(wb: Workbook, name: str, tables: list[Table], title: str,
+                 fmts: dict[str, Format]) -> list[Placed]:
+    ws = wb.add_worksheet(name)
+    ws.write_string(0, 0, title, fmts["title"])
+    row = 2 + (CHART_ROWS if name == "Pareto" else 0)
+    placed = []
+    for table in tables:
+        first, row = _write_table(ws, row, table, fmts)
+        placed.append(Placed(name, first, first + len(table.rows) - 1, 0, table))
+    _set_widths(ws, tables)
+    ws.freeze_panes(1, 0)
+    return placed
+
+
+def _row_of(placed: Placed, item: str) -> int | None:
+    for i, row in enumerate(placed.table.rows):
+        if row and row[0] == item:
+            return placed.first_row + i
+    return None
+
+
+def _pareto_chart(wb: Workbook, pareto: Placed, headline: Placed) -> None:
+    """Scatter of output tokens/s per GPU (y) vs per user (x): the front and the recommendation."""
+    chart = wb.add_chart({"type": "scatter"})
+    assert chart is not None
+    x_col, y_col = pareto.column(PER_USER), pareto.column(PER_GPU)
+    if x_col is not None and y_col is not None and pareto.table.rows:
+        chart.add_series({
+            "name": "Pareto front",
+            "categories": [pareto.sheet, pareto.first_row, x_col, pareto.last_row, x_col],
+            "values": [pareto.sheet, pareto.first_row, y_col, pareto.last_row, y_col],
+            "marker": {"type": "circle", "size": 6},
+        })
+    bx, by = _row_of(headline, PER_USER), _row_of(headline, PER_GPU)
+    if bx is not None and by is not None:
+        chart.add_series({
+            "name": "recommended",
+            "categories": [headline.sheet, bx, 1, bx, 1],
+            "values": [headline.sheet, by, 1, by, 1],
+            "marker": {"type": "diamond", "size": 10, "fill": {"color": "#c00000"}},
+        })
+    chart.set_title({"name": "Pareto front: throughput per GPU vs per user"})
+    chart.set_x_axis({"name": "output tokens/s per user", "major_gridlines": {"visible": True}})
+    chart.set_y_axis({"name": "output tokens/s per GPU"})
+    chart.set_size({"width": 760, "height": 380})
+    wb.get_worksheet_by_name(pareto.sheet).insert_chart(2, 0, chart)
+
+
+def _latency_chart(wb: Workbook, lat: Placed) -> None:
+    """Horizontal bars: share of step time per op kind (one series per role)."""
+    chart = wb.add_chart({"type": "bar"})
+    assert chart is not None
+    for i, name in enumerate(lat.table.columns):
+        if not name.startswith("share") or not lat.table.rows:
+            continue
+        chart.add_series({
+            "name": name,
+            "categories": [lat.sheet, lat.first_row, lat.col, lat.last_row, lat.col],
+            "values": [lat.sheet, lat.first_row, lat.col + i, lat.last_row, lat.col + i],
+        })
+    chart.set_title({"name": "Share of step time per op kind"})
+    chart.set_x_axis({"name": "share of step time", "num_format": "0%"})
+    chart.set_y_axis({"reverse": True})
+    chart.set_size({"width": 640, "height": 24 * max(len(lat.table.rows), 8) + 120})
+    anchor = len(lat.table.columns) + 1
+    wb.get_worksheet_by_name(lat.sheet).insert_chart(2, anchor, chart)
+
+
+def _memory_chart(wb: Workbook, mem: Placed) -> None:
+    """Stacked columns: GB per GPU of each memory component, one column per role."""
+    if not mem.table.rows:
+        return
+    chart = wb.add_chart({"type": "column", "subtype": "stacked"})
+    assert chart is not None
+    gb_cols = [i for i, c in enumerate(mem.table.columns) if c.startswith("GB per GPU")]
+    for r in range(len(mem.table.rows)):
+        row = mem.first_row + r
+        chart.add_series({
+            "name": [mem.sheet, row, mem.col],
+            "categories": [mem.sheet, mem.first_row - 1, gb_cols[0], mem.first_row - 1, gb_cols[-1]],
+            "values": [mem.sheet, row, gb_cols[0], row, gb_cols[-1]],
+        })
+    chart.set_title({"name": "Memory per GPU (GB)"})
+    chart.set_y_axis({"name": "GB"})
+    wb.get_worksheet_by_name(mem.sheet).insert_chart(2, len(mem.table.columns) + 1, chart)
+
+
+def render_xlsx(view: PlanView) -> bytes:
+    """The workbook for a validated plan, as bytes."""
+    buf = io.BytesIO()
+    wb = xlsxwriter.Workbook(buf, {"in_memory": True, "strings_to_urls": False,
+                                   "strings_to_formulas": False})
+    fmts = {k: wb.add_format(v) for k, v in _FMT_SPECS.items()}
+    placed: dict[str, list[Placed]] = {}
+    for name, tables in sheet_tables(view).items():
+        placed[name] = _write_sheet(wb, name, tables, f"{view.model} on {view.gpu}: {name}", fmts)
+    assert tuple(placed) == SHEETS
+    _pareto_chart(wb, placed["Pareto"][0], placed["Summary"][0])
+    _latency_chart(wb, placed["Latency breakdown"][0])
+    _memory_chart(wb, placed["Memory breakdown"][0])
+    wb.set_properties({"title": f"Serving plan: {view.model} on {view.gpu}", "comments": "planner report"})
+    wb.close()
+    return buf.getvalue()
+
+
+def build_xlsx(plan: dict[str, Any]) -> bytes:
+    """Spreadsheet report of a decoded plan file (raises PlannerInputError when it is not a plan)."""
+    return render_xlsx(parse_plan(plan))
