@@ -125,18 +125,22 @@ def _row_of(placed: Placed, item: str) -> int | None:
 
 def _pareto_chart(wb: Workbook, pareto: Placed, headline: Placed) -> None:
     """Scatter of output tokens/s per GPU (y) vs per user (x): the front and the recommendation."""
+    x_col, y_col = pareto.column(PER_USER), pareto.column(PER_GPU)
+    bx, by = _row_of(headline, PER_USER), _row_of(headline, PER_GPU)
+    has_front = x_col is not None and y_col is not None and bool(pareto.table.rows)
+    has_best = bx is not None and by is not None
+    if not (has_front or has_best):
+        return
     chart = wb.add_chart({"type": "scatter"})
     assert chart is not None
-    x_col, y_col = pareto.column(PER_USER), pareto.column(PER_GPU)
-    if x_col is not None and y_col is not None and pareto.table.rows:
+    if has_front:
         chart.add_series({
             "name": "Pareto front",
             "categories": [pareto.sheet, pareto.first_row, x_col, pareto.last_row, x_col],
             "values": [pareto.sheet, pareto.first_row, y_col, pareto.last_row, y_col],
             "marker": {"type": "circle", "size": 6},
         })
-    bx, by = _row_of(headline, PER_USER), _row_of(headline, PER_GPU)
-    if bx is not None and by is not None:
+    if has_best:
         chart.add_series({
             "name": "recommended",
             "categories": [headline.sheet, bx, 1, bx, 1],
@@ -152,11 +156,13 @@ def _pareto_chart(wb: Workbook, pareto: Placed, headline: Placed) -> None:
 
 def _latency_chart(wb: Workbook, lat: Placed) -> None:
     """Horizontal bars: share of step time per op kind (one series per role)."""
+    shares = [i for i, c in enumerate(lat.table.columns) if c.startswith("share")]
+    if not shares or not lat.table.rows:
+        return  # xlsxwriter refuses a chart without series; the sheet's note says why
     chart = wb.add_chart({"type": "bar"})
     assert chart is not None
-    for i, name in enumerate(lat.table.columns):
-        if not name.startswith("share") or not lat.table.rows:
-            continue
+    for i in shares:
+        name = lat.table.columns[i]
         chart.add_series({
             "name": name,
             "categories": [lat.sheet, lat.first_row, lat.col, lat.last_row, lat.col],

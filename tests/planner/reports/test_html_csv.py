@@ -1,0 +1,68 @@
+"""HTML page (self-contained, same charts and tables) and CSV (the Pareto front, exact numbers)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from typing import Any
+
+import pytest
+
+from planner.errors import PlannerInputError
+from planner.reports import SHEETS, build_csv, build_html, parse_plan
+
+
+def test_html_is_self_contained(plan: dict[str, Any]) -> None:
+    page = build_html(plan)
+    assert not re.search(r"<script[^>]+src=", page), "plotly.js must be inline, not fetched"
+    assert "plotly.js v" in page and len(page) > 1_000_000  # the bundle itself is in the page
+    assert page.count("plotly.js v") == 1  # inlined once, not per chart
+    assert page.count("Plotly.newPlot") == 3  # Pareto, latency and memory charts
+    for sheet in SHEETS:
+        assert f"<h2>{sheet}</h2>" in page
+
+
+def test_html_tables_hold_plan_values(plan: dict[str, Any]) -> None:
+    page = build_html(plan)
+    assert plan["model"] in page and plan["binding_constraint"] in page
+    assert "812.2" in page  # output tokens/s per GPU, 4 significant digits
+
+
+def test_html_escapes_text(plan: dict[str, Any]) -> None:
+    plan["binding_constraint"] = "<script>alert(1)</script>"
+    page = build_html(plan)
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_csv_is_the_pareto_front(plan: dict[str, Any]) -> None:
+    rows = list(csv.DictReader(io.StringIO(build_csv(plan))))
+    assert [r["set"] for r in rows] == ["pareto"] * len(plan["pareto"])
+    for row, entry in zip(rows, plan["pareto"], strict=True):
+        assert float(row["output_tok_s_per_gpu"]) == entry["output_tok_s_per_gpu"]
+        assert float(row["output_tok_s_per_user"]) == entry["output_tok_s_per_user"]
+
+
+def test_csv_adds_candidates(plan: dict[str, Any]) -> None:
+    plan["candidates"] = [{"tp": 1, "output_tok_s_per_gpu": 1.5, "feasible": False}]
+    rows = list(csv.DictReader(io.StringIO(build_csv(plan))))
+    assert rows[-1]["set"] == "candidate" and rows[-1]["feasible"] == "False"
+
+
+@pytest.mark.parametrize(
+    ("drop", "field"),
+    [("model", "model"), ("workload", "workload"), ("best", "best")],
+)
+def test_not_a_plan_names_the_field(plan: dict[str, Any], drop: str, field: str) -> None:
+    del plan[drop]
+    with pytest.raises(PlannerInputError, match=f"missing field '{field}'"):
+        parse_plan(plan)
+
+
+def test_nested_missing_field(plan: dict[str, Any]) -> None:
+    del plan["best"]["predicted"]
+    with pytest.raises(PlannerInputError, match="missing field 'best.predicted'"):
+        build_html(plan)
+    with pytest.raises(PlannerInputError, match="expected a JSON object"):
+        build_csv([1, 2])  # type: ignore[arg-type]

@@ -1,0 +1,105 @@
+"""The spreadsheet opens with openpyxl, has every sheet and both native charts, and holds the plan's numbers."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import openpyxl
+import pytest
+from openpyxl.chart import BarChart, ScatterChart
+from openpyxl.workbook.workbook import Workbook
+
+from planner.reports import SHEETS, build_xlsx
+from planner.reports.plan_view import flat_rows
+from tests.planner.reports.sheet_reader import read_kv, read_table
+
+
+def _open(plan: dict[str, Any]) -> Workbook:
+    return openpyxl.load_workbook(io.BytesIO(build_xlsx(plan)))
+
+
+def test_all_sheets_and_charts(plan: dict[str, Any]) -> None:
+    wb = _open(plan)
+    assert tuple(wb.sheetnames) == SHEETS
+    pareto_charts = wb["Pareto"]._charts
+    latency_charts = wb["Latency breakdown"]._charts
+    assert any(isinstance(c, ScatterChart) for c in pareto_charts)
+    assert any(isinstance(c, BarChart) for c in latency_charts)
+
+
+def test_charts_point_at_the_tables(plan: dict[str, Any]) -> None:
+    wb = _open(plan)
+    scatter = next(c for c in wb["Pareto"]._charts if isinstance(c, ScatterChart))
+    front = scatter.series[0]
+    assert front.xVal.numRef.f.startswith("Pareto!") and front.yVal.numRef.f.startswith("Pareto!")
+    header = next(r for r in wb["Pareto"].iter_rows() if r[0].value == "mode")
+    col_of = {c.value: c.column_letter for c in header}
+    assert f"${col_of['output_tok_s_per_user']}$" in front.xVal.numRef.f
+    assert f"${col_of['output_tok_s_per_gpu']}$" in front.yVal.numRef.f
+    bar = next(c for c in wb["Latency breakdown"]._charts if isinstance(c, BarChart))
+    assert bar.series[0].val.numRef.f.startswith("'Latency breakdown'!")
+
+
+def test_summary_numbers_equal_plan(plan: dict[str, Any]) -> None:
+    summary = read_kv(_open(plan)["Summary"], "Recommendation")
+    pred, best = plan["best"]["predicted"], plan["best"]
+    assert summary["model"] == plan["model"] and summary["gpu"] == plan["gpu"]
+    assert summary["GPUs"] == best["gpus"]
+    assert summary["cost per 1M output tokens ($)"] == best["cost_per_million_output_tokens"]
+    assert summary["binding constraint"] == plan["binding_constraint"]
+    for metric in ("ttft_ms", "tpot_ms"):
+        for p, value in pred[metric].items():
+            assert summary[f"{metric} {p}"] == value
+    for key in ("output_tok_s_per_gpu", "output_tok_s_per_user", "requests_per_s"):
+        assert summary[key] == pred[key]
+    assert summary["candidates evaluated"] == plan["candidates_evaluated"]
+
+
+def test_pareto_rows_equal_plan(plan: dict[str, Any]) -> None:
+    rows = read_table(_open(plan)["Pareto"], "Pareto front")
+    expected = flat_rows(plan["pareto"])
+    assert len(rows) == len(expected) > 0
+    for got, want in zip(rows, expected, strict=True):
+        assert got == {k: (None if v == "" else v) for k, v in want.items()}
+
+
+def test_breakdowns_equal_plan(plan: dict[str, Any]) -> None:
+    wb = _open(plan)
+    lat = read_table(wb["Latency breakdown"], "Share of step time per op kind")
+    assert {r["op kind"]: r["share"] for r in lat} == plan["best"]["predicted"]["step_breakdown"]
+    mem = {r["component"]: r["GB per GPU"] for r in read_table(wb["Memory breakdown"], "Memory per GPU")}
+    plan_mem = plan["best"]["predicted"]["memory"]
+    assert mem["weights"] == pytest.approx(plan_mem["weights_bytes_per_gpu"] / 1e9, rel=1e-12)
+    assert mem["KV cache"] == pytest.approx(plan_mem["kv_budget_bytes_per_gpu"] / 1e9, rel=1e-12)
+    detail = read_kv(wb["Memory breakdown"], "Memory plan (all)")
+    assert detail["kv_capacity_tokens"] == plan_mem["kv_capacity_tokens"]
+
+
+def test_values_not_formulas(plan: dict[str, Any]) -> None:
+    plan["binding_constraint"] = "=1+1"  # text that looks like a formula stays text
+    wb = _open(plan)
+    for ws in wb:
+        for row in ws.iter_rows():
+            assert all(c.data_type != "f" for c in row), ws.title
+    assert read_kv(wb["Summary"], "Recommendation")["binding constraint"] == "=1+1"
+
+
+def test_disaggregated_roles(disagg_plan: dict[str, Any]) -> None:
+    wb = _open(disagg_plan)
+    lat = read_table(wb["Latency breakdown"], "Share of step time per op kind")
+    assert {"share (prefill)", "share (decode)"} <= set(lat[0])
+    decode = {r["op kind"]: r["share (decode)"] for r in lat if r["share (decode)"] is not None}
+    assert decode == {"attention_decode": 0.6, "gemm_mlp": 0.4}
+    assert len(wb["Latency breakdown"]._charts[0].series) == 2
+    mem = read_table(wb["Memory breakdown"], "Memory per GPU")
+    assert {"GB per GPU (prefill)", "GB per GPU (decode)"} <= set(mem[0])
+
+
+def test_minimal_plan_still_renders(plan: dict[str, Any]) -> None:
+    for key in ("pareto", "alternatives", "candidates_evaluated", "search_seconds"):
+        plan.pop(key, None)
+    plan["best"]["predicted"] = {"output_tok_s_per_gpu": 10.0, "output_tok_s_per_user": 5.0}
+    wb = _open(plan)
+    assert tuple(wb.sheetnames) == SHEETS
+    assert wb["Pareto"]._charts
