@@ -1,0 +1,75 @@
+"""Name the binding constraint of an answer, and explain infeasible requests.
+
+Binding constraint of a best plan: relax each SLO in turn (drop it from the filter) and see how much
+the objective improves; the SLO whose removal helps most binds. When neither helps, the plan is
+limited by KV memory (its running batch equals the KV capacity) or by the GPU budget / the largest
+concurrency searched. Infeasible requests raise :class:`hardware.errors.InfeasibleError` whose
+message carries the closest achievable value and what to relax.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hardware.errors import InfeasibleError
+
+BINDING = ("memory", "TTFT", "TPOT", "GPU budget")
+IMPROVEMENT = 1.01
+"""A relaxation must improve the objective by more than 1% to count as binding."""
+
+
+def binding_constraint(score: np.ndarray, ok_ttft: np.ndarray, ok_tpot: np.ndarray, best: int,
+                       kv_full: np.ndarray) -> str:
+    """Which constraint stops ``score`` (higher is better, -inf when out of budget) from rising."""
+    cur = float(score[best])
+    relax_tpot = float(np.max(score, initial=-np.inf, where=ok_ttft))
+    relax_ttft = float(np.max(score, initial=-np.inf, where=ok_tpot))
+    better = max(relax_tpot, relax_ttft)
+    if better > cur + abs(cur) * (IMPROVEMENT - 1.0):
+        return "TPOT" if relax_tpot >= relax_ttft else "TTFT"
+    if bool(kv_full[best]):
+        return "memory"
+    return "GPU budget"
+
+
+def _fmt(ms: float) -> str:
+    return f"{ms:.3g} ms" if np.isfinite(ms) else "unbounded"
+
+
+def infeasible_slo(ttft_ms: np.ndarray, tpot_ms: np.ndarray, slo_ttft: float, slo_tpot: float,
+                   percentile: str, where: str) -> InfeasibleError:
+    """The error for 'no candidate meets both SLOs', naming the closest achievable value."""
+    min_tpot, min_ttft = float(np.min(tpot_ms)), float(np.min(ttft_ms))
+    if min_tpot > slo_tpot:
+        return InfeasibleError(
+            "TPOT", f"no configuration {where} reaches {percentile} TPOT <= {slo_tpot:g} ms; the closest "
+            f"achievable is {_fmt(min_tpot)} (relax --tpot-ms to >= {min_tpot:.3g}, or allow more/faster GPUs)",
+            binding_constraint="TPOT")
+    if min_ttft > slo_ttft:
+        return InfeasibleError(
+            "TTFT", f"no configuration {where} reaches {percentile} TTFT <= {slo_ttft:g} ms; the closest "
+            f"achievable is {_fmt(min_ttft)} (relax --ttft-ms to >= {min_ttft:.3g}, shorten the prompt, or "
+            "allow more GPUs)", binding_constraint="TTFT")
+    ratio = np.maximum(ttft_ms / slo_ttft, tpot_ms / slo_tpot)
+    i = int(np.argmin(ratio))
+    bind = "TTFT" if ttft_ms[i] / slo_ttft >= tpot_ms[i] / slo_tpot else "TPOT"
+    return InfeasibleError(
+        bind, f"TTFT and TPOT cannot both be met {where}; closest: {percentile} TTFT {_fmt(float(ttft_ms[i]))} "
+        f"with TPOT {_fmt(float(tpot_ms[i]))} (relax --ttft-ms to >= {ttft_ms[i]:.3g} or --tpot-ms to >= "
+        f"{tpot_ms[i]:.3g})", binding_constraint=bind)
+
+
+def infeasible_budget(rate: float, best_rate: float, gpus_needed: int | None, max_gpus: int) -> InfeasibleError:
+    """The error for 'the SLO is reachable but not at this rate within max_gpus'."""
+    need = f"; serving it needs {gpus_needed} GPUs (raise --max-gpus)" if gpus_needed else ""
+    return InfeasibleError(
+        "GPU budget", f"{rate:g} requests/s does not fit in {max_gpus} GPUs within the SLO; the closest "
+        f"achievable is {best_rate:.3g} requests/s{need}", binding_constraint="GPU budget")
+
+
+def infeasible_memory(model: str, gpus: tuple[str, ...], max_gpus: int, detail: str) -> InfeasibleError:
+    """The error for 'the model fits nowhere in the space'."""
+    return InfeasibleError(
+        "memory", f"{model} fits on none of {', '.join(gpus)} with up to {max_gpus} GPUs; closest: {detail} "
+        "(relax: raise --max-gpus, choose a GPU with more memory, or allow fp8/fp4 weights)",
+        binding_constraint="memory")

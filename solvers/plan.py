@@ -1,0 +1,156 @@
+"""``plan(request) -> PlanResult``: the planner's recommendation (library API for the CLI and the UI).
+
+Usage::
+
+    from solvers.plan import PlanRequest, plan
+    result = plan(PlanRequest(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500,
+                              ttft_ms=1000, tpot_ms=30, percentile="p90"))
+    result.best.deployment, result.best.predicted, result.pareto, result.binding_constraint
+    result.to_plan_dict()  # the JSON ``planner plan --format json`` prints (read by planner.emitters)
+
+Steps: enumerate the space per GPU type (:mod:`solvers.space`), prune by memory
+(:mod:`solvers.memory_vec`), evaluate every candidate as numpy arrays (:mod:`solvers.perf`,
+:mod:`solvers.disagg`), keep those meeting both SLOs at the requested percentile, rank by the
+objective, build the Pareto front of tok/s/GPU vs tok/s/user, name the binding constraint
+(:mod:`solvers.explain`). With a rate, disaggregated worker counts come from the MILP
+(:mod:`solvers.pd_milp`). Infeasible requests raise InfeasibleError (CLI: one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.deployment import Deployment
+from solvers.explain import binding_constraint
+from solvers.pareto import pareto_indices
+from solvers.plan_core import Evaluated, evaluate_request, pick_best
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+Objective = Literal["throughput-per-gpu", "cost", "gpus"]
+Percentile = Literal["p50", "p90", "p99"]
+PARETO_MAX_POINTS = 40
+
+
+class PlanRequest(BaseModel):
+    """What the user asks for."""
+
+    model_config = _FROZEN
+    model: str = Field(description="Bundled model name, HF id or config.json path.")
+    gpus: tuple[str, ...] = Field(min_length=1, description="GPU names to consider.")
+    max_gpus: int = Field(default=8, ge=1, description="GPU budget of the deployment.")
+    isl: int = Field(ge=1, description="Input tokens per request.")
+    osl: int = Field(ge=1, description="Output tokens per request.")
+    rate_per_s: float | None = Field(default=None, gt=0, description="Open-loop request rate to serve.")
+    concurrency: int | None = Field(default=None, ge=1, description="Closed-loop clients to serve.")
+    ttft_ms: float = Field(gt=0, description="TTFT SLO, ms.")
+    tpot_ms: float = Field(gt=0, description="TPOT SLO, ms.")
+    percentile: Percentile = "p90"
+    mode: Literal["agg", "disagg", "auto"] = "auto"
+    backend: str = Field(default="vllm", description="Engine whose calibration to use.")
+    price_per_gpu_hour: float | None = Field(default=None, gt=0, description="Override of every GPU's $/hour.")
+    objective: Objective = "throughput-per-gpu"
+    weight_quants: tuple[str, ...] = Field(default=(), description="Weight dtypes allowed besides the checkpoint's.")
+    node_gpus: int | None = Field(default=None, ge=1, description="Count GPUs in whole nodes of this size.")
+    hardware_dirs: tuple[str, ...] = ()
+
+
+class Choice(BaseModel):
+    """One recommended deployment with its predictions."""
+
+    model_config = _FROZEN
+    mode: str
+    gpu: str
+    deployment: Deployment
+    predicted: dict[str, Any]
+    gpus: int
+    cost_per_million_output_tokens: float
+    cost_per_hour_usd: float
+
+
+class ParetoPoint(BaseModel):
+    """A point of the throughput-per-GPU vs throughput-per-user front."""
+
+    model_config = _FROZEN
+    mode: str
+    gpu: str
+    output_tok_s_per_gpu: float
+    output_tok_s_per_user: float
+    ttft_ms: float = Field(description="At the requested percentile.")
+    tpot_ms: float = Field(description="At the requested percentile.")
+    gpus: int
+    clients_per_worker: int
+    config: str = Field(description="Short description, e.g. 'agg tp4 pp1 x2, seqs 64, chunk 4096'.")
+
+
+class PlanResult(BaseModel):
+    """The answer: best plan, Pareto front, alternatives per mode, binding constraint."""
+
+    model_config = _FROZEN
+    request: PlanRequest
+    model: str
+    gpu: str
+    workload: dict[str, Any]
+    slo: dict[str, Any]
+    best: Choice
+    pareto: tuple[ParetoPoint, ...]
+    binding_constraint: str
+    candidates_evaluated: int
+    search_seconds: float
+    alternatives: dict[str, Choice | None]
+    milp: dict[str, Any] | None = None
+
+    def to_plan_dict(self) -> dict[str, Any]:
+        """The plan-file JSON (``planner plan --format json``; read by planner.emitters.plan_file)."""
+        out = self.model_dump(mode="json", exclude={"request"})
+        out["objective"] = self.request.objective
+        return out
+
+
+def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, Any]:
+    conc = req.concurrency
+    if conc is None and req.rate_per_s is None:
+        conc = ev.total_clients(i)
+    rate = req.rate_per_s if req.rate_per_s is not None else float(ev.rps[i])
+    return {"isl": req.isl, "osl": req.osl, "concurrency": conc, "rate": rate,
+            "load": "rate" if req.rate_per_s else "concurrency" if req.concurrency else "max-throughput-per-gpu"}
+
+
+def _pareto(ev: Evaluated, ok: Any) -> tuple[ParetoPoint, ...]:
+    import numpy as np
+
+    sel = np.flatnonzero(ok)
+    front = sel[pareto_indices(ev.tok_per_gpu[sel], ev.tok_per_user[sel])]
+    if front.size > PARETO_MAX_POINTS:
+        front = front[np.linspace(0, front.size - 1, PARETO_MAX_POINTS).round().astype(int)]
+    return tuple(ParetoPoint(mode=ev.mode_of(i), gpu=ev.gpu_of(i), output_tok_s_per_gpu=float(ev.tok_per_gpu[i]),
+                             output_tok_s_per_user=float(ev.tok_per_user[i]), ttft_ms=float(ev.ttft[i]),
+                             tpot_ms=float(ev.tpot[i]), gpus=int(ev.gpus[i]), clients_per_worker=ev.clients_of(i),
+                             config=ev.summary(i)) for i in front)
+
+
+def plan(req: PlanRequest) -> PlanResult:
+    """Search the space for ``req``; raises InfeasibleError when nothing meets the SLOs and budget."""
+    t0 = time.perf_counter()
+    ev = evaluate_request(req)
+    ok = ev.feasible()
+    best = pick_best(ev, ok, req.objective)
+    score = ev.score(req.objective)
+    bind = binding_constraint(score, ev.within_budget & (ev.ttft <= req.ttft_ms),
+                              ev.within_budget & (ev.tpot <= req.tpot_ms), best, ev.kv_full)
+    if req.rate_per_s is not None and bind == "GPU budget" and ev.gpus[best] < req.max_gpus:
+        bind = "TPOT" if ev.tpot[best] / req.tpot_ms >= ev.ttft[best] / req.ttft_ms else "TTFT"
+    alts: dict[str, Choice | None] = {}
+    for mode in ("agg", "disagg"):
+        mask = ok & (ev.mode_code == (0 if mode == "agg" else 1))
+        alts[mode] = ev.choice(pick_best(ev, mask, req.objective)) if mask.any() else None
+    pareto = _pareto(ev, ok)
+    seconds = time.perf_counter() - t0
+    return PlanResult(
+        request=req, model=ev.model.name, gpu=ev.gpu_of(best), workload=_workload(req, ev, best),
+        slo={"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms, "percentile": req.percentile},
+        best=ev.choice(best), pareto=pareto, binding_constraint=bind, candidates_evaluated=ev.evaluated,
+        search_seconds=round(seconds, 4), alternatives=alts, milp=ev.milp_info or None,
+    )

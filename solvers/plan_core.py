@@ -1,0 +1,204 @@
+"""Evaluate a plan request into one flat table over all blocks (GPU types x modes) and rank it."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hardware.catalog import get_gpu
+from hardware.errors import InfeasibleError
+from hardware.spec import GpuSpec
+from planner.deployment import Parallelism
+from planner.memory import plan_memory
+from planner.model_spec import ModelSpec
+from planner.models import load_model
+from solvers.candidates import Block, Load, agg_block, disagg_block, phase_sets
+from solvers.describe import deployment, predicted
+from solvers.explain import infeasible_budget, infeasible_memory, infeasible_slo
+from solvers.perf import PERCENTILES, Engine, engine_for
+from solvers.rate_pd import rate_disagg_block
+from solvers.space import SearchSpace
+
+if TYPE_CHECKING:
+    from solvers.plan import Choice, PlanRequest
+
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass
+class Evaluated:
+    """All candidates of a request, flattened (arrays of length K) with a way back to their block."""
+
+    req: PlanRequest
+    model: ModelSpec
+    eng: Engine
+    blocks: list[Block]
+    prices: list[float]
+    evaluated: int
+    milp_info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        p = PERCENTILES.index(self.req.percentile)
+        cat = np.concatenate
+        self.block_of = cat([np.full(b.size, k) for k, b in enumerate(self.blocks)])
+        self.local = cat([np.arange(b.size) for b in self.blocks])
+        self.mode_code = cat([np.full(b.size, 0 if b.mode == "agg" else 1) for b in self.blocks])
+        self.ttft = cat([b.metrics.ttft_ms[p] for b in self.blocks])
+        self.tpot = cat([b.metrics.tpot_ms[p] for b in self.blocks])
+        self.gpus = cat([b.total_gpus for b in self.blocks]).astype(int)
+        self.tok_per_user = cat([b.metrics.output_tok_s_per_user for b in self.blocks])
+        rate = self.req.rate_per_s
+        unit_rps = cat([b.metrics.requests_per_s * b.replicas for b in self.blocks])
+        self.rps = np.full(unit_rps.size, rate) if rate is not None else unit_rps
+        self.tok_per_gpu = self.rps * self.req.osl / np.maximum(self.gpus, 1)
+        price = cat([np.full(b.size, pr) for b, pr in zip(self.blocks, self.prices, strict=True)])
+        self.cost_per_hour = price * self.gpus
+        self.cost_per_mtok = price / (SECONDS_PER_HOUR * np.maximum(self.tok_per_gpu, 1e-12)) * 1e6
+        self.within_budget = self.gpus <= self.req.max_gpus
+        running = cat([b.metrics.running for b in self.blocks])
+        limit = cat([self._limit(b) for b in self.blocks])
+        self.kv_full = running < limit
+
+    @staticmethod
+    def _limit(b: Block) -> np.ndarray:
+        """Running requests the engine would hold if KV memory were unlimited."""
+        if b.mode == "agg" and b.workers is not None:
+            return np.minimum(b.clients, b.workers.max_num_seqs).astype(float)
+        return b.metrics.running
+
+    def feasible(self) -> np.ndarray:
+        """Candidates within budget and both SLOs at the requested percentile."""
+        return self.within_budget & (self.ttft <= self.req.ttft_ms) & (self.tpot <= self.req.tpot_ms)
+
+    def score(self, objective: str) -> np.ndarray:
+        """Higher is better; -inf outside the GPU budget. Ties broken by tok/s/GPU."""
+        tie = self.tok_per_gpu / (1.0 + self.tok_per_gpu.max(initial=0.0)) * 1e-3
+        if objective == "cost":
+            s = -self.cost_per_mtok
+        elif objective == "gpus":
+            s = -self.gpus + tie
+        else:
+            s = self.tok_per_gpu.copy()
+        return np.where(self.within_budget, s, -np.inf)
+
+    def mode_of(self, i: int) -> str:
+        return self.blocks[self.block_of[i]].mode
+
+    def gpu_of(self, i: int) -> str:
+        return self.blocks[self.block_of[i]].gpu.key
+
+    def clients_of(self, i: int) -> int:
+        return int(self.blocks[self.block_of[i]].clients[self.local[i]])
+
+    def total_clients(self, i: int) -> int:
+        b, j = self.blocks[self.block_of[i]], int(self.local[i])
+        return int(round(float(b.metrics.running[j]) * float(b.replicas[j]))) if b.mode == "disagg" else \
+            int(b.clients[j] * b.replicas[j])
+
+    def summary(self, i: int) -> str:
+        b, j = self.blocks[self.block_of[i]], int(self.local[i])
+        d = deployment(self.model, b, j, self.req.isl, self.req.osl)
+        def one(role: Any) -> str:
+            p = role.parallel
+            return (f"tp{p.tp} pp{p.pp}" + (f" dp{p.dp}" if p.dp > 1 else "") + (f" ep{p.ep}" if p.ep > 1 else "")
+                    + f" x{role.workers} seqs {role.max_num_seqs} chunk {role.max_num_batched_tokens} kv {role.kv_dtype}")
+        load = f", {int(b.clients[j])} clients/worker"
+        if d.agg is not None:
+            return f"agg {one(d.agg)}{load}"
+        return f"disagg P[{one(d.prefill)}] D[{one(d.decode)}]{load}"
+
+    def choice(self, i: int) -> Choice:
+        from solvers.plan import Choice
+
+        b, j = self.blocks[self.block_of[i]], int(self.local[i])
+        pred = predicted(self.model, b, j, self.eng, self.req.isl, self.req.osl, float(self.rps[i]),
+                         float(self.tok_per_gpu[i]))
+        return Choice(mode=b.mode, gpu=b.gpu.key, deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
+                      predicted=pred, gpus=int(self.gpus[i]), cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
+                      cost_per_hour_usd=float(self.cost_per_hour[i]))
+
+
+def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
+    """Index of the best feasible candidate; raises the explaining InfeasibleError when none is."""
+    if not ok.any():
+        raise _why_infeasible(ev)
+    s = np.where(ok, ev.score(objective), -np.inf)
+    return int(np.argmax(s))
+
+
+def _why_infeasible(ev: Evaluated) -> InfeasibleError:
+    req = ev.req
+    if ev.ttft.size == 0:
+        return infeasible_memory(ev.model.name, req.gpus, req.max_gpus, _memory_detail(ev))
+    slo_ok = (ev.ttft <= req.ttft_ms) & (ev.tpot <= req.tpot_ms)
+    if req.rate_per_s is not None and slo_ok.any():
+        per_gpu = ev.rps / np.maximum(ev.gpus, 1)
+        best_rate = float(np.max(np.where(slo_ok, per_gpu, 0.0))) * req.max_gpus
+        need = int(np.min(np.where(slo_ok, ev.gpus, np.iinfo(np.int64).max)))
+        return infeasible_budget(req.rate_per_s, best_rate, need, req.max_gpus)
+    where = f"of {req.model} on up to {req.max_gpus} x {'/'.join(req.gpus)}"
+    return infeasible_slo(ev.ttft, ev.tpot, req.ttft_ms, req.tpot_ms, req.percentile, where)
+
+
+def _memory_detail(ev: Evaluated) -> str:
+    gpu = get_gpu(ev.req.gpus[0], ev.req.hardware_dirs)
+    tp = min(gpu.scale_up.domain_size, ev.req.max_gpus, 8)
+    pp = max(1, ev.req.max_gpus // tp)
+    try:
+        plan_memory(ev.model, gpu, Parallelism(tp=tp, pp=min(pp, ev.model.num_layers)))
+    except InfeasibleError as exc:
+        return exc.message
+    except ValueError as exc:
+        return str(exc)
+    return "no split of the model is legal within the budget"
+
+
+def _space(req: PlanRequest, gpus: list[GpuSpec]) -> SearchSpace:
+    modes = ("agg", "disagg") if req.mode == "auto" else (req.mode,)
+    return SearchSpace(gpus=tuple(g.key for g in gpus), max_gpus=req.max_gpus, modes=modes,
+                       weight_quants=req.weight_quants, node_gpus=req.node_gpus)
+
+
+def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Evaluated:
+    """Every candidate of every GPU type and mode, evaluated (progress on stderr when slow)."""
+    t0 = time.perf_counter()
+    model = load_model(req.model)
+    gpus = [get_gpu(g, req.hardware_dirs) for g in req.gpus]
+    space = space or _space(req, gpus)
+    eng = engine_for(req.backend)
+    load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency)
+    blocks, prices, evaluated, milp = [], [], 0, {}
+    for gi, gpu in enumerate(gpus):
+        price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
+        for mode in space.modes:
+            if mode == "agg":
+                b = agg_block(model, gpu, gi, space, eng, load)
+            elif req.rate_per_s is None:
+                b = disagg_block(model, gpu, gi, space, eng, load, req.tpot_ms)
+            else:
+                b, sol = _rate_disagg(model, gpu, gi, space, eng, load, req, price)
+                if sol is not None:
+                    milp[gpu.key] = {"solver": sol.outcome.solver, "status": sol.outcome.status,
+                                     "solution_status": sol.outcome.solution_status, "prefill_workers": sol.x,
+                                     "decode_workers": sol.y, "gpus": sol.gpus}
+            if b is not None:
+                blocks.append(b)
+                prices.append(price)
+                evaluated += b.evaluated
+        if time.perf_counter() - t0 > 2.0:
+            sys.stderr.write(f"plan: evaluated {evaluated:,} candidates ({gi + 1}/{len(gpus)} GPU types)\n")
+    return Evaluated(req, model, eng, blocks, prices, evaluated, milp)
+
+
+def _rate_disagg(model: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, eng: Engine, load: Load,
+                 req: PlanRequest, price: float) -> tuple[Block | None, Any]:
+    sets = phase_sets(model, gpu, gi, space, eng, load, np.array(space.concurrency_per_worker))
+    if sets is None:
+        return None, None
+    pre, dec, _ = sets
+    return rate_disagg_block(gpu, eng, pre, dec, load, req.ttft_ms, req.tpot_ms, req.percentile,
+                             req.max_gpus, req.node_gpus, price)

@@ -1,0 +1,143 @@
+"""The search space as a frozen spec, and its enumeration into flat candidate arrays.
+
+A *worker* is one engine instance: a parallelism split (tp, pp, dp, ep), engine knobs
+(max running requests, chunk size = ``max_num_batched_tokens``, KV memory fraction, KV dtype)
+and a weight dtype. Aggregated plans replicate one worker; disaggregated plans pair a prefill
+worker with a decode worker. :func:`enumerate_workers` lays every legal combination out as
+numpy arrays (one entry per candidate) so the memory and performance models evaluate them all
+at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.deployment import Parallelism
+from planner.memory import KV_BYTES, WEIGHT_BYTES, check_parallelism
+from planner.model_spec import ModelSpec
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+Mode = Literal["agg", "disagg"]
+QUANTS: tuple[str, ...] = tuple(WEIGHT_BYTES)
+KV_DTYPES: tuple[str, ...] = tuple(KV_BYTES)
+
+
+class SearchSpace(BaseModel):
+    """Which deployments the planner may consider (the defaults cover common engine settings)."""
+
+    model_config = _FROZEN
+    gpus: tuple[str, ...] = Field(min_length=1, description="GPU keys to consider.")
+    max_gpus: int = Field(ge=1, description="Upper bound on GPUs of the whole deployment.")
+    modes: tuple[Mode, ...] = Field(default=("agg", "disagg"), min_length=1)
+    tp: tuple[int, ...] = Field(default=(1, 2, 4, 8), description="Tensor-parallel sizes.")
+    pp: tuple[int, ...] = Field(default=(1, 2, 4), description="Pipeline-parallel sizes.")
+    dp: tuple[int, ...] = Field(default=(1,), description="Attention-DP sizes (MoE models).")
+    max_num_seqs: tuple[int, ...] = Field(default=(8, 16, 32, 64, 128, 256, 512),
+                                          description="Max running requests per worker.")
+    chunk_tokens: tuple[int, ...] = Field(default=(1024, 2048, 4096, 8192, 16384),
+                                          description="max_num_batched_tokens choices.")
+    mem_fractions: tuple[float, ...] = Field(default=(0.85, 0.9, 0.95),
+                                             description="gpu_memory_utilization choices.")
+    kv_dtypes: tuple[str, ...] = Field(default=("bf16", "fp8"))
+    weight_quants: tuple[str, ...] = Field(default=(), description="Allowed weight dtypes; () = checkpoint only.")
+    concurrency_per_worker: tuple[int, ...] = Field(
+        default=(1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512),
+        description="Closed-loop clients per worker swept when no load is given.")
+    node_gpus: int | None = Field(default=None, ge=1, description="Round GPU counts up to whole nodes of this size.")
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Flat arrays, one entry per worker candidate (all the same length)."""
+
+    gpu: np.ndarray  # index into SearchSpace.gpus
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    ep: np.ndarray
+    quant: np.ndarray  # index into QUANTS
+    kv: np.ndarray  # index into KV_DTYPES
+    max_num_seqs: np.ndarray
+    chunk: np.ndarray
+    mem_frac: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.tp.size)
+
+    @property
+    def gpus_per_worker(self) -> np.ndarray:
+        return self.tp * self.pp * self.dp
+
+    def take(self, idx: np.ndarray) -> Workers:
+        """The candidates at ``idx`` (boolean mask or integer indices)."""
+        return Workers(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+
+
+def legal_splits(model: ModelSpec, space: SearchSpace, domain_size: int) -> list[Parallelism]:
+    """Parallelism splits the model accepts, fitting max_gpus, with TP*DP inside one scale-up domain."""
+    out = []
+    for tp, pp, dp in itertools.product(space.tp, space.pp, space.dp):
+        if tp * pp * dp > space.max_gpus or tp * dp > domain_size:
+            continue
+        if dp > 1 and model.moe is None:
+            continue  # attention-DP only pays off with MoE experts to share
+        eps = sorted({1, tp * dp}) if model.moe is not None else [1]
+        for ep in eps:
+            p = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep)
+            try:
+                check_parallelism(model, p)
+            except ValueError:
+                continue
+            out.append(p)
+    return out
+
+
+def quant_choices(model: ModelSpec, space: SearchSpace) -> tuple[str, ...]:
+    """Weight dtypes to try: the checkpoint's, plus those the user allows."""
+    allowed = space.weight_quants or (model.weight_dtype,)
+    return tuple(dict.fromkeys(q for q in allowed if q in WEIGHT_BYTES))
+
+
+def _grid(*axes: np.ndarray) -> list[np.ndarray]:
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return [a.ravel() for a in mesh]
+
+
+def enumerate_workers(model: ModelSpec, space: SearchSpace, gpu_index: int, domain_size: int,
+                      max_num_seqs: tuple[int, ...] | None = None,
+                      kv_dtypes: tuple[str, ...] | None = None) -> Workers:
+    """Every legal worker for one GPU type; chunks smaller than max_num_seqs are dropped (engines refuse them)."""
+    splits = legal_splits(model, space, domain_size)
+    if not splits:
+        return _empty()
+    par = np.array([[p.tp, p.pp, p.dp, p.ep] for p in splits])
+    quants = np.array([QUANTS.index(q) for q in quant_choices(model, space)])
+    kvs = np.array([KV_DTYPES.index(k) for k in (kv_dtypes or space.kv_dtypes)])
+    seqs = np.array(max_num_seqs or space.max_num_seqs)
+    chunks = np.array(space.chunk_tokens)
+    fracs = np.array(space.mem_fractions)
+    si, qi, ki, bi, ci, fi = _grid(np.arange(len(splits)), quants, kvs, seqs, chunks, fracs)
+    keep = ci >= bi
+    si, qi, ki, bi, ci, fi = (a[keep] for a in (si, qi, ki, bi, ci, fi))
+    return Workers(gpu=np.full(si.size, gpu_index), tp=par[si, 0], pp=par[si, 1], dp=par[si, 2],
+                   ep=par[si, 3], quant=qi, kv=ki, max_num_seqs=bi, chunk=ci, mem_frac=fi)
+
+
+def _empty() -> Workers:
+    z = np.zeros(0, dtype=int)
+    return Workers(gpu=z, tp=z, pp=z, dp=z, ep=z, quant=z, kv=z, max_num_seqs=z, chunk=z,
+                   mem_frac=np.zeros(0))
+
+
+def concat(parts: list[Workers]) -> Workers:
+    """Join worker arrays (e.g. over GPU types)."""
+    if not parts:
+        return _empty()
+    return Workers(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in Workers.__dataclass_fields__})
