@@ -15,7 +15,13 @@ from hardware.spec import GpuSpec
 from kernels_db import comm as cm
 from kernels_db import costs
 from kernels_db.fitted import (
-    DEFAULT_PARAMS, CommFamilyFit, CommParams, FitError, FittedGpu, FittedTo, RooflineFamilyFit,
+    DEFAULT_PARAMS,
+    CommFamilyFit,
+    CommParams,
+    FitError,
+    FittedGpu,
+    FittedTo,
+    RooflineFamilyFit,
     RooflineParams,
 )
 from kernels_db.tables import KernelTable

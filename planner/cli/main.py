@@ -20,7 +20,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "planner.cli.cmd_catalog",
     "planner.cli.cmd_memory",
     "planner.cli.cmd_kernels",
-    "planner.cli.cmd_calibrate",
     "planner.cli.cmd_estimate",
     "planner.cli.cmd_plan",
     "planner.cli.cmd_emit",
