@@ -1,0 +1,194 @@
+"""Vectorized evaluation of many candidate configs at once (the solvers' entry point).
+
+    from planner.batch_eval import CandidateArrays, evaluate_batch
+    cands = CandidateArrays.from_lists(tp=[1, 2, 4], max_num_seqs=[256] * 3, concurrency=[64] * 3)
+    res = evaluate_batch(load_model("llama-3.1-70b"), get_gpu("h200"), cands, fixed(4000, 500, concurrency=64))
+    res.ttft_p99_s, res.tpot_mean_s, res.output_tok_s_per_gpu, res.feasible   # arrays, shape (K,)
+
+``CandidateArrays`` holds one entry per candidate (shape (K,)): tp, pp, dp, ep, max_num_seqs,
+max_num_batched_tokens, weight_quant and kv_dtype codes (indices into ``WEIGHT_QUANTS`` /
+``KV_DTYPES``), concurrency (closed loop; NaN = use the workload's rate), and for disaggregated
+candidates ``mode`` = 1 with prefill_* arrays and worker counts (agg candidates ignore those).
+``ResultArrays`` holds TTFT/TPOT mean and p50/p90/p99 (seconds), requests/s, output tok/s per GPU
+and per user, decode batch, prefill utilization, KV capacity (sequences), ``feasible`` (fits in
+memory and not saturated) and ``infeasible_reason`` codes (index into ``REASONS``). The same code
+path serves ``planner.estimate.estimate`` (K = 1), so the two always agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hardware.spec import GpuSpec
+from planner import memory_batch, queueing
+from planner.engine_calibration import EngineCalibration, engine
+from planner.memory import KV_BYTES, WEIGHT_BYTES
+from planner.model_spec import ModelSpec
+from planner.opgraph import ParallelArrays
+from planner.serving import LoadArrays, ServingArrays, WorkerArrays, kv_transfer_s, solve_agg, solve_disagg
+from planner.step_model import OpPricer, RooflinePricer
+from planner.workload import Workload
+
+WEIGHT_QUANTS: tuple[str, ...] = ("bf16", "fp8", "fp4", "int4")
+KV_DTYPES: tuple[str, ...] = ("bf16", "fp8")
+REASONS: tuple[str, ...] = ("ok", "out_of_memory", "saturated")
+GEMM_DTYPE: dict[str, str] = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": "bf16"}
+"""Tensor-core dtype of the linear layers per weight format (int4 is weight-only: W4A16)."""
+
+
+def _arr(x: object, k: int, fill: float) -> np.ndarray:
+    a = np.asarray(fill if x is None else x, dtype=float)
+    return np.broadcast_to(a, (k,)).astype(float)
+
+
+@dataclass(frozen=True)
+class CandidateArrays:
+    """Candidate configs, arrays of shape (K,) (see module docstring)."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    ep: np.ndarray
+    max_num_seqs: np.ndarray
+    max_num_batched_tokens: np.ndarray
+    weight_quant: np.ndarray  # index into WEIGHT_QUANTS
+    kv_dtype: np.ndarray  # index into KV_DTYPES
+    concurrency: np.ndarray
+    mode: np.ndarray = field(default_factory=lambda: np.zeros(0))  # 0 agg, 1 disagg
+    workers: np.ndarray = field(default_factory=lambda: np.zeros(0))  # agg replicas / decode workers
+    prefill_tp: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    prefill_pp: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    prefill_dp: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    prefill_ep: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    prefill_workers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    prefill_max_num_batched_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @classmethod
+    def from_lists(cls, **cols: object) -> CandidateArrays:
+        """Build from lists/arrays/scalars; missing columns take defaults (tp 1, chunk 8192...)."""
+        k = max((np.size(v) for v in cols.values()), default=1)
+        d = {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "max_num_seqs": 256, "max_num_batched_tokens": 8192,
+             "weight_quant": 0, "kv_dtype": 0, "concurrency": np.nan, "mode": 0, "workers": 1, "prefill_workers": 1}
+        full = {f: _arr(cols.get(f), k, d.get(f, np.nan)) for f in cls.__dataclass_fields__}
+        for f, v in d.items():  # NaN in a given column means "default" (e.g. agg rows of a mixed frame)
+            if f != "concurrency":
+                full[f] = np.where(np.isnan(full[f]), v, full[f])
+        for f in ("prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep"):
+            full[f] = np.where(np.isnan(full[f]), full[f.removeprefix("prefill_")], full[f])
+        full["prefill_max_num_batched_tokens"] = np.where(np.isnan(full["prefill_max_num_batched_tokens"]), full["max_num_batched_tokens"], full["prefill_max_num_batched_tokens"])
+        return cls(**full)
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])
+
+
+@dataclass(frozen=True)
+class ResultArrays:
+    """Per-candidate predictions (seconds, requests/s, tokens/s)."""
+
+    ttft_mean_s: np.ndarray
+    ttft_p50_s: np.ndarray
+    ttft_p90_s: np.ndarray
+    ttft_p99_s: np.ndarray
+    tpot_mean_s: np.ndarray
+    tpot_p50_s: np.ndarray
+    tpot_p90_s: np.ndarray
+    tpot_p99_s: np.ndarray
+    requests_per_s: np.ndarray
+    output_tok_s_per_gpu: np.ndarray
+    output_tok_s_per_user: np.ndarray
+    decode_batch: np.ndarray
+    prefill_utilization: np.ndarray
+    kv_transfer_s: np.ndarray
+    seq_capacity: np.ndarray
+    gpus: np.ndarray
+    feasible: np.ndarray
+    infeasible_reason: np.ndarray  # index into REASONS
+
+
+def parallel_arrays(gpu: GpuSpec, tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, ep: np.ndarray, wq: np.ndarray, kvd: np.ndarray) -> ParallelArrays:
+    """ParallelArrays with bytes and peaks looked up from the quant/KV codes."""
+    wq_i, kv_i = wq.astype(int), kvd.astype(int)
+    wbytes = np.array([WEIGHT_BYTES[q] for q in WEIGHT_QUANTS])[wq_i]
+    kvbytes = np.array([KV_BYTES[q] for q in KV_DTYPES])[kv_i]
+    peaks = np.array([gpu.peak_flops(GEMM_DTYPE[q]) for q in WEIGHT_QUANTS])[wq_i]
+    return ParallelArrays(tp, pp, dp, ep, wbytes, kvbytes, peaks)
+
+
+def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s: float) -> LoadArrays:
+    """Workload summary as arrays (closed loop where ``concurrency`` is finite)."""
+    isl, osl = w.isl.mean, w.osl.mean
+    cs2 = w.isl.second_moment / isl**2 - 1.0
+    sd = w.spec_decode
+    closed = np.isfinite(concurrency)
+    rate = np.where(closed, np.nan, w.rate_per_s if w.rate_per_s is not None else np.nan)
+    return LoadArrays(
+        isl=np.full(k, isl), osl=np.full(k, osl), isl_compute=np.full(k, max(isl * (1 - w.prefix_hit), 1.0)),
+        concurrency=concurrency, rate_per_s=rate, ca2=np.full(k, w.arrival_cv2), cs2=np.full(k, max(cs2, 0.0)),
+        tokens_per_step=np.full(k, sd.tokens_per_step if sd else 1.0),
+        step_multiplier=np.full(k, 1.0 + sd.draft_len * sd.draft_cost_ratio if sd else 1.0),
+        request_overhead_s=np.full(k, request_overhead_s),
+    )
+
+
+def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray, workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float) -> WorkerArrays:
+    cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
+    k = seqs.shape[0]
+    return WorkerArrays(par, seqs, chunk, cap, np.full(k, cal.kernel_scale.value), np.full(k, cal.step_overhead_s.value), workers, np.full(k, cal.burst_fraction.value))
+
+
+def percentiles(s: ServingArrays) -> dict[str, np.ndarray]:
+    """TTFT and TPOT quantiles from the queueing tails (see ``planner.queueing``)."""
+    rho = np.clip(s.prefill_rho, 1e-9, 0.999)
+    out: dict[str, np.ndarray] = {}
+    for name, q in queueing.QUANTILES.items():
+        out[f"ttft_{name}_s"] = s.ttft_own_s + queueing.wait_quantile(s.wait_s, rho, q)
+        out[f"tpot_{name}_s"] = queueing.tpot_quantile(s.tpot_s, s.tpot_interference_s, s.interference_events, queueing.Z_SCORES[name])
+    return out
+
+
+def evaluate_batch(
+    m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, w: Workload, *, backend: str = "vllm",
+    pricer: OpPricer | None = None, gpu_memory_utilization: float = 0.9, calibration: EngineCalibration | None = None,
+) -> ResultArrays:
+    """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass."""
+    pricer = pricer or RooflinePricer(gpu)
+    cal = calibration or engine(backend)
+    k = len(c)
+    conc = np.where(np.isfinite(c.concurrency), c.concurrency, w.concurrency if w.concurrency else np.nan)
+    load = load_arrays(w, k, conc, cal.request_overhead_s.value)
+    tokens = load.isl + load.osl
+    disagg = c.mode.astype(bool) if c.mode.size else np.zeros(k, dtype=bool)
+    dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
+    dec = _worker(m, gpu, dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens, cal, gpu_memory_utilization)
+    agg_load = LoadArrays(**{f: getattr(load, f) / (c.workers if f == "concurrency" else 1.0) for f in LoadArrays.__dataclass_fields__})
+    res = solve_agg(m, pricer, dec, agg_load)
+    gpus = c.tp * c.pp * c.dp * c.workers
+    fits = dec.seq_capacity >= 1
+    xs = res.requests_per_s * c.workers
+    if disagg.any():
+        pre_par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
+        pre = _worker(m, gpu, pre_par, c.max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization)
+        total = c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers + c.tp * c.pp * c.dp * c.workers
+        bw = np.where(total <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
+        t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
+        dres = solve_disagg(m, pricer, pre, dec, load, t_kv)
+        res = ServingArrays(*(np.where(disagg, getattr(dres, f), getattr(res, f)) for f in ServingArrays.__dataclass_fields__))
+        gpus = np.where(disagg, total, gpus)
+        fits = fits & (~disagg | (pre.seq_capacity >= 1))
+        xs = np.where(disagg, res.requests_per_s, xs)
+    return _results(res, load, xs, gpus, fits, dec.seq_capacity)
+
+
+def _results(res: ServingArrays, load: LoadArrays, x: np.ndarray, gpus: np.ndarray, fits: np.ndarray, cap: np.ndarray) -> ResultArrays:
+    pct = percentiles(res)
+    feasible = fits & ~res.saturated
+    reason = np.where(~fits, 1, np.where(res.saturated, 2, 0))
+    return ResultArrays(
+        ttft_mean_s=res.ttft_s, tpot_mean_s=res.tpot_s, **pct, requests_per_s=x,
+        output_tok_s_per_gpu=x * load.osl / gpus, output_tok_s_per_user=1.0 / res.tpot_s,
+        decode_batch=res.decode_batch, prefill_utilization=res.prefill_rho, kv_transfer_s=res.kv_transfer_s,
+        seq_capacity=cap, gpus=gpus, feasible=feasible, infeasible_reason=reason,
+    )

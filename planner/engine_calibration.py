@@ -1,0 +1,60 @@
+"""Per-engine calibration constants (``planner/calibration/engines.yaml``), each with its source.
+
+``step_overhead_s``: CPU-side time per step not hidden behind the GPU (scheduling, sampling,
+detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time
+for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
+(HTTP, tokenization, scheduler admission); ``burst_fraction``: share of a closed loop's clients
+that arrive in lockstep (benchmark clients start together; fixed OSL keeps them aligned), so a new
+prompt waits for burst_fraction·(N-1)/2 prefills queued ahead. Engine names appear only here and in the emitters.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from hardware.errors import PlannerInputError
+
+Backend = Literal["vllm", "sglang", "trtllm"]
+BACKENDS: tuple[Backend, ...] = ("vllm", "sglang", "trtllm")
+ENGINES_FILE = Path(__file__).with_name("calibration") / "engines.yaml"
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Sourced(BaseModel):
+    """A number and where it came from."""
+
+    model_config = _FROZEN
+    value: float
+    source: str = Field(min_length=1)
+
+
+class EngineCalibration(BaseModel):
+    """Calibration of one engine."""
+
+    model_config = _FROZEN
+    step_overhead_s: Sourced
+    kernel_scale: Sourced
+    request_overhead_s: Sourced
+    burst_fraction: Sourced
+    max_num_batched_tokens: Sourced
+    max_num_seqs: Sourced
+
+
+@lru_cache(maxsize=4)
+def load_engines(path: Path = ENGINES_FILE) -> dict[str, EngineCalibration]:
+    """All engines' calibration from ``path``."""
+    raw = yaml.safe_load(path.read_text())
+    return {name: EngineCalibration.model_validate(v) for name, v in raw.items()}
+
+
+def engine(backend: str) -> EngineCalibration:
+    """Calibration of ``backend``; unknown names are an input error listing the choices."""
+    engines = load_engines()
+    if backend not in engines:
+        raise PlannerInputError("--backend", f"'{backend}' not one of {sorted(engines)}")
+    return engines[backend]

@@ -1,0 +1,115 @@
+"""Public ``estimate(...)``: one deployment + workload -> frozen :class:`Estimate`.
+
+Runs the exact memory model per role (``plan_memory``: InfeasibleError when it does not fit), the
+vectorized serving model with K = 1 (``batch_eval.evaluate_batch``, so single estimates and solver
+sweeps agree), then prices the steady-state step once more with provenance for the breakdown.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from hardware.errors import InfeasibleError
+from hardware.spec import GpuSpec
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch, parallel_arrays
+from planner.deployment import Parallelism, WorkerConfig
+from planner.engine_calibration import engine
+from planner.memory import MemoryPlan, plan_memory
+from planner.model_spec import ModelSpec
+from planner.opgraph import StepMix
+from planner.step_model import KINDS_WITH_OVERHEAD, RooflinePricer, price_step
+from planner.workload import Workload
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Percentiles(BaseModel):
+    """Mean and percentiles, milliseconds."""
+
+    model_config = _FROZEN
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+
+
+class Estimate(BaseModel):
+    """Predicted serving performance of one deployment under one workload."""
+
+    model_config = _FROZEN
+    model: str
+    gpu: str
+    backend: str
+    mode: str
+    gpus: int = Field(description="GPUs of the whole deployment.")
+    ttft_ms: Percentiles
+    tpot_ms: Percentiles
+    output_tok_s_per_gpu: float
+    output_tok_s_per_user: float
+    requests_per_s: float
+    decode_batch: float = Field(description="Mean decode requests per step of one (decode) worker.")
+    prefill_utilization: float = Field(description="Busy fraction of the prefill stage.")
+    kv_transfer_ms: float = Field(description="KV transfer per request (disaggregated), ms.")
+    step_breakdown: dict[str, float] = Field(description="Share of decode-worker step time per op kind.")
+    memory: MemoryPlan
+    prefill_memory: MemoryPlan | None = None
+    provenance: dict[str, str] = Field(description="Op or constant -> where its number came from.")
+
+
+def _pct(mean: np.ndarray, p50: np.ndarray, p90: np.ndarray, p99: np.ndarray) -> Percentiles:
+    return Percentiles(mean=float(mean[0]) * 1e3, p50=float(p50[0]) * 1e3, p90=float(p90[0]) * 1e3, p99=float(p99[0]) * 1e3)
+
+
+def _memory(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, wl: Workload) -> MemoryPlan:
+    return plan_memory(m, gpu, w.parallel, weight_quant=w.weight_quant, kv_dtype=w.kv_dtype,
+                       max_num_batched_tokens=w.max_num_batched_tokens, max_num_seqs=w.max_num_seqs,
+                       gpu_memory_utilization=w.gpu_memory_utilization, isl=int(wl.isl.mean), osl=int(wl.osl.mean))
+
+
+def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode_batch: float, ctx: float) -> tuple[dict[str, float], dict[str, str]]:
+    cal = engine(backend)
+    p = w.parallel
+    par = parallel_arrays(gpu, *(np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)),
+                          np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
+    z = np.zeros(1)
+    cost = price_step(m, par, StepMix(np.array([max(decode_batch, 1.0)]), np.array([ctx]), z, z, z), RooflinePricer(gpu),
+                      kernel_scale=cal.kernel_scale.value, overhead_s=cal.step_overhead_s.value)
+    total = float(cost.time_s[0])
+    shares = {k: float(cost.by_kind_s[i, 0]) / total for i, k in enumerate(KINDS_WITH_OVERHEAD)}
+    prov = {f"op:{name}": src for name, src in cost.provenance}
+    for field in ("step_overhead_s", "kernel_scale", "request_overhead_s", "burst_fraction"):
+        prov[f"{backend}.{field}"] = getattr(cal, field).source
+    return shares, prov
+
+
+def estimate(
+    m: ModelSpec, gpu: GpuSpec, wl: Workload, *, backend: str = "vllm", agg: WorkerConfig | None = None,
+    prefill: WorkerConfig | None = None, decode: WorkerConfig | None = None,
+) -> Estimate:
+    """Aggregated when ``agg`` is given (default: one worker, tp 1), disaggregated with prefill+decode."""
+    disagg = prefill is not None and decode is not None
+    main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
+    assert main is not None
+    mem = _memory(m, gpu, main, wl)
+    pmem = _memory(m, gpu, prefill, wl) if disagg and prefill is not None else None
+    pre = prefill or main
+    c = CandidateArrays.from_lists(
+        tp=main.parallel.tp, pp=main.parallel.pp, dp=main.parallel.dp, ep=main.parallel.ep, max_num_seqs=main.max_num_seqs,
+        max_num_batched_tokens=main.max_num_batched_tokens, weight_quant=WEIGHT_QUANTS.index(main.weight_quant),
+        kv_dtype=KV_DTYPES.index(main.kv_dtype), concurrency=wl.concurrency if wl.concurrency else np.nan,
+        mode=int(disagg), workers=main.workers, prefill_tp=pre.parallel.tp, prefill_pp=pre.parallel.pp, prefill_dp=pre.parallel.dp,
+        prefill_ep=pre.parallel.ep, prefill_workers=pre.workers, prefill_max_num_batched_tokens=pre.max_num_batched_tokens)
+    r = evaluate_batch(m, gpu, c, wl, backend=backend, gpu_memory_utilization=main.gpu_memory_utilization)
+    if r.infeasible_reason[0] == 1:
+        raise InfeasibleError("memory", f"{m.name} leaves no room for one sequence of KV on {gpu.name}", binding_constraint="memory")
+    shares, prov = _breakdown(m, gpu, main, backend, float(r.decode_batch[0]), wl.isl.mean + wl.osl.mean / 2)
+    return Estimate(
+        model=m.name, gpu=gpu.name, backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
+        ttft_ms=_pct(r.ttft_mean_s, r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s),
+        tpot_ms=_pct(r.tpot_mean_s, r.tpot_p50_s, r.tpot_p90_s, r.tpot_p99_s),
+        output_tok_s_per_gpu=float(r.output_tok_s_per_gpu[0]), output_tok_s_per_user=float(r.output_tok_s_per_user[0]),
+        requests_per_s=float(r.requests_per_s[0]), decode_batch=float(r.decode_batch[0]),
+        prefill_utilization=float(r.prefill_utilization[0]), kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
+        step_breakdown=shares, memory=mem, prefill_memory=pmem, provenance=prov,
+    )

@@ -1,0 +1,270 @@
+"""Ops of one forward step of a mixed batch, per GPU, vectorized over candidate configurations.
+
+A step holds ``decode_reqs`` decode requests (one token each, mean context ``decode_ctx``) and
+``prefill_tokens`` prompt tokens cut into chunks of ``prefill_chunk`` tokens with ``prefill_prior``
+tokens of earlier context each (DESIGN.md "Costs of one forward step"). Every array has shape (K,)
+(one entry per candidate config); the model is one :class:`ModelSpec`.
+
+Sharding (per GPU of one worker): attention heads / tp, tokens / dp (attention-DP ranks); dense FFN
+and experts over tp*dp GPUs (experts: ep groups of moe_tp = tp*dp/ep); pipeline: the batch is split in
+pp micro-batches that pass through all layers in turn, so one step of the whole batch takes one
+micro-batch's trip through every layer (latency) while pp micro-batches are in flight (throughput).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+
+from planner.model_spec import LayerSpec, ModelSpec
+from planner.params import attention_params
+
+OpKind = Literal["gemm", "attention", "moe", "comm", "elementwise", "lm_head"]
+OP_KINDS: tuple[OpKind, ...] = ("gemm", "attention", "moe", "comm", "elementwise", "lm_head")
+Family = Literal["gemm", "attention_prefill", "attention_decode", "moe", "elementwise", "comm"]
+Collective = Literal["all_reduce", "all_to_all", "all_gather", "send_recv", "none"]
+
+ACT_BYTES = 2.0
+"""Activations travel in bf16 (2 bytes per element)."""
+ELEMENTWISE_PASSES = 12.0
+"""ASSUMPTION: bf16 reads+writes of a hidden vector per token and layer by norms, RoPE, residual adds,
+SiLU-and-mul and quantize kernels (two RMSNorms ~4, residual 2, RoPE 2, act/quant ~4)."""
+MOE_IMBALANCE_Z = 1.0
+"""Expert load imbalance: the busiest EP rank gets mean + z·std of a multinomial share, z = 1 (a
+routed load of n token-expert pairs over ep ranks has std sqrt(n/ep)); measured DeepSeek-V3 routing
+is near this level with auxiliary-loss-free balancing (DeepSeek-V3 report, sec. 2.1.2)."""
+
+
+@dataclass(frozen=True)
+class ParallelArrays:
+    """Per-candidate parallelism and precision, arrays of shape (K,)."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    ep: np.ndarray
+    weight_bytes: np.ndarray  # bytes per linear-weight element (incl. block scales)
+    kv_bytes: np.ndarray  # bytes per KV element
+    gemm_peak_flops_per_s: np.ndarray  # tensor-core peak for the weight dtype
+
+
+@dataclass(frozen=True)
+class StepMix:
+    """The batch of one step (whole worker), arrays of shape (K,)."""
+
+    decode_reqs: np.ndarray
+    decode_ctx: np.ndarray
+    prefill_tokens: np.ndarray
+    prefill_chunk: np.ndarray
+    prefill_prior: np.ndarray
+
+
+@dataclass(frozen=True)
+class Op:
+    """Work of one op on one GPU: per instance FLOPs and bytes, repeated ``count`` times per step."""
+
+    name: str
+    kind: OpKind
+    family: Family
+    count: float
+    flops: np.ndarray
+    nbytes: np.ndarray
+    peak_flops_per_s: np.ndarray | float
+    kernels: float = 1.0
+    collective: Collective = "none"
+    n_gpus: np.ndarray | float = 1.0
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """Layers that cost the same: attention kind, window, MoE or not; how many of them."""
+
+    attention: str
+    window: int
+    moe: bool
+    count: int
+    attn_params: float
+
+
+@lru_cache(maxsize=64)
+def layer_groups(m: ModelSpec) -> tuple[LayerGroup, ...]:
+    """Group the decoder layers of ``m`` by cost signature."""
+    counts: dict[tuple[str, int, bool], int] = {}
+    for layer in m.layers:
+        key = (layer.attention, layer.window, layer.moe)
+        counts[key] = counts.get(key, 0) + 1
+    return tuple(
+        LayerGroup(a, w, e, n, attention_params(m, LayerSpec(attention=a, window=w, moe=e)))  # type: ignore[arg-type]
+        for (a, w, e), n in counts.items()
+    )
+
+
+def _tokens_per_rank(p: ParallelArrays, s: StepMix) -> np.ndarray:
+    """Tokens one attention rank processes per micro-batch."""
+    return (s.decode_reqs + s.prefill_tokens) / (p.dp * p.pp)
+
+
+def attention_proj_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
+    """QKV + output projections: 2·tokens·params/tp FLOPs; weights/tp + activations bytes."""
+    ta = _tokens_per_rank(p, s)
+    w = g.attn_params / p.tp
+    nbytes = w * p.weight_bytes + ta * m.hidden_size * 4 * ACT_BYTES
+    return Op("attn_proj", "gemm", "gemm", g.count, 2.0 * ta * w, nbytes, p.gemm_peak_flops_per_s, kernels=3.0)
+
+
+def _kv_elems_per_token(m: ModelSpec, g: LayerGroup, tp: np.ndarray) -> np.ndarray:
+    """Cached elements per token of one layer on one GPU (GQA kv heads replicated when tp > kv)."""
+    if g.attention == "mla":
+        assert m.mla is not None
+        return np.full_like(tp, float(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim))
+    return 2.0 * np.ceil(m.num_kv_heads / tp) * m.head_dim
+
+
+def _linear_state_bytes(m: ModelSpec, tp: np.ndarray) -> np.ndarray:
+    """fp32 recurrent state of a linear-attention layer per sequence on one GPU."""
+    assert m.linear_attn is not None
+    la = m.linear_attn
+    return la.num_value_heads * la.key_head_dim * la.value_head_dim * 4.0 / tp
+
+
+def _qk_v_dims(m: ModelSpec, g: LayerGroup) -> tuple[float, float]:
+    """(q·k dim, v dim) per head of softmax attention."""
+    if g.attention == "mla":
+        assert m.mla is not None
+        return float(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim), float(m.mla.v_head_dim)
+    return float(m.head_dim), float(m.head_dim)
+
+
+def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
+    """Causal attention of the prefill chunks: 2·h·(dqk+dv)·s·(c + s/2) FLOPs per chunk (DESIGN.md)."""
+    heads = m.num_heads / p.tp
+    chunk = np.maximum(s.prefill_chunk, 1.0)
+    chunks = s.prefill_tokens / chunk / (p.dp * p.pp)
+    span = s.prefill_prior + chunk / 2.0
+    if g.window:
+        span = np.minimum(span, g.window)
+    if g.attention == "linear":
+        state = _linear_state_bytes(m, p.tp)
+        flops = chunks * chunk * state  # chunked delta rule: ~2 FLOPs per state element per token / 2 bytes
+        nbytes = chunks * (2.0 * state + chunk * m.hidden_size * 3 * ACT_BYTES / p.tp)
+        return Op("attn_prefill", "attention", "attention_prefill", g.count, flops, nbytes, 0.0)
+    dqk, dv = _qk_v_dims(m, g)
+    flops = chunks * 2.0 * heads * (dqk + dv) * chunk * span
+    kv = _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
+    nbytes = chunks * ((s.prefill_prior + chunk) * kv + chunk * heads * (dqk + dv) * 2 * ACT_BYTES)
+    return Op("attn_prefill", "attention", "attention_prefill", g.count, flops, nbytes, 0.0)
+
+
+def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
+    """Decode attention: reads the whole cached context of every request (memory bound)."""
+    reqs = s.decode_reqs / (p.dp * p.pp)
+    heads = m.num_heads / p.tp
+    ctx = np.minimum(s.decode_ctx, g.window) if g.window else s.decode_ctx
+    if g.attention == "linear":
+        state = _linear_state_bytes(m, p.tp)
+        return Op("attn_decode", "attention", "attention_decode", g.count, reqs * state, reqs * 2.0 * state, 0.0)
+    if g.attention == "mla":
+        assert m.mla is not None
+        flops = reqs * ctx * 2.0 * heads * (2 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
+    else:
+        flops = reqs * ctx * 4.0 * heads * m.head_dim
+    nbytes = reqs * ctx * _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
+    return Op("attn_decode", "attention", "attention_decode", g.count, flops, nbytes, 0.0)
+
+
+def all_reduce_op(name: str, m: ModelSpec, count: float, p: ParallelArrays, s: StepMix) -> Op:
+    """TP all-reduce of the hidden states of a rank's tokens (bf16)."""
+    nbytes = _tokens_per_rank(p, s) * m.hidden_size * ACT_BYTES
+    return Op(name, "comm", "comm", count, np.zeros_like(nbytes), nbytes, 0.0, collective="all_reduce", n_gpus=p.tp)
+
+
+def ffn_all_reduce_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
+    """All-reduce of FFN outputs over tp*dp GPUs (with attention-DP: gather + reduce-scatter of all
+    ranks' tokens, same volume); none after MoE when experts exchange tokens by all-to-all."""
+    tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
+    a2a = (p.dp > 1) & (p.ep > 1) & g.moe
+    nbytes = np.where(a2a, 0.0, tokens * m.hidden_size * ACT_BYTES / np.where(p.dp > 1, 1.0, p.dp))
+    return Op("tp_all_reduce_ffn", "comm", "comm", g.count, np.zeros_like(nbytes), nbytes, 0.0, collective="all_reduce", n_gpus=p.tp * p.dp)
+
+
+def dense_ffn_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
+    """Gated MLP: 3 matrices h x inter, sharded over tp*dp GPUs."""
+    tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
+    w = 3.0 * m.hidden_size * m.intermediate_size / (p.tp * p.dp)
+    ta = tokens / p.dp
+    nbytes = w * p.weight_bytes + ta * (2 * m.hidden_size + 3 * m.intermediate_size / p.tp) * ACT_BYTES
+    return Op("mlp", "gemm", "gemm", g.count, 2.0 * tokens * w, nbytes, p.gemm_peak_flops_per_s, kernels=2.0)
+
+
+def moe_imbalance(pairs: np.ndarray, ep: np.ndarray) -> np.ndarray:
+    """Busiest-rank load / mean load for ``pairs`` token-expert assignments over ``ep`` ranks."""
+    mean = np.maximum(pairs / ep, 1e-9)
+    return 1.0 + MOE_IMBALANCE_Z * np.sqrt(mean * (1.0 - 1.0 / ep)) / mean * (ep > 1)
+
+
+def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[Op]:
+    """Router, routed experts (grouped GEMM, imbalance), shared experts, EP all-to-all."""
+    assert m.moe is not None
+    e, h = m.moe, m.hidden_size
+    tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
+    ta = tokens / p.dp
+    router = Op("router", "moe", "gemm", g.count, 2.0 * ta * h * e.num_experts, h * e.num_experts * ACT_BYTES + ta * h * ACT_BYTES, p.gemm_peak_flops_per_s)
+    pairs = tokens * e.top_k
+    moe_tp = p.tp * p.dp / p.ep
+    expert_w = 3.0 * h * e.expert_intermediate / moe_tp
+    touched = (e.num_experts / p.ep) * (1.0 - (1.0 - e.top_k / e.num_experts) ** tokens)
+    flops = 2.0 * pairs / p.ep * 3.0 * h * e.expert_intermediate / moe_tp * moe_imbalance(pairs, p.ep)
+    nbytes = touched * expert_w * p.weight_bytes + pairs / p.ep * (2 * h + 3 * e.expert_intermediate / moe_tp) * ACT_BYTES
+    ops = [router, Op("experts", "moe", "moe", g.count, flops, nbytes, p.gemm_peak_flops_per_s, kernels=3.0)]
+    if e.shared_experts:
+        ws = 3.0 * h * e.shared_intermediate * e.shared_experts / p.tp
+        ops.append(Op("shared_expert", "moe", "gemm", g.count, 2.0 * ta * ws, ws * p.weight_bytes + ta * h * 2 * ACT_BYTES, p.gemm_peak_flops_per_s, kernels=2.0))
+    # tokens replicated on the tp ranks (dp = 1) need no dispatch: experts' outputs are all-reduced
+    a2a = 2.0 * ta * e.top_k * h * ACT_BYTES * (1.0 - 1.0 / p.ep) * (p.dp > 1)
+    ops.append(Op("ep_all_to_all", "comm", "comm", g.count, np.zeros_like(a2a), a2a, 0.0, kernels=2.0, collective="all_to_all", n_gpus=p.ep))
+    return ops
+
+
+def elementwise_op(m: ModelSpec, count: float, p: ParallelArrays, s: StepMix) -> Op:
+    """Norms, RoPE, residuals, activation and quantize kernels (memory bound)."""
+    nbytes = _tokens_per_rank(p, s) * m.hidden_size * ACT_BYTES * ELEMENTWISE_PASSES
+    return Op("elementwise", "elementwise", "elementwise", count, np.zeros_like(nbytes), nbytes, 0.0, kernels=4.0)
+
+
+def lm_head_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
+    """LM head on the rows sampled this step (decode requests + finishing prefills), vocab / tp."""
+    rows = (s.decode_reqs + np.minimum(s.prefill_tokens, 1.0)) / (p.dp * p.pp)
+    w = m.hidden_size * m.vocab_size / p.tp
+    nbytes = w * ACT_BYTES + rows * m.vocab_size / p.tp * 4.0
+    return Op("lm_head", "lm_head", "gemm", 1.0, 2.0 * rows * w, nbytes, p.gemm_peak_flops_per_s, kernels=2.0)
+
+
+def pp_send_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
+    """Hidden states handed between pipeline stages (pp - 1 hops per micro-batch)."""
+    nbytes = _tokens_per_rank(p, s) * m.hidden_size * ACT_BYTES
+    hops = float(np.max(p.pp)) - 1.0
+    scale = (p.pp - 1.0) / max(hops, 1.0)
+    return Op("pp_send", "comm", "comm", max(hops, 0.0), np.zeros_like(nbytes), nbytes * scale, 0.0, collective="send_recv", n_gpus=2.0 * (p.pp > 1))
+
+
+def step_ops(m: ModelSpec, p: ParallelArrays, s: StepMix) -> list[Op]:
+    """All ops of one step (per GPU); comm ops with tp/ep of 1 cost nothing when priced."""
+    ops: list[Op] = []
+    for g in layer_groups(m):
+        ops.append(attention_proj_op(m, g, p, s))
+        ops.append(prefill_attention_op(m, g, p, s))
+        ops.append(decode_attention_op(m, g, p, s))
+        ops.append(all_reduce_op("tp_all_reduce_attn", m, g.count, p, s))
+        if g.moe and m.moe is not None:
+            ops.extend(moe_ops(m, g, p, s))
+        else:
+            ops.append(dense_ffn_op(m, g, p, s))
+        ops.append(ffn_all_reduce_op(m, g, p, s))
+        ops.append(elementwise_op(m, g.count, p, s))
+    ops.append(lm_head_op(m, p, s))
+    if float(np.max(p.pp)) > 1:
+        ops.append(pp_send_op(m, p, s))
+    return ops

@@ -1,0 +1,57 @@
+"""Queueing formulas for the prefill stage and latency percentiles (vectorized, seconds).
+
+Closed loop (N clients, think time 0): the prefill stage is a queue, decode a delay of Z seconds.
+Mean value analysis with Schweitzer's approximation (Schweitzer 1979; Lazowska et al.,
+"Quantitative System Performance", 1984, ch. 6) gives, for a request that needs ``t_own`` seconds
+alone and whose queued predecessors each add ``work`` seconds,
+    R = t_own + work·(N-1)/N·X·R,   X = N / (R + Z),
+a quadratic in R solved in closed form below. Open loop: Pollaczek-Khinchine mean wait for M/G/1,
+Kingman's G/G/1 approximation for bursty (gamma) arrivals, and an exponential tail
+P(W > w) = rho·exp(-rho·w / E[W]) for percentiles (exact for M/M/1, close for M/D/1 tails).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+Z_SCORES: dict[str, float] = {"p50": 0.0, "p90": 1.2815515655446004, "p99": 2.3263478740408408}
+"""Standard normal quantiles for the named percentiles."""
+QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
+def closed_loop_response(t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Mean prefill-stage response time R (s) of a closed loop of ``n`` clients (Schweitzer MVA).
+
+    Solves R^2 + (Z - t_own - a·N)·R - t_own·Z = 0 with a = work·(N-1)/N, the positive root.
+    """
+    a = work * (n - 1.0) / n
+    b = z - t_own - a * n
+    return 0.5 * (-b + np.sqrt(b * b + 4.0 * t_own * z))
+
+
+def lockstep_response(t_own: np.ndarray, work: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Mean response when the N clients arrive together (benchmark clients start at once and a fixed
+    OSL keeps them finishing in the same step): the k-th of N waits for k-1 prefills, mean (N-1)/2."""
+    return t_own + work * (n - 1.0) / 2.0
+
+
+def mg1_wait(rate: np.ndarray, work: np.ndarray, cs2: np.ndarray | float, ca2: np.ndarray | float) -> np.ndarray:
+    """Mean queueing delay (s): Kingman (ca2 + cs2)/2 · rho/(1-rho) · E[S]; = P-K for Poisson arrivals."""
+    rho = rate * work
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = (ca2 + cs2) / 2.0 * rho / (1.0 - rho) * work
+    return np.where(rho < 1.0, w, np.inf)
+
+
+def wait_quantile(mean_wait: np.ndarray, rho: np.ndarray, q: float) -> np.ndarray:
+    """q-quantile of the waiting time under P(W > w) = rho·exp(-rho·w/E[W])."""
+    rho = np.clip(rho, 1e-12, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = mean_wait / rho * np.log(rho / (1.0 - q))
+    return np.where(rho > 1.0 - q, np.nan_to_num(w, nan=np.inf, posinf=np.inf), 0.0)
+
+
+def tpot_quantile(mean_tpot: np.ndarray, interference: np.ndarray, events: np.ndarray, z: float) -> np.ndarray:
+    """TPOT quantile of one request: its steps meet a Poisson(``events``) number of prefills whose
+    cost adds ``interference`` seconds per step on average, so TPOT ~ mean + z·interference/sqrt(events)."""
+    return mean_tpot + z * interference / np.sqrt(np.maximum(events, 1.0))

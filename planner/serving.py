@@ -1,0 +1,203 @@
+"""Steady state of aggregated and disaggregated serving, vectorized over K candidate configs.
+
+Aggregated (continuous batching with chunked prefill, DESIGN.md "Serving models"): a step holds B
+decode requests plus the prefill tokens that arrive, X·ISL·t per step on average, up to the chunk
+budget. TPOT is the mean step time; a new prompt waits for the prefill work queued ahead of it
+(``queueing.closed_loop_response`` for N clients, M/G/1 for an open loop) and then needs
+ceil(ISL / free chunk) steps of its own. The loop X -> step time -> (TTFT, TPOT) -> X is a fixed
+point solved by damped iteration (the map is decreasing in X, so it converges).
+
+Disaggregated xPyD: x prefill workers serve prompts only (their queue, M/G/c approximated by a
+single server x times as fast), the KV of ISL tokens moves to a decode worker over NVLink when both
+roles sit in one scale-up domain and over the NIC otherwise, then y decode workers run decode-only
+steps. Rates are matched by the same closed loop: N = X·(TTFT + (OSL-1)·TPOT).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner import queueing
+from planner.model_spec import ModelSpec
+from planner.opgraph import ParallelArrays, StepMix
+from planner.step_model import OpPricer, step_time
+
+FIXED_POINT_ITERS = 14
+"""Damped iterations of the closed-loop fixed point (relative change < 1e-4 by then in practice)."""
+DAMPING = 0.5
+MIN_FREE_CHUNK = 64.0
+"""Prefill tokens a step still admits when decode requests fill the chunk budget (engines always
+let some prefill through; vLLM schedules decodes first, then prefill chunks in the remainder)."""
+KV_TRANSFER_LATENCY_S = 5e-4
+"""ASSUMPTION: set-up time of one KV transfer (NIXL/UCX handshake, block descriptors)."""
+KV_TRANSFER_BW_EFFICIENCY = 0.75
+"""ASSUMPTION: achieved / link bandwidth for bulk KV copies (same as large-message collectives)."""
+
+
+@dataclass(frozen=True)
+class WorkerArrays:
+    """One role's engine (K candidates)."""
+
+    par: ParallelArrays
+    max_num_seqs: np.ndarray
+    chunk_tokens: np.ndarray  # max_num_batched_tokens
+    seq_capacity: np.ndarray  # sequences of the workload that fit in KV (whole worker)
+    kernel_scale: np.ndarray
+    overhead_s: np.ndarray
+    workers: np.ndarray
+    burst_fraction: np.ndarray  # share of a closed loop's clients that arrive in lockstep waves
+
+
+@dataclass(frozen=True)
+class LoadArrays:
+    """The workload (K candidates); ``concurrency`` is NaN for open loop, ``rate_per_s`` NaN for closed."""
+
+    isl: np.ndarray
+    osl: np.ndarray
+    isl_compute: np.ndarray  # prompt tokens actually prefilled (after prefix-cache hits)
+    concurrency: np.ndarray
+    rate_per_s: np.ndarray
+    ca2: np.ndarray  # squared CV of inter-arrival times
+    cs2: np.ndarray  # squared CV of prefill work (from the ISL distribution)
+    tokens_per_step: np.ndarray  # speculative decoding: tokens emitted per target step
+    step_multiplier: np.ndarray  # speculative decoding: (target + draft) / target step time
+    request_overhead_s: np.ndarray
+
+
+@dataclass(frozen=True)
+class ServingArrays:
+    """Steady-state result (K candidates), seconds and requests/s."""
+
+    ttft_s: np.ndarray
+    ttft_own_s: np.ndarray  # prefill (+ KV transfer) of the request itself, no queueing
+    wait_s: np.ndarray  # mean queueing delay before prefill
+    prefill_rho: np.ndarray  # utilization of the prefill stage
+    tpot_s: np.ndarray
+    tpot_interference_s: np.ndarray  # share of TPOT caused by prefills mixed into decode steps
+    interference_events: np.ndarray  # prefills one request's decode meets (Poisson mean)
+    requests_per_s: np.ndarray
+    decode_batch: np.ndarray  # decode requests per worker step
+    kv_transfer_s: np.ndarray
+    saturated: np.ndarray  # open loop beyond capacity (latencies are inf)
+
+
+def _tile(p: ParallelArrays, n: int) -> ParallelArrays:
+    return ParallelArrays(*(np.tile(getattr(p, f), n) for f in ParallelArrays.__dataclass_fields__))
+
+
+def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix]) -> list[np.ndarray]:
+    """Price several mixes of the same K candidates in one vectorized call."""
+    k = w.max_num_seqs.shape[0]
+    cat = StepMix(*(np.concatenate([getattr(s, f) for s in mixes]) for f in StepMix.__dataclass_fields__))
+    n = len(mixes)
+    tiled = _tile(w.par, n) if n > 1 else w.par
+    t = step_time(m, tiled, cat, pricer, kernel_scale=np.tile(w.kernel_scale, n), overhead_s=np.tile(w.overhead_s, n))
+    return [t[i * k : (i + 1) * k] for i in range(n)]
+
+
+def _prefill_plan(isl_c: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(chunks a prompt needs, tokens per chunk) with ``free`` chunk tokens per step."""
+    chunks = np.ceil(isl_c / free)
+    return chunks, isl_c / chunks
+
+
+def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(prefill-stage response R, new throughput X) for closed (N clients) or open (rate) loops."""
+    closed = np.isfinite(load.concurrency)
+    r_closed = np.maximum(queueing.closed_loop_response(t_own, work, z, n), queueing.lockstep_response(t_own, work * burst, n))
+    rate = np.where(closed, x, load.rate_per_s)
+    r_open = t_own + queueing.mg1_wait(rate, work, load.cs2, load.ca2)
+    r = np.where(closed, r_closed, r_open)
+    x_new = np.where(closed, n / (r_closed + z), load.rate_per_s)
+    return r, x_new
+
+
+def _engine_cap(w: WorkerArrays) -> np.ndarray:
+    return np.maximum(np.minimum(w.max_num_seqs, w.seq_capacity), 1.0)
+
+
+def _finish(load: LoadArrays, r: np.ndarray, t_own: np.ndarray, z: np.ndarray, x: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TTFT including the wait outside the engine when more clients than slots; saturation flag."""
+    closed = np.isfinite(load.concurrency)
+    outside = np.where(closed & (load.concurrency > cap), load.concurrency / np.maximum(x, 1e-12) - z, r)
+    saturated = ~closed & (~np.isfinite(r) | (load.rate_per_s * (r + z) > cap))
+    ttft = np.where(saturated, np.inf, np.maximum(outside, r))
+    return ttft, saturated
+
+
+def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays) -> ServingArrays:
+    """Aggregated continuous batching with chunked prefill (see module docstring)."""
+    cap = _engine_cap(w)
+    closed = np.isfinite(load.concurrency)
+    n = np.where(closed, np.minimum(load.concurrency, cap), cap)
+    dsteps = np.maximum(load.osl - 1.0, 0.0) / load.tokens_per_step
+    ctx = load.isl + load.osl / 2.0
+    zero = np.zeros_like(ctx)
+    t = _steps(m, pricer, w, [StepMix(n, ctx, zero, zero, zero)])[0]
+    x = np.where(closed, n / (t * (dsteps + 1.0)), load.rate_per_s)
+    for _ in range(FIXED_POINT_ITERS):
+        b = np.clip(x * dsteps * t, 0.0, cap)
+        free = np.maximum(w.chunk_tokens - b, MIN_FREE_CHUNK)
+        pbar = np.minimum(x * load.isl_compute * t, free)
+        chunks, own = _prefill_plan(load.isl_compute, free)
+        prior = (chunks - 1.0) / 2.0 * own
+        t_mix, t_full, t_one, t_dec = _steps(m, pricer, w, [
+            StepMix(b, ctx, pbar, own, prior), StepMix(b, ctx, free, own, prior),
+            StepMix(b, ctx, own, own, prior), StepMix(b, ctx, zero, zero, zero)])
+        t = t_mix * load.step_multiplier
+        work = load.isl_compute * t_full / free
+        t_own = t_mix / 2.0 + chunks * t_one + load.request_overhead_s
+        z = dsteps * t
+        r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x)
+        x = x + DAMPING * (x_new - x)
+    ttft, saturated = _finish(load, r, t_own, z, x, cap)
+    return ServingArrays(
+        ttft_s=ttft, ttft_own_s=t_own, wait_s=np.maximum(ttft - t_own, 0.0), prefill_rho=x * work,
+        tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
+        tpot_interference_s=np.maximum(t_mix - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
+        interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=zero, saturated=saturated,
+    )
+
+
+def kv_transfer_s(kv_bytes_per_gpu: np.ndarray, link_bw: np.ndarray) -> np.ndarray:
+    """Seconds to move one prompt's KV: per-GPU share over that GPU's link, in parallel."""
+    return KV_TRANSFER_LATENCY_S + kv_bytes_per_gpu / (link_bw * KV_TRANSFER_BW_EFFICIENCY)
+
+
+def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArrays, load: LoadArrays, t_kv: np.ndarray) -> ServingArrays:
+    """Disaggregated xPyD (see module docstring); ``t_kv`` is the KV transfer time per request."""
+    cap = _engine_cap(wd) * wd.workers
+    closed = np.isfinite(load.concurrency)
+    n = np.where(closed, np.minimum(load.concurrency, cap), cap)
+    dsteps = np.maximum(load.osl - 1.0, 0.0) / load.tokens_per_step
+    ctx = load.isl + load.osl / 2.0
+    zero = np.zeros_like(ctx)
+    free = np.maximum(wp.chunk_tokens, 1.0)
+    chunks, own = _prefill_plan(load.isl_compute, free)
+    prior = (chunks - 1.0) / 2.0 * own
+    t_full, t_one = _steps(m, pricer, wp, [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)])
+    work = load.isl_compute * t_full / free / wp.workers
+    b = n / wd.workers
+    t = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
+    x = np.where(closed, n / (chunks * t_one + t_kv + (dsteps + 1.0) * t), load.rate_per_s)
+    for _ in range(FIXED_POINT_ITERS):
+        b = np.clip(x * dsteps * t / wd.workers, 1.0, cap / wd.workers)
+        t = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
+        # own prefill (+ half a step of joining), KV transfer, first decode step on the decode worker
+        t_own = chunks * t_one + t_one / 2.0 + load.request_overhead_s + t_kv + t
+        z = dsteps * t
+        r, x_new = _closed_or_open(load, wd.burst_fraction, t_own, work, z, n, x)
+        x = x + DAMPING * (x_new - x)
+    ttft, saturated = _finish(load, r, t_own, z, x, cap)
+    return ServingArrays(
+        ttft_s=ttft, ttft_own_s=t_own, wait_s=np.maximum(ttft - t_own, 0.0), prefill_rho=x * work,
+        tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step), tpot_interference_s=zero,
+        interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=t_kv, saturated=saturated,
+    )
+
+
+def with_concurrency(load: LoadArrays, concurrency: np.ndarray) -> LoadArrays:
+    """The same load as a closed loop of ``concurrency`` clients (max-throughput runs)."""
+    return replace(load, concurrency=concurrency, rate_per_s=np.full_like(concurrency, np.nan))

@@ -1,0 +1,141 @@
+"""Price one step: ops from :mod:`planner.opgraph` through an op pricer, plus the engine overhead.
+
+The pricer is a narrow protocol (``OpPricer.price(op) -> (seconds per instance, provenance)``) so the
+source of kernel times can change without touching the op graph: :class:`RooflinePricer` is the
+built-in fallback (time = max(FLOPs / (peak·eff_c), bytes / (BW·eff_m)) + launches; DESIGN.md
+"Costs of one forward step", tier 3); :mod:`planner.kernels_adapter` plugs in ``kernels_db``.
+Communication is alpha-beta: latency + bytes·algo_factor / (link bandwidth·eff), over NVLink inside
+the scale-up domain and over the NIC beyond it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from hardware.spec import GpuSpec
+from planner.opgraph import OP_KINDS, Op, OpKind, ParallelArrays, StepMix, step_ops
+from planner.model_spec import ModelSpec
+
+
+class OpPricer(Protocol):
+    """Anything that turns an op into seconds per instance (shape (K,)) and says where from."""
+
+    def price(self, op: Op) -> tuple[np.ndarray, str]: ...
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achieved fraction of peak compute / memory bandwidth and per-kernel launch cost."""
+
+    compute: float
+    memory: float
+    launch_s: float
+
+
+DEFAULT_EFFICIENCY: dict[str, Efficiency] = {
+    # ASSUMPTION (uncalibrated tier): typical Hopper figures. GEMM: best-shape bf16 ~0.7-0.8 of peak
+    # (../shared/validation/kernels/gemm_mamf_reference.csv); FlashAttention-3 forward ~0.55-0.75 of
+    # bf16 peak (Shah et al. 2024, fig. 5); decode attention and grouped MoE GEMMs reach 0.6-0.8 of
+    # HBM bandwidth; ~2 us per kernel inside a CUDA graph.
+    "gemm": Efficiency(0.70, 0.80, 2e-6),
+    "attention_prefill": Efficiency(0.55, 0.80, 3e-6),
+    "attention_decode": Efficiency(0.50, 0.65, 3e-6),
+    "moe": Efficiency(0.50, 0.65, 3e-6),
+    "elementwise": Efficiency(1.0, 0.70, 1.5e-6),
+}
+COMM_BW_EFFICIENCY = 0.75
+"""ASSUMPTION: achieved bus bandwidth / link bandwidth for large messages (nccl-tests on 8xH100:
+~360-480 GB/s busbw of 450 GB/s, ../shared/validation/kernels/nccl_reference_points.csv)."""
+COMM_LATENCY_S: dict[str, float] = {
+    # ASSUMPTION: small-message time of one collective inside an NVLink domain (custom one-shot
+    # all-reduce ~6-10 us on 8xH100, aiconfigurator_custom_allreduce_full.csv); all-to-all
+    # (DeepEP low-latency) ~15 us; across nodes add NIC round trips.
+    "all_reduce": 8e-6,
+    "all_gather": 8e-6,
+    "all_to_all": 15e-6,
+    "send_recv": 5e-6,
+}
+INTER_NODE_LATENCY_S = 20e-6
+"""ASSUMPTION: extra start-up latency of a collective that crosses the scale-out network."""
+ATTENTION_DTYPE = "bf16"
+"""Attention math runs in 16-bit (fp8 KV is dequantized in the kernel)."""
+
+
+def algo_factor(collective: str, n: np.ndarray) -> np.ndarray:
+    """Bytes each GPU sends per byte of payload: ring all-reduce 2(n-1)/n; others 1 (already in bytes)."""
+    if collective == "all_reduce":
+        return 2.0 * (n - 1.0) / np.maximum(n, 1.0)
+    return np.ones_like(n)
+
+
+class RooflinePricer:
+    """Roofline with default efficiencies (provenance 'roofline')."""
+
+    def __init__(self, gpu: GpuSpec, efficiency: dict[str, Efficiency] | None = None) -> None:
+        self.gpu = gpu
+        self.eff = efficiency or DEFAULT_EFFICIENCY
+        self.attn_peak = gpu.peak_flops(ATTENTION_DTYPE)
+
+    def price(self, op: Op) -> tuple[np.ndarray, str]:
+        if op.family == "comm":
+            return self.comm_time(op), "alpha-beta (uncalibrated)"
+        e = self.eff[op.family]
+        peak = op.peak_flops_per_s if op.family in ("gemm", "moe") else self.attn_peak
+        compute = op.flops / (np.maximum(peak, 1.0) * e.compute)
+        memory = op.nbytes / (self.gpu.hbm_bandwidth_bytes_per_s * e.memory)
+        busy = (op.flops > 0) | (op.nbytes > 0)
+        return np.maximum(compute, memory) + e.launch_s * op.kernels * busy, "roofline (uncalibrated)"
+
+    def comm_time(self, op: Op) -> np.ndarray:
+        """alpha-beta time of one collective; zero where a single GPU is involved or nothing moves."""
+        n = np.asarray(op.n_gpus, dtype=float) * np.ones_like(op.nbytes)
+        link = self.gpu.scale_up
+        inside = n <= link.domain_size
+        bw = np.where(inside, link.bandwidth_bytes_per_s, self.gpu.scale_out_bandwidth_bytes_per_s) * COMM_BW_EFFICIENCY
+        alpha = COMM_LATENCY_S[op.collective] * op.kernels + np.where(inside, 0.0, INTER_NODE_LATENCY_S)
+        t = alpha + op.nbytes * algo_factor(op.collective, n) / bw
+        return np.where((n > 1) & (op.nbytes > 0), t, 0.0)
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Time of one step (K candidates) and its split by op kind."""
+
+    time_s: np.ndarray
+    by_kind_s: np.ndarray  # shape (len(OP_KINDS) + 1, K); last row = engine overhead
+    provenance: tuple[tuple[str, str], ...]  # (op name, where its time came from)
+
+
+KINDS_WITH_OVERHEAD: tuple[str, ...] = (*OP_KINDS, "overhead")
+
+
+def price_step(
+    m: ModelSpec, p: ParallelArrays, s: StepMix, pricer: OpPricer, *, kernel_scale: np.ndarray | float = 1.0,
+    overhead_s: np.ndarray | float = 0.0,
+) -> StepCost:
+    """Sum the priced ops of one step; ``kernel_scale`` and ``overhead_s`` are the engine calibration."""
+    kinds = np.zeros((len(KINDS_WITH_OVERHEAD), np.shape(s.decode_reqs)[0]))
+    prov: dict[str, str] = {}
+    kind_index: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
+    for op in step_ops(m, p, s):
+        t, src = pricer.price(op)
+        kinds[kind_index[op.kind]] += t * op.count
+        prov.setdefault(op.name, src)
+    kinds[:-1] *= kernel_scale
+    kinds[-1] = overhead_s
+    return StepCost(kinds.sum(axis=0), kinds, tuple(sorted(prov.items())))
+
+
+def step_time(
+    m: ModelSpec, p: ParallelArrays, s: StepMix, pricer: OpPricer, *, kernel_scale: np.ndarray | float = 1.0,
+    overhead_s: np.ndarray | float = 0.0,
+) -> np.ndarray:
+    """Seconds of one step (the fast path: no breakdown kept)."""
+    total = np.zeros(np.shape(s.decode_reqs)[0])
+    for op in step_ops(m, p, s):
+        t, _ = pricer.price(op)
+        total += t * op.count
+    return total * kernel_scale + overhead_s

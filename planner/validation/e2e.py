@@ -1,0 +1,161 @@
+"""Replay measured deployments (``silicon_measured.csv`` layout) through the serving model.
+
+One row = backend, model, system, precision/quant modes, isl, osl, closed-loop concurrency
+(``batch_size``) and parallelism; disaggregated rows carry per-role workers and parallelism.
+Rows that cannot be modelled are counted under a reason, never dropped silently. Rows are grouped
+by (model, system, backend, isl, osl) and each group is evaluated in one vectorized call.
+DataFrames live only here, at the edge.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hardware.catalog import get_gpu
+from hardware.errors import PlannerInputError
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
+from planner.engine_calibration import BACKENDS, EngineCalibration, engine
+from planner.models import load_model
+from planner.workload import fixed
+
+QUANT_MODES: dict[str, str] = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "int4_wo": "int4", "bf16": "bf16", "fp16": "bf16"}
+GROUP_BY: tuple[str, ...] = ("backend", "mode", "system", "model")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Rows with candidate columns filled in, and the skip reason of every other row."""
+
+    rows: pd.DataFrame
+    skipped: dict[str, int]
+
+
+def _num(row: pd.Series, col: str, default: float = 1.0) -> float:
+    v = row.get(col)
+    return default if v is None or pd.isna(v) or float(v) <= 0 else float(v)
+
+
+def _concurrency(row: pd.Series) -> float:
+    m = re.search(r"silicon_concurrency=(\d+)", str(row.get("silicon_data_source", "")))
+    if row["mode"] == "agg":
+        return _num(row, "batch_size", np.nan)
+    if m:
+        return float(m.group(1))
+    return _num(row, "decode_batch_size", np.nan) * _num(row, "decode_num_workers", np.nan)
+
+
+def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] | str:
+    """CandidateArrays columns of one row, or the reason it cannot be modelled."""
+    quant = QUANT_MODES.get(str(row.get("gemm_quant_mode")), weight_default)
+    kv = "fp8" if row["backend"] == "trtllm" and quant in ("fp8", "fp4") else "bf16"
+    conc = _concurrency(row)
+    if not np.isfinite(conc):
+        return "incomplete_config"
+    out = {"weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv), "concurrency": conc}
+    if row["mode"] == "agg":
+        out |= {"tp": _num(row, "tp_size"), "pp": _num(row, "pp_size"), "dp": _num(row, "attention_dp_size"), "ep": _num(row, "moe_ep_size"), "mode": 0}
+        return out
+    if pd.isna(row.get("prefill_num_workers")) or pd.isna(row.get("decode_num_workers")):
+        return "incomplete_config"
+    out |= {
+        "mode": 1, "tp": _num(row, "decode_tp_size"), "pp": _num(row, "decode_pp_size"), "dp": _num(row, "decode_attention_dp_size"),
+        "ep": _num(row, "decode_moe_ep_size"), "workers": _num(row, "decode_num_workers"), "prefill_tp": _num(row, "prefill_tp_size"),
+        "prefill_pp": _num(row, "prefill_pp_size"), "prefill_dp": _num(row, "prefill_attention_dp_size"),
+        "prefill_ep": _num(row, "prefill_moe_ep_size"), "prefill_workers": _num(row, "prefill_num_workers"),
+    }
+    return out
+
+
+def prepare(df: pd.DataFrame) -> Prepared:
+    """Resolve model, GPU, backend and candidate columns of every row; count the rest by reason."""
+    skipped: dict[str, int] = {}
+    keep, cols = [], []
+    for i, row in df.iterrows():
+        reason = None
+        try:
+            model = load_model(str(row["model_path"]))
+            get_gpu(str(row["system"]))
+        except PlannerInputError:
+            reason = "unknown_model_or_gpu"
+        if reason is None and row["backend"] not in BACKENDS:
+            reason = "unknown_backend"
+        c = candidate_columns(row, model.weight_dtype) if reason is None else reason
+        if isinstance(c, str):
+            skipped[c] = skipped.get(c, 0) + 1
+            continue
+        keep.append(i)
+        cols.append({f"c_{k}": v for k, v in c.items()})
+    rows = df.loc[keep].reset_index(drop=True)
+    return Prepared(pd.concat([rows, pd.DataFrame(cols)], axis=1), skipped)
+
+
+def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None) -> pd.DataFrame:
+    """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows."""
+    out = rows.copy()
+    for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu"):
+        out[col] = np.nan
+    groups = list(out.groupby(["model_path", "system", "backend", "isl", "osl"]).groups.items())
+    for n, ((model, system, backend, isl, osl), idx) in enumerate(groups):
+        sub = out.loc[idx]
+        eng = (overrides or {}).get(str(backend)) or engine(str(backend))
+        given = {c: sub[f"c_{c}"].to_numpy(dtype=float) for c in CandidateArrays.__dataclass_fields__ if f"c_{c}" in sub}
+        cand = CandidateArrays.from_lists(**given, max_num_seqs=eng.max_num_seqs.value, max_num_batched_tokens=eng.max_num_batched_tokens.value)
+        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, fixed(int(isl), int(osl), concurrency=1), backend=str(backend), calibration=eng)
+        out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
+        out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
+        out.loc[idx, "pred_tok_s_per_gpu"] = res.output_tok_s_per_gpu
+        if progress and (n % 50 == 0 or n == len(groups) - 1):
+            sys.stderr.write(f"\rvalidate e2e: group {n + 1}/{len(groups)}")
+    if progress:
+        sys.stderr.write("\n")
+    return out
+
+
+def error_stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
+    """median / p90 absolute percentage error and median signed error, percent."""
+    ok = np.isfinite(pred) & np.isfinite(meas) & (meas > 0)
+    if not ok.any():
+        return {"median_ape_pct": float("nan"), "p90_ape_pct": float("nan"), "median_signed_pct": float("nan")}
+    signed = (pred[ok] - meas[ok]) / meas[ok] * 100.0
+    return {"median_ape_pct": float(np.median(np.abs(signed))), "p90_ape_pct": float(np.percentile(np.abs(signed), 90)), "median_signed_pct": float(np.median(signed))}
+
+
+def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
+    """Error groups: overall, then by backend, mode, system and model."""
+    frame = pred.assign(model=pred["model_path"])
+
+    def one(by: str, key: str, sub: pd.DataFrame) -> dict[str, object]:
+        return {"by": by, "key": key, "n": int(len(sub)),
+                "ttft": error_stats(sub["pred_ttft_ms"].to_numpy(float), sub["silicon_ttft_ms"].to_numpy(float)),
+                "tpot": error_stats(sub["pred_tpot_ms"].to_numpy(float), sub["silicon_tpot_ms"].to_numpy(float))}
+
+    groups = [one("overall", "all", frame)]
+    for by in GROUP_BY:
+        groups += [one(by, str(k), sub) for k, sub in frame.groupby(by)]
+    return groups
+
+
+def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
+    """The ``planner validate e2e`` report."""
+    if not path.is_file():
+        raise PlannerInputError("--data", f"{path} does not exist")
+    df = pd.read_csv(path)
+    missing = {"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"} - set(df.columns)
+    if missing:
+        raise PlannerInputError("--data", f"{path} lacks columns {sorted(missing)}")
+    prep = prepare(df)
+    pred = predict(prep.rows, progress)
+    bad = ~np.isfinite(pred["pred_ttft_ms"]) | ~np.isfinite(pred["pred_tpot_ms"])
+    skipped = dict(prep.skipped)
+    if bad.any():
+        skipped["does_not_fit_or_saturated"] = int(bad.sum())
+    good = pred[~bad]
+    if predictions_out is not None:
+        pred.to_csv(predictions_out, index=False)
+    return {"rows": int(len(df)), "modelled": int(len(good)), "skipped": skipped, "groups": summarize(good)}

@@ -1,0 +1,129 @@
+"""Workload spec: ISL/OSL (fixed, distribution or trace), load (closed or open loop), options.
+
+A workload is what the clients send: prompt (ISL) and answer (OSL) lengths in tokens, either a
+closed loop of ``concurrency`` clients (each sends its next request when the last one finished, as
+benchmark tools run) or an open loop at ``rate_per_s`` requests/s (Poisson, or gamma-distributed
+gaps with coefficient of variation ``arrival_cv`` for bursty traffic). Options that change the
+answer: prefix-cache hit fraction (skips that share of prefill compute) and speculative decoding
+(tokens accepted per target step = 1 + acceptance·draft_len, Leviathan et al. 2023, eq. 1 with the
+linear approximation for small acceptance).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hardware.errors import PlannerInputError
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+LengthDist = Literal["fixed", "uniform", "normal", "lognormal"]
+SAMPLE_SEED = 0
+"""Fixed seed: sampled lengths are deterministic for a given spec."""
+SAMPLE_COUNT = 4096
+"""Draws used to summarise a length distribution (mean, second moment, quantiles)."""
+
+
+class LengthSpec(BaseModel):
+    """A token-length distribution (ISL or OSL)."""
+
+    model_config = _FROZEN
+    mean: float = Field(gt=0, description="Mean length, tokens.")
+    dist: LengthDist = Field(default="fixed", description="Shape of the distribution.")
+    cv: float = Field(default=0.0, ge=0, le=4, description="Coefficient of variation (std/mean).")
+    min_tokens: int = Field(default=1, ge=1, description="Lengths are clipped to at least this.")
+    samples: tuple[int, ...] = Field(default=(), description="Explicit lengths (trace); overrides dist.")
+
+    def draw(self, n: int = SAMPLE_COUNT, seed: int = SAMPLE_SEED) -> np.ndarray:
+        """``n`` lengths (tokens, float array)."""
+        rng = np.random.default_rng(seed)
+        if self.samples:
+            return rng.choice(np.asarray(self.samples, dtype=float), size=n)
+        if self.dist == "fixed" or self.cv == 0:
+            return np.full(n, float(self.mean))
+        if self.dist == "uniform":
+            half = self.mean * self.cv * np.sqrt(3.0)
+            x = rng.uniform(self.mean - half, self.mean + half, n)
+        elif self.dist == "normal":
+            x = rng.normal(self.mean, self.mean * self.cv, n)
+        else:
+            sigma2 = np.log1p(self.cv**2)
+            x = rng.lognormal(np.log(self.mean) - sigma2 / 2, np.sqrt(sigma2), n)
+        return np.maximum(np.round(x), self.min_tokens)
+
+    @property
+    def second_moment(self) -> float:
+        """E[L^2], tokens^2."""
+        x = self.draw()
+        return float(np.mean(x * x))
+
+
+class SpecDecode(BaseModel):
+    """Speculative decoding: a draft proposes ``draft_len`` tokens, each accepted with ``acceptance``."""
+
+    model_config = _FROZEN
+    draft_len: int = Field(ge=1, le=16, description="Tokens proposed per step.")
+    acceptance: float = Field(ge=0, le=1, description="Per-token acceptance probability.")
+    draft_cost_ratio: float = Field(default=0.05, ge=0, le=1, description="Draft step cost / target step cost per proposed token (MTP head ~ one layer of 61).")
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens emitted per target step: (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023)."""
+        a, k = self.acceptance, self.draft_len
+        return float(k + 1) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
+
+
+class Workload(BaseModel):
+    """What clients send and how fast."""
+
+    model_config = _FROZEN
+    isl: LengthSpec
+    osl: LengthSpec
+    concurrency: int | None = Field(default=None, ge=1, description="Closed loop: concurrent clients.")
+    rate_per_s: float | None = Field(default=None, gt=0, description="Open loop: mean arrival rate, requests/s.")
+    arrival: Literal["poisson", "gamma"] = Field(default="poisson", description="Open-loop arrival process.")
+    arrival_cv: float = Field(default=1.0, gt=0, le=10, description="Gamma arrivals: CV of inter-arrival gaps (1 = Poisson).")
+    prefix_hit: float = Field(default=0.0, ge=0, lt=1, description="Fraction of prompt tokens served from the prefix cache.")
+    spec_decode: SpecDecode | None = None
+
+    @model_validator(mode="after")
+    def _one_load(self) -> Workload:
+        if (self.concurrency is None) == (self.rate_per_s is None):
+            raise PlannerInputError("--concurrency/--rate", "give exactly one of --concurrency N or --rate R")
+        return self
+
+    @property
+    def closed_loop(self) -> bool:
+        return self.concurrency is not None
+
+    @property
+    def arrival_cv2(self) -> float:
+        """Squared CV of inter-arrival times (1 for Poisson)."""
+        return 1.0 if self.arrival == "poisson" else self.arrival_cv**2
+
+
+def fixed(isl: int, osl: int, *, concurrency: int | None = None, rate_per_s: float | None = None) -> Workload:
+    """Fixed ISL/OSL workload (the common benchmark case)."""
+    return Workload(isl=LengthSpec(mean=isl), osl=LengthSpec(mean=osl), concurrency=concurrency, rate_per_s=rate_per_s)
+
+
+def read_trace(path: Path) -> tuple[LengthSpec, LengthSpec]:
+    """ISL/OSL from a CSV trace with columns ``isl`` and ``osl`` (one request per row)."""
+    if not path.is_file():
+        raise PlannerInputError("--trace", f"{path} does not exist")
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows or not {"isl", "osl"} <= set(rows[0]):
+        raise PlannerInputError("--trace", f"{path} needs a header with columns isl,osl and at least one row")
+    try:
+        isl = tuple(int(float(r["isl"])) for r in rows)
+        osl = tuple(int(float(r["osl"])) for r in rows)
+    except ValueError as exc:
+        raise PlannerInputError("--trace", f"{path}: non-numeric isl/osl ({exc})") from exc
+    if min(isl) < 1 or min(osl) < 1:
+        raise PlannerInputError("--trace", f"{path}: lengths must be >= 1")
+    return (LengthSpec(mean=float(np.mean(isl)), samples=isl), LengthSpec(mean=float(np.mean(osl)), samples=osl))
