@@ -18,7 +18,7 @@ from app.ui import gpu_names, model_names
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from planner.model_spec import ModelSpec
-from planner.models import load_model, parse_config_text
+from planner.models import MAX_CONFIG_BYTES, load_model, parse_config_text
 from planner.workload import LengthDist, LengthSpec, Workload, read_trace
 
 DEFAULT_MODEL = "llama-3.1-70b"
@@ -38,6 +38,7 @@ class ModelChoice:
     ref: str
     spec: ModelSpec
     uploaded: bool
+    raw_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,17 @@ def _bundled_spec(key: str) -> ModelSpec:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _uploaded_spec(data: bytes, name: str) -> ModelSpec:
+def _uploaded_spec(text: str, name: str) -> ModelSpec:
+    return parse_config_text(text, name=Path(name).stem)
+
+
+def _upload_text(data: bytes, name: str) -> str:
+    if len(data) > MAX_CONFIG_BYTES:  # refuse before decoding megabytes
+        raise PlannerInputError("config.json", f"{name} is larger than {MAX_CONFIG_BYTES} bytes; not a config.json")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PlannerInputError("config.json", f"{name} is not UTF-8 text") from exc
-    return parse_config_text(text, name=Path(name).stem)
 
 
 def model_input(page: str) -> ModelChoice | None:
@@ -76,8 +82,10 @@ def model_input(page: str) -> ModelChoice | None:
     if upload is None:
         st.info("Upload a config.json to plan for it.")
         return None
-    spec = _uploaded_spec(upload.getvalue(), upload.name)
-    return ModelChoice(ref=upload.name, spec=spec, uploaded=True)
+    text = _upload_text(upload.getvalue(), upload.name)
+    spec = _uploaded_spec(text, upload.name)
+    st.caption(f"Uploaded: {spec.name} ({spec.family}, {spec.num_layers} layers)")
+    return ModelChoice(ref=upload.name, spec=spec, uploaded=True, raw_text=text)
 
 
 def gpu_input(page: str, label: str = "GPU type") -> str:
@@ -98,17 +106,13 @@ def gpus_input(page: str, default: tuple[str, ...] = (DEFAULT_GPU,), label: str 
     return list(chosen)
 
 
-def price_inputs(page: str, gpus: list[str]) -> dict[str, float]:
-    """Price per GPU-hour for each chosen GPU (catalog default, editable), USD."""
-    prices: dict[str, float] = {}
-    cols = st.columns(min(len(gpus), 4))
-    for i, key in enumerate(gpus):
-        spec = get_gpu(key)
-        with cols[i % len(cols)]:
-            prices[key] = st.number_input(f"$/GPU-hour {spec.name}", min_value=0.0,
-                                          value=float(spec.price_per_gpu_hour_usd), step=0.1,
-                                          format="%.2f", key=f"{page}_price_{key}")
-    return prices
+def price_input(page: str, gpus: list[str]) -> float | None:
+    """Price per GPU-hour override in USD (None = each GPU's catalog price, listed below it)."""
+    price = st.number_input("Price per GPU-hour (USD, 0 = catalog price)", min_value=0.0, value=0.0,
+                            step=0.1, format="%.2f", key=f"{page}_price")
+    catalog = ", ".join(f"{get_gpu(g).name} ${get_gpu(g).price_per_gpu_hour_usd:.2f}" for g in gpus)
+    st.caption(f"Catalog prices: {catalog}")
+    return float(price) if price > 0 else None
 
 
 def _length_input(page: str, which: str, default: int) -> LengthSpec:

@@ -1,0 +1,89 @@
+"""Turn the Plan page's inputs into a ``solvers.plan.PlanRequest`` and run it (cached).
+
+The planner takes one ISL and one OSL (tokens per request): a distribution or a trace is planned
+at its mean, and the page says so. An uploaded config.json is checked by
+``planner.models.parse_config_text`` and handed to the planner as a file (its content hash in the
+path, so a new upload never meets a cached old one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from app.inputs import ModelChoice, SloChoice
+from planner.emitters import ENGINES
+from planner.workload import LengthSpec
+from solvers.plan import PlanRequest, plan
+
+MODES = ("auto", "agg", "disagg")
+MODE_LABELS = {"auto": "auto (best of both)", "agg": "aggregated", "disagg": "disaggregated (P/D)"}
+BACKENDS = ENGINES
+OBJECTIVES = ("throughput-per-gpu", "cost", "gpus")
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything the Plan page gathered."""
+
+    model: ModelChoice
+    gpus: tuple[str, ...]
+    max_gpus: int
+    price_per_gpu_hour: float | None
+    isl: LengthSpec
+    osl: LengthSpec
+    load: dict[str, float | int]
+    slo: SloChoice
+    mode: str
+    backend: str
+    objective: str
+
+
+@st.cache_resource(show_spinner=False)
+def _upload_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="planner-ui-configs-"))
+
+
+def model_ref(choice: ModelChoice) -> str:
+    """What ``PlanRequest.model`` takes: the bundled key, or a path to the uploaded config."""
+    if not choice.uploaded:
+        return choice.ref
+    digest = hashlib.sha256(choice.raw_text.encode()).hexdigest()[:16]
+    folder = _upload_dir() / digest
+    folder.mkdir(exist_ok=True)
+    path = folder / Path(choice.ref).name
+    if not path.exists():
+        path.write_text(choice.raw_text)
+    return str(path)
+
+
+def planned_lengths(isl: LengthSpec, osl: LengthSpec) -> tuple[int, int]:
+    """The ISL and OSL the planner is given: the means, in whole tokens."""
+    return max(1, round(isl.mean)), max(1, round(osl.mean))
+
+
+def request(given: PlanInputs) -> PlanRequest:
+    """The library request for the page's inputs."""
+    isl, osl = planned_lengths(given.isl, given.osl)
+    return PlanRequest(
+        model=model_ref(given.model), gpus=given.gpus, max_gpus=given.max_gpus, isl=isl, osl=osl,
+        rate_per_s=given.load.get("rate_per_s"), concurrency=given.load.get("concurrency"),  # type: ignore[arg-type]
+        ttft_ms=given.slo.ttft_ms, tpot_ms=given.slo.tpot_ms, percentile=given.slo.percentile,
+        mode=given.mode, backend=given.backend, price_per_gpu_hour=given.price_per_gpu_hour,  # type: ignore[arg-type]
+        objective=given.objective,  # type: ignore[arg-type]
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _plan_dict(request_json: str) -> dict[str, Any]:
+    return plan(PlanRequest.model_validate_json(request_json)).to_plan_dict()
+
+
+def run_plan(given: PlanInputs) -> dict[str, Any]:
+    """The plan dict (``PlanResult.to_plan_dict()``) for the page's inputs."""
+    return _plan_dict(request(given).model_dump_json())
