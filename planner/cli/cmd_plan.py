@@ -1,0 +1,148 @@
+"""`planner plan`, `planner fleet` and `planner validate decisions`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
+from planner.cli.output import print_json, render_kv, render_table, to_jsonable
+
+
+def register(sub: Any, groups: dict[str, Any]) -> None:
+    p = sub.add_parser("plan", help="recommend a deployment that meets TTFT/TPOT SLOs")
+    p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
+    p.add_argument("--gpu", required=True, help="GPU name(s), comma separated (see `planner gpus`)")
+    add_hardware_dir(p)
+    p.add_argument("--max-gpus", type=positive_int, default=8, help="GPU budget")
+    p.add_argument("--isl", type=positive_int, required=True, help="input tokens per request")
+    p.add_argument("--osl", type=positive_int, required=True, help="output tokens per request")
+    load = p.add_mutually_exclusive_group()
+    load.add_argument("--rate", type=positive_float, default=None, help="requests/s to serve (open loop)")
+    load.add_argument("--concurrency", type=positive_int, default=None, help="concurrent clients (closed loop)")
+    p.add_argument("--ttft-ms", type=positive_float, required=True, help="TTFT SLO (ms)")
+    p.add_argument("--tpot-ms", type=positive_float, required=True, help="TPOT SLO (ms)")
+    p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
+    p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
+    p.add_argument("--backend", default="vllm", help="engine calibration and emitted configs: vllm, sglang, trtllm")
+    p.add_argument("--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour")
+    p.add_argument("--objective", choices=("throughput-per-gpu", "cost", "gpus"), default="throughput-per-gpu")
+    p.add_argument("--weight-quant", action="append", default=[], help="also allow this weight dtype (may repeat)")
+    p.add_argument("--node-gpus", type=positive_int, default=None, help="count GPUs in whole nodes of this size")
+    p.add_argument("--out", default=None, metavar="DIR", help="write plan.json and engine configs here")
+    add_format(p)
+    p.set_defaults(func=cmd_plan)
+
+    f = sub.add_parser("fleet", help="cheapest fleet for several workload classes and GPU types (MILP)")
+    f.add_argument("--spec", required=True, help="fleet YAML (see solvers/examples/fleet.yaml)")
+    add_format(f)
+    f.set_defaults(func=cmd_fleet)
+
+    v = groups["validate"].add_parser("decisions", help="is our top pick the measured best (or within 5%)?")
+    v.add_argument("--data", default=None, help="silicon_measured.csv (default ../shared/validation/e2e/...)")
+    v.add_argument("--ttft-ms", type=positive_float, default=None, help="stated TTFT SLO (default from solvers.decisions)")
+    v.add_argument("--tpot-ms", type=positive_float, default=None, help="stated TPOT SLO (default from solvers.decisions)")
+    add_format(v)
+    v.set_defaults(func=cmd_decisions)
+
+
+def _request(args: argparse.Namespace) -> Any:
+    from solvers.plan import PlanRequest
+
+    return PlanRequest(
+        model=args.model, gpus=tuple(g.strip() for g in args.gpu.split(",") if g.strip()), max_gpus=args.max_gpus,
+        isl=args.isl, osl=args.osl, rate_per_s=args.rate, concurrency=args.concurrency, ttft_ms=args.ttft_ms,
+        tpot_ms=args.tpot_ms, percentile=args.percentile, mode=args.mode, backend=args.backend,
+        price_per_gpu_hour=args.price_per_gpu_hour, objective=args.objective,
+        weight_quants=tuple(args.weight_quant), node_gpus=args.node_gpus, hardware_dirs=tuple(args.hardware_dir),
+    )
+
+
+def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str) -> list[str]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(json.dumps(to_jsonable(plan_dict), indent=2) + "\n")
+    written = [str(out / "plan.json")]
+    try:
+        from planner.emitters.plan_file import write_engine_configs  # type: ignore[attr-defined]
+    except ImportError:
+        return written
+    result = write_engine_configs(plan_dict, backend, out, version=None)
+    if isinstance(result, list | tuple):
+        written += [str(x) for x in result]
+    return written
+
+
+def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
+    pr = c.predicted
+    return {
+        f"TTFT {pct} / mean (ms)": f"{pr['ttft_ms'][pct]:.0f} / {pr['ttft_ms']['mean']:.0f}",
+        f"TPOT {pct} / mean (ms)": f"{pr['tpot_ms'][pct]:.1f} / {pr['tpot_ms']['mean']:.1f}",
+        "output tok/s per GPU": pr["output_tok_s_per_gpu"], "output tok/s per user": pr["output_tok_s_per_user"],
+        "requests/s": pr["requests_per_s"], "GPUs": c.gpus, "$ per hour": c.cost_per_hour_usd,
+        "$ per million output tokens": c.cost_per_million_output_tokens,
+    }
+
+
+def plan_table(r: Any) -> str:
+    """The human-readable recommendation."""
+    pct = r.slo["percentile"]
+    head = (f"{r.model} on {r.gpu}: ISL {r.workload['isl']}, OSL {r.workload['osl']}, SLO {pct} TTFT <= "
+            f"{r.slo['ttft_ms']:g} ms, TPOT <= {r.slo['tpot_ms']:g} ms")
+    parts = [head, ""]
+    best_cfg = next((p.config for p in r.pareto if p.gpus == r.best.gpus), "")
+    rows = {"mode": r.best.mode, "configuration": best_cfg or r.best.mode, **_choice_rows(r.best, pct),
+            "binding constraint": r.binding_constraint}
+    parts.append(render_kv(rows, "Recommended deployment"))
+    for mode, c in r.alternatives.items():
+        if c is not None and c.mode != r.best.mode:
+            parts += ["", render_kv(_choice_rows(c, pct), f"Best {mode} alternative")]
+    front = [{"mode": p.mode, "tok/s/GPU": p.output_tok_s_per_gpu, "tok/s/user": p.output_tok_s_per_user,
+              f"TTFT {pct}": p.ttft_ms, f"TPOT {pct}": p.tpot_ms, "GPUs": p.gpus, "config": p.config} for p in r.pareto]
+    parts += ["", f"Pareto front ({len(front)} points)", render_table(front)]
+    parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.2f} s"]
+    return "\n".join(parts)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from solvers.plan import plan
+
+    result = plan(_request(args))
+    plan_dict = result.to_plan_dict()
+    written = _write_out(plan_dict, args.backend, args.out) if args.out else []
+    if args.format == "json":
+        print_json(plan_dict)
+    else:
+        print(plan_table(result))
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from solvers.fleet import load_spec, solve_fleet
+
+    result = solve_fleet(load_spec(args.spec))
+    if args.format == "json":
+        print_json(result)
+        return 0
+    rows = [a.model_dump() for a in result.assignments]
+    print(render_table(rows))
+    print(render_kv({"$ per hour": result.cost_per_hour_usd, "GPUs by type": str(result.gpus_by_type),
+                     "solver": f"{result.solver} ({result.status}, {result.solution_status})",
+                     "solve seconds": result.solve_seconds, "binding constraint": result.binding_constraint}))
+    return 0
+
+
+def cmd_decisions(args: argparse.Namespace) -> int:
+    from solvers.decisions import DEFAULT_TPOT_MS, DEFAULT_TTFT_MS, default_data_path, validate_decisions
+
+    data = args.data or default_data_path()
+    res = validate_decisions(data, ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS, tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS)
+    if args.format == "json":
+        print_json(res)
+    else:
+        print(render_kv({k: v for k, v in res.items() if not isinstance(v, list)}, "Decision-level validation"))
+    return 0

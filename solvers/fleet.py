@@ -1,0 +1,185 @@
+"""Fleet MILP: replicas per workload class, configuration and GPU type at minimum $/hour.
+
+``solve_fleet(spec) -> FleetResult``. For every (class, GPU type) the planner's search gives the
+SLO-meeting aggregated operating points; per worker size only the highest-throughput point can be
+optimal, so those become the options o with requests/s ``r_o``, GPUs ``g_o`` and price ``c_o``
+(Mélange-style, joined with the parallelism choice)::
+
+    min  sum_o c_o g_o n_o
+    s.t. sum_{o of class k} r_o n_o >= R_k           for every class k
+         sum_{o on GPU type t} g_o n_o <= available_t for every GPU type t,   n_o integer >= 0
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pulp
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hardware.catalog import get_gpu
+from hardware.errors import InfeasibleError, PlannerInputError
+from solvers.milp import solve
+from solvers.plan_core import evaluate_request
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class WorkloadClass(BaseModel):
+    """One class of traffic with its own lengths and SLOs."""
+
+    model_config = _FROZEN
+    name: str
+    model: str
+    rate_per_s: float = Field(gt=0, description="Requests/s to serve.")
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
+    ttft_ms: float = Field(gt=0)
+    tpot_ms: float = Field(gt=0)
+    percentile: str = Field(default="p90", pattern="^p(50|90|99)$")
+
+
+class GpuPool(BaseModel):
+    """A GPU type the fleet may use."""
+
+    model_config = _FROZEN
+    gpu: str
+    available: int = Field(ge=0, description="GPUs of this type that can be rented.")
+    price_per_gpu_hour: float | None = Field(default=None, gt=0, description="Default: the GPU spec's price.")
+
+
+class FleetSpec(BaseModel):
+    """``planner fleet --spec fleet.yaml``."""
+
+    model_config = _FROZEN
+    classes: tuple[WorkloadClass, ...] = Field(min_length=1)
+    gpus: tuple[GpuPool, ...] = Field(min_length=1)
+    max_gpus_per_replica: int = Field(default=8, ge=1)
+    backend: str = "vllm"
+
+
+class Options(BaseModel):
+    """MILP options as plain arrays (one entry per option)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    klass: tuple[int, ...]
+    gtype: tuple[int, ...]
+    gpus: tuple[int, ...]
+    rps: tuple[float, ...]
+    price: tuple[float, ...]
+    config: tuple[str, ...]
+
+
+class Assignment(BaseModel):
+    """Replicas of one configuration serving one class."""
+
+    model_config = _FROZEN
+    workload_class: str
+    gpu: str
+    config: str
+    replicas: int
+    gpus_per_replica: int
+    requests_per_s_per_replica: float
+    cost_per_hour_usd: float
+
+
+class FleetResult(BaseModel):
+    """Optimal fleet and the proof the solver gave."""
+
+    model_config = _FROZEN
+    assignments: tuple[Assignment, ...]
+    cost_per_hour_usd: float
+    gpus_by_type: dict[str, int]
+    solver: str
+    status: str
+    solution_status: str
+    optimal: bool
+    solve_seconds: float
+    options: int
+    binding_constraint: str
+
+
+def load_spec(path: str | Path) -> FleetSpec:
+    """Read a fleet YAML; problems become one PlannerInputError naming the field."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise PlannerInputError("--spec", f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise PlannerInputError("--spec", f"{path} is not YAML: {exc}") from None
+    try:
+        return FleetSpec.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise PlannerInputError("--spec", f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def build_options(spec: FleetSpec) -> Options:
+    """Best SLO-meeting agg operating point per (class, GPU type, worker size)."""
+    from solvers.plan import PlanRequest
+
+    rows: dict[str, list[Any]] = {k: [] for k in Options.model_fields}
+    for k, c in enumerate(spec.classes):
+        for t, pool in enumerate(spec.gpus):
+            req = PlanRequest(model=c.model, gpus=(pool.gpu,), max_gpus=spec.max_gpus_per_replica, isl=c.isl, osl=c.osl,
+                              ttft_ms=c.ttft_ms, tpot_ms=c.tpot_ms, percentile=c.percentile, mode="agg",  # type: ignore[arg-type]
+                              backend=spec.backend)
+            ev = evaluate_request(req)
+            ok = ev.feasible()
+            if not ok.any():
+                continue
+            per_rep = ev.rps / np.maximum(ev.blocks[0].replicas[ev.local], 1)
+            unit = ev.gpus // np.maximum(ev.blocks[0].replicas[ev.local], 1)
+            price = pool.price_per_gpu_hour or get_gpu(pool.gpu).price_per_gpu_hour_usd
+            for g in np.unique(unit[ok]):
+                sel = np.flatnonzero(ok & (unit == g))
+                i = int(sel[np.argmax(per_rep[sel])])
+                for key, val in zip(rows, (k, t, int(g), float(per_rep[i]), price, ev.summary(i).replace(" x" + str(int(ev.blocks[0].replicas[ev.local[i]])), " x1")), strict=True):
+                    rows[key].append(val)
+    return Options(**{k: tuple(v) for k, v in rows.items()})
+
+
+def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], Any]:
+    """The fleet MILP on prepared options: replicas per option and the solver outcome."""
+    prob = pulp.LpProblem("fleet", pulp.LpMinimize)
+    n = [pulp.LpVariable(f"n_{o}", 0, None, cat="Integer") for o in range(len(opt.gpus))]
+    prob += pulp.lpSum(opt.price[o] * opt.gpus[o] * n[o] for o in range(len(n)))
+    for k, c in enumerate(spec.classes):
+        prob += pulp.lpSum(opt.rps[o] * n[o] for o in range(len(n)) if opt.klass[o] == k) >= c.rate_per_s, f"rate_{k}"
+    for t, pool in enumerate(spec.gpus):
+        prob += pulp.lpSum(opt.gpus[o] * n[o] for o in range(len(n)) if opt.gtype[o] == t) <= pool.available, f"avail_{t}"
+    out = solve(prob)
+    return [round(v.value() or 0) for v in n], out
+
+
+def solve_fleet(spec: FleetSpec) -> FleetResult:
+    """Plan every class on every GPU type, then solve the fleet MILP (raises InfeasibleError)."""
+    opt = build_options(spec)
+    missing = [c.name for k, c in enumerate(spec.classes) if k not in opt.klass]
+    if missing:
+        raise InfeasibleError("TPOT", f"class(es) {', '.join(missing)} meet their SLOs on none of the GPU types",
+                              binding_constraint="SLO")
+    t0 = time.perf_counter()
+    reps, out = solve_options(spec, opt)
+    seconds = time.perf_counter() - t0
+    if not out.optimal:
+        raise InfeasibleError("GPU budget", f"no fleet serves all classes within the available GPUs (solver: "
+                              f"{out.status}/{out.solution_status})", binding_constraint="GPU budget")
+    used = {p.gpu: 0 for p in spec.gpus}
+    rows = []
+    for o, r in enumerate(reps):
+        if r <= 0:
+            continue
+        used[spec.gpus[opt.gtype[o]].gpu] += r * opt.gpus[o]
+        rows.append(Assignment(workload_class=spec.classes[opt.klass[o]].name, gpu=spec.gpus[opt.gtype[o]].gpu,
+                               config=opt.config[o], replicas=r, gpus_per_replica=opt.gpus[o],
+                               requests_per_s_per_replica=opt.rps[o], cost_per_hour_usd=r * opt.gpus[o] * opt.price[o]))
+    full = [p.gpu for p in spec.gpus if p.available and used[p.gpu] >= p.available]
+    bind = f"GPU budget ({', '.join(full)} fully used)" if full else "cost (every class at its cheapest SLO-meeting option)"
+    return FleetResult(assignments=tuple(rows), cost_per_hour_usd=float(out.objective or 0.0), gpus_by_type=used,
+                       solver=out.solver, status=out.status, solution_status=out.solution_status, optimal=out.optimal,
+                       solve_seconds=round(seconds, 4), options=len(opt.gpus), binding_constraint=bind)
