@@ -2,6 +2,8 @@
 each as a zero-argument closure over pre-allocated inputs. ``{kernel_source: fn}`` per shape.
 
 Triton modules are imported lazily so the CPU path never needs a working Triton backend.
+``triton`` defaults to ``device == "cuda"``; tests pass ``triton=True`` on CPU under
+``TRITON_INTERPRET=1`` to run the GPU path's glue on tiny shapes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ def _rand(*shape: int, dtype: torch.dtype, device: str) -> torch.Tensor:
     return torch.randn(*shape, device=device, dtype=torch.float32).to(dtype)
 
 
-def gemm_cases(s: GemmShape, dtype: str, device: str) -> Cases:
+def _want_triton(device: str, triton: bool | None) -> bool:
+    return device == "cuda" if triton is None else triton
+
+
+def gemm_cases(s: GemmShape, dtype: str, device: str, triton: bool | None = None) -> Cases:
     """x (m, k) @ w.T with w (n, k) row-major, as nn.Linear stores weights."""
     if dtype == FP8:
         return _fp8_gemm_cases(s, device)
@@ -32,7 +38,7 @@ def gemm_cases(s: GemmShape, dtype: str, device: str) -> Cases:
     w = _rand(s.n, s.k, dtype=dt, device=device)
     out = torch.empty(s.m, s.n, dtype=dt, device=device)
     cases: Cases = {"torch.matmul": lambda: torch.matmul(x, w.t(), out=out)}
-    if device == "cuda":
+    if _want_triton(device, triton):
         from kernels_db.bench.triton_gemm import gemm
 
         cases["triton"] = lambda: gemm(x, w.t(), out)
@@ -55,7 +61,7 @@ def _fp8_gemm_cases(s: GemmShape, device: str) -> Cases:
     }
 
 
-def prefill_cases(s: PrefillShape, dtype: str, device: str) -> Cases:
+def prefill_cases(s: PrefillShape, dtype: str, device: str, triton: bool | None = None) -> Cases:
     """Causal GQA prefill of ``seq`` tokens over ``prior`` cached ones (SDPA vs Triton)."""
     dt = TORCH_DTYPES[dtype]
     kv_len = s.prior + s.seq
@@ -78,7 +84,7 @@ def prefill_cases(s: PrefillShape, dtype: str, device: str) -> Cases:
         )
 
     cases: Cases = {"torch.sdpa": sdpa}
-    if device == "cuda":
+    if _want_triton(device, triton):
         from kernels_db.bench.triton_attention import prefill_attention
 
         out = torch.empty_like(q)
@@ -86,7 +92,9 @@ def prefill_cases(s: PrefillShape, dtype: str, device: str) -> Cases:
     return cases
 
 
-def decode_cases(s: DecodeShape, dtype: str, device: str, sm_count: int = 0) -> Cases:
+def decode_cases(
+    s: DecodeShape, dtype: str, device: str, sm_count: int = 0, triton: bool | None = None,
+) -> Cases:
     """One query token per sequence over ``kv_len`` cached tokens: SDPA over a contiguous cache,
     and the Triton split-KV kernel over the same keys laid out in shuffled pages."""
     dt = TORCH_DTYPES[dtype]
@@ -96,7 +104,7 @@ def decode_cases(s: DecodeShape, dtype: str, device: str, sm_count: int = 0) -> 
     cases: Cases = {
         "torch.sdpa": lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
     }
-    if device == "cuda":
+    if _want_triton(device, triton):
         from kernels_db.bench.triton_decode import make_paged_cache, paged_decode_attention
 
         k_cache, v_cache, table = make_paged_cache(k, v, DECODE_PAGE)
@@ -122,7 +130,7 @@ def _grouped_mm_fn() -> Callable[..., torch.Tensor] | None:
     return fn
 
 
-def moe_cases(s: MoeShape, dtype: str, device: str) -> Cases:
+def moe_cases(s: MoeShape, dtype: str, device: str, triton: bool | None = None) -> Cases:
     """Expert FFN of one MoE layer: grouped GEMM up (hidden -> 2*inter), SiLU-and-mul, grouped
     GEMM down (inter -> hidden). Reference: torch grouped_mm where it runs, else a per-expert loop."""
     dt = TORCH_DTYPES[dtype]
@@ -149,7 +157,7 @@ def moe_cases(s: MoeShape, dtype: str, device: str) -> Cases:
             cases = {"torch.grouped_mm": lambda: gmm(act(gmm(x, w_up, offs=ends)), w_down, offs=ends)}
         except (RuntimeError, TypeError, NotImplementedError):
             pass  # unsupported on this device/dtype: keep the loop
-    if device == "cuda":
+    if _want_triton(device, triton):
         from kernels_db.bench.triton_moe import grouped_gemm, moe_blocks, tile_map
 
         tiles = tile_map(counts, moe_blocks(rows / local)[0], device)
@@ -161,12 +169,12 @@ def moe_cases(s: MoeShape, dtype: str, device: str) -> Cases:
     return cases
 
 
-def memcpy_cases(n_bytes: int, device: str) -> Cases:
+def memcpy_cases(n_bytes: int, device: str, triton: bool | None = None) -> Cases:
     """Copy ``n_bytes`` between two buffers."""
     src = torch.empty(n_bytes, dtype=torch.uint8, device=device).random_(0, 255)
     dst = torch.empty_like(src)
     cases: Cases = {"torch.copy_": lambda: dst.copy_(src)}
-    if device == "cuda":
+    if _want_triton(device, triton):
         from kernels_db.bench.triton_copy import copy
 
         cases["triton"] = lambda: copy(src, dst)

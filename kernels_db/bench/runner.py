@@ -9,6 +9,7 @@ than a subfolder keeps ``OUT``'s recursive readers from mixing the two.
 from __future__ import annotations
 
 import csv
+import os
 import sys
 import time
 from pathlib import Path
@@ -29,7 +30,10 @@ OP_ALIASES: dict[str, tuple[str, ...]] = {
     "attention": ("attention_prefill", "attention_decode"),
     "all": SUPPORTED_OPS,
 }
-CPU_THREADS = 2
+# One thread by default: in CI the two cores are shared with the other test worker, and a 2-thread
+# OpenMP GEMM then waits on a descheduled peer every call (measured at load 6 on 2 cores: 64x1024x1024
+# fp32 GEMM 26 ms with 2 threads vs 2 ms with 1). Set KERNELS_BENCH_CPU_THREADS on a quiet host.
+CPU_THREADS = int(os.environ.get("KERNELS_BENCH_CPU_THREADS", "1"))
 COMM_ITERS = {"cuda": 20, "cpu": 10}
 Row = dict[str, object]
 
@@ -92,7 +96,7 @@ def _context(device: str, quick: bool, budget_s: float | None) -> SweepContext:
     fp8 = (props.major, props.minor) >= (8, 9)
     timer = CudaTimer(warmup_ms=2.0, rep_ms=8.0) if quick else CudaTimer()
     return SweepContext("cuda", timer, quick, sm_count=props.multi_processor_count, fp8=fp8,
-                        deadline=deadline)
+                        triton=True, deadline=deadline)
 
 
 def write_csv(path: Path, op: str, rows: list[Row]) -> None:
@@ -153,7 +157,7 @@ def run(gpu: str, ops: list[str], quick: bool, out: Path, budget_s: float | None
     tables = _sweep_all(op_list, ctx, notes)
     notes += ctx.truncated + [f"skipped: {s}" for s in ctx.skipped]
     timer = ("triton.testing.do_bench median (CUDA events, L2 flushed)" if device == "cuda"
-             else f"time.perf_counter median after warm-up, torch threads={CPU_THREADS}")
+             else f"time.perf_counter p25 of repeats after warm-up, torch threads={CPU_THREADS}")
     groups = {out: {k: v for k, v in tables.items() if not k.startswith("triton/")},
               out.with_name(out.name + "-triton"):
                   {k.removeprefix("triton/"): v for k, v in tables.items() if k.startswith("triton/")}}

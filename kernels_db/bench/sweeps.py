@@ -27,6 +27,8 @@ class SweepContext:
     quick: bool
     sm_count: int = 0
     fp8: bool = False
+    triton: bool = False
+    """Also time our Triton kernels (GPU runs; tests set it on CPU under the interpreter)."""
     deadline: float = float("inf")
     """``time.monotonic()`` after which remaining shapes are skipped."""
     truncated: list[str] = field(default_factory=list)
@@ -91,7 +93,7 @@ def _gemm_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]
     dtypes = [ctx.dtype] + (["fp8"] if ctx.fp8 else [])
     for dtype in dtypes:
         for s in grid:
-            yield ({**s._asdict(), "dtype": dtype}, lambda s=s, d=dtype: C.gemm_cases(s, d, ctx.device))
+            yield ({**s._asdict(), "dtype": dtype}, lambda s=s, d=dtype: C.gemm_cases(s, d, ctx.device, ctx.triton))
 
 
 def _prefill_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
@@ -102,7 +104,7 @@ def _prefill_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Case
             "kv_heads": s.kv_heads, "head_dim": s.head_dim, "dtype": ctx.dtype,
             "kv_dtype": ctx.dtype, "window": s.window,
         }
-        yield keys, lambda s=s: C.prefill_cases(s, ctx.dtype, ctx.device)
+        yield keys, lambda s=s: C.prefill_cases(s, ctx.dtype, ctx.device, ctx.triton)
 
 
 def _decode_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
@@ -110,19 +112,19 @@ def _decode_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases
     for s in grid:
         yield (
             {**s._asdict(), "kv_dtype": ctx.dtype},
-            lambda s=s: C.decode_cases(s, ctx.dtype, ctx.device, ctx.sm_count),
+            lambda s=s: C.decode_cases(s, ctx.dtype, ctx.device, ctx.sm_count, ctx.triton),
         )
 
 
 def _moe_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
     grid = S.gpu_moe(ctx.quick) if ctx.device == "cuda" else S.cpu_moe(ctx.quick)
     for s in grid:
-        yield {**s._asdict(), "dtype": ctx.dtype}, lambda s=s: C.moe_cases(s, ctx.dtype, ctx.device)
+        yield {**s._asdict(), "dtype": ctx.dtype}, lambda s=s: C.moe_cases(s, ctx.dtype, ctx.device, ctx.triton)
 
 
 def _memcpy_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
     for n in S.memcpy_bytes(ctx.device, ctx.quick):
-        yield {"bytes": n}, lambda n=n: C.memcpy_cases(n, ctx.device)
+        yield {"bytes": n}, lambda n=n: C.memcpy_cases(n, ctx.device, ctx.triton)
 
 
 ITEMS: dict[str, Callable[[SweepContext], Iterable[tuple[Row, Callable[[], C.Cases]]]]] = {
