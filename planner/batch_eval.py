@@ -27,7 +27,14 @@ from planner.engine_calibration import EngineCalibration, engine
 from planner.memory import KV_BYTES, WEIGHT_BYTES
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays
-from planner.serving import LoadArrays, ServingArrays, WorkerArrays, kv_transfer_s, solve_agg, solve_disagg
+from planner.serving import (
+    LoadArrays,
+    ServingArrays,
+    WorkerArrays,
+    kv_transfer_s,
+    solve_agg,
+    solve_disagg,
+)
 from planner.step_model import OpPricer, RooflinePricer
 from planner.workload import Workload
 
@@ -68,7 +75,7 @@ class CandidateArrays:
     @classmethod
     def from_lists(cls, **cols: object) -> CandidateArrays:
         """Build from lists/arrays/scalars; missing columns take defaults (tp 1, chunk 8192...)."""
-        k = max((np.size(v) for v in cols.values()), default=1)
+        k = max((np.size(np.asarray(v)) for v in cols.values()), default=1)
         d = {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "max_num_seqs": 256, "max_num_batched_tokens": 8192,
              "weight_quant": 0, "kv_dtype": 0, "concurrency": np.nan, "mode": 0, "workers": 1, "prefill_workers": 1}
         full = {f: _arr(cols.get(f), k, d.get(f, np.nan)) for f in cls.__dataclass_fields__}

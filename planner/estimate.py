@@ -12,7 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import InfeasibleError
 from hardware.spec import GpuSpec
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch, parallel_arrays
+from planner.batch_eval import (
+    KV_DTYPES,
+    WEIGHT_QUANTS,
+    CandidateArrays,
+    evaluate_batch,
+    parallel_arrays,
+)
 from planner.deployment import Parallelism, WorkerConfig
 from planner.engine_calibration import engine
 from planner.memory import MemoryPlan, plan_memory
@@ -70,7 +76,8 @@ def _memory(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, wl: Workload) -> Memory
 def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode_batch: float, ctx: float) -> tuple[dict[str, float], dict[str, str]]:
     cal = engine(backend)
     p = w.parallel
-    par = parallel_arrays(gpu, *(np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)),
+    one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
+    par = parallel_arrays(gpu, one[0], one[1], one[2], one[3],
                           np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
     z = np.zeros(1)
     cost = price_step(m, par, StepMix(np.array([max(decode_batch, 1.0)]), np.array([ctx]), z, z, z), RooflinePricer(gpu),

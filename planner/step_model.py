@@ -16,8 +16,8 @@ from typing import Protocol
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner.opgraph import OP_KINDS, Op, OpKind, ParallelArrays, StepMix, step_ops
 from planner.model_spec import ModelSpec
+from planner.opgraph import OP_KINDS, Op, OpKind, ParallelArrays, StepMix, step_ops
 
 
 class OpPricer(Protocol):

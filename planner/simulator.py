@@ -1,0 +1,158 @@
+"""A small discrete-event simulator of one aggregated worker, driven by the same step model.
+
+Each step: decode requests emit one token; FCFS waiting prompts fill the free chunk budget
+(max_num_batched_tokens - decode requests, at least ``serving.MIN_FREE_CHUNK``) while running
+requests stay under max_num_seqs; the step lasts ``step_time`` of that mix (cached per
+(decode requests, prefill tokens rounded to 16)). A prompt's first token comes at the end of the
+step that finishes its prefill. Used to cross-check the analytical queueing and tails.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hardware.catalog import get_gpu
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
+from planner.cli.output import print_json, render_table
+from planner.deployment import WorkerConfig
+from planner.engine_calibration import engine
+from planner.model_spec import ModelSpec
+from planner.models import load_model
+from planner.opgraph import StepMix
+from planner.serving import MIN_FREE_CHUNK
+from planner.step_model import RooflinePricer, step_time
+from planner.workload import Workload
+
+TOKEN_BUCKET = 16
+
+
+@dataclass
+class _Req:
+    arrival: float
+    isl: int
+    osl: int
+    left: int
+    first: float = -1.0
+    finish: float = -1.0
+    done_tokens: int = 0
+
+
+@dataclass
+class SimResult:
+    """Per-request TTFT and TPOT (seconds) of the simulated requests after warm-up."""
+
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    requests_per_s: float
+    steps: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class _StepClock:
+    def __init__(self, m: ModelSpec, gpu_key: str, w: WorkerConfig, backend: str, ctx: float) -> None:
+        gpu = get_gpu(gpu_key)
+        p = w.parallel
+        one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
+        self.par = parallel_arrays(gpu, one[0], one[1], one[2], one[3], np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
+        self.m, self.pricer, self.cal, self.ctx = m, RooflinePricer(gpu), engine(backend), ctx
+        self.cache: dict[tuple[int, int], float] = {}
+
+    def __call__(self, b: int, p: int, chunk: float) -> float:
+        key = (b, p // TOKEN_BUCKET)
+        if key not in self.cache:
+            a = lambda v: np.array([float(v)])  # noqa: E731
+            mix = StepMix(a(b), a(self.ctx), a(p), a(max(min(chunk, p), 1)), a(0))
+            self.cache[key] = float(step_time(self.m, self.par, mix, self.pricer, kernel_scale=self.cal.kernel_scale.value, overhead_s=self.cal.step_overhead_s.value)[0])
+        return self.cache[key]
+
+
+def _arrivals(w: Workload, n: int, rng: np.random.Generator) -> np.ndarray:
+    assert w.rate_per_s is not None
+    if w.arrival == "gamma":
+        shape = 1.0 / w.arrival_cv**2
+        gaps = rng.gamma(shape, 1.0 / (w.rate_per_s * shape), n)
+    else:
+        gaps = rng.exponential(1.0 / w.rate_per_s, n)
+    return np.cumsum(gaps)
+
+
+def simulate(m: ModelSpec, gpu_key: str, w: Workload, worker: WorkerConfig, *, backend: str = "vllm", requests: int = 2000, seed: int = 0, warmup_frac: float = 0.1) -> SimResult:
+    """Simulate ``requests`` requests (open loop at w.rate_per_s, or a closed loop of w.concurrency)."""
+    rng = np.random.default_rng(seed)
+    isl = w.isl.draw(requests, seed).astype(int)
+    osl = w.osl.draw(requests, seed + 1).astype(int)
+    clock = _StepClock(m, gpu_key, worker, backend, w.isl.mean + w.osl.mean / 2)
+    closed = w.concurrency is not None
+    arr = np.zeros(requests) if closed else _arrivals(w, requests, rng)
+    pending = deque(_Req(float(arr[i]), int(isl[i]), int(osl[i]), int(isl[i] * (1 - w.prefix_hit)) or 1) for i in range(requests))
+    waiting: deque[_Req] = deque()
+    running: list[_Req] = []
+    done: list[_Req] = []
+    now, steps, chunk = 0.0, 0, float(worker.max_num_batched_tokens)
+    if closed:
+        for _ in range(min(w.concurrency or 0, requests)):
+            waiting.append(pending.popleft())
+    while len(done) < requests:
+        while not closed and pending and pending[0].arrival <= now:
+            waiting.append(pending.popleft())
+        if not waiting and not running:
+            now = pending[0].arrival
+            continue
+        free = max(chunk - len(running), MIN_FREE_CHUNK)
+        plan, budget, slots = [], free, worker.max_num_seqs - len(running)
+        for r in waiting:
+            if budget <= 0 or slots <= 0:
+                break
+            take = int(min(r.left, budget))
+            plan.append((r, take))
+            budget -= take
+            slots -= 1
+        now += clock(len(running), int(free - budget), chunk)
+        steps += 1
+        for r in list(running):
+            r.done_tokens += 1
+            if r.done_tokens >= r.osl:
+                running.remove(r)
+                r.left, r.finish = -1, now
+                done.append(r)
+                if closed and pending:
+                    nxt = pending.popleft()
+                    nxt.arrival = now
+                    waiting.append(nxt)
+        for r, take in plan:
+            r.left -= take
+            if r.left <= 0:
+                waiting.remove(r)
+                r.first, r.done_tokens = now, 1
+                if r.osl > 1:
+                    running.append(r)
+                else:
+                    r.finish = now
+                    done.append(r)
+    keep = sorted(done, key=lambda r: r.arrival)[int(warmup_frac * requests):]
+    finish = np.array([r.first for r in keep])
+    ttft = finish - np.array([r.arrival for r in keep])
+    span = max(now - keep[0].arrival, 1e-9)
+    return SimResult(ttft_s=ttft, tpot_s=_tpots(keep), requests_per_s=len(keep) / span, steps=steps)
+
+
+def _tpots(reqs: list[_Req]) -> np.ndarray:
+    """Per-request TPOT: (finish - first token) / (OSL - 1), requests with OSL > 1."""
+    return np.array([(r.finish - r.first) / (r.osl - 1) for r in reqs if r.osl > 1])
+
+
+def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, WorkerConfig]) -> int:
+    worker = workers.get("agg") or workers["decode"]
+    res = simulate(load_model(args.model), args.gpu, w, worker, backend=args.backend, requests=args.requests, seed=args.seed)
+    summary = {f"{name}_ms": {"mean": float(np.mean(x)) * 1e3, **{f"p{q}": float(np.percentile(x, q)) * 1e3 for q in (50, 90, 99)}}
+               for name, x in (("ttft", res.ttft_s), ("tpot", res.tpot_s)) if x.size}
+    out = {**summary, "requests_per_s": res.requests_per_s, "steps": res.steps}
+    if args.format == "json":
+        print_json(out)
+    else:
+        print(render_table([{"metric": k, **v} for k, v in summary.items()]))
+    return 0

@@ -1,0 +1,106 @@
+"""Replay TensorRT-LLM max-throughput rows (``trtllm_perf_overview.csv``): predicted saturation
+output tokens/s (all requests queued: the engine holds as many as max batch and KV allow) vs measured.
+
+Rows kept: ``max-throughput`` load, metric ``output_tok_s_total`` or ``output_tok_s_per_gpu``,
+framework v0.14 and newer. Others are counted under a skip reason.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hardware.catalog import get_gpu
+from hardware.errors import PlannerInputError
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
+from planner.engine_calibration import engine
+from planner.models import load_model
+from planner.workload import fixed
+
+MODEL_NAMES: dict[str, str] = {"70b": "llama-3.1-70b", "8b": "llama-3.1-8b", "405b": "llama-3.1-405b", "mixtral 8x7b": "mixtral-8x7b", "mixtral 8x22b": "mixtral-8x22b"}
+GPU_NAMES: dict[str, str] = {"H100-SXM": "h100_sxm", "H200-SXM": "h200_sxm", "B200": "b200_sxm", "A100-SXM4": "a100_sxm", "L40S": "l40s"}
+MIN_VERSION = (0, 14)
+SATURATION_CLIENTS = 4096.0
+"""Clients of the closed loop that stands for 'all requests queued at once' (capped by capacity)."""
+
+
+def _model(name: str) -> str | None:
+    low = name.lower()
+    if "llama" in low and ("3" in low):
+        for k in ("405b", "70b", "8b"):
+            if k in low:
+                return MODEL_NAMES[k]
+    for k in ("mixtral 8x7b", "mixtral 8x22b"):
+        if k in low:
+            return MODEL_NAMES[k]
+    return None
+
+
+def _reason(row: pd.Series) -> str | None:
+    ver = re.match(r"(\d+)\.(\d+)", str(row["framework_version"]))
+    if not ver or (int(ver.group(1)), int(ver.group(2))) < MIN_VERSION:
+        return "older_than_v0.14"
+    if not str(row["concurrency_or_rate"]).startswith("max-throughput"):
+        return "not_max_throughput"
+    if row["metric"] not in ("output_tok_s_total", "output_tok_s_per_gpu"):
+        return "other_metric"
+    if _model(str(row["model"])) is None:
+        return "unknown_model"
+    if not any(str(row["gpu"]).startswith(g) for g in GPU_NAMES):
+        return "unknown_gpu"
+    return None
+
+
+def _predict(row: pd.Series) -> float:
+    gpu = get_gpu(next(v for k, v in GPU_NAMES.items() if str(row["gpu"]).startswith(k)))
+    m = load_model(str(_model(str(row["model"]))))
+    prec = str(row["precision"]).lower()
+    quant = {"fp8": "fp8", "fp4": "fp4"}.get(prec, "bf16")
+    kv = "fp8" if quant in ("fp8", "fp4") else "bf16"
+    tp, pp = float(row["tp"] or 1), float(row["pp"] if pd.notna(row["pp"]) else 1)
+    eng = engine("trtllm")
+    c = CandidateArrays.from_lists(tp=tp, pp=pp, ep=1, weight_quant=WEIGHT_QUANTS.index(quant), kv_dtype=KV_DTYPES.index(kv),
+                                   concurrency=SATURATION_CLIENTS, max_num_seqs=eng.max_num_seqs.value, max_num_batched_tokens=eng.max_num_batched_tokens.value)
+    r = evaluate_batch(m, gpu, c, fixed(int(row["isl"]), int(row["osl"]), concurrency=1), backend="trtllm", gpu_memory_utilization=0.95)
+    per_gpu = float(r.output_tok_s_per_gpu[0]) if r.seq_capacity[0] >= 1 else np.nan
+    return per_gpu if row["metric"] == "output_tok_s_per_gpu" else per_gpu * tp * pp
+
+
+def validate_throughput(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
+    """The ``planner validate throughput`` report."""
+    if not path.is_file():
+        raise PlannerInputError("--data", f"{path} does not exist")
+    df = pd.read_csv(path)
+    skipped: dict[str, int] = {}
+    preds = []
+    for _, row in df.iterrows():
+        reason = _reason(row)
+        if reason is None:
+            p = _predict(row)
+            reason = None if np.isfinite(p) else "does_not_fit"
+        if reason:
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        preds.append({**row.to_dict(), "pred_value": p})
+        if progress and len(preds) % 100 == 0:
+            sys.stderr.write(f"\rvalidate throughput: {len(preds)} rows")
+    if progress:
+        sys.stderr.write("\n")
+    out = pd.DataFrame(preds)
+    if predictions_out is not None:
+        out.to_csv(predictions_out, index=False)
+    groups = [_group("overall", "all", out)] + [_group(by, str(k), s) for by in ("gpu", "model", "framework_version") for k, s in out.groupby(by)]
+    return {"rows": int(len(df)), "modelled": int(len(out)), "skipped": skipped, "groups": groups}
+
+
+def _group(by: str, key: str, sub: pd.DataFrame) -> dict[str, object]:
+    ape = (np.abs(sub["pred_value"] - sub["value"]) / sub["value"] * 100.0).to_numpy(float)
+    signed = ((sub["pred_value"] - sub["value"]) / sub["value"] * 100.0).to_numpy(float)
+    return {"by": by, "key": key, "n": int(len(sub)), "throughput": {
+        "median_ape_pct": float(np.median(ape)) if len(ape) else float("nan"),
+        "p90_ape_pct": float(np.percentile(ape, 90)) if len(ape) else float("nan"),
+        "median_signed_pct": float(np.median(signed)) if len(signed) else float("nan")}}

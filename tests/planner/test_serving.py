@@ -1,0 +1,60 @@
+"""Serving model: monotonic laws, disaggregated KV transfer, infeasible configs, simulator cross-check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware.catalog import get_gpu
+from hardware.errors import InfeasibleError
+from planner.batch_eval import CandidateArrays, evaluate_batch
+from planner.cli.main import main
+from planner.deployment import Parallelism, WorkerConfig
+from planner.estimate import estimate
+from planner.models import load_model
+from planner.simulator import simulate
+from planner.workload import fixed
+
+H100 = get_gpu("h100")
+
+
+def test_ttft_and_tpot_grow_with_concurrency() -> None:
+    m = load_model("llama-3.1-70b")
+    conc = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float)
+    c = CandidateArrays.from_lists(tp=np.full(conc.size, 4), weight_quant=1, concurrency=conc)
+    r = evaluate_batch(m, H100, c, fixed(2000, 500, concurrency=1))
+    assert np.all(np.diff(r.ttft_mean_s) >= -1e-9)
+    assert np.all(np.diff(r.tpot_mean_s) >= -1e-9)
+
+
+def test_ttft_grows_with_rate() -> None:
+    m = load_model("llama-3.1-8b")
+    ttft = [estimate(m, H100, fixed(1024, 128, rate_per_s=r)).ttft_ms.mean for r in (1, 5, 10, 20)]
+    assert ttft == sorted(ttft)
+
+
+def test_disagg_ttft_includes_kv_transfer() -> None:
+    m = load_model("llama-3.1-70b")
+    w = WorkerConfig(parallel=Parallelism(tp=4), weight_quant="fp8")
+    e = estimate(m, H100, fixed(8000, 200, concurrency=1), prefill=w, decode=w)
+    assert e.kv_transfer_ms > 0
+    assert e.ttft_ms.mean > e.kv_transfer_ms
+
+
+def test_model_that_does_not_fit_is_infeasible(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(InfeasibleError):
+        estimate(load_model("llama-3.1-70b"), get_gpu("l4"), fixed(100, 100, concurrency=1))
+    rc = main(["estimate", "--model", "llama-3.1-70b", "--gpu", "l4", "--concurrency", "1"])
+    assert rc == 2
+    assert "out of memory" in capsys.readouterr().err
+
+
+def test_simulator_matches_analytical_at_moderate_load() -> None:
+    m = load_model("llama-3.1-8b")
+    w = WorkerConfig(parallel=Parallelism(tp=1))
+    wl = fixed(512, 128, rate_per_s=4)
+    e = estimate(m, H100, wl, agg=w)
+    assert e.prefill_utilization <= 0.8
+    s = simulate(m, "h100", wl, w, requests=1500)
+    assert np.mean(s.tpot_s) * 1e3 == pytest.approx(e.tpot_ms.mean, rel=0.05)
+    assert np.percentile(s.ttft_s, 99) * 1e3 == pytest.approx(e.ttft_ms.p99, rel=0.15)
