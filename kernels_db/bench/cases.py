@@ -21,8 +21,13 @@ FP8 = "fp8"
 DECODE_PAGE = 16  # tokens per KV page, vLLM's default block size
 
 
-def _rand(*shape: int, dtype: torch.dtype, device: str) -> torch.Tensor:
-    return torch.randn(*shape, device=device, dtype=torch.float32).to(dtype)
+def _rand(*shape: int, dtype: torch.dtype, device: str, scale: float = 1.0) -> torch.Tensor:
+    """Normal random tensor; drawn in 16 bits on GPUs (no 2x fp32 temporaries for big weights)."""
+    draw = torch.float32 if device == "cpu" or dtype == torch.float32 else torch.bfloat16
+    x = torch.randn(*shape, device=device, dtype=draw)
+    if scale != 1.0:
+        x.mul_(scale)
+    return x if draw == dtype else x.to(dtype)
 
 
 def _want_triton(device: str, triton: bool | None) -> bool:
@@ -84,6 +89,14 @@ def prefill_cases(s: PrefillShape, dtype: str, device: str, triton: bool | None 
         )
 
     cases: Cases = {"torch.sdpa": sdpa}
+    if s.prior and not s.window:
+        try:
+            sdpa()
+        except RuntimeError:  # a backend without GQA under a lower-right causal bias
+            group = s.heads // s.kv_heads
+            k_rep, v_rep = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+            cases = {"torch.sdpa+repeat_kv": lambda: F.scaled_dot_product_attention(
+                q, k_rep, v_rep, attn_mask=mask)}
     if _want_triton(device, triton):
         from kernels_db.bench.triton_attention import prefill_attention
 
@@ -137,8 +150,8 @@ def moe_cases(s: MoeShape, dtype: str, device: str, triton: bool | None = None) 
     counts = moe_counts(s)
     rows, local = sum(counts), len(counts)
     x = _rand(rows, s.hidden, dtype=dt, device=device)
-    w_up = _rand(local, s.hidden, 2 * s.inter, dtype=dt, device=device) * 0.05
-    w_down = _rand(local, s.inter, s.hidden, dtype=dt, device=device) * 0.05
+    w_up = _rand(local, s.hidden, 2 * s.inter, dtype=dt, device=device, scale=0.05)
+    w_down = _rand(local, s.inter, s.hidden, dtype=dt, device=device, scale=0.05)
     ends = torch.tensor(counts, device=device).cumsum(0).to(torch.int32)
     starts = [sum(counts[:e]) for e in range(local)]
 

@@ -51,7 +51,8 @@ def _decode_split_kernel(
     for start in range(lo, hi, BLOCK_N):
         tok = start + tl.arange(0, BLOCK_N)
         tok_ok = tok < hi
-        page = tl.load(bt_ptr + b * sbt + tok // PAGE, mask=tok_ok, other=0)
+        # int64: page * page_stride exceeds 2**31 elements for caches over 4 GiB
+        page = tl.load(bt_ptr + b * sbt + tok // PAGE, mask=tok_ok, other=0).to(tl.int64)
         slot = tok % PAGE
         kv_ok = tok_ok[:, None] & d_ok[None, :]
         k = tl.load(k_ptr + page[:, None] * skp + slot[:, None] * sks + kvh * skh + offs_d[None, :],
