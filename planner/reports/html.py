@@ -9,14 +9,13 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from planner.reports.breakdowns import latency_table, memory_table
 from planner.reports.plan_view import PlanView, as_float, parse_plan
+from planner.reports.table import Table
 from planner.reports.tables import (
     PER_GPU,
     PER_USER,
-    Table,
     headline,
-    latency_table,
-    memory_table,
     metric_xy,
     pareto_table,
     sheet_tables,

@@ -16,11 +16,12 @@ from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
 from planner.reports.plan_view import PlanView, parse_plan
-from planner.reports.tables import PER_GPU, PER_USER, SHEETS, Table, sheet_tables
+from planner.reports.table import Table
+from planner.reports.tables import PER_GPU, PER_USER, SHEETS, sheet_tables
 
 CHART_ROWS = 20
 """Rows kept free above the Pareto table for its chart."""
-MAX_COL_WIDTH = 60
+MAX_COL_WIDTH = 45
 _FMT_SPECS: dict[str, dict[str, Any]] = {
     "title": {"bold": True, "font_size": 14},
     "table": {"bold": True, "font_size": 11, "font_color": "#1f4e79"},
@@ -113,6 +114,8 @@ def _write_sheet(wb: Workbook, name: str, tables: list[Table], title: str,
         placed.append(Placed(name, first, first + len(table.rows) - 1, 0, table))
     _set_widths(ws, tables)
     ws.freeze_panes(1, 0)
+    ws.set_landscape()
+    ws.fit_to_pages(1, 0)  # printed (or converted to PDF) one page wide
     return placed
 
 
@@ -192,7 +195,7 @@ def _memory_chart(wb: Workbook, mem: Placed) -> None:
         })
     chart.set_title({"name": "Memory per GPU (GB)"})
     chart.set_y_axis({"name": "GB"})
-    wb.get_worksheet_by_name(mem.sheet).insert_chart(2, len(mem.table.columns) + 1, chart)
+    wb.get_worksheet_by_name(mem.sheet).insert_chart(mem.last_row + 3, 3, chart)  # beside the 2-column details
 
 
 def render_xlsx(view: PlanView) -> bytes:

@@ -11,6 +11,7 @@ import pytest
 
 from planner.errors import PlannerInputError
 from planner.reports import SHEETS, build_csv, build_html, parse_plan
+from planner.reports.html import fmt_cell
 
 
 def test_html_is_self_contained(plan: dict[str, Any]) -> None:
@@ -26,7 +27,10 @@ def test_html_is_self_contained(plan: dict[str, Any]) -> None:
 def test_html_tables_hold_plan_values(plan: dict[str, Any]) -> None:
     page = build_html(plan)
     assert plan["model"] in page and plan["binding_constraint"] in page
-    assert "812.2" in page  # output tokens/s per GPU, 4 significant digits
+    per_gpu = plan["best"]["predicted"]["output_tok_s_per_gpu"]
+    assert f"<td class=\"n\">{fmt_cell(per_gpu)}</td>" in page  # 4 significant digits on the page
+    for entry in plan["pareto"]:
+        assert f">{fmt_cell(entry['output_tok_s_per_user'])}<" in page
 
 
 def test_html_escapes_text(plan: dict[str, Any]) -> None:
