@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 
@@ -93,7 +94,7 @@ def _gemm_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]
     dtypes = [ctx.dtype] + (["fp8"] if ctx.fp8 else [])
     for dtype in dtypes:
         for s in grid:
-            yield ({**s._asdict(), "dtype": dtype}, lambda s=s, d=dtype: C.gemm_cases(s, d, ctx.device, ctx.triton))
+            yield ({**s._asdict(), "dtype": dtype}, partial(C.gemm_cases, s, dtype, ctx.device, ctx.triton))
 
 
 def _prefill_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
@@ -104,7 +105,7 @@ def _prefill_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Case
             "kv_heads": s.kv_heads, "head_dim": s.head_dim, "dtype": ctx.dtype,
             "kv_dtype": ctx.dtype, "window": s.window,
         }
-        yield keys, lambda s=s: C.prefill_cases(s, ctx.dtype, ctx.device, ctx.triton)
+        yield keys, partial(C.prefill_cases, s, ctx.dtype, ctx.device, ctx.triton)
 
 
 def _decode_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
@@ -112,19 +113,19 @@ def _decode_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases
     for s in grid:
         yield (
             {**s._asdict(), "kv_dtype": ctx.dtype},
-            lambda s=s: C.decode_cases(s, ctx.dtype, ctx.device, ctx.sm_count, ctx.triton),
+            partial(C.decode_cases, s, ctx.dtype, ctx.device, ctx.sm_count, ctx.triton),
         )
 
 
 def _moe_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
     grid = S.gpu_moe(ctx.quick) if ctx.device == "cuda" else S.cpu_moe(ctx.quick)
     for s in grid:
-        yield {**s._asdict(), "dtype": ctx.dtype}, lambda s=s: C.moe_cases(s, ctx.dtype, ctx.device, ctx.triton)
+        yield {**s._asdict(), "dtype": ctx.dtype}, partial(C.moe_cases, s, ctx.dtype, ctx.device, ctx.triton)
 
 
 def _memcpy_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
     for n in S.memcpy_bytes(ctx.device, ctx.quick):
-        yield {"bytes": n}, lambda n=n: C.memcpy_cases(n, ctx.device, ctx.triton)
+        yield {"bytes": n}, partial(C.memcpy_cases, n, ctx.device, ctx.triton)
 
 
 ITEMS: dict[str, Callable[[SweepContext], Iterable[tuple[Row, Callable[[], C.Cases]]]]] = {
