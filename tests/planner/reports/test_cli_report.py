@@ -79,3 +79,14 @@ def test_needs_an_output(tmp_path: Path, plan: dict[str, Any], capsys: pytest.Ca
 def test_missing_plan_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = _run(capsys, "report", "--plan", str(tmp_path / "none.json"), "--csv", str(tmp_path / "r.csv"))
     assert rc == 2 and "cannot read" in err
+
+
+def test_output_is_a_folder(tmp_path: Path, plan: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = _run(capsys, "report", "--plan", _plan_file(tmp_path, plan), "--html", str(tmp_path))
+    assert rc == 2 and "is a folder" in err
+
+
+def test_same_path_twice(tmp_path: Path, plan: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "r")
+    rc, _, err = _run(capsys, "report", "--plan", _plan_file(tmp_path, plan), "--html", out, "--csv", out)
+    assert rc == 2 and "different files" in err

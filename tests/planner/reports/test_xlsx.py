@@ -50,6 +50,11 @@ def test_charts_point_at_the_tables(plan: dict[str, Any]) -> None:
     col_of = {c.value: c.column_letter for c in header}
     assert f"${col_of['output_tok_s_per_user']}$" in front.xVal.numRef.f
     assert f"${col_of['output_tok_s_per_gpu']}$" in front.yVal.numRef.f
+    best = scatter.series[1]
+    ref = best.yVal.numRef.f  # e.g. Summary!$B$21
+    assert ref.startswith("Summary!$B$")
+    cell = wb["Summary"][ref.split("!")[1].replace("$", "")]
+    assert same(cell.value, plan["best"]["predicted"]["output_tok_s_per_gpu"])
     bar = next(c for c in wb["Latency breakdown"]._charts if isinstance(c, BarChart))
     assert bar.series[0].val.numRef.f.startswith("'Latency breakdown'!")
 
