@@ -47,7 +47,8 @@ def loo_predictions(table: KernelTable, base: np.ndarray) -> np.ndarray:
     return out
 
 
-def _group_name(table: KernelTable, mask_of: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _groups(table: KernelTable) -> dict[str, np.ndarray]:
+    """Rows per reported group: the op family, or one group per collective for comm."""
     if table.op != "comm":
         return {table.op: np.ones(len(table), dtype=bool)}
     return {f"comm_{c}": table.keys["collective"] == c for c in sorted(set(table.keys["collective"].tolist()))}
@@ -66,10 +67,10 @@ def evaluate_gpu(spec: GpuSpec, tables: dict[str, KernelTable], fit: FittedGpu |
     fit = fit or fit_gpu(tables, spec, command="validate (in-sample fit)")
     db = KernelDB(spec, {}, fit)
     rows: list[dict[str, Any]] = []
-    for op, table in sorted(tables.items()):
+    for _, table in sorted(tables.items()):
         base = model_seconds(db, table)
         loo = loo_predictions(table, base)
-        for name, mask in _group_name(table, {}).items():
+        for name, mask in _groups(table).items():
             rows.append(_summary(name, spec.key, "loo_interpolation", loo[mask], table.latency_s[mask]))
             rows.append(_summary(name, spec.key, "fitted", base[mask], table.latency_s[mask]))
     return rows

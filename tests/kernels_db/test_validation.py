@@ -25,12 +25,11 @@ def h200_tables(validation_kernels: Path) -> dict:
 
 
 def test_h200_loo_and_fitted_targets(h200_tables: dict) -> None:
-    gemm = h200_tables["gemm"]
-    # bf16 rows only: LOO rebuilds a 3-D triangulation per point (slow on 2 cores)
-    tables = {"gemm": gemm.subset(gemm.keys["dtype"] == "bf16"), "comm": h200_tables["comm"]}
+    # GEMM LOO rebuilds a 3-D triangulation per point (a minute on 2 busy cores): left to the CLI run
+    tables = {"attention_prefill": h200_tables["attention_prefill"], "comm": h200_tables["comm"]}
     groups = evaluate_gpu(get_gpu("h200"), tables)
     by = {(g["op"], g["method"]): g for g in groups}
-    for op in ("gemm", "comm_all_reduce"):
+    for op in ("attention_prefill", "comm_all_reduce"):
         loo = by[(op, "loo_interpolation")]
         assert loo["n"] > 40
         assert loo["median_ape_pct"] <= 5.0 and loo["p90_ape_pct"] <= 15.0, loo
