@@ -1,5 +1,108 @@
-"""compare page (being built)."""
+"""Compare GPUs page: one workload planned on each GPU type, side by side."""
 
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-st.info("This page is being built.")
+from app import inputs as ui_in
+from app import planning
+from app.plan_results import config_text, pct_value
+from app.ui import error_text, fmt_money, gpu_names, guarded
+from hardware.errors import PlannerInputError
+
+DEFAULT_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm")
+
+st.header("Compare GPUs")
+st.caption("The same model, workload and SLOs planned on each GPU type: what it costs per million "
+           "output tokens and how many GPUs it needs.")
+
+
+def _inputs() -> planning.PlanInputs | None:
+    left, mid, right = st.columns(3, gap="large")
+    with left:
+        model = ui_in.model_input("cmp")
+        gpus = ui_in.gpus_input("cmp", default=DEFAULT_GPUS)
+        max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1, max_value=4096, value=8,
+                                       key="cmp_max_gpus"))
+    with mid:
+        isl, osl, load = ui_in.workload_input("cmp")
+    with right:
+        slo = ui_in.slo_input("cmp")
+        mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get, key="cmp_mode")
+        backend = st.selectbox("Backend", planning.BACKENDS, key="cmp_backend")
+        objective = st.selectbox("Objective", planning.OBJECTIVES, index=1, key="cmp_objective")
+    if model is None:
+        return None
+    return planning.PlanInputs(model=model, gpus=tuple(gpus), max_gpus=max_gpus, price_per_gpu_hour=None,
+                               isl=isl, osl=osl, load=load, slo=slo, mode=mode, backend=backend,
+                               objective=objective)
+
+
+def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
+    """One row per GPU type: the plan's answer on that GPU alone, or why there is none."""
+    names, pct = gpu_names(), given.slo.percentile
+    rows = []
+    for gpu in given.gpus:
+        row: dict[str, Any] = {"GPU": names.get(gpu, gpu)}
+        try:
+            plan = planning.run_plan(dataclasses.replace(given, gpus=(gpu,)))
+        except PlannerInputError as exc:
+            rows.append({**row, "binding constraint": "infeasible", "note": error_text(exc)})
+            continue
+        best, pred = plan["best"], plan["best"]["predicted"]
+        rows.append({**row, "GPUs needed": best["gpus"],
+                     "$ per 1M output tokens": best["cost_per_million_output_tokens"],
+                     "$ per hour": best.get("cost_per_hour_usd"),
+                     f"TTFT {pct} (ms)": pct_value(pred.get("ttft_ms"), pct),
+                     f"TPOT {pct} (ms)": pct_value(pred.get("tpot_ms"), pct),
+                     "output tok/s per GPU": pred.get("output_tok_s_per_gpu"),
+                     "output tok/s per user": pred.get("output_tok_s_per_user"),
+                     "binding constraint": plan["binding_constraint"],
+                     "configuration": config_text(best["deployment"])})
+    return rows
+
+
+def _chart(frame: pd.DataFrame) -> go.Figure:
+    ok = frame.dropna(subset=["$ per 1M output tokens"])
+    fig = go.Figure(go.Bar(x=ok["GPU"], y=ok["$ per 1M output tokens"], text=ok["GPUs needed"],
+                           texttemplate="%{text} GPUs", hovertemplate="%{x}: $%{y:.3f} per 1M tokens"))
+    fig.update_layout(yaxis_title="$ per 1M output tokens", height=360, margin={"t": 20})
+    return fig
+
+
+def _show(rows: list[dict[str, Any]]) -> None:
+    frame = pd.DataFrame(rows)
+    for col in ("GPUs needed", "$ per 1M output tokens", "note"):
+        if col not in frame:
+            frame[col] = None
+    ok = frame.dropna(subset=["$ per 1M output tokens"])
+    if len(ok):
+        cheapest = ok.loc[ok["$ per 1M output tokens"].idxmin()]
+        with st.container(border=True, key="compare_answer"):
+            st.metric(f"Cheapest: {cheapest['GPU']}", fmt_money(cheapest["$ per 1M output tokens"]) + " per 1M tokens")
+            st.caption(f"{int(cheapest['GPUs needed'])} GPUs: {cheapest['configuration']}")
+        st.plotly_chart(_chart(frame), key="compare_chart")
+    else:
+        st.error("No GPU type meets the SLOs within the budget; see the notes below.")
+    st.dataframe(frame, hide_index=True, key="compare_table")
+
+
+def _page() -> None:
+    with guarded("inputs"):
+        given = _inputs()
+        pressed = st.button("Compare", type="primary", key="cmp_button")
+        if given is not None and (pressed or "compare_rows" not in st.session_state):
+            st.session_state["compare_rows"] = None
+            st.session_state["compare_rows"] = compare_rows(given)
+    rows = st.session_state.get("compare_rows")
+    if rows:
+        with guarded("results"):
+            _show(rows)
+
+
+_page()
