@@ -1,0 +1,147 @@
+"""Plan page: the numbers shown equal solvers.plan's answer; bad input is one readable line."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from app.plan_results import config_text, engine_zip, pct_value
+from app.ui import fmt, fmt_money
+from planner.emitters.bundle import build_bundle
+from planner.emitters.plan_file import parse_plan
+from planner.models import MAX_CONFIG_BYTES, bundled_models
+from solvers.plan import PlanRequest, plan
+from tests.app.conftest import no_errors, page, widget
+
+DEFAULT = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8, "isl": 4000, "osl": 500,
+           "concurrency": 64, "ttft_ms": 1000.0, "tpot_ms": 30.0, "percentile": "p90"}
+
+
+def metrics(at) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {m.label: m.value for m in at.metric}
+
+
+def assert_shows(at, want: dict) -> None:  # type: ignore[no-untyped-def, type-arg]
+    """The recommendation card shows exactly the library's numbers, formatted."""
+    got = metrics(at)
+    pct = want["slo"]["percentile"]
+    pred = want["best"]["predicted"]
+    assert got[f"TTFT {pct}"] == f"{fmt(pct_value(pred['ttft_ms'], pct))} ms"
+    assert got[f"TPOT {pct}"] == f"{fmt(pct_value(pred['tpot_ms'], pct))} ms"
+    assert got["Output tok/s per GPU"] == fmt(pred["output_tok_s_per_gpu"])
+    assert got["Output tok/s per user"] == fmt(pred["output_tok_s_per_user"])
+    assert got["Cost per 1M output tokens"] == fmt_money(want["best"]["cost_per_million_output_tokens"])
+    assert got["GPUs"] == fmt(want["best"]["gpus"])
+    assert got["Binding constraint"] == want["binding_constraint"]
+    assert any(config_text(want["best"]["deployment"]) in m.value for m in at.markdown)
+    assert at.session_state["plan_result"][0] == want
+
+
+def test_default_plan_equals_library() -> None:
+    at = page("plan")
+    no_errors(at)
+    want = plan(PlanRequest(**DEFAULT)).to_plan_dict()
+    assert_shows(at, {**want, "search_seconds": at.session_state["plan_result"][0]["search_seconds"]})
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 3  # Pareto, latency, memory
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["Plan (JSON)", "Engine configs (vllm, zip)", "Report (xlsx)"]
+    top = at.dataframe[0].value
+    assert len(top) == min(10, len(want["pareto"]))
+    assert top["output_tok_s_per_gpu"].max() == max(p["output_tok_s_per_gpu"] for p in want["pareto"])
+
+
+def test_changed_inputs_and_button_give_the_library_answer() -> None:
+    at = page("plan")
+    widget(at.multiselect, "plan_gpus").set_value(["b200_sxm"])
+    widget(at.number_input, "plan_tpot").set_value(40.0)
+    widget(at.selectbox, "plan_pct").set_value("p99")
+    widget(at.radio, "plan_load").set_value("Rate").run()
+    widget(at.number_input, "plan_rate").set_value(4.0)
+    widget(at.selectbox, "plan_mode").set_value("agg")
+    widget(at.selectbox, "plan_backend").set_value("sglang")
+    widget(at.number_input, "plan_price").set_value(2.5)
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    req = {**DEFAULT, "gpus": ("b200_sxm",), "tpot_ms": 40.0, "percentile": "p99", "concurrency": None,
+           "rate_per_s": 4.0, "mode": "agg", "backend": "sglang", "price_per_gpu_hour": 2.5}
+    want = plan(PlanRequest(**req)).to_plan_dict()
+    assert_shows(at, {**want, "search_seconds": at.session_state["plan_result"][0]["search_seconds"]})
+    assert "B200" in at.subheader[0].value
+    assert [b.label for b in at.get("download_button")][1] == "Engine configs (sglang, zip)"
+
+
+def test_engine_zip_holds_the_emitted_bundle() -> None:
+    want = plan(PlanRequest(**DEFAULT)).to_plan_dict()
+    files = {f.name: f.text for f in build_bundle(parse_plan(want), "vllm")}
+    with zipfile.ZipFile(io.BytesIO(engine_zip(json.dumps(want), "vllm"))) as zf:
+        assert {n.removeprefix("vllm/"): zf.read(n).decode() for n in zf.namelist()} == files
+
+
+def test_uploaded_config_plans_like_the_same_file_on_disk(tmp_path: Path) -> None:
+    at = page("plan")
+    widget(at.radio, "plan_model_src").set_value("Upload config.json").run()
+    assert any("Upload a config.json" in i.value for i in at.info)
+    text = bundled_models()["llama-3.1-8b"].path.read_bytes()
+    widget(at.file_uploader, "plan_model_file").set_value(("my-llama.json", text, "application/json"))
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    on_disk = tmp_path / "my-llama.json"
+    on_disk.write_bytes(text)
+    want = plan(PlanRequest(**{**DEFAULT, "model": str(on_disk)})).to_plan_dict()
+    got = at.session_state["plan_result"][0]
+    assert got["best"] == want["best"]
+    assert got["model"] == "my-llama"
+    assert at.subheader[0].value.endswith("for my-llama")
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b'{"architectures": ["LlamaForCausalLM"], "hidden_size": ', "not valid JSON"),
+    (b" " * (MAX_CONFIG_BYTES + 1), "larger than"),
+    (b"\xff\xfe\x00binary", "not UTF-8"),
+    (b'{"architectures": ["LlamaForCausalLM"]}', "config.json"),
+])
+def test_bad_upload_is_one_line_and_the_app_recovers(content: bytes, needle: str) -> None:
+    at = page("plan")
+    widget(at.radio, "plan_model_src").set_value("Upload config.json").run()
+    widget(at.file_uploader, "plan_model_file").set_value(("config.json", content, "application/json")).run()
+    assert not at.exception
+    assert len(at.error) == 1 and needle in at.error[0].value
+    assert "Traceback" not in at.error[0].value and "\n" not in at.error[0].value
+    widget(at.radio, "plan_model_src").set_value("Bundled").run()
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    assert metrics(at)["GPUs"]
+
+
+def test_impossible_slo_is_a_readable_error_then_recovers() -> None:
+    at = page("plan")
+    widget(at.number_input, "plan_tpot").set_value(0.001)
+    at.button(key="plan_button").click().run()
+    assert not at.exception
+    with pytest.raises(Exception) as caught:
+        plan(PlanRequest(**{**DEFAULT, "tpot_ms": 0.001}))
+    assert at.error[0].value == f"inputs: {caught.value}"
+    assert not at.metric  # no stale recommendation under the error
+    widget(at.number_input, "plan_tpot").set_value(30.0)
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    assert metrics(at)["TPOT p90"]
+
+
+def test_trace_upload_plans_at_the_mean(tmp_path: Path) -> None:
+    at = page("plan")
+    widget(at.radio, "plan_len_src").set_value("CSV trace").run()
+    trace = b"isl,osl\n1000,200\n3000,400\n2000,300\n"
+    widget(at.file_uploader, "plan_trace").set_value(("trace.csv", trace, "text/csv"))
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    want = plan(PlanRequest(**{**DEFAULT, "isl": 2000, "osl": 300})).to_plan_dict()
+    assert at.session_state["plan_result"][0]["best"] == want["best"]
+    assert any("ISL 2000, OSL 300" in i.value for i in at.info)
+    widget(at.file_uploader, "plan_trace").set_value(("trace.csv", b"a,b\n1,2\n", "text/csv")).run()
+    assert not at.exception and "isl,osl" in at.error[0].value
