@@ -1,0 +1,109 @@
+"""Compare GPUs and Fleet pages: the numbers shown equal the library's; errors are one line."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.ui import fmt, fmt_money
+from hardware.errors import PlannerInputError
+from solvers.fleet import FleetSpec, GpuPool, WorkloadClass, load_spec, solve_fleet
+from solvers.plan import PlanRequest, plan
+from tests.app.conftest import APP, PAGE_TIMEOUT_S, no_errors, page, widget
+
+BASE = {"model": "llama-3.1-70b", "max_gpus": 8, "isl": 4000, "osl": 500, "concurrency": 64,
+        "ttft_ms": 1000.0, "tpot_ms": 30.0, "percentile": "p90", "objective": "cost"}
+EXAMPLE = APP.parent / "solvers" / "examples" / "fleet.yaml"
+
+
+def test_compare_rows_equal_one_plan_per_gpu() -> None:
+    at = page("compare")
+    widget(at.multiselect, "cmp_gpus").set_value(["h100_sxm", "b200_sxm", "a100_sxm"])
+    widget(at.number_input, "cmp_isl").set_value(2000)
+    at.button(key="cmp_button").click().run()
+    no_errors(at)
+    shown = at.dataframe[0].value.set_index("GPU")
+    for gpu, name in (("h100_sxm", "H100-SXM"), ("b200_sxm", "B200"), ("a100_sxm", "A100-SXM-80GB")):
+        try:
+            want = plan(PlanRequest(**{**BASE, "gpus": (gpu,), "isl": 2000})).to_plan_dict()
+        except PlannerInputError as exc:
+            assert str(exc) in shown.loc[name, "note"]
+            continue
+        assert shown.loc[name, "GPUs needed"] == want["best"]["gpus"]
+        assert shown.loc[name, "$ per 1M output tokens"] == want["best"]["cost_per_million_output_tokens"]
+        assert shown.loc[name, "TPOT p90 (ms)"] == want["best"]["predicted"]["tpot_ms"]["p90"]
+    ok = shown.dropna(subset=["$ per 1M output tokens"])
+    cheapest = ok["$ per 1M output tokens"].idxmin()
+    assert at.metric[0].label == f"Cheapest: {cheapest}"
+    assert at.metric[0].value == fmt_money(ok.loc[cheapest, "$ per 1M output tokens"]) + " per 1M tokens"
+
+
+def test_compare_with_no_feasible_gpu_says_why() -> None:
+    at = page("compare")
+    widget(at.number_input, "cmp_tpot").set_value(0.01)
+    at.button(key="cmp_button").click().run()
+    assert not at.exception
+    assert "No GPU type meets the SLOs" in at.error[0].value
+    notes = at.dataframe[0].value["note"]
+    assert all(isinstance(n, str) and n for n in notes)
+
+
+def test_fleet_default_equals_solve_fleet() -> None:
+    at = page("fleet")
+    no_errors(at)
+    want = solve_fleet(load_spec(EXAMPLE))
+    got = {m.label: m.value for m in at.metric}
+    assert got["Fleet cost per hour"] == fmt_money(want.cost_per_hour_usd)
+    assert got["GPUs"] == fmt(sum(want.gpus_by_type.values()))
+    assert got["Solver status"] == f"{want.status} ({want.solver})"
+    shown = at.dataframe[-1].value
+    pd.testing.assert_frame_equal(shown.reset_index(drop=True),
+                                  pd.DataFrame([a.model_dump() for a in want.assignments]), check_dtype=False)
+
+
+def test_fleet_edits_resolve_and_bad_cells_are_one_line() -> None:
+    at = page("fleet")
+    widget(at.number_input, "fleet_max_per_replica").set_value(4)
+    widget(at.selectbox, "fleet_backend").set_value("sglang")
+    at.button(key="fleet_button").click().run()
+    no_errors(at)
+    base = load_spec(EXAMPLE)
+    want = solve_fleet(FleetSpec(classes=base.classes, gpus=base.gpus, max_gpus_per_replica=4, backend="sglang"))
+    assert at.metric[0].value == fmt_money(want.cost_per_hour_usd)
+
+
+@pytest.fixture
+def fleet_script() -> AppTest:
+    return AppTest.from_file(str(APP / "views" / "fleet.py"), default_timeout=PAGE_TIMEOUT_S)
+
+
+def test_fleet_yaml_upload_and_impossible_fleet(fleet_script: AppTest) -> None:
+    at = fleet_script.run()
+    bad = (b"classes:\n  - {name: x, model: llama-3.1-70b, rate_per_s: 500, isl: 4000, osl: 500, "
+           b"ttft_ms: 100, tpot_ms: 5}\ngpus:\n  - {gpu: l4, available: 1}\n")
+    widget(at.file_uploader, "fleet_yaml").set_value(("fleet.yaml", bad, "text/yaml"))
+    at.button(key="fleet_button").click().run()
+    assert not at.exception
+    spec = FleetSpec(classes=(WorkloadClass(name="x", model="llama-3.1-70b", rate_per_s=500, isl=4000, osl=500,
+                                            ttft_ms=100, tpot_ms=5),), gpus=(GpuPool(gpu="l4", available=1),))
+    with pytest.raises(PlannerInputError) as caught:
+        solve_fleet(spec)
+    assert at.error[0].value == f"inputs: {caught.value}"
+    assert not at.metric
+    widget(at.file_uploader, "fleet_yaml").set_value(("fleet.yaml", b"classes: [", "text/yaml")).run()
+    assert not at.exception and "fleet" in at.error[0].value.lower()
+    widget(at.file_uploader, "fleet_yaml").set_value(None).run()  # back to the example
+    at.button(key="fleet_button").click().run()
+    no_errors(at)
+
+
+def test_main_navigation_opens_every_page() -> None:
+    at = AppTest.from_file(str(APP / "main.py"), default_timeout=PAGE_TIMEOUT_S).run()
+    no_errors(at)
+    assert at.header[0].value == "Plan a deployment"
+    for path, title in (("views/compare.py", "Compare GPUs"), ("views/fleet.py", "Fleet"),
+                        ("views/kernels.py", "Kernels")):
+        at.switch_page(path).run()
+        no_errors(at)
+        assert at.header[0].value == title
