@@ -23,7 +23,8 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 	touch $(STAMP_RUN) $@
 
 run: $(STAMP_RUN)
-	$(VENV)/bin/planner memory --model llama-3.1-70b --gpu h200 --tp 4 --isl 4000 --osl 500
+	$(VENV)/bin/planner plan --model llama-3.1-70b --gpu h200 --max-gpus 8 --isl 4000 --osl 500 \
+	  --ttft-ms 1000 --tpot-ms 30 --percentile p90
 
 test: $(STAMP_DEV)
 	$(VENV)/bin/ruff check hardware kernels_db planner solvers app tests
