@@ -8,7 +8,7 @@ of ``schema.OP_KEYS[op]`` (comm excepted) to a broadcastable array or scalar.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
@@ -25,16 +25,22 @@ PARAM_KEY: Final[dict[str, str]] = {
 }
 DECODE_MATH_DTYPE: Final[str] = "bf16"  # decode kernels dequantize fp8 KV and compute in 16-bit
 MEMCPY_KEY: Final[str] = "any"
+# Multi-head (not grouped) decode attention runs other kernels than GQA (TRT-LLM: masked MHA vs XQA):
+# its own parameters, under "<kv_dtype>_mha", falling back to "<kv_dtype>" where not fitted.
+MHA_SUFFIX: Final[str] = "_mha"
 
 
 @dataclass(frozen=True)
 class Counts:
-    """Work of a batch of ops: FLOPs, bytes, applicable peak FLOP/s, FLOPs per padded GEMM row."""
+    """Work of a batch of ops: FLOPs, bytes, applicable peak FLOP/s, FLOPs per padded GEMM row; the
+    kernel's parallel work units and its issued / useful FLOPs ratio (decode attention)."""
 
     flops: np.ndarray
     nbytes: np.ndarray
     peak_flops_per_s: np.ndarray
     row_flops: np.ndarray
+    units: np.ndarray = field(default_factory=lambda: np.asarray(np.inf))
+    issue_scale: np.ndarray = field(default_factory=lambda: np.asarray(1.0))
 
 
 def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
@@ -68,7 +74,11 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         f = rf.decode_attention_flops(c["batch"], c["kv_len"], c["heads"], c["head_dim"])
         b = rf.decode_attention_bytes(c["batch"], c["kv_len"], c["heads"], c["kv_heads"], c["head_dim"],
                                       rf.dtype_bytes(c["kv_dtype"]))
-        return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"], dtype=float))
+        units = np.maximum(np.asarray(c["batch"] * c["kv_heads"], dtype=float), 1.0)
+        heads = np.maximum(np.asarray(c["heads"], dtype=float), 1.0)
+        return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
+                      np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"], dtype=float), units,
+                      rf.decode_issued_heads(c["heads"], c["kv_heads"]) / heads)
     if op == "mla_prefill":
         f = rf.mla_prefill_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"])
         b = rf.mla_prefill_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"],
@@ -90,8 +100,21 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
 
 def model_time(cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: Any = 0.0) -> np.ndarray:
     """Seconds under parameters ``p`` (rows of ``RooflineParams.as_array``)."""
-    flops = cnt.flops + cnt.row_flops * pad_rows
-    return rf.roofline_time(flops, cnt.nbytes, cnt.peak_flops_per_s, bandwidth_bytes_per_s, p)
+    flops = (cnt.flops + cnt.row_flops * pad_rows) * cnt.issue_scale
+    return rf.roofline_time(flops, cnt.nbytes, cnt.peak_flops_per_s, bandwidth_bytes_per_s, p, cnt.units)
+
+
+def param_labels(op: str, c: Cols) -> Any:
+    """Name of the parameter set of each row: its dtype (``PARAM_KEY``), ``+ MHA_SUFFIX`` for
+    multi-head decode attention; a string for scalar inputs, else a string array."""
+    key = PARAM_KEY[op]
+    if not key:
+        return MEMCPY_KEY
+    if op != "attention_decode":
+        return c[key]
+    mha = np.asarray(c["heads"]) == np.asarray(c["kv_heads"])
+    labels = np.char.add(np.asarray(c[key]).astype(str), np.where(mha, MHA_SUFFIX, ""))
+    return str(labels) if labels.ndim == 0 else labels
 
 
 def peak_bound(cnt: Counts, bandwidth_bytes_per_s: float) -> np.ndarray:
@@ -103,15 +126,18 @@ def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams,
                   keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-row parameter array (5, ...), pad rows, and a mask of rows that found a fitted entry."""
     def pick(name: str) -> RooflineParams:
-        return table.get(name, default)
+        return table.get(name) or table.get(name.removesuffix(MHA_SUFFIX), default)
+
+    def has(name: str) -> bool:
+        return name in table or name.removesuffix(MHA_SUFFIX) in table
 
     if isinstance(keys, str) or np.ndim(keys) == 0:
         prm = pick(str(keys))
-        return prm.as_array(), np.asarray(prm.pad_rows), np.asarray(str(keys) in table)
+        return prm.as_array(), np.asarray(prm.pad_rows), np.asarray(has(str(keys)))
     arr = np.asarray(keys).astype(str)
     names, inverse = np.unique(arr, return_inverse=True)
-    stack = np.stack([pick(str(n)).as_array() for n in names], axis=1)  # (5, n_names)
+    stack = np.stack([pick(str(n)).as_array() for n in names], axis=1)  # (6, n_names)
     pads = np.array([pick(str(n)).pad_rows for n in names])
-    found = np.array([str(n) in table for n in names])
+    found = np.array([has(str(n)) for n in names])
     inv = inverse.reshape(arr.shape)
     return stack[:, inv], pads[inv], found[inv]

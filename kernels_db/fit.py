@@ -28,12 +28,16 @@ from kernels_db.tables import KernelTable
 
 ROOFLINE_FAMILIES: Final[tuple[str, ...]] = ("gemm", "attention_prefill", "attention_decode", "mla_prefill",
                                              "mla_decode", "moe", "memcpy")
-# log-space bounds: launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, pad_rows
-LOWER: Final[np.ndarray] = np.log([1e-7, 0.02, 1.0, 0.02, 1.0, 0.01])
-UPPER: Final[np.ndarray] = np.log([2e-4, 1.0, 1e13, 1.2, 1e10, 1e5])
+# log-space bounds: launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, pad_rows,
+# parallel_half_units
+LOWER: Final[np.ndarray] = np.log([1e-7, 1e-3, 1.0, 0.02, 1.0, 0.01, 1e-3])
+UPPER: Final[np.ndarray] = np.log([2e-4, 1.0, 1e13, 1.2, 1e10, 1e5, 1e4])
 PADDED: Final[frozenset[str]] = frozenset({"gemm", "attention_prefill", "attention_decode"})
+OCCUPANCY: Final[frozenset[str]] = frozenset({"attention_decode"})
 PAD_STARTS: Final[tuple[float, ...]] = (1.0, 64.0, 4096.0)  # several starts: the max() has kinks
+UNIT_STARTS: Final[tuple[float, ...]] = (0.1, 4.0)
 ROBUST_SCALE: Final[float] = 0.1  # soft-L1 loss: residuals past ~10% count linearly (outliers)
+N_PARAMS: Final[int] = 7
 
 
 def ape_pct(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -50,42 +54,53 @@ def fit_error(predicted: np.ndarray, measured: np.ndarray) -> FitError:
                     p90_ape_pct=round(float(np.percentile(e, 90)), 2))
 
 
-def _params_from(x: np.ndarray, gemm: bool) -> RooflineParams:
-    v = np.exp(x)
-    return RooflineParams(launch_s=float(f"{v[0]:.4g}"), compute_eff=float(f"{v[1]:.4g}"),
-                          compute_half_flops=float(f"{v[2]:.4g}"), memory_eff=float(f"{v[3]:.4g}"),
-                          memory_half_bytes=float(f"{v[4]:.4g}"), pad_rows=float(f"{v[5]:.4g}") if gemm else 0.0)
+def _free(op: str) -> np.ndarray:
+    """Indices of the parameters fitted for ``op`` (the others stay 0)."""
+    idx = [0, 1, 2, 3, 4] + ([5] if op in PADDED else []) + ([6] if op in OCCUPANCY else [])
+    return np.array(idx)
 
 
-def _start(op: str) -> np.ndarray:
+def _params_from(v: np.ndarray) -> RooflineParams:
+    r = [float(f"{x:.4g}") for x in v]
+    return RooflineParams(launch_s=r[0], compute_eff=r[1], compute_half_flops=r[2], memory_eff=r[3],
+                          memory_half_bytes=r[4], pad_rows=r[5], parallel_half_units=r[6])
+
+
+def _starts(op: str) -> list[np.ndarray]:
     d = DEFAULT_PARAMS[op]
-    x = np.log([d.launch_s, d.compute_eff, max(d.compute_half_flops, 1.0), d.memory_eff,
-                max(d.memory_half_bytes, 1.0), max(d.pad_rows, 1.0)])
-    return np.clip(x, LOWER + 1e-9, UPPER - 1e-9)
+    base = np.log([d.launch_s, d.compute_eff, max(d.compute_half_flops, 1.0), d.memory_eff,
+                   max(d.memory_half_bytes, 1.0), 1.0, 1.0])
+    out = []
+    for pad0 in PAD_STARTS if op in PADDED else (1.0,):
+        for units0 in UNIT_STARTS if op in OCCUPANCY else (1.0,):
+            x = base.copy()
+            x[5], x[6] = np.log(pad0), np.log(units0)
+            out.append(np.clip(x, LOWER + 1e-9, UPPER - 1e-9))
+    return out
 
 
 def fit_roofline_params(op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: float) -> RooflineParams:
-    """Least-squares fit of one family and dtype; GEMM also fits ``pad_rows``."""
-    gemm = op in PADDED
-    n_par = 6 if gemm else 5
+    """Least-squares fit of one family and dtype; padded families also fit ``pad_rows``, decode
+    attention ``parallel_half_units``."""
+    free = _free(op)
+
+    def full(x: np.ndarray) -> np.ndarray:
+        v = np.zeros(N_PARAMS)
+        v[free] = np.exp(x)
+        return v
 
     def resid(x: np.ndarray) -> np.ndarray:
-        p = np.exp(x[:5])
-        pad = np.exp(x[5]) if gemm else 0.0
-        return np.log(costs.model_time(cnt, p, bw, pad)) - np.log(latency_s)
+        v = full(x)
+        return np.log(costs.model_time(cnt, np.append(v[:5], v[6]), bw, v[5])) - np.log(latency_s)
 
     best = None
-    for pad0 in PAD_STARTS if gemm else (1.0,):
-        x0 = _start(op)
-        x0[5] = np.log(pad0)
-        res = least_squares(resid, x0[:n_par], bounds=(LOWER[:n_par], UPPER[:n_par]),
-                            loss="soft_l1", f_scale=ROBUST_SCALE)
+    for x0 in _starts(op):
+        res = least_squares(resid, x0[free], bounds=(LOWER[free], UPPER[free]), loss="soft_l1",
+                            f_scale=ROBUST_SCALE)
         if best is None or res.cost < best.cost:
             best = res
     assert best is not None
-    res = best
-    x = np.append(res.x, 0.0) if not gemm else res.x
-    return _params_from(x, gemm)
+    return _params_from(full(best.x))
 
 
 def _fitted_to(table: KernelTable, rows: int, sources: tuple[str, ...] = ()) -> FittedTo:
@@ -96,8 +111,7 @@ def _fitted_to(table: KernelTable, rows: int, sources: tuple[str, ...] = ()) -> 
 def fit_roofline_family(table: KernelTable, spec: GpuSpec, sources: tuple[str, ...] = ()) -> RooflineFamilyFit:
     """Fit one compute family, one parameter set per dtype key."""
     op = table.op
-    key = costs.PARAM_KEY[op]
-    groups = table.keys[key] if key else np.full(len(table), costs.MEMCPY_KEY, dtype=object)
+    groups = np.broadcast_to(np.asarray(costs.param_labels(op, table.keys), dtype=object), (len(table),))
     bw = spec.hbm_bandwidth_bytes_per_s
     params: dict[str, RooflineParams] = {}
     pred = np.empty(len(table))

@@ -31,11 +31,14 @@ class RooflineParams(BaseModel):
     memory_eff: float = Field(gt=0, le=1.5, description="Asymptotic fraction of peak HBM bandwidth.")
     memory_half_bytes: float = Field(ge=0, description="Bytes at which memory efficiency is half its maximum.")
     pad_rows: float = Field(default=0.0, ge=0, description="GEMM only: rows of m wasted by tile padding, on average.")
+    parallel_half_units: float = Field(
+        default=0.0, ge=0, description="Decode attention: parallel work units (batch x kv heads) at which the "
+        "achieved bandwidth is half its maximum; 0 = bandwidth always saturated.")
 
     def as_array(self) -> np.ndarray:
-        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes)."""
+        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, parallel_half_units)."""
         return np.array([self.launch_s, self.compute_eff, self.compute_half_flops, self.memory_eff,
-                         self.memory_half_bytes])
+                         self.memory_half_bytes, self.parallel_half_units])
 
 
 class CommParams(BaseModel):
@@ -96,14 +99,16 @@ class FittedGpu(BaseModel):
 
 
 # Defaults for uncalibrated GPUs: rounded medians of the fits shipped in kernels_db/fitted (H100,
-# H200, B200, A100; L40S left out as an outlier). ASSUMPTION for any GPU without its own fit.
+# H200, B200, A100; L40S left out as an outlier; decode: the GQA bf16 fits). ASSUMPTION for any GPU
+# without its own fit.
 DEFAULT_PARAMS: Final[dict[str, RooflineParams]] = {
     "gemm": RooflineParams(launch_s=4e-6, compute_eff=0.75, compute_half_flops=5e8, memory_eff=0.8,
                            memory_half_bytes=2e6, pad_rows=16.0),
     "attention_prefill": RooflineParams(launch_s=1e-5, compute_eff=0.5, compute_half_flops=2e9,
                                         memory_eff=0.6, memory_half_bytes=4e6),
-    "attention_decode": RooflineParams(launch_s=8e-6, compute_eff=0.3, compute_half_flops=1e8,
-                                       memory_eff=0.7, memory_half_bytes=8e6),
+    "attention_decode": RooflineParams(launch_s=8e-6, compute_eff=0.19, compute_half_flops=1e8,
+                                       memory_eff=0.85, memory_half_bytes=1.2e7, pad_rows=260.0,
+                                       parallel_half_units=0.7),
     "memcpy": RooflineParams(launch_s=3e-6, compute_eff=1.0, compute_half_flops=0.0, memory_eff=0.8,
                              memory_half_bytes=1e6),
 }

@@ -91,8 +91,7 @@ class KernelDB:
     def model(self, op: str, cols: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
         """(seconds, fitted-or-not mask, counts) of the roofline model alone."""
         table, default = self._family_params(op)
-        key = costs.PARAM_KEY[op]
-        p, pad, found = costs.gather_params(table, default, cols[key] if key else costs.MEMCPY_KEY)
+        p, pad, found = costs.gather_params(table, default, costs.param_labels(op, cols))
         cnt = costs.counts(op, cols, self.spec)
         return costs.model_time(cnt, p, self.spec.hbm_bandwidth_bytes_per_s, pad), found, cnt
 

@@ -1,9 +1,12 @@
 """FLOP and byte counts per op family, and the roofline time formula (all vectorized, numpy).
 
-time = launch + max((FLOPs + F_half) / (peak * eff_c), (bytes + B_half) / (BW * eff_m))
+time = launch + max((FLOPs + F_half) / (peak * eff_c), (bytes * (1 + U_half / units) + B_half) / (BW * eff_m))
 
 The ``*_half`` terms make efficiency grow with size (eff = eff_max * x / (x + x_half)) while keeping
-time monotone in every size. Counts follow the standard forms: GEMM 2mnk; causal prefill attention
+time monotone in every size. ``units`` counts the independent pieces of work a kernel can spread over
+the SMs (decode attention: batch x kv heads); with few of them the achieved bandwidth is
+units / (units + U_half) of its maximum. The bytes scale with the units at fixed shape, so the time
+still never falls as the batch grows. Counts follow the standard forms: GEMM 2mnk; causal prefill attention
 4·b·h·d·(c·s + s²/2) for chunk s over prior context c (FlashAttention-2 paper, arXiv 2307.08691);
 decode attention reads the KV of every context.
 """
@@ -19,6 +22,7 @@ DTYPE_BYTES: Final[dict[str, float]] = {
     "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5,
 }
 OUT_BYTES: Final[float] = 2.0  # GEMM / attention outputs are written in 16-bit
+DECODE_MMA_ROWS: Final[float] = 16.0  # M rows of the mma.m16n8k16 tile (PTX ISA, "Matrix shape")
 
 
 def dtype_bytes(dtype: np.ndarray | str) -> np.ndarray:
@@ -30,11 +34,11 @@ def dtype_bytes(dtype: np.ndarray | str) -> np.ndarray:
 
 
 def roofline_time(flops: ArrayLike, nbytes: ArrayLike, peak_flops_per_s: ArrayLike,
-                  bandwidth_bytes_per_s: float, p: np.ndarray) -> np.ndarray:
+                  bandwidth_bytes_per_s: float, p: np.ndarray, units: ArrayLike = np.inf) -> np.ndarray:
     """Seconds of one op. ``p`` rows: launch_s, compute_eff, compute_half_flops, memory_eff,
-    memory_half_bytes (each broadcastable against the sizes)."""
+    memory_half_bytes, parallel_half_units (each broadcastable against the sizes); ``units`` >= 1."""
     compute = (flops + p[2]) / (peak_flops_per_s * p[1])
-    memory = (nbytes + p[4]) / (bandwidth_bytes_per_s * p[3])
+    memory = (nbytes * (1.0 + p[5] / units) + p[4]) / (bandwidth_bytes_per_s * p[3])
     return np.asarray(p[0] + np.maximum(compute, memory))
 
 
@@ -69,6 +73,18 @@ def decode_attention_flops(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike
                            head_dim: ArrayLike) -> np.ndarray:
     """One new token per sequence attends to ``kv_len`` keys: 4·b·h·d·kv_len."""
     return np.asarray(4.0 * batch * heads * head_dim * kv_len)
+
+
+def decode_issued_heads(heads: ArrayLike, kv_heads: ArrayLike) -> np.ndarray:
+    """Query heads a decode kernel computes per step. Multi-head attention (one query head per KV
+    head) runs head by head; grouped-query kernels put the query heads of one KV head into the rows of
+    a tensor-core MMA tile (``DECODE_MMA_ROWS``, mma.m16n8k16), so a group smaller than the tile costs
+    a full tile. ASSUMPTION, supported by the TRT-LLM tables in ../shared/validation: 64 and 32 query
+    heads over 8 KV heads take the same time on all five GPUs."""
+    h = np.asarray(heads, dtype=float)
+    kvh = np.maximum(np.asarray(kv_heads, dtype=float), 1.0)
+    group = h / kvh
+    return np.asarray(np.where(group <= 1.0, h, kvh * DECODE_MMA_ROWS * np.ceil(group / DECODE_MMA_ROWS)))
 
 
 def decode_attention_bytes(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike,

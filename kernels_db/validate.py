@@ -14,7 +14,7 @@ import numpy as np
 from hardware.spec import GpuSpec
 from kernels_db.fit import ape_pct, fit_gpu
 from kernels_db.fitted import FittedGpu
-from kernels_db.interp import Partition, category_labels, size_coords
+from kernels_db.interp import loo_log_ratio
 from kernels_db.lookup import KernelDB, _comm_model
 from kernels_db.tables import KernelTable
 
@@ -29,22 +29,8 @@ def model_seconds(db: KernelDB, table: KernelTable) -> np.ndarray:
 
 def loo_predictions(table: KernelTable, base: np.ndarray) -> np.ndarray:
     """Leave-one-out interpolated latency of each row (NaN where the row is outside the others' grid)."""
-    n = len(table)
-    labels = category_labels(table.op, table.keys, n)
-    coords = size_coords(table.op, table.keys, n)
     ratio = np.log(table.latency_s) - np.log(base)
-    out = np.full(n, np.nan)
-    for lab in set(labels.tolist()):
-        idx = np.flatnonzero(labels == lab)
-        if idx.size < 3:
-            continue
-        for j in range(idx.size):
-            keep = np.delete(idx, j)
-            part = Partition(coords[keep], ratio[keep])
-            r, inside, _ = part.query(coords[idx[j]][None, :])
-            if inside[0]:
-                out[idx[j]] = base[idx[j]] * np.exp(r[0])
-    return out
+    return np.asarray(base * np.exp(loo_log_ratio(table.op, table.keys, ratio)))
 
 
 def _groups(table: KernelTable) -> dict[str, np.ndarray]:

@@ -1,5 +1,5 @@
-"""Against ../shared/validation/kernels: leave-one-out and fitted accuracy, and that refitting
-reproduces the committed parameters."""
+"""Against ../shared/validation/kernels: leave-one-out and fitted accuracy of every target family on
+every GPU (committed fits), and that refitting reproduces the committed parameters."""
 
 from __future__ import annotations
 
@@ -16,24 +16,38 @@ from kernels_db.validate import evaluate_gpu
 from planner.cli.main import main
 
 pytestmark = pytest.mark.validation
-LOO_TARGET = {"gemm", "attention_prefill", "comm_all_reduce"}  # median <= 5%, p90 <= 15%
+TARGET_FAMILIES = ("gemm", "attention_prefill", "attention_decode", "comm_all_reduce")
+GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "a100_sxm", "l40s")
+LOO_MEDIAN_PCT, LOO_P90_PCT, FITTED_MEDIAN_PCT = 5.0, 15.0, 15.0
+# Known misses, each with a ceiling that catches regressions (median, p90 of the LOO error, %).
+# Decode attention: the measured grid is coarse (KV length x4-x8 per step) with kernel switches and
+# L2-resident working sets between points, so the fitted model's residuals are uncorrelated between
+# neighbours and no interpolant beats the model itself by much. L40S: GEMM and prefill tails sit at
+# kernel switches; its NCCL numbers are suspicious per ../shared/validation/README.md (PCIe, ~1.5 GB/s).
+KNOWN_LOO_MISSES: dict[tuple[str, str], tuple[float, float]] = {
+    **{("attention_decode", g): (13.0, 35.0) for g in ("h100_sxm", "h200_sxm", "b200_sxm", "a100_sxm")},
+    ("attention_decode", "l40s"): (20.0, 110.0),
+    ("gemm", "l40s"): (5.0, 21.0),
+    ("attention_prefill", "l40s"): (5.0, 18.0),
+    ("comm_all_reduce", "l40s"): (5.0, 19.0),
+}
 
 
 @pytest.fixture(scope="module")
-def h200_tables(validation_kernels: Path) -> dict:
-    return read_folder(validation_kernels).tables["h200_sxm"]
+def all_groups(validation_kernels: Path) -> dict[tuple[str, str, str], dict]:
+    ts = read_folder(validation_kernels)
+    groups = [g for gpu in GPUS for g in evaluate_gpu(get_gpu(gpu), ts.tables[gpu], fitted.load(gpu))]
+    return {(g["op"], g["gpu"], g["method"]): g for g in groups}
 
 
-def test_h200_loo_and_fitted_targets(h200_tables: dict) -> None:
-    # GEMM LOO rebuilds a 3-D triangulation per point (a minute on 2 busy cores): left to the CLI run
-    tables = {"attention_prefill": h200_tables["attention_prefill"], "comm": h200_tables["comm"]}
-    groups = evaluate_gpu(get_gpu("h200"), tables)
-    by = {(g["op"], g["method"]): g for g in groups}
-    for op in ("attention_prefill", "comm_all_reduce"):
-        loo = by[(op, "loo_interpolation")]
-        assert loo["n"] > 40
-        assert loo["median_ape_pct"] <= 5.0 and loo["p90_ape_pct"] <= 15.0, loo
-        assert by[(op, "fitted")]["median_ape_pct"] <= 15.0
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize("op", TARGET_FAMILIES)
+def test_loo_and_fitted_targets(all_groups: dict, op: str, gpu: str) -> None:
+    loo, fit = all_groups[(op, gpu, "loo_interpolation")], all_groups[(op, gpu, "fitted")]
+    assert loo["n"] > 40, loo
+    assert fit["median_ape_pct"] <= FITTED_MEDIAN_PCT, fit
+    median, p90 = KNOWN_LOO_MISSES.get((op, gpu), (LOO_MEDIAN_PCT, LOO_P90_PCT))
+    assert loo["median_ape_pct"] <= median and loo["p90_ape_pct"] <= p90, loo
 
 
 @pytest.mark.parametrize("gpu", ["h200", "a100"])
