@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -39,3 +40,22 @@ def test_import_then_lookup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["calibrate", "fit", "--gpu", "h200", "--tables", str(out / "h200_sxm"), "--out",
                  str(tmp_path / "fitted"), "--format", "json"]) == 0
     assert (tmp_path / "fitted" / "h200_sxm.yaml").is_file()
+
+
+def test_bench_layout_fit_then_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What ``planner calibrate run --gpu cpu`` writes (our schema + meta.yaml) fits and validates."""
+    data = tmp_path / "run"
+    data.mkdir()
+    (data / "meta.yaml").write_text("gpu: cpu\ntool: kernels_db.bench\n")
+    m = np.array([1, 4, 16, 64, 256, 1024])
+    rows = [pd.DataFrame({"m": m, "n": n, "k": 256, "dtype": "fp32", "latency_s": 5e-6 + m * n * 256 * 2 / 5e10,
+                          "kernel_source": "torch.matmul"}) for n in (256, 1024)]
+    pd.concat(rows).to_csv(data / "gemm.csv", index=False)
+    assert main(["calibrate", "fit", "--gpu", "cpu", "--tables", str(data), "--out", str(tmp_path / "fit"),
+                 "--format", "json"]) == 0
+    assert (tmp_path / "fit" / "cpu.yaml").is_file()
+    capsys.readouterr()
+    assert main(["validate", "kernels", "--data", str(data), "--format", "json"]) == 0
+    groups = {(g["op"], g["method"]): g for g in json.loads(capsys.readouterr().out)["groups"]}
+    assert groups[("gemm", "loo_interpolation")]["n"] == 8  # interior points of two 6-point lines
+    assert groups[("gemm", "fitted")]["median_ape_pct"] < 5.0
