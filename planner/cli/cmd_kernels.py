@@ -173,7 +173,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
 
     p = groups["calibrate"].add_parser("run", help="measure kernel tables on this machine (needs torch)")
     p.add_argument("--gpu", default="auto", choices=("auto", "cpu"))
-    p.add_argument("--ops", default="gemm,attention")
+    p.add_argument("--ops", default="all", help="comma list of op families, or all")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", required=True)
     _fmt(p)
