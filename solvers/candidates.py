@@ -21,7 +21,6 @@ from solvers.memory_vec import memory_arrays, shard_terms
 from solvers.perf import Engine, LatencyArrays, agg_metrics, decode_metrics, prefill_metrics
 from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
 
-
 DECODE_CHUNK_TOKENS = 2048
 """max_num_batched_tokens of decode-only workers (they never prefill; the budget only bounds activations)."""
 

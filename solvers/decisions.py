@@ -122,7 +122,8 @@ def validate_decisions(path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tp
     """``{"groups": G, "top1_pct": ..., "within5_pct": ...}`` plus skip counts and per-group rows."""
     df = pd.read_csv(path)
     eng_cache: dict[str, Engine] = {}
-    rows, skipped, t0 = [], 0, time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    skipped, t0 = 0, time.perf_counter()
     groups = list(df.groupby(GROUP_KEYS, sort=True))
     for n, (key, g) in enumerate(groups):
         meas = measured_tok_per_gpu(g)
@@ -142,6 +143,6 @@ def validate_decisions(path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tp
         if time.perf_counter() - t0 > 2.0 and n % 20 == 0:
             sys.stderr.write(f"validate decisions: {n + 1}/{len(groups)} groups\n")
     g_count = len(rows)
-    pct = (lambda k: round(100.0 * sum(r[k] for r in rows) / g_count, 1)) if g_count else (lambda k: 0.0)
+    pct = (lambda k: round(100.0 * sum(bool(r[k]) for r in rows) / g_count, 1)) if g_count else (lambda k: 0.0)
     return {"groups": g_count, "top1_pct": pct("top1"), "within5_pct": pct("within5"), "skipped_groups": skipped,
             "slo": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms}, "per_group": rows}

@@ -68,14 +68,14 @@ def prune_decode(s: PhaseSet, tpot_slo_ms: float, per_level: bool = False) -> np
 
 def _pairs(pre: PhaseSet, dec: PhaseSet, pi: np.ndarray, di: np.ndarray, max_gpus: int) -> tuple[np.ndarray, ...]:
     """All (prefill, decode, x, y) with equal dtypes and x·gp + y·gd <= max_gpus."""
-    P, D = np.meshgrid(pi, di, indexing="ij")
-    P, D = P.ravel(), D.ravel()
+    PP, DD = np.meshgrid(pi, di, indexing="ij")
+    P, D = PP.ravel(), DD.ravel()
     same = (pre.workers.quant[P] == dec.workers.quant[D]) & (pre.workers.kv[P] == dec.workers.kv[D])
     P, D = P[same], D[same]
     gp, gd = pre.workers.gpus_per_worker[P], dec.workers.gpus_per_worker[D]
     counts = np.arange(1, max_gpus + 1)
-    xs, ys = np.meshgrid(counts, counts, indexing="ij")
-    xs, ys = xs.ravel(), ys.ravel()
+    XX, YY = np.meshgrid(counts, counts, indexing="ij")
+    xs, ys = XX.ravel(), YY.ravel()
     n = P.size
     Pr, Dr = np.repeat(P, xs.size), np.repeat(D, xs.size)
     Xr, Yr = np.tile(xs, n), np.tile(ys, n)

@@ -47,12 +47,15 @@ def _quiet_stdout() -> Iterator[None]:
 
 def _solvers(time_limit_s: float) -> list[pulp.LpSolver]:
     out: list[pulp.LpSolver] = []
-    for cls in (getattr(pulp, "HiGHS", None), getattr(pulp, "HiGHS_CMD", None), pulp.PULP_CBC_CMD):
+    for name in ("HiGHS", "HiGHS_CMD", "PULP_CBC_CMD"):
+        cls = getattr(pulp, name, None)
         if cls is None:
             continue
         s = cls(msg=False, timeLimit=time_limit_s)
         if s.available():
             out.append(s)
+            if name.startswith("HiGHS"):
+                break  # CBC only as a fallback (constructing it warns about deprecation)
     return out
 
 

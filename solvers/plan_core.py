@@ -132,8 +132,6 @@ def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
 
 def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     req = ev.req
-    if ev.ttft.size == 0:
-        return infeasible_memory(ev.model.name, req.gpus, req.max_gpus, _memory_detail(ev))
     slo_ok = (ev.ttft <= req.ttft_ms) & (ev.tpot <= req.tpot_ms)
     if req.rate_per_s is not None and slo_ok.any():
         per_gpu = ev.rps / np.maximum(ev.gpus, 1)
@@ -144,12 +142,11 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     return infeasible_slo(ev.ttft, ev.tpot, req.ttft_ms, req.tpot_ms, req.percentile, where)
 
 
-def _memory_detail(ev: Evaluated) -> str:
-    gpu = get_gpu(ev.req.gpus[0], ev.req.hardware_dirs)
-    tp = min(gpu.scale_up.domain_size, ev.req.max_gpus, 8)
-    pp = max(1, ev.req.max_gpus // tp)
+def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:
+    tp = min(gpu.scale_up.domain_size, max_gpus, 8)
+    pp = max(1, max_gpus // tp)
     try:
-        plan_memory(ev.model, gpu, Parallelism(tp=tp, pp=min(pp, ev.model.num_layers)))
+        plan_memory(model, gpu, Parallelism(tp=tp, pp=min(pp, model.num_layers)))
     except InfeasibleError as exc:
         return exc.message
     except ValueError as exc:
@@ -191,6 +188,8 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
                 evaluated += b.evaluated
         if time.perf_counter() - t0 > 2.0:
             sys.stderr.write(f"plan: evaluated {evaluated:,} candidates ({gi + 1}/{len(gpus)} GPU types)\n")
+    if not blocks:
+        raise infeasible_memory(model.name, req.gpus, req.max_gpus, _memory_detail(model, gpus[0], req.max_gpus))
     return Evaluated(req, model, eng, blocks, prices, evaluated, milp)
 
 

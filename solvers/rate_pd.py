@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner.queueing import QUANTILES, wait_quantile
 from solvers.candidates import Block, Load
 from solvers.disagg import PhaseSet, Units
 from solvers.pd_milp import PdSolution, PhaseOptions, solve_pd

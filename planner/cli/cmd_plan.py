@@ -137,7 +137,12 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 
 def cmd_decisions(args: argparse.Namespace) -> int:
-    from solvers.decisions import DEFAULT_TPOT_MS, DEFAULT_TTFT_MS, default_data_path, validate_decisions
+    from solvers.decisions import (
+        DEFAULT_TPOT_MS,
+        DEFAULT_TTFT_MS,
+        default_data_path,
+        validate_decisions,
+    )
 
     data = args.data or default_data_path()
     res = validate_decisions(data, ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS, tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS)

@@ -1,0 +1,51 @@
+"""`planner plan`, `planner fleet`, `planner validate decisions` through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[3]
+ARGS = ["plan", "--model", "llama-3.1-70b", "--gpu", "h200", "--max-gpus", "8", "--isl", "4000", "--osl", "500",
+        "--ttft-ms", "1000", "--tpot-ms", "30", "--percentile", "p90"]
+
+
+def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*ARGS, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["workload"]["isl"] == 4000 and d["best"]["gpus"] <= 8
+    assert set(d["best"]["predicted"]["ttft_ms"]) == {"mean", "p50", "p90", "p99"}
+    assert d["best"]["deployment"]["mode"] in ("agg", "disagg") and len(d["pareto"]) >= 5
+
+
+def test_plan_table_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*ARGS, "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "Recommended deployment" in text and "binding constraint" in text
+    assert json.loads((tmp_path / "plan.json").read_text())["model"]
+
+
+def test_infeasible_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*ARGS[:-4], "--tpot-ms", "1", "--format", "json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: TPOT") and "closest achievable" in err and err.count("\n") == 1
+
+
+def test_fleet_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fleet", "--spec", str(ROOT / "solvers" / "examples" / "fleet.yaml"), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["optimal"] and d["status"] == "Optimal" and d["solve_seconds"] <= 2.0
+
+
+@pytest.mark.validation
+def test_validate_decisions(capsys: pytest.CaptureFixture[str]) -> None:
+    data = ROOT.parent / "shared" / "validation" / "e2e" / "silicon_measured.csv"
+    if not data.exists():
+        pytest.skip(f"{data} absent (shared validation data not on this machine)")
+    assert main(["validate", "decisions", "--data", str(data), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["groups"] > 50 and 0 <= d["within5_pct"] <= 100
