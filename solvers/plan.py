@@ -63,6 +63,7 @@ class Choice(BaseModel):
     model_config = _FROZEN
     mode: str
     gpu: str
+    config: str = Field(description="Short description of the deployment.")
     deployment: Deployment
     predicted: dict[str, Any]
     gpus: int

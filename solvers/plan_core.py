@@ -117,7 +117,7 @@ class Evaluated:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
         pred = predicted(self.model, b, j, self.eng, self.req.isl, self.req.osl, float(self.rps[i]),
                          float(self.tok_per_gpu[i]))
-        return Choice(mode=b.mode, gpu=b.gpu.key, deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
+        return Choice(mode=b.mode, gpu=b.gpu.key, config=self.summary(i), deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
                       predicted=pred, gpus=int(self.gpus[i]), cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
                       cost_per_hour_usd=float(self.cost_per_hour[i]))
 

@@ -78,6 +78,7 @@ def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str) -> list[st
 def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
     pr = c.predicted
     return {
+        "configuration": c.config,
         f"TTFT {pct} / mean (ms)": f"{pr['ttft_ms'][pct]:.0f} / {pr['ttft_ms']['mean']:.0f}",
         f"TPOT {pct} / mean (ms)": f"{pr['tpot_ms'][pct]:.1f} / {pr['tpot_ms']['mean']:.1f}",
         "output tok/s per GPU": pr["output_tok_s_per_gpu"], "output tok/s per user": pr["output_tok_s_per_user"],
@@ -92,8 +93,7 @@ def plan_table(r: Any) -> str:
     head = (f"{r.model} on {r.gpu}: ISL {r.workload['isl']}, OSL {r.workload['osl']}, SLO {pct} TTFT <= "
             f"{r.slo['ttft_ms']:g} ms, TPOT <= {r.slo['tpot_ms']:g} ms")
     parts = [head, ""]
-    best_cfg = next((p.config for p in r.pareto if p.gpus == r.best.gpus), "")
-    rows = {"mode": r.best.mode, "configuration": best_cfg or r.best.mode, **_choice_rows(r.best, pct),
+    rows = {"mode": r.best.mode, **_choice_rows(r.best, pct),
             "binding constraint": r.binding_constraint}
     parts.append(render_kv(rows, "Recommended deployment"))
     for mode, c in r.alternatives.items():
