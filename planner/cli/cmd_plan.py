@@ -65,11 +65,19 @@ def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str) -> list[st
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps(to_jsonable(plan_dict), indent=2) + "\n")
     written = [str(out / "plan.json")]
-    try:
-        from planner.emitters.plan_file import write_engine_configs  # type: ignore[attr-defined]
-    except ImportError:
+    import importlib
+
+    writer = None
+    for mod in ("planner.emitters.plan_file", "planner.emitters.bundle"):
+        try:
+            writer = getattr(importlib.import_module(mod), "write_engine_configs", None)
+        except ImportError:
+            continue
+        if writer is not None:
+            break
+    if writer is None:
         return written
-    result = write_engine_configs(plan_dict, backend, out, version=None)
+    result = writer(plan_dict, backend, out, version=None)
     if isinstance(result, list | tuple):
         written += [str(x) for x in result]
     return written
