@@ -37,6 +37,7 @@ _NEEDS_SOURCE: tuple[str, ...] = (
     "scale_out_bandwidth_bytes_per_s",
     "pcie_bandwidth_bytes_per_s",
 )
+_SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes",)
 
 
 def _names_a_field(source_key: str, flops: dict[str, float] | None) -> bool:
@@ -77,6 +78,10 @@ class GpuSpec(BaseModel):
         gt=0, description="Scale-out NIC bandwidth per GPU, one direction, bytes/s."
     )
     pcie_bandwidth_bytes_per_s: float = Field(gt=0, description="Host PCIe bandwidth per direction, bytes/s.")
+    l2_cache_bytes: float | None = Field(
+        default=None, gt=0, description="Last-level on-chip cache a kernel's working set can stay resident in, "
+        "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the kernel model."
+    )
     sources: dict[str, str] = Field(
         description="Field name -> where its number comes from; 'field.sub' (e.g. 'peak_flops_per_s.fp4', "
         "'scale_up.domain_size') cites one entry when it has a different source."
@@ -95,6 +100,7 @@ class GpuSpec(BaseModel):
     def _every_number_has_a_source(cls, sources: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         """Every numeric field is cited; every citation is non-empty and names a real field."""
         missing = [f for f in _NEEDS_SOURCE if f not in sources]
+        missing += [f for f in _SOURCE_IF_SET if info.data.get(f) is not None and f not in sources]
         if missing:
             raise ValueError(f"missing for {', '.join(missing)}")
         empty = [k for k, v in sources.items() if not v.strip()]

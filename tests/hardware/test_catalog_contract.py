@@ -264,3 +264,24 @@ def test_agrees_with_at_least_one_source_of_the_shared_csv() -> None:
     )
     bad = [k for k, ok in claims.items() if not any(ok)]
     assert not bad, f"disagrees with every source: {bad}"
+
+
+# ---- on-chip cache (kernel model's L2 term) ---------------------------------------------------
+# Datasheet / whitepaper values in MiB; the kernel model reads them as a working-set threshold.
+L2_MIB = {"a100_sxm": 40, "h100_sxm": 50, "h200_sxm": 50, "b200_sxm": 126, "gb200": 126, "l40s": 96,
+          "l4": 48, "mi300x": 256, "mi325x": 256}
+
+
+def test_last_level_cache_is_stated_and_plausible(spec: GpuSpec) -> None:
+    assert spec.l2_cache_bytes is not None, f"{spec.key}: no l2_cache_bytes"
+    assert 1 * 2**20 <= spec.l2_cache_bytes <= 1 * GIB
+    assert spec.l2_cache_bytes < spec.memory_bytes / 100
+    if spec.key in L2_MIB:
+        assert spec.l2_cache_bytes == L2_MIB[spec.key] * 2**20
+
+
+def test_a_stated_cache_needs_a_source(raw: dict) -> None:
+    bad = {**raw, "sources": {k: v for k, v in raw["sources"].items() if k != "l2_cache_bytes"}}
+    with pytest.raises(ValueError, match="l2_cache_bytes"):
+        GpuSpec.model_validate(bad)
+    assert GpuSpec.model_validate({**bad, "l2_cache_bytes": None}).l2_cache_bytes is None
