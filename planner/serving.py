@@ -127,6 +127,30 @@ def _finish(load: LoadArrays, r: np.ndarray, t_own: np.ndarray, z: np.ndarray, x
     return ttft, saturated
 
 
+def prefill_step_tokens(rate: np.ndarray, isl_c: np.ndarray, own: np.ndarray, free: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Prompt tokens of a step that carries prefill: one prompt's chunk ``own`` at light load, the
+    tokens that arrive during one step (rate·ISL·t) once several prompts share a step, at most the
+    free chunk budget."""
+    return np.minimum(np.maximum(own, rate * isl_c * t), free)
+
+
+def prefill_step_fraction(rate: np.ndarray, isl_c: np.ndarray, p: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Fraction of steps that carry a prefill chunk: prefill steps per second (rate·ISL/p) times the
+    mean step time, at most 1."""
+    return np.minimum(rate * isl_c * t / np.maximum(p, 1.0), 1.0)
+
+
+def mean_step(t_dec: np.ndarray, t_pre: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Mean step time (s) over decode-only steps and steps with a prefill chunk (share ``f``)."""
+    return (1.0 - f) * t_dec + f * t_pre
+
+
+def residual_step(t_dec: np.ndarray, t_pre: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Mean remaining time of the step in progress when a prompt arrives: E[T^2] / (2 E[T])
+    (renewal theory, length-biased sampling; Kleinrock, Queueing Systems vol. 1, 1975, eq. 5.11)."""
+    return ((1.0 - f) * t_dec**2 + f * t_pre**2) / (2.0 * np.maximum(mean_step(t_dec, t_pre, f), 1e-12))
+
+
 def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays) -> ServingArrays:
     """Aggregated continuous batching with chunked prefill (see module docstring)."""
     cap = _engine_cap(w)
@@ -140,15 +164,15 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     for _ in range(FIXED_POINT_ITERS):
         b = np.clip(x * dsteps * t, 0.0, cap)
         free = np.maximum(w.chunk_tokens - b, MIN_FREE_CHUNK)
-        pbar = np.minimum(x * load.isl_compute * t, free)
         chunks, own = _prefill_plan(load.isl_compute, free)
         prior = (chunks - 1.0) / 2.0 * own
-        t_mix, t_full, t_one, t_dec = _steps(m, pricer, w, [
-            StepMix(b, ctx, pbar, own, prior), StepMix(b, ctx, free, own, prior),
-            StepMix(b, ctx, own, own, prior), StepMix(b, ctx, zero, zero, zero)])
-        t = t_mix * load.step_multiplier
+        p = prefill_step_tokens(x, load.isl_compute, own, free, t)
+        t_pre, t_full, t_dec = _steps(m, pricer, w, [
+            StepMix(b, ctx, p, own, prior), StepMix(b, ctx, free, own, prior), StepMix(b, ctx, zero, zero, zero)])
+        f = prefill_step_fraction(x, load.isl_compute, p, t)
+        t = mean_step(t_dec, t_pre, f) * load.step_multiplier
         work = load.isl_compute * t_full / free
-        t_own = t_mix / 2.0 + chunks * t_one + load.request_overhead_s
+        t_own = residual_step(t_dec, t_pre, f) + chunks * t_pre + load.request_overhead_s
         z = dsteps * t
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x)
         x = x + DAMPING * (x_new - x)
@@ -156,7 +180,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, wait_s=np.maximum(ttft - t_own, 0.0), prefill_rho=x * work,
         tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
-        tpot_interference_s=np.maximum(t_mix - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
+        tpot_interference_s=np.maximum(t_pre - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
         interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=zero, saturated=saturated,
     )
 

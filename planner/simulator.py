@@ -4,7 +4,8 @@ Each step: decode requests emit one token; FCFS waiting prompts fill the free ch
 (max_num_batched_tokens - decode requests, at least ``serving.MIN_FREE_CHUNK``) while running
 requests stay under max_num_seqs; the step lasts ``step_time`` of that mix (cached per
 (decode requests, prefill tokens rounded to 16)). A prompt's first token comes at the end of the
-step that finishes its prefill. Used to cross-check the analytical queueing and tails.
+step that finishes its prefill, plus the engine's per-request overhead (as in the analytical
+model). Used to cross-check the analytical queueing and tails.
 """
 
 from __future__ import annotations
@@ -59,13 +60,14 @@ class _StepClock:
         one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
         self.par = parallel_arrays(gpu, one[0], one[1], one[2], one[3], np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
         self.m, self.pricer, self.cal, self.ctx = m, RooflinePricer(gpu), engine(backend), ctx
-        self.cache: dict[tuple[int, int], float] = {}
+        self.cache: dict[tuple[int, int, int], float] = {}
 
-    def __call__(self, b: int, p: int, chunk: float) -> float:
-        key = (b, p // TOKEN_BUCKET)
+    def __call__(self, b: int, p: int, prompts: int) -> float:
+        """Step time with ``b`` decode requests and ``p`` prompt tokens from ``prompts`` prompts."""
+        key = (b, p // TOKEN_BUCKET, prompts)
         if key not in self.cache:
             a = lambda v: np.array([float(v)])  # noqa: E731
-            mix = StepMix(a(b), a(self.ctx), a(p), a(max(min(chunk, p), 1)), a(0))
+            mix = StepMix(a(b), a(self.ctx), a(p), a(max(p / max(prompts, 1), 1.0)), a(0))
             self.cache[key] = float(step_time(self.m, self.par, mix, self.pricer, kernel_scale=self.cal.kernel_scale.value, overhead_s=self.cal.step_overhead_s.value)[0])
         return self.cache[key]
 
@@ -111,7 +113,7 @@ def simulate(m: ModelSpec, gpu_key: str, w: Workload, worker: WorkerConfig, *, b
             plan.append((r, take))
             budget -= take
             slots -= 1
-        now += clock(len(running), int(free - budget), chunk)
+        now += clock(len(running), int(free - budget), len(plan))
         steps += 1
         for r in list(running):
             r.done_tokens += 1
@@ -135,7 +137,7 @@ def simulate(m: ModelSpec, gpu_key: str, w: Workload, worker: WorkerConfig, *, b
                     done.append(r)
     keep = sorted(done, key=lambda r: r.arrival)[int(warmup_frac * requests):]
     finish = np.array([r.first for r in keep])
-    ttft = finish - np.array([r.arrival for r in keep])
+    ttft = finish - np.array([r.arrival for r in keep]) + clock.cal.request_overhead_s.value
     span = max(now - keep[0].arrival, 1e-9)
     return SimResult(ttft_s=ttft, tpot_s=_tpots(keep), requests_per_s=len(keep) / span, steps=steps)
 

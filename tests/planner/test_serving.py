@@ -49,10 +49,17 @@ def test_model_that_does_not_fit_is_infeasible(capsys: pytest.CaptureFixture[str
     assert "out of memory" in capsys.readouterr().err
 
 
-def test_simulator_matches_analytical_at_moderate_load() -> None:
-    m = load_model("llama-3.1-8b")
-    w = WorkerConfig(parallel=Parallelism(tp=1))
-    wl = fixed(512, 128, rate_per_s=4)
+SIM_CASES = [("llama-3.1-8b", 1, "bf16", 512, 128, 4.0), ("llama-3.1-8b", 1, "bf16", 2048, 256, 5.0),
+             ("llama-3.1-8b", 1, "bf16", 2048, 256, 8.0), ("llama-3.1-70b", 4, "fp8", 4000, 300, 2.0)]
+
+
+@pytest.mark.parametrize(("model", "tp", "quant", "isl", "osl", "rate"), SIM_CASES)
+def test_simulator_matches_analytical_under_poisson_load(model: str, tp: int, quant: str, isl: int, osl: int, rate: float) -> None:
+    """Issue 5 acceptance: Poisson load at utilization <= 0.8, mean TPOT within 5%, p99 TTFT within 15%.
+    The cases reach from prefill in few steps to steps where prompts take most of the engine's time."""
+    m = load_model(model)
+    w = WorkerConfig(parallel=Parallelism(tp=tp), weight_quant=quant)  # type: ignore[arg-type]
+    wl = fixed(isl, osl, rate_per_s=rate)
     e = estimate(m, H100, wl, agg=w)
     assert e.prefill_utilization <= 0.8
     s = simulate(m, "h100", wl, w, requests=1500)
