@@ -41,6 +41,7 @@ class Counts:
     row_flops: np.ndarray
     units: np.ndarray = field(default_factory=lambda: np.asarray(np.inf))
     issue_scale: np.ndarray = field(default_factory=lambda: np.asarray(1.0))
+    resident: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
 
 
 def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
@@ -63,8 +64,10 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     zero = np.asarray(0.0)
     if op == "gemm":
         eb = rf.dtype_bytes(c["dtype"])
-        return Counts(rf.gemm_flops(c["m"], c["n"], c["k"]), rf.gemm_bytes(c["m"], c["n"], c["k"], eb),
-                      _peak(spec, c["dtype"]), np.asarray(2.0 * c["n"] * c["k"], dtype=float))
+        b = rf.gemm_bytes(c["m"], c["n"], c["k"], eb)
+        return Counts(rf.gemm_flops(c["m"], c["n"], c["k"]), b, _peak(spec, c["dtype"]),
+                      np.asarray(2.0 * c["n"] * c["k"], dtype=float),
+                      resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes))
     if op == "attention_prefill":
         f = rf.prefill_attention_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["head_dim"], c["window"])
         b = rf.prefill_attention_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_heads"], c["head_dim"],
@@ -78,7 +81,8 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         heads = np.maximum(np.asarray(c["heads"], dtype=float), 1.0)
         return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
                       np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"], dtype=float), units,
-                      rf.decode_issued_heads(c["heads"], c["kv_heads"]) / heads)
+                      rf.decode_issued_heads(c["heads"], c["kv_heads"]) / heads,
+                      rf.l2_resident_fraction(b, spec.l2_cache_bytes))
     if op == "mla_prefill":
         f = rf.mla_prefill_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"])
         b = rf.mla_prefill_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"],
@@ -101,7 +105,8 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
 def model_time(cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: Any = 0.0) -> np.ndarray:
     """Seconds under parameters ``p`` (rows of ``RooflineParams.as_array``)."""
     flops = (cnt.flops + cnt.row_flops * pad_rows) * cnt.issue_scale
-    return rf.roofline_time(flops, cnt.nbytes, cnt.peak_flops_per_s, bandwidth_bytes_per_s, p, cnt.units)
+    return rf.roofline_time(flops, cnt.nbytes, cnt.peak_flops_per_s, bandwidth_bytes_per_s, p, cnt.units,
+                            cnt.resident)
 
 
 def param_labels(op: str, c: Cols) -> Any:
@@ -136,7 +141,7 @@ def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams,
         return prm.as_array(), np.asarray(prm.pad_rows), np.asarray(has(str(keys)))
     arr = np.asarray(keys).astype(str)
     names, inverse = np.unique(arr, return_inverse=True)
-    stack = np.stack([pick(str(n)).as_array() for n in names], axis=1)  # (6, n_names)
+    stack = np.stack([pick(str(n)).as_array() for n in names], axis=1)  # (7, n_names)
     pads = np.array([pick(str(n)).pad_rows for n in names])
     found = np.array([has(str(n)) for n in names])
     inv = inverse.reshape(arr.shape)

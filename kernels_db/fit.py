@@ -29,15 +29,17 @@ from kernels_db.tables import KernelTable
 ROOFLINE_FAMILIES: Final[tuple[str, ...]] = ("gemm", "attention_prefill", "attention_decode", "mla_prefill",
                                              "mla_decode", "moe", "memcpy")
 # log-space bounds: launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, pad_rows,
-# parallel_half_units
-LOWER: Final[np.ndarray] = np.log([1e-7, 1e-3, 1.0, 0.02, 1.0, 0.01, 1e-3])
-UPPER: Final[np.ndarray] = np.log([2e-4, 1.0, 1e13, 1.2, 1e10, 1e5, 1e4])
+# parallel_half_units, cache_speedup (up to 10x: L2 vs DRAM bandwidth, e.g. ~5.5 vs 0.86 TB/s on L40S)
+LOWER: Final[np.ndarray] = np.log([1e-7, 1e-3, 1.0, 0.02, 1.0, 0.01, 1e-3, 1.0])
+UPPER: Final[np.ndarray] = np.log([2e-4, 1.0, 1e13, 1.2, 1e10, 1e5, 1e4, 10.0])
 PADDED: Final[frozenset[str]] = frozenset({"gemm", "attention_prefill", "attention_decode"})
 OCCUPANCY: Final[frozenset[str]] = frozenset({"attention_decode"})
+CACHED: Final[frozenset[str]] = frozenset({"gemm", "attention_decode"})  # read a re-usable working set
 PAD_STARTS: Final[tuple[float, ...]] = (1.0, 64.0, 4096.0)  # several starts: the max() has kinks
 UNIT_STARTS: Final[tuple[float, ...]] = (0.1, 4.0)
+CACHE_START: Final[float] = 2.0
 ROBUST_SCALE: Final[float] = 0.1  # soft-L1 loss: residuals past ~10% count linearly (outliers)
-N_PARAMS: Final[int] = 7
+N_PARAMS: Final[int] = 8
 
 
 def ape_pct(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -57,19 +59,20 @@ def fit_error(predicted: np.ndarray, measured: np.ndarray) -> FitError:
 def _free(op: str) -> np.ndarray:
     """Indices of the parameters fitted for ``op`` (the others stay 0)."""
     idx = [0, 1, 2, 3, 4] + ([5] if op in PADDED else []) + ([6] if op in OCCUPANCY else [])
-    return np.array(idx)
+    return np.array(idx + ([7] if op in CACHED else []))
 
 
 def _params_from(v: np.ndarray) -> RooflineParams:
     r = [float(f"{x:.4g}") for x in v]
     return RooflineParams(launch_s=r[0], compute_eff=r[1], compute_half_flops=r[2], memory_eff=r[3],
-                          memory_half_bytes=r[4], pad_rows=r[5], parallel_half_units=r[6])
+                          memory_half_bytes=r[4], pad_rows=r[5], parallel_half_units=r[6],
+                          cache_speedup=max(r[7], 1.0))
 
 
 def _starts(op: str) -> list[np.ndarray]:
     d = DEFAULT_PARAMS[op]
     base = np.log([d.launch_s, d.compute_eff, max(d.compute_half_flops, 1.0), d.memory_eff,
-                   max(d.memory_half_bytes, 1.0), 1.0, 1.0])
+                   max(d.memory_half_bytes, 1.0), 1.0, 1.0, CACHE_START])
     out = []
     for pad0 in PAD_STARTS if op in PADDED else (1.0,):
         for units0 in UNIT_STARTS if op in OCCUPANCY else (1.0,):
@@ -91,7 +94,7 @@ def fit_roofline_params(op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: f
 
     def resid(x: np.ndarray) -> np.ndarray:
         v = full(x)
-        return np.log(costs.model_time(cnt, np.append(v[:5], v[6]), bw, v[5])) - np.log(latency_s)
+        return np.log(costs.model_time(cnt, np.append(v[:5], v[6:]), bw, v[5])) - np.log(latency_s)
 
     best = None
     for x0 in _starts(op):

@@ -34,11 +34,15 @@ class RooflineParams(BaseModel):
     parallel_half_units: float = Field(
         default=0.0, ge=0, description="Decode attention: parallel work units (batch x kv heads) at which the "
         "achieved bandwidth is half its maximum; 0 = bandwidth always saturated.")
+    cache_speedup: float = Field(
+        default=1.0, ge=1.0, description="Decode attention: how many times faster than DRAM a working set "
+        "resident in the GPU's last-level cache (``l2_cache_bytes``) is read; 1 = no cache term.")
 
     def as_array(self) -> np.ndarray:
-        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, parallel_half_units)."""
+        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, parallel_half_units,
+        cache_speedup)."""
         return np.array([self.launch_s, self.compute_eff, self.compute_half_flops, self.memory_eff,
-                         self.memory_half_bytes, self.parallel_half_units])
+                         self.memory_half_bytes, self.parallel_half_units, self.cache_speedup])
 
 
 class CommParams(BaseModel):

@@ -6,7 +6,9 @@ The ``*_half`` terms make efficiency grow with size (eff = eff_max * x / (x + x_
 time monotone in every size. ``units`` counts the independent pieces of work a kernel can spread over
 the SMs (decode attention: batch x kv heads); with few of them the achieved bandwidth is
 units / (units + U_half) of its maximum. The bytes scale with the units at fixed shape, so the time
-still never falls as the batch grows. Counts follow the standard forms: GEMM 2mnk; causal prefill attention
+still never falls as the batch grows. A working set that fits the last-level cache (``resident``
+fraction, ``l2_resident_fraction``) is read ``cache_speedup`` times faster than from DRAM; the cached
+share only falls as the bytes grow, so the time stays monotone. Counts follow the standard forms: GEMM 2mnk; causal prefill attention
 4·b·h·d·(c·s + s²/2) for chunk s over prior context c (FlashAttention-2 paper, arXiv 2307.08691);
 decode attention reads the KV of every context.
 """
@@ -23,6 +25,12 @@ DTYPE_BYTES: Final[dict[str, float]] = {
 }
 OUT_BYTES: Final[float] = 2.0  # GEMM / attention outputs are written in 16-bit
 DECODE_MMA_ROWS: Final[float] = 16.0  # M rows of the mma.m16n8k16 tile (PTX ISA, "Matrix shape")
+# ASSUMPTION: steepness of the loss of cache residency around the cache size. A benchmark re-reads the
+# same working set; under (near-)LRU replacement a cyclic sweep larger than the cache misses almost
+# every line, so residency drops steeply: 1 / (1 + (bytes / cache)^4) keeps 94% at half the cache
+# and 6% at twice it. Supported by the L40S (96 MB L2) decode tables: 67 MB reads at 2.4 TB/s, 268 MB
+# at 0.65 TB/s (GDDR6 peak 0.864 TB/s).
+CACHE_RESIDENCY_POWER: Final[float] = 4.0
 
 
 def dtype_bytes(dtype: np.ndarray | str) -> np.ndarray:
@@ -33,12 +41,28 @@ def dtype_bytes(dtype: np.ndarray | str) -> np.ndarray:
     return np.array([DTYPE_BYTES[str(n)] for n in names])[inverse].reshape(np.shape(dtype))
 
 
+def l2_resident_fraction(nbytes: ArrayLike, cache_bytes: float | None) -> np.ndarray:
+    """Share of a re-read working set of ``nbytes`` found in a cache of ``cache_bytes`` (0 if unknown):
+    1 / (1 + (nbytes / cache)^CACHE_RESIDENCY_POWER), non-increasing in ``nbytes``."""
+    if not cache_bytes:
+        return np.zeros(np.shape(nbytes))
+    return np.asarray(1.0 / (1.0 + np.power(np.asarray(nbytes, dtype=float) / cache_bytes, CACHE_RESIDENCY_POWER)))
+
+
+def cached_read_factor(resident: ArrayLike, cache_speedup: ArrayLike) -> np.ndarray:
+    """DRAM-equivalent bytes per byte read when a ``resident`` share is read ``cache_speedup`` times faster."""
+    return np.asarray(1.0 - np.asarray(resident) * (1.0 - 1.0 / np.maximum(cache_speedup, 1.0)))
+
+
 def roofline_time(flops: ArrayLike, nbytes: ArrayLike, peak_flops_per_s: ArrayLike,
-                  bandwidth_bytes_per_s: float, p: np.ndarray, units: ArrayLike = np.inf) -> np.ndarray:
+                  bandwidth_bytes_per_s: float, p: np.ndarray, units: ArrayLike = np.inf,
+                  resident: ArrayLike = 0.0) -> np.ndarray:
     """Seconds of one op. ``p`` rows: launch_s, compute_eff, compute_half_flops, memory_eff,
-    memory_half_bytes, parallel_half_units (each broadcastable against the sizes); ``units`` >= 1."""
+    memory_half_bytes, parallel_half_units, cache_speedup (each broadcastable against the sizes);
+    ``units`` >= 1; ``resident`` = cached share of the bytes (``l2_resident_fraction``)."""
     compute = (flops + p[2]) / (peak_flops_per_s * p[1])
-    memory = (nbytes * (1.0 + p[5] / units) + p[4]) / (bandwidth_bytes_per_s * p[3])
+    dram_bytes = nbytes * (1.0 + p[5] / units) * cached_read_factor(resident, p[6])
+    memory = (dram_bytes + p[4]) / (bandwidth_bytes_per_s * p[3])
     return np.asarray(p[0] + np.maximum(compute, memory))
 
 

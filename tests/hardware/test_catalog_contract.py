@@ -221,7 +221,7 @@ def _csv_rows() -> list[dict[str, str]]:
 def _our_value(spec: GpuSpec, name: str) -> float | None:
     m = re.fullmatch(r"peak_dense_(\w+?)_tensor", name)
     if m:
-        return spec.peak_flops_per_s.get(m.group(1))  # type: ignore[call-overload]
+        return spec.peak_flops_per_s.get(m.group(1))  # type: ignore[arg-type]
     return {
         "memory_bandwidth_peak": spec.hbm_bandwidth_bytes_per_s,
         "power_tdp": spec.power_watts,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hardware.catalog import get_gpu
@@ -19,17 +20,30 @@ pytestmark = pytest.mark.validation
 TARGET_FAMILIES = ("gemm", "attention_prefill", "attention_decode", "comm_all_reduce")
 GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "a100_sxm", "l40s")
 LOO_MEDIAN_PCT, LOO_P90_PCT, FITTED_MEDIAN_PCT = 5.0, 15.0, 15.0
-# Known misses, each with a ceiling that catches regressions (median, p90 of the LOO error, %).
-# Decode attention: the measured grid is coarse (KV length x4-x8 per step) with kernel switches and
-# L2-resident working sets between points, so the fitted model's residuals are uncorrelated between
-# neighbours and no interpolant beats the model itself by much. L40S: GEMM and prefill tails sit at
-# kernel switches; its NCCL numbers are suspicious per ../shared/validation/README.md (PCIe, ~1.5 GB/s).
-KNOWN_LOO_MISSES: dict[tuple[str, str], tuple[float, float]] = {
-    **{("attention_decode", g): (13.0, 35.0) for g in ("h100_sxm", "h200_sxm", "b200_sxm", "a100_sxm")},
-    ("attention_decode", "l40s"): (20.0, 110.0),
-    ("gemm", "l40s"): (5.0, 21.0),
-    ("attention_prefill", "l40s"): (5.0, 18.0),
-    ("comm_all_reduce", "l40s"): (5.0, 19.0),
+# Known misses, each with a ceiling just above today's value that catches regressions (median, p90
+# of the LOO error, %); every other (family, GPU) must meet the targets above.
+# Decode attention: the measured grid is coarse (KV length x4-x8 per step, batch x4-x8) and TRT-LLM
+# switches kernels in between (single-block vs multi-block split-KV: +5 us from KV 128 to 1024 at
+# batch 1), so the residuals of the fitted model are uncorrelated between neighbours: interpolating
+# along batch, along KV, along constant batch x KV (only 32 nodes have such neighbours) or in
+# log(bytes) all stay at 7-13% median. The L2 term (working sets under ``l2_cache_bytes`` read faster)
+# took L40S from 15.6/97 to 8.9/29.
+DECODE_SWITCHES = "decode: kernel switches between coarse grid points"
+# L40S GEMM: the measured latencies at m <= 128 are not monotone in m (n=k=4096 bf16: m=1 44 us,
+# m=2 24 us, m=64 42 us, m=128 29 us; 12288x4096 bf16: m=32 79 us, m=64 54 us, m=128 100 us), so the
+# LOO estimate between two neighbours misses by up to 2x (see test_l40s_gemm_measurements_are_not_monotone).
+# L40S all-reduce: ../shared/validation/README.md flags the L40S NCCL numbers as suspicious; at 8 GPUs
+# doubling the message triples the time twice (1 -> 2 MB: 0.86 -> 2.6 ms; 64 -> 128 MB: 55 -> 162 ms).
+# L40S prefill: p90 16.3% at kernel switches of the fallback (non-Hopper) FMHA, not yet explained.
+KNOWN_LOO_MISSES: dict[tuple[str, str], tuple[float, float, str]] = {
+    ("attention_decode", "h100_sxm"): (10.5, 24.5, DECODE_SWITCHES),
+    ("attention_decode", "h200_sxm"): (11.5, 25.5, DECODE_SWITCHES),
+    ("attention_decode", "b200_sxm"): (7.5, 17.5, DECODE_SWITCHES),
+    ("attention_decode", "a100_sxm"): (13.0, 28.0, DECODE_SWITCHES),
+    ("attention_decode", "l40s"): (9.5, 30.0, DECODE_SWITCHES),
+    ("gemm", "l40s"): (LOO_MEDIAN_PCT, 21.0, "measured latencies not monotone in m at small m"),
+    ("attention_prefill", "l40s"): (LOO_MEDIAN_PCT, 17.0, "fallback FMHA kernel switches"),
+    ("comm_all_reduce", "l40s"): (LOO_MEDIAN_PCT, 19.0, "README: L40S NCCL numbers suspicious"),
 }
 
 
@@ -46,8 +60,22 @@ def test_loo_and_fitted_targets(all_groups: dict, op: str, gpu: str) -> None:
     loo, fit = all_groups[(op, gpu, "loo_interpolation")], all_groups[(op, gpu, "fitted")]
     assert loo["n"] > 40, loo
     assert fit["median_ape_pct"] <= FITTED_MEDIAN_PCT, fit
-    median, p90 = KNOWN_LOO_MISSES.get((op, gpu), (LOO_MEDIAN_PCT, LOO_P90_PCT))
-    assert loo["median_ape_pct"] <= median and loo["p90_ape_pct"] <= p90, loo
+    median, p90, reason = KNOWN_LOO_MISSES.get((op, gpu), (LOO_MEDIAN_PCT, LOO_P90_PCT, ""))
+    assert loo["median_ape_pct"] <= median and loo["p90_ape_pct"] <= p90, (reason, loo)
+
+
+def test_l40s_gemm_measurements_are_not_monotone(validation_kernels: Path) -> None:
+    """The data defect behind the L40S GEMM exception: among rows of one (n, k, dtype), the latency
+    often falls by > 25% when m doubles at m <= 128 on L40S, and almost never on H100."""
+    def drops(gpu: str) -> int:
+        t = read_folder(validation_kernels).tables[gpu]["gemm"]
+        k = t.keys
+        order = np.lexsort((k["m"], k["k"], k["n"], k["dtype"]))
+        m, lat = k["m"][order], t.latency_s[order]
+        same = (k["n"][order][1:] == k["n"][order][:-1]) & (k["k"][order][1:] == k["k"][order][:-1]) & \
+            (k["dtype"][order][1:] == k["dtype"][order][:-1]) & (m[1:] <= 128)
+        return int(np.sum(same & (lat[1:] < 0.75 * lat[:-1])))
+    assert drops("l40s") >= 8 and drops("h100_sxm") <= 1
 
 
 @pytest.mark.parametrize("gpu", ["h200", "a100"])
