@@ -165,6 +165,8 @@ def spec_used(spec: GpuSpec) -> dict[str, float]:
     """The spec numbers the efficiencies are relative to (recorded with the fit)."""
     out = {f"peak_flops_per_s.{d}": float(v) for d, v in sorted(spec.peak_flops_per_s.items())}
     out["hbm_bandwidth_bytes_per_s"] = spec.hbm_bandwidth_bytes_per_s
+    if spec.l2_cache_bytes:
+        out["l2_cache_bytes"] = spec.l2_cache_bytes
     return out
 
 
