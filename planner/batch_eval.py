@@ -24,6 +24,7 @@ import numpy as np
 from hardware.spec import GpuSpec
 from planner import memory_batch, queueing
 from planner.engine_calibration import EngineCalibration, engine
+from planner.kernels_adapter import default_pricer
 from planner.memory import KV_BYTES, WEIGHT_BYTES
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays
@@ -35,7 +36,7 @@ from planner.serving import (
     solve_agg,
     solve_disagg,
 )
-from planner.step_model import OpPricer, RooflinePricer
+from planner.step_model import OpPricer
 from planner.workload import Workload
 
 WEIGHT_QUANTS: tuple[str, ...] = ("bf16", "fp8", "fp4", "int4")
@@ -121,7 +122,8 @@ def parallel_arrays(gpu: GpuSpec, tp: np.ndarray, pp: np.ndarray, dp: np.ndarray
     wbytes = np.array([WEIGHT_BYTES[q] for q in WEIGHT_QUANTS])[wq_i]
     kvbytes = np.array([KV_BYTES[q] for q in KV_DTYPES])[kv_i]
     peaks = np.array([gpu.peak_flops(GEMM_DTYPE[q]) for q in WEIGHT_QUANTS])[wq_i]
-    return ParallelArrays(tp, pp, dp, ep, wbytes, kvbytes, peaks)
+    dtypes = np.array([GEMM_DTYPE[q] for q in WEIGHT_QUANTS])[wq_i]
+    return ParallelArrays(tp, pp, dp, ep, wbytes, kvbytes, peaks, dtypes)
 
 
 def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s: float) -> LoadArrays:
@@ -140,7 +142,7 @@ def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s
     )
 
 
-def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray, workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float) -> WorkerArrays:
+def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray, workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float | np.ndarray) -> WorkerArrays:
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
     return WorkerArrays(par, seqs, chunk, cap, np.full(k, cal.kernel_scale.value), np.full(k, cal.step_overhead_s.value), workers, np.full(k, cal.burst_fraction.value))
@@ -156,12 +158,18 @@ def percentiles(s: ServingArrays) -> dict[str, np.ndarray]:
     return out
 
 
+def op_pricer(gpu: GpuSpec, pricer: OpPricer | None = None) -> OpPricer:
+    """The op pricer ``evaluate_batch`` uses on ``gpu``: ``pricer`` when given, else the default."""
+    return pricer or default_pricer(gpu)
+
+
 def evaluate_batch(
     m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, w: Workload, *, backend: str = "vllm",
-    pricer: OpPricer | None = None, gpu_memory_utilization: float = 0.9, calibration: EngineCalibration | None = None,
+    pricer: OpPricer | None = None, gpu_memory_utilization: float | np.ndarray = 0.9, calibration: EngineCalibration | None = None,
 ) -> ResultArrays:
-    """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass."""
-    pricer = pricer or RooflinePricer(gpu)
+    """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
+    (``gpu_memory_utilization``: one value, or one per candidate, shape (K,))."""
+    pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
     conc = np.where(np.isfinite(c.concurrency), c.concurrency, w.concurrency if w.concurrency else np.nan)
@@ -170,7 +178,8 @@ def evaluate_batch(
     disagg = c.mode.astype(bool) if c.mode.size else np.zeros(k, dtype=bool)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     dec = _worker(m, gpu, dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens, cal, gpu_memory_utilization)
-    agg_load = LoadArrays(**{f: getattr(load, f) / (c.workers if f == "concurrency" else 1.0) for f in LoadArrays.__dataclass_fields__})
+    # replicas share the clients (closed loop) or the arrivals (open loop) evenly
+    agg_load = LoadArrays(**{f: getattr(load, f) / (c.workers if f in ("concurrency", "rate_per_s") else 1.0) for f in LoadArrays.__dataclass_fields__})
     res = solve_agg(m, pricer, dec, agg_load)
     gpus = c.tp * c.pp * c.dp * c.workers
     fits = dec.seq_capacity >= 1

@@ -21,10 +21,11 @@ from planner.batch_eval import (
 )
 from planner.deployment import Parallelism, WorkerConfig
 from planner.engine_calibration import engine
+from planner.kernels_adapter import default_pricer
 from planner.memory import MemoryPlan, plan_memory
 from planner.model_spec import ModelSpec
-from planner.opgraph import StepMix
-from planner.step_model import KINDS_WITH_OVERHEAD, RooflinePricer, price_step
+from planner.opgraph import ParallelArrays, StepMix, step_ops
+from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, price_step
 from planner.workload import Workload
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -61,6 +62,8 @@ class Estimate(BaseModel):
     memory: MemoryPlan
     prefill_memory: MemoryPlan | None = None
     provenance: dict[str, str] = Field(description="Op or constant -> where its number came from.")
+    provenance_mix: dict[str, float] = Field(default_factory=dict, description="Share of the decode-worker step's kernel time per provenance "
+                                             "(measured / interpolated / fitted / roofline_uncalibrated).")
 
 
 def _pct(mean: np.ndarray, p50: np.ndarray, p90: np.ndarray, p99: np.ndarray) -> Percentiles:
@@ -73,21 +76,32 @@ def _memory(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, wl: Workload) -> Memory
                        gpu_memory_utilization=w.gpu_memory_utilization, isl=int(wl.isl.mean), osl=int(wl.osl.mean))
 
 
-def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode_batch: float, ctx: float) -> tuple[dict[str, float], dict[str, str]]:
+def provenance_mix(m: ModelSpec, par: ParallelArrays, mix: StepMix, pricer: OpPricer) -> dict[str, float]:
+    """Share of one step's kernel time (candidate 0) priced from each provenance tier."""
+    times: dict[str, float] = {}
+    for op in step_ops(m, par, mix):
+        t, tag = pricer.price(op)
+        times[tag] = times.get(tag, 0.0) + float(t[0]) * op.count
+    total = sum(times.values()) or 1.0
+    return {tag: v / total for tag, v in sorted(times.items())}
+
+
+def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode_batch: float, ctx: float) -> tuple[dict[str, float], dict[str, str], dict[str, float]]:
     cal = engine(backend)
     p = w.parallel
     one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
     par = parallel_arrays(gpu, one[0], one[1], one[2], one[3],
                           np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
     z = np.zeros(1)
-    cost = price_step(m, par, StepMix(np.array([max(decode_batch, 1.0)]), np.array([ctx]), z, z, z), RooflinePricer(gpu),
+    mix = StepMix(np.array([max(decode_batch, 1.0)]), np.array([ctx]), z, z, z)
+    cost = price_step(m, par, mix, default_pricer(gpu),
                       kernel_scale=cal.kernel_scale.value, overhead_s=cal.step_overhead_s.value)
     total = float(cost.time_s[0])
     shares = {k: float(cost.by_kind_s[i, 0]) / total for i, k in enumerate(KINDS_WITH_OVERHEAD)}
     prov = {f"op:{name}": src for name, src in cost.provenance}
     for field in ("step_overhead_s", "kernel_scale", "request_overhead_s", "burst_fraction"):
         prov[f"{backend}.{field}"] = getattr(cal, field).source
-    return shares, prov
+    return shares, prov, provenance_mix(m, par, mix, default_pricer(gpu))
 
 
 def estimate(
@@ -110,7 +124,7 @@ def estimate(
     r = evaluate_batch(m, gpu, c, wl, backend=backend, gpu_memory_utilization=main.gpu_memory_utilization)
     if r.infeasible_reason[0] == 1:
         raise InfeasibleError("memory", f"{m.name} leaves no room for one sequence of KV on {gpu.name}", binding_constraint="memory")
-    shares, prov = _breakdown(m, gpu, main, backend, float(r.decode_batch[0]), wl.isl.mean + wl.osl.mean / 2)
+    shares, prov, pmix = _breakdown(m, gpu, main, backend, float(r.decode_batch[0]), wl.isl.mean + wl.osl.mean / 2)
     return Estimate(
         model=m.name, gpu=gpu.name, backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
         ttft_ms=_pct(r.ttft_mean_s, r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s),
@@ -118,5 +132,5 @@ def estimate(
         output_tok_s_per_gpu=float(r.output_tok_s_per_gpu[0]), output_tok_s_per_user=float(r.output_tok_s_per_user[0]),
         requests_per_s=float(r.requests_per_s[0]), decode_batch=float(r.decode_batch[0]),
         prefill_utilization=float(r.prefill_utilization[0]), kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
-        step_breakdown=shares, memory=mem, prefill_memory=pmem, provenance=prov,
+        step_breakdown=shares, memory=mem, prefill_memory=pmem, provenance=prov, provenance_mix=pmix,
     )

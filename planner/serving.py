@@ -25,7 +25,9 @@ from planner.opgraph import ParallelArrays, StepMix
 from planner.step_model import OpPricer, step_time
 
 FIXED_POINT_ITERS = 14
-"""Damped iterations of the closed-loop fixed point (relative change < 1e-4 by then in practice)."""
+"""Most damped iterations of the closed-loop fixed point (relative change < 1e-4 by then in practice)."""
+FIXED_POINT_RTOL = 2e-3
+"""Stop early once every candidate's throughput and step time moved less than this (relative)."""
 DAMPING = 0.5
 MIN_FREE_CHUNK = 64.0
 """Prefill tokens a step still admits when decode requests fill the chunk budget (engines always
@@ -161,6 +163,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     zero = np.zeros_like(ctx)
     t = _steps(m, pricer, w, [StepMix(n, ctx, zero, zero, zero)])[0]
     x = np.where(closed, n / (t * (dsteps + 1.0)), load.rate_per_s)
+    t_prev = t
     for _ in range(FIXED_POINT_ITERS):
         b = np.clip(x * dsteps * t, 0.0, cap)
         free = np.maximum(w.chunk_tokens - b, MIN_FREE_CHUNK)
@@ -175,7 +178,10 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         t_own = residual_step(t_dec, t_pre, f) + chunks * t_pre + load.request_overhead_s
         z = dsteps * t
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x)
-        x = x + DAMPING * (x_new - x)
+        x, x_old, t_old = x + DAMPING * (x_new - x), x, t_prev
+        t_prev = t
+        if _converged(x, x_old) and _converged(t, t_old):
+            break
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, wait_s=np.maximum(ttft - t_own, 0.0), prefill_rho=x * work,
@@ -183,6 +189,13 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         tpot_interference_s=np.maximum(t_pre - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
         interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=zero, saturated=saturated,
     )
+
+
+def _converged(new: np.ndarray, old: np.ndarray) -> bool:
+    """Every finite entry moved less than ``FIXED_POINT_RTOL`` (relative)."""
+    with np.errstate(invalid="ignore"):
+        moved = np.abs(new - old) > FIXED_POINT_RTOL * np.abs(old)
+    return not bool(np.any(moved & np.isfinite(old)))
 
 
 def kv_transfer_s(kv_bytes_per_gpu: np.ndarray, link_bw: np.ndarray) -> np.ndarray:

@@ -21,11 +21,12 @@ from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
 from planner.cli.output import print_json, render_table
 from planner.deployment import WorkerConfig
 from planner.engine_calibration import engine
+from planner.kernels_adapter import default_pricer
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.opgraph import StepMix
 from planner.serving import MIN_FREE_CHUNK
-from planner.step_model import RooflinePricer, step_time
+from planner.step_model import step_time
 from planner.workload import Workload
 
 TOKEN_BUCKET = 16
@@ -59,7 +60,7 @@ class _StepClock:
         p = w.parallel
         one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
         self.par = parallel_arrays(gpu, one[0], one[1], one[2], one[3], np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
-        self.m, self.pricer, self.cal, self.ctx = m, RooflinePricer(gpu), engine(backend), ctx
+        self.m, self.pricer, self.cal, self.ctx = m, default_pricer(gpu), engine(backend), ctx
         self.cache: dict[tuple[int, int, int], float] = {}
 
     def __call__(self, b: int, p: int, prompts: int) -> float:

@@ -1,0 +1,101 @@
+"""Price the ops of :mod:`planner.opgraph` through ``kernels_db`` (vectorized, with provenance).
+
+Each op carries its kernel shape (``Op.shape``) and kernels_db family (``Op.lookup``); this adapter
+calls ``KernelDB.for_gpu(gpu).price(family, **shape)`` once per op for all K candidates, so every op
+records where its time came from: ``measured`` / ``interpolated`` (a table of this GPU), ``fitted``
+(this GPU's fitted efficiency roofline, ``kernels_db/fitted/<gpu>.yaml``) or
+``roofline_uncalibrated``. Ops without a kernels_db family (linear-attention recurrences) fall back
+to :class:`planner.step_model.RooflinePricer`, tagged ``roofline_uncalibrated``.
+
+Adapter choices (kernels_db's API is used as is, nothing in kernels_db is changed):
+
+* An op reports the weakest provenance among its K candidates (a solver sweep mixes fitted dtypes
+  with unfitted ones; the tag must not overstate the evidence).
+* Grouped expert GEMMs: kernels_db prices the balanced load; the busiest EP rank's load factor
+  (``opgraph.moe_imbalance``) multiplies the time (the step waits for the slowest rank).
+* Collectives: one message per kernel (``Op.kernels``: dispatch + combine for all-to-all), over the
+  scale-up link inside the domain and the NIC ("ib") beyond it.
+* Ops with no work (no prefill tokens in a decode-only step) cost 0 s, not a kernel launch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hardware.spec import GpuSpec
+from kernels_db.comm import scale_up_link
+from kernels_db.lookup import PROVENANCE, KernelDB
+from planner.opgraph import Op
+from planner.step_model import RooflinePricer
+
+UNCALIBRATED = "roofline_uncalibrated"
+MESSAGE_DIVIDED: frozenset[str] = frozenset({"memcpy"})
+"""Families whose op bytes are split over ``Op.kernels`` equal kernels (priced one each, times kernels)."""
+PROVENANCE_RANK: dict[str, int] = {p: i for i, p in enumerate(PROVENANCE)}
+
+
+def weakest(tags: np.ndarray) -> str:
+    """The least calibrated provenance tag among ``tags`` (order of ``kernels_db.lookup.PROVENANCE``)."""
+    uniq = {str(t) for t in np.unique(tags)}
+    return max(uniq, key=lambda t: PROVENANCE_RANK.get(t, len(PROVENANCE)))
+
+
+class KernelDbPricer:
+    """:class:`planner.step_model.OpPricer` backed by ``kernels_db`` for one GPU."""
+
+    def __init__(self, gpu: GpuSpec) -> None:
+        self.gpu = gpu
+        self.db = KernelDB.for_gpu(gpu)
+        self.fallback = RooflinePricer(gpu)
+        self.link = scale_up_link(gpu)
+
+    def price(self, op: Op) -> tuple[np.ndarray, str]:
+        """Seconds per instance of ``op`` (shape (K,)) and its provenance."""
+        busy = (np.asarray(op.flops) > 0) | (np.asarray(op.nbytes) > 0)
+        if op.family == "comm":
+            t, tag = self._comm(op)
+        elif not op.lookup:
+            t, tag = self.fallback.price(op)[0], UNCALIBRATED
+        else:
+            t, tag = self._compute(op)
+        return np.where(busy, t, 0.0), tag
+
+    def _compute(self, op: Op) -> tuple[np.ndarray, str]:
+        shape = dict(op.shape)
+        scale = np.asarray(shape.pop("imbalance", 1.0), dtype=float)
+        if op.lookup in MESSAGE_DIVIDED:
+            shape["bytes"] = np.asarray(shape["bytes"], dtype=float)
+        cost = self.db.price(op.lookup, **shape)
+        reps = op.kernels if op.lookup in MESSAGE_DIVIDED else 1.0
+        return cost.seconds * scale * reps, weakest(cost.provenance)
+
+    def _comm(self, op: Op) -> tuple[np.ndarray, str]:
+        n = np.broadcast_to(np.asarray(op.n_gpus, dtype=float), np.shape(op.nbytes))
+        if op.collective == "none" or not np.any(n > 1):
+            return np.zeros(np.shape(op.nbytes)), PROVENANCE[0]
+        inside = n <= self.gpu.scale_up.domain_size
+        message = op.nbytes / op.kernels
+        if op.collective == "all_to_all":  # op bytes already exclude the rank's own share
+            message = message / np.maximum(1.0 - 1.0 / np.maximum(n, 1.0), 1e-9)
+        n_int = np.maximum(np.round(n), 1).astype(np.int64)
+        t = np.zeros(np.shape(op.nbytes))
+        tags: list[np.ndarray] = []
+        for link, sel in ((self.link, inside), ("ib", ~inside)):
+            if sel.any():
+                c = self.db.comm(op.collective, n_int[sel], message[sel], link)
+                t[sel] = c.seconds * op.kernels
+                tags.append(c.provenance[n_int[sel] > 1])
+        moved = np.concatenate(tags) if tags else np.array([PROVENANCE[0]])
+        return t, weakest(moved) if moved.size else PROVENANCE[0]
+
+
+_PRICERS: dict[tuple[str, int], KernelDbPricer] = {}
+
+
+def default_pricer(gpu: GpuSpec) -> KernelDbPricer:
+    """The kernels_db pricer of ``gpu``, cached per GPU spec object."""
+    key = (gpu.key, id(gpu))
+    pricer = _PRICERS.get(key)
+    if pricer is None:
+        pricer = _PRICERS[key] = KernelDbPricer(gpu)
+    return pricer
