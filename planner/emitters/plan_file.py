@@ -6,15 +6,15 @@ are kept in ``raw`` and ignored here, so the plan format can grow without breaki
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from planner.deployment import Deployment
 from planner.emitters.types import Workload
 from planner.errors import PlannerInputError
+from planner.plan_io import read_plan_json, validate_plan
 
 _PLAN = ConfigDict(frozen=True, extra="ignore")
 
@@ -39,22 +39,9 @@ class PlanFile(BaseModel):
     best: Best
 
 
-def _error_line(exc: ValidationError) -> PlannerInputError:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "plan"
-    if err["type"] == "missing":
-        return PlannerInputError("plan", f"not a plan file: missing field {where!r}")
-    return PlannerInputError(f"plan.{where}", err["msg"])
-
-
 def parse_plan(data: Any) -> PlanFile:
     """Validate a decoded plan; any problem is one PlannerInputError naming the field."""
-    if not isinstance(data, dict):
-        raise PlannerInputError("plan", f"not a plan file: expected a JSON object, got {type(data).__name__}")
-    try:
-        plan = PlanFile.model_validate(data)
-    except ValidationError as exc:
-        raise _error_line(exc) from None
+    plan = validate_plan(data, PlanFile)
     if plan.workload.concurrency is None and plan.workload.rate is None:
         raise PlannerInputError("plan.workload", "needs a concurrency or a rate to benchmark")
     return plan
@@ -62,12 +49,4 @@ def parse_plan(data: Any) -> PlanFile:
 
 def load_plan(path: str | Path) -> PlanFile:
     """Read a plan file from disk."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise PlannerInputError("plan", f"cannot read {path}: {exc.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlannerInputError("plan", f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
-    return parse_plan(data)
+    return parse_plan(read_plan_json(path, "plan"))

@@ -7,14 +7,13 @@ candidates and alternatives are flattened into one-level rows with dotted column
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from planner.errors import PlannerInputError
+from planner.plan_io import read_plan_json, validate_plan
 
 _LENIENT = ConfigDict(frozen=True, extra="ignore")
 _NUMBER_LIST_MAX = 8
@@ -61,22 +60,9 @@ class PlanView(BaseModel):
     raw: dict[str, Any] = Field(default_factory=dict, description="The whole decoded plan.")
 
 
-def _error(exc: ValidationError) -> PlannerInputError:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "plan"
-    if err["type"] == "missing":
-        return PlannerInputError("plan", f"not a plan file: missing field {where!r}")
-    return PlannerInputError(f"plan.{where}", err["msg"])
-
-
 def parse_plan(data: Any) -> PlanView:
     """Validate a decoded plan; any problem is one ``PlannerInputError`` naming the field."""
-    if not isinstance(data, dict):
-        raise PlannerInputError("plan", f"not a plan file: expected a JSON object, got {type(data).__name__}")
-    try:
-        view = PlanView.model_validate(data)
-    except ValidationError as exc:
-        raise _error(exc) from None
+    view = validate_plan(data, PlanView)
     alts = data.get("alternatives")
     alternatives = alts if isinstance(alts, dict) else {}
     return view.model_copy(update={"raw": data, "alternatives": alternatives})
@@ -84,15 +70,7 @@ def parse_plan(data: Any) -> PlanView:
 
 def load_plan(path: str | Path) -> PlanView:
     """Read and validate a plan file from disk."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise PlannerInputError("--plan", f"cannot read {path}: {exc.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlannerInputError("--plan", f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
-    return parse_plan(data)
+    return parse_plan(read_plan_json(path, "--plan"))
 
 
 def _cell(value: Any) -> Any:
