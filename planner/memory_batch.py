@@ -67,14 +67,14 @@ def activation_bytes(m: ModelSpec, p: ParallelArrays, chunk: np.ndarray, max_num
     return chunk * per_token + max_num_seqs * m.vocab_size / p.tp * 4.0
 
 
-def kv_budget_per_gpu(m: ModelSpec, gpu: GpuSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray, util: float) -> np.ndarray:
+def kv_budget_per_gpu(m: ModelSpec, gpu: GpuSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray, util: float | np.ndarray) -> np.ndarray:
     """Bytes left for KV on the fullest GPU (<= 0: does not fit)."""
     gpus = p.tp * p.pp * p.dp
     reserve = CUDA_CONTEXT_BYTES + CUDA_GRAPH_BYTES + NCCL_BYTES * (gpus > 1)
     return gpu.memory_bytes * util - weights_per_gpu(m, p) - activation_bytes(m, p, chunk, max_num_seqs) - reserve
 
 
-def seq_capacity(m: ModelSpec, gpu: GpuSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray, tokens: np.ndarray, util: float) -> np.ndarray:
+def seq_capacity(m: ModelSpec, gpu: GpuSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray, tokens: np.ndarray, util: float | np.ndarray) -> np.ndarray:
     """Sequences of ``tokens`` that fit in the worker's KV budget (0 when weights do not fit)."""
     budget = kv_budget_per_gpu(m, gpu, p, chunk, max_num_seqs, util)
     per_seq = np.maximum(seq_bytes_per_gpu(m, p, tokens), 1.0)

@@ -164,6 +164,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     t = _steps(m, pricer, w, [StepMix(n, ctx, zero, zero, zero)])[0]
     x = np.where(closed, n / (t * (dsteps + 1.0)), load.rate_per_s)
     t_prev = t
+    done, held = np.zeros(x.shape, dtype=bool), list[np.ndarray]()
     for _ in range(FIXED_POINT_ITERS):
         b = np.clip(x * dsteps * t, 0.0, cap)
         free = np.maximum(w.chunk_tokens - b, MIN_FREE_CHUNK)
@@ -180,22 +181,30 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x)
         x, x_old, t_old = x + DAMPING * (x_new - x), x, t_prev
         t_prev = t
-        if _converged(x, x_old) and _converged(t, t_old):
+        # each candidate keeps the state of the iteration where it converged, so a candidate's result
+        # does not depend on the others evaluated with it (a solver sweep equals K = 1 estimates)
+        state = (x, t, b, t_pre, t_dec, f, work, t_own, z, r)
+        now = ~done & _settled(x, x_old) & _settled(t, t_old)
+        held = [np.where(now, s, h) for s, h in zip(state, held or state, strict=True)]
+        done |= now
+        if done.all():
             break
+    x, t, b, t_pre, t_dec, f, work, t_own, z, r = (np.where(done, h, s) for h, s in zip(held, state, strict=True))
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, wait_s=np.maximum(ttft - t_own, 0.0), prefill_rho=x * work,
         tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
-        tpot_interference_s=np.maximum(t_pre - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
+        # the mean share of TPOT that mixed-in prefills add: a fraction f of steps carry one
+        tpot_interference_s=f * np.maximum(t_pre - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
         interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=zero, saturated=saturated,
     )
 
 
-def _converged(new: np.ndarray, old: np.ndarray) -> bool:
-    """Every finite entry moved less than ``FIXED_POINT_RTOL`` (relative)."""
+def _settled(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Entries that moved less than ``FIXED_POINT_RTOL`` (relative), or are not finite."""
     with np.errstate(invalid="ignore"):
         moved = np.abs(new - old) > FIXED_POINT_RTOL * np.abs(old)
-    return not bool(np.any(moved & np.isfinite(old)))
+    return ~(moved & np.isfinite(old))
 
 
 def kv_transfer_s(kv_bytes_per_gpu: np.ndarray, link_bw: np.ndarray) -> np.ndarray:

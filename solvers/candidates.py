@@ -1,28 +1,31 @@
 """Evaluate the search space of one GPU type into blocks of scored candidates (agg and disagg).
 
-A :class:`Block` holds one (GPU type, mode) slice: the workers it came from and flat arrays of the
-candidates' metrics and sizes, so the planner can filter, rank and describe them without loops.
+Every candidate is a whole deployment and is predicted by :func:`planner.batch_eval.evaluate_batch`,
+the same call ``planner estimate`` makes, so a plan's numbers are ``estimate``'s numbers. A
+:class:`Block` holds one (GPU type, mode) slice: the workers it came from, the deployment columns
+(replicas, clients) and the :class:`planner.batch_eval.ResultArrays` of its candidates.
 Load semantics (DESIGN.md, issue 6): no load -> every worker is swept over the closed-loop client
-levels of the space and replicated to fill ``max_gpus``; ``concurrency`` -> the N clients are split
-over the replicas (agg) or decode workers (disagg); ``rate`` -> each operating point is replicated
-to serve the rate (agg here; disagg worker counts come from the MILP in :mod:`solvers.pd_milp`).
+levels of the space and replicated to fill ``max_gpus``; ``concurrency`` -> the N clients are shared
+by the replicas (agg) or decode workers (disagg); ``rate`` -> each worker is replicated 1, 2, ...
+times and evaluated at the rate (agg; disagg worker counts come from :mod:`solvers.rate_pd`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from hardware.spec import GpuSpec
+from planner import memory_batch
+from planner.batch_eval import CandidateArrays, ResultArrays, evaluate_batch, parallel_arrays
 from planner.model_spec import ModelSpec
-from solvers.disagg import PhaseSet, Units, build_units
-from solvers.memory_vec import memory_arrays, shard_terms
-from solvers.perf import Engine, LatencyArrays, agg_metrics, decode_metrics, prefill_metrics
+from planner.workload import Workload, fixed
 from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
 
 DECODE_CHUNK_TOKENS = 2048
 """max_num_batched_tokens of decode-only workers (they never prefill; the budget only bounds activations)."""
+PERCENTILE_FIELDS: tuple[str, ...] = ("mean", "p50", "p90", "p99")
 
 
 @dataclass(frozen=True)
@@ -33,108 +36,134 @@ class Load:
     osl: int
     rate_per_s: float | None = None
     concurrency: int | None = None
+    backend: str = "vllm"
+
+    def workload(self) -> Workload:
+        """The planner workload (closed loop unless a rate is given; candidates carry their clients)."""
+        if self.rate_per_s is not None:
+            return fixed(self.isl, self.osl, rate_per_s=self.rate_per_s)
+        return fixed(self.isl, self.osl, concurrency=self.concurrency or 1)
+
+
+@dataclass(frozen=True)
+class Units:
+    """Disaggregated deployments: indices into the prefill / decode worker sets and worker counts."""
+
+    p: np.ndarray
+    d: np.ndarray
+    x: np.ndarray  # prefill workers
+    y: np.ndarray  # decode workers
 
 
 @dataclass(frozen=True)
 class Block:
-    """Scored candidates of one GPU type and mode."""
+    """Scored candidates of one GPU type and mode (arrays of length ``size``)."""
 
     mode: Mode
     gpu: GpuSpec
-    metrics: LatencyArrays  # per unit (agg: one worker)
+    res: ResultArrays  # predictions of each whole deployment
+    concurrency: np.ndarray  # closed-loop clients of the deployment (NaN: open loop at the rate)
     clients: np.ndarray  # per worker (agg) / per decode worker (disagg)
-    unit_gpus: np.ndarray
-    replicas: np.ndarray
+    replicas: np.ndarray  # agg workers (1 for disagg: worker counts are in ``units``)
     workers: Workers | None = None  # agg
     units: Units | None = None  # disagg
-    prefill: PhaseSet | None = None
-    decode: PhaseSet | None = None
+    prefill: Workers | None = None
+    decode: Workers | None = None
     evaluated: int = 0
     memory_pruned: int = 0
-    extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
-        return int(self.unit_gpus.size)
+        return int(self.res.gpus.size)
 
     @property
-    def total_gpus(self) -> np.ndarray:
-        return self.unit_gpus * self.replicas
+    def limit(self) -> np.ndarray:
+        """Requests a worker would run if KV memory were unlimited (clients or max_num_seqs)."""
+        w = self.workers if self.mode == "agg" else self.decode
+        assert w is not None
+        seqs = w.max_num_seqs if self.units is None else w.max_num_seqs[self.units.d]
+        return np.minimum(self.clients, seqs).astype(float)
 
 
-def fitting_workers(m: ModelSpec, gpu: GpuSpec, space: SearchSpace, gi: int, isl: int, osl: int,
-                    **over: tuple) -> tuple[Workers, np.ndarray, np.ndarray, int]:
-    """Enumerate workers, prune by memory: (fitting workers, KV concurrency cap, KV bytes/token, enumerated)."""
+def percentile_ms(res: ResultArrays, metric: str, percentile: str) -> np.ndarray:
+    """``ttft`` or ``tpot`` at ``mean``/``p50``/``p90``/``p99``, milliseconds."""
+    return np.asarray(getattr(res, f"{metric}_{percentile}_s")) * 1e3
+
+
+def capacity(m: ModelSpec, gpu: GpuSpec, tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, ep: np.ndarray,
+             c: CandidateArrays, chunk: np.ndarray, tokens: float, util: np.ndarray) -> np.ndarray:
+    """Sequences of ``tokens`` one worker of this split holds (planner.memory_batch, as evaluate_batch checks)."""
+    par = parallel_arrays(gpu, tp, pp, dp, ep, c.weight_quant, c.kv_dtype)
+    return memory_batch.seq_capacity(m, gpu, par, chunk, c.max_num_seqs, np.full(len(c), float(tokens)), util)
+
+
+def seq_capacity(m: ModelSpec, gpu: GpuSpec, w: Workers, tokens: float) -> np.ndarray:
+    """Sequences of ``tokens`` each worker holds."""
+    c = CandidateArrays.from_lists(**w.columns())
+    return capacity(m, gpu, c.tp, c.pp, c.dp, c.ep, c, c.max_num_batched_tokens, tokens, w.mem_frac)
+
+
+def fitting_workers(m: ModelSpec, gpu: GpuSpec, space: SearchSpace, gi: int, tokens: float,
+                    **over: tuple) -> tuple[Workers, int]:
+    """Enumerate workers and prune by memory: (workers holding one sequence of ``tokens``, enumerated)."""
     w = enumerate_workers(m, space, gi, gpu.scale_up.domain_size, **over)
     if w.size == 0:
-        return w, np.zeros(0, int), np.zeros(0), 0
-    terms = shard_terms(m, w, isl, osl)
-    mem = memory_arrays(np.full(w.size, gpu.memory_bytes), w, terms)
-    keep = mem.fits
-    return w.take(keep), mem.max_concurrency[keep], terms.transfer_kv_per_token[keep], w.size
+        return w, 0
+    return w.take(seq_capacity(m, gpu, w, tokens) >= 1), w.size
+
+
+def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: np.ndarray) -> ResultArrays:
+    """``evaluate_batch`` on candidate columns (see :class:`planner.batch_eval.CandidateArrays`).
+
+    max_num_seqs and the memory fraction reach the serving model only through the engine's slot cap
+    min(max_num_seqs, KV capacity) and the fit flags, so candidates equal in every other column and in
+    those are predicted once and share the answer (each keeps its own KV capacity); since the serving
+    model treats candidates independently, this equals evaluating each one alone.
+    """
+    c = CandidateArrays.from_lists(**cols)
+    util = np.broadcast_to(np.asarray(util, dtype=float), (len(c),))
+    dec_cap = capacity(m, gpu, c.tp, c.pp, c.dp, c.ep, c, c.max_num_batched_tokens, load.isl + load.osl, util)
+    pre_cap = capacity(m, gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c,
+                       c.prefill_max_num_batched_tokens, load.isl + 1, util)
+    slots = np.maximum(np.minimum(c.max_num_seqs, dec_cap), 1.0)
+    fields = [f for f in CandidateArrays.__dataclass_fields__ if f != "max_num_seqs"]
+    key = np.stack([np.nan_to_num(getattr(c, f), nan=-1.0) for f in fields] +
+                   [slots, dec_cap >= 1, (c.mode == 0) | (pre_cap >= 1)], axis=1)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    sub = CandidateArrays(**{f: getattr(c, f)[first] for f in CandidateArrays.__dataclass_fields__})
+    r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[first])
+    out = {f: getattr(r, f)[inv.ravel()] for f in ResultArrays.__dataclass_fields__}
+    return ResultArrays(**{**out, "seq_capacity": dec_cap})
 
 
 def _agg_levels(w: Workers, space: SearchSpace, load: Load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(worker index, clients per worker, replicas) of every agg operating point."""
+    """(worker index, deployment clients (NaN = open loop), replicas) of every agg operating point."""
     gpw = w.gpus_per_worker
-    if load.concurrency is None:
+    if load.concurrency is None and load.rate_per_s is None:
         levels = np.array(space.concurrency_per_worker)
         idx = np.repeat(np.arange(w.size), levels.size)
         clients = np.tile(levels, w.size)
-        return idx, clients, np.maximum(space.max_gpus // gpw[idx], 1)
+        keep = clients <= w.max_num_seqs[idx]  # more clients than slots only wait outside the engine
+        idx, clients = idx[keep], clients[keep]
+        reps = np.maximum(space.max_gpus // gpw[idx], 1)
+        return idx, (clients * reps).astype(float), reps
     reps = np.arange(1, space.max_gpus + 1)
     idx = np.repeat(np.arange(w.size), reps.size)
     r = np.tile(reps, w.size)
-    keep = (r * gpw[idx] <= space.max_gpus) & (r <= load.concurrency)
-    idx, r = idx[keep], r[keep]
-    return idx, np.ceil(load.concurrency / r).astype(int), r
+    keep = r * gpw[idx] <= space.max_gpus
+    if load.concurrency is not None:
+        keep &= r <= load.concurrency
+    conc = np.nan if load.concurrency is None else float(load.concurrency)
+    return idx[keep], np.full(int(keep.sum()), conc), r[keep]
 
 
-def agg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, eng: Engine, load: Load) -> Block | None:
+def agg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load) -> Block | None:
     """Aggregated candidates of one GPU type."""
-    w, cap, _, n_enum = fitting_workers(m, gpu, space, gi, load.isl, load.osl)
+    w, n_enum = fitting_workers(m, gpu, space, gi, load.isl + load.osl)
     if w.size == 0:
         return None
-    idx, clients, reps = _agg_levels(w, space, load)
+    idx, conc, reps = _agg_levels(w, space, load)
     ws = w.take(idx)
-    met = agg_metrics(m, gpu, eng, ws, cap[idx], clients, load.isl, load.osl)
-    if load.rate_per_s is not None:
-        reps = np.ceil(load.rate_per_s / np.maximum(met.requests_per_s, 1e-12)).astype(int)
-    return Block("agg", gpu, met, clients, ws.gpus_per_worker, reps, workers=ws,
-                 evaluated=int(idx.size), memory_pruned=n_enum - w.size)
-
-
-def phase_sets(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, eng: Engine, load: Load,
-               decode_clients: np.ndarray) -> tuple[PhaseSet, PhaseSet, int] | None:
-    """Memory-feasible prefill workers and decode operating points of one GPU type."""
-    kinds = tuple(k for k in space.kv_dtypes)
-    pw, _, pkv, n_p = fitting_workers(m, gpu, space, gi, load.isl, load.osl, max_num_seqs=(min(space.max_num_seqs),))
-    dspace = space.model_copy(update={"chunk_tokens": (max(*space.max_num_seqs, DECODE_CHUNK_TOKENS),), "mem_fractions": (max(space.mem_fractions),)})
-    dw, dcap, dkv, n_d = fitting_workers(m, gpu, dspace, gi, load.isl, load.osl, kv_dtypes=kinds)
-    if pw.size == 0 or dw.size == 0:
-        return None
-    pre = PhaseSet(pw, np.zeros(pw.size, int), pkv, prefill=prefill_metrics(m, gpu, eng, pw, load.isl))
-    idx = np.repeat(np.arange(dw.size), decode_clients.size)
-    cl = np.tile(decode_clients, dw.size)
-    dws = dw.take(idx)
-    dec = PhaseSet(dws, cl, dkv[idx], decode=decode_metrics(m, gpu, eng, dws, dcap[idx], cl, load.isl, load.osl))
-    return pre, dec, n_p + n_d
-
-
-def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, eng: Engine, load: Load,
-                 tpot_slo_ms: float) -> Block | None:
-    """Disaggregated xPyD candidates of one GPU type (no load, or a fixed concurrency)."""
-    levels = np.array(space.concurrency_per_worker)
-    if load.concurrency is not None:
-        levels = np.unique(np.ceil(load.concurrency / np.arange(1, space.max_gpus + 1)).astype(int))
-    sets = phase_sets(m, gpu, gi, space, eng, load, levels)
-    if sets is None:
-        return None
-    pre, dec, n_enum = sets
-    units = build_units(gpu, eng, pre, dec, tpot_slo_ms, space.max_gpus, load.isl, load.osl,
-                        total_clients=load.concurrency)
-    ug = units.x * pre.workers.gpus_per_worker[units.p] + units.y * dec.workers.gpus_per_worker[units.d]
-    reps = np.maximum(space.max_gpus // np.maximum(ug, 1), 1) if load.concurrency is None else np.ones_like(ug)
-    return Block("disagg", gpu, units.metrics, dec.clients[units.d], ug, reps, units=units, prefill=pre,
-                 decode=dec, evaluated=int(units.size + pre.workers.size + dec.workers.size),
-                 memory_pruned=n_enum - pre.workers.size - dec.workers.size // max(levels.size, 1))
+    res = evaluate(m, gpu, load, ws.mem_frac, **ws.columns(), concurrency=conc, workers=reps.astype(float))
+    return Block("agg", gpu, res, conc, conc / reps, reps, workers=ws, evaluated=int(idx.size),
+                 memory_pruned=n_enum - w.size)

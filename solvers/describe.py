@@ -7,55 +7,59 @@ from typing import Any
 import numpy as np
 
 from hardware.spec import GpuSpec
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, op_pricer, parallel_arrays
 from planner.deployment import Deployment, Parallelism, WorkerConfig
+from planner.engine_calibration import engine
 from planner.memory import plan_memory
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
-from planner.step_model import KINDS_WITH_OVERHEAD, RooflinePricer, price_step
-from solvers.candidates import Block
-from solvers.perf import PERCENTILES, Engine, LatencyArrays, parallel_arrays
-from solvers.space import KV_DTYPES, QUANTS, Workers
+from planner.step_model import KINDS_WITH_OVERHEAD, price_step
+from solvers.candidates import PERCENTILE_FIELDS, Block, percentile_ms
+from solvers.space import Workers
 
 
-def worker_config(w: Workers, i: int, workers: int) -> WorkerConfig:
-    """The engine settings of worker candidate ``i``."""
+def worker_config(w: Workers, i: int, workers: int, mem_frac: float | None = None) -> WorkerConfig:
+    """The engine settings of worker candidate ``i`` (``mem_frac`` overrides its memory fraction)."""
     return WorkerConfig(
         parallel=Parallelism(tp=int(w.tp[i]), pp=int(w.pp[i]), dp=int(w.dp[i]), ep=int(w.ep[i])),
         max_num_seqs=int(w.max_num_seqs[i]), max_num_batched_tokens=int(w.chunk[i]),
-        gpu_memory_utilization=float(w.mem_frac[i]), kv_dtype=KV_DTYPES[int(w.kv[i])],  # type: ignore[arg-type]
-        weight_quant=QUANTS[int(w.quant[i])], workers=workers,  # type: ignore[arg-type]
+        gpu_memory_utilization=float(w.mem_frac[i] if mem_frac is None else mem_frac),
+        kv_dtype=KV_DTYPES[int(w.kv[i])], weight_quant=WEIGHT_QUANTS[int(w.quant[i])], workers=workers,  # type: ignore[arg-type]
     )
 
 
 def deployment(m: ModelSpec, b: Block, i: int, isl: int, osl: int) -> Deployment:
     """The deployment of candidate ``i`` of block ``b`` (replicas folded into worker counts)."""
-    reps = int(b.replicas[i])
     common: dict[str, Any] = {"model": m.name, "hf_id": m.hf_id, "gpu": b.gpu.key, "max_model_len": isl + osl}
     if b.mode == "agg":
         assert b.workers is not None
-        wc = worker_config(b.workers, i, reps)
+        wc = worker_config(b.workers, i, int(b.replicas[i]))
         return Deployment(mode="agg", agg=wc, cuda_graph_max_batch=wc.max_num_seqs, **common)
     assert b.units is not None and b.prefill is not None and b.decode is not None
     u = b.units
     p, d = int(u.p[i]), int(u.d[i])
-    pre = worker_config(b.prefill.workers, p, int(u.x[i]) * reps)
-    dec = worker_config(b.decode.workers, d, int(u.y[i]) * reps)
+    dec = worker_config(b.decode, d, int(u.y[i]))
+    # the serving model runs both roles at the decode role's memory fraction (one engine setting)
+    pre = worker_config(b.prefill, p, int(u.x[i]), mem_frac=dec.gpu_memory_utilization)
     return Deployment(mode="disagg", prefill=pre, decode=dec, cuda_graph_max_batch=dec.max_num_seqs, **common)
 
 
-def stats(a: np.ndarray, i: int) -> dict[str, float]:
-    """mean/p50/p90/p99 of column ``i`` of a (4, K) array."""
-    return {p: float(a[k, i]) for k, p in enumerate(PERCENTILES)}
+def stats(res: Any, metric: str, i: int) -> dict[str, float]:
+    """mean/p50/p90/p99 of ``metric`` (ttft or tpot) of candidate ``i``, ms."""
+    return {p: float(percentile_ms(res, metric, p)[i]) for p in PERCENTILE_FIELDS}
 
 
-def step_breakdown(m: ModelSpec, gpu: GpuSpec, eng: Engine, w: Workers, i: int, running: float,
+def step_breakdown(m: ModelSpec, gpu: GpuSpec, backend: str, wc: WorkerConfig, running: float,
                    ctx: float) -> dict[str, float]:
-    """Milliseconds by op kind of one decode step of worker ``i`` at ``running`` requests."""
-    one = w.take(np.array([i]))
-    mix = StepMix(decode_reqs=np.array([running]), decode_ctx=np.array([ctx]), prefill_tokens=np.zeros(1),
-                  prefill_chunk=np.ones(1), prefill_prior=np.zeros(1))
-    cost = price_step(m, parallel_arrays(gpu, one), mix, RooflinePricer(gpu), kernel_scale=eng.kernel_scale,
-                      overhead_s=eng.step_overhead_s)
+    """Milliseconds by op kind of one decode step of worker ``wc`` at ``running`` requests."""
+    cal = engine(backend)
+    p = wc.parallel
+    one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep, WEIGHT_QUANTS.index(wc.weight_quant),
+                                          KV_DTYPES.index(wc.kv_dtype))]
+    z = np.zeros(1)
+    mix = StepMix(np.array([max(running, 1.0)]), np.array([ctx]), z, z, z)
+    cost = price_step(m, parallel_arrays(gpu, *one), mix, op_pricer(gpu), kernel_scale=cal.kernel_scale.value,
+                      overhead_s=cal.step_overhead_s.value)
     return {k: float(cost.by_kind_s[n, 0] * 1e3) for n, k in enumerate(KINDS_WITH_OVERHEAD)}
 
 
@@ -67,29 +71,29 @@ def memory_summary(m: ModelSpec, gpu: GpuSpec, wc: WorkerConfig, isl: int, osl: 
     return plan.model_dump(mode="json")
 
 
-def predicted(m: ModelSpec, b: Block, i: int, eng: Engine, isl: int, osl: int, deployment_rps: float,
-              tok_per_gpu: float) -> dict[str, Any]:
-    """The ``predicted`` object of the plan file for candidate ``i``."""
-    met: LatencyArrays = b.metrics
+def predicted(m: ModelSpec, b: Block, i: int, isl: int, osl: int, backend: str) -> dict[str, Any]:
+    """The ``predicted`` object of the plan file for candidate ``i`` (``evaluate_batch``'s numbers)."""
+    r = b.res
     dep = deployment(m, b, i, isl, osl)
-    if b.mode == "agg":
-        assert b.workers is not None and dep.agg is not None
-        w, wi, mem = b.workers, i, {"agg": memory_summary(m, b.gpu, dep.agg, isl, osl)}
-        running = float(met.running[i])
+    main = dep.agg if dep.agg is not None else dep.decode
+    assert main is not None
+    if dep.agg is not None:
+        mem = {"agg": memory_summary(m, b.gpu, dep.agg, isl, osl)}
     else:
-        assert b.units is not None and b.decode is not None and dep.prefill and dep.decode
-        w, wi = b.decode.workers, int(b.units.d[i])
+        assert dep.prefill is not None and dep.decode is not None
         mem = {"prefill": memory_summary(m, b.gpu, dep.prefill, isl, osl),
                "decode": memory_summary(m, b.gpu, dep.decode, isl, osl)}
-        running = float(b.decode.decode.running[wi]) if b.decode.decode is not None else 1.0
+    running = float(r.decode_batch[i])
     return {
-        "ttft_ms": stats(met.ttft_ms, i), "tpot_ms": stats(met.tpot_ms, i),
-        "output_tok_s_per_gpu": tok_per_gpu, "output_tok_s_per_user": float(met.output_tok_s_per_user[i]),
-        "requests_per_s": deployment_rps, "running_requests_per_worker": running,
-        "clients_per_worker": int(b.clients[i]),
-        "step_breakdown": {"decode_step_ms": step_breakdown(m, b.gpu, eng, w, wi, running, isl + osl / 2.0)},
+        "ttft_ms": stats(r, "ttft", i), "tpot_ms": stats(r, "tpot", i),
+        "output_tok_s_per_gpu": float(r.output_tok_s_per_gpu[i]),
+        "output_tok_s_per_user": float(r.output_tok_s_per_user[i]),
+        "requests_per_s": float(r.requests_per_s[i]), "running_requests_per_worker": running,
+        "clients_per_worker": int(np.ceil(b.clients[i])) if np.isfinite(b.clients[i]) else 0,
+        "kv_transfer_ms": float(r.kv_transfer_s[i]) * 1e3, "prefill_utilization": float(r.prefill_utilization[i]),
+        "step_breakdown": {"decode_step_ms": step_breakdown(m, b.gpu, backend, main, running, isl + osl / 2.0)},
         "memory": mem,
-        "provenance": {"step_model": "planner.step_model (op graph priced by roofline, uncalibrated)",
-                       "engine_calibration": f"{eng.name}: {eng.source}",
-                       "serving": "solvers.perf closed-loop composition (Schweitzer MVA prefill queue)"},
+        "provenance": {"step_model": "planner.step_model (op graph priced through planner.batch_eval.op_pricer)",
+                       "engine_calibration": f"{backend}: planner/calibration/engines.yaml",
+                       "serving": "planner.batch_eval.evaluate_batch (the model behind planner estimate)"},
     }

@@ -1,10 +1,12 @@
-"""Disaggregated (xPyD) units: pair prefill and decode workers with worker counts, vectorized.
+"""Disaggregated (xPyD) candidates: prune each role to its front, pair them with worker counts.
 
-A unit is x prefill workers + y decode workers of the same weight and KV dtypes. Closed loop of
-N = y·b clients (b running per decode worker): each request queues for prefill (the x workers act as
-one station of capacity x·mu_p, Schweitzer MVA), moves its KV (isl · KV bytes/token over NVLink
-inside one scale-up domain, else the NIC), then decodes for osl·T_dec seconds:
-X = N / (R + osl·T_dec), TTFT = R + KV transfer + request overhead.
+Each role is first ranked on its own with :mod:`planner.role_eval` (priced exactly as the serving
+model prices it): prefill workers by (capacity per GPU, time of one prompt alone), decode operating
+points (worker, clients) by (tokens/s per GPU, tokens/s per user) within the TPOT SLO, per
+(weight dtype, KV dtype, GPUs per worker). The fronts are paired into deployments of x prefill and
+y decode workers of the same dtypes within the GPU budget, and every deployment is predicted whole
+by :func:`planner.batch_eval.evaluate_batch` (closed loop of N = y x clients per decode worker, or
+the requested N).
 """
 
 from __future__ import annotations
@@ -14,105 +16,116 @@ from dataclasses import dataclass
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner.queueing import closed_loop_response
+from planner.batch_eval import CandidateArrays
+from planner.model_spec import ModelSpec
+from planner.role_eval import DecodeRole, PrefillRole, decode_role, prefill_role
+from solvers.candidates import DECODE_CHUNK_TOKENS, Block, Load, Units, evaluate, fitting_workers
 from solvers.pareto import group_pareto
-from solvers.perf import PERCENTILES, DecodeArrays, Engine, LatencyArrays, PrefillArrays, _ttft
-from solvers.space import Workers
+from solvers.space import SearchSpace, Workers
 
 
 @dataclass(frozen=True)
-class PhaseSet:
-    """Candidates of one phase after memory pruning, with their metrics and shard terms."""
+class PhaseSets:
+    """Memory-feasible prefill workers and decode operating points of one GPU type, with role times."""
 
-    workers: Workers
-    clients: np.ndarray  # decode: clients per worker; prefill: unused zeros
-    transfer_kv_per_token: np.ndarray
-    prefill: PrefillArrays | None = None
-    decode: DecodeArrays | None = None
-
-
-@dataclass(frozen=True)
-class Units:
-    """Disaggregated unit candidates: indices into the prefill / decode sets and worker counts."""
-
-    p: np.ndarray
-    d: np.ndarray
-    x: np.ndarray
-    y: np.ndarray
-    metrics: LatencyArrays
-
-    @property
-    def size(self) -> int:
-        return int(self.p.size)
+    pre: Workers
+    pre_role: PrefillRole
+    dec: Workers  # one entry per (decode worker, clients) point
+    dec_clients: np.ndarray
+    dec_role: DecodeRole
+    enumerated: int
+    pruned: int
 
 
-def prune_prefill(s: PhaseSet) -> np.ndarray:
-    """Indices of prefill workers on the (fast alone, high capacity per GPU) front per dtype pair and size."""
-    assert s.prefill is not None
-    w = s.workers
-    keys = (w.quant * 10 + w.kv) * 1000 + w.gpus_per_worker
-    per_gpu = s.prefill.capacity_per_s / w.gpus_per_worker
-    return np.flatnonzero(group_pareto(keys, per_gpu, -s.prefill.service_s))
+def dtype_key(w: Workers) -> np.ndarray:
+    return (w.quant * 10 + w.kv) * 1000 + w.gpus_per_worker
 
 
-def prune_decode(s: PhaseSet, tpot_slo_ms: float, per_level: bool = False) -> np.ndarray:
-    """Indices of decode points within the TPOT SLO on the (tok/s/GPU, tok/s/user) front per group."""
-    assert s.decode is not None
-    w, dec = s.workers, s.decode
-    ok = dec.step_s * 1e3 <= tpot_slo_ms
-    keys = (w.quant * 10 + w.kv) * 1000 + w.gpus_per_worker + (s.clients * 100_000 if per_level else 0)
-    per_gpu = dec.running / dec.step_s / w.gpus_per_worker
-    sel = np.flatnonzero(ok)
-    return sel[group_pareto(keys[sel], per_gpu[sel], 1.0 / dec.step_s[sel])]
+def phase_sets(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load,
+               decode_clients: np.ndarray) -> PhaseSets | None:
+    """Prefill workers (one max_num_seqs, largest memory fraction) and decode points at ``decode_clients``."""
+    pspace = space.model_copy(update={"mem_fractions": (max(space.mem_fractions),)})
+    pw, n_p = fitting_workers(m, gpu, pspace, gi, load.isl + 1, max_num_seqs=(min(space.max_num_seqs),))
+    dspace = space.model_copy(update={"chunk_tokens": (max(*space.max_num_seqs, DECODE_CHUNK_TOKENS),)})
+    dw, n_d = fitting_workers(m, gpu, dspace, gi, load.isl + load.osl)
+    if pw.size == 0 or dw.size == 0:
+        return None
+    wl = load.workload()
+    pc = CandidateArrays.from_lists(**pw.columns(), **pw.columns("prefill_"))
+    pre_role = prefill_role(m, gpu, pc, wl, backend=load.backend, gpu_memory_utilization=pw.mem_frac)
+    idx = np.repeat(np.arange(dw.size), decode_clients.size)
+    cl = np.tile(decode_clients, dw.size).astype(float)
+    dws = dw.take(idx)
+    dc = CandidateArrays.from_lists(**dws.columns())
+    batch = np.minimum(cl, dws.max_num_seqs)
+    dec_role = decode_role(m, gpu, dc, wl, batch, backend=load.backend, gpu_memory_utilization=dws.mem_frac)
+    return PhaseSets(pw, pre_role, dws, cl, dec_role, n_p + n_d, (n_p - pw.size) + (n_d - dw.size))
 
 
-def _pairs(pre: PhaseSet, dec: PhaseSet, pi: np.ndarray, di: np.ndarray, max_gpus: int) -> tuple[np.ndarray, ...]:
+def running(s: PhaseSets) -> np.ndarray:
+    """Requests a decode point runs: clients, at most max_num_seqs and the KV capacity."""
+    return np.maximum(np.minimum(np.minimum(s.dec_clients, s.dec.max_num_seqs), s.dec_role.seq_capacity), 1.0)
+
+
+def prune_prefill(s: PhaseSets) -> np.ndarray:
+    """Prefill workers on the (capacity per GPU, fast alone) front per dtype pair and worker size."""
+    gpw = s.pre.gpus_per_worker
+    ok = np.flatnonzero(s.pre_role.fits)
+    front = group_pareto(dtype_key(s.pre)[ok], 1.0 / (s.pre_role.work_s[ok] * gpw[ok]), -s.pre_role.alone_s[ok])
+    return ok[front]
+
+
+def prune_decode(s: PhaseSets, tpot_slo_ms: float, per_level: bool = False) -> np.ndarray:
+    """Decode points within the TPOT SLO on the (tok/s/GPU, tok/s/user) front per group."""
+    step = s.dec_role.step_s
+    ok = np.flatnonzero((step * 1e3 <= tpot_slo_ms) & (s.dec_role.seq_capacity >= 1))
+    keys = dtype_key(s.dec) + (s.dec_clients.astype(int) * 100_000 if per_level else 0)
+    per_gpu = running(s) / step / s.dec.gpus_per_worker
+    return ok[group_pareto(keys[ok], per_gpu[ok], 1.0 / step[ok])]
+
+
+def pairs(s: PhaseSets, pi: np.ndarray, di: np.ndarray, max_gpus: int) -> Units:
     """All (prefill, decode, x, y) with equal dtypes and x·gp + y·gd <= max_gpus."""
-    PP, DD = np.meshgrid(pi, di, indexing="ij")
-    P, D = PP.ravel(), DD.ravel()
-    same = (pre.workers.quant[P] == dec.workers.quant[D]) & (pre.workers.kv[P] == dec.workers.kv[D])
-    P, D = P[same], D[same]
-    gp, gd = pre.workers.gpus_per_worker[P], dec.workers.gpus_per_worker[D]
+    pp, dd = (a.ravel() for a in np.meshgrid(pi, di, indexing="ij"))
+    same = (s.pre.quant[pp] == s.dec.quant[dd]) & (s.pre.kv[pp] == s.dec.kv[dd])
+    pp, dd = pp[same], dd[same]
     counts = np.arange(1, max_gpus + 1)
-    XX, YY = np.meshgrid(counts, counts, indexing="ij")
-    xs, ys = XX.ravel(), YY.ravel()
-    n = P.size
-    Pr, Dr = np.repeat(P, xs.size), np.repeat(D, xs.size)
-    Xr, Yr = np.tile(xs, n), np.tile(ys, n)
-    keep = Xr * np.repeat(gp, xs.size) + Yr * np.repeat(gd, xs.size) <= max_gpus
-    return Pr[keep], Dr[keep], Xr[keep], Yr[keep]
+    xs, ys = (a.ravel() for a in np.meshgrid(counts, counts, indexing="ij"))
+    p, d = np.repeat(pp, xs.size), np.repeat(dd, xs.size)
+    x, y = np.tile(xs, pp.size), np.tile(ys, pp.size)
+    keep = x * s.pre.gpus_per_worker[p] + y * s.dec.gpus_per_worker[d] <= max_gpus
+    return Units(p[keep], d[keep], x[keep], y[keep])
 
 
-def unit_metrics(gpu: GpuSpec, eng: Engine, pre: PhaseSet, dec: PhaseSet, p: np.ndarray, d: np.ndarray,
-                 x: np.ndarray, y: np.ndarray, isl: int, osl: int) -> LatencyArrays:
-    """Closed-loop metrics of each unit (see the module docstring)."""
-    assert pre.prefill is not None and dec.decode is not None
-    gpus = x * pre.workers.gpus_per_worker[p] + y * dec.workers.gpus_per_worker[d]
-    bw = np.where(gpus <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s,
-                  gpu.scale_out_bandwidth_bytes_per_s)
-    t_kv = isl * pre.transfer_kv_per_token[p] / bw
-    service = pre.prefill.service_s[p]
-    cap = x * pre.prefill.capacity_per_s[p]
-    t_dec = dec.decode.step_s[d]
-    n = y * dec.decode.running[d]
-    z = osl * t_dec
-    r = closed_loop_response(service, 1.0 / cap, z, n)
-    xput = n / (r + z)
-    rho = np.minimum(xput / cap, 0.999)
-    ttft = _ttft(service, np.maximum(r - service, 0.0), rho, t_kv + eng.request_overhead_s)
-    tpot = np.broadcast_to(t_dec, (len(PERCENTILES), t_dec.size))
-    return LatencyArrays(ttft * 1e3, tpot * 1e3, xput, xput * osl / gpus, 1.0 / t_dec, n)
+def unit_columns(s: PhaseSets, u: Units) -> dict[str, np.ndarray]:
+    """CandidateArrays columns of disaggregated deployments ``u``."""
+    return {**s.dec.take(u.d).columns(), **s.pre.take(u.p).columns("prefill_"), "mode": np.ones(u.p.size),
+            "workers": u.y.astype(float), "prefill_workers": u.x.astype(float)}
 
 
-def build_units(gpu: GpuSpec, eng: Engine, pre: PhaseSet, dec: PhaseSet, tpot_slo_ms: float,
-                max_gpus: int, isl: int, osl: int, total_clients: int | None = None) -> Units:
-    """Prune each phase to its front, pair them with every worker count that fits, evaluate.
+def unit_block(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, u: Units, load: Load, conc: np.ndarray,
+               evaluated: int) -> Block:
+    """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one block."""
+    res = evaluate(m, gpu, load, s.dec.mem_frac[u.d], **unit_columns(s, u), concurrency=conc)
+    return Block("disagg", gpu, res, conc, conc / u.y, np.ones(u.p.size, dtype=int), units=u, prefill=s.pre,
+                 decode=s.dec, evaluated=evaluated, memory_pruned=s.pruned)
 
-    With ``total_clients`` N, only units whose decode workers share N clients (ceil(N/y) each) stay.
-    """
-    p, d, x, y = _pairs(pre, dec, prune_prefill(pre), prune_decode(dec, tpot_slo_ms, total_clients is not None),
-                        max_gpus)
-    if total_clients is not None:
-        keep = dec.clients[d] == np.ceil(total_clients / y)
-        p, d, x, y = p[keep], d[keep], x[keep], y[keep]
-    return Units(p, d, x, y, unit_metrics(gpu, eng, pre, dec, p, d, x, y, isl, osl))
+
+def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, tpot_slo_ms: float) -> Block | None:
+    """Disaggregated xPyD candidates of one GPU type (no load, or a fixed concurrency)."""
+    levels = np.array(space.concurrency_per_worker)
+    if load.concurrency is not None:
+        levels = np.unique(np.ceil(load.concurrency / np.arange(1, space.max_gpus + 1)))
+    s = phase_sets(m, gpu, gi, space, load, levels)
+    if s is None:
+        return None
+    u = pairs(s, prune_prefill(s), prune_decode(s, tpot_slo_ms, load.concurrency is not None), space.max_gpus)
+    if load.concurrency is not None:
+        keep = s.dec_clients[u.d] == np.ceil(load.concurrency / u.y)
+        u = Units(u.p[keep], u.d[keep], u.x[keep], u.y[keep])
+        conc = np.full(u.p.size, float(load.concurrency))
+    else:
+        conc = u.y * s.dec_clients[u.d]
+    if u.p.size == 0:
+        return None  # no decode point meets the TPOT SLO on this GPU type
+    return unit_block(m, gpu, s, u, load, conc, int(u.p.size + s.pre.size + s.dec.size))

@@ -16,10 +16,10 @@ from planner.deployment import Parallelism
 from planner.memory import plan_memory
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from solvers.candidates import Block, Load, agg_block, disagg_block, phase_sets
+from solvers.candidates import Block, Load, agg_block, percentile_ms
 from solvers.describe import deployment, predicted
+from solvers.disagg import disagg_block
 from solvers.explain import infeasible_budget, infeasible_memory, infeasible_slo
-from solvers.perf import PERCENTILES, Engine, engine_for
 from solvers.rate_pd import rate_disagg_block
 from solvers.space import SearchSpace
 
@@ -35,44 +35,32 @@ class Evaluated:
 
     req: PlanRequest
     model: ModelSpec
-    eng: Engine
     blocks: list[Block]
     prices: list[float]
     evaluated: int
     milp_info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        p = PERCENTILES.index(self.req.percentile)
-        cat = np.concatenate
+        p, cat = self.req.percentile, np.concatenate
         self.block_of = cat([np.full(b.size, k) for k, b in enumerate(self.blocks)])
         self.local = cat([np.arange(b.size) for b in self.blocks])
         self.mode_code = cat([np.full(b.size, 0 if b.mode == "agg" else 1) for b in self.blocks])
-        self.ttft = cat([b.metrics.ttft_ms[p] for b in self.blocks])
-        self.tpot = cat([b.metrics.tpot_ms[p] for b in self.blocks])
-        self.gpus = cat([b.total_gpus for b in self.blocks]).astype(int)
-        self.tok_per_user = cat([b.metrics.output_tok_s_per_user for b in self.blocks])
-        rate = self.req.rate_per_s
-        unit_rps = cat([b.metrics.requests_per_s * b.replicas for b in self.blocks])
-        self.rps = np.full(unit_rps.size, rate) if rate is not None else unit_rps
-        self.tok_per_gpu = self.rps * self.req.osl / np.maximum(self.gpus, 1)
+        self.ttft = cat([percentile_ms(b.res, "ttft", p) for b in self.blocks])
+        self.tpot = cat([percentile_ms(b.res, "tpot", p) for b in self.blocks])
+        self.gpus = cat([b.res.gpus for b in self.blocks]).astype(int)
+        self.tok_per_user = cat([b.res.output_tok_s_per_user for b in self.blocks])
+        self.rps = cat([b.res.requests_per_s for b in self.blocks])
+        self.tok_per_gpu = cat([b.res.output_tok_s_per_gpu for b in self.blocks])
+        self.predicted_ok = cat([b.res.feasible for b in self.blocks])
         price = cat([np.full(b.size, pr) for b, pr in zip(self.blocks, self.prices, strict=True)])
         self.cost_per_hour = price * self.gpus
         self.cost_per_mtok = price / (SECONDS_PER_HOUR * np.maximum(self.tok_per_gpu, 1e-12)) * 1e6
         self.within_budget = self.gpus <= self.req.max_gpus
-        running = cat([b.metrics.running for b in self.blocks])
-        limit = cat([self._limit(b) for b in self.blocks])
-        self.kv_full = running < limit
-
-    @staticmethod
-    def _limit(b: Block) -> np.ndarray:
-        """Running requests the engine would hold if KV memory were unlimited."""
-        if b.mode == "agg" and b.workers is not None:
-            return np.minimum(b.clients, b.workers.max_num_seqs).astype(float)
-        return b.metrics.running
+        self.kv_full = cat([b.res.seq_capacity < b.limit for b in self.blocks])
 
     def feasible(self) -> np.ndarray:
         """Candidates within budget and both SLOs at the requested percentile."""
-        return self.within_budget & (self.ttft <= self.req.ttft_ms) & (self.tpot <= self.req.tpot_ms)
+        return self.within_budget & self.predicted_ok & (self.ttft <= self.req.ttft_ms) & (self.tpot <= self.req.tpot_ms)
 
     def score(self, objective: str) -> np.ndarray:
         """Higher is better; -inf outside the GPU budget. Ties broken by tok/s/GPU."""
@@ -92,12 +80,12 @@ class Evaluated:
         return self.blocks[self.block_of[i]].gpu.key
 
     def clients_of(self, i: int) -> int:
-        return int(self.blocks[self.block_of[i]].clients[self.local[i]])
+        c = float(self.blocks[self.block_of[i]].clients[self.local[i]])
+        return int(np.ceil(c)) if np.isfinite(c) else 0
 
     def total_clients(self, i: int) -> int:
-        b, j = self.blocks[self.block_of[i]], int(self.local[i])
-        return int(round(float(b.metrics.running[j]) * float(b.replicas[j]))) if b.mode == "disagg" else \
-            int(b.clients[j] * b.replicas[j])
+        c = float(self.blocks[self.block_of[i]].concurrency[self.local[i]])
+        return int(round(c)) if np.isfinite(c) else 0
 
     def summary(self, i: int) -> str:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
@@ -106,7 +94,7 @@ class Evaluated:
             p = role.parallel
             return (f"tp{p.tp} pp{p.pp}" + (f" dp{p.dp}" if p.dp > 1 else "") + (f" ep{p.ep}" if p.ep > 1 else "")
                     + f" x{role.workers} seqs {role.max_num_seqs} chunk {role.max_num_batched_tokens} kv {role.kv_dtype}")
-        load = f", {int(b.clients[j])} clients/worker"
+        load = f", {self.clients_of(i)} clients/worker" if np.isfinite(b.clients[j]) else ""
         if d.agg is not None:
             return f"agg {one(d.agg)}{load}"
         return f"disagg P[{one(d.prefill)}] D[{one(d.decode)}]{load}"
@@ -115,8 +103,7 @@ class Evaluated:
         from solvers.plan import Choice
 
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
-        pred = predicted(self.model, b, j, self.eng, self.req.isl, self.req.osl, float(self.rps[i]),
-                         float(self.tok_per_gpu[i]))
+        pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.backend)
         return Choice(mode=b.mode, gpu=b.gpu.key, config=self.summary(i), deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
                       predicted=pred, gpus=int(self.gpus[i]), cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
                       cost_per_hour_usd=float(self.cost_per_hour[i]))
@@ -166,23 +153,22 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
     model = load_model(req.model)
     gpus = [get_gpu(g, req.hardware_dirs) for g in req.gpus]
     space = space or _space(req, gpus)
-    eng = engine_for(req.backend)
-    load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency)
+    load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.backend)
     blocks, prices, evaluated, milp = [], [], 0, {}
     for gi, gpu in enumerate(gpus):
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:
             if mode == "agg":
-                b = agg_block(model, gpu, gi, space, eng, load)
+                b = agg_block(model, gpu, gi, space, load)
             elif req.rate_per_s is None:
-                b = disagg_block(model, gpu, gi, space, eng, load, req.tpot_ms)
+                b = disagg_block(model, gpu, gi, space, load, req.tpot_ms)
             else:
-                b, sol = _rate_disagg(model, gpu, gi, space, eng, load, req, price)
+                b, sol = rate_disagg_block(model, gpu, gi, space, load, req.ttft_ms, req.tpot_ms, req.percentile, price)
                 if sol is not None:
                     milp[gpu.key] = {"solver": sol.outcome.solver, "status": sol.outcome.status,
                                      "solution_status": sol.outcome.solution_status, "prefill_workers": sol.x,
                                      "decode_workers": sol.y, "gpus": sol.gpus}
-            if b is not None:
+            if b is not None and b.size:
                 blocks.append(b)
                 prices.append(price)
                 evaluated += b.evaluated
@@ -190,14 +176,4 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
             sys.stderr.write(f"plan: evaluated {evaluated:,} candidates ({gi + 1}/{len(gpus)} GPU types)\n")
     if not blocks:
         raise infeasible_memory(model.name, req.gpus, req.max_gpus, _memory_detail(model, gpus[0], req.max_gpus))
-    return Evaluated(req, model, eng, blocks, prices, evaluated, milp)
-
-
-def _rate_disagg(model: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, eng: Engine, load: Load,
-                 req: PlanRequest, price: float) -> tuple[Block | None, Any]:
-    sets = phase_sets(model, gpu, gi, space, eng, load, np.array(space.concurrency_per_worker))
-    if sets is None:
-        return None, None
-    pre, dec, _ = sets
-    return rate_disagg_block(gpu, eng, pre, dec, load, req.ttft_ms, req.tpot_ms, req.percentile,
-                             req.max_gpus, req.node_gpus, price)
+    return Evaluated(req, model, blocks, prices, evaluated, milp)

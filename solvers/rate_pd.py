@@ -1,8 +1,16 @@
 """Size a disaggregated deployment for an open-loop request rate with the P/D MILP.
 
-Prefill option capacity = mu_p x rho_max, where rho_max is the highest per-worker utilization whose
-TTFT percentile (own service + KV transfer + M/M/1 waiting tail) meets the SLO; decode options are
-(worker, batch) points within the TPOT SLO with capacity b / (osl x T_dec).
+Every number comes from :func:`planner.batch_eval.evaluate_batch` at the requested rate R:
+
+* decode option d: the fewest workers y_d that keep TPOT within the SLO (and the queue stable) when
+  paired with an ample prefill pool (the highest-capacity prefill worker of its dtypes, as many as fit);
+* prefill option p: the fewest workers x_p that keep TTFT within the SLO when paired with the best
+  decode option of its dtypes at its y_d.
+
+Option capacities R / x_p and R / y_d make the MILP of :mod:`solvers.pd_milp` choose exactly those
+counts (ceil(R / (R / n)) = n) while it picks the options and the dtype group at minimum GPUs or
+cost. The chosen deployment is then predicted whole; if pairing the two choices misses the SLO, one
+or two more workers of either role are tried (fewest GPUs first).
 """
 
 from __future__ import annotations
@@ -10,66 +18,116 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.spec import GpuSpec
-from solvers.candidates import Block, Load
-from solvers.disagg import PhaseSet, Units
+from planner.model_spec import ModelSpec
+from solvers.candidates import Block, Load, Units, percentile_ms
+from solvers.disagg import (
+    PhaseSets,
+    dtype_key,
+    phase_sets,
+    prune_decode,
+    prune_prefill,
+    running,
+    unit_block,
+)
 from solvers.pd_milp import PdSolution, PhaseOptions, solve_pd
-from solvers.perf import PERCENTILES, Engine, LatencyArrays, _ttft
+from solvers.space import SearchSpace
 
-RHO_GRID = np.linspace(0.01, 0.99, 99)
-
-
-def ttft_at(pre: PhaseSet, idx: np.ndarray, rho: np.ndarray, t_extra: np.ndarray) -> np.ndarray:
-    """(4, K) TTFT seconds of prefill workers ``idx`` at per-worker utilization ``rho`` (M/M/1 tail)."""
-    assert pre.prefill is not None
-    service = pre.prefill.service_s[idx]
-    mean_wait = rho / (1.0 - rho) / pre.prefill.capacity_per_s[idx]
-    return _ttft(service, mean_wait, rho, t_extra)
+REPAIR_WORKERS = 2
+"""Extra workers per role tried when the MILP's pair misses the SLO as a whole."""
 
 
-def max_utilization(pre: PhaseSet, extra_s: np.ndarray, slo_ttft_ms: float, percentile: str) -> np.ndarray:
-    """Largest grid utilization per prefill worker whose TTFT percentile meets the SLO (0 if none)."""
-    assert pre.prefill is not None
-    k = pre.workers.size
-    pidx = PERCENTILES.index(percentile)
-    idx = np.tile(np.arange(k), RHO_GRID.size)
-    rho = np.repeat(RHO_GRID, k)
-    ttft = ttft_at(pre, idx, rho, extra_s[idx])[pidx].reshape(RHO_GRID.size, k)
-    ok = ttft * 1e3 <= slo_ttft_ms
-    return np.where(ok.any(axis=0), RHO_GRID[np.argmax(np.where(ok, RHO_GRID[:, None], -1), axis=0)], 0.0)
+def _ok(b: Block, ttft_ms: float, tpot_ms: float, percentile: str, roles: str = "both") -> np.ndarray:
+    """Deployments meeting the SLO (``roles="decode"``: TPOT and a stable queue only)."""
+    ok = b.res.feasible & (percentile_ms(b.res, "tpot", percentile) <= tpot_ms)
+    return ok if roles == "decode" else ok & (percentile_ms(b.res, "ttft", percentile) <= ttft_ms)
 
 
-def _extra_s(gpu: GpuSpec, eng: Engine, pre: PhaseSet, isl: int, max_gpus: int) -> np.ndarray:
-    bw = gpu.scale_up.bandwidth_bytes_per_s if max_gpus <= gpu.scale_up.domain_size else gpu.scale_out_bandwidth_bytes_per_s
-    return isl * pre.transfer_kv_per_token / bw + eng.request_overhead_s
+def _fewest(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, u: Units, slo: tuple[float, float, str],
+            opts: np.ndarray, by_p: bool) -> np.ndarray:
+    """Smallest worker count per option meeting the SLO (0 when none within the budget)."""
+    b = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
+    ok = _ok(b, *slo, roles="both" if by_p else "decode")
+    count, owner = (u.x, u.p) if by_p else (u.y, u.d)
+    big = np.iinfo(np.int64).max
+    best = np.full(int(owner.max(initial=0)) + 1, big)
+    np.minimum.at(best, owner[ok], count[ok])
+    out = best[opts]
+    return np.where(out == big, 0, out)
 
 
-def rate_disagg_block(gpu: GpuSpec, eng: Engine, pre: PhaseSet, dec: PhaseSet, load: Load, slo_ttft_ms: float,
-                      slo_tpot_ms: float, percentile: str, max_gpus: int, node_gpus: int | None,
-                      price: float) -> tuple[Block | None, PdSolution | None]:
-    """Solve the P/D MILP for one GPU type and wrap the answer as a one-candidate block."""
-    assert pre.prefill is not None and dec.decode is not None and load.rate_per_s is not None
-    extra = _extra_s(gpu, eng, pre, load.isl, max_gpus)
-    rho_max = max_utilization(pre, extra, slo_ttft_ms, percentile)
-    p_ok = np.flatnonzero(rho_max > 0)
-    d_ok = np.flatnonzero(dec.decode.step_s * 1e3 <= slo_tpot_ms)
-    if p_ok.size == 0 or d_ok.size == 0:
+def _grid(partner: int, partner_n: int, opts: np.ndarray, gpw: np.ndarray, max_gpus: int) -> tuple[np.ndarray, ...]:
+    """(partner, partner count, option, option count) for every option count within ``max_gpus``."""
+    n = np.arange(1, max_gpus + 1)
+    o, c = np.repeat(opts, n.size), np.tile(n, opts.size)
+    keep = c * gpw[o] <= max_gpus
+    k = int(keep.sum())
+    return np.full(k, partner), np.full(k, partner_n), o[keep], c[keep]
+
+
+def _options(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
+             max_gpus: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(prefill options, their x, decode options, their y) for one GPU type."""
+    pi, di = prune_prefill(s), prune_decode(s, slo[1])
+    gp, gd = s.pre.gpus_per_worker, s.dec.gpus_per_worker
+    pkey, dkey = dtype_key(s.pre) // 1000, dtype_key(s.dec) // 1000
+    cap_p = 1.0 / (s.pre_role.work_s * gp)
+    y = np.zeros(di.size, dtype=int)
+    for key in np.unique(dkey[di]):
+        cand = pi[pkey[pi] == key]
+        if cand.size == 0:
+            continue
+        p_ref = int(cand[np.argmax(cap_p[cand])])
+        sel = dkey[di] == key
+        pr, xr, d, yc = _grid(p_ref, max(1, max_gpus // int(gp[p_ref])), di[sel], gd, max_gpus)
+        y[sel] = _fewest(m, gpu, s, load, Units(pr, d, xr, yc), slo, di[sel], by_p=False)
+    x = np.zeros(pi.size, dtype=int)
+    per_gpu = running(s) / s.dec_role.step_s / gd
+    for key in np.unique(pkey[pi]):
+        dsel = (dkey[di] == key) & (y > 0)
+        if not dsel.any():
+            continue
+        k = int(np.argmax(np.where(dsel, per_gpu[di] / np.maximum(y, 1), -np.inf)))
+        sel = pkey[pi] == key
+        dr, yr, p, xc = _grid(int(di[k]), int(y[k]), pi[sel], gp, max_gpus)
+        x[sel] = _fewest(m, gpu, s, load, Units(p, dr, xc, yr), slo, pi[sel], by_p=True)
+    return pi[x > 0], x[x > 0], di[y > 0], y[y > 0]
+
+
+def _repair(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str], p: int, d: int,
+            x: int, y: int, max_gpus: int) -> Block | None:
+    """The MILP's pair, or the cheapest of up to REPAIR_WORKERS extra workers per role that meets the SLO."""
+    extra = np.arange(REPAIR_WORKERS + 1)
+    xs, ys = (a.ravel() + n for a, n in zip(np.meshgrid(extra, extra, indexing="ij"), (x, y), strict=True))
+    u = Units(np.full(xs.size, p), np.full(xs.size, d), xs, ys)
+    b = unit_block(m, gpu, s, u, load, np.full(xs.size, np.nan), 0)
+    ok = _ok(b, *slo) & (b.res.gpus <= max_gpus)
+    if not ok.any():
+        return None
+    i = int(np.argmin(np.where(ok, b.res.gpus, np.inf)))
+    one = Units(u.p[[i]], u.d[[i]], u.x[[i]], u.y[[i]])
+    return unit_block(m, gpu, s, one, load, np.full(1, np.nan), 0)
+
+
+def rate_disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, slo_ttft_ms: float,
+                      slo_tpot_ms: float, percentile: str, price: float) -> tuple[Block | None, PdSolution | None]:
+    """Solve the P/D MILP for one GPU type and wrap the verified deployment as a one-candidate block."""
+    assert load.rate_per_s is not None
+    s = phase_sets(m, gpu, gi, space, load, np.array([max(space.max_num_seqs)]))
+    if s is None:
         return None, None
-    wp, wd = pre.workers, dec.workers
-    popt = PhaseOptions(wp.quant[p_ok] * 10 + wp.kv[p_ok], wp.gpus_per_worker[p_ok],
-                        pre.prefill.capacity_per_s[p_ok] * rho_max[p_ok], np.full(p_ok.size, price))
-    dopt = PhaseOptions(wd.quant[d_ok] * 10 + wd.kv[d_ok], wd.gpus_per_worker[d_ok],
-                        dec.decode.capacity_per_s[d_ok], np.full(d_ok.size, price))
-    sol = solve_pd(popt, dopt, load.rate_per_s, max_gpus, node_gpus=node_gpus)
+    slo = (slo_ttft_ms, slo_tpot_ms, percentile)
+    pi, x, di, y = _options(m, gpu, s, load, slo, space.max_gpus)
+    if pi.size == 0 or di.size == 0:
+        return None, None
+    rate = load.rate_per_s
+    popt = PhaseOptions(dtype_key(s.pre)[pi] // 1000, s.pre.gpus_per_worker[pi], rate / x, np.full(pi.size, price))
+    dopt = PhaseOptions(dtype_key(s.dec)[di] // 1000, s.dec.gpus_per_worker[di], rate / y, np.full(di.size, price))
+    sol = solve_pd(popt, dopt, rate, space.max_gpus, node_gpus=space.node_gpus)
     if sol is None:
         return None, None
-    p, d = p_ok[sol.prefill], d_ok[sol.decode]
-    rho = np.array([load.rate_per_s / (sol.x * pre.prefill.capacity_per_s[p])])
-    ttft = ttft_at(pre, np.array([p]), rho, extra[[p]])
-    t_dec = dec.decode.step_s[[d]]
-    met = LatencyArrays(ttft * 1e3, np.broadcast_to(t_dec * 1e3, (len(PERCENTILES), 1)),
-                        np.array([load.rate_per_s]), np.array([load.rate_per_s * load.osl / sol.gpus]),
-                        1.0 / t_dec, dec.decode.running[[d]] * sol.y)
-    units = Units(np.array([p]), np.array([d]), np.array([sol.x]), np.array([sol.y]), met)
-    block = Block("disagg", gpu, met, dec.clients[[d]], np.array([sol.gpus]), np.array([1]), units=units,
-                  prefill=pre, decode=dec, evaluated=int(p_ok.size + d_ok.size))
-    return block, sol
+    b = _repair(m, gpu, s, load, slo, int(pi[sol.prefill]), int(di[sol.decode]), sol.x, sol.y, space.max_gpus)
+    if b is None:
+        return None, sol
+    n = int(s.pre.size + s.dec.size)
+    return Block("disagg", gpu, b.res, b.concurrency, b.clients, b.replicas, units=b.units, prefill=s.pre,
+                 decode=s.dec, evaluated=n, memory_pruned=s.pruned), sol

@@ -17,15 +17,16 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.deployment import Parallelism
-from planner.memory import KV_BYTES, WEIGHT_BYTES, check_parallelism
+from planner.memory import check_parallelism
 from planner.model_spec import ModelSpec
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 Mode = Literal["agg", "disagg"]
-QUANTS: tuple[str, ...] = tuple(WEIGHT_BYTES)
-KV_DTYPES: tuple[str, ...] = tuple(KV_BYTES)
+QUANTS: tuple[str, ...] = WEIGHT_QUANTS
+"""Weight dtype codes (indices) shared with :class:`planner.batch_eval.CandidateArrays`."""
 
 
 class SearchSpace(BaseModel):
@@ -37,7 +38,7 @@ class SearchSpace(BaseModel):
     modes: tuple[Mode, ...] = Field(default=("agg", "disagg"), min_length=1)
     tp: tuple[int, ...] = Field(default=(1, 2, 4, 8), description="Tensor-parallel sizes.")
     pp: tuple[int, ...] = Field(default=(1, 2, 4), description="Pipeline-parallel sizes.")
-    dp: tuple[int, ...] = Field(default=(1,), description="Attention-DP sizes (MoE models).")
+    dp: tuple[int, ...] = Field(default=(1, 2, 4, 8), description="Attention-DP sizes (MoE and MLA models only).")
     max_num_seqs: tuple[int, ...] = Field(default=(8, 16, 32, 64, 128, 256, 512),
                                           description="Max running requests per worker.")
     chunk_tokens: tuple[int, ...] = Field(default=(1024, 2048, 4096, 8192, 16384),
@@ -75,6 +76,15 @@ class Workers:
     def gpus_per_worker(self) -> np.ndarray:
         return self.tp * self.pp * self.dp
 
+    def columns(self, prefix: str = "") -> dict[str, np.ndarray]:
+        """:class:`planner.batch_eval.CandidateArrays` columns of these workers (``prefix``: ``prefill_``)."""
+        cols = {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "max_num_batched_tokens": self.chunk}
+        out = {prefix + k: v.astype(float) for k, v in cols.items()}
+        if not prefix:
+            out |= {"max_num_seqs": self.max_num_seqs.astype(float), "weight_quant": self.quant.astype(float),
+                    "kv_dtype": self.kv.astype(float)}
+        return out
+
     def take(self, idx: np.ndarray) -> Workers:
         """The candidates at ``idx`` (boolean mask or integer indices)."""
         return Workers(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
@@ -86,9 +96,9 @@ def legal_splits(model: ModelSpec, space: SearchSpace, domain_size: int) -> list
     for tp, pp, dp in itertools.product(space.tp, space.pp, space.dp):
         if tp * pp * dp > space.max_gpus or tp * dp > domain_size:
             continue
-        if dp > 1 and model.moe is None:
-            continue  # attention-DP only pays off with MoE experts to share
-        eps = sorted({1, tp * dp}) if model.moe is not None else [1]
+        if dp > 1 and model.moe is None and model.mla is None:
+            continue  # attention-DP only pays off with experts to share or a replicated MLA latent cache
+        eps = [e for e in (1, 2, 4, 8, 16, 32, 64) if (tp * dp) % e == 0] if model.moe is not None else [1]
         for ep in eps:
             p = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep)
             try:
@@ -102,7 +112,7 @@ def legal_splits(model: ModelSpec, space: SearchSpace, domain_size: int) -> list
 def quant_choices(model: ModelSpec, space: SearchSpace) -> tuple[str, ...]:
     """Weight dtypes to try: the checkpoint's, plus those the user allows."""
     allowed = space.weight_quants or (model.weight_dtype,)
-    return tuple(dict.fromkeys(q for q in allowed if q in WEIGHT_BYTES))
+    return tuple(dict.fromkeys(q for q in allowed if q in QUANTS))
 
 
 def _grid(*axes: np.ndarray) -> list[np.ndarray]:

@@ -1,0 +1,83 @@
+"""Per-role times of disaggregated workers, vectorized: what the P/D solvers rank and size workers by.
+
+``evaluate_batch`` predicts whole deployments; a P/D search first needs each role on its own:
+
+* prefill worker: seconds one prompt needs alone (its ``ceil(ISL / chunk)`` chunks) and busy seconds
+  per request when chunks run full (1 / capacity, requests/s);
+* decode worker: seconds of a decode-only step at ``batch`` running requests.
+
+Both are priced exactly as :func:`planner.serving.solve_disagg` prices them (same step mixes, same
+worker arrays and pricer as :func:`planner.batch_eval.evaluate_batch`), so rankings made here agree
+with the predictions the solvers report, which always come from ``evaluate_batch``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hardware.spec import GpuSpec
+from planner.batch_eval import CandidateArrays, _worker, load_arrays, op_pricer, parallel_arrays
+from planner.engine_calibration import EngineCalibration, engine
+from planner.model_spec import ModelSpec
+from planner.opgraph import StepMix
+from planner.serving import _prefill_plan, _steps
+from planner.step_model import OpPricer
+from planner.workload import Workload
+
+
+@dataclass(frozen=True)
+class PrefillRole:
+    """Prefill workers (K candidates), seconds."""
+
+    alone_s: np.ndarray  # one prompt alone on an idle prefill worker
+    work_s: np.ndarray  # prefill-worker seconds per request at full chunks (1 / capacity)
+    fits: np.ndarray  # bool: one prompt's KV fits
+
+
+def prefill_role(
+    m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, w: Workload, *, backend: str = "vllm",
+    pricer: OpPricer | None = None, gpu_memory_utilization: float | np.ndarray = 0.9,
+    calibration: EngineCalibration | None = None,
+) -> PrefillRole:
+    """The prefill role of ``c`` (its ``prefill_*`` columns), priced as ``solve_disagg`` prices it."""
+    cal = calibration or engine(backend)
+    k = len(c)
+    load = load_arrays(w, k, np.full(k, np.nan), cal.request_overhead_s.value)
+    zero = np.zeros(k)
+    par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
+    pre = _worker(m, gpu, par, c.max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1,
+                  cal, gpu_memory_utilization)
+    free = np.maximum(pre.chunk_tokens, 1.0)
+    chunks, own = _prefill_plan(load.isl_compute, free)
+    prior = (chunks - 1.0) / 2.0 * own
+    t_full, t_one = _steps(m, op_pricer(gpu, pricer), pre,
+                           [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)])
+    return PrefillRole(chunks * t_one, load.isl_compute * t_full / free, pre.seq_capacity >= 1)
+
+
+@dataclass(frozen=True)
+class DecodeRole:
+    """Decode workers (K candidates)."""
+
+    step_s: np.ndarray  # decode-only step at the given batch (x speculative-decoding multiplier)
+    seq_capacity: np.ndarray  # sequences of ISL+OSL tokens one worker holds
+
+
+def decode_role(
+    m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, w: Workload, batch: np.ndarray, *, backend: str = "vllm",
+    pricer: OpPricer | None = None, gpu_memory_utilization: float | np.ndarray = 0.9,
+    calibration: EngineCalibration | None = None,
+) -> DecodeRole:
+    """The decode role of ``c`` (its main columns) at ``batch`` running requests per worker."""
+    cal = calibration or engine(backend)
+    k = len(c)
+    load = load_arrays(w, k, np.full(k, np.nan), cal.request_overhead_s.value)
+    zero = np.zeros(k)
+    par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
+    dec = _worker(m, gpu, par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, load.isl + load.osl, cal,
+                  gpu_memory_utilization)
+    mix = StepMix(np.maximum(batch, 1.0), load.isl + load.osl / 2.0, zero, zero, zero)
+    t = _steps(m, op_pricer(gpu, pricer), dec, [mix])[0]
+    return DecodeRole(t * load.step_multiplier, dec.seq_capacity)
