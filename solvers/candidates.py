@@ -118,7 +118,7 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
     max_num_seqs and the memory fraction reach the serving model only through the engine's slot cap
     min(max_num_seqs, KV capacity) and the fit flags, so candidates equal in every other column and in
     those are predicted once and share the answer (each keeps its own KV capacity); since the serving
-    model treats candidates independently, this equals evaluating each one alone.
+    model treats candidates independently, this equals evaluating each one alone (``planner estimate``).
     """
     c = CandidateArrays.from_lists(**cols)
     util = np.broadcast_to(np.asarray(util, dtype=float), (len(c),))
@@ -130,10 +130,24 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
     key = np.stack([np.nan_to_num(getattr(c, f), nan=-1.0) for f in fields] +
                    [slots, dec_cap >= 1, (c.mode == 0) | (pre_cap >= 1)], axis=1)
     _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    sub = CandidateArrays(**{f: getattr(c, f)[first] for f in CandidateArrays.__dataclass_fields__})
-    r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[first])
-    out = {f: getattr(r, f)[inv.ravel()] for f in ResultArrays.__dataclass_fields__}
-    return ResultArrays(**{**out, "seq_capacity": dec_cap})
+    out: dict[str, np.ndarray] = {}
+    # one call per (pp, prefill pp): the op graph prices pipeline hops at the batch's largest pp
+    for _, rows in _groups(np.stack([c.pp[first], c.prefill_pp[first]], axis=1)):
+        idx = first[rows]
+        sub = CandidateArrays(**{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__})
+        r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[idx])
+        for f in ResultArrays.__dataclass_fields__:
+            v = getattr(r, f)
+            out.setdefault(f, np.empty(first.size, dtype=v.dtype))[rows] = v
+    res = {f: v[inv.ravel()] for f, v in out.items()}
+    return ResultArrays(**{**res, "seq_capacity": dec_cap})
+
+
+def _groups(keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(key, row indices) of each distinct row of ``keys``."""
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    return [(u, np.flatnonzero(inv == k)) for k, u in enumerate(uniq)]
 
 
 def _agg_levels(w: Workers, space: SearchSpace, load: Load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,8 +9,10 @@ Usage::
     result.to_plan_dict()  # the JSON ``planner plan --format json`` prints (read by planner.emitters)
 
 Steps: enumerate the space per GPU type (:mod:`solvers.space`), prune by memory
-(:mod:`solvers.memory_vec`), evaluate every candidate as numpy arrays (:mod:`solvers.perf`,
-:mod:`solvers.disagg`), keep those meeting both SLOs at the requested percentile, rank by the
+(:mod:`planner.memory_batch`), predict every candidate deployment with
+:func:`planner.batch_eval.evaluate_batch` - the model behind ``planner estimate``, so a plan predicts
+exactly what ``estimate`` predicts for the same deployment (:mod:`solvers.candidates`,
+:mod:`solvers.disagg`) - keep those meeting both SLOs at the requested percentile, rank by the
 objective, build the Pareto front of tok/s/GPU vs tok/s/user, name the binding constraint
 (:mod:`solvers.explain`). With a rate, disaggregated worker counts come from the MILP
 (:mod:`solvers.pd_milp`). Infeasible requests raise InfeasibleError (CLI: one line, exit 2).
