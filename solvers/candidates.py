@@ -132,7 +132,8 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
     _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
     out: dict[str, np.ndarray] = {}
     # one call per (pp, prefill pp): the op graph prices pipeline hops at the batch's largest pp
-    for _, rows in _groups(np.stack([c.pp[first], c.prefill_pp[first]], axis=1)):
+    # (pp = 1 has no hops, so it joins the smallest pp > 1)
+    for _, rows in _groups(np.stack([_hop_group(c.pp[first]), _hop_group(c.prefill_pp[first])], axis=1)):
         idx = first[rows]
         sub = CandidateArrays(**{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__})
         r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[idx])
@@ -141,6 +142,12 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
             out.setdefault(f, np.empty(first.size, dtype=v.dtype))[rows] = v
     res = {f: v[inv.ravel()] for f, v in out.items()}
     return ResultArrays(**{**res, "seq_capacity": dec_cap})
+
+
+def _hop_group(pp: np.ndarray) -> np.ndarray:
+    """Pipeline sizes with pp = 1 folded into the smallest pp > 1 (both price the same alone or together)."""
+    deeper = pp[pp > 1]
+    return np.where(pp > 1, pp, deeper.min() if deeper.size else 1.0)
 
 
 def _groups(keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
