@@ -37,6 +37,8 @@ def alpha_beta(nbytes: Any, factor: Any, latency_s: Any, bus_bandwidth_bytes_per
 def scale_up_link(spec: GpuSpec) -> str:
     """Our link name (``schema.LINKS``) for the GPU's scale-up fabric."""
     name = spec.scale_up.name.lower()
+    if "shared memory" in name:
+        return "local"  # ranks on one host (the CPU spec) talk through shared memory
     if "pcie" in name:
         return "pcie"
     if "infinity" in name or "xgmi" in name:

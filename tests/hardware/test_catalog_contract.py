@@ -112,7 +112,7 @@ def test_units_are_plausible(spec: GpuSpec) -> None:
     assert 1e8 <= spec.scale_out_bandwidth_bytes_per_s <= spec.scale_up.bandwidth_bytes_per_s
     assert spec.scale_up.bandwidth_bytes_per_s <= 2e12  # per direction; NVLink5 is 0.9e12
     assert spec.scale_up.domain_size >= 1
-    expected_domain = (1, 1) if is_cpu else (8, 72)  # single host; HGX/PCIe box .. NVL72
+    expected_domain = (1, 8) if is_cpu else (8, 72)  # cores of one host; HGX/PCIe box .. NVL72
     assert expected_domain[0] <= spec.scale_up.domain_size <= expected_domain[1]
 
 
