@@ -14,7 +14,8 @@ Adapter choices (kernels_db's API is used as is, nothing in kernels_db is change
 * Grouped expert GEMMs: kernels_db prices the balanced load; the busiest EP rank's load factor
   (``opgraph.moe_imbalance``) multiplies the time (the step waits for the slowest rank).
 * Collectives: one message per kernel (``Op.kernels``: dispatch + combine for all-to-all), over the
-  scale-up link inside the domain and the NIC ("ib") beyond it.
+  scale-up link inside the domain and the NIC ("ib") beyond it; an all-reduce inside the domain
+  takes the faster of NCCL and the custom all-reduce (``CUSTOM_ALL_REDUCE``).
 * Ops with no work (no prefill tokens in a decode-only step) cost 0 s, not a kernel launch.
 """
 
@@ -32,6 +33,11 @@ UNCALIBRATED = "roofline_uncalibrated"
 MESSAGE_DIVIDED: frozenset[str] = frozenset({"memcpy"})
 """Families whose op bytes are split over ``Op.kernels`` equal kernels (priced one each, times kernels)."""
 PROVENANCE_RANK: dict[str, int] = {p: i for i, p in enumerate(PROVENANCE)}
+CUSTOM_ALL_REDUCE = "custom_all_reduce"
+"""Inside the scale-up domain a TP all-reduce costs the faster of NCCL and the engine's custom
+all-reduce (vLLM ``custom_all_reduce`` up to 8 MB, TensorRT-LLM ``AllReduceStrategy.AUTO``, SGLang
+custom AR): ~4 us instead of NCCL's ~20 us for decode-sized messages on 8xH200 (kernels_db comm fit
+of aiconfigurator's custom_allreduce_perf and nccl_perf tables)."""
 
 
 def weakest(tags: np.ndarray) -> str:
@@ -91,7 +97,11 @@ class KernelDbPricer:
         for link, sel in ((self.link, inside), ("ib", ~inside)):
             if sel.any():
                 c = self.db.comm(op.collective, n_int[sel], message[sel], link)
-                t[sel] = c.seconds * op.kernels
+                seconds = c.seconds
+                if op.collective == "all_reduce" and link == self.link:
+                    # engines pick the faster of NCCL and their custom (one-/two-shot) all-reduce
+                    seconds = np.minimum(seconds, self.db.comm(CUSTOM_ALL_REDUCE, n_int[sel], message[sel], link).seconds)
+                t[sel] = seconds * op.kernels
                 tags.append(c.provenance[n_int[sel] > 1])
         moved = np.concatenate(tags) if tags else np.array([PROVENANCE[0]])
         return t, weakest(moved) if moved.size else PROVENANCE[0]

@@ -29,9 +29,14 @@ Collective = Literal["all_reduce", "all_to_all", "all_gather", "send_recv", "non
 
 ACT_BYTES = 2.0
 """Activations travel in bf16 (2 bytes per element)."""
-ELEMENTWISE_PASSES = 12.0
-"""ASSUMPTION: bf16 reads+writes of a hidden vector per token and layer by norms, RoPE, residual adds,
-SiLU-and-mul and quantize kernels (two RMSNorms ~4, residual 2, RoPE 2, act/quant ~4)."""
+NORM_PASSES = 8.0
+"""Hidden-vector passes of the two fused residual-add + RMSNorm kernels of a layer: each reads the
+input and the residual and writes the new residual and the normed output (vLLM
+``fused_add_rms_norm``, SGLang/FlashInfer ``fused_add_rmsnorm``); every TP rank holds the whole
+hidden vector, so this does not shrink with TP."""
+ELEMENTWISE_KERNELS = 4.0
+"""Two add+norm kernels, RoPE and SiLU-and-mul per layer (fp8 activation quantization is fused into
+the norm and activation kernels in vLLM, SGLang and TensorRT-LLM)."""
 MOE_IMBALANCE_Z = 1.0
 """Expert load imbalance: the busiest EP rank gets mean + z·std of a multinomial share, z = 1 (a
 routed load of n token-expert pairs over ep ranks has std sqrt(n/ep)); measured DeepSeek-V3 routing
@@ -269,10 +274,28 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
     return ops
 
 
-def elementwise_op(m: ModelSpec, count: float, p: ParallelArrays, s: StepMix) -> Op:
-    """Norms, RoPE, residuals, activation and quantize kernels (memory bound)."""
-    nbytes = _tokens_per_rank(p, s) * m.hidden_size * ACT_BYTES * ELEMENTWISE_PASSES
-    return Op("elementwise", "elementwise", "elementwise", count, np.zeros_like(nbytes), nbytes, 0.0, kernels=4.0, shape=(("bytes", nbytes / 4.0),), lookup="memcpy")
+def elementwise_elems_per_token(m: ModelSpec, g: LayerGroup, p: ParallelArrays) -> np.ndarray:
+    """Elements one GPU reads + writes per token of one layer in memory-bound kernels: add+norms on
+    the full hidden vector (``NORM_PASSES``), RoPE in place on this rank's q and k heads (read +
+    write), SiLU-and-mul on this rank's FFN width (read gate and up, write one: 3 widths)."""
+    rope = 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim / p.tp
+    if g.moe and m.moe is not None:
+        e = m.moe
+        # a rank's routed pairs (tokens·top_k/ep over dp attention ranks) at width inter/moe_tp
+        width = (e.top_k * e.expert_intermediate + e.shared_experts * e.shared_intermediate) / p.tp
+    else:
+        width = m.intermediate_size / p.tp
+    return NORM_PASSES * m.hidden_size + rope + 3.0 * width
+
+
+def elementwise_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
+    """Norms, RoPE, residuals and activation kernels (memory bound): ``elementwise_elems_per_token``
+    bf16 elements per token. kernels_db's memcpy of N bytes moves 2·N (read + write), so each of the
+    ``ELEMENTWISE_KERNELS`` kernels is priced as a copy of half its share of the traffic."""
+    nbytes = _tokens_per_rank(p, s) * elementwise_elems_per_token(m, g, p) * ACT_BYTES
+    shape = (("bytes", nbytes / 2.0 / ELEMENTWISE_KERNELS),)
+    return Op("elementwise", "elementwise", "elementwise", g.count, np.zeros_like(nbytes), nbytes, 0.0,
+              kernels=ELEMENTWISE_KERNELS, shape=shape, lookup="memcpy")
 
 
 def lm_head_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
@@ -305,7 +328,7 @@ def step_ops(m: ModelSpec, p: ParallelArrays, s: StepMix) -> list[Op]:
         else:
             ops.append(dense_ffn_op(m, g, p, s))
         ops.append(ffn_all_reduce_op(m, g, p, s))
-        ops.append(elementwise_op(m, g.count, p, s))
+        ops.append(elementwise_op(m, g, p, s))
     ops.append(lm_head_op(m, p, s))
     if float(np.max(p.pp)) > 1:
         ops.append(pp_send_op(m, p, s))
