@@ -44,6 +44,40 @@ class Counts:
     resident: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
 
 
+FEW_DISTINCT: Final[int] = 8
+"""``distinct`` finds up to this many names by vectorized comparisons before it sorts (np.unique)."""
+SMALL_ARRAY: Final[int] = 64
+"""``distinct`` reads arrays up to this size as Python lists (cheaper than any numpy call there)."""
+
+
+def distinct(values: Any) -> tuple[list[str], np.ndarray]:
+    """Distinct strings of array ``values`` and each entry's index into them (shape of ``values``).
+
+    Label columns (dtypes) hold a handful of names over many rows: one comparison per name is far
+    cheaper than np.unique's sort of the whole string array, which is kept for many names."""
+    arr = np.asarray(values)
+    if arr.dtype.kind != "U":
+        arr = arr.astype(str)
+    flat = arr.reshape(-1)
+    if flat.size <= SMALL_ARRAY:
+        index: dict[str, int] = {}
+        inv = [index.setdefault(v, len(index)) for v in flat.tolist()]
+        return list(index), np.array(inv, dtype=np.intp).reshape(arr.shape)
+    inverse = np.full(flat.shape, -1, dtype=np.intp)
+    names: list[str] = []
+    first = 0
+    while len(names) < FEW_DISTINCT:
+        hit = flat == flat[first]
+        inverse[hit] = len(names)
+        names.append(str(flat[first]))
+        left = np.flatnonzero(inverse < 0)
+        if not left.size:
+            return names, inverse.reshape(arr.shape)
+        first = int(left[0])
+    uniq, inv_all = np.unique(flat, return_inverse=True)
+    return [str(n) for n in uniq], inv_all.reshape(arr.shape)
+
+
 def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
     """Apply ``fn`` to each distinct string of ``values`` (scalar or array) and broadcast back."""
     if isinstance(values, str):
@@ -51,19 +85,24 @@ def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim == 0:
         return np.asarray(fn(str(arr)))
-    names, inverse = np.unique(arr.astype(str), return_inverse=True)
-    return np.array([fn(str(n)) for n in names])[inverse].reshape(arr.shape)
+    names, inverse = distinct(arr)
+    return np.array([fn(n) for n in names])[inverse]
 
 
 def _peak(spec: GpuSpec, dtype: Any) -> np.ndarray:
     return per_value(dtype, spec.peak_flops)
 
 
+def _elem_bytes(dtype: Any) -> np.ndarray:
+    """Bytes per element of each dtype name (``roofline.dtype_bytes`` without its sort)."""
+    return per_value(dtype, rf.DTYPE_BYTES.__getitem__)
+
+
 def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     """FLOPs, bytes and peak of each row of op family ``op``."""
     zero = np.asarray(0.0)
     if op == "gemm":
-        eb = rf.dtype_bytes(c["dtype"])
+        eb = _elem_bytes(c["dtype"])
         b = rf.gemm_bytes(c["m"], c["n"], c["k"], eb)
         return Counts(rf.gemm_flops(c["m"], c["n"], c["k"]), b, _peak(spec, c["dtype"]),
                       np.asarray(2.0 * c["n"] * c["k"], dtype=float),
@@ -71,12 +110,12 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     if op == "attention_prefill":
         f = rf.prefill_attention_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["head_dim"], c["window"])
         b = rf.prefill_attention_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_heads"], c["head_dim"],
-                                       rf.dtype_bytes(c["dtype"]), rf.dtype_bytes(c["kv_dtype"]))
+                                       _elem_bytes(c["dtype"]), _elem_bytes(c["kv_dtype"]))
         return Counts(f, b, _peak(spec, c["dtype"]), np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"] * c["seq"], dtype=float))
     if op == "attention_decode":
         f = rf.decode_attention_flops(c["batch"], c["kv_len"], c["heads"], c["head_dim"])
         b = rf.decode_attention_bytes(c["batch"], c["kv_len"], c["heads"], c["kv_heads"], c["head_dim"],
-                                      rf.dtype_bytes(c["kv_dtype"]))
+                                      _elem_bytes(c["kv_dtype"]))
         units = np.maximum(np.asarray(c["batch"] * c["kv_heads"], dtype=float), 1.0)
         heads = np.maximum(np.asarray(c["heads"], dtype=float), 1.0)
         return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
@@ -86,14 +125,14 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     if op == "mla_prefill":
         f = rf.mla_prefill_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"])
         b = rf.mla_prefill_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"],
-                                 rf.dtype_bytes(c["dtype"]))
+                                 _elem_bytes(c["dtype"]))
         return Counts(f, b, _peak(spec, c["dtype"]), zero)
     if op == "mla_decode":
         f = rf.mla_decode_flops(c["batch"], c["kv_len"], c["heads"], c["kv_lora_rank"], c["rope_dim"])
-        b = rf.mla_decode_bytes(c["batch"], c["kv_len"], c["kv_lora_rank"], c["rope_dim"], rf.dtype_bytes(c["kv_dtype"]))
+        b = rf.mla_decode_bytes(c["batch"], c["kv_len"], c["kv_lora_rank"], c["rope_dim"], _elem_bytes(c["kv_dtype"]))
         return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), zero)
     if op == "moe":
-        eb = rf.dtype_bytes(c["dtype"])
+        eb = _elem_bytes(c["dtype"])
         f = rf.moe_flops(c["tokens"], c["hidden"], c["inter"], c["topk"], c["ep"])
         b = rf.moe_bytes(c["tokens"], c["hidden"], c["inter"], c["topk"], c["experts"], c["ep"], eb)
         return Counts(f, b, _peak(spec, c["dtype"]), zero)
@@ -118,8 +157,13 @@ def param_labels(op: str, c: Cols) -> Any:
     if op != "attention_decode":
         return c[key]
     mha = np.asarray(c["heads"]) == np.asarray(c["kv_heads"])
-    labels = np.char.add(np.asarray(c[key]).astype(str), np.where(mha, MHA_SUFFIX, ""))
-    return str(labels) if labels.ndim == 0 else labels
+    kv = np.asarray(c[key])
+    if kv.ndim == 0 and mha.ndim == 0:
+        return str(kv) + (MHA_SUFFIX if mha else "")
+    names, inverse = distinct(kv)
+    choices = np.array(names + [n + MHA_SUFFIX for n in names])
+    inverse, mha = np.broadcast_arrays(inverse, mha)
+    return choices[inverse + len(names) * mha]
 
 
 def peak_bound(cnt: Counts, bandwidth_bytes_per_s: float) -> np.ndarray:
@@ -127,22 +171,31 @@ def peak_bound(cnt: Counts, bandwidth_bytes_per_s: float) -> np.ndarray:
     return np.asarray(np.maximum(cnt.flops / cnt.peak_flops_per_s, cnt.nbytes / bandwidth_bytes_per_s))
 
 
-def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams,
-                  keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-row parameter array (5, ...), pad rows, and a mask of rows that found a fitted entry."""
-    def pick(name: str) -> RooflineParams:
-        return table.get(name) or table.get(name.removesuffix(MHA_SUFFIX), default)
+ParamEntry = tuple[np.ndarray, float, bool]
 
-    def has(name: str) -> bool:
-        return name in table or name.removesuffix(MHA_SUFFIX) in table
 
+def param_entry(table: Mapping[str, RooflineParams], default: RooflineParams, name: str) -> ParamEntry:
+    """(parameter array (7,), pad rows, fitted or not) of parameter set ``name``: its own entry, the
+    entry without ``MHA_SUFFIX``, else ``default``."""
+    base = name.removesuffix(MHA_SUFFIX)
+    prm = table.get(name) or table.get(base, default)
+    return prm.as_array(), prm.pad_rows, name in table or base in table
+
+
+def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams, keys: Any,
+                  entry: Callable[[str], ParamEntry] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row parameter array (7, ...), pad rows, and a mask of rows that found a fitted entry;
+    ``entry`` (name -> ``param_entry``) may be a cached version of ``param_entry`` on these tables."""
+    pick = entry or (lambda name: param_entry(table, default, name))
     if isinstance(keys, str) or np.ndim(keys) == 0:
-        prm = pick(str(keys))
-        return prm.as_array(), np.asarray(prm.pad_rows), np.asarray(has(str(keys)))
-    arr = np.asarray(keys).astype(str)
-    names, inverse = np.unique(arr, return_inverse=True)
-    stack = np.stack([pick(str(n)).as_array() for n in names], axis=1)  # (7, n_names)
-    pads = np.array([pick(str(n)).pad_rows for n in names])
-    found = np.array([has(str(n)) for n in names])
-    inv = inverse.reshape(arr.shape)
+        prm, pad, has = pick(str(keys))
+        return prm, np.asarray(pad), np.asarray(has)
+    names, inv = distinct(keys)
+    if len(names) == 1:  # one set for every row: scalars broadcast to the same values
+        prm, pad, has = pick(names[0])
+        return prm, np.asarray(pad), np.asarray(has)
+    picked = [pick(n) for n in names]
+    stack = np.stack([e[0] for e in picked], axis=1)  # (7, n_names)
+    pads = np.array([e[1] for e in picked])
+    found = np.array([e[2] for e in picked])
     return stack[:, inv], pads[inv], found[inv]

@@ -64,6 +64,8 @@ class KernelDB:
     tables: Mapping[str, KernelTable] = field(default_factory=dict)
     fit: fitted.FittedGpu | None = None
     _interp: dict[str, TableInterpolator] = field(default_factory=dict, repr=False)
+    _params: dict[tuple[str, str], costs.ParamEntry] = field(default_factory=dict, repr=False)
+    _comm_prm: dict[tuple[str, int, str], tuple[fitted.CommParams, int]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def for_gpu(cls, spec: GpuSpec, data_dir: Path = paths.DATA_DIR,
@@ -88,10 +90,19 @@ class KernelDB:
         fam = fams.get(op) or fams.get(fitted.BORROW.get(op, ""))
         return (fam.params if fam else {}), fitted.DEFAULT_PARAMS[op]
 
+    def _param_entry(self, op: str, name: str) -> costs.ParamEntry:
+        """``costs.param_entry`` of family ``op``, cached per (family, parameter-set name)."""
+        entry = self._params.get((op, name))
+        if entry is None:
+            table, default = self._family_params(op)
+            entry = self._params[(op, name)] = costs.param_entry(table, default, name)
+        return entry
+
     def model(self, op: str, cols: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
         """(seconds, fitted-or-not mask, counts) of the roofline model alone."""
         table, default = self._family_params(op)
-        p, pad, found = costs.gather_params(table, default, costs.param_labels(op, cols))
+        p, pad, found = costs.gather_params(table, default, costs.param_labels(op, cols),
+                                            lambda name: self._param_entry(op, name))
         cnt = costs.counts(op, cols, self.spec)
         return costs.model_time(cnt, p, self.spec.hbm_bandwidth_bytes_per_s, pad), found, cnt
 
@@ -103,11 +114,11 @@ class KernelDB:
                 self.model(op, c)[0], (n,)))
         return self._interp[op]
 
-    def price(self, op: str, **kw: Any) -> OpCost:
-        """Price op family ``op`` for keyword columns (arrays broadcast together)."""
-        sizes = [np.asarray(kw[k]) for k in SIZE_KEYS[op]]
-        for name, v in zip(SIZE_KEYS[op], sizes, strict=True):
-            if np.any(v < 0):
+    def price_codes(self, op: str, **kw: Any) -> tuple[np.ndarray, np.ndarray, costs.Counts, tuple[int, ...]]:
+        """(seconds, provenance codes = indices into ``PROVENANCE``, counts, broadcast shape) of op
+        family ``op``: ``price`` without building string tags (the serving model's hot path)."""
+        for name in SIZE_KEYS[op]:
+            if np.any(np.asarray(kw[name]) < 0):
                 raise PlannerInputError(name, "sizes must be >= 0")
         shape = np.broadcast_shapes(*(np.shape(v) for v in kw.values()))
         seconds, found, cnt = self.model(op, kw)
@@ -121,7 +132,15 @@ class KernelDB:
             seconds = np.where(hit.inside, base * np.exp(hit.log_ratio), base).reshape(shape)
             code = np.where(hit.exact, MEASURED, np.where(hit.inside, INTERPOLATED, np.broadcast_to(prov, shape).reshape(n)))
             prov = code.reshape(shape)
-        return OpCost(np.broadcast_to(seconds, shape).astype(float), _PROV[np.broadcast_to(prov, shape)],
+        seconds = np.asarray(seconds, dtype=float)
+        if seconds.shape != shape:
+            seconds = np.broadcast_to(seconds, shape)
+        return seconds, np.broadcast_to(prov, shape), cnt, shape
+
+    def price(self, op: str, **kw: Any) -> OpCost:
+        """Price op family ``op`` for keyword columns (arrays broadcast together)."""
+        seconds, prov, cnt, shape = self.price_codes(op, **kw)
+        return OpCost(seconds.astype(float), _PROV[prov],
                       np.broadcast_to(cnt.flops, shape).astype(float), np.broadcast_to(cnt.nbytes, shape).astype(float))
 
     def gemm(self, m: Any, n: Any, k: Any, dtype: Any = "bf16") -> OpCost:
@@ -171,16 +190,27 @@ _CACHE: dict[tuple[str, str, str], KernelDB] = {}
 
 
 def _comm_params(db: KernelDB, collective: str, n: int, link: str) -> tuple[fitted.CommParams, int]:
+    """(alpha-beta parameters, provenance code) of (collective, n GPUs, link); cached on ``db``."""
+    key = (collective, n, link)
+    found = db._comm_prm.get(key)
+    if found is not None:
+        return found
     fit = db.fit.comm if db.fit else None
     on_fabric = link in (cm.scale_up_link(db.spec), "nvls")
     prm = cm.fitted_params(fit, collective, n, db.spec) if on_fabric else None
-    if prm is not None:
-        return prm, FITTED
-    return cm.default_params(db.spec, n, link), UNCALIBRATED
+    found = db._comm_prm[key] = (prm, FITTED) if prm is not None else (cm.default_params(db.spec, n, link), UNCALIBRATED)
+    return found
 
 
 def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None) -> OpCost:
     """Collective cost: measured table inside its grid, else fitted or default alpha-beta."""
+    seconds, prov, b_arr = comm_codes(db, collective, n_gpus, nbytes, link)
+    return OpCost(seconds, _PROV[prov], np.zeros(b_arr.shape), b_arr)
+
+
+def comm_codes(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any,
+               link: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seconds, provenance codes, message bytes) of ``comm_cost`` (codes index ``PROVENANCE``)."""
     if collective not in COLLECTIVES:
         raise PlannerInputError("collective", f"unknown '{collective}'; allowed: {', '.join(COLLECTIVES)}")
     link = link or cm.scale_up_link(db.spec)
@@ -206,7 +236,7 @@ def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str
         adj = (hit.inside & (n_arr.ravel() > 1)).reshape(n_arr.shape)
         seconds = np.where(adj, seconds * np.exp(hit.log_ratio.reshape(n_arr.shape)), seconds)
         prov = np.where(adj, np.where(hit.exact.reshape(n_arr.shape), MEASURED, INTERPOLATED), prov)
-    return OpCost(seconds, _PROV[prov], np.zeros(n_arr.shape), b_arr.astype(float))
+    return seconds, prov, b_arr.astype(float)
 
 
 def _comm_model(db: KernelDB, cols: Mapping[str, Any], n: int) -> np.ndarray:

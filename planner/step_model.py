@@ -10,6 +10,7 @@ the scale-up domain and over the NIC beyond it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,6 +25,15 @@ class OpPricer(Protocol):
     """Anything that turns an op into seconds per instance (shape (K,)) and says where from."""
 
     def price(self, op: Op) -> tuple[np.ndarray, str]: ...
+
+
+def price_ops(pricer: OpPricer, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]:
+    """``pricer.price`` of every op; a pricer with a ``price_ops`` method prices them all at once
+    (``KernelDbPricer``: one kernels_db lookup per op family instead of one per op)."""
+    many = getattr(pricer, "price_ops", None)
+    if many is not None:
+        return list(many(ops))
+    return [pricer.price(op) for op in ops]
 
 
 @dataclass(frozen=True)
@@ -120,8 +130,8 @@ def price_step(
     kinds = np.zeros((len(KINDS_WITH_OVERHEAD), np.shape(s.decode_reqs)[0]))
     prov: dict[str, str] = {}
     kind_index: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
-    for op in step_ops(m, p, s):
-        t, src = pricer.price(op)
+    ops = step_ops(m, p, s)
+    for op, (t, src) in zip(ops, price_ops(pricer, ops), strict=True):
         kinds[kind_index[op.kind]] += t * op.count
         prov.setdefault(op.name, src)
     kinds[:-1] *= kernel_scale
@@ -135,7 +145,7 @@ def step_time(
 ) -> np.ndarray:
     """Seconds of one step (the fast path: no breakdown kept)."""
     total = np.zeros(np.shape(s.decode_reqs)[0])
-    for op in step_ops(m, p, s):
-        t, _ = pricer.price(op)
+    ops = step_ops(m, p, s)
+    for op, (t, _) in zip(ops, price_ops(pricer, ops), strict=True):
         total += t * op.count
     return total * kernel_scale + overhead_s
