@@ -72,6 +72,7 @@ class CandidateArrays:
     prefill_ep: np.ndarray = field(default_factory=lambda: np.zeros(0))
     prefill_workers: np.ndarray = field(default_factory=lambda: np.zeros(0))
     prefill_max_num_batched_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    prefill_max_num_seqs: np.ndarray = field(default_factory=lambda: np.zeros(0))  # prompts per prefill step (per DP rank)
 
     @classmethod
     def from_lists(cls, **cols: object) -> CandidateArrays:
@@ -86,6 +87,7 @@ class CandidateArrays:
         for f in ("prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep"):
             full[f] = np.where(np.isnan(full[f]), full[f.removeprefix("prefill_")], full[f])
         full["prefill_max_num_batched_tokens"] = np.where(np.isnan(full["prefill_max_num_batched_tokens"]), full["max_num_batched_tokens"], full["prefill_max_num_batched_tokens"])
+        full["prefill_max_num_seqs"] = np.where(np.isnan(full["prefill_max_num_seqs"]), full["max_num_seqs"], full["prefill_max_num_seqs"])
         return cls(**full)
 
     def __len__(self) -> int:
@@ -186,7 +188,7 @@ def evaluate_batch(
     xs = res.requests_per_s * c.workers
     if disagg.any():
         pre_par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
-        pre = _worker(m, gpu, pre_par, c.max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization)
+        pre = _worker(m, gpu, pre_par, c.prefill_max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization)
         total = c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers + c.tp * c.pp * c.dp * c.workers
         bw = np.where(total <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
         t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)

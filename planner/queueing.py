@@ -32,7 +32,14 @@ def closed_loop_response(t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: 
 def lockstep_response(t_own: np.ndarray, work: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Mean response when the N clients arrive together (benchmark clients start at once and a fixed
     OSL keeps them finishing in the same step): the k-th of N waits for k-1 prefills, mean (N-1)/2."""
-    return t_own + work * (n - 1.0) / 2.0
+    return t_own + burst_wait(work, n)
+
+
+def burst_wait(work: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Extra mean wait (s) of the N requests that start together: the k-th waits for k-1 prefills of
+    ``work`` seconds each, mean (N-1)/2 of them. A run of W waves sees this on its first N requests
+    only, so the run's mean gains burst_wait(work/W): ``work`` is passed already scaled by 1/W."""
+    return work * (n - 1.0) / 2.0
 
 
 def mg1_wait(rate: np.ndarray, work: np.ndarray, cs2: np.ndarray | float, ca2: np.ndarray | float) -> np.ndarray:

@@ -108,7 +108,8 @@ def _prefill_plan(isl_c: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.n
 def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(prefill-stage response R, new throughput X) for closed (N clients) or open (rate) loops."""
     closed = np.isfinite(load.concurrency)
-    r_closed = np.maximum(queueing.closed_loop_response(t_own, work, z, n), queueing.lockstep_response(t_own, work * burst, n))
+    # steady state (MVA) plus the start-up wave's extra wait averaged over the run (see queueing)
+    r_closed = queueing.closed_loop_response(t_own, work, z, n) + queueing.burst_wait(work * burst, n)
     rate = np.where(closed, x, load.rate_per_s)
     r_open = t_own + queueing.mg1_wait(rate, work, load.cs2, load.ca2)
     r = np.where(closed, r_closed, r_open)
@@ -117,7 +118,9 @@ def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work
 
 
 def _engine_cap(w: WorkerArrays) -> np.ndarray:
-    return np.maximum(np.minimum(w.max_num_seqs, w.seq_capacity), 1.0)
+    """Requests a worker runs at once: ``max_num_seqs`` per attention-DP rank (each rank schedules its
+    own batch: SGLang/TRT-LLM attention DP, vLLM data-parallel engines), at most the KV capacity."""
+    return np.maximum(np.minimum(w.max_num_seqs * w.par.dp, w.seq_capacity), 1.0)
 
 
 def _finish(load: LoadArrays, r: np.ndarray, t_own: np.ndarray, z: np.ndarray, x: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -220,7 +223,8 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
     dsteps = np.maximum(load.osl - 1.0, 0.0) / load.tokens_per_step
     ctx = load.isl + load.osl / 2.0
     zero = np.zeros_like(ctx)
-    free = np.maximum(wp.chunk_tokens, 1.0)
+    # a prefill step holds at most max_num_seqs prompts (the prefill worker's batch size)
+    free = np.maximum(np.minimum(wp.chunk_tokens, wp.max_num_seqs * wp.par.dp * load.isl_compute), 1.0)
     chunks, own = _prefill_plan(load.isl_compute, free)
     prior = (chunks - 1.0) / 2.0 * own
     t_full, t_one = _steps(m, pricer, wp, [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)])

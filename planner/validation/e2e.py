@@ -68,6 +68,8 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
         "ep": _num(row, "decode_moe_ep_size"), "workers": _num(row, "decode_num_workers"), "prefill_tp": _num(row, "prefill_tp_size"),
         "prefill_pp": _num(row, "prefill_pp_size"), "prefill_dp": _num(row, "prefill_attention_dp_size"),
         "prefill_ep": _num(row, "prefill_moe_ep_size"), "prefill_workers": _num(row, "prefill_num_workers"),
+        # the deployment's batch sizes per (DP rank of a) worker: prompts per prefill step, decode slots
+        "prefill_max_num_seqs": _num(row, "prefill_batch_size", np.nan), "max_num_seqs": _num(row, "decode_batch_size", np.nan),
     }
     return out
 
@@ -105,7 +107,9 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
         sub = out.loc[idx]
         eng = (overrides or {}).get(str(backend)) or engine(str(backend))
         given = {c: sub[f"c_{c}"].to_numpy(dtype=float) for c in CandidateArrays.__dataclass_fields__ if f"c_{c}" in sub}
-        cand = CandidateArrays.from_lists(**given, max_num_seqs=eng.max_num_seqs.value, max_num_batched_tokens=eng.max_num_batched_tokens.value)
+        seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
+        given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
+        cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=eng.max_num_batched_tokens.value)
         res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, fixed(int(isl), int(osl), concurrency=1), backend=str(backend), calibration=eng)
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3

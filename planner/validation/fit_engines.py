@@ -23,8 +23,8 @@ from planner.engine_calibration import EngineCalibration, Sourced, engine
 from planner.validation.e2e import error_stats, predict, prepare
 
 GRID: dict[str, tuple[float, ...]] = {
-    "kernel_scale": (0.7, 0.8, 0.9, 1.0, 1.1),
-    "step_overhead_s": (0.0, 0.001, 0.002, 0.003, 0.005),
+    "kernel_scale": (0.8, 0.9, 1.0, 1.1, 1.2),
+    "step_overhead_s": (0.0, 0.001, 0.002, 0.003, 0.004, 0.006),
     "request_overhead_s": (0.0, 0.01, 0.03, 0.06, 0.1, 0.15),
     "burst_fraction": (0.0, 0.1, 0.2, 0.3, 0.4, 0.6),
 }

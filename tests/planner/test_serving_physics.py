@@ -1,0 +1,79 @@
+"""Serving physics: elementwise traffic, all-reduce algorithm choice, attention-DP slots, prefill batch
+size, start-up wave of a closed loop. Reference values are the formulas' own terms from model configs
+(DESIGN.md reference table) and the kernels_db comm fit; no measured data needed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware.catalog import get_gpu
+from planner import queueing
+from planner.batch_eval import CandidateArrays, evaluate_batch, parallel_arrays
+from planner.kernels_adapter import default_pricer
+from planner.models import load_model
+from planner.opgraph import StepMix, all_reduce_op, elementwise_elems_per_token, layer_groups
+from planner.workload import fixed
+
+H200 = get_gpu("h200")
+
+
+def _par(tp: float, dp: float = 1.0) -> object:
+    one = np.array([1.0])
+    return parallel_arrays(H200, np.array([tp]), one, np.array([dp]), one, np.array([1.0]), np.array([1.0]))
+
+
+def test_elementwise_traffic_of_llama_70b_layer() -> None:
+    """Two add+RMSNorm kernels on the full hidden (8 passes), RoPE on q and k heads of the rank (read +
+    write), SiLU-and-mul on the rank's FFN shard (3 widths): Llama-3.1-70B h 8192, 64/8 heads, d 128,
+    ffn 28672."""
+    m = load_model("llama-3.1-70b")
+    g = layer_groups(m)[0]
+    for tp in (1.0, 8.0):
+        want = 8 * 8192 + 2 * (64 + 8) * 128 / tp + 3 * 28672 / tp
+        got = elementwise_elems_per_token(m, g, _par(tp))  # type: ignore[arg-type]
+        assert float(np.asarray(got).ravel()[0]) == pytest.approx(want)
+
+
+def test_decode_all_reduce_uses_the_faster_custom_algorithm() -> None:
+    """A decode-sized TP all-reduce (64 KB over 8 GPUs) costs the custom all-reduce's few us, not
+    NCCL's ~20 us; a prefill-sized one (128 MB) is bandwidth bound either way."""
+    m = load_model("llama-3.1-70b")
+    pricer = default_pricer(H200)
+    for tokens in (4.0, 8192.0):
+        mix = StepMix(np.array([tokens]), np.array([1000.0]), np.zeros(1), np.zeros(1), np.zeros(1))
+        op = all_reduce_op("ar", m, 1.0, _par(8.0), mix)  # type: ignore[arg-type]
+        t = float(pricer.price(op)[0][0])
+        nccl = float(pricer.db.comm("all_reduce", np.array([8]), np.asarray(op.nbytes, dtype=float), "nvlink").seconds[0])
+        assert t <= nccl + 1e-12
+        if tokens < 100:
+            assert t < 0.5 * nccl
+
+
+def test_attention_dp_ranks_each_hold_max_num_seqs() -> None:
+    """With attention DP every rank schedules its own batch: 4 ranks x 8 slots serve 32 clients
+    without anyone waiting outside the engine, unlike one rank of 8 slots."""
+    m = load_model("deepseek-v3")
+    b200 = get_gpu("b200")
+    c = CandidateArrays.from_lists(tp=[1, 4], dp=[4, 1], ep=[4, 4], weight_quant=2, kv_dtype=1, max_num_seqs=8, concurrency=32)
+    r = evaluate_batch(m, b200, c, fixed(1024, 256, concurrency=32))
+    assert r.decode_batch[0] > 8.0
+    assert r.decode_batch[1] <= 8.0 + 1e-9
+
+
+def test_prefill_batch_size_limits_prompts_per_prefill_step() -> None:
+    """Disaggregated prefill workers that take one prompt per step (prefill batch 1) price each short
+    prompt alone, so under load their TTFT is at least that of workers batching prompts up to the chunk."""
+    m = load_model("llama-3.1-8b")
+    c = CandidateArrays.from_lists(mode=1, tp=1, prefill_tp=1, workers=2, prefill_workers=1, concurrency=256,
+                                   max_num_seqs=256, prefill_max_num_seqs=[1, 64])
+    r = evaluate_batch(m, H200, c, fixed(512, 256, concurrency=256))
+    assert r.ttft_mean_s[0] >= r.ttft_mean_s[1]
+    assert r.prefill_utilization[0] > r.prefill_utilization[1]
+
+
+def test_start_up_wave_adds_to_steady_state() -> None:
+    """N clients that start together: the k-th waits for k-1 prefills, mean (N-1)/2 of them."""
+    w = np.array([0.1])
+    assert float(queueing.burst_wait(w, np.array([9.0]))[0]) == pytest.approx(0.4)
+    assert float(queueing.lockstep_response(np.array([0.05]), w, np.array([1.0]))[0]) == pytest.approx(0.05)
