@@ -50,25 +50,43 @@ SMALL_ARRAY: Final[int] = 64
 """``distinct`` reads arrays up to this size as Python lists (cheaper than any numpy call there)."""
 
 
+@dataclass(frozen=True)
+class Labels:
+    """A string column as its distinct names and each row's index into them (``factorize``)."""
+
+    names: list[str]
+    index: np.ndarray
+
+
+def _same(words: np.ndarray, row: int) -> np.ndarray:
+    """Rows of ``words`` (fixed-width strings as integer columns) equal to row ``row``."""
+    hit = words[:, 0] == words[row, 0]
+    for j in range(1, words.shape[1]):
+        hit &= words[:, j] == words[row, j]
+    return hit
+
+
 def distinct(values: Any) -> tuple[list[str], np.ndarray]:
     """Distinct strings of array ``values`` and each entry's index into them (shape of ``values``).
 
-    Label columns (dtypes) hold a handful of names over many rows: one comparison per name is far
-    cheaper than np.unique's sort of the whole string array, which is kept for many names."""
+    Label columns (dtypes) hold a handful of names over many rows: one comparison per name (of the
+    strings' code words as integers) is far cheaper than np.unique's sort of the whole string array,
+    which is kept for many names."""
     arr = np.asarray(values)
     if arr.dtype.kind != "U":
         arr = arr.astype(str)
-    flat = arr.reshape(-1)
+    flat = np.ascontiguousarray(arr.reshape(-1))
     if flat.size <= SMALL_ARRAY:
         index: dict[str, int] = {}
         inv = [index.setdefault(v, len(index)) for v in flat.tolist()]
         return list(index), np.array(inv, dtype=np.intp).reshape(arr.shape)
+    size = flat.dtype.itemsize  # NUL-padded UCS4: equal strings have equal code words
+    words = flat.view(np.uint64 if size % 8 == 0 else np.uint32).reshape(flat.size, -1)
     inverse = np.full(flat.shape, -1, dtype=np.intp)
     names: list[str] = []
     first = 0
     while len(names) < FEW_DISTINCT:
-        hit = flat == flat[first]
-        inverse[hit] = len(names)
+        inverse[_same(words, first)] = len(names)
         names.append(str(flat[first]))
         left = np.flatnonzero(inverse < 0)
         if not left.size:
@@ -78,10 +96,23 @@ def distinct(values: Any) -> tuple[list[str], np.ndarray]:
     return [str(n) for n in uniq], inv_all.reshape(arr.shape)
 
 
+def factorize(cols: Cols) -> dict[str, Any]:
+    """``cols`` with every string array replaced by its ``Labels`` (by its one name when all rows
+    share it), so that the formulas below resolve each label column once."""
+    out = dict(cols)
+    for key, v in cols.items():
+        if isinstance(v, np.ndarray) and v.ndim and v.dtype.kind == "U":
+            names, index = distinct(v)
+            out[key] = names[0] if len(names) == 1 else Labels(names, index)
+    return out
+
+
 def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
-    """Apply ``fn`` to each distinct string of ``values`` (scalar or array) and broadcast back."""
+    """Apply ``fn`` to each distinct string of ``values`` (scalar, array or ``Labels``) and broadcast back."""
     if isinstance(values, str):
         return np.asarray(fn(values))
+    if isinstance(values, Labels):
+        return np.array([fn(n) for n in values.names])[values.index]
     arr = np.asarray(values)
     if arr.ndim == 0:
         return np.asarray(fn(str(arr)))
@@ -151,19 +182,29 @@ def model_time(cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_row
 def param_labels(op: str, c: Cols) -> Any:
     """Name of the parameter set of each row: its dtype (``PARAM_KEY``), ``+ MHA_SUFFIX`` for
     multi-head decode attention; a string for scalar inputs, else a string array."""
+    labels = param_label_set(op, c)
+    return np.array(labels.names)[labels.index] if isinstance(labels, Labels) else labels
+
+
+def param_label_set(op: str, c: Cols) -> Any:
+    """``param_labels`` as a string, a string array or ``Labels`` (when ``c`` holds ``Labels``, or
+    for multi-head decode attention), for ``gather_params``."""
     key = PARAM_KEY[op]
     if not key:
         return MEMCPY_KEY
     if op != "attention_decode":
         return c[key]
     mha = np.asarray(c["heads"]) == np.asarray(c["kv_heads"])
-    kv = np.asarray(c[key])
-    if kv.ndim == 0 and mha.ndim == 0:
-        return str(kv) + (MHA_SUFFIX if mha else "")
-    names, inverse = distinct(kv)
-    choices = np.array(names + [n + MHA_SUFFIX for n in names])
-    inverse, mha = np.broadcast_arrays(inverse, mha)
-    return choices[inverse + len(names) * mha]
+    kv = c[key]
+    if isinstance(kv, Labels):
+        names, inverse = kv.names, kv.index
+    elif np.ndim(kv) == 0:
+        if mha.ndim == 0:
+            return str(kv) + (MHA_SUFFIX if mha else "")
+        names, inverse = [str(kv)], np.zeros((), dtype=np.intp)
+    else:
+        names, inverse = distinct(kv)
+    return Labels(names + [n + MHA_SUFFIX for n in names], np.asarray(inverse + len(names) * mha))
 
 
 def peak_bound(cnt: Counts, bandwidth_bytes_per_s: float) -> np.ndarray:
@@ -187,10 +228,10 @@ def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams, 
     """Per-row parameter array (7, ...), pad rows, and a mask of rows that found a fitted entry;
     ``entry`` (name -> ``param_entry``) may be a cached version of ``param_entry`` on these tables."""
     pick = entry or (lambda name: param_entry(table, default, name))
-    if isinstance(keys, str) or np.ndim(keys) == 0:
+    if isinstance(keys, str) or (not isinstance(keys, Labels) and np.ndim(keys) == 0):
         prm, pad, has = pick(str(keys))
         return prm, np.asarray(pad), np.asarray(has)
-    names, inv = distinct(keys)
+    names, inv = (keys.names, keys.index) if isinstance(keys, Labels) else distinct(keys)
     if len(names) == 1:  # one set for every row: scalars broadcast to the same values
         prm, pad, has = pick(names[0])
         return prm, np.asarray(pad), np.asarray(has)
@@ -198,4 +239,4 @@ def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams, 
     stack = np.stack([e[0] for e in picked], axis=1)  # (7, n_names)
     pads = np.array([e[1] for e in picked])
     found = np.array([e[2] for e in picked])
-    return stack[:, inv], pads[inv], found[inv]
+    return np.take(stack, inv, axis=1), pads[inv], found[inv]

@@ -101,7 +101,8 @@ class KernelDB:
     def model(self, op: str, cols: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
         """(seconds, fitted-or-not mask, counts) of the roofline model alone."""
         table, default = self._family_params(op)
-        p, pad, found = costs.gather_params(table, default, costs.param_labels(op, cols),
+        cols = costs.factorize(cols)
+        p, pad, found = costs.gather_params(table, default, costs.param_label_set(op, cols),
                                             lambda name: self._param_entry(op, name))
         cnt = costs.counts(op, cols, self.spec)
         return costs.model_time(cnt, p, self.spec.hbm_bandwidth_bytes_per_s, pad), found, cnt
@@ -116,11 +117,14 @@ class KernelDB:
 
     def price_codes(self, op: str, **kw: Any) -> tuple[np.ndarray, np.ndarray, costs.Counts, tuple[int, ...]]:
         """(seconds, provenance codes = indices into ``PROVENANCE``, counts, broadcast shape) of op
-        family ``op``: ``price`` without building string tags (the serving model's hot path)."""
+        family ``op``: ``price`` without building string tags (the serving model's hot path).
+        Seconds and codes may be read-only broadcast views."""
         for name in SIZE_KEYS[op]:
-            if np.any(np.asarray(kw[name]) < 0):
+            v = kw[name]
+            if (v < 0).any() if isinstance(v, np.ndarray) else np.any(np.asarray(v) < 0):
                 raise PlannerInputError(name, "sizes must be >= 0")
-        shape = np.broadcast_shapes(*(np.shape(v) for v in kw.values()))
+        shapes = {v.shape for v in kw.values() if isinstance(v, np.ndarray)}
+        shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*(np.shape(v) for v in kw.values()))
         seconds, found, cnt = self.model(op, kw)
         prov = np.where(found, FITTED, UNCALIBRATED)
         interp = self._interpolator(op)
@@ -135,7 +139,7 @@ class KernelDB:
         seconds = np.asarray(seconds, dtype=float)
         if seconds.shape != shape:
             seconds = np.broadcast_to(seconds, shape)
-        return seconds, np.broadcast_to(prov, shape), cnt, shape
+        return seconds, prov if prov.shape == shape else np.broadcast_to(prov, shape), cnt, shape
 
     def price(self, op: str, **kw: Any) -> OpCost:
         """Price op family ``op`` for keyword columns (arrays broadcast together)."""
@@ -202,6 +206,19 @@ def _comm_params(db: KernelDB, collective: str, n: int, link: str) -> tuple[fitt
     return found
 
 
+MAX_COUNTED_GPUS: Final[int] = 1 << 16
+"""``_gpu_counts`` tallies GPU counts below this with np.bincount (no sort); larger ones are sorted."""
+
+
+def _gpu_counts(n_arr: np.ndarray) -> list[int]:
+    """Distinct GPU counts > 1 of ``n_arr`` (ints >= 1), ascending."""
+    if not n_arr.size:
+        return []
+    if int(n_arr.max()) < MAX_COUNTED_GPUS:
+        return [int(n) for n in np.flatnonzero(np.bincount(n_arr.ravel())) if n > 1]
+    return [int(n) for n in np.unique(n_arr[n_arr > 1])]
+
+
 def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None) -> OpCost:
     """Collective cost: measured table inside its grid, else fitted or default alpha-beta."""
     seconds, prov, b_arr = comm_codes(db, collective, n_gpus, nbytes, link)
@@ -221,7 +238,7 @@ def comm_codes(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any,
         raise PlannerInputError("n_gpus", "n_gpus must be >= 1 and bytes >= 0")
     lat, bw = np.zeros(n_arr.shape), np.ones(n_arr.shape)
     prov = np.full(n_arr.shape, MEASURED)
-    for n in np.unique(n_arr[n_arr > 1]):
+    for n in _gpu_counts(n_arr):
         prm, code = _comm_params(db, collective, int(n), link)
         sel = n_arr == n
         lat[sel], bw[sel], prov[sel] = prm.latency_s, prm.bus_bandwidth_bytes_per_s, code

@@ -25,7 +25,7 @@ from planner.kernels_adapter import default_pricer
 from planner.memory import MemoryPlan, plan_memory
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays, StepMix, step_ops
-from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, price_step
+from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, price_ops, price_step
 from planner.workload import Workload
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -79,8 +79,8 @@ def _memory(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, wl: Workload) -> Memory
 def provenance_mix(m: ModelSpec, par: ParallelArrays, mix: StepMix, pricer: OpPricer) -> dict[str, float]:
     """Share of one step's kernel time (candidate 0) priced from each provenance tier."""
     times: dict[str, float] = {}
-    for op in step_ops(m, par, mix):
-        t, tag = pricer.price(op)
+    ops = step_ops(m, par, mix)
+    for op, (t, tag) in zip(ops, price_ops(pricer, ops), strict=True):
         times[tag] = times.get(tag, 0.0) + float(t[0]) * op.count
     total = sum(times.values()) or 1.0
     return {tag: v / total for tag, v in sorted(times.items())}
