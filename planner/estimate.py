@@ -25,7 +25,7 @@ from planner.kernels_adapter import default_pricer
 from planner.memory import MemoryPlan, plan_memory
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays, StepMix, step_ops
-from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, price_ops, price_step
+from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, StepCost, price_ops, price_step
 from planner.workload import Workload
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -86,6 +86,15 @@ def provenance_mix(m: ModelSpec, par: ParallelArrays, mix: StepMix, pricer: OpPr
     return {tag: v / total for tag, v in sorted(times.items())}
 
 
+def source_shares(cost: StepCost) -> dict[str, float]:
+    """``provenance_mix`` of an already priced step (candidate 0), from ``StepCost.by_source_s``."""
+    times: dict[str, float] = {}
+    for tag, t in cost.by_source_s:
+        times[tag] = float(t[0])
+    total = sum(times.values()) or 1.0
+    return {tag: v / total for tag, v in sorted(times.items())}
+
+
 def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode_batch: float, ctx: float) -> tuple[dict[str, float], dict[str, str], dict[str, float]]:
     cal = engine(backend)
     p = w.parallel
@@ -101,7 +110,7 @@ def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode
     prov = {f"op:{name}": src for name, src in cost.provenance}
     for field in ("step_overhead_s", "kernel_scale", "request_overhead_s", "burst_fraction"):
         prov[f"{backend}.{field}"] = getattr(cal, field).source
-    return shares, prov, provenance_mix(m, par, mix, default_pricer(gpu))
+    return shares, prov, source_shares(cost)
 
 
 def estimate(

@@ -117,6 +117,8 @@ class StepCost:
     time_s: np.ndarray
     by_kind_s: np.ndarray  # shape (len(OP_KINDS) + 1, K); last row = engine overhead
     provenance: tuple[tuple[str, str], ...]  # (op name, where its time came from)
+    by_source_s: tuple[tuple[str, np.ndarray], ...] = ()
+    """Kernel seconds (before ``kernel_scale``) per provenance tag, tags in order of first use."""
 
 
 KINDS_WITH_OVERHEAD: tuple[str, ...] = (*OP_KINDS, "overhead")
@@ -130,13 +132,15 @@ def price_step(
     kinds = np.zeros((len(KINDS_WITH_OVERHEAD), np.shape(s.decode_reqs)[0]))
     prov: dict[str, str] = {}
     kind_index: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
+    by_source: dict[str, np.ndarray] = {}
     ops = step_ops(m, p, s)
     for op, (t, src) in zip(ops, price_ops(pricer, ops), strict=True):
         kinds[kind_index[op.kind]] += t * op.count
         prov.setdefault(op.name, src)
+        by_source[src] = by_source[src] + t * op.count if src in by_source else t * op.count
     kinds[:-1] *= kernel_scale
     kinds[-1] = overhead_s
-    return StepCost(kinds.sum(axis=0), kinds, tuple(sorted(prov.items())))
+    return StepCost(kinds.sum(axis=0), kinds, tuple(sorted(prov.items())), tuple(by_source.items()))
 
 
 def step_time(

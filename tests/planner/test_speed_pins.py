@@ -141,3 +141,14 @@ def test_distinct_matches_unique() -> None:
         names, inverse = costs.distinct(arr)
         assert len(set(names)) == len(names) == np.unique(arr).size
         assert np.array_equal(np.asarray(names, dtype=str)[inverse] if n else arr, arr)
+
+
+def test_source_shares_equal_provenance_mix() -> None:
+    from planner.estimate import provenance_mix, source_shares
+
+    m, g = load_model("deepseek-v3"), get_gpu("h200")
+    one = np.ones(1)
+    par = parallel_arrays(g, 8 * one, one, one, 8 * one, one, one)
+    mix = StepMix(np.array([48.0]), np.array([3000.0]), np.zeros(1), np.zeros(1), np.zeros(1))
+    cost = price_step(m, par, mix, default_pricer(g), kernel_scale=1.2, overhead_s=1e-3)
+    assert source_shares(cost) == provenance_mix(m, par, mix, default_pricer(g))
