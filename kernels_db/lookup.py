@@ -219,6 +219,23 @@ def _gpu_counts(n_arr: np.ndarray) -> list[int]:
     return [int(n) for n in np.unique(n_arr[n_arr > 1])]
 
 
+def _alpha_beta_params(db: KernelDB, collective: str, n_arr: np.ndarray,
+                       link: str) -> tuple[np.ndarray | float, np.ndarray | float, np.ndarray]:
+    """Per row: latency, bus bandwidth (scalars when every row has the same GPU count > 1) and
+    provenance code; rows of one GPU get (0, 1) and ``MEASURED`` (they move nothing)."""
+    counts = _gpu_counts(n_arr)
+    if len(counts) == 1 and n_arr.size and int(n_arr.min()) == counts[0]:
+        prm, code = _comm_params(db, collective, counts[0], link)
+        return prm.latency_s, prm.bus_bandwidth_bytes_per_s, np.full(n_arr.shape, code)
+    lat, bw = np.zeros(n_arr.shape), np.ones(n_arr.shape)
+    prov = np.full(n_arr.shape, MEASURED)
+    for n in counts:
+        prm, code = _comm_params(db, collective, n, link)
+        sel = n_arr == n
+        lat[sel], bw[sel], prov[sel] = prm.latency_s, prm.bus_bandwidth_bytes_per_s, code
+    return lat, bw, prov
+
+
 def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None) -> OpCost:
     """Collective cost: measured table inside its grid, else fitted or default alpha-beta."""
     seconds, prov, b_arr = comm_codes(db, collective, n_gpus, nbytes, link)
@@ -233,15 +250,12 @@ def comm_codes(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any,
     link = link or cm.scale_up_link(db.spec)
     if link not in LINKS:
         raise PlannerInputError("link", f"unknown '{link}'; allowed: {', '.join(LINKS)}")
-    n_arr, b_arr = np.broadcast_arrays(np.asarray(n_gpus, dtype=np.int64), np.asarray(nbytes, dtype=float))
-    if np.any(n_arr < 1) or np.any(b_arr < 0):
+    n_arr, b_arr = np.asarray(n_gpus, dtype=np.int64), np.asarray(nbytes, dtype=float)
+    if n_arr.shape != b_arr.shape:
+        n_arr, b_arr = np.broadcast_arrays(n_arr, b_arr)
+    if (n_arr < 1).any() or (b_arr < 0).any():
         raise PlannerInputError("n_gpus", "n_gpus must be >= 1 and bytes >= 0")
-    lat, bw = np.zeros(n_arr.shape), np.ones(n_arr.shape)
-    prov = np.full(n_arr.shape, MEASURED)
-    for n in _gpu_counts(n_arr):
-        prm, code = _comm_params(db, collective, int(n), link)
-        sel = n_arr == n
-        lat[sel], bw[sel], prov[sel] = prm.latency_s, prm.bus_bandwidth_bytes_per_s, code
+    lat, bw, prov = _alpha_beta_params(db, collective, n_arr, link)
     factor = cm.algo_factor(collective, n_arr, nvls=link == "nvls")
     seconds = cm.alpha_beta(b_arr, factor, lat, bw)
     table = db.tables.get("comm")
