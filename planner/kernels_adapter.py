@@ -120,53 +120,52 @@ class KernelDbPricer:
         groups: dict[str, list[int]] = {}
         for i, op in enumerate(ops):
             key = "comm:" + op.collective if op.family == "comm" else op.lookup
-            if key and np.ndim(op.nbytes) == 1:
+            if key and _rows(op) >= 0:
                 groups.setdefault(key, []).append(i)
             else:
                 out[i] = self.price(op)
         for key, idx in groups.items():
             sub = [ops[i] for i in idx]
-            priced = self._comm_many(sub) if key.startswith("comm:") else self._compute_many(key, sub)
-            for i, op, (t, tag) in zip(idx, sub, priced, strict=True):
-                out[i] = (np.where((op.flops > 0) | (op.nbytes > 0), t, 0.0), tag)
+            sizes = [_rows(op) for op in sub]
+            t, tags = self._comm_many(sub, sizes) if key.startswith("comm:") else self._compute_many(key, sub, sizes)
+            if len(sub) == 1:
+                busy = (sub[0].flops > 0) | (sub[0].nbytes > 0)
+            else:
+                busy = (np.concatenate([op.flops for op in sub]) > 0) | (np.concatenate([op.nbytes for op in sub]) > 0)
+            t = np.where(busy, t, 0.0)
+            a = 0
+            for i, k, tag in zip(idx, sizes, tags, strict=True):
+                out[i] = (t[a:a + k], tag)
+                a += k
         return out
 
-    def _compute_many(self, family: str, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]:
-        """``_compute`` of ops of one kernels_db family, priced in one ``price_codes`` call."""
-        sizes = [op.nbytes.shape[0] for op in ops]
+    def _compute_many(self, family: str, ops: Sequence[Op], sizes: list[int]) -> tuple[np.ndarray, list[str]]:
+        """``_compute`` of ops of one kernels_db family in one ``price_codes`` call: seconds of all
+        their rows end to end, and each op's provenance tag."""
         shapes = [dict(op.shape) for op in ops]
-        scales = [s.pop("imbalance", 1.0) for s in shapes]
+        scale = _concat([s.pop("imbalance", 1.0) for s in shapes], sizes)
         cols = shapes[0] if len(ops) == 1 else {k: _concat([s[k] for s in shapes], sizes) for k in shapes[0]}
         seconds, codes, _, _ = self.db.price_codes(family, **cols)
-        tags = _tags(codes, sizes)
-        divided = family in MESSAGE_DIVIDED
-        out, a = [], 0
-        for op, k, scale, tag in zip(ops, sizes, scales, tags, strict=True):
-            t = seconds[a:a + k] * np.asarray(scale, dtype=float)
-            out.append((t * op.kernels if divided else t * 1.0, tag))
-            a += k
-        return out
+        t = seconds if _is_one(scale) else seconds * np.asarray(scale, dtype=float)  # x * 1.0 == x exactly
+        if family in MESSAGE_DIVIDED:
+            reps = [op.kernels for op in ops]
+            t = t * (reps[0] if len(set(reps)) == 1 else np.repeat(reps, sizes))
+        return t, _tags(codes, sizes)
 
-    def _comm_many(self, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]:
-        """``_comm`` of collectives of one kind, priced in one ``comm_codes`` call per link."""
-        n = [np.broadcast_to(np.asarray(op.n_gpus, dtype=float), op.nbytes.shape) for op in ops]
-        live = [i for i, op in enumerate(ops) if op.collective != "none" and bool((n[i] > 1).any())]
-        out = [(np.zeros(op.nbytes.shape), PROVENANCE[0]) for op in ops]
-        if not live:
-            return out
-        sizes = [ops[i].nbytes.shape[0] for i in live]
-        n_all = np.concatenate([n[i] for i in live])
-        message = np.concatenate([ops[i].nbytes / ops[i].kernels for i in live])
-        kernels = np.repeat([ops[i].kernels for i in live], sizes)
-        if ops[live[0]].collective == "all_to_all":  # op bytes already exclude the rank's own share
-            message = message / np.maximum(1.0 - 1.0 / np.maximum(n_all, 1.0), 1e-9)
-        t, codes, n_int = self._comm_rows(ops[live[0]].collective, n_all, message, kernels)
+    def _comm_many(self, ops: Sequence[Op], sizes: list[int]) -> tuple[np.ndarray, list[str]]:
+        """``_comm`` of collectives of one kind, priced in one ``comm_codes`` call per link: seconds of
+        all their rows end to end (0 for rows of one GPU), and each op's provenance tag."""
+        n = np.concatenate([np.broadcast_to(np.asarray(op.n_gpus, dtype=float), (k,)) for op, k in zip(ops, sizes, strict=True)])
+        collective = ops[0].collective
+        if collective == "none" or not (n > 1).any():
+            return np.zeros(n.shape), [PROVENANCE[0]] * len(ops)
+        kernels = np.repeat([op.kernels for op in ops], sizes)
+        message = np.concatenate([op.nbytes / op.kernels for op in ops])
+        if collective == "all_to_all":  # op bytes already exclude the rank's own share
+            message = message / np.maximum(1.0 - 1.0 / np.maximum(n, 1.0), 1e-9)
+        t, codes, n_int = self._comm_rows(collective, n, message, kernels)
         codes = np.where(n_int > 1, codes, 0)  # single-GPU rows move nothing: they do not weaken the tag
-        a = 0
-        for i, k, tag in zip(live, sizes, _tags(codes, sizes), strict=True):
-            out[i] = (t[a:a + k], tag)
-            a += k
-        return out
+        return t, _tags(codes, sizes)
 
     def _comm_rows(self, collective: str, n: np.ndarray, message: np.ndarray,
                    kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -188,6 +187,19 @@ class KernelDbPricer:
                 else:
                     t[sel], codes[sel] = seconds * kernels[sel], c
         return t, codes, n_int
+
+
+def _rows(op: Op) -> int:
+    """Candidates K of an op whose work arrays have shape (K,); -1 otherwise (priced alone)."""
+    flops, nbytes = op.flops, op.nbytes
+    if isinstance(flops, np.ndarray) and isinstance(nbytes, np.ndarray) and nbytes.ndim == 1 and flops.shape == nbytes.shape:
+        return int(nbytes.shape[0])
+    return -1
+
+
+def _is_one(v: object) -> bool:
+    """True for the scalar 1 (a factor that leaves every row as it is)."""
+    return not isinstance(v, np.ndarray) and bool(v == 1.0)
 
 
 def _concat(values: list[object], sizes: list[int]) -> object:
