@@ -126,7 +126,7 @@ class KernelDB:
         shapes = {v.shape for v in kw.values() if isinstance(v, np.ndarray)}
         shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*(np.shape(v) for v in kw.values()))
         seconds, found, cnt = self.model(op, kw)
-        prov = np.where(found, FITTED, UNCALIBRATED)
+        prov = np.where(found, FITTED, UNCALIBRATED) if found.ndim else np.full(shape, FITTED if found else UNCALIBRATED)
         interp = self._interpolator(op)
         if interp is not None:
             n = int(np.prod(shape)) if shape else 1

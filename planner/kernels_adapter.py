@@ -207,7 +207,8 @@ def _concat(values: list[object], sizes: list[int]) -> object:
     first = values[0]
     if not isinstance(first, np.ndarray) and all(not isinstance(v, np.ndarray) and v == first for v in values):
         return first
-    return np.concatenate([v if isinstance(v, np.ndarray) and v.shape == (k,) else np.broadcast_to(np.asarray(v), (k,))
+    return np.concatenate([v if isinstance(v, np.ndarray) and v.shape == (k,) else
+                           np.full(k, v) if np.ndim(v) == 0 else np.broadcast_to(np.asarray(v), (k,))
                            for v, k in zip(values, sizes, strict=True)])
 
 
