@@ -27,6 +27,7 @@ as ``price``, so the two agree exactly; only the per-call overhead is saved.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -202,7 +203,7 @@ def _is_one(v: object) -> bool:
     return not isinstance(v, np.ndarray) and bool(v == 1.0)
 
 
-def _concat(values: list[object], sizes: list[int]) -> object:
+def _concat(values: list[Any], sizes: list[int]) -> Any:
     """One key column of several ops: a shared scalar stays scalar, else rows end to end."""
     first = values[0]
     if not isinstance(first, np.ndarray) and all(not isinstance(v, np.ndarray) and v == first for v in values):
