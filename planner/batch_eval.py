@@ -132,12 +132,14 @@ def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s
     """Workload summary as arrays (closed loop where ``concurrency`` is finite)."""
     isl, osl = w.isl.mean, w.osl.mean
     cs2 = w.isl.second_moment / isl**2 - 1.0
+    osl_cs2 = w.osl.second_moment / osl**2 - 1.0
     sd = w.spec_decode
     closed = np.isfinite(concurrency)
     rate = np.where(closed, np.nan, w.rate_per_s if w.rate_per_s is not None else np.nan)
     return LoadArrays(
         isl=np.full(k, isl), osl=np.full(k, osl), isl_compute=np.full(k, max(isl * (1 - w.prefix_hit), 1.0)),
         concurrency=concurrency, rate_per_s=rate, ca2=np.full(k, w.arrival_cv2), cs2=np.full(k, max(cs2, 0.0)),
+        osl_cs2=np.full(k, max(osl_cs2, 0.0)),
         tokens_per_step=np.full(k, sd.tokens_per_step if sd else 1.0),
         step_multiplier=np.full(k, 1.0 + sd.draft_len * sd.draft_cost_ratio if sd else 1.0),
         request_overhead_s=np.full(k, request_overhead_s),
@@ -151,11 +153,15 @@ def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, c
 
 
 def percentiles(s: ServingArrays) -> dict[str, np.ndarray]:
-    """TTFT and TPOT quantiles from the queueing tails (see ``planner.queueing``)."""
+    """TTFT and TPOT quantiles from the queueing tails (see ``planner.queueing``): TTFT = own prefill
+    + admission wait (near-deterministic, normal spread from OSL variability) + prefill queueing wait
+    (exponential tail at the prefill utilization). Quantiles of a sum taken as the sum of quantiles:
+    exact when the admission wait is deterministic, an upper bound otherwise."""
     rho = np.clip(s.prefill_rho, 1e-9, 0.999)
     out: dict[str, np.ndarray] = {}
     for name, q in queueing.QUANTILES.items():
-        out[f"ttft_{name}_s"] = s.ttft_own_s + queueing.wait_quantile(s.wait_s, rho, q)
+        admit = queueing.admission_wait_quantile(s.admission_wait_s, s.admission_ahead, s.hold_cs2, queueing.Z_SCORES[name])
+        out[f"ttft_{name}_s"] = s.ttft_own_s + admit + queueing.wait_quantile(s.wait_s, rho, q)
         out[f"tpot_{name}_s"] = queueing.tpot_quantile(s.tpot_s, s.tpot_interference_s, s.interference_events, queueing.Z_SCORES[name])
     return out
 

@@ -8,6 +8,14 @@ alone and whose queued predecessors each add ``work`` seconds,
 a quadratic in R solved in closed form below. Open loop: Pollaczek-Khinchine mean wait for M/G/1,
 Kingman's G/G/1 approximation for bursty (gamma) arrivals, and an exponential tail
 P(W > w) = rho·exp(-rho·w / E[W]) for percentiles (exact for M/M/1, close for M/D/1 tails).
+
+Admission wait: a closed loop of N clients over C < N running slots keeps the engine full, so a new
+request always finds exactly N - C requests queued ahead (every client is either running or queued)
+and waits for N - C slot releases. That wait is nearly the same for every request (FIFO): its mean
+is (N - C)/X, and its spread comes only from the variability of the slot holding time (the OSL
+distribution). The time to k departures of a superposition of C renewal processes of total rate X
+has variance k·cs^2/X^2 for large k (Cox, "Renewal Theory", 1962, sec. 5.5), hence a normal
+quantile mean·(1 + z·cs/sqrt(k)).
 """
 
 from __future__ import annotations
@@ -56,6 +64,13 @@ def wait_quantile(mean_wait: np.ndarray, rho: np.ndarray, q: float) -> np.ndarra
     with np.errstate(divide="ignore", invalid="ignore"):
         w = mean_wait / rho * np.log(rho / (1.0 - q))
     return np.where(rho > 1.0 - q, np.nan_to_num(w, nan=np.inf, posinf=np.inf), 0.0)
+
+
+def admission_wait_quantile(mean_wait: np.ndarray, queued_ahead: np.ndarray, hold_cs2: np.ndarray, z: float) -> np.ndarray:
+    """Quantile (s) of the admission wait: mean·(1 + z·cs/sqrt(k)) with k = ``queued_ahead`` releases
+    awaited and ``hold_cs2`` the squared CV of the slot holding time (see module docstring), >= 0."""
+    spread = np.sqrt(np.maximum(hold_cs2, 0.0) / np.maximum(queued_ahead, 1.0))
+    return np.maximum(mean_wait * (1.0 + z * spread), 0.0)
 
 
 def tpot_quantile(mean_tpot: np.ndarray, interference: np.ndarray, events: np.ndarray, z: float) -> np.ndarray:

@@ -63,6 +63,7 @@ class LoadArrays:
     rate_per_s: np.ndarray
     ca2: np.ndarray  # squared CV of inter-arrival times
     cs2: np.ndarray  # squared CV of prefill work (from the ISL distribution)
+    osl_cs2: np.ndarray  # squared CV of the answer length (OSL distribution)
     tokens_per_step: np.ndarray  # speculative decoding: tokens emitted per target step
     step_multiplier: np.ndarray  # speculative decoding: (target + draft) / target step time
     request_overhead_s: np.ndarray
@@ -74,7 +75,10 @@ class ServingArrays:
 
     ttft_s: np.ndarray
     ttft_own_s: np.ndarray  # prefill (+ KV transfer) of the request itself, no queueing
-    wait_s: np.ndarray  # mean queueing delay before prefill
+    wait_s: np.ndarray  # mean queueing delay for prefill inside the engine (exponential tail)
+    admission_wait_s: np.ndarray  # mean wait for a running slot when clients exceed slots (near-deterministic)
+    admission_ahead: np.ndarray  # requests queued ahead of a new one for admission (N - slots, closed loop)
+    hold_cs2: np.ndarray  # squared CV of a slot's holding time (spread of the admission wait)
     prefill_rho: np.ndarray  # utilization of the prefill stage
     tpot_s: np.ndarray
     tpot_interference_s: np.ndarray  # share of TPOT caused by prefills mixed into decode steps
@@ -124,12 +128,27 @@ def _engine_cap(w: WorkerArrays) -> np.ndarray:
 
 
 def _finish(load: LoadArrays, r: np.ndarray, t_own: np.ndarray, z: np.ndarray, x: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """TTFT including the wait outside the engine when more clients than slots; saturation flag."""
+    """TTFT including the wait outside the engine when more clients than slots (Little's law:
+    N = X·(TTFT + Z)); saturation flag."""
     closed = np.isfinite(load.concurrency)
     outside = np.where(closed & (load.concurrency > cap), load.concurrency / np.maximum(x, 1e-12) - z, r)
     saturated = ~closed & (~np.isfinite(r) | (load.rate_per_s * (r + z) > cap))
     ttft = np.where(saturated, np.inf, np.maximum(outside, r))
     return ttft, saturated
+
+
+def _waits(load: LoadArrays, ttft: np.ndarray, r: np.ndarray, t_own: np.ndarray, z: np.ndarray, cap: np.ndarray) -> dict[str, np.ndarray]:
+    """Split TTFT - t_own into the admission wait (slots full; TTFT - R) and the prefill queueing wait
+    (R - t_own), with what the admission wait's spread needs (see ``queueing``)."""
+    closed = np.isfinite(load.concurrency)
+    ahead = np.where(closed, np.maximum(load.concurrency - cap, 0.0), 0.0)
+    # OSL variability spreads the decode part z of a slot's holding time r + z
+    with np.errstate(invalid="ignore"):  # saturated open loops: inf - inf
+        hold_cs2 = load.osl_cs2 * (z / np.maximum(r + z, 1e-12)) ** 2
+        wait = np.maximum(np.minimum(ttft, r) - t_own, 0.0)
+        admission = np.where(np.isfinite(ttft), np.maximum(ttft - r, 0.0), np.inf)
+    return {"wait_s": np.where(np.isfinite(ttft), wait, np.inf), "admission_wait_s": admission,
+            "admission_ahead": ahead, "hold_cs2": np.nan_to_num(hold_cs2)}
 
 
 def prefill_step_tokens(rate: np.ndarray, isl_c: np.ndarray, own: np.ndarray, free: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -195,7 +214,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     x, t, b, t_pre, t_dec, f, work, t_own, z, r = (np.where(done, h, s) for h, s in zip(held, state, strict=True))
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
-        ttft_s=ttft, ttft_own_s=t_own, wait_s=np.maximum(ttft - t_own, 0.0), prefill_rho=x * work,
+        ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
         tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
         # the mean share of TPOT that mixed-in prefills add: a fraction f of steps carry one
         tpot_interference_s=f * np.maximum(t_pre - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
@@ -242,7 +261,7 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
         x = x + DAMPING * (x_new - x)
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
-        ttft_s=ttft, ttft_own_s=t_own, wait_s=np.maximum(ttft - t_own, 0.0), prefill_rho=x * work,
+        ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
         tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step), tpot_interference_s=zero,
         interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=t_kv, saturated=saturated,
     )
