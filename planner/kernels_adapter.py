@@ -72,7 +72,8 @@ class KernelDbPricer:
         self.link = scale_up_link(gpu)
 
     def price(self, op: Op) -> tuple[np.ndarray, str]:
-        """Seconds per instance of ``op`` (shape (K,)) and its provenance."""
+        """Seconds per instance of ``op`` (shape (K,)) and its provenance: one op alone, through
+        kernels_db's public API (the reference that ``price_ops`` is tested against)."""
         busy = (np.asarray(op.flops) > 0) | (np.asarray(op.nbytes) > 0)
         if op.family == "comm":
             t, tag = self._comm(op)
@@ -113,7 +114,6 @@ class KernelDbPricer:
                 tags.append(c.provenance[n_int[sel] > 1])
         moved = np.concatenate(tags) if tags else np.array([PROVENANCE[0]])
         return t, weakest(moved) if moved.size else PROVENANCE[0]
-
 
     def price_ops(self, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]:
         """``price`` of every op of ``ops``, each kernels_db family (and collective) in one lookup."""
