@@ -220,7 +220,9 @@ def param_entry(table: Mapping[str, RooflineParams], default: RooflineParams, na
     entry without ``MHA_SUFFIX``, else ``default``."""
     base = name.removesuffix(MHA_SUFFIX)
     prm = table.get(name) or table.get(base, default)
-    return prm.as_array(), prm.pad_rows, name in table or base in table
+    arr = prm.as_array()
+    arr.setflags(write=False)  # entries are cached and shared: nobody may write into them
+    return arr, prm.pad_rows, name in table or base in table
 
 
 def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams, keys: Any,
