@@ -42,6 +42,12 @@ from planner.workload import Workload
 WEIGHT_QUANTS: tuple[str, ...] = ("bf16", "fp8", "fp4", "int4")
 KV_DTYPES: tuple[str, ...] = ("bf16", "fp8")
 REASONS: tuple[str, ...] = ("ok", "out_of_memory", "saturated")
+KV_HELD_OSL_FRACTION: dict[str, float] = {"vllm": 0.5, "sglang": 0.5, "trtllm": 1.0}
+"""Share of the answer's KV a running request holds on average, for the KV-capacity count. vLLM and
+SGLang allocate KV blocks on demand as tokens are generated (vLLM PagedAttention, Kwon et al. 2023,
+sec. 4.2; SGLang's token pool) and preempt/retract when full, so staggered requests hold ISL + OSL/2
+on average; TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler admits a request only
+when ISL + max new tokens fit (batch_manager capacity scheduler docs), so it holds the full OSL."""
 GEMM_DTYPE: dict[str, str] = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": "bf16"}
 """Tensor-core dtype of the linear layers per weight format (int4 is weight-only: W4A16)."""
 
@@ -182,7 +188,7 @@ def evaluate_batch(
     k = len(c)
     conc = np.where(np.isfinite(c.concurrency), c.concurrency, w.concurrency if w.concurrency else np.nan)
     load = load_arrays(w, k, conc, cal.request_overhead_s.value)
-    tokens = load.isl + load.osl
+    tokens = load.isl + load.osl * KV_HELD_OSL_FRACTION.get(backend, 1.0)
     disagg = c.mode.astype(bool) if c.mode.size else np.zeros(k, dtype=bool)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     dec = _worker(m, gpu, dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens, cal, gpu_memory_utilization)

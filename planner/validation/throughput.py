@@ -26,6 +26,25 @@ GPU_NAMES: dict[str, str] = {"H100-SXM": "h100_sxm", "H200-SXM": "h200_sxm", "B2
 MIN_VERSION = (0, 14)
 SATURATION_CLIENTS = 4096.0
 """Clients of the closed loop that stands for 'all requests queued at once' (capped by capacity)."""
+BENCH_MEMORY_UTILIZATION = 0.95
+"""trtllm-bench's kv_cache_gpu_mem_fraction default (tensorrt_llm/bench/build/tuning.py)."""
+BENCH_MAX_BATCH = 4096.0
+"""trtllm-bench caps the engine's max batch size at 4096 / pp (tensorrt_llm/bench/build/tuning.py,
+``finetune_setting``: "Cap total batch size to avoid decoder buffer size becoming too large")."""
+BENCH_MAX_TOKENS = 32768.0
+"""trtllm-bench caps max_num_tokens at 32768 (same function: TRT activation buffer)."""
+BENCH_MIN_TOKENS = 2048.0
+"""trtllm-bench's floor on max_num_tokens ("ensure Ctx/Gen overlap efficiency")."""
+
+
+def bench_engine_settings(kv_requests: np.ndarray, isl: float, osl: float, pp: float) -> tuple[np.ndarray, np.ndarray]:
+    """(max_batch_size, max_num_tokens) trtllm-bench builds for a dataset of fixed ISL/OSL:
+    batch = KV-capacity requests (ISL + OSL each) capped at 4096/pp, tokens = batch·(1 + ISL/OSL)
+    within [2048, 32768] (tensorrt_llm/bench/build/tuning.py ``finetune_setting``; its upward rounding
+    to multiples of 32-1024 is left out: the batch is KV-bound either way)."""
+    batch = np.minimum(kv_requests, BENCH_MAX_BATCH) / pp
+    tokens = np.clip(batch * (1.0 + isl / osl), BENCH_MIN_TOKENS, BENCH_MAX_TOKENS)
+    return np.maximum(batch, 1.0), tokens
 
 
 def _model(name: str) -> str | None:
@@ -63,9 +82,13 @@ def _predict(row: pd.Series) -> float:
     kv = "fp8" if quant in ("fp8", "fp4") else "bf16"
     tp, pp = float(row["tp"] or 1), float(row["pp"] if pd.notna(row["pp"]) else 1)
     eng = engine("trtllm")
-    c = CandidateArrays.from_lists(tp=tp, pp=pp, ep=1, weight_quant=WEIGHT_QUANTS.index(quant), kv_dtype=KV_DTYPES.index(kv),
-                                   concurrency=SATURATION_CLIENTS, max_num_seqs=eng.max_num_seqs.value, max_num_batched_tokens=eng.max_num_batched_tokens.value)
-    r = evaluate_batch(m, gpu, c, fixed(int(row["isl"]), int(row["osl"]), concurrency=1), backend="trtllm", gpu_memory_utilization=0.95)
+    cols = {"tp": tp, "pp": pp, "ep": 1, "weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv), "concurrency": SATURATION_CLIENTS}
+    w = fixed(int(row["isl"]), int(row["osl"]), concurrency=1)
+    c = CandidateArrays.from_lists(**cols, max_num_seqs=eng.max_num_seqs.value, max_num_batched_tokens=eng.max_num_batched_tokens.value)
+    r = evaluate_batch(m, gpu, c, w, backend="trtllm", gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
+    seqs, tokens = bench_engine_settings(r.seq_capacity, float(row["isl"]), float(row["osl"]), pp)
+    c = CandidateArrays.from_lists(**cols, max_num_seqs=seqs, max_num_batched_tokens=tokens)
+    r = evaluate_batch(m, gpu, c, w, backend="trtllm", gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
     per_gpu = float(r.output_tok_s_per_gpu[0]) if r.seq_capacity[0] >= 1 else np.nan
     return per_gpu if row["metric"] == "output_tok_s_per_gpu" else per_gpu * tp * pp
 

@@ -77,3 +77,18 @@ def test_start_up_wave_adds_to_steady_state() -> None:
     w = np.array([0.1])
     assert float(queueing.burst_wait(w, np.array([9.0]))[0]) == pytest.approx(0.4)
     assert float(queueing.lockstep_response(np.array([0.05]), w, np.array([1.0]))[0]) == pytest.approx(0.05)
+
+
+def test_on_demand_kv_holds_half_the_answer() -> None:
+    """vLLM/SGLang allocate KV as tokens are generated (ISL + OSL/2 held on average); TRT-LLM's
+    no-evict scheduler reserves ISL + OSL: the same GPU fits more vLLM sequences."""
+    from hardware.catalog import get_gpu
+    from planner.batch_eval import CandidateArrays, evaluate_batch
+    from planner.models import load_model
+    from planner.workload import fixed
+
+    m, g = load_model("llama-3.1-8b"), get_gpu("h100")
+    c = CandidateArrays.from_lists(tp=1, concurrency=64)
+    w = fixed(1000, 3000, concurrency=64)
+    vllm, trt = (evaluate_batch(m, g, c, w, backend=b).seq_capacity[0] for b in ("vllm", "trtllm"))
+    assert vllm / trt > 1.5
