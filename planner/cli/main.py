@@ -3,28 +3,31 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import NoReturn
 
 from pydantic import ValidationError
 
+from planner.cli import (
+    cmd_catalog,
+    cmd_emit,
+    cmd_estimate,
+    cmd_kernels,
+    cmd_memory,
+    cmd_plan,
+    cmd_report,
+    cmd_ui,
+)
 from planner.errors import PlannerInputError
 
 EXIT_BAD_INPUT = 2
 
-# Each module defines ``register(sub, groups)``; ``groups`` holds the nested sub-parsers of
-# commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
-COMMAND_MODULES: tuple[str, ...] = (
-    "planner.cli.cmd_catalog",
-    "planner.cli.cmd_memory",
-    "planner.cli.cmd_kernels",
-    "planner.cli.cmd_estimate",
-    "planner.cli.cmd_plan",
-    "planner.cli.cmd_emit",
-    "planner.cli.cmd_report",
-    "planner.cli.cmd_ui",
+# Each command module defines ``register(sub, groups)``; ``groups`` holds the nested sub-parsers
+# of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    cmd_catalog, cmd_memory, cmd_kernels, cmd_estimate, cmd_plan, cmd_emit, cmd_report, cmd_ui,
 )
 GROUPS: dict[str, str] = {
     "validate": "compare predictions with measurements",
@@ -48,13 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text in GROUPS.items():
         gp = sub.add_parser(name, help=help_text)
         groups[name] = gp.add_subparsers(dest=f"{name}_verb", required=True, parser_class=OneLineParser)
-    for mod_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(mod_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == mod_name:  # command not built yet
-                continue
-            raise
+    for module in COMMAND_MODULES:
         module.register(sub, groups)
     return parser
 
