@@ -12,11 +12,21 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from app.inputs import (
+    DEFAULT_GPU,
+    DEFAULT_ISL,
+    DEFAULT_MODEL,
+    DEFAULT_OSL,
+    DEFAULT_TPOT_MS,
+    DEFAULT_TTFT_MS,
+)
 from solvers.plan import PlanRequest, plan
 
 PLAN_PAGE = Path(__file__).resolve().parents[1] / "app" / "views" / "plan.py"
-DEFAULT = PlanRequest(model="llama-3.1-70b", gpus=("h200_sxm",), max_gpus=8, isl=4000, osl=500,
-                      concurrency=64, ttft_ms=1000.0, tpot_ms=30.0, percentile="p90")
+DEFAULT_CLIENTS = 64  # the Plan page's default "Concurrent clients"
+DEFAULT = PlanRequest(model=DEFAULT_MODEL, gpus=(DEFAULT_GPU,), max_gpus=8, isl=DEFAULT_ISL, osl=DEFAULT_OSL,
+                      concurrency=DEFAULT_CLIENTS, ttft_ms=DEFAULT_TTFT_MS, tpot_ms=DEFAULT_TPOT_MS,
+                      percentile="p90")
 REPEATS = 3
 
 
@@ -35,7 +45,7 @@ def _page_s() -> float:
     best = float("inf")
     for i in range(REPEATS):
         # a TTFT target the page has not seen defeats its cache, so each press runs a fresh search
-        next(w for w in at.number_input if w.key == "plan_ttft").set_value(1000.0 + i + 1)
+        next(w for w in at.number_input if w.key == "plan_ttft").set_value(DEFAULT_TTFT_MS + i + 1)
         t0 = time.perf_counter()
         at.button(key="plan_button").click().run()
         best = min(best, time.perf_counter() - t0)
