@@ -3,9 +3,10 @@
 ``step_overhead_s``: CPU-side time per step not hidden behind the GPU (scheduling, sampling,
 detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time
 for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
-(HTTP, tokenization, scheduler admission); ``burst_fraction``: share of a closed loop's clients
-that arrive in lockstep (benchmark clients start together; fixed OSL keeps them aligned), so a new
-prompt waits for burst_fraction·(N-1)/2 prefills queued ahead. Engine names appear only here and in the emitters.
+(HTTP, tokenization, scheduler admission); ``burst_fraction``: share b of a closed-loop run's
+requests that arrive in a lockstep wave (benchmark clients start together; fixed OSL keeps them
+aligned) — 1/W for a run of W waves — which wait for (N-1)/2 prefills queued ahead instead of the
+steady-state wait (``queueing.wave_mix_response``). Engine names appear only here and in the emitters.
 """
 
 from __future__ import annotations

@@ -27,14 +27,20 @@ Z_SCORES: dict[str, float] = {"p50": 0.0, "p90": 1.2815515655446004, "p99": 2.32
 QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
-def closed_loop_response(t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray) -> np.ndarray:
+def closed_loop_response(t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray, cs2: np.ndarray | float = 1.0) -> np.ndarray:
     """Mean prefill-stage response time R (s) of a closed loop of ``n`` clients (Schweitzer MVA).
 
-    Solves R^2 + (Z - t_own - a·N)·R - t_own·Z = 0 with a = work·(N-1)/N, the positive root.
+    A request finds Q_a = (N-1)/N·X·R requests in the stage; the one in service (probability
+    U_a = (N-1)/N·X·work) has only its residual work·(1 + cs2)/2 left, not a full ``work``
+    (Reiser's MVA for FCFS non-exponential service; Lazowska et al. 1984, sec. 6.4.2), so
+    R = t_own + work·(Q_a - U_a) + U_a·work·(1 + cs2)/2. With X = N/(R + Z) this is the quadratic
+    R^2 + (Z - t_own - a·N)·R - t_own·Z + a·N·work·(1 - cs2)/2 = 0, a = work·(N-1)/N, positive root;
+    cs2 = 1 (exponential prefill work) gives Schweitzer's plain form, cs2 = 0 fixed-length prompts.
     """
     a = work * (n - 1.0) / n
     b = z - t_own - a * n
-    return 0.5 * (-b + np.sqrt(b * b + 4.0 * t_own * z))
+    c = a * n * work * (1.0 - cs2) / 2.0 - t_own * z
+    return 0.5 * (-b + np.sqrt(np.maximum(b * b - 4.0 * c, 0.0)))
 
 
 def lockstep_response(t_own: np.ndarray, work: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -48,6 +54,13 @@ def burst_wait(work: np.ndarray, n: np.ndarray) -> np.ndarray:
     ``work`` seconds each, mean (N-1)/2 of them. A run of W waves sees this on its first N requests
     only, so the run's mean gains burst_wait(work/W): ``work`` is passed already scaled by 1/W."""
     return work * (n - 1.0) / 2.0
+
+
+def wave_mix_response(t_own: np.ndarray, r_steady: np.ndarray, work: np.ndarray, n: np.ndarray, burst: np.ndarray | float) -> np.ndarray:
+    """Run-mean response (s) of a closed-loop benchmark of W waves (N·W requests) whose first wave
+    starts in lockstep: a share ``burst`` = 1/W of the requests waits ``burst_wait`` (and not the
+    steady-state wait as well), the rest the steady-state wait r_steady - t_own."""
+    return t_own + (1.0 - burst) * (r_steady - t_own) + burst_wait(work * burst, n)
 
 
 def mg1_wait(rate: np.ndarray, work: np.ndarray, cs2: np.ndarray | float, ca2: np.ndarray | float) -> np.ndarray:

@@ -112,8 +112,7 @@ def _prefill_plan(isl_c: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.n
 def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(prefill-stage response R, new throughput X) for closed (N clients) or open (rate) loops."""
     closed = np.isfinite(load.concurrency)
-    # steady state (MVA) plus the start-up wave's extra wait averaged over the run (see queueing)
-    r_closed = queueing.closed_loop_response(t_own, work, z, n) + queueing.burst_wait(work * burst, n)
+    r_closed = queueing.wave_mix_response(t_own, queueing.closed_loop_response(t_own, work, z, n, load.cs2), work, n, burst)
     rate = np.where(closed, x, load.rate_per_s)
     r_open = t_own + queueing.mg1_wait(rate, work, load.cs2, load.ca2)
     r = np.where(closed, r_closed, r_open)

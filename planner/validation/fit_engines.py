@@ -26,10 +26,11 @@ GRID: dict[str, tuple[float, ...]] = {
     "kernel_scale": (0.8, 0.9, 1.0, 1.1, 1.2),
     "step_overhead_s": (0.0, 0.001, 0.002, 0.003, 0.004, 0.006),
     "request_overhead_s": (0.0, 0.01, 0.03, 0.06, 0.1, 0.15),
-    "burst_fraction": (0.0, 0.1, 0.2, 0.3, 0.4, 0.6),
+    "burst_fraction": (0.0, 0.1, 0.2, 0.25, 1.0 / 3.0, 0.5, 1.0),
 }
 """Candidate values per constant (ranges: kernel efficiency spread of published engines; 0-5 ms of
-CPU per step; 0-150 ms of HTTP/tokenization/admission; lockstep share 0-0.6)."""
+CPU per step; 0-150 ms of HTTP/tokenization/admission; lockstep share 1/W for runs of W = 1..10 waves
+of N requests, and 0)."""
 SWEEPS = 2
 
 

@@ -79,6 +79,25 @@ def test_start_up_wave_adds_to_steady_state() -> None:
     assert float(queueing.lockstep_response(np.array([0.05]), w, np.array([1.0]))[0]) == pytest.approx(0.05)
 
 
+def test_start_up_wave_replaces_steady_wait_for_its_share() -> None:
+    """A run of W waves: 1/W of the requests see the lockstep wait, the rest the steady-state wait
+    (not both); b = 0 is the steady state, b = 1 the lockstep response."""
+    t, r, w, n = np.array([0.05]), np.array([0.15]), np.array([0.1]), np.array([9.0])
+    assert float(queueing.wave_mix_response(t, r, w, n, 0.0)[0]) == pytest.approx(0.15)
+    assert float(queueing.wave_mix_response(t, r, w, n, 1.0)[0]) == pytest.approx(0.45)
+    assert float(queueing.wave_mix_response(t, r, w, n, 0.5)[0]) == pytest.approx(0.05 + 0.05 + 0.2)
+
+
+def test_fixed_length_prompts_wait_less_than_exponential() -> None:
+    """Reiser's MVA: the prompt in service has work·(1 + cs2)/2 left, so fixed-length prompts
+    (cs2 = 0) wait less than exponential ones (cs2 = 1, Schweitzer), and never less than t_own."""
+    t, w, z, n = np.array([0.2]), np.array([0.2]), np.array([2.0]), np.array([16.0])
+    r_exp = queueing.closed_loop_response(t, w, z, n, 1.0)
+    r_fix = queueing.closed_loop_response(t, w, z, n, 0.0)
+    assert float(t[0]) <= float(r_fix[0]) < float(r_exp[0])
+    assert float(queueing.closed_loop_response(t, w, z, n)[0]) == pytest.approx(float(r_exp[0]))
+
+
 def test_on_demand_kv_holds_half_the_answer() -> None:
     """vLLM/SGLang allocate KV as tokens are generated (ISL + OSL/2 held on average); TRT-LLM's
     no-evict scheduler reserves ISL + OSL: the same GPU fits more vLLM sequences."""
