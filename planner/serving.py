@@ -168,10 +168,13 @@ def mean_step(t_dec: np.ndarray, t_pre: np.ndarray, f: np.ndarray) -> np.ndarray
     return (1.0 - f) * t_dec + f * t_pre
 
 
-def residual_step(t_dec: np.ndarray, t_pre: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Mean remaining time of the step in progress when a prompt arrives: E[T^2] / (2 E[T])
-    (renewal theory, length-biased sampling; Kleinrock, Queueing Systems vol. 1, 1975, eq. 5.11)."""
-    return ((1.0 - f) * t_dec**2 + f * t_pre**2) / (2.0 * np.maximum(mean_step(t_dec, t_pre, f), 1e-12))
+def own_prefill_time(t_dec: np.ndarray, t_pre: np.ndarray, chunks: np.ndarray, request_overhead: np.ndarray) -> np.ndarray:
+    """TTFT of a prompt with no prefill queued ahead (s): half a decode step to the next step
+    boundary, its ``chunks`` prefill steps, and the per-request overhead. A prefill step already in
+    progress on arrival is part of the prefill queue (Reiser's in-service residual in
+    ``queueing.closed_loop_response``), so only a decode step's residual is counted here — counting
+    the length-biased residual of all steps as well would count that prefill twice."""
+    return t_dec / 2.0 + chunks * t_pre + request_overhead
 
 
 def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays) -> ServingArrays:
@@ -197,7 +200,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         f = prefill_step_fraction(x, load.isl_compute, p, t)
         t = mean_step(t_dec, t_pre, f) * load.step_multiplier
         work = load.isl_compute * t_full / free
-        t_own = residual_step(t_dec, t_pre, f) + chunks * t_pre + load.request_overhead_s
+        t_own = own_prefill_time(t_dec, t_pre, chunks, load.request_overhead_s)
         z = dsteps * t
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x)
         x, x_old, t_old = x + DAMPING * (x_new - x), x, t_prev
