@@ -60,7 +60,8 @@ def bench_command(ctx: EmitContext, flags: Flags, host: str, port: int, index: i
     if wl.concurrency is not None:
         values["bench_concurrency"] = int(split(wl.concurrency, n, index)) or 1
         prompts = values["bench_concurrency"] * ROUNDS_PER_CLIENT
-    if wl.rate is not None:
+    if wl.rate is not None and wl.concurrency is None:
+        # with a concurrency the plan was predicted for a closed loop; its rate is an output then
         values["bench_rate"] = round(wl.rate / n, 6)
         prompts = max(prompts, math.ceil(values["bench_rate"] * RATE_WINDOW_S))
     values["bench_num_prompts"] = max(prompts, MIN_PROMPTS)
@@ -75,8 +76,7 @@ def benchmark_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFil
     cmds = [bench_command(ctx, flags, h, p, i, n) for i, (h, p) in enumerate(build.endpoints)]
     blocks = [shell_line(c, background=n > 1) for c in cmds] + (["wait"] if n > 1 else [])
     wl = ctx.workload
-    load = ", ".join(f"{k} {v}" for k, v in (("concurrency", wl.concurrency), ("rate", wl.rate))
-                     if v is not None)
+    load = f"concurrency {wl.concurrency}" if wl.concurrency is not None else f"rate {wl.rate} req/s"
     title = f"Replay ISL {wl.isl} / OSL {wl.osl}, {load}, against launch.sh; compare with PLAN.md"
     return OutFile(name="benchmark.sh", text=script(title, blocks), executable=True)
 

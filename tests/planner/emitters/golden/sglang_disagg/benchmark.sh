@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replay ISL 8000 / OSL 1000, rate 6.5, against launch.sh; compare with PLAN.md
+# Replay ISL 8000 / OSL 1000, rate 6.5 req/s, against launch.sh; compare with PLAN.md
 set -euo pipefail
 
 # client 0 -> 127.0.0.1:8000
