@@ -50,6 +50,19 @@ def _concurrency(row: pd.Series) -> float:
     return _num(row, "decode_batch_size", np.nan) * _num(row, "decode_num_workers", np.nan)
 
 
+def _attention_dp(row: pd.Series, role: str, tp: float, ep: float) -> float:
+    """Attention-DP ranks of a worker. The layout's rule is tp·dp = moe_tp·moe_ep (the MoE layers
+    span every rank of the worker); rows that leave ``attention_dp_size`` empty but give a wider MoE
+    (vLLM ``--data-parallel-size`` without expert parallelism: ``tp_size`` 1, ``moe_tp_size`` 2 is
+    two GPUs, one attention replica each, MoE sharded over both) take dp = moe_tp·moe_ep / tp
+    instead of silently running the whole model on ``tp`` GPUs."""
+    dp = row.get(f"{role}attention_dp_size")
+    if dp is not None and not pd.isna(dp) and float(dp) > 0:
+        return float(dp)
+    moe = _num(row, f"{role}moe_tp_size") * ep
+    return moe / tp if moe > tp and moe % tp == 0 else 1.0
+
+
 def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] | str:
     """CandidateArrays columns of one row, or the reason it cannot be modelled."""
     quant = QUANT_MODES.get(str(row.get("gemm_quant_mode")), weight_default)
@@ -59,14 +72,17 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
         return "incomplete_config"
     out = {"weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv), "concurrency": conc}
     if row["mode"] == "agg":
-        out |= {"tp": _num(row, "tp_size"), "pp": _num(row, "pp_size"), "dp": _num(row, "attention_dp_size"), "ep": _num(row, "moe_ep_size"), "mode": 0}
+        tp, ep = _num(row, "tp_size"), _num(row, "moe_ep_size")
+        out |= {"tp": tp, "pp": _num(row, "pp_size"), "dp": _attention_dp(row, "", tp, ep), "ep": ep, "mode": 0}
         return out
     if pd.isna(row.get("prefill_num_workers")) or pd.isna(row.get("decode_num_workers")):
         return "incomplete_config"
     out |= {
-        "mode": 1, "tp": _num(row, "decode_tp_size"), "pp": _num(row, "decode_pp_size"), "dp": _num(row, "decode_attention_dp_size"),
+        "mode": 1, "tp": _num(row, "decode_tp_size"), "pp": _num(row, "decode_pp_size"),
+        "dp": _attention_dp(row, "decode_", _num(row, "decode_tp_size"), _num(row, "decode_moe_ep_size")),
         "ep": _num(row, "decode_moe_ep_size"), "workers": _num(row, "decode_num_workers"), "prefill_tp": _num(row, "prefill_tp_size"),
-        "prefill_pp": _num(row, "prefill_pp_size"), "prefill_dp": _num(row, "prefill_attention_dp_size"),
+        "prefill_pp": _num(row, "prefill_pp_size"),
+        "prefill_dp": _attention_dp(row, "prefill_", _num(row, "prefill_tp_size"), _num(row, "prefill_moe_ep_size")),
         "prefill_ep": _num(row, "prefill_moe_ep_size"), "prefill_workers": _num(row, "prefill_num_workers"),
         # the deployment's batch sizes per (DP rank of a) worker: prompts per prefill step, decode slots
         "prefill_max_num_seqs": _num(row, "prefill_batch_size", np.nan), "max_num_seqs": _num(row, "decode_batch_size", np.nan),

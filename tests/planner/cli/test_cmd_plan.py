@@ -49,3 +49,19 @@ def test_validate_decisions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "decisions", "--data", str(data), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["groups"] > 50 and 0 <= d["within5_pct"] <= 100
+    # issue 6 target is >= 70 % within 5 %; not met yet (68.9 %: the step model under-predicts TPOT of
+    # prefill-heavy H100 TRT-LLM and vLLM fp8-MoE runs), so this guards the present level against regressions
+    assert d["within5_pct"] >= 65.0
+
+
+def test_e2e_infers_attention_dp_from_moe_width() -> None:
+    import pandas as pd
+
+    from planner.validation.e2e import candidate_columns
+
+    row = pd.Series({"mode": "agg", "backend": "vllm", "gemm_quant_mode": "fp8_block", "batch_size": 6.0, "tp_size": 1.0,
+                     "pp_size": 1.0, "attention_dp_size": float("nan"), "moe_tp_size": 2.0, "moe_ep_size": 1.0})
+    c = candidate_columns(row, "bf16")
+    assert isinstance(c, dict) and (c["tp"], c["dp"]) == (1.0, 2.0)
+    c = candidate_columns(row.copy().set_axis(row.index).where(row.index != "moe_tp_size", 1.0), "bf16")
+    assert isinstance(c, dict) and c["dp"] == 1.0
