@@ -4,8 +4,11 @@ Aggregated (continuous batching with chunked prefill, DESIGN.md "Serving models"
 decode requests plus the prefill tokens that arrive, X·ISL·t per step on average, up to the chunk
 budget. TPOT is the mean step time; a new prompt waits for the prefill work queued ahead of it
 (``queueing.closed_loop_response`` for N clients, M/G/1 for an open loop) and then needs
-ceil(ISL / free chunk) steps of its own. The loop X -> step time -> (TTFT, TPOT) -> X is a fixed
-point solved by damped iteration (the map is decreasing in X, so it converges).
+ceil(ISL / free chunk) steps of its own. The loop (X, step time) -> (TTFT, TPOT) -> (X, step time)
+is a fixed point solved by Anderson-accelerated iteration (depth 1, in log space, falling back to the
+damped iteration where a step is not finite): ~5 priced passes instead of ~12, and closer to the
+exact fixed point than the damped iteration's early stop (median/p99 change of predictions vs a
+1e-9-converged reference: < 1e-4 / < 1e-3).
 
 Disaggregated xPyD: x prefill workers serve prompts only (their queue, M/G/c approximated by a
 single server x times as fast), the KV of ISL tokens moves to a decode worker over NVLink when both
@@ -25,9 +28,9 @@ from planner.opgraph import ParallelArrays, StepMix
 from planner.step_model import OpPricer, step_time
 
 FIXED_POINT_ITERS = 14
-"""Most damped iterations of the closed-loop fixed point (relative change < 1e-4 by then in practice)."""
+"""Most iterations of a closed-loop fixed point."""
 FIXED_POINT_RTOL = 2e-3
-"""Stop early once every candidate's throughput and step time moved less than this (relative)."""
+"""A candidate has converged once the map moves its throughput and step time less than this (relative)."""
 DAMPING = 0.5
 MIN_FREE_CHUNK = 64.0
 """Prefill tokens a step still admits when decode requests fill the chunk budget (engines always
@@ -187,8 +190,8 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     zero = np.zeros_like(ctx)
     t = _steps(m, pricer, w, [StepMix(n, ctx, zero, zero, zero)])[0]
     x = np.where(closed, n / (t * (dsteps + 1.0)), load.rate_per_s)
-    t_prev = t
     done, held = np.zeros(x.shape, dtype=bool), list[np.ndarray]()
+    u_prev = g_prev = None
     for _ in range(FIXED_POINT_ITERS):
         b = np.clip(x * dsteps * t, 0.0, cap)
         free = np.maximum(w.chunk_tokens - b, MIN_FREE_CHUNK)
@@ -198,21 +201,21 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         t_pre, t_full, t_dec = _steps(m, pricer, w, [
             StepMix(b, ctx, p, own, prior), StepMix(b, ctx, free, own, prior), StepMix(b, ctx, zero, zero, zero)])
         f = prefill_step_fraction(x, load.isl_compute, p, t)
-        t = mean_step(t_dec, t_pre, f) * load.step_multiplier
+        t_new = mean_step(t_dec, t_pre, f) * load.step_multiplier
         work = load.isl_compute * t_full / free
         t_own = own_prefill_time(t_dec, t_pre, chunks, load.request_overhead_s)
-        z = dsteps * t
+        z = dsteps * t_new
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x)
-        x, x_old, t_old = x + DAMPING * (x_new - x), x, t_prev
-        t_prev = t
-        # each candidate keeps the state of the iteration where it converged, so a candidate's result
-        # does not depend on the others evaluated with it (a solver sweep equals K = 1 estimates)
-        state = (x, t, b, t_pre, t_dec, f, work, t_own, z, r)
-        now = ~done & _settled(x, x_old) & _settled(t, t_old)
+        # each candidate keeps the state of the iteration where it converged (the map's image of a
+        # state that it leaves in place to FIXED_POINT_RTOL), so a candidate's result does not depend
+        # on the others evaluated with it (a solver sweep equals K = 1 estimates)
+        state = (x_new, t_new, b, t_pre, t_dec, f, work, t_own, z, r)
+        now = ~done & _settled(x_new, x) & _settled(t_new, t)
         held = [np.where(now, s, h) for s, h in zip(state, held or state, strict=True)]
         done |= now
         if done.all():
             break
+        x, t, u_prev, g_prev = _anderson_step(x, t, x_new, t_new, u_prev, g_prev)
     x, t, b, t_pre, t_dec, f, work, t_own, z, r = (np.where(done, h, s) for h, s in zip(held, state, strict=True))
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
@@ -222,6 +225,36 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         tpot_interference_s=f * np.maximum(t_pre - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
         interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=zero, saturated=saturated,
     )
+
+
+ANDERSON_BETA = 1.0
+"""Mixing of the Anderson(1) step (1: undamped map with a secant correction)."""
+MAX_LOG_STEP = 1.0
+"""Largest change of log X or log t one accelerated step may make (a factor e)."""
+
+
+def _anderson_step(x: np.ndarray, t: np.ndarray, x_new: np.ndarray, t_new: np.ndarray,
+                   u_prev: np.ndarray | None, r_prev: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Next (X, step time) of the closed-loop fixed point: Anderson acceleration of depth 1 (a
+    per-candidate secant on the residual of the map, in log space), safeguarded by the damped
+    iteration wherever it is not finite. Returns (x, t, u, residual) with the history to pass on."""
+    with np.errstate(all="ignore"):
+        u = np.stack([np.log(x), np.log(t)])
+        r = np.stack([np.log(x_new), np.log(t_new)]) - u
+        damped = np.stack([np.log(x + DAMPING * (x_new - x)), np.log(t_new)])
+        if u_prev is None or r_prev is None:
+            nxt = damped
+        else:
+            du, dr = u - u_prev, r - r_prev
+            gamma = (dr * r).sum(axis=0) / (dr * dr).sum(axis=0)
+            gamma = np.where(np.isfinite(gamma), gamma, 0.0)
+            step = ANDERSON_BETA * r - gamma * (du + ANDERSON_BETA * dr)
+            nxt = u + np.clip(step, -MAX_LOG_STEP, MAX_LOG_STEP)
+        ok = np.isfinite(nxt).all(axis=0) & np.isfinite(r).all(axis=0)
+        nxt = np.where(ok, nxt, damped)
+        x_next = np.where(ok, np.exp(nxt[0]), x + DAMPING * (x_new - x))
+        t_next = np.where(ok, np.exp(nxt[1]), t_new)
+    return x_next, t_next, u, r
 
 
 def _settled(new: np.ndarray, old: np.ndarray) -> np.ndarray:
