@@ -231,6 +231,8 @@ ANDERSON_BETA = 1.0
 """Mixing of the Anderson(1) step (1: undamped map with a secant correction)."""
 MAX_LOG_STEP = 1.0
 """Largest change of log X or log t one accelerated step may make (a factor e)."""
+FIRST_STEP = 1.0
+"""Mixing of the first step (no secant history yet): the plain map, limited to MAX_LOG_STEP."""
 
 
 def _anderson_step(x: np.ndarray, t: np.ndarray, x_new: np.ndarray, t_new: np.ndarray,
@@ -243,7 +245,7 @@ def _anderson_step(x: np.ndarray, t: np.ndarray, x_new: np.ndarray, t_new: np.nd
         r = np.stack([np.log(x_new), np.log(t_new)]) - u
         damped = np.stack([np.log(x + DAMPING * (x_new - x)), np.log(t_new)])
         if u_prev is None or r_prev is None:
-            nxt = damped
+            nxt = u + np.clip(FIRST_STEP * r, -MAX_LOG_STEP, MAX_LOG_STEP)
         else:
             du, dr = u - u_prev, r - r_prev
             gamma = (dr * r).sum(axis=0) / (dr * dr).sum(axis=0)
