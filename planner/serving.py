@@ -96,13 +96,22 @@ def _tile(p: ParallelArrays, n: int) -> ParallelArrays:
     return ParallelArrays(*(np.tile(getattr(p, f), n) for f in ParallelArrays.__dataclass_fields__))
 
 
-def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix]) -> list[np.ndarray]:
-    """Price several mixes of the same K candidates in one vectorized call."""
+_Tiled = tuple[ParallelArrays, np.ndarray, np.ndarray]
+
+
+def _tiled(w: WorkerArrays, n: int) -> _Tiled:
+    """The worker's parallelism and calibration repeated for ``n`` mixes (see ``_steps``)."""
+    return (_tile(w.par, n) if n > 1 else w.par), np.tile(w.kernel_scale, n), np.tile(w.overhead_s, n)
+
+
+def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix], tiled: _Tiled | None = None) -> list[np.ndarray]:
+    """Price several mixes of the same K candidates in one vectorized call; ``tiled`` is
+    ``_tiled(w, len(mixes))`` when the caller prices the same worker repeatedly."""
     k = w.max_num_seqs.shape[0]
     cat = StepMix(*(np.concatenate([getattr(s, f) for s in mixes]) for f in StepMix.__dataclass_fields__))
     n = len(mixes)
-    tiled = _tile(w.par, n) if n > 1 else w.par
-    t = step_time(m, tiled, cat, pricer, kernel_scale=np.tile(w.kernel_scale, n), overhead_s=np.tile(w.overhead_s, n))
+    par, ks, oh = tiled or _tiled(w, n)
+    t = step_time(m, par, cat, pricer, kernel_scale=ks, overhead_s=oh)
     return [t[i * k : (i + 1) * k] for i in range(n)]
 
 
@@ -192,6 +201,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     x = np.where(closed, n / (t * (dsteps + 1.0)), load.rate_per_s)
     done, held = np.zeros(x.shape, dtype=bool), list[np.ndarray]()
     u_prev = g_prev = None
+    tiled3 = _tiled(w, 3)
     for _ in range(FIXED_POINT_ITERS):
         b = np.clip(x * dsteps * t, 0.0, cap)
         free = np.maximum(w.chunk_tokens - b, MIN_FREE_CHUNK)
@@ -199,7 +209,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         prior = (chunks - 1.0) / 2.0 * own
         p = prefill_step_tokens(x, load.isl_compute, own, free, t)
         t_pre, t_full, t_dec = _steps(m, pricer, w, [
-            StepMix(b, ctx, p, own, prior), StepMix(b, ctx, free, own, prior), StepMix(b, ctx, zero, zero, zero)])
+            StepMix(b, ctx, p, own, prior), StepMix(b, ctx, free, own, prior), StepMix(b, ctx, zero, zero, zero)], tiled3)
         f = prefill_step_fraction(x, load.isl_compute, p, t)
         t_new = mean_step(t_dec, t_pre, f) * load.step_multiplier
         work = load.isl_compute * t_full / free
