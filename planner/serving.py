@@ -34,7 +34,7 @@ FIXED_POINT_ITERS = 14
 FIXED_POINT_RTOL = 5e-4
 """A candidate has converged once the map moves its s = X·t less than this (relative)."""
 DAMPING = 0.5
-"""Damped fallback of a fixed-point step (agg: where the secant is not finite; disagg: every step)."""
+"""Damped fallback of a fixed-point step (where the secant is not finite)."""
 MIN_FREE_CHUNK = 64.0
 """Prefill tokens a step still admits when decode requests fill the chunk budget (engines always
 let some prefill through; vLLM schedules decodes first, then prefill chunks in the remainder)."""
@@ -313,15 +313,31 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
     work = load.isl_compute * t_full / free / wp.workers
     b = n / wd.workers
     t = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
-    x = np.where(closed, n / (chunks * t_one + t_kv + (dsteps + 1.0) * t), load.rate_per_s)
+    t0 = t
+    x = np.where(closed, n / (chunks * t_one + t_kv + (dsteps + 1.0) * t0), load.rate_per_s)
+    # as in solve_agg, the map depends on the state only through s = X·t: a secant in log s
+    s = x * t0
+    done, held = np.zeros(s.shape, dtype=bool), list[np.ndarray]()
+    hist = _SecantHistory.empty(s.shape)
     for _ in range(FIXED_POINT_ITERS):
+        x = np.where(closed, s / t0, load.rate_per_s)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.where(closed, t0, s / load.rate_per_s)
         b = np.clip(x * dsteps * t / wd.workers, 1.0, cap / wd.workers)
-        t = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
+        t_new = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
         # own prefill (+ half a step of joining), KV transfer, first decode step on the decode worker
-        t_own = chunks * t_one + t_one / 2.0 + load.request_overhead_s + t_kv + t
-        z = dsteps * t
+        t_own = chunks * t_one + t_one / 2.0 + load.request_overhead_s + t_kv + t_new
+        z = dsteps * t_new
         r, x_new = _closed_or_open(load, wd.burst_fraction, t_own, work, z, n, x)
-        x = x + DAMPING * (x_new - x)
+        state = (x_new, t_new, b, t_own, z, r)
+        s_new = x_new * t_new
+        now = ~done & _settled(s_new, s)
+        held = [np.where(now, v, h) for v, h in zip(state, held or state, strict=True)]
+        done |= now
+        if done.all():
+            break
+        s = hist.step(s, s_new)
+    x, t, b, t_own, z, r = (np.where(done, h, v) for h, v in zip(held, state, strict=True))
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,

@@ -1,4 +1,4 @@
-"""The accelerated closed-loop fixed point (``serving.solve_agg``) lands where the fixed point
+"""The accelerated closed-loop fixed point (``serving.solve_agg``, ``solve_disagg``) lands where the fixed point
 converged to 1e-9 does, in few priced passes (speed work must not move predictions)."""
 
 from __future__ import annotations
@@ -19,22 +19,25 @@ from planner.workload import fixed
 FIELDS = ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "requests_per_s", "decode_batch")
 
 
-def _candidates(k: int, seed: int, closed: bool) -> CandidateArrays:
+def _candidates(k: int, seed: int, closed: bool, mode: int = 0) -> CandidateArrays:
     rng = np.random.default_rng(seed)
     return CandidateArrays.from_lists(
         tp=rng.choice([1, 2, 4, 8], k), max_num_seqs=rng.choice([16, 64, 256, 1024], k),
         max_num_batched_tokens=rng.choice([512, 2048, 8192], k), weight_quant=rng.choice([0, 1], k),
-        kv_dtype=rng.choice([0, 1], k), workers=rng.choice([1, 2], k),
+        kv_dtype=rng.choice([0, 1], k), workers=rng.choice([1, 2], k), mode=np.full(k, mode),
+        prefill_tp=rng.choice([1, 2, 4], k), prefill_workers=rng.choice([1, 2], k),
         concurrency=rng.choice([1, 4, 16, 64, 256, 1024], k) if closed else np.full(k, np.nan))
 
 
-@pytest.mark.parametrize(("model", "gpu", "closed", "rate"), [
-    ("llama-3.1-70b", "h200", True, None), ("qwen3-30b-a3b", "h100", True, None),
-    ("llama-3.1-70b", "h200", False, 2.0), ("llama-3.1-8b", "h100", False, 20.0)])
-def test_solve_agg_matches_the_tightly_converged_fixed_point(model: str, gpu: str, closed: bool, rate: float | None,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("model", "gpu", "closed", "rate", "mode"), [
+    ("llama-3.1-70b", "h200", True, None, 0), ("qwen3-30b-a3b", "h100", True, None, 0),
+    ("llama-3.1-70b", "h200", False, 2.0, 0), ("llama-3.1-8b", "h100", False, 20.0, 0),
+    ("llama-3.1-70b", "h200", True, None, 1), ("llama-3.1-8b", "h100", False, 20.0, 1)])
+def test_fixed_point_matches_the_tightly_converged_one(model: str, gpu: str, closed: bool, rate: float | None, mode: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """solve_agg (mode 0) and solve_disagg (mode 1)."""
     m, g = load_model(model), get_gpu(gpu)
-    c = _candidates(120, 5, closed)
+    c = _candidates(120, 5, closed, mode)
     wl = fixed(2000, 500, concurrency=64) if closed else fixed(2000, 500, rate_per_s=rate)
     fast = evaluate_batch(m, g, c, wl)
     monkeypatch.setattr(serving, "FIXED_POINT_RTOL", 1e-10)
