@@ -208,8 +208,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     else:
         t0 = _steps(m, pricer, w, [StepMix(n, ctx, zero, zero, zero)])[0]
         s = np.where(closed, n / (dsteps + 1.0), load.rate_per_s * t0)
-    done, held = np.zeros(s.shape, dtype=bool), list[np.ndarray]()
-    hist = _SecantHistory.empty(s.shape)
+    conv, hist = _Convergence(np.zeros(s.shape, dtype=bool)), _SecantHistory.empty(s.shape)
     tiled3 = _tiled(w, 3)
     for _ in range(FIXED_POINT_ITERS):
         x = np.where(closed, s, load.rate_per_s)
@@ -228,18 +227,12 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         t_own = own_prefill_time(t_dec, t_pre, chunks, load.request_overhead_s)
         z = dsteps * t_new
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x)
-        # each candidate keeps the state of the iteration where it converged (the map's image of a
-        # state that it leaves in place to FIXED_POINT_RTOL), so a candidate's result does not depend
-        # on the others evaluated with it (a solver sweep equals K = 1 estimates)
         state = (x_new, t_new, b, t_pre, t_dec, f, work, t_own, z, r)
         s_new = x_new * t_new
-        now = ~done & _settled(s_new, s)
-        held = [np.where(now, v, h) for v, h in zip(state, held or state, strict=True)]
-        done |= now
-        if done.all():
+        if conv.record(state, s, s_new):
             break
         s = hist.step(s, s_new)
-    x, t, b, t_pre, t_dec, f, work, t_own, z, r = (np.where(done, h, v) for h, v in zip(held, state, strict=True))
+    x, t, b, t_pre, t_dec, f, work, t_own, z, r = conv.result(state)
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
@@ -285,6 +278,29 @@ class _SecantHistory:
             self.v, self.h = v, h
             return np.where(ok, np.exp(nxt), s + DAMPING * (s_new - s))
 
+
+@dataclass
+class _Convergence:
+    """Per-candidate convergence of the fixed point. Each candidate keeps the state of the iteration
+    where it converged (the map's image of a state that it leaves in place to FIXED_POINT_RTOL), so
+    a candidate's result does not depend on the others evaluated with it (a solver sweep equals
+    K = 1 estimates)."""
+
+    done: np.ndarray
+    held: tuple[np.ndarray, ...] = ()
+
+    def record(self, state: tuple[np.ndarray, ...], s: np.ndarray, s_new: np.ndarray) -> bool:
+        """Hold the state of candidates that settled now; True once every candidate has."""
+        now = ~self.done & _settled(s_new, s)
+        self.held = tuple(np.where(now, v, h) for v, h in zip(state, self.held or state, strict=True))
+        self.done |= now
+        return bool(self.done.all())
+
+    def result(self, state: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """Held states where converged, the last iteration's elsewhere."""
+        return tuple(np.where(self.done, h, v) for h, v in zip(self.held, state, strict=True))
+
+
 def _settled(new: np.ndarray, old: np.ndarray) -> np.ndarray:
     """Entries that moved less than ``FIXED_POINT_RTOL`` (relative), or are not finite."""
     with np.errstate(invalid="ignore"):
@@ -317,8 +333,7 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
     x = np.where(closed, n / (chunks * t_one + t_kv + (dsteps + 1.0) * t0), load.rate_per_s)
     # as in solve_agg, the map depends on the state only through s = X·t: a secant in log s
     s = x * t0
-    done, held = np.zeros(s.shape, dtype=bool), list[np.ndarray]()
-    hist = _SecantHistory.empty(s.shape)
+    conv, hist = _Convergence(np.zeros(s.shape, dtype=bool)), _SecantHistory.empty(s.shape)
     for _ in range(FIXED_POINT_ITERS):
         x = np.where(closed, s / t0, load.rate_per_s)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -331,13 +346,10 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
         r, x_new = _closed_or_open(load, wd.burst_fraction, t_own, work, z, n, x)
         state = (x_new, t_new, b, t_own, z, r)
         s_new = x_new * t_new
-        now = ~done & _settled(s_new, s)
-        held = [np.where(now, v, h) for v, h in zip(state, held or state, strict=True)]
-        done |= now
-        if done.all():
+        if conv.record(state, s, s_new):
             break
         s = hist.step(s, s_new)
-    x, t, b, t_own, z, r = (np.where(done, h, v) for h, v in zip(held, state, strict=True))
+    x, t, b, t_own, z, r = conv.result(state)
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
