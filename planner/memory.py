@@ -8,7 +8,9 @@ replicated on every TP rank (so not divided by TP); sliding-window layers hold a
 from __future__ import annotations
 
 import math
+from typing import Any, Protocol
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import InfeasibleError, PlannerInputError
@@ -33,6 +35,17 @@ CUDA_GRAPH_BYTES = 0.5 * GIB
 """ASSUMPTION: memory held by captured CUDA graphs (vLLM logs 0.3-1 GiB for default sizes)."""
 NCCL_BYTES = 0.25 * GIB
 """ASSUMPTION: NCCL/custom all-reduce buffers when the worker spans more than one GPU."""
+
+
+class Split(Protocol):
+    """TP, DP and EP sizes: ints (one deployment) or arrays (many candidates)."""
+
+    @property
+    def tp(self) -> Any: ...
+    @property
+    def dp(self) -> Any: ...
+    @property
+    def ep(self) -> Any: ...
 
 
 class MemoryPlan(BaseModel):
@@ -110,7 +123,7 @@ def kv_bytes_per_token(m: ModelSpec, layer: LayerSpec, tp: int, kv_dtype: str) -
     return 2.0 * kv_heads_per_gpu * m.head_dim * b
 
 
-def state_bytes_per_seq(m: ModelSpec, layer: LayerSpec, tp: int) -> float:
+def state_bytes_per_seq(m: ModelSpec, layer: LayerSpec, tp: Any) -> Any:
     """Recurrent state of a linear-attention layer per sequence: fp32 matrix state + bf16 conv state."""
     if layer.attention != "linear" or m.linear_attn is None:
         return 0.0
@@ -130,20 +143,21 @@ def seq_kv_bytes(m: ModelSpec, layers: tuple[LayerSpec, ...], tp: int, kv_dtype:
     return total
 
 
-def activation_bytes(m: ModelSpec, p: Parallelism, max_num_batched_tokens: int, max_num_seqs: int) -> float:
+def activation_bytes(m: ModelSpec, p: Split, max_num_batched_tokens: Any, max_num_seqs: Any) -> Any:
     """Peak activation workspace of one step of ``max_num_batched_tokens`` tokens (bf16), bytes.
 
     Estimate of the live tensors at the widest point of a layer: the residual stream and its
     normed copy (2h), the QKV output, and the gated FFN output (2 x inter / tp, or for MoE the
     top_k expert copies of each token), plus fp32 logits for ``max_num_seqs`` sampled rows.
+    Works on scalars and on arrays of candidates alike.
     """
     h = m.hidden_size
     qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim / p.tp
     ffn = 3 * m.intermediate_size / (p.tp * p.dp)
     if m.moe is not None:
-        moe_tp = max(1, p.tp * p.dp // p.ep)
-        ffn = max(ffn, m.moe.top_k * (h + 3 * m.moe.expert_intermediate / moe_tp))
-    per_token = (2 * h + max(qkv, ffn)) * 2.0
+        moe_tp = np.maximum(1, p.tp * p.dp // p.ep)
+        ffn = np.maximum(ffn, m.moe.top_k * (h + 3 * m.moe.expert_intermediate / moe_tp))
+    per_token = (2 * h + np.maximum(qkv, ffn)) * 2.0
     logits = max_num_seqs * m.vocab_size / p.tp * 4.0
     return max_num_batched_tokens * per_token + logits
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.spec import GpuSpec
+from planner import memory
 from planner.memory import (
     CUDA_CONTEXT_BYTES,
     CUDA_GRAPH_BYTES,
@@ -45,9 +46,8 @@ def seq_bytes_per_gpu(m: ModelSpec, p: ParallelArrays, tokens: np.ndarray) -> np
             assert m.mla is not None
             elems = np.full_like(p.tp, float(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim))
         elif g.attention == "linear":
-            assert m.linear_attn is not None
-            la = m.linear_attn
-            total += g.count * la.num_value_heads * la.key_head_dim * la.value_head_dim * 4.0 / p.tp
+            layer = LayerSpec(attention="linear", window=g.window, moe=g.moe)
+            total += g.count * memory.state_bytes_per_seq(m, layer, p.tp)
             continue
         else:
             elems = 2.0 * np.ceil(m.num_kv_heads / p.tp) * m.head_dim
@@ -56,15 +56,8 @@ def seq_bytes_per_gpu(m: ModelSpec, p: ParallelArrays, tokens: np.ndarray) -> np
 
 
 def activation_bytes(m: ModelSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray) -> np.ndarray:
-    """Activation workspace (same estimate as ``planner.memory.activation_bytes``)."""
-    h = m.hidden_size
-    qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim / p.tp
-    ffn = 3 * m.intermediate_size / (p.tp * p.dp)
-    if m.moe is not None:
-        moe_tp = np.maximum(1.0, p.tp * p.dp // p.ep)
-        ffn = np.maximum(ffn, m.moe.top_k * (h + 3 * m.moe.expert_intermediate / moe_tp))
-    per_token = (2 * h + np.maximum(qkv, ffn)) * 2.0
-    return chunk * per_token + max_num_seqs * m.vocab_size / p.tp * 4.0
+    """Activation workspace per candidate (``planner.memory.activation_bytes`` over arrays)."""
+    return np.asarray(memory.activation_bytes(m, p, chunk, max_num_seqs), dtype=float)
 
 
 def kv_budget_per_gpu(m: ModelSpec, gpu: GpuSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray, util: float | np.ndarray) -> np.ndarray:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from planner.deployment import Parallelism
-from planner.memory import kv_bytes_per_token, plan_memory, seq_kv_bytes
+from planner.memory import (
+    activation_bytes,
+    kv_bytes_per_token,
+    plan_memory,
+    seq_kv_bytes,
+    weight_bytes_per_gpu,
+)
 from planner.models import load_model
 from planner.params import total_params
 
@@ -93,3 +100,24 @@ def test_bad_inputs(kwargs: dict, field: str) -> None:
     with pytest.raises(PlannerInputError) as err:
         plan_memory(load_model("llama-3.1-8b"), get_gpu("h100"), p, **kwargs)
     assert field in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3", "qwen3.5-397b-a17b", "gpt-oss-120b"])
+def test_vectorized_memory_equals_plan_memory(name: str) -> None:
+    """The solvers' vectorized memory (planner.memory_batch) agrees with plan_memory at pp = 1."""
+    from planner import memory_batch
+    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
+
+    m, gpu = load_model(name), get_gpu("h200")
+    tps = [t for t in (1, 2, 4, 8) if m.num_heads % t == 0]
+    quant = WEIGHT_QUANTS.index("fp8")
+    p = parallel_arrays(gpu, np.array(tps, float), np.ones(len(tps)), np.ones(len(tps)), np.ones(len(tps)),
+                        np.full(len(tps), quant), np.full(len(tps), KV_DTYPES.index("bf16")))
+    weights = memory_batch.weights_per_gpu(m, p)
+    seq = memory_batch.seq_bytes_per_gpu(m, p, np.full(len(tps), 4500.0))
+    act = memory_batch.activation_bytes(m, p, np.full(len(tps), 8192.0), np.full(len(tps), 256.0))
+    for i, tp in enumerate(tps):
+        par = Parallelism(tp=tp)
+        assert weights[i] == pytest.approx(weight_bytes_per_gpu(m, par, "fp8", m.layers, with_embed=True), rel=1e-9)
+        assert seq[i] == pytest.approx(seq_kv_bytes(m, m.layers, tp, "bf16", 4500), rel=1e-9)
+        assert act[i] == pytest.approx(activation_bytes(m, par, 8192, 256), rel=1e-9)
