@@ -20,6 +20,14 @@ A query is priced, in order:
 
 Leave-one-out (``loo_log_ratio``) is rule 3 at each measured node with that node removed: exactly
 what a lookup in the table less that row returns, vectorized over all rows at once.
+
+Coordinates are the op's size keys, except for decode attention (``interp_space``): GQA decode
+kernels read each KV head's cache once for all query heads of its group, so latency follows the work
+units batch x kv_heads and kv_len, not the head counts themselves. In AIConfigurator's H200 table
+heads/kv_heads 8/1 at batch 8 and 32/8 at batch 1 (8 units each) agree within 1-7% at every kv_len
+from 1k to 64k. Rows of every head configuration therefore share one grid in (units, kv_len);
+multi-head attention (heads == kv_heads) runs another kernel and keeps its own grid. Several rows on
+one node are averaged; leaving one out then leaves the others' mean.
 """
 
 from __future__ import annotations
@@ -61,7 +69,8 @@ def _nearest_valid(valid: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray
 
 
 class Partition:
-    """Rows of one category tuple on the product grid of their size values (holes are NaN)."""
+    """Rows of one category tuple on the product grid of their size values (holes are NaN; several
+    rows on one node are averaged)."""
 
     def __init__(self, coords: np.ndarray, values: np.ndarray) -> None:
         self.vary = np.array([np.unique(coords[:, j]).size > 1 for j in range(coords.shape[1])], dtype=bool)
@@ -69,8 +78,14 @@ class Partition:
         pts = coords[:, self.vary]
         self.axes = [np.unique(pts[:, j]) for j in range(pts.shape[1])]
         self.node = tuple(np.searchsorted(ax, pts[:, j]) for j, ax in enumerate(self.axes))
-        self.grid = np.full(tuple(ax.size for ax in self.axes), np.nan)
-        self.grid[self.node] = values if self.axes else values[0]
+        self.values = np.asarray(values, dtype=float)
+        if not self.axes:  # every row on one node
+            self.node = (np.zeros(self.values.size, dtype=np.intp),)
+        shape = tuple(ax.size for ax in self.axes) or (1,)
+        total, self.count = np.zeros(shape), np.zeros(shape)
+        np.add.at(total, self.node, self.values)
+        np.add.at(self.count, self.node, 1.0)
+        self.grid = np.where(self.count > 0, total / np.maximum(self.count, 1.0), np.nan)
         self.lines = [_nearest_valid(np.isfinite(self.grid), a) for a in range(len(self.axes))]
 
     def _bracket(self, pts: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
@@ -152,8 +167,9 @@ class Partition:
         return np.where(ok, val, 0.0), np.where(ok, 1.0 / span, 0.0)
 
     def loo(self) -> np.ndarray:
-        """Leave-one-out log-ratio at each measured node (input row order); NaN where no line brackets it."""
-        num = np.zeros(self.node[0].size if self.node else 0)
+        """Leave-one-out log-ratio of each row (input order): the mean of the other rows on its node
+        when there are any, else rule 3 along the lines through its node; NaN where none brackets it."""
+        num = np.zeros(self.node[0].size)
         den = np.zeros_like(num)
         for a in range(len(self.axes)):
             below, above = self.lines[a]
@@ -161,18 +177,21 @@ class Partition:
             v, w = self._line_estimate_between(self.node, a, x, below[self.node], above[self.node])
             num += v * w
             den += w
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        lines = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        k = self.count[self.node]
+        others = (self.grid[self.node] * k - self.values) / np.maximum(k - 1.0, 1.0)
+        return np.where(k > 1, others, lines)
 
 
 def size_coords(op: str, cols: Mapping[str, Any], n: int) -> np.ndarray:
-    """(n, d) log(1 + size) coordinates of the size keys of ``op``."""
+    """(n, d) log(1 + size) coordinates of the size keys of ``op`` (``interp_space`` for the grid's)."""
     return np.stack([np.log1p(np.broadcast_to(np.asarray(cols[k], dtype=float), (n,))) for k in SIZE_KEYS[op]],
                     axis=1)
 
 
-def category_labels(op: str, cols: Mapping[str, Any], n: int) -> np.ndarray:
+def category_labels(op: str, cols: Mapping[str, Any], n: int, keys: tuple[str, ...] | None = None) -> np.ndarray:
     """One string label per row joining its category keys (rows with equal labels share a grid)."""
-    keys = category_keys(op)
+    keys = category_keys(op) if keys is None else keys
     if not keys:
         return np.zeros(n, dtype=np.int64)
     parts = [np.broadcast_to(np.asarray(cols[k]).astype(str), (n,)) for k in keys]
@@ -184,11 +203,29 @@ def category_labels(op: str, cols: Mapping[str, Any], n: int) -> np.ndarray:
     return out
 
 
+def _decode_space(cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Decode attention: labels (head_dim, kv_dtype, multi-head or grouped), coords (units, kv_len)."""
+    heads = np.broadcast_to(np.asarray(cols["heads"]), (n,))
+    kv_heads = np.broadcast_to(np.asarray(cols["kv_heads"]), (n,))
+    kind = np.where(heads == kv_heads, "mha", "gqa").astype(object)
+    labels = category_labels("attention_decode", {"head_dim": cols["head_dim"], "kv_dtype": cols["kv_dtype"],
+                                                   "kind": kind}, n, keys=("head_dim", "kv_dtype", "kind"))
+    units = np.broadcast_to(np.asarray(cols["batch"], dtype=float), (n,)) * kv_heads
+    kv_len = np.broadcast_to(np.asarray(cols["kv_len"], dtype=float), (n,))
+    return labels, np.stack([np.log1p(units), np.log1p(kv_len)], axis=1)
+
+
+def interp_space(op: str, cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, coords) of ``n`` rows: rows with equal labels share one grid over coords."""
+    if op == "attention_decode":
+        return _decode_space(cols, n)
+    return category_labels(op, cols, n), size_coords(op, cols, n)
+
+
 def loo_log_ratio(op: str, keys: Mapping[str, np.ndarray], log_ratio: np.ndarray) -> np.ndarray:
     """Leave-one-out interpolated log-ratio of every row (NaN where the others do not bracket it)."""
     n = log_ratio.size
-    labels = category_labels(op, keys, n)
-    coords = size_coords(op, keys, n)
+    labels, coords = interp_space(op, keys, n)
     out = np.full(n, np.nan)
     for lab in dict.fromkeys(labels.tolist()):
         mask = labels == lab
@@ -205,8 +242,7 @@ class TableInterpolator:
         self.op = table.op
         base = model_seconds(table.keys, n)
         ratio = np.log(table.latency_s) - np.log(base)
-        labels = category_labels(table.op, table.keys, n)
-        coords = size_coords(table.op, table.keys, n)
+        labels, coords = interp_space(table.op, table.keys, n)
         self.parts: dict[Any, Partition] = {}
         for lab in dict.fromkeys(labels.tolist()):
             mask = labels == lab
@@ -214,8 +250,7 @@ class TableInterpolator:
 
     def query(self, cols: Mapping[str, Any], n: int) -> Hit:
         """Look up ``n`` query rows (``cols`` broadcastable to ``n``)."""
-        labels = category_labels(self.op, cols, n)
-        coords = size_coords(self.op, cols, n)
+        labels, coords = interp_space(self.op, cols, n)
         ratio, inside, exact = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         for lab in set(labels.tolist()):
             part = self.parts.get(lab)

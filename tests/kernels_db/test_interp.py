@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels_db.interp import Partition, loo_log_ratio, size_coords
+from kernels_db.interp import Partition, interp_space, loo_log_ratio, size_coords
 
 
 def _triangle() -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -21,7 +21,7 @@ def _triangle() -> tuple[dict[str, np.ndarray], np.ndarray]:
 
 def test_loo_equals_lookup_without_the_row() -> None:
     keys, ratio = _triangle()
-    coords = size_coords("attention_decode", keys, ratio.size)
+    coords = interp_space("attention_decode", keys, ratio.size)[1]
     loo = loo_log_ratio("attention_decode", keys, ratio)
     assert np.isfinite(loo).sum() >= 5
     for i in range(ratio.size):
@@ -43,3 +43,18 @@ def test_nodes_cells_and_outside() -> None:
     r, inside, exact = part.query(q)
     assert list(inside) == [True, False, False] and not exact.any()
     assert abs(r[0] - (0.3 * q[0, 0] - 0.2 * q[0, 1])) < 0.05  # linear in log1p up to the +1 offset
+
+
+def test_decode_head_configurations_share_one_grid() -> None:
+    """GQA decode rows with equal batch x kv_heads and kv_len sit on one node (averaged; leaving one
+    out leaves the other), multi-head rows keep their own grid."""
+    keys = {"batch": np.array([8, 1, 8, 1]), "kv_len": np.array([1024] * 4), "heads": np.array([8, 32, 8, 32]),
+            "kv_heads": np.array([1, 8, 8, 32]), "head_dim": np.array([128] * 4),
+            "kv_dtype": np.array(["bf16"] * 4, dtype=object)}
+    labels, coords = interp_space("attention_decode", keys, 4)
+    assert labels[0] == labels[1] != labels[2] and np.allclose(coords[0], coords[1])
+    ratio = np.array([0.1, 0.3, 0.0, 0.0])
+    part = Partition(coords[:2], ratio[:2])
+    assert np.allclose(part.loo(), [0.3, 0.1])
+    r, inside, exact = part.query(coords[:1])
+    assert inside[0] and exact[0] and abs(r[0] - 0.2) < 1e-12
