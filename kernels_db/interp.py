@@ -21,13 +21,14 @@ A query is priced, in order:
 Leave-one-out (``loo_log_ratio``) is rule 3 at each measured node with that node removed: exactly
 what a lookup in the table less that row returns, vectorized over all rows at once.
 
-Coordinates are the op's size keys, except for decode attention (``interp_space``): GQA decode
+Coordinates are the op's size keys, except for attention (``interp_space``). GQA decode
 kernels read each KV head's cache once for all query heads of its group, so latency follows the work
 units batch x kv_heads and kv_len, not the head counts themselves. In AIConfigurator's H200 table
 heads/kv_heads 8/1 at batch 8 and 32/8 at batch 1 (8 units each) agree within 1-7% at every kv_len
 from 1k to 64k. Rows of every head configuration therefore share one grid in (units, kv_len);
-multi-head attention (heads == kv_heads) runs another kernel and keeps its own grid. Several rows on
-one node are averaged; leaving one out then leaves the others' mean.
+multi-head attention (heads == kv_heads) runs another kernel and keeps its own grid. Prefill attention
+pools the same way on batch x heads at a fixed group size (leave-one-out p90 on the L40S table 16% ->
+9%). Several rows on one node are averaged; leaving one out then leaves the others' mean.
 """
 
 from __future__ import annotations
@@ -203,22 +204,37 @@ def category_labels(op: str, cols: Mapping[str, Any], n: int, keys: tuple[str, .
     return out
 
 
-def _decode_space(cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Decode attention: labels (head_dim, kv_dtype, multi-head or grouped), coords (units, kv_len)."""
-    heads = np.broadcast_to(np.asarray(cols["heads"]), (n,))
-    kv_heads = np.broadcast_to(np.asarray(cols["kv_heads"]), (n,))
-    kind = np.where(heads == kv_heads, "mha", "gqa").astype(object)
-    labels = category_labels("attention_decode", {"head_dim": cols["head_dim"], "kv_dtype": cols["kv_dtype"],
-                                                   "kind": kind}, n, keys=("head_dim", "kv_dtype", "kind"))
-    units = np.broadcast_to(np.asarray(cols["batch"], dtype=float), (n,)) * kv_heads
-    kv_len = np.broadcast_to(np.asarray(cols["kv_len"], dtype=float), (n,))
-    return labels, np.stack([np.log1p(units), np.log1p(kv_len)], axis=1)
+def _col(cols: Mapping[str, Any], key: str, n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(cols[key]), (n,))
+
+
+def _pooled_space(cols: Mapping[str, Any], n: int, units: np.ndarray, sizes: tuple[str, ...],
+                  labels: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Labels joined from ``labels``; coords log1p of ``units`` then of the ``sizes`` columns."""
+    lab = category_labels("", labels, n, keys=tuple(labels))
+    coords = [np.log1p(units.astype(float))] + [np.log1p(_col(cols, k, n).astype(float)) for k in sizes]
+    return lab, np.stack(coords, axis=1)
 
 
 def interp_space(op: str, cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, coords) of ``n`` rows: rows with equal labels share one grid over coords."""
+    """(labels, coords) of ``n`` rows: rows with equal labels share one grid over coords.
+
+    Attention tables pool their head configurations (module docstring): decode on (batch x kv_heads,
+    kv_len) per (head_dim, kv_dtype, grouped or multi-head); prefill on (batch x heads, seq, prior)
+    per (head_dim, dtypes, group size heads/kv_heads, window) -- its work (FLOPs, bytes, thread
+    blocks) is proportional to batch x heads at a fixed group size.
+    """
     if op == "attention_decode":
-        return _decode_space(cols, n)
+        heads, kv_heads = _col(cols, "heads", n), _col(cols, "kv_heads", n)
+        kind = np.where(heads == kv_heads, "mha", "gqa").astype(object)
+        return _pooled_space(cols, n, _col(cols, "batch", n) * kv_heads, ("kv_len",),
+                             {"head_dim": cols["head_dim"], "kv_dtype": cols["kv_dtype"], "kind": kind})
+    if op == "attention_prefill":
+        heads, kv_heads = _col(cols, "heads", n), _col(cols, "kv_heads", n)
+        group = heads // np.maximum(kv_heads, 1)
+        return _pooled_space(cols, n, _col(cols, "batch", n) * heads, ("seq", "prior"),
+                             {"head_dim": cols["head_dim"], "dtype": cols["dtype"], "kv_dtype": cols["kv_dtype"],
+                              "group": group, "window": cols["window"]})
     return category_labels(op, cols, n), size_coords(op, cols, n)
 
 

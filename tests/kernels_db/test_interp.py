@@ -58,3 +58,14 @@ def test_decode_head_configurations_share_one_grid() -> None:
     assert np.allclose(part.loo(), [0.3, 0.1])
     r, inside, exact = part.query(coords[:1])
     assert inside[0] and exact[0] and abs(r[0] - 0.2) < 1e-12
+
+
+def test_prefill_pools_batch_times_heads_at_one_group_size() -> None:
+    """Prefill rows with equal batch x heads, seq and group size share a node; other group sizes not."""
+    keys = {"batch": np.array([4, 1, 4]), "seq": np.array([512] * 3), "prior": np.array([0] * 3),
+            "heads": np.array([8, 32, 16]), "kv_heads": np.array([1, 4, 16]), "head_dim": np.array([128] * 3),
+            "dtype": np.array(["bf16"] * 3, dtype=object), "kv_dtype": np.array(["bf16"] * 3, dtype=object),
+            "window": np.array([0] * 3)}
+    labels, coords = interp_space("attention_prefill", keys, 3)
+    assert labels[0] == labels[1] != labels[2]
+    assert np.allclose(coords[0], coords[1])
