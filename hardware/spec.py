@@ -112,14 +112,18 @@ class GpuSpec(BaseModel):
             raise ValueError(f"name unknown fields: {', '.join(unknown)}")
         return sources
 
-    def peak_flops(self, dtype: str) -> float:
-        """Dense peak FLOP/s for ``dtype``; falls back to the next wider dtype the chip has.
+    def math_dtype(self, dtype: str) -> str:
+        """The tensor-core dtype that runs GEMMs with ``dtype`` weights: ``dtype`` itself where the chip
+        has it, else the next wider one.
 
-        A GPU without native fp8/fp4 runs those weights through bf16 math (weight-only quantization).
+        4-bit weights without native 4-bit math run as weight-only quantization: the kernels (Marlin,
+        Machete, Triton MXFP4 ``matmul_ogs``, TRT-LLM W4A16) dequantize them into 16-bit math, so fp4 and
+        int4 fall back to bf16, not to fp8/int8 (W4A8 variants exist but are opt-in). fp8 without fp8
+        tensor cores (A100) is likewise weight-only in bf16.
         """
         order = {
-            "fp4": ("fp4", "fp8", "bf16", "fp16"),
-            "int4": ("int4", "int8", "fp8", "bf16", "fp16"),
+            "fp4": ("fp4", "bf16", "fp16"),
+            "int4": ("int4", "bf16", "fp16"),
             "fp8": ("fp8", "bf16", "fp16"),
             "int8": ("int8", "bf16", "fp16"),
             "bf16": ("bf16", "fp16"),
@@ -129,8 +133,12 @@ class GpuSpec(BaseModel):
         }
         for d in order.get(dtype, (dtype,)):
             if d in self.peak_flops_per_s:
-                return float(self.peak_flops_per_s[d])  # type: ignore[index]
+                return d
         raise KeyError(dtype)
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense peak FLOP/s of GEMMs with ``dtype`` weights (at ``math_dtype``)."""
+        return float(self.peak_flops_per_s[self.math_dtype(dtype)])  # type: ignore[index]
 
     def supports(self, dtype: str) -> bool:
         """True when the tensor cores run ``dtype`` natively."""

@@ -32,6 +32,7 @@ from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
 from kernels_db import comm as cm
 from kernels_db import costs, fitted, paths
+from kernels_db import roofline as rf
 from kernels_db.interp import TableInterpolator
 from kernels_db.schema import COLLECTIVES, LINKS, SIZE_KEYS
 from kernels_db.tables import KernelTable, read_gpu_folder
@@ -91,11 +92,18 @@ class KernelDB:
         return (fam.params if fam else {}), fitted.DEFAULT_PARAMS[op]
 
     def _param_entry(self, op: str, name: str) -> costs.ParamEntry:
-        """``costs.param_entry`` of family ``op``, cached per (family, parameter-set name)."""
+        """``costs.param_entry`` of family ``op``, cached per (family, parameter-set name). A GEMM
+        dtype this GPU has no tensor cores for runs in its ``math_dtype`` (weight-only quantization):
+        it takes that dtype's fitted efficiencies, with its own (packed) weight bytes."""
         entry = self._params.get((op, name))
         if entry is None:
             table, default = self._family_params(op)
-            entry = self._params[(op, name)] = costs.param_entry(table, default, name)
+            if op in ("gemm", "moe") and name not in table and name in rf.DTYPE_BYTES:
+                name_math = self.spec.math_dtype(name)
+                entry = costs.param_entry(table, default, name_math if name_math in table else name)
+            else:
+                entry = costs.param_entry(table, default, name)
+            self._params[(op, name)] = entry
         return entry
 
     def model(self, op: str, cols: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, costs.Counts]:

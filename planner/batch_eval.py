@@ -49,7 +49,11 @@ sec. 4.2; SGLang's token pool) and preempt/retract when full, so staggered reque
 on average; TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler admits a request only
 when ISL + max new tokens fit (batch_manager capacity scheduler docs), so it holds the full OSL."""
 GEMM_DTYPE: dict[str, str] = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": "bf16"}
-"""Tensor-core dtype of the linear layers per weight format (int4 is weight-only: W4A16)."""
+"""kernels_db GEMM dtype of the linear layers per weight format: the weights' storage dtype; a GPU
+without that math runs it weight-only in ``GpuSpec.math_dtype`` (fp4 on Hopper: W4A16 in bf16).
+int4 (W4A16 Marlin) is priced as a bf16 GEMM: pricing it at 4-bit bytes under-predicts the measured
+Kimi-K2.5 int4 / H200 / vLLM TPOT by 25% (median; bf16 bytes: +26%), TTFT by 26% (bf16: 10%); the
+dequantizing MoE kernels do not reach the bandwidth of the packed bytes."""
 
 
 def _arr(x: object, k: int, fill: float) -> np.ndarray:

@@ -55,7 +55,10 @@ def test_fp8_on_a100_falls_back_to_bf16_math() -> None:
     a100 = get_gpu("a100")
     assert not a100.supports("fp8")
     assert a100.peak_flops("fp8") == a100.peak_flops("bf16") == pytest.approx(312e12)
-    assert get_gpu("h200").peak_flops("fp4") == pytest.approx(1979e12)  # Hopper: fp4 via fp8
+    h200 = get_gpu("h200")  # Hopper: 4-bit weights run weight-only (W4A16) in bf16 math
+    assert h200.math_dtype("fp4") == h200.math_dtype("int4") == "bf16"
+    assert h200.peak_flops("fp4") == pytest.approx(989e12)
+    assert get_gpu("b200").math_dtype("fp4") == "fp4"
 
 
 @pytest.mark.parametrize(

@@ -90,3 +90,14 @@ def test_l2_resident_working_sets_read_faster_on_l40s() -> None:
     frac = rf.l2_resident_fraction(np.array([0.5, 1.0, 2.0]) * 96 * 2**20, 96 * 2**20)
     assert np.allclose(frac, [16 / 17, 0.5, 1 / 17])
     assert not rf.l2_resident_fraction(1e9, None).any()
+
+
+def test_weight_only_gemm_takes_the_math_dtype_efficiency_with_packed_bytes() -> None:
+    """fp4 weights on Hopper run W4A16: bf16 fitted efficiencies and peak, 4-bit weight bytes (so a
+    memory-bound decode GEMM is faster than bf16, a compute-bound prefill GEMM is not)."""
+    db = KernelDB.for_gpu(get_gpu("h200"))
+    small_fp4, small_bf16 = db.gemm(8, 8192, 8192, "fp4"), db.gemm(8, 8192, 8192, "bf16")
+    big_fp4, big_bf16 = db.gemm(8192, 8192, 8192, "fp4"), db.gemm(8192, 8192, 8192, "bf16")
+    assert str(np.asarray(small_fp4.provenance).flat[0]) == "fitted"
+    assert float(small_fp4.seconds) < 0.5 * float(small_bf16.seconds)
+    assert float(big_fp4.seconds) == pytest.approx(float(big_bf16.seconds), rel=0.02)

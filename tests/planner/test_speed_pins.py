@@ -91,8 +91,8 @@ def test_step_breakdown_and_provenance_equal_the_op_by_op_path() -> None:
 
 
 def _reference_price(db: KernelDB, op: str, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Row by row: each row's own parameter set (its label, else without the MHA suffix, else the
-    family default) in the roofline; provenance fitted where that set was fitted."""
+    """Row by row: each row's own parameter set (its label, its math dtype's for a weight-only GEMM,
+    else without the MHA suffix, else the family default) in the roofline; provenance fitted where that set was fitted."""
     fams = db.fit.families if db.fit else {}
     fam = fams.get(op) or fams.get(fitted.BORROW.get(op, ""))
     table, default = (fam.params if fam else {}), fitted.DEFAULT_PARAMS[op]
@@ -101,6 +101,8 @@ def _reference_price(db: KernelDB, op: str, **kw: Any) -> tuple[np.ndarray, np.n
     seconds, codes = np.empty(n), np.empty(n, dtype=int)
     for i, row in enumerate(rows):
         label = str(costs.param_labels(op, row))
+        if op in ("gemm", "moe") and label not in table and db.spec.math_dtype(label) in table:
+            label = db.spec.math_dtype(label)  # weight-only: the math dtype's efficiencies
         base = label.removesuffix(costs.MHA_SUFFIX)
         prm = table.get(label) or table.get(base, default)
         cnt = costs.counts(op, row, db.spec)
