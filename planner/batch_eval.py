@@ -159,7 +159,8 @@ def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s
 def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray, workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float | np.ndarray) -> WorkerArrays:
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
-    return WorkerArrays(par, seqs, chunk, cap, np.full(k, cal.kernel_scale.value), np.full(k, cal.step_overhead_s.value), workers, np.full(k, cal.burst_fraction.value))
+    return WorkerArrays(par, seqs, chunk, cap, np.full(k, cal.kernel_scale.value), np.full(k, cal.step_overhead_s.value), workers,
+                        np.full(k, cal.burst_fraction.value), np.full(k, cal.seq_overhead_s.value))
 
 
 def percentiles(s: ServingArrays) -> dict[str, np.ndarray]:

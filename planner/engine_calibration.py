@@ -1,7 +1,8 @@
 """Per-engine calibration constants (``planner/calibration/engines.yaml``), each with its source.
 
 ``step_overhead_s``: CPU-side time per step not hidden behind the GPU (scheduling, sampling,
-detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time
+detokenization, CUDA-graph replay); ``seq_overhead_s``: the part of it that grows with each running
+request of a scheduler (per-request bookkeeping, sampling and output processing in Python); ``kernel_scale``: achieved kernel time / our priced kernel time
 for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
 (HTTP, tokenization, scheduler admission); ``burst_fraction``: share b of a closed-loop run's
 requests that arrive in a lockstep wave (benchmark clients start together; fixed OSL keeps them
@@ -39,6 +40,7 @@ class EngineCalibration(BaseModel):
 
     model_config = _FROZEN
     step_overhead_s: Sourced
+    seq_overhead_s: Sourced
     kernel_scale: Sourced
     request_overhead_s: Sourced
     burst_fraction: Sourced

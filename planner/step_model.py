@@ -124,11 +124,18 @@ class StepCost:
 KINDS_WITH_OVERHEAD: tuple[str, ...] = (*OP_KINDS, "overhead")
 
 
+def engine_overhead(p: ParallelArrays, s: StepMix, overhead_s: np.ndarray | float, seq_overhead_s: np.ndarray | float) -> np.ndarray:
+    """CPU time of one step not hidden behind the GPU (s): a fixed part plus a part per running request
+    of one scheduler (each attention-DP rank schedules its own share of the batch)."""
+    return np.asarray(overhead_s + seq_overhead_s * s.decode_reqs / np.maximum(p.dp, 1.0))
+
+
 def price_step(
     m: ModelSpec, p: ParallelArrays, s: StepMix, pricer: OpPricer, *, kernel_scale: np.ndarray | float = 1.0,
-    overhead_s: np.ndarray | float = 0.0,
+    overhead_s: np.ndarray | float = 0.0, seq_overhead_s: np.ndarray | float = 0.0,
 ) -> StepCost:
-    """Sum the priced ops of one step; ``kernel_scale`` and ``overhead_s`` are the engine calibration."""
+    """Sum the priced ops of one step; ``kernel_scale``, ``overhead_s`` and ``seq_overhead_s`` are the
+    engine calibration (``engine_overhead``)."""
     kinds = np.zeros((len(KINDS_WITH_OVERHEAD), np.shape(s.decode_reqs)[0]))
     prov: dict[str, str] = {}
     kind_index: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
@@ -139,17 +146,17 @@ def price_step(
         prov.setdefault(op.name, src)
         by_source[src] = by_source[src] + t * op.count if src in by_source else t * op.count
     kinds[:-1] *= kernel_scale
-    kinds[-1] = overhead_s
+    kinds[-1] = engine_overhead(p, s, overhead_s, seq_overhead_s)
     return StepCost(kinds.sum(axis=0), kinds, tuple(sorted(prov.items())), tuple(by_source.items()))
 
 
 def step_time(
     m: ModelSpec, p: ParallelArrays, s: StepMix, pricer: OpPricer, *, kernel_scale: np.ndarray | float = 1.0,
-    overhead_s: np.ndarray | float = 0.0,
+    overhead_s: np.ndarray | float = 0.0, seq_overhead_s: np.ndarray | float = 0.0,
 ) -> np.ndarray:
     """Seconds of one step (the fast path: no breakdown kept)."""
     total = np.zeros(np.shape(s.decode_reqs)[0])
     ops = step_ops(m, p, s)
     for op, (t, _) in zip(ops, price_ops(pricer, ops), strict=True):
         total += t * op.count
-    return total * kernel_scale + overhead_s
+    return total * kernel_scale + engine_overhead(p, s, overhead_s, seq_overhead_s)

@@ -111,3 +111,18 @@ def test_on_demand_kv_holds_half_the_answer() -> None:
     w = fixed(1000, 3000, concurrency=64)
     vllm, trt = (evaluate_batch(m, g, c, w, backend=b).seq_capacity[0] for b in ("vllm", "trtllm"))
     assert vllm / trt > 1.5
+
+
+def test_per_request_cpu_overhead_grows_with_each_schedulers_batch() -> None:
+    """``seq_overhead_s`` adds its time per running request of one scheduler: attention-DP ranks
+    schedule their shares in parallel, so dp = 2 halves it."""
+    from planner.step_model import step_time
+
+    m, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
+    mix = StepMix(np.array([64.0]), np.array([2000.0]), np.zeros(1), np.zeros(1), np.zeros(1))
+    pricer = default_pricer(gpu)
+    for dp in (1.0, 2.0):
+        par = _par(1.0, dp)
+        base = step_time(m, par, mix, pricer, overhead_s=0.002)  # type: ignore[arg-type]
+        more = step_time(m, par, mix, pricer, overhead_s=0.002, seq_overhead_s=3e-5)  # type: ignore[arg-type]
+        assert float(more[0] - base[0]) == pytest.approx(64 * 3e-5 / dp)
