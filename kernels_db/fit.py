@@ -40,6 +40,14 @@ UNIT_STARTS: Final[tuple[float, ...]] = (0.1, 4.0)
 CACHE_START: Final[float] = 2.0
 ROBUST_SCALE: Final[float] = 0.1  # soft-L1 loss: residuals past ~10% count linearly (outliers)
 N_PARAMS: Final[int] = 8
+MIN_BUS_FRACTION: Final[float] = 0.25
+"""A (collective, GPU count) whose largest measured message reaches a bus bandwidth below this share
+of the scale-up link's spec bandwidth is not a working fabric's number and is left out of the fit;
+pricing then uses the nearest fitted GPU count (``comm.fitted_params``). Bus bandwidth is the per-link
+figure that ring algorithms keep at any GPU count (nccl-tests doc/PERFORMANCE.md), and every NVLink
+table reaches 50-65% of the link; aiconfigurator's L40S nccl/custom all-reduce tables reach 60% of
+PCIe Gen4 x16 at 2 GPUs but 16% at 4 and 4.6% at 8 (about 1.5 GB/s, flagged suspicious in
+shared/validation/README.md), which priced TP8 L40S at a fifth of the measured throughput."""
 
 
 def ape_pct(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -141,23 +149,52 @@ def fit_comm_params(nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarra
     return CommParams(latency_s=float(f"{lat:.4g}"), bus_bandwidth_bytes_per_s=float(f"{bw:.4g}"))
 
 
-def fit_comm(table: KernelTable, sources: tuple[str, ...] = ()) -> CommFamilyFit:
-    """Fit alpha and bus bandwidth per collective and GPU count (rows on the scale-up link)."""
+def plausible_bus_bandwidth(nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarray,
+                            link_bytes_per_s: float | None) -> bool:
+    """Whether the largest message of one (collective, GPU count) reaches ``MIN_BUS_FRACTION`` of the
+    link's bandwidth (always true without a link bandwidth)."""
+    if not link_bytes_per_s or not nbytes.size:
+        return True
+    i = int(np.argmax(nbytes))
+    return bool(nbytes[i] * factor[i] / latency_s[i] >= MIN_BUS_FRACTION * link_bytes_per_s)
+
+
+def implausible_comm_rows(table: KernelTable, link_bytes_per_s: float | None) -> np.ndarray:
+    """Rows of a comm table in a (collective, GPU count) group that ``plausible_bus_bandwidth`` rejects."""
     coll, n = table.keys["collective"], table.keys["n_gpus"]
-    params: dict[str, dict[int, CommParams]] = {}
-    pred = np.full(len(table), np.nan)
+    out = np.zeros(len(table), dtype=bool)
+    nbytes = table.keys["bytes"].astype(float)
     for c in sorted(set(coll.tolist())):
         for g in sorted(set(n[coll == c].tolist())):
             mask = (coll == c) & (n == g) & (g > 1)
+            if mask.any() and not plausible_bus_bandwidth(
+                    nbytes[mask], cm.algo_factor(str(c), np.full(mask.sum(), g)), table.latency_s[mask], link_bytes_per_s):
+                out |= mask
+    return out
+
+
+def fit_comm(table: KernelTable, sources: tuple[str, ...] = (), link_bytes_per_s: float | None = None) -> CommFamilyFit:
+    """Fit alpha and bus bandwidth per collective and GPU count (rows on the scale-up link); groups
+    whose bus bandwidth is implausibly low for a link of ``link_bytes_per_s`` are left out."""
+    coll, n = table.keys["collective"], table.keys["n_gpus"]
+    nbytes_all = table.keys["bytes"].astype(float)
+    params: dict[str, dict[int, CommParams]] = {}
+    pred = np.full(len(table), np.nan)
+    fitted = np.zeros(len(table), dtype=bool)
+    implausible = implausible_comm_rows(table, link_bytes_per_s)
+    for c in sorted(set(coll.tolist())):
+        for g in sorted(set(n[coll == c].tolist())):
+            mask = (coll == c) & (n == g) & (g > 1) & ~implausible
             if not mask.any():
                 continue
             factor = cm.algo_factor(str(c), np.full(mask.sum(), g))
-            nbytes = table.keys["bytes"][mask].astype(float)
+            nbytes = nbytes_all[mask]
             prm = fit_comm_params(nbytes, factor, table.latency_s[mask])
             params.setdefault(str(c), {})[int(g)] = prm
             pred[mask] = cm.alpha_beta(nbytes, factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
+            fitted |= mask
     ok = np.isfinite(pred)
-    return CommFamilyFit(params=params, fitted_to=_fitted_to(table, int(ok.sum()), sources),
+    return CommFamilyFit(params=params, fitted_to=_fitted_to(table, int(fitted.sum()), sources),
                          fit_error=fit_error(pred[ok], table.latency_s[ok]))
 
 
@@ -176,6 +213,6 @@ def fit_gpu(tables: dict[str, KernelTable], spec: GpuSpec, command: str,
     sources = sources or {}
     families = {op: fit_roofline_family(t, spec, sources.get(op, ()))
                 for op, t in sorted(tables.items()) if op in ROOFLINE_FAMILIES and len(t)}
-    comm = fit_comm(tables["comm"], sources.get("comm", ())) if "comm" in tables else None
+    comm = fit_comm(tables["comm"], sources.get("comm", ()), spec.scale_up.bandwidth_bytes_per_s) if "comm" in tables else None
     return FittedGpu(gpu=spec.key, date=dt.date.today().isoformat(), command=command,
                      spec_used=spec_used(spec), families=families, comm=comm, notes=notes)

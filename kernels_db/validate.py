@@ -2,7 +2,8 @@
 
 Two methods: ``loo_interpolation`` (drop each measured point, interpolate it from the others of its
 partition; only points inside the remaining grid count) and ``fitted`` (the fitted roofline model
-alone, fitted to the same folder, so in-sample). Errors are absolute percentage errors.
+alone, fitted to the same folder, so in-sample). Errors are absolute percentage errors. Comm rows the
+fit leaves out for an implausibly low bus bandwidth are reported as ``fitted_implausible_data``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from hardware.spec import GpuSpec
-from kernels_db.fit import ape_pct, fit_gpu
+from kernels_db.fit import ape_pct, fit_gpu, implausible_comm_rows
 from kernels_db.fitted import FittedGpu
 from kernels_db.interp import loo_log_ratio
 from kernels_db.lookup import KernelDB, _comm_model
@@ -56,7 +57,12 @@ def evaluate_gpu(spec: GpuSpec, tables: dict[str, KernelTable], fit: FittedGpu |
     for _, table in sorted(tables.items()):
         base = model_seconds(db, table)
         loo = loo_predictions(table, base)
+        # comm groups the fit leaves out as implausible (fit.MIN_BUS_FRACTION) are reported apart
+        bad = implausible_comm_rows(table, spec.scale_up.bandwidth_bytes_per_s) if table.op == "comm" \
+            else np.zeros(len(table), dtype=bool)
         for name, mask in _groups(table).items():
             rows.append(_summary(name, spec.key, "loo_interpolation", loo[mask], table.latency_s[mask]))
-            rows.append(_summary(name, spec.key, "fitted", base[mask], table.latency_s[mask]))
+            rows.append(_summary(name, spec.key, "fitted", base[mask & ~bad], table.latency_s[mask & ~bad]))
+            if (mask & bad).any():
+                rows.append(_summary(name, spec.key, "fitted_implausible_data", base[mask & bad], table.latency_s[mask & bad]))
     return rows
