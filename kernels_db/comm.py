@@ -14,7 +14,10 @@ import numpy as np
 from hardware.spec import GpuSpec
 from kernels_db.fitted import DEFAULT_COMM_BW_EFF, DEFAULT_COMM_LATENCY_S, CommFamilyFit, CommParams
 
-ALL_REDUCE_LIKE = ("all_reduce", "custom_all_reduce")
+CUSTOM_ALL_REDUCE = "custom_all_reduce"
+"""The engines' own one-/two-shot all-reduce kernels; fitted on small messages only and priced as the
+faster of it and NCCL's all-reduce (``engine_all_reduce``), as the engines switch between the two."""
+ALL_REDUCE_LIKE = ("all_reduce", CUSTOM_ALL_REDUCE)
 
 
 def algo_factor(collective: str, n_gpus: np.ndarray, nvls: bool = False) -> np.ndarray:

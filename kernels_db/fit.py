@@ -40,6 +40,14 @@ UNIT_STARTS: Final[tuple[float, ...]] = (0.1, 4.0)
 CACHE_START: Final[float] = 2.0
 ROBUST_SCALE: Final[float] = 0.1  # soft-L1 loss: residuals past ~10% count linearly (outliers)
 N_PARAMS: Final[int] = 8
+CUSTOM_ALL_REDUCE_MAX_BYTES: Final[float] = float(1 << 20)
+"""Largest message the custom (one-/two-shot) all-reduce is fitted on. Engines run their own kernel
+only for small messages and hand larger ones to NCCL (TensorRT-LLM ``AllReduceStrategy.AUTO``; vLLM
+``custom_all_reduce`` below a few MB depending on TP): aiconfigurator's custom_allreduce_perf rows
+match nccl_perf within a few percent from ~4 MB up (H100 TP8 16 MB: 122 vs 121 us), so one alpha-beta
+line through all sizes averages two algorithms and comes out 2-3x too cheap at 0.25-4 MB (H100 TP8
+1 MB: 9.8 us priced, 26 us measured). The planner prices an all-reduce as the faster of the two
+fits, so above this size NCCL takes over continuously."""
 MIN_BUS_FRACTION: Final[float] = 0.25
 """A (collective, GPU count) whose largest measured message reaches a bus bandwidth below this share
 of the scale-up link's spec bandwidth is not a working fabric's number and is left out of the fit;
@@ -185,6 +193,8 @@ def fit_comm(table: KernelTable, sources: tuple[str, ...] = (), link_bytes_per_s
     for c in sorted(set(coll.tolist())):
         for g in sorted(set(n[coll == c].tolist())):
             mask = (coll == c) & (n == g) & (g > 1) & ~implausible
+            if c == cm.CUSTOM_ALL_REDUCE:
+                mask &= nbytes_all <= CUSTOM_ALL_REDUCE_MAX_BYTES
             if not mask.any():
                 continue
             factor = cm.algo_factor(str(c), np.full(mask.sum(), g))

@@ -3,7 +3,8 @@
 Two methods: ``loo_interpolation`` (drop each measured point, interpolate it from the others of its
 partition; only points inside the remaining grid count) and ``fitted`` (the fitted roofline model
 alone, fitted to the same folder, so in-sample). Errors are absolute percentage errors. Comm rows the
-fit leaves out for an implausibly low bus bandwidth are reported as ``fitted_implausible_data``.
+fit leaves out for an implausibly low bus bandwidth are reported as ``fitted_implausible_data``;
+custom all-reduce rows are priced as the engine's all-reduce, the faster of it and NCCL.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hardware.spec import GpuSpec
+from kernels_db.comm import CUSTOM_ALL_REDUCE
 from kernels_db.fit import ape_pct, fit_gpu, implausible_comm_rows
 from kernels_db.fitted import FittedGpu
 from kernels_db.interp import loo_log_ratio
@@ -24,7 +26,12 @@ def model_seconds(db: KernelDB, table: KernelTable) -> np.ndarray:
     """Model-only prediction of every row of ``table``."""
     n = len(table)
     if table.op == "comm":
-        return _comm_model(db, table.keys, n)
+        out = _comm_model(db, table.keys, n)
+        custom = np.asarray(table.keys["collective"]).astype(str) == CUSTOM_ALL_REDUCE
+        if custom.any():  # the engine's all-reduce: the faster of its custom kernel and NCCL (comm.py)
+            nccl = {**table.keys, "collective": np.where(custom, "all_reduce", table.keys["collective"])}
+            out = np.where(custom, np.minimum(out, _comm_model(db, nccl, n)), out)
+        return out
     return np.broadcast_to(db.model(table.op, table.keys)[0], (n,)).astype(float)
 
 

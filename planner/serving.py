@@ -31,7 +31,7 @@ from planner.step_model import OpPricer, step_time
 
 FIXED_POINT_ITERS = 14
 """Most iterations of a closed-loop fixed point."""
-FIXED_POINT_RTOL = 5e-4
+FIXED_POINT_RTOL = 2.5e-4
 """A candidate has converged once the map moves its s = X·t less than this (relative)."""
 DAMPING = 0.5
 """Damped fallback of a fixed-point step (where the secant is not finite)."""

@@ -1,5 +1,6 @@
-"""Comm fit choices (kernels_db.fit): (collective, GPU count) groups with an implausibly low bus
-bandwidth are left out of the fit (pricing falls back to the nearest fitted GPU count)."""
+"""Comm fit choices (kernels_db.fit): the custom all-reduce is fitted on the small messages the
+engines run it for, and (collective, GPU count) groups with an implausibly low bus bandwidth are left
+out of the fit (pricing falls back to the nearest fitted GPU count)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 from hardware.catalog import get_gpu
 from kernels_db import comm as cm
 from kernels_db.fit import (
+    CUSTOM_ALL_REDUCE_MAX_BYTES,
     MIN_BUS_FRACTION,
     fit_comm,
     implausible_comm_rows,
@@ -30,6 +32,19 @@ def _table(parts: list[dict[str, np.ndarray]]) -> KernelTable:
     cols["link"] = np.full(lat.size, "nvlink")
     return KernelTable(op="comm", gpu="h100_sxm", keys=cols, latency_s=lat, source="synthetic.csv",
                        lines=np.arange(lat.size))
+
+
+def test_custom_all_reduce_fitted_on_small_messages_only() -> None:
+    small = 2.0 ** np.arange(10, 21)  # 1 KiB .. 1 MiB
+    big = 2.0 ** np.arange(21, 28)
+    custom_small = _rows("custom_all_reduce", 8, 80e9, 3e-6, small)
+    custom_big = _rows("custom_all_reduce", 8, 350e9, 20e-6, big)  # what AUTO hands to NCCL
+    nccl = _rows("all_reduce", 8, 350e9, 20e-6, np.concatenate([small, big]))
+    fit = fit_comm(_table([custom_small, custom_big, nccl]), link_bytes_per_s=LINK)
+    prm = fit.params["custom_all_reduce"][8]
+    assert abs(prm.bus_bandwidth_bytes_per_s / 80e9 - 1) < 0.02 and abs(prm.latency_s / 3e-6 - 1) < 0.05
+    assert fit.fitted_to.rows == small.size + small.size + big.size
+    assert CUSTOM_ALL_REDUCE_MAX_BYTES == 2.0 ** 20
 
 
 def test_implausible_bus_bandwidth_groups_are_left_out() -> None:
