@@ -49,9 +49,7 @@ def test_validate_decisions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "decisions", "--data", str(data), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["groups"] > 50 and 0 <= d["within5_pct"] <= 100
-    # issue 6 target is >= 70 % within 5 %; not met yet (68.9 %: the step model under-predicts TPOT of
-    # prefill-heavy H100 TRT-LLM and vLLM fp8-MoE runs), so this guards the present level against regressions
-    assert d["within5_pct"] >= 65.0
+    assert d["within5_pct"] >= 70.0  # issue 6 acceptance
 
 
 def test_e2e_infers_attention_dp_from_moe_width() -> None:

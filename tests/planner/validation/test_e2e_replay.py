@@ -19,3 +19,21 @@ def test_every_row_is_modelled_or_counted() -> None:
     assert r["modelled"] + sum(r["skipped"].values()) == r["rows"]
     complete = r["rows"] - r["skipped"].get("incomplete_config", 0)
     assert r["modelled"] >= 0.9 * complete
+
+
+@pytest.mark.validation
+def test_accuracy_of_the_met_targets_holds() -> None:
+    """Issue 5 acceptance points that hold: aggregated TPOT median APE <= 15 %, disaggregated TPOT <= 20 %,
+    TensorRT-LLM max-throughput rows <= 20 %. TTFT (targets 25 % / 30 %) is guarded at today's level."""
+    if not DATA.is_file():
+        pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
+    from planner.validation.throughput import validate_throughput
+
+    groups = {(g["by"], g["key"]): g for g in validate_e2e(DATA, progress=False)["groups"]}  # type: ignore[attr-defined]
+    assert groups[("mode", "agg")]["tpot"]["median_ape_pct"] <= 15.0
+    assert groups[("mode", "disagg")]["tpot"]["median_ape_pct"] <= 20.0
+    assert groups[("mode", "agg")]["ttft"]["median_ape_pct"] <= 33.0
+    assert groups[("mode", "disagg")]["ttft"]["median_ape_pct"] <= 40.0
+    thr = validate_throughput(DATA.with_name("trtllm_perf_overview.csv"), progress=False)
+    overall = next(g for g in thr["groups"] if g["by"] == "overall")  # type: ignore[attr-defined]
+    assert overall["throughput"]["median_ape_pct"] <= 20.0
