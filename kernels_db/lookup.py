@@ -66,6 +66,7 @@ class KernelDB:
     fit: fitted.FittedGpu | None = None
     _interp: dict[str, TableInterpolator] = field(default_factory=dict, repr=False)
     _params: dict[tuple[str, str], costs.ParamEntry] = field(default_factory=dict, repr=False)
+    _families: dict[str, tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]] = field(default_factory=dict, repr=False)
     _comm_prm: dict[tuple[str, int, str], tuple[fitted.CommParams, int]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -87,9 +88,13 @@ class KernelDB:
 
     # ---- compute families -------------------------------------------------------------------
     def _family_params(self, op: str) -> tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]:
-        fams = self.fit.families if self.fit else {}
-        fam = fams.get(op) or fams.get(fitted.BORROW.get(op, ""))
-        return (fam.params if fam else {}), fitted.DEFAULT_PARAMS[op]
+        got = self._families.get(op)
+        if got is None:
+            fams = self.fit.families if self.fit else {}
+            own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
+            table = own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
+            got = self._families[op] = (table, fitted.DEFAULT_PARAMS[op])
+        return got
 
     def _param_entry(self, op: str, name: str) -> costs.ParamEntry:
         """``costs.param_entry`` of family ``op``, cached per (family, parameter-set name). A GEMM

@@ -17,7 +17,7 @@ path serves ``planner.estimate.estimate`` (K = 1), so the two always agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -209,7 +209,8 @@ def evaluate_batch(
         total = c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers + c.tp * c.pp * c.dp * c.workers
         bw = np.where(total <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
         t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
-        dres = solve_disagg(m, pricer, pre, dec, load, t_kv)
+        dload = replace(load, request_overhead_s=np.full(k, cal.disagg_request_overhead_s.value))
+        dres = solve_disagg(m, pricer, pre, dec, dload, t_kv)
         res = ServingArrays(*(np.where(disagg, getattr(dres, f), getattr(res, f)) for f in ServingArrays.__dataclass_fields__))
         gpus = np.where(disagg, total, gpus)
         fits = fits & (~disagg | (pre.seq_capacity >= 1))

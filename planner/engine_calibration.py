@@ -4,7 +4,9 @@
 detokenization, CUDA-graph replay); ``seq_overhead_s``: the part of it that grows with each running
 request of a scheduler (per-request bookkeeping, sampling and output processing in Python); ``kernel_scale``: achieved kernel time / our priced kernel time
 for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
-(HTTP, tokenization, scheduler admission); ``burst_fraction``: share b of a closed-loop run's
+(HTTP, tokenization, scheduler admission); ``disagg_request_overhead_s``: the same for a
+disaggregated deployment, whose requests also cross the router/proxy to a prefill worker and back
+and set up a KV transfer; ``burst_fraction``: share b of a closed-loop run's
 requests that arrive in a lockstep wave (benchmark clients start together; fixed OSL keeps them
 aligned) — 1/W for a run of W waves — which wait for (N-1)/2 prefills queued ahead instead of the
 steady-state wait (``queueing.wave_mix_response``). Engine names appear only here and in the emitters.
@@ -43,6 +45,7 @@ class EngineCalibration(BaseModel):
     seq_overhead_s: Sourced
     kernel_scale: Sourced
     request_overhead_s: Sourced
+    disagg_request_overhead_s: Sourced
     burst_fraction: Sourced
     max_num_batched_tokens: Sourced
     max_num_seqs: Sourced

@@ -109,7 +109,8 @@ def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode
     total = float(cost.time_s[0])
     shares = {k: float(cost.by_kind_s[i, 0]) / total for i, k in enumerate(KINDS_WITH_OVERHEAD)}
     prov = {f"op:{name}": src for name, src in cost.provenance}
-    for field in ("step_overhead_s", "seq_overhead_s", "kernel_scale", "request_overhead_s", "burst_fraction"):
+    for field in ("step_overhead_s", "seq_overhead_s", "kernel_scale", "request_overhead_s", "disagg_request_overhead_s",
+                  "burst_fraction"):
         prov[f"{backend}.{field}"] = getattr(cal, field).source
     return shares, prov, source_shares(cost)
 

@@ -44,7 +44,7 @@ def prefill_role(
     """The prefill role of ``c`` (its ``prefill_*`` columns), priced as ``solve_disagg`` prices it."""
     cal = calibration or engine(backend)
     k = len(c)
-    load = load_arrays(w, k, np.full(k, np.nan), cal.request_overhead_s.value)
+    load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
     zero = np.zeros(k)
     par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
     pre = _worker(m, gpu, par, c.max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1,
@@ -73,7 +73,7 @@ def decode_role(
     """The decode role of ``c`` (its main columns) at ``batch`` running requests per worker."""
     cal = calibration or engine(backend)
     k = len(c)
-    load = load_arrays(w, k, np.full(k, np.nan), cal.request_overhead_s.value)
+    load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
     zero = np.zeros(k)
     par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     dec = _worker(m, gpu, par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, load.isl + load.osl, cal,

@@ -2,9 +2,10 @@
 
     python -m planner.validation.fit_engines ../shared/validation/e2e/silicon_measured.csv vllm
 
-Five physically meaningful constants per engine: CPU time per step not hidden behind the GPU
-(``step_overhead_s``) and its part per running request (``seq_overhead_s``), achieved / priced kernel time (``kernel_scale``), per-request time outside
-the steps (``request_overhead_s``) and the share of a closed loop's clients that arrive in lockstep
+Six physically meaningful constants per engine: CPU time per step not hidden behind the GPU
+(``step_overhead_s``) and its part per running request (``seq_overhead_s``), achieved / priced kernel
+time (``kernel_scale``), per-request time outside the steps in aggregated and in disaggregated
+deployments (``request_overhead_s``, ``disagg_request_overhead_s``) and the share of a closed loop's clients that arrive in lockstep
 (``burst_fraction``). Coordinate search over a grid of each (two sweeps), minimising the median
 |log(pred/measured)| of TTFT plus TPOT. Held-out split: rows are split by (model, system) group —
 groups with an even index in sorted order train, the others test — so repeated runs of one
@@ -26,11 +27,13 @@ GRID: dict[str, tuple[float, ...]] = {
     "kernel_scale": (0.8, 0.9, 1.0, 1.1, 1.2),
     "step_overhead_s": (0.0, 0.001, 0.002, 0.003, 0.004, 0.006),
     "seq_overhead_s": (0.0, 1e-5, 2e-5, 3e-5, 5e-5),
-    "request_overhead_s": (0.0, 0.01, 0.03, 0.06, 0.1, 0.15),
+    "request_overhead_s": (0.0, 0.01, 0.03, 0.06, 0.08, 0.1, 0.15, 0.2),
+    "disagg_request_overhead_s": (0.03, 0.06, 0.1, 0.13, 0.16, 0.2),
     "burst_fraction": (0.0, 0.1, 0.2, 0.25, 1.0 / 3.0, 0.5, 1.0),
 }
 """Candidate values per constant (ranges: kernel efficiency spread of published engines; 0-5 ms of
-CPU per step; 0-50 us of CPU per running request per step; 0-150 ms of HTTP/tokenization/admission; lockstep share 1/W for runs of W = 1..10 waves
+CPU per step; 0-50 us of CPU per running request per step; 0-200 ms of HTTP/tokenization/admission (aggregated) and
+of that plus the router hop and KV-transfer set-up (disaggregated); lockstep share 1/W for runs of W = 1..10 waves
 of N requests, and 0)."""
 SWEEPS = 2
 

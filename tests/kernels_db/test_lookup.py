@@ -101,3 +101,22 @@ def test_weight_only_gemm_takes_the_math_dtype_efficiency_with_packed_bytes() ->
     assert str(np.asarray(small_fp4.provenance).flat[0]) == "fitted"
     assert float(small_fp4.seconds) < 0.5 * float(small_bf16.seconds)
     assert float(big_fp4.seconds) == pytest.approx(float(big_bf16.seconds), rel=0.02)
+
+
+def test_grouped_expert_gemms_borrow_the_dense_fit_at_lower_compute_efficiency() -> None:
+    """MoE experts take the GEMM fit with compute efficiency x GROUPED_GEMM_COMPUTE_FRACTION: a prefill-
+    sized (compute-bound) grouped GEMM is slower than the dense GEMM of its FLOPs, a decode-sized
+    (memory-bound) one is not."""
+    from kernels_db import fitted
+
+    db = KernelDB.for_gpu(get_gpu("h100"))
+    assert db.fit is not None
+    gemm = db.fit.families["gemm"].params["fp8"]
+    moe = db._family_params("moe")[0]["fp8"]
+    assert moe.compute_eff == pytest.approx(gemm.compute_eff * fitted.GROUPED_GEMM_COMPUTE_FRACTION)
+    assert moe.memory_eff == gemm.memory_eff
+    big = float(db.moe(8192.0, 4096.0, 1536.0, 8.0, 128.0, 1.0, "fp8").seconds)
+    small = float(db.moe(4.0, 4096.0, 1536.0, 8.0, 128.0, 1.0, "fp8").seconds)
+    dense_big = float(db.gemm(8192.0 * 8.0, 3.0 * 1536.0, 4096.0, "fp8").seconds)
+    assert big > 1.5 * dense_big
+    assert small < 1.1 * float(db.gemm(32.0, 3.0 * 1536.0 * 128.0, 4096.0, "fp8").seconds)

@@ -126,3 +126,19 @@ def test_per_request_cpu_overhead_grows_with_each_schedulers_batch() -> None:
         base = step_time(m, par, mix, pricer, overhead_s=0.002)  # type: ignore[arg-type]
         more = step_time(m, par, mix, pricer, overhead_s=0.002, seq_overhead_s=3e-5)  # type: ignore[arg-type]
         assert float(more[0] - base[0]) == pytest.approx(64 * 3e-5 / dp)
+
+
+def test_disaggregated_requests_pay_their_own_request_overhead() -> None:
+    """``disagg_request_overhead_s`` enters disaggregated TTFT (one for one at light load) and leaves
+    aggregated candidates alone."""
+    from planner.engine_calibration import Sourced, engine
+
+    m, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
+    c = CandidateArrays.from_lists(tp=[1, 1], mode=[0, 1], prefill_tp=[1, 1], prefill_workers=[1, 1], workers=[1, 1],
+                                   concurrency=[1.0, 1.0])
+    base = engine("vllm")
+    more = base.model_copy(update={"disagg_request_overhead_s": Sourced(value=base.disagg_request_overhead_s.value + 0.1, source="test")})
+    a = evaluate_batch(m, gpu, c, fixed(1000, 100, concurrency=1), calibration=base)
+    b = evaluate_batch(m, gpu, c, fixed(1000, 100, concurrency=1), calibration=more)
+    assert b.ttft_mean_s[0] == a.ttft_mean_s[0]
+    assert b.ttft_mean_s[1] - a.ttft_mean_s[1] == pytest.approx(0.1, rel=0.05)

@@ -94,8 +94,9 @@ def _reference_price(db: KernelDB, op: str, **kw: Any) -> tuple[np.ndarray, np.n
     """Row by row: each row's own parameter set (its label, its math dtype's for a weight-only GEMM,
     else without the MHA suffix, else the family default) in the roofline; provenance fitted where that set was fitted."""
     fams = db.fit.families if db.fit else {}
-    fam = fams.get(op) or fams.get(fitted.BORROW.get(op, ""))
-    table, default = (fam.params if fam else {}), fitted.DEFAULT_PARAMS[op]
+    own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
+    table = own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
+    default = fitted.DEFAULT_PARAMS[op]
     n = int(np.broadcast_shapes(*(np.shape(v) for v in kw.values()))[0])
     rows = [{k: (v if np.ndim(v) == 0 else np.asarray(v)[i]) for k, v in kw.items()} for i in range(n)]
     seconds, codes = np.empty(n), np.empty(n, dtype=int)
