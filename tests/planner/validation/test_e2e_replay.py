@@ -32,8 +32,8 @@ def test_accuracy_of_the_met_targets_holds() -> None:
     groups = {(g["by"], g["key"]): g for g in validate_e2e(DATA, progress=False)["groups"]}  # type: ignore[attr-defined]
     assert groups[("mode", "agg")]["tpot"]["median_ape_pct"] <= 15.0
     assert groups[("mode", "disagg")]["tpot"]["median_ape_pct"] <= 20.0
-    assert groups[("mode", "agg")]["ttft"]["median_ape_pct"] <= 33.0
-    assert groups[("mode", "disagg")]["ttft"]["median_ape_pct"] <= 40.0
+    assert groups[("mode", "agg")]["ttft"]["median_ape_pct"] <= 29.5
+    assert groups[("mode", "disagg")]["ttft"]["median_ape_pct"] <= 31.5
     thr = validate_throughput(DATA.with_name("trtllm_perf_overview.csv"), progress=False)
     overall = next(g for g in thr["groups"] if g["by"] == "overall")  # type: ignore[attr-defined]
     assert overall["throughput"]["median_ape_pct"] <= 20.0
