@@ -342,8 +342,10 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
             t = np.where(closed, t0, s / load.rate_per_s)
         b = np.clip(x * dsteps * t / wd.workers, 1.0, cap / wd.workers)
         t_new = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
-        # own prefill (+ half a step of joining), KV transfer, first decode step on the decode worker
-        t_own = chunks * t_one + t_one / 2.0 + load.request_overhead_s + t_kv + t_new
+        # own prefill (+ half a prefill step of joining), KV transfer, then on the decode worker the rest
+        # of the step in progress when the KV lands (half a step on average, as a prompt joining an
+        # aggregated engine waits for it) and the first decode step
+        t_own = chunks * t_one + t_one / 2.0 + load.request_overhead_s + t_kv + 1.5 * t_new
         z = dsteps * t_new
         r, x_new = _closed_or_open(load, wd.burst_fraction, t_own, work, z, n, x)
         state = (x_new, t_new, b, t_own, z, r)
