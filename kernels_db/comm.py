@@ -16,7 +16,8 @@ from kernels_db.fitted import DEFAULT_COMM_BW_EFF, DEFAULT_COMM_LATENCY_S, CommF
 
 CUSTOM_ALL_REDUCE = "custom_all_reduce"
 """The engines' own one-/two-shot all-reduce kernels; fitted on small messages only and priced as the
-faster of it and NCCL's all-reduce (``engine_all_reduce``), as the engines switch between the two."""
+faster of it and NCCL's all-reduce (``planner.kernels_adapter``, ``kernels_db.validate``), as the
+engines switch between the two."""
 ALL_REDUCE_LIKE = ("all_reduce", CUSTOM_ALL_REDUCE)
 
 

@@ -5,6 +5,7 @@ log-latency, so every row weighs by its relative error). Reproducible: determini
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
@@ -167,42 +168,47 @@ def plausible_bus_bandwidth(nbytes: np.ndarray, factor: np.ndarray, latency_s: n
     return bool(nbytes[i] * factor[i] / latency_s[i] >= MIN_BUS_FRACTION * link_bytes_per_s)
 
 
-def implausible_comm_rows(table: KernelTable, link_bytes_per_s: float | None) -> np.ndarray:
-    """Rows of a comm table in a (collective, GPU count) group that ``plausible_bus_bandwidth`` rejects."""
+def _comm_groups(table: KernelTable) -> Iterator[tuple[str, int, np.ndarray]]:
+    """(collective, GPU count, row mask) of every multi-GPU group of a comm table."""
     coll, n = table.keys["collective"], table.keys["n_gpus"]
-    out = np.zeros(len(table), dtype=bool)
-    nbytes = table.keys["bytes"].astype(float)
     for c in sorted(set(coll.tolist())):
         for g in sorted(set(n[coll == c].tolist())):
             mask = (coll == c) & (n == g) & (g > 1)
-            if mask.any() and not plausible_bus_bandwidth(
-                    nbytes[mask], cm.algo_factor(str(c), np.full(mask.sum(), g)), table.latency_s[mask], link_bytes_per_s):
-                out |= mask
+            if mask.any():
+                yield str(c), int(g), mask
+
+
+def implausible_comm_rows(table: KernelTable, link_bytes_per_s: float | None) -> np.ndarray:
+    """Rows of a comm table in a (collective, GPU count) group that ``plausible_bus_bandwidth`` rejects."""
+    out = np.zeros(len(table), dtype=bool)
+    nbytes = table.keys["bytes"].astype(float)
+    for c, g, mask in _comm_groups(table):
+        if not plausible_bus_bandwidth(nbytes[mask], cm.algo_factor(c, np.full(mask.sum(), g)), table.latency_s[mask],
+                                       link_bytes_per_s):
+            out |= mask
     return out
 
 
 def fit_comm(table: KernelTable, sources: tuple[str, ...] = (), link_bytes_per_s: float | None = None) -> CommFamilyFit:
     """Fit alpha and bus bandwidth per collective and GPU count (rows on the scale-up link); groups
     whose bus bandwidth is implausibly low for a link of ``link_bytes_per_s`` are left out."""
-    coll, n = table.keys["collective"], table.keys["n_gpus"]
     nbytes_all = table.keys["bytes"].astype(float)
     params: dict[str, dict[int, CommParams]] = {}
     pred = np.full(len(table), np.nan)
     fitted = np.zeros(len(table), dtype=bool)
     implausible = implausible_comm_rows(table, link_bytes_per_s)
-    for c in sorted(set(coll.tolist())):
-        for g in sorted(set(n[coll == c].tolist())):
-            mask = (coll == c) & (n == g) & (g > 1) & ~implausible
-            if c == cm.CUSTOM_ALL_REDUCE:
-                mask &= nbytes_all <= CUSTOM_ALL_REDUCE_MAX_BYTES
-            if not mask.any():
-                continue
-            factor = cm.algo_factor(str(c), np.full(mask.sum(), g))
-            nbytes = nbytes_all[mask]
-            prm = fit_comm_params(nbytes, factor, table.latency_s[mask])
-            params.setdefault(str(c), {})[int(g)] = prm
-            pred[mask] = cm.alpha_beta(nbytes, factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
-            fitted |= mask
+    for c, g, group in _comm_groups(table):
+        mask = group & ~implausible
+        if c == cm.CUSTOM_ALL_REDUCE:
+            mask &= nbytes_all <= CUSTOM_ALL_REDUCE_MAX_BYTES
+        if not mask.any():
+            continue
+        factor = cm.algo_factor(c, np.full(mask.sum(), g))
+        nbytes = nbytes_all[mask]
+        prm = fit_comm_params(nbytes, factor, table.latency_s[mask])
+        params.setdefault(c, {})[g] = prm
+        pred[mask] = cm.alpha_beta(nbytes, factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
+        fitted |= mask
     ok = np.isfinite(pred)
     return CommFamilyFit(params=params, fitted_to=_fitted_to(table, int(fitted.sum()), sources),
                          fit_error=fit_error(pred[ok], table.latency_s[ok]))

@@ -118,7 +118,7 @@ DEFAULT_PARAMS: Final[dict[str, RooflineParams]] = {
 }
 DEFAULT_PARAMS["mla_prefill"] = DEFAULT_PARAMS["attention_prefill"]
 DEFAULT_PARAMS["mla_decode"] = DEFAULT_PARAMS["attention_decode"]
-GROUPED_GEMM_COMPUTE_FRACTION: float = 0.5
+GROUPED_GEMM_COMPUTE_FRACTION: Final[float] = 0.5
 """ASSUMPTION (fitted end to end, no grouped-GEMM kernel table): a fused-MoE grouped expert GEMM reaches
 this fraction of the compute efficiency of a dense GEMM of the same FLOPs (few rows per expert,
 per-expert tile padding, token permutation in and out). Memory-bound (decode) expert GEMMs keep the
@@ -127,8 +127,14 @@ and dense rows high, which the fitted per-request overheads split the difference
 {1, 0.67, 0.5, 0.4} with the 2026-11-29 engine constants: aggregated TTFT median APE 32.0 / 30.1 /
 28.4 / 28.3%, disaggregated 36.4 / 32.0 / 30.4 / 30.0%, TPOT 14.4 / 14.4 / 14.2 / 14.2%, TRT-LLM
 max-throughput 16.1 / 14.7 / 15.1 / 16.0%; 0.5 kept (0.4 gains < 0.5 point)."""
-DEFAULT_PARAMS["moe"] = DEFAULT_PARAMS["gemm"].model_copy(
-    update={"compute_eff": DEFAULT_PARAMS["gemm"].compute_eff * GROUPED_GEMM_COMPUTE_FRACTION})
+
+
+def _grouped(prm: RooflineParams) -> RooflineParams:
+    """A dense GEMM's parameters as a grouped expert GEMM's (``GROUPED_GEMM_COMPUTE_FRACTION``)."""
+    return prm.model_copy(update={"compute_eff": prm.compute_eff * GROUPED_GEMM_COMPUTE_FRACTION})
+
+
+DEFAULT_PARAMS["moe"] = _grouped(DEFAULT_PARAMS["gemm"])
 # Families without their own fit borrow the fit of a measured one.
 BORROW: Final[dict[str, str]] = {"mla_prefill": "attention_prefill", "mla_decode": "attention_decode", "moe": "gemm"}
 
@@ -136,10 +142,7 @@ BORROW: Final[dict[str, str]] = {"mla_prefill": "attention_prefill", "mla_decode
 def borrowed(op: str, params: dict[str, RooflineParams]) -> dict[str, RooflineParams]:
     """The parameters family ``op`` takes from the fit of ``BORROW[op]``: as fitted, except grouped
     expert GEMMs (``moe``) at ``GROUPED_GEMM_COMPUTE_FRACTION`` of the dense compute efficiency."""
-    if op != "moe":
-        return params
-    return {name: prm.model_copy(update={"compute_eff": prm.compute_eff * GROUPED_GEMM_COMPUTE_FRACTION})
-            for name, prm in params.items()}
+    return {name: _grouped(prm) for name, prm in params.items()} if op == "moe" else params
 # ASSUMPTION: NCCL small-message latency inside one node, ~10 us (order of the fitted alphas), and
 # 80% of the link bandwidth as bus bandwidth.
 DEFAULT_COMM_LATENCY_S: Final[float] = 1e-5

@@ -1,9 +1,9 @@
 """Per-engine calibration constants (``planner/calibration/engines.yaml``), each with its source.
 
 ``step_overhead_s``: CPU-side time per step not hidden behind the GPU (scheduling, sampling,
-detokenization, CUDA-graph replay); ``seq_overhead_s``: the part of it that grows with each running
-request of a scheduler (per-request bookkeeping, sampling and output processing in Python); ``kernel_scale``: achieved kernel time / our priced kernel time
-for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
+detokenization, CUDA-graph replay); ``seq_overhead_s``: the part of it that grows with each
+running request of a scheduler (per-request bookkeeping, sampling and output processing in Python);
+``kernel_scale``: achieved kernel time / our priced kernel time for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
 (HTTP, tokenization, scheduler admission); ``disagg_request_overhead_s``: the same for a
 disaggregated deployment, whose requests also cross the router/proxy to a prefill worker and back
 and set up a KV transfer; ``burst_fraction``: share b of a closed-loop run's
@@ -49,6 +49,15 @@ class EngineCalibration(BaseModel):
     burst_fraction: Sourced
     max_num_batched_tokens: Sourced
     max_num_seqs: Sourced
+
+    def step_kwargs(self) -> dict[str, float]:
+        """``kernel_scale``, ``overhead_s`` and ``seq_overhead_s`` for ``step_model.step_time`` / ``price_step``."""
+        return {"kernel_scale": self.kernel_scale.value, "overhead_s": self.step_overhead_s.value,
+                "seq_overhead_s": self.seq_overhead_s.value}
+
+    def model_constants(self) -> tuple[str, ...]:
+        """Names of the fitted serving-model constants (the engine defaults excluded)."""
+        return tuple(f for f in type(self).model_fields if not f.startswith("max_"))
 
 
 @lru_cache(maxsize=4)

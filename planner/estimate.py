@@ -103,14 +103,11 @@ def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode
                           np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
     z = np.zeros(1)
     mix = StepMix(np.array([max(decode_batch, 1.0)]), np.array([ctx]), z, z, z)
-    cost = price_step(m, par, mix, default_pricer(gpu),
-                      kernel_scale=cal.kernel_scale.value, overhead_s=cal.step_overhead_s.value,
-                      seq_overhead_s=cal.seq_overhead_s.value)
+    cost = price_step(m, par, mix, default_pricer(gpu), **cal.step_kwargs())
     total = float(cost.time_s[0])
     shares = {k: float(cost.by_kind_s[i, 0]) / total for i, k in enumerate(KINDS_WITH_OVERHEAD)}
     prov = {f"op:{name}": src for name, src in cost.provenance}
-    for field in ("step_overhead_s", "seq_overhead_s", "kernel_scale", "request_overhead_s", "disagg_request_overhead_s",
-                  "burst_fraction"):
+    for field in cal.model_constants():
         prov[f"{backend}.{field}"] = getattr(cal, field).source
     return shares, prov, source_shares(cost)
 

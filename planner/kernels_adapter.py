@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hardware.spec import GpuSpec
-from kernels_db.comm import scale_up_link
+from kernels_db.comm import CUSTOM_ALL_REDUCE, scale_up_link
 from kernels_db.lookup import PROVENANCE, KernelDB, comm_codes
 from planner.opgraph import Op
 from planner.step_model import RooflinePricer
@@ -41,11 +41,10 @@ UNCALIBRATED = "roofline_uncalibrated"
 MESSAGE_DIVIDED: frozenset[str] = frozenset({"memcpy"})
 """Families whose op bytes are split over ``Op.kernels`` equal kernels (priced one each, times kernels)."""
 PROVENANCE_RANK: dict[str, int] = {p: i for i, p in enumerate(PROVENANCE)}
-CUSTOM_ALL_REDUCE = "custom_all_reduce"
-"""Inside the scale-up domain a TP all-reduce costs the faster of NCCL and the engine's custom
-all-reduce (vLLM ``custom_all_reduce`` up to 8 MB, TensorRT-LLM ``AllReduceStrategy.AUTO``, SGLang
-custom AR): ~4 us instead of NCCL's ~20 us for decode-sized messages on 8xH200 (kernels_db comm fit
-of aiconfigurator's custom_allreduce_perf and nccl_perf tables)."""
+# Inside the scale-up domain a TP all-reduce costs the faster of NCCL and the engine's custom
+# all-reduce (``kernels_db.comm.CUSTOM_ALL_REDUCE``; vLLM ``custom_all_reduce`` up to 8 MB, TensorRT-LLM
+# ``AllReduceStrategy.AUTO``, SGLang custom AR): ~4 us instead of NCCL's ~20 us for decode-sized
+# messages on 8xH200 (kernels_db comm fit of aiconfigurator's custom_allreduce_perf and nccl_perf tables).
 
 
 def weakest(tags: np.ndarray) -> str:

@@ -69,8 +69,7 @@ class _StepClock:
         if key not in self.cache:
             a = lambda v: np.array([float(v)])  # noqa: E731
             mix = StepMix(a(b), a(self.ctx), a(p), a(max(p / max(prompts, 1), 1.0)), a(0))
-            self.cache[key] = float(step_time(self.m, self.par, mix, self.pricer, kernel_scale=self.cal.kernel_scale.value, overhead_s=self.cal.step_overhead_s.value,
-                                                seq_overhead_s=self.cal.seq_overhead_s.value)[0])
+            self.cache[key] = float(step_time(self.m, self.par, mix, self.pricer, **self.cal.step_kwargs())[0])
         return self.cache[key]
 
 

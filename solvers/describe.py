@@ -58,8 +58,7 @@ def step_breakdown(m: ModelSpec, gpu: GpuSpec, backend: str, wc: WorkerConfig, r
                                           KV_DTYPES.index(wc.kv_dtype))]
     z = np.zeros(1)
     mix = StepMix(np.array([max(running, 1.0)]), np.array([ctx]), z, z, z)
-    cost = price_step(m, parallel_arrays(gpu, *one), mix, op_pricer(gpu), kernel_scale=cal.kernel_scale.value,
-                      overhead_s=cal.step_overhead_s.value, seq_overhead_s=cal.seq_overhead_s.value)
+    cost = price_step(m, parallel_arrays(gpu, *one), mix, op_pricer(gpu), **cal.step_kwargs())
     return {k: float(cost.by_kind_s[n, 0] * 1e3) for n, k in enumerate(KINDS_WITH_OVERHEAD)}
 
 
