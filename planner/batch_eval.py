@@ -156,11 +156,20 @@ def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s
     )
 
 
-def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray, workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float | np.ndarray) -> WorkerArrays:
+def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration) -> np.ndarray:
+    """Share of a closed loop's requests in the benchmark's first, lockstep wave: N/P when the
+    workload names the run's request count P (``Workload.bench_requests``), else the engine's fitted
+    ``burst_fraction`` (the calibration data do not record their benchmark protocol)."""
+    if w.bench_requests is None:
+        return np.full(concurrency.shape, cal.burst_fraction.value)
+    return np.clip(np.nan_to_num(concurrency / w.bench_requests, nan=0.0), 0.0, 1.0)
+
+
+def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray, workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float | np.ndarray, burst: np.ndarray) -> WorkerArrays:
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
     return WorkerArrays(par, seqs, chunk, cap, np.full(k, cal.kernel_scale.value), np.full(k, cal.step_overhead_s.value), workers,
-                        np.full(k, cal.burst_fraction.value), np.full(k, cal.seq_overhead_s.value))
+                        burst, np.full(k, cal.seq_overhead_s.value))
 
 
 def percentiles(s: ServingArrays) -> dict[str, np.ndarray]:
@@ -196,7 +205,8 @@ def evaluate_batch(
     tokens = load.isl + load.osl * KV_HELD_OSL_FRACTION.get(backend, 1.0)
     disagg = c.mode.astype(bool) if c.mode.size else np.zeros(k, dtype=bool)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
-    dec = _worker(m, gpu, dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens, cal, gpu_memory_utilization)
+    burst = lockstep_share(w, conc, cal)
+    dec = _worker(m, gpu, dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens, cal, gpu_memory_utilization, burst)
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(**{f: getattr(load, f) / (c.workers if f in ("concurrency", "rate_per_s") else 1.0) for f in LoadArrays.__dataclass_fields__})
     res = solve_agg(m, pricer, dec, agg_load)
@@ -205,7 +215,7 @@ def evaluate_batch(
     xs = res.requests_per_s * c.workers
     if disagg.any():
         pre_par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
-        pre = _worker(m, gpu, pre_par, c.prefill_max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization)
+        pre = _worker(m, gpu, pre_par, c.prefill_max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization, burst)
         total = c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers + c.tp * c.pp * c.dp * c.workers
         bw = np.where(total <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
         t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)

@@ -49,18 +49,22 @@ def lockstep_response(t_own: np.ndarray, work: np.ndarray, n: np.ndarray) -> np.
     return t_own + burst_wait(work, n)
 
 
-def burst_wait(work: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Extra mean wait (s) of the N requests that start together: the k-th waits for k-1 prefills of
-    ``work`` seconds each, mean (N-1)/2 of them. A run of W waves sees this on its first N requests
-    only, so the run's mean gains burst_wait(work/W): ``work`` is passed already scaled by 1/W."""
-    return work * (n - 1.0) / 2.0
+def burst_wait(work: np.ndarray, n: np.ndarray, group: np.ndarray | float = 1.0) -> np.ndarray:
+    """Extra mean wait (s) of the N requests that start together, over a lone prompt's own prefill.
+    The engine prefills them ``group`` g at a time (as many prompts as one step's chunk budget holds),
+    and the k-th gets its first token at the end of step ceil(k/g): mean (N + g)/2 prompts' work,
+    of which one is its own, so the wait is (N + g - 2)/2 prefills of ``work`` seconds ((N-1)/2 for
+    g = 1). A run of W waves sees this on its first N requests only, so the run's mean gains
+    burst_wait(work/W): ``work`` is passed already scaled by 1/W."""
+    return work * np.maximum(n + group - 2.0, 0.0) / 2.0
 
 
-def wave_mix_response(t_own: np.ndarray, r_steady: np.ndarray, work: np.ndarray, n: np.ndarray, burst: np.ndarray | float) -> np.ndarray:
+def wave_mix_response(t_own: np.ndarray, r_steady: np.ndarray, work: np.ndarray, n: np.ndarray, burst: np.ndarray | float,
+                      group: np.ndarray | float = 1.0) -> np.ndarray:
     """Run-mean response (s) of a closed-loop benchmark of W waves (N·W requests) whose first wave
     starts in lockstep: a share ``burst`` = 1/W of the requests waits ``burst_wait`` (and not the
     steady-state wait as well), the rest the steady-state wait r_steady - t_own."""
-    return t_own + (1.0 - burst) * (r_steady - t_own) + burst_wait(work * burst, n)
+    return t_own + (1.0 - burst) * (r_steady - t_own) + burst_wait(work * burst, n, group)
 
 
 def mg1_wait(rate: np.ndarray, work: np.ndarray, cs2: np.ndarray | float, ca2: np.ndarray | float) -> np.ndarray:

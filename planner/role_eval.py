@@ -18,7 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner.batch_eval import CandidateArrays, _worker, load_arrays, op_pricer, parallel_arrays
+from planner.batch_eval import (
+    CandidateArrays,
+    _worker,
+    load_arrays,
+    lockstep_share,
+    op_pricer,
+    parallel_arrays,
+)
 from planner.engine_calibration import EngineCalibration, engine
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
@@ -48,7 +55,7 @@ def prefill_role(
     zero = np.zeros(k)
     par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
     pre = _worker(m, gpu, par, c.max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1,
-                  cal, gpu_memory_utilization)
+                  cal, gpu_memory_utilization, lockstep_share(w, load.concurrency, cal))
     free = np.maximum(pre.chunk_tokens, 1.0)
     chunks, own = _prefill_plan(load.isl_compute, free)
     prior = (chunks - 1.0) / 2.0 * own
@@ -77,7 +84,7 @@ def decode_role(
     zero = np.zeros(k)
     par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     dec = _worker(m, gpu, par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, load.isl + load.osl, cal,
-                  gpu_memory_utilization)
+                  gpu_memory_utilization, lockstep_share(w, load.concurrency, cal))
     mix = StepMix(np.maximum(batch, 1.0), load.isl + load.osl / 2.0, zero, zero, zero)
     t = _steps(m, op_pricer(gpu, pricer), dec, [mix])[0]
     return DecodeRole(t * load.step_multiplier, dec.seq_capacity)

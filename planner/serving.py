@@ -126,10 +126,12 @@ def _prefill_plan(isl_c: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.n
     return chunks, isl_c / chunks
 
 
-def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(prefill-stage response R, new throughput X) for closed (N clients) or open (rate) loops."""
+def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray, x: np.ndarray,
+                    group: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(prefill-stage response R, new throughput X) for closed (N clients) or open (rate) loops;
+    ``group``: prompts of a lockstep wave prefilled in one step (``queueing.burst_wait``)."""
     closed = np.isfinite(load.concurrency)
-    r_closed = queueing.wave_mix_response(t_own, queueing.closed_loop_response(t_own, work, z, n, load.cs2), work, n, burst)
+    r_closed = queueing.wave_mix_response(t_own, queueing.closed_loop_response(t_own, work, z, n, load.cs2), work, n, burst, group)
     rate = np.where(closed, x, load.rate_per_s)
     r_open = t_own + queueing.mg1_wait(rate, work, load.cs2, load.ca2)
     r = np.where(closed, r_closed, r_open)
@@ -165,6 +167,12 @@ def _waits(load: LoadArrays, ttft: np.ndarray, r: np.ndarray, t_own: np.ndarray,
         admission = np.where(np.isfinite(ttft), np.maximum(ttft - r, 0.0), np.inf)
     return {"wait_s": np.where(np.isfinite(ttft), wait, np.inf), "admission_wait_s": admission,
             "admission_ahead": ahead, "hold_cs2": np.nan_to_num(hold_cs2)}
+
+
+def lockstep_group(chunk: np.ndarray, isl_c: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Prompts of a lockstep wave that one step prefills together: as many whole prompts as the chunk
+    budget holds (the wave starts on an idle engine), at least 1, at most the N that arrived."""
+    return np.clip(np.floor(chunk / np.maximum(isl_c, 1.0)), 1.0, np.maximum(n, 1.0))
 
 
 def prefill_step_tokens(rate: np.ndarray, isl_c: np.ndarray, own: np.ndarray, free: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -212,6 +220,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         s = np.where(closed, n / (dsteps + 1.0), load.rate_per_s * t0)
     conv, hist = _Convergence(np.zeros(s.shape, dtype=bool)), _SecantHistory.empty(s.shape)
     tiled3 = _tiled(w, 3)
+    wave_group = lockstep_group(w.chunk_tokens, load.isl_compute, n)
     for _ in range(FIXED_POINT_ITERS):
         x = np.where(closed, s, load.rate_per_s)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -228,7 +237,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         work = load.isl_compute * t_full / free
         t_own = own_prefill_time(t_dec, t_pre, chunks, load.request_overhead_s)
         z = dsteps * t_new
-        r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x)
+        r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x, wave_group)
         state = (x_new, t_new, b, t_pre, t_dec, f, work, t_own, z, r)
         s_new = x_new * t_new
         if conv.record(state, s, s_new):

@@ -150,7 +150,10 @@ def _tpots(reqs: list[_Req]) -> np.ndarray:
 
 def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, WorkerConfig]) -> int:
     worker = workers.get("agg") or workers["decode"]
-    res = simulate(load_model(args.model), args.gpu, w, worker, backend=args.backend, requests=args.requests, seed=args.seed)
+    if w.bench_requests is not None:  # the benchmark run itself: P requests, the first wave included
+        res = simulate(load_model(args.model), args.gpu, w, worker, backend=args.backend, requests=w.bench_requests, seed=args.seed, warmup_frac=0.0)
+    else:
+        res = simulate(load_model(args.model), args.gpu, w, worker, backend=args.backend, requests=args.requests, seed=args.seed)
     summary = {f"{name}_ms": {"mean": float(np.mean(x)) * 1e3, **{f"p{q}": float(np.percentile(x, q)) * 1e3 for q in (50, 90, 99)}}
                for name, x in (("ttft", res.ttft_s), ("tpot", res.tpot_s)) if x.size}
     out = {**summary, "requests_per_s": res.requests_per_s, "steps": res.steps}

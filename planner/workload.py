@@ -6,7 +6,10 @@ benchmark tools run) or an open loop at ``rate_per_s`` requests/s (Poisson, or g
 gaps with coefficient of variation ``arrival_cv`` for bursty traffic). Options that change the
 answer: prefix-cache hit fraction (skips that share of prefill compute) and speculative decoding
 (tokens accepted per target step = 1 + acceptance·draft_len, Leviathan et al. 2023, eq. 1 with the
-linear approximation for small acceptance).
+linear approximation for small acceptance). A closed-loop benchmark run may name its request count
+``bench_requests`` P (``vllm bench serve --num-prompts``): its N clients start together, so the run
+is W = P/N waves of which the first arrives in lockstep; without it the serving model uses the
+engine's fitted lockstep share (``burst_fraction``, the unrecorded protocol of the calibration data).
 """
 
 from __future__ import annotations
@@ -89,12 +92,25 @@ class Workload(BaseModel):
     arrival_cv: float = Field(default=1.0, gt=0, le=10, description="Gamma arrivals: CV of inter-arrival gaps (1 = Poisson).")
     prefix_hit: float = Field(default=0.0, ge=0, lt=1, description="Fraction of prompt tokens served from the prefix cache.")
     spec_decode: SpecDecode | None = None
+    bench_requests: int | None = Field(default=None, ge=1, description="Closed loop: requests the benchmark run sends in all (its N clients start together).")
 
     @model_validator(mode="after")
     def _one_load(self) -> Workload:
         if (self.concurrency is None) == (self.rate_per_s is None):
             raise PlannerInputError("--concurrency/--rate", "give exactly one of --concurrency N or --rate R")
+        if self.bench_requests is not None:
+            if self.concurrency is None:
+                raise PlannerInputError("--bench-requests", "applies to a closed loop only: give --concurrency N, not --rate")
+            if self.bench_requests < self.concurrency:
+                raise PlannerInputError("--bench-requests", f"must be >= --concurrency ({self.concurrency}): every client sends at least one request")
         return self
+
+    @property
+    def lockstep_share(self) -> float | None:
+        """Share 1/W = N/P of a benchmark run's requests in its first, lockstep wave (None: protocol not given)."""
+        if self.bench_requests is None or self.concurrency is None:
+            return None
+        return self.concurrency / self.bench_requests
 
     @property
     def closed_loop(self) -> bool:

@@ -28,6 +28,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--concurrency", type=int, help="closed loop: concurrent clients")
     load.add_argument("--rate", type=float, help="open loop: requests/s")
+    p.add_argument("--bench-requests", type=int, default=None,
+                   help="closed loop: requests the benchmark run sends in all (e.g. vllm bench serve --num-prompts); "
+                        "its clients start together, so N/P of them arrive in one lockstep wave (default: the engine's fitted share)")
     p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
     p.add_argument("--arrival-cv", type=float, default=1.0, help="gamma arrivals: CV of gaps")
     p.add_argument("--prefix-hit", type=float, default=0.0, help="prefix-cache hit fraction of prompt tokens")
@@ -53,7 +56,8 @@ def workload_from(args: argparse.Namespace) -> Workload:
         osl = LengthSpec(mean=args.osl, dist="lognormal" if args.osl_cv else "fixed", cv=args.osl_cv)
     sd = SpecDecode(draft_len=args.spec_draft_len, acceptance=args.spec_acceptance) if args.spec_draft_len else None
     return Workload(isl=isl, osl=osl, concurrency=args.concurrency, rate_per_s=args.rate, arrival=args.arrival,
-                    arrival_cv=args.arrival_cv, prefix_hit=args.prefix_hit, spec_decode=sd)
+                    arrival_cv=args.arrival_cv, prefix_hit=args.prefix_hit, spec_decode=sd,
+                    bench_requests=args.bench_requests)
 
 
 def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
@@ -119,7 +123,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.set_defaults(func=cmd_estimate)
     s = sub.add_parser("simulate", help="discrete-event simulation of the same step model (cross-check)")
     _add_common(s)
-    s.add_argument("--requests", type=int, default=2000, help="requests to simulate")
+    s.add_argument("--requests", type=int, default=2000, help="requests to simulate (with --bench-requests: that run, no warm-up dropped)")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_simulate)
     for verb, func, helptext in (("e2e", cmd_validate_e2e, "replay measured TTFT/TPOT rows"),

@@ -29,7 +29,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "seq_overhead_s": (0.0, 1e-5, 2e-5, 3e-5, 5e-5),
     "request_overhead_s": (0.0, 0.01, 0.03, 0.06, 0.08, 0.1, 0.15, 0.2),
     "disagg_request_overhead_s": (0.03, 0.06, 0.1, 0.13, 0.16, 0.2),
-    "burst_fraction": (0.0, 0.1, 0.2, 0.25, 1.0 / 3.0, 0.5, 1.0),
+    "burst_fraction": (0.0, 0.1, 0.15, 0.2, 0.25, 1.0 / 3.0, 0.5, 1.0),
 }
 """Candidate values per constant (ranges: kernel efficiency spread of published engines; 0-5 ms of
 CPU per step; 0-50 us of CPU per running request per step; 0-200 ms of HTTP/tokenization/admission (aggregated) and

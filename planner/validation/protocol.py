@@ -1,0 +1,104 @@
+"""How much of the aggregated TTFT error is the benchmark protocol: a per-campaign lockstep share.
+
+The rows of ``silicon_measured.csv`` come from measurement campaigns (``silicon_data_source``) whose
+closed-loop protocol — requests per client, warm-up, whether the ISL/OSL were jittered — is not
+recorded. The serving model sees it through one number, the share of a run's requests that arrive in
+the first lockstep wave (``burst_fraction``, 1/W for a run of W waves; ``Workload.bench_requests``
+sets it from a known request count). This diagnostic refits that one number per campaign, every other
+constant fixed, and reports the aggregated TTFT error with the engines' single fitted values and with
+one value per campaign: the gap between the two is what a recorded protocol would be worth.
+
+    python -m planner.validation.protocol --data ../shared/validation/e2e/silicon_measured.csv
+
+It is a diagnostic, not a calibration: the campaign labels are not planner inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from planner.engine_calibration import Sourced, load_engines
+from planner.validation.e2e import predict, prepare
+
+SHARES: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0)
+"""Lockstep shares tried per campaign (1/W for W = inf, 20, 10, 5, ..., 1 waves)."""
+ROW_KEYS = re.compile(r"^(config_id|silicon_concurrency|measured|workflow_run_id)=")
+"""Parts of ``silicon_data_source`` that name one row, not its campaign."""
+
+
+def campaign(source: object) -> str:
+    """The measurement campaign of a row: its ``silicon_data_source`` without the per-row parts."""
+    parts = [p.strip() for p in str(source).split(";")]
+    return "; ".join(p for p in parts if not ROW_KEYS.match(p))
+
+
+def _ape(pred: pd.Series, meas: pd.Series) -> np.ndarray:
+    e = np.abs(pred.to_numpy(float) / meas.to_numpy(float) - 1.0)
+    return e[np.isfinite(e)]
+
+
+def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object]:
+    """Aggregated TTFT median APE with the fitted lockstep shares and with one share per campaign."""
+    rows = prepare(df).rows
+    rows = rows[rows["mode"] == "agg"].reset_index(drop=True)
+    base = load_engines()
+    default = predict(rows, progress=False)
+    log_err = {}
+    for i, share in enumerate(SHARES):
+        over = {b: e.model_copy(update={"burst_fraction": Sourced(value=share, source="protocol diagnostic")}) for b, e in base.items()}
+        p = predict(rows, progress=False, overrides=over)
+        log_err[share] = np.log(p["pred_ttft_ms"].to_numpy(float) / p["silicon_ttft_ms"].to_numpy(float))
+        if progress:
+            sys.stderr.write(f"\rprotocol: share {i + 1}/{len(SHARES)}")
+    if progress:
+        sys.stderr.write("\n")
+    err = pd.DataFrame(log_err)
+    camp = rows["silicon_data_source"].map(campaign)
+    chosen = np.full(len(rows), np.nan)
+    campaigns = []
+    for name, idx in camp.groupby(camp).groups.items():
+        best = float(err.loc[idx].abs().median().idxmin())
+        chosen[np.asarray(idx)] = err.loc[idx, best].to_numpy()
+        campaigns.append({"campaign": str(name), "rows": int(len(idx)), "lockstep_share": best})
+    per_campaign = np.abs(np.exp(chosen) - 1.0)
+    per_campaign = per_campaign[np.isfinite(per_campaign)]
+    return {
+        "agg_rows": int(len(rows)), "campaigns": len(campaigns),
+        "agg_ttft_median_ape_pct": {"fitted_engine_shares": float(np.median(_ape(default["pred_ttft_ms"], default["silicon_ttft_ms"])) * 100),
+                                    "one_share_per_campaign": float(np.median(per_campaign) * 100)},
+        "by_campaign": sorted(campaigns, key=lambda c: -int(c["rows"])),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m planner.validation.protocol", description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--format", choices=("table", "json"), default="table")
+    args = ap.parse_args(argv)
+    if not args.data.is_file():
+        sys.stderr.write(f"error: --data: {args.data} does not exist\n")
+        return 2
+    rep = protocol_report(pd.read_csv(args.data))
+    if args.format == "json":
+        print(json.dumps(rep, indent=2))
+        return 0
+    ape = rep["agg_ttft_median_ape_pct"]
+    assert isinstance(ape, dict)
+    print(f"aggregated rows {rep['agg_rows']}, campaigns {rep['campaigns']}")
+    print(f"agg TTFT median APE: fitted engine shares {ape['fitted_engine_shares']:.1f}%, one share per campaign {ape['one_share_per_campaign']:.1f}%")
+    by = rep["by_campaign"]
+    assert isinstance(by, list)
+    for c in by:
+        print(f"{c['lockstep_share']:5.2f}  {c['rows']:4d}  {c['campaign'][:110]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
