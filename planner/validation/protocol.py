@@ -62,18 +62,20 @@ def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object
     err = pd.DataFrame(log_err)
     camp = rows["silicon_data_source"].map(campaign)
     chosen = np.full(len(rows), np.nan)
-    campaigns = []
+    campaigns: list[dict[str, object]] = []
+    sizes: list[int] = []
     for name, idx in camp.groupby(camp).groups.items():
         best = float(err.loc[idx].abs().median().idxmin())
         chosen[np.asarray(idx)] = err.loc[idx, best].to_numpy()
-        campaigns.append({"campaign": str(name), "rows": int(len(idx)), "lockstep_share": best})
+        campaigns.append({"campaign": str(name), "rows": len(idx), "lockstep_share": best})
+        sizes.append(len(idx))
     per_campaign = np.abs(np.exp(chosen) - 1.0)
     per_campaign = per_campaign[np.isfinite(per_campaign)]
     return {
         "agg_rows": int(len(rows)), "campaigns": len(campaigns),
         "agg_ttft_median_ape_pct": {"fitted_engine_shares": float(np.median(_ape(default["pred_ttft_ms"], default["silicon_ttft_ms"])) * 100),
                                     "one_share_per_campaign": float(np.median(per_campaign) * 100)},
-        "by_campaign": sorted(campaigns, key=lambda c: -int(c["rows"])),
+        "by_campaign": [campaigns[i] for i in np.argsort([-n for n in sizes], kind="stable")],
     }
 
 
