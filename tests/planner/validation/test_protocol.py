@@ -27,6 +27,8 @@ def test_one_share_per_campaign_is_never_worse() -> None:
     ape = rep["agg_ttft_median_ape_pct"]
     assert isinstance(ape, dict)
     assert ape["one_share_per_campaign"] <= ape["fitted_engine_shares"]
+    assert ape["one_share_per_campaign"] <= ape["one_share_per_campaign_held_out"]
+    assert 0 < ape["held_out_rows"] <= rep["agg_rows"]
     assert rep["campaigns"] >= 3
 
 
