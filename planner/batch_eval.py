@@ -48,6 +48,12 @@ SGLang allocate KV blocks on demand as tokens are generated (vLLM PagedAttention
 sec. 4.2; SGLang's token pool) and preempt/retract when full, so staggered requests hold ISL + OSL/2
 on average; TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler admits a request only
 when ISL + max new tokens fit (batch_manager capacity scheduler docs), so it holds the full OSL."""
+def kv_tokens_held(isl: np.ndarray | float, osl: np.ndarray | float, backend: str) -> np.ndarray | float:
+    """KV tokens one running request holds on average (``KV_HELD_OSL_FRACTION``): the serving
+    model's KV-capacity count, shared with the solvers' slot caps so both agree."""
+    return isl + osl * KV_HELD_OSL_FRACTION.get(backend, 1.0)
+
+
 GEMM_DTYPE: dict[str, str] = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": "bf16"}
 """kernels_db GEMM dtype of the linear layers per weight format: the weights' storage dtype; a GPU
 without that math runs it weight-only in ``GpuSpec.math_dtype`` (fp4 on Hopper: W4A16 in bf16).
@@ -156,12 +162,13 @@ def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s
     )
 
 
-def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration) -> np.ndarray:
+def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration, disagg: bool | np.ndarray = False) -> np.ndarray:
     """Share of a closed loop's requests in the benchmark's first, lockstep wave: N/P when the
     workload names the run's request count P (``Workload.bench_requests``), else the engine's fitted
-    ``burst_fraction`` (the calibration data do not record their benchmark protocol)."""
+    ``burst_fraction`` (``disagg_burst_fraction`` where ``disagg``; the calibration data do not
+    record their benchmark protocol)."""
     if w.bench_requests is None:
-        return np.full(concurrency.shape, cal.burst_fraction.value)
+        return np.where(disagg, cal.disagg_burst_fraction.value, np.full(concurrency.shape, cal.burst_fraction.value))
     return np.clip(np.nan_to_num(concurrency / w.bench_requests, nan=0.0), 0.0, 1.0)
 
 
@@ -202,7 +209,7 @@ def evaluate_batch(
     k = len(c)
     conc = np.where(np.isfinite(c.concurrency), c.concurrency, w.concurrency if w.concurrency else np.nan)
     load = load_arrays(w, k, conc, cal.request_overhead_s.value)
-    tokens = load.isl + load.osl * KV_HELD_OSL_FRACTION.get(backend, 1.0)
+    tokens = np.asarray(kv_tokens_held(load.isl, load.osl, backend))
     disagg = c.mode.astype(bool) if c.mode.size else np.zeros(k, dtype=bool)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     burst = lockstep_share(w, conc, cal)
@@ -220,7 +227,8 @@ def evaluate_batch(
         bw = np.where(total <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
         t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
         dload = replace(load, request_overhead_s=np.full(k, cal.disagg_request_overhead_s.value))
-        dres = solve_disagg(m, pricer, pre, dec, dload, t_kv)
+        dburst = lockstep_share(w, conc, cal, disagg=True)
+        dres = solve_disagg(m, pricer, replace(pre, burst_fraction=dburst), replace(dec, burst_fraction=dburst), dload, t_kv)
         res = ServingArrays(*(np.where(disagg, getattr(dres, f), getattr(res, f)) for f in ServingArrays.__dataclass_fields__))
         gpus = np.where(disagg, total, gpus)
         fits = fits & (~disagg | (pre.seq_capacity >= 1))

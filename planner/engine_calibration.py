@@ -9,7 +9,11 @@ disaggregated deployment, whose requests also cross the router/proxy to a prefil
 and set up a KV transfer; ``burst_fraction``: share b of a closed-loop run's
 requests that arrive in a lockstep wave (benchmark clients start together; fixed OSL keeps them
 aligned) — 1/W for a run of W waves — which wait for (N-1)/2 prefills queued ahead instead of the
-steady-state wait (``queueing.wave_mix_response``). Engine names appear only here and in the emitters.
+steady-state wait (``queueing.wave_mix_response``); ``disagg_burst_fraction``: the same for
+disaggregated deployments, whose calibration rows come from other measurement campaigns (other
+benchmark harnesses). Both stand for a benchmark protocol the calibration data do not record; a
+workload that names its run length (``Workload.bench_requests``) replaces them. Engine names appear
+only here and in the emitters.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class EngineCalibration(BaseModel):
     request_overhead_s: Sourced
     disagg_request_overhead_s: Sourced
     burst_fraction: Sourced
+    disagg_burst_fraction: Sourced
     max_num_batched_tokens: Sourced
     max_num_seqs: Sourced
 

@@ -18,7 +18,13 @@ import numpy as np
 
 from hardware.spec import GpuSpec
 from planner import memory_batch
-from planner.batch_eval import CandidateArrays, ResultArrays, evaluate_batch, parallel_arrays
+from planner.batch_eval import (
+    CandidateArrays,
+    ResultArrays,
+    evaluate_batch,
+    kv_tokens_held,
+    parallel_arrays,
+)
 from planner.model_spec import ModelSpec
 from planner.workload import Workload, fixed
 from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
@@ -122,7 +128,9 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
     """
     c = CandidateArrays.from_lists(**cols)
     util = np.broadcast_to(np.asarray(util, dtype=float), (len(c),))
-    dec_cap = capacity(m, gpu, c.tp, c.pp, c.dp, c.ep, c, c.max_num_batched_tokens, load.isl + load.osl, util)
+    # the engine's slot cap, counted as the serving model counts it (so equal slots mean equal answers)
+    dec_cap = capacity(m, gpu, c.tp, c.pp, c.dp, c.ep, c, c.max_num_batched_tokens,
+                       float(kv_tokens_held(load.isl, load.osl, load.backend)), util)
     pre_cap = capacity(m, gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c,
                        c.prefill_max_num_batched_tokens, load.isl + 1, util)
     slots = np.maximum(np.minimum(c.max_num_seqs, dec_cap), 1.0)

@@ -2,11 +2,12 @@
 
     python -m planner.validation.fit_engines ../shared/validation/e2e/silicon_measured.csv vllm
 
-Six physically meaningful constants per engine: CPU time per step not hidden behind the GPU
+Seven physically meaningful constants per engine: CPU time per step not hidden behind the GPU
 (``step_overhead_s``) and its part per running request (``seq_overhead_s``), achieved / priced kernel
 time (``kernel_scale``), per-request time outside the steps in aggregated and in disaggregated
 deployments (``request_overhead_s``, ``disagg_request_overhead_s``) and the share of a closed loop's clients that arrive in lockstep
-(``burst_fraction``). Coordinate search over a grid of each (two sweeps), minimising the median
+in aggregated and in disaggregated deployments (``burst_fraction``, ``disagg_burst_fraction``: the unrecorded benchmark
+protocols of the two sets of measurement campaigns). Coordinate search over a grid of each (two sweeps), minimising the median
 |log(pred/measured)| of TTFT plus TPOT. Held-out split: rows are split by (model, system) group —
 groups with an even index in sorted order train, the others test — so repeated runs of one
 deployment never sit on both sides; the test error is printed next to the training error.
@@ -30,6 +31,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "request_overhead_s": (0.0, 0.01, 0.03, 0.06, 0.08, 0.1, 0.15, 0.2),
     "disagg_request_overhead_s": (0.03, 0.06, 0.1, 0.13, 0.16, 0.2),
     "burst_fraction": (0.0, 0.1, 0.15, 0.2, 0.25, 1.0 / 3.0, 0.5, 1.0),
+    "disagg_burst_fraction": (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 1.0),
 }
 """Candidate values per constant (ranges: kernel efficiency spread of published engines; 0-5 ms of
 CPU per step; 0-50 us of CPU per running request per step; 0-200 ms of HTTP/tokenization/admission (aggregated) and
@@ -60,7 +62,7 @@ def loss(rows: pd.DataFrame, backend: str, cal: EngineCalibration) -> float:
 
 
 def fit_rows(rows: pd.DataFrame, backend: str) -> dict[str, float]:
-    """Coordinate search of the four constants on ``rows``."""
+    """Coordinate search of the constants of ``GRID`` on ``rows``."""
     base = engine(backend)
     values = {k: float(getattr(base, k).value) for k in GRID}
     for _ in range(SWEEPS):

@@ -9,7 +9,7 @@ import pytest
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, kv_tokens_held
 from planner.estimate import estimate
 from planner.models import load_model
 from planner.workload import fixed
@@ -103,7 +103,8 @@ def test_chunk_size_trades_ttft_for_tpot() -> None:
 
 def test_kv_budget_caps_concurrency() -> None:
     m, gpu, load = load_model("llama-3.1-70b"), get_gpu("h200"), Load(4000, 500)
-    caps = [int(seq_capacity(m, gpu, _one_worker(8192, frac), 4500)[0]) for frac in (0.7, 0.95)]
+    held = float(kv_tokens_held(4000, 500, load.backend))  # vLLM allocates the answer's KV as it grows
+    caps = [int(seq_capacity(m, gpu, _one_worker(8192, frac), held)[0]) for frac in (0.7, 0.95)]
     assert 1 <= caps[0] < caps[1]
     w = _one_worker(8192, 0.7)
     res = evaluate(m, gpu, load, w.mem_frac, **w.columns(), concurrency=np.array([caps[0] * 4.0]))

@@ -33,7 +33,7 @@ def test_accuracy_of_the_met_targets_holds() -> None:
     groups = {(g["by"], g["key"]): g for g in validate_e2e(DATA, progress=False)["groups"]}  # type: ignore[attr-defined]
     assert groups[("mode", "agg")]["tpot"]["median_ape_pct"] <= 15.0
     assert groups[("mode", "disagg")]["tpot"]["median_ape_pct"] <= 20.0
-    assert groups[("mode", "agg")]["ttft"]["median_ape_pct"] <= 29.5
+    assert groups[("mode", "agg")]["ttft"]["median_ape_pct"] <= 25.5
     assert groups[("mode", "disagg")]["ttft"]["median_ape_pct"] <= 30.0  # acceptance
     thr = validate_throughput(DATA.with_name("trtllm_perf_overview.csv"), progress=False)
     overall = next(g for g in thr["groups"] if g["by"] == "overall")  # type: ignore[attr-defined]
