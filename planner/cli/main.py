@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _validation_line(exc: ValidationError) -> str:
     err = exc.errors()[0]
+    raised = err.get("ctx", {}).get("error")
+    if isinstance(raised, PlannerInputError):  # a model validator's own message names the flag already
+        return str(raised)
     loc = ".".join(str(p) for p in err["loc"]) or exc.title
     return f"{loc}: {err['msg']}"
 

@@ -104,4 +104,4 @@ def test_bench_requests_bad_input_is_one_line(argv: list[str], field: str, capsy
     rc = main(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", *argv])
     err = capsys.readouterr().err
     assert rc == 2
-    assert field in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {field}:") and "Value error" not in err and len(err.strip().splitlines()) == 1
