@@ -204,6 +204,7 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "") -> ModelS
         vocab_size=_int(cfg, "vocab_size"),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         attention_output_gate=bool(cfg.get("attn_output_gate", False)),
+        qk_norm_across_heads=bool(cfg.get("use_qk_norm", False)) and cfg.get("qk_norm_type") == "per_layer",
         layers=layers,
         mla=mla,
         moe=_moe_dims(cfg, model_type) if any(moe_flags) else None,

@@ -76,6 +76,9 @@ class ModelSpec(BaseModel):
     vocab_size: int = Field(gt=0)
     tie_word_embeddings: bool = False
     attention_output_gate: bool = Field(default=False, description="Extra gate projection on attention output.")
+    qk_norm_across_heads: bool = Field(default=False, description=(
+        "QK-norm over all heads of a layer at once (MiniMax-M2 qk_norm_type 'per_layer'): under TP each rank "
+        "holds some heads, so the norm's mean square is all-reduced over the TP ranks every layer."))
     layers: tuple[LayerSpec, ...]
     mla: MlaDims | None = None
     moe: MoeDims | None = None

@@ -238,6 +238,18 @@ def all_reduce_op(name: str, m: ModelSpec, count: float, p: ParallelArrays, s: S
     return Op(name, "comm", "comm", count, np.zeros_like(nbytes), nbytes, 0.0, collective="all_reduce", n_gpus=p.tp)
 
 
+QK_NORM_STATS_BYTES = 2 * 4
+"""Per token, the two fp32 partial sums of squares (q and k) a per-layer QK-norm all-reduces
+(vLLM MiniMaxText01RMSNormTP.forward_qk: one all-reduce of a (tokens, 2) fp32 tensor)."""
+
+
+def qk_norm_all_reduce_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
+    """All-reduce of the QK-norm statistics of a rank's tokens when the norm spans all heads
+    (``ModelSpec.qk_norm_across_heads``): latency-bound, one per layer under TP."""
+    nbytes = _tokens_per_rank(p, s) * QK_NORM_STATS_BYTES * float(m.qk_norm_across_heads)
+    return Op("tp_all_reduce_qk_norm", "comm", "comm", g.count, np.zeros_like(nbytes), nbytes, 0.0, collective="all_reduce", n_gpus=p.tp)
+
+
 def ffn_all_reduce_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
     """All-reduce of FFN outputs over tp*dp GPUs (with attention-DP: gather + reduce-scatter of all
     ranks' tokens, same volume); none after MoE when experts exchange tokens by all-to-all."""
@@ -339,6 +351,8 @@ def step_ops(m: ModelSpec, p: ParallelArrays, s: StepMix) -> list[Op]:
         ops.append(prefill_attention_op(m, g, p, s))
         ops.append(decode_attention_op(m, g, p, s))
         ops.append(all_reduce_op("tp_all_reduce_attn", m, g.count, p, s))
+        if m.qk_norm_across_heads and g.attention == "gqa":
+            ops.append(qk_norm_all_reduce_op(m, g, p, s))
         if g.moe and m.moe is not None:
             ops.extend(moe_ops(m, g, p, s))
         else:

@@ -142,3 +142,21 @@ def test_disaggregated_requests_pay_their_own_request_overhead() -> None:
     b = evaluate_batch(m, gpu, c, fixed(1000, 100, concurrency=1), calibration=more)
     assert b.ttft_mean_s[0] == a.ttft_mean_s[0]
     assert b.ttft_mean_s[1] - a.ttft_mean_s[1] == pytest.approx(0.1, rel=0.05)
+
+
+def test_per_layer_qk_norm_all_reduces_its_statistics_under_tp() -> None:
+    """MiniMax-M2's QK-norm spans all heads of a layer (qk_norm_type 'per_layer'); under TP each rank
+    holds some heads, so every layer all-reduces two fp32 sums per token (vLLM
+    MiniMaxText01RMSNormTP.forward_qk). Models with per-head QK-norm have no such op."""
+    from planner.opgraph import step_ops
+
+    m = load_model("minimax-m2.5")
+    assert m.qk_norm_across_heads and not load_model("qwen3-32b").qk_norm_across_heads
+    mix = StepMix(np.array([16.0]), np.array([1000.0]), np.zeros(1), np.zeros(1), np.zeros(1))
+    pricer = default_pricer(H200)
+    for tp, priced in ((1.0, False), (4.0, True)):
+        ops = {op.name: op for op in step_ops(m, _par(tp), mix)}  # type: ignore[arg-type]
+        qk = ops["tp_all_reduce_qk_norm"]
+        assert qk.count == m.num_layers and float(np.asarray(qk.nbytes).ravel()[0]) == pytest.approx(16 * 8)
+        assert (float(pricer.price(qk)[0][0]) > 0) == priced
+    assert "tp_all_reduce_qk_norm" not in {op.name for op in step_ops(load_model("qwen3-32b"), _par(4.0), mix)}  # type: ignore[arg-type]
