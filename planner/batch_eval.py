@@ -48,6 +48,8 @@ SGLang allocate KV blocks on demand as tokens are generated (vLLM PagedAttention
 sec. 4.2; SGLang's token pool) and preempt/retract when full, so staggered requests hold ISL + OSL/2
 on average; TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler admits a request only
 when ISL + max new tokens fit (batch_manager capacity scheduler docs), so it holds the full OSL."""
+
+
 def kv_tokens_held(isl: np.ndarray | float, osl: np.ndarray | float, backend: str) -> np.ndarray | float:
     """KV tokens one running request holds on average (``KV_HELD_OSL_FRACTION``): the serving
     model's KV-capacity count, shared with the solvers' slot caps so both agree."""

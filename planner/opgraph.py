@@ -246,7 +246,7 @@ QK_NORM_STATS_BYTES = 2 * 4
 def qk_norm_all_reduce_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
     """All-reduce of the QK-norm statistics of a rank's tokens when the norm spans all heads
     (``ModelSpec.qk_norm_across_heads``): latency-bound, one per layer under TP."""
-    nbytes = _tokens_per_rank(p, s) * QK_NORM_STATS_BYTES * float(m.qk_norm_across_heads)
+    nbytes = _tokens_per_rank(p, s) * QK_NORM_STATS_BYTES
     return Op("tp_all_reduce_qk_norm", "comm", "comm", g.count, np.zeros_like(nbytes), nbytes, 0.0, collective="all_reduce", n_gpus=p.tp)
 
 

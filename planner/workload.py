@@ -106,13 +106,6 @@ class Workload(BaseModel):
         return self
 
     @property
-    def lockstep_share(self) -> float | None:
-        """Share 1/W = N/P of a benchmark run's requests in its first, lockstep wave (None: protocol not given)."""
-        if self.bench_requests is None or self.concurrency is None:
-            return None
-        return self.concurrency / self.bench_requests
-
-    @property
     def closed_loop(self) -> bool:
         return self.concurrency is not None
 

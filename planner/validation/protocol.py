@@ -48,14 +48,13 @@ def _best_share(err: pd.DataFrame, idx: np.ndarray) -> float:
     return float(err.loc[idx].abs().median().idxmin())
 
 
+def _log_ttft_error(pred: pd.DataFrame) -> np.ndarray:
+    return np.asarray(np.log(pred["pred_ttft_ms"].to_numpy(float) / pred["silicon_ttft_ms"].to_numpy(float)))
+
+
 def _median_ape(log_err: np.ndarray) -> float:
     e = np.abs(np.exp(log_err) - 1.0)
     return float(np.median(e[np.isfinite(e)]) * 100)
-
-
-def _ape(pred: pd.Series, meas: pd.Series) -> np.ndarray:
-    e = np.abs(pred.to_numpy(float) / meas.to_numpy(float) - 1.0)
-    return e[np.isfinite(e)]
 
 
 def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object]:
@@ -68,7 +67,7 @@ def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object
     for i, share in enumerate(SHARES):
         over = {b: e.model_copy(update={"burst_fraction": Sourced(value=share, source="protocol diagnostic")}) for b, e in base.items()}
         p = predict(rows, progress=False, overrides=over)
-        log_err[share] = np.log(p["pred_ttft_ms"].to_numpy(float) / p["silicon_ttft_ms"].to_numpy(float))
+        log_err[share] = _log_ttft_error(p)
         if progress:
             sys.stderr.write(f"\rprotocol: share {i + 1}/{len(SHARES)}")
     if progress:
@@ -93,7 +92,7 @@ def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object
         sizes.append(len(idx))
     return {
         "agg_rows": int(len(rows)), "campaigns": len(campaigns),
-        "agg_ttft_median_ape_pct": {"fitted_engine_shares": float(np.median(_ape(default["pred_ttft_ms"], default["silicon_ttft_ms"])) * 100),
+        "agg_ttft_median_ape_pct": {"fitted_engine_shares": _median_ape(_log_ttft_error(default)),
                                     "one_share_per_campaign": _median_ape(chosen),
                                     "one_share_per_campaign_held_out": _median_ape(held_out),
                                     "held_out_rows": int(np.isfinite(held_out).sum())},
