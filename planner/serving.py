@@ -131,7 +131,7 @@ def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work
     """(prefill-stage response R, new throughput X) for closed (N clients) or open (rate) loops;
     ``group``: prompts of a lockstep wave prefilled in one step (``queueing.burst_wait``)."""
     closed = np.isfinite(load.concurrency)
-    r_closed = queueing.wave_mix_response(t_own, queueing.closed_loop_response(t_own, work, z, n, load.cs2), work, n, burst, group)
+    r_closed = queueing.wave_mix_response(t_own, queueing.closed_loop_response(t_own, work, z, n), work, n, burst, group)
     rate = np.where(closed, x, load.rate_per_s)
     r_open = t_own + queueing.mg1_wait(rate, work, load.cs2, load.ca2)
     r = np.where(closed, r_closed, r_open)
@@ -195,10 +195,8 @@ def mean_step(t_dec: np.ndarray, t_pre: np.ndarray, f: np.ndarray) -> np.ndarray
 
 def own_prefill_time(t_dec: np.ndarray, t_pre: np.ndarray, chunks: np.ndarray, request_overhead: np.ndarray) -> np.ndarray:
     """TTFT of a prompt with no prefill queued ahead (s): half a decode step to the next step
-    boundary, its ``chunks`` prefill steps, and the per-request overhead. A prefill step already in
-    progress on arrival is part of the prefill queue (Reiser's in-service residual in
-    ``queueing.closed_loop_response``), so only a decode step's residual is counted here — counting
-    the length-biased residual of all steps as well would count that prefill twice."""
+    boundary, its ``chunks`` prefill steps, and the per-request overhead (below the knee most steps
+    carry no prefill; checked against ``planner simulate``, see ``queueing``)."""
     return t_dec / 2.0 + chunks * t_pre + request_overhead
 
 

@@ -88,14 +88,16 @@ def test_start_up_wave_replaces_steady_wait_for_its_share() -> None:
     assert float(queueing.wave_mix_response(t, r, w, n, 0.5)[0]) == pytest.approx(0.05 + 0.05 + 0.2)
 
 
-def test_fixed_length_prompts_wait_less_than_exponential() -> None:
-    """Reiser's MVA: the prompt in service has work·(1 + cs2)/2 left, so fixed-length prompts
-    (cs2 = 0) wait less than exponential ones (cs2 = 1, Schweitzer), and never less than t_own."""
-    t, w, z, n = np.array([0.2]), np.array([0.2]), np.array([2.0]), np.array([16.0])
-    r_exp = queueing.closed_loop_response(t, w, z, n, 1.0)
-    r_fix = queueing.closed_loop_response(t, w, z, n, 0.0)
-    assert float(t[0]) <= float(r_fix[0]) < float(r_exp[0])
-    assert float(queueing.closed_loop_response(t, w, z, n)[0]) == pytest.approx(float(r_exp[0]))
+def test_closed_loop_response_is_the_asymptotic_bound() -> None:
+    """Below the knee N* = (Z + work)/work a prompt waits for nobody (R = t_own); past it the prefill
+    stage is the bottleneck and R = N·work - Z, growing by ``work`` per extra client."""
+    t, w, z = np.array([0.2]), np.array([0.1]), np.array([2.0])
+    below = queueing.closed_loop_response(t, w, z, np.array([16.0]))
+    above = queueing.closed_loop_response(t, w, z, np.array([40.0]))
+    more = queueing.closed_loop_response(t, w, z, np.array([41.0]))
+    assert float(below[0]) == pytest.approx(0.2)
+    assert float(above[0]) == pytest.approx(40 * 0.1 - 2.0)
+    assert float(more[0] - above[0]) == pytest.approx(0.1)
 
 
 def test_on_demand_kv_holds_half_the_answer() -> None:
