@@ -15,13 +15,15 @@ deployment never sit on both sides; the test error is printed next to the traini
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from planner.engine_calibration import EngineCalibration, Sourced, engine
+from planner.engine_calibration import EngineCalibration, Sourced, engine, load_engines
 from planner.validation.e2e import error_stats, predict, prepare
 
 GRID: dict[str, tuple[float, ...]] = {
@@ -93,5 +95,17 @@ def fit(path: Path, backend: str) -> dict[str, object]:
             "held_out": report(test, backend, split_cal), "full_fit": full_values}
 
 
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m planner.validation.fit_engines", description=__doc__.splitlines()[0])
+    ap.add_argument("data", type=Path, help="CSV in the layout of silicon_measured.csv")
+    ap.add_argument("backend", choices=tuple(load_engines()), help="engine whose constants to fit")
+    args = ap.parse_args(argv)
+    if not args.data.is_file():
+        sys.stderr.write(f"error: data: {args.data} does not exist\n")
+        return 2
+    print(json.dumps(fit(args.data, args.backend), indent=2))
+    return 0
+
+
 if __name__ == "__main__":
-    print(fit(Path(sys.argv[1]), sys.argv[2]))
+    raise SystemExit(main())
