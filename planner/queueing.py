@@ -8,8 +8,9 @@ the step boundary (in t_own). Checked against ``planner simulate`` (the same ste
 loops of 32-256 clients past the start-up wave, lognormal ISL/OSL with CV 0.3 or 1, 13 runs from
 1024/128 to 8192/1024 on Qwen3-32B, Llama-3.1-8B and -70B): the bound is within 16% of the simulated
 mean TTFT on 11 and 33-43% low on the two next to the knee, where Schweitzer/Reiser mean value
-analysis (prompts served one after another), the model before, put 1.2-4x the simulated TTFT. The run's first wave of N clients that start together is
-priced separately (``wave_mix_response``). Open loop: Pollaczek-Khinchine mean wait for M/G/1,
+analysis (prompts served one after another), the model before, put 1.2-4x the simulated TTFT. The
+run's first wave of N clients that start together is priced separately (``wave_mix_response``).
+Open loop: Pollaczek-Khinchine mean wait for M/G/1,
 Kingman's G/G/1 approximation for bursty (gamma) arrivals, and an exponential tail
 P(W > w) = rho·exp(-rho·w / E[W]) for percentiles (exact for M/M/1, close for M/D/1 tails).
 
