@@ -10,6 +10,7 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 WeightQuant = Literal["bf16", "fp8", "fp4", "int4"]
 KvDtype = Literal["bf16", "fp8"]
+CheckpointFormat = Literal["", "bf16", "fp8", "mxfp4", "nvfp4", "int4", "int8"]
 
 
 class Parallelism(BaseModel):
@@ -45,7 +46,12 @@ class Deployment(BaseModel):
 
     model_config = _FROZEN
     model: str = Field(description="Bundled model name or HF id.")
-    hf_id: str = Field(default="", description="HF repository id to pass to the engine.")
+    hf_id: str = Field(default="", description=(
+        "The model's identity: the HF repository id (or local weights path) the engine loads; "
+        "empty for a local config.json given without --model-id (such a plan cannot be emitted)."))
+    checkpoint_quant: CheckpointFormat = Field(default="", description=(
+        "Weight format the checkpoint stores, from its quantization_config (bf16, fp8, mxfp4, "
+        "nvfp4, int4, int8); empty in plan files written before it was recorded."))
     gpu: str = Field(description="GPU key, e.g. 'h200_sxm'.")
     mode: Literal["agg", "disagg"] = "agg"
     agg: WorkerConfig | None = Field(default=None, description="Aggregated worker (mode agg).")
@@ -58,3 +64,27 @@ class Deployment(BaseModel):
     def total_gpus(self) -> int:
         roles = [self.agg] if self.mode == "agg" else [self.prefill, self.decode]
         return sum(r.parallel.gpus * r.workers for r in roles if r is not None)
+
+
+class ShapeRules(BaseModel):
+    """Which worker shapes an engine can launch, engine-neutral (filled from the emitters'
+    capability table by ``planner.emitters.capabilities.shape_rules``; the solvers read only this)."""
+
+    model_config = _FROZEN
+    expert_parallel: Literal["divides", "all_ranks"] = Field(default="divides", description=(
+        "'divides': any EP size dividing tp*dp; 'all_ranks': EP is 1 or tp*dp."))
+    attention_dp_tp: Literal["any", "one"] = Field(default="any", description=(
+        "'any': attention-DP ranks may use TP > 1; 'one': attention DP runs attention at TP 1."))
+    source: str = Field(default="", description="Where the rule was checked.")
+
+    def problem(self, p: Parallelism) -> str | None:
+        """Why ``p`` cannot be launched under these rules, or None when it can."""
+        ranks = p.tp * p.dp
+        if ranks % p.ep:
+            return f"ep {p.ep} does not divide tp*dp = {ranks}"
+        if self.expert_parallel == "all_ranks" and p.ep not in (1, ranks):
+            return (f"expert parallelism spans all tp*dp = {ranks} ranks or none, "
+                    f"so ep {p.ep} cannot be expressed")
+        if self.attention_dp_tp == "one" and p.dp > 1 and p.tp > 1:
+            return f"attention DP runs attention at TP 1, so tp {p.tp} with dp {p.dp} cannot be expressed"
+        return None

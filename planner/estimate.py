@@ -46,6 +46,8 @@ class Estimate(BaseModel):
 
     model_config = _FROZEN
     model: str
+    model_id: str = Field(default="", description="The model's identity: HF id or weights path.")
+    checkpoint_quant: str = Field(default="bf16", description="The checkpoint's weight format.")
     gpu: str
     backend: str
     mode: str
@@ -134,7 +136,8 @@ def estimate(
         raise InfeasibleError("memory", f"{m.name} leaves no room for one sequence of KV on {gpu.name}", binding_constraint="memory")
     shares, prov, pmix = _breakdown(m, gpu, main, backend, float(r.decode_batch[0]), wl.isl.mean + wl.osl.mean / 2)
     return Estimate(
-        model=m.name, gpu=gpu.name, backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
+        model=m.name, model_id=m.hf_id, checkpoint_quant=m.quant.weight_format, gpu=gpu.name,
+        backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
         ttft_ms=_pct(r.ttft_mean_s, r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s),
         tpot_ms=_pct(r.tpot_mean_s, r.tpot_p50_s, r.tpot_p90_s, r.tpot_p99_s),
         output_tok_s_per_gpu=float(r.output_tok_s_per_gpu[0]), output_tok_s_per_user=float(r.output_tok_s_per_user[0]),

@@ -13,6 +13,7 @@ from typing import Any
 
 from hardware.errors import PlannerInputError
 from planner.model_spec import LayerSpec, LinearAttnDims, MlaDims, ModelSpec, MoeDims
+from planner.quantization import read_quantization
 
 DENSE_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "qwen3_vl_text", "qwen3_5_text"})
 MOE_TYPES = frozenset(
@@ -55,24 +56,6 @@ def text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
         merged.update(sub)
         return merged, arch
     return raw, arch
-
-
-def checkpoint_weight_dtype(cfg: dict[str, Any]) -> str:
-    """Dtype of the published linear weights from ``quantization_config`` (bf16 when absent)."""
-    q = cfg.get("quantization_config") or {}
-    method = str(q.get("quant_method", "")).lower()
-    if method in {"fp8", "fbgemm_fp8"}:
-        return "fp8"
-    if method in {"mxfp4", "nvfp4", "modelopt_fp4"}:
-        return "fp4"
-    if method in {"awq", "gptq", "compressed-tensors"}:
-        groups = q.get("config_groups") or {}
-        bits = [g.get("weights", {}).get("num_bits") for g in groups.values() if isinstance(g, dict)]
-        if 4 in bits or q.get("bits") == 4:
-            return "int4"
-        if 8 in bits:
-            return "fp8"
-    return "bf16"
 
 
 def _moe_dims(cfg: dict[str, Any], model_type: str) -> MoeDims:
@@ -165,9 +148,15 @@ def _family(model_type: str, any_moe: bool) -> str:
     return "moe" if any_moe else "dense"
 
 
-def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "") -> ModelSpec:
-    """Build a :class:`ModelSpec` from a HF config dict; refuses architectures it cannot model."""
+def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "",
+                 hf_quant_config: dict[str, Any] | None = None) -> ModelSpec:
+    """Build a :class:`ModelSpec` from a HF config dict; refuses architectures it cannot model.
+
+    ``hf_quant_config`` is ModelOpt's ``hf_quant_config.json`` of the same checkpoint, when it
+    keeps its quantization there instead of in config.json.
+    """
     cfg, arch = text_config(raw)
+    quant = read_quantization(cfg, hf_quant_config)
     model_type = str(cfg.get("model_type", ""))
     if model_type not in SUPPORTED_TYPES:
         raise PlannerInputError(
@@ -210,7 +199,8 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "") -> ModelS
         moe=_moe_dims(cfg, model_type) if any(moe_flags) else None,
         linear_attn=_linear_dims(cfg) if any(a == "linear" for a, _ in attn) else None,
         max_position_embeddings=_int(cfg, "max_position_embeddings", default=4096),
-        weight_dtype=checkpoint_weight_dtype(cfg),
+        weight_dtype=quant.pricing_dtype,
+        quant=quant,
         mtp_layers=int(cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers") or 0),
         notes=tuple(notes),
     )

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.quantization import CheckpointQuant
+
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 AttentionKind = Literal["gqa", "mla", "linear"]
@@ -84,6 +86,8 @@ class ModelSpec(BaseModel):
     moe: MoeDims | None = None
     linear_attn: LinearAttnDims | None = None
     max_position_embeddings: int = Field(gt=0)
-    weight_dtype: str = Field(default="bf16", description="Dtype of the published checkpoint's linear weights.")
+    weight_dtype: str = Field(default="bf16", description="Dtype the checkpoint's linear weights are priced at.")
+    quant: CheckpointQuant = Field(default_factory=CheckpointQuant,
+                                   description="The checkpoint's quantization, from its config.")
     mtp_layers: int = Field(default=0, ge=0, description="Multi-token-prediction (draft) layers shipped.")
     notes: tuple[str, ...] = Field(default=(), description="Approximations made while parsing.")

@@ -34,9 +34,26 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9.]", "", name.lower().replace("meta-llama-", "llama-"))
 
 
+# A Hugging Face repository id (owner/name) or a local path; no control characters, no shell
+# metacharacters beyond what paths need, so an identity can reach a launch script safely.
+_HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_PATH = re.compile(r"^[A-Za-z0-9._/~+@:=-][A-Za-z0-9._/~+@:= -]{0,1023}$")
+
+
+def check_model_id(value: str, field: str = "--model-id") -> str:
+    """A model identity as the engines take it: an HF id ``owner/name`` or a local path."""
+    if _HF_ID.match(value) and ".." not in value:
+        return value
+    if (value.startswith(("/", "./", "~/")) or Path(value).is_absolute()) and _PATH.match(value):
+        return value
+    raise PlannerInputError(field, f"{value!r} is not a Hugging Face id (owner/name: letters, "
+                            "digits, '.', '_', '-') or a local path (starting with /, ./ or ~/, "
+                            "no control or shell characters)")
+
+
 @lru_cache(maxsize=1)
 def bundled_models() -> dict[str, BundledModel]:
-    """Every bundled model by key."""
+    """Every bundled checkpoint by key; each has its own HF id (identity)."""
     out: dict[str, BundledModel] = {}
     for path in sorted(BUNDLED_DIR.glob("*.json")):
         meta = json.loads(path.read_text())["_bundled"]
@@ -54,10 +71,15 @@ def _names(m: BundledModel) -> set[str]:
 
 
 def find_bundled(ref: str) -> BundledModel | None:
-    """Resolve a bundled model by key, display name, HF id or alias (case-insensitive)."""
-    wanted = _norm(ref)
+    """Resolve a bundled checkpoint: exact HF id first (case-insensitive), then key, display
+    name, repository name or alias. Every name belongs to one checkpoint only (a test checks)."""
+    wanted = ref.strip().lower()
     for m in bundled_models().values():
-        if wanted in _names(m):
+        if wanted == m.hf_id.lower() or wanted in (a.lower() for a in m.aliases if "/" in a):
+            return m
+    normed = _norm(ref)
+    for m in bundled_models().values():
+        if normed in _names(m):
             return m
     return None
 
@@ -81,7 +103,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def parse_config_text(text: str, name: str = "uploaded config") -> ModelSpec:
+def _sibling_quant_config(path: Path) -> dict[str, Any] | None:
+    """ModelOpt's ``hf_quant_config.json`` next to a config.json (HF repository layout)."""
+    folder = path if path.is_dir() else path.parent
+    quant = folder / "hf_quant_config.json"
+    return read_config_file(quant) if quant.is_file() else None
+
+
+def parse_config_text(text: str, name: str = "uploaded config", model_id: str = "") -> ModelSpec:
     """Parse config.json content given as text (used by the web UI upload)."""
     if len(text.encode()) > MAX_CONFIG_BYTES:
         raise PlannerInputError("config.json", f"larger than {MAX_CONFIG_BYTES} bytes")
@@ -89,26 +118,45 @@ def parse_config_text(text: str, name: str = "uploaded config") -> ModelSpec:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlannerInputError("config.json", f"not valid JSON (line {exc.lineno}: {exc.msg})") from exc
-    return parse_config(data, name=name)
+    ident = check_model_id(model_id, "model id") if model_id else ""
+    return parse_config(data, name=ident or name, hf_id=ident)
+
+
+def _bundled_spec(bundled: BundledModel) -> ModelSpec:
+    raw = json.loads(bundled.path.read_text())
+    return parse_config(raw, name=bundled.name, hf_id=bundled.hf_id,
+                        hf_quant_config=raw.get("_hf_quant_config"))
 
 
 @lru_cache(maxsize=64)
-def load_model(ref: str) -> ModelSpec:
-    """A model from a bundled name / HF id / alias, or a path to a config.json (or its folder)."""
+def load_model(ref: str, model_id: str = "") -> ModelSpec:
+    """A model from a bundled HF id / name / alias, or a path to a config.json (or its folder).
+
+    A bundled checkpoint carries its own HF id. A local config.json has no identity unless
+    ``model_id`` (the weights' HF id or local path, ``--model-id``) names it; without one the
+    model can be estimated and planned but not emitted.
+    """
     if not ref or not ref.strip():
         raise PlannerInputError("--model", "must not be empty")
+    ident = check_model_id(model_id) if model_id else ""
     bundled = find_bundled(ref)
     if bundled is not None:
-        raw = json.loads(bundled.path.read_text())
-        return parse_config(raw, name=bundled.name, hf_id=bundled.hf_id)
+        if ident and ident != bundled.hf_id:
+            raise PlannerInputError("--model-id", f"'{ref}' is the bundled checkpoint "
+                                    f"{bundled.hf_id}; --model-id {ident} names other weights "
+                                    "(give that checkpoint's config.json with --model PATH)")
+        return _bundled_spec(bundled)
     path = Path(ref).expanduser()
     if path.exists() or ref.endswith(".json"):
-        return parse_config(read_config_file(path), name=path.stem if path.is_file() else path.name)
+        raw = read_config_file(path)
+        name = ident or (path.stem if path.is_file() else path.name)
+        return parse_config(raw, name=name, hf_id=ident,
+                            hf_quant_config=_sibling_quant_config(path))
     choices = sorted(bundled_models())
     close = difflib.get_close_matches(ref.lower(), choices, n=1, cutoff=0.5)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise PlannerInputError(
         "--model",
         f"unknown model '{ref}'{hint}; use a bundled name ({', '.join(choices)}), "
-        "a Hugging Face id of one, or a path to a config.json",
+        "the Hugging Face id of one, or a path to a config.json (with --model-id naming its weights)",
     )

@@ -152,7 +152,7 @@ def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, Worke
     worker = workers.get("agg") or workers["decode"]
     # with --bench-requests, the benchmark run itself: P requests, its first wave included
     run = {"requests": w.bench_requests, "warmup_frac": 0.0} if w.bench_requests is not None else {"requests": args.requests}
-    res = simulate(load_model(args.model), args.gpu, w, worker, backend=args.backend, seed=args.seed, **run)
+    res = simulate(load_model(args.model, getattr(args, "model_id", None) or ""), args.gpu, w, worker, backend=args.backend, seed=args.seed, **run)
     summary = {f"{name}_ms": {"mean": float(np.mean(x)) * 1e3, **{f"p{q}": float(np.percentile(x, q)) * 1e3 for q in (50, 90, 99)}}
                for name, x in (("ttft", res.ttft_s), ("tpot", res.tpot_s)) if x.size}
     out = {**summary, "requests_per_s": res.requests_per_s, "steps": res.steps}

@@ -30,7 +30,8 @@ def worker_config(w: Workers, i: int, workers: int, mem_frac: float | None = Non
 
 def deployment(m: ModelSpec, b: Block, i: int, isl: int, osl: int) -> Deployment:
     """The deployment of candidate ``i`` of block ``b`` (replicas folded into worker counts)."""
-    common: dict[str, Any] = {"model": m.name, "hf_id": m.hf_id, "gpu": b.gpu.key, "max_model_len": isl + osl}
+    common: dict[str, Any] = {"model": m.name, "hf_id": m.hf_id, "gpu": b.gpu.key,
+                              "checkpoint_quant": m.quant.weight_format, "max_model_len": isl + osl}
     if b.mode == "agg":
         assert b.workers is not None
         wc = worker_config(b.workers, i, int(b.replicas[i]))

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.deployment import Deployment
+from planner.deployment import Deployment, ShapeRules
 from solvers.explain import binding_constraint
 from solvers.pareto import pareto_indices
 from solvers.plan_core import Evaluated, evaluate_request, pick_best
@@ -41,6 +41,9 @@ class PlanRequest(BaseModel):
 
     model_config = _FROZEN
     model: str = Field(description="Bundled model name, HF id or config.json path.")
+    model_id: str = Field(default="", description="Identity of a local config.json's weights.")
+    shape_rules: ShapeRules = Field(default_factory=ShapeRules,
+                                    description="Worker shapes the target engine can launch.")
     gpus: tuple[str, ...] = Field(min_length=1, description="GPU names to consider.")
     max_gpus: int = Field(default=8, ge=1, description="GPU budget of the deployment.")
     isl: int = Field(ge=1, description="Input tokens per request.")

@@ -144,13 +144,14 @@ def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:
 def _space(req: PlanRequest, gpus: list[GpuSpec]) -> SearchSpace:
     modes = ("agg", "disagg") if req.mode == "auto" else (req.mode,)
     return SearchSpace(gpus=tuple(g.key for g in gpus), max_gpus=req.max_gpus, modes=modes,
-                       weight_quants=req.weight_quants, node_gpus=req.node_gpus)
+                       weight_quants=req.weight_quants, node_gpus=req.node_gpus,
+                       shape_rules=req.shape_rules)
 
 
 def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Evaluated:
     """Every candidate of every GPU type and mode, evaluated (progress on stderr when slow)."""
     t0 = time.perf_counter()
-    model = load_model(req.model)
+    model = load_model(req.model, req.model_id)
     gpus = [get_gpu(g, req.hardware_dirs) for g in req.gpus]
     space = space or _space(req, gpus)
     load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.backend)

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-from planner.deployment import Parallelism
+from planner.deployment import Parallelism, ShapeRules
 from planner.memory import check_parallelism
 from planner.model_spec import ModelSpec
 
@@ -51,6 +51,8 @@ class SearchSpace(BaseModel):
         default=(1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512),
         description="Closed-loop clients per worker swept when no load is given.")
     node_gpus: int | None = Field(default=None, ge=1, description="Round GPU counts up to whole nodes of this size.")
+    shape_rules: ShapeRules = Field(default_factory=ShapeRules,
+                                    description="Worker shapes the target engine can launch.")
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ def legal_splits(model: ModelSpec, space: SearchSpace, domain_size: int) -> list
         eps = [e for e in (1, 2, 4, 8, 16, 32, 64) if (tp * dp) % e == 0] if model.moe is not None else [1]
         for ep in eps:
             p = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep)
+            if space.shape_rules.problem(p) is not None:
+                continue
             try:
                 check_parallelism(model, p)
             except ValueError:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from planner.cli.common import add_hardware_dir
 from planner.cli.output import print_json
 from planner.emitters import ENGINES, build_bundle, write_files
 from planner.emitters.plan_file import load_plan
@@ -18,15 +19,19 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--backend", required=True, choices=ENGINES, help="serving engine")
     p.add_argument("--engine-version", default=None,
                    help="engine release to target (default: the newest in the flag table)")
-    p.add_argument("--out", required=True, help="directory to write the files into")
+    p.add_argument("--out", required=True, help="directory to write the files into (must be empty or new)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty DIR (or through a link), replacing its files")
+    add_hardware_dir(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
     """Build every file in memory first (errors leave ``--out`` untouched), then write them."""
-    files = build_bundle(load_plan(args.plan), args.backend, args.engine_version)
-    written = [str(p) for p in write_files(files, args.out)]
+    files = build_bundle(load_plan(args.plan), args.backend, args.engine_version,
+                         tuple(args.hardware_dir))
+    written = [str(p) for p in write_files(files, args.out, args.force)]
     if args.format == "json":
         print_json({"backend": args.backend, "files": written})
     else:

@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
+from planner.cli.common import add_model_arg, model_of
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
 from planner.estimate import estimate
-from planner.models import load_model
 from planner.workload import LengthSpec, SpecDecode, Workload, read_trace
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
+    add_model_arg(p)
     p.add_argument("--gpu", required=True, help="GPU key or alias, e.g. h200")
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
     for flag in ("tp", "pp", "dp", "ep"):
@@ -61,7 +61,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
-    model = load_model(args.model)
+    model = model_of(args)
     quant = args.weight_quant or (model.weight_dtype if model.weight_dtype in ("bf16", "fp8", "fp4", "int4") else "bf16")
     common: dict[str, Any] = {"max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
                               "gpu_memory_utilization": args.gpu_memory_utilization, "kv_dtype": args.kv_dtype, "weight_quant": quant}
@@ -74,14 +74,14 @@ def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    est = estimate(load_model(args.model), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
+    est = estimate(model_of(args), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
     if args.format == "json":
         print_json(est)
         return 0
     rows = [{"metric": k, **getattr(est, k).model_dump()} for k in ("ttft_ms", "tpot_ms")]
     print(render_table(rows))
     print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
-                     "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} on {est.gpu} ({est.backend}, {est.mode})"))
+                     "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))
     print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
     return 0
 

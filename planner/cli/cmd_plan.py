@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
+from planner.cli.common import (
+    add_format,
+    add_hardware_dir,
+    add_model_arg,
+    positive_float,
+    positive_int,
+)
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
     p = sub.add_parser("plan", help="recommend a deployment that meets TTFT/TPOT SLOs")
-    p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
+    add_model_arg(p)
     p.add_argument("--gpu", required=True, help="GPU name(s), comma separated (see `planner gpus`)")
     add_hardware_dir(p)
     p.add_argument("--max-gpus", type=positive_int, default=8, help="GPU budget")
@@ -26,12 +31,16 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--tpot-ms", type=positive_float, required=True, help="TPOT SLO (ms)")
     p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
     p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
-    p.add_argument("--backend", default="vllm", help="engine calibration and emitted configs: vllm, sglang, trtllm")
+    p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"),
+                   help="engine: its calibration, the worker shapes it can launch, and the configs "
+                   "--out writes")
     p.add_argument("--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour")
     p.add_argument("--objective", choices=("throughput-per-gpu", "cost", "gpus"), default="throughput-per-gpu")
     p.add_argument("--weight-quant", action="append", default=[], help="also allow this weight dtype (may repeat)")
     p.add_argument("--node-gpus", type=positive_int, default=None, help="count GPUs in whole nodes of this size")
-    p.add_argument("--out", default=None, metavar="DIR", help="write plan.json and engine configs here")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write plan.json and the engine configs here (an empty or new folder)")
+    p.add_argument("--force", action="store_true", help="with --out: write into a non-empty folder")
     add_format(p)
     p.set_defaults(func=cmd_plan)
 
@@ -49,10 +58,12 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
 
 
 def _request(args: argparse.Namespace) -> Any:
+    from planner.emitters.capabilities import shape_rules
     from solvers.plan import PlanRequest
 
     return PlanRequest(
-        model=args.model, gpus=tuple(g.strip() for g in args.gpu.split(",") if g.strip()), max_gpus=args.max_gpus,
+        model=args.model, model_id=args.model_id or "", shape_rules=shape_rules(args.backend),
+        gpus=tuple(g.strip() for g in args.gpu.split(",") if g.strip()), max_gpus=args.max_gpus,
         isl=args.isl, osl=args.osl, rate_per_s=args.rate, concurrency=args.concurrency, ttft_ms=args.ttft_ms,
         tpot_ms=args.tpot_ms, percentile=args.percentile, mode=args.mode, backend=args.backend,
         price_per_gpu_hour=args.price_per_gpu_hour, objective=args.objective,
@@ -60,27 +71,21 @@ def _request(args: argparse.Namespace) -> Any:
     )
 
 
-def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str) -> list[str]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "plan.json").write_text(json.dumps(to_jsonable(plan_dict), indent=2) + "\n")
-    written = [str(out / "plan.json")]
-    import importlib
+def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str, force: bool) -> list[str]:
+    """plan.json and the engine bundle, all built in memory first, then written together."""
+    from planner.emitters.bundle import build_bundle
+    from planner.emitters.plan_file import parse_plan
+    from planner.safe_files import prepare_out_dir, write_all_new
 
-    writer = None
-    for mod in ("planner.emitters.plan_file", "planner.emitters.bundle"):
-        try:
-            writer = getattr(importlib.import_module(mod), "write_engine_configs", None)
-        except ImportError:
-            continue
-        if writer is not None:
-            break
-    if writer is None:
-        return written
-    result = writer(plan_dict, backend, out, version=None)
-    if isinstance(result, list | tuple):
-        written += [str(x) for x in result]
-    return written
+    files = build_bundle(parse_plan(to_jsonable(plan_dict)), backend)
+    out = prepare_out_dir(out_dir, force)
+    outputs = {out / "plan.json": (json.dumps(to_jsonable(plan_dict), indent=2) + "\n").encode()}
+    outputs |= {out / f.name: f.text.encode() for f in files}
+    written = write_all_new(outputs, force)
+    for f in files:
+        if f.executable:
+            (out / f.name).chmod((out / f.name).stat().st_mode | 0o111)
+    return [str(p) for p in written]
 
 
 def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
@@ -119,7 +124,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     result = plan(_request(args))
     plan_dict = result.to_plan_dict()
-    written = _write_out(plan_dict, args.backend, args.out) if args.out else []
+    written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []
     if args.format == "json":
         print_json(plan_dict)
     else:

@@ -41,11 +41,26 @@ def add_hardware_dir(p: argparse.ArgumentParser) -> None:
                    help="extra folder of GPU YAML specs (may repeat)")
 
 
+def add_model_arg(p: argparse.ArgumentParser) -> None:
+    """``--model`` and ``--model-id`` (the identity of the weights of a local config.json)."""
+    p.add_argument("--model", required=True,
+                   help="bundled checkpoint (name or HF id, see `planner models`) or a path to a "
+                   "config.json (ModelOpt's hf_quant_config.json next to it is read too)")
+    p.add_argument("--model-id", default=None, metavar="HF_ID_OR_PATH",
+                   help="for a local config.json: the HF id or local path of its weights, used "
+                   "in emitted configs (without it a plan cannot be emitted)")
+
+
 def add_model_gpu(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
+    add_model_arg(p)
     p.add_argument("--gpu", required=True, help="GPU name or alias (see `planner gpus`)")
     add_hardware_dir(p)
 
 
+def model_of(args: argparse.Namespace) -> ModelSpec:
+    """The model named by ``--model`` / ``--model-id``."""
+    return load_model(args.model, getattr(args, "model_id", None) or "")
+
+
 def resolve_model_gpu(args: argparse.Namespace) -> tuple[ModelSpec, GpuSpec]:
-    return load_model(args.model), get_gpu(args.gpu, args.hardware_dir)
+    return model_of(args), get_gpu(args.gpu, args.hardware_dir)

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from hardware.catalog import get_gpu
+from planner.deployment import Deployment
 from planner.emitters import sglang, trtllm, vllm
-from planner.emitters.common import place, render, unmapped
+from planner.emitters.capabilities import check_shape, quant_flag
+from planner.emitters.common import place, render, roles, unmapped
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile, parse_plan
 from planner.emitters.plan_md import plan_markdown
 from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile
 from planner.emitters.writer import argv, script, shell_line
+from planner.errors import PlannerInputError
+from planner.safe_files import prepare_out_dir, write_new_file
 
 EMITTERS = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}
 ROUNDS_PER_CLIENT = 5  # requests per closed-loop client, as in TensorRT-LLM's benchmark guide
@@ -36,9 +42,9 @@ def launch_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFile:
             body = f'if [ "${{NODE_RANK:-0}}" = "{node}" ]; then\n{body}\nfi'
         blocks.append(body)
     dep = ctx.deployment
-    title = (f"{dep.model} on {dep.total_gpus} x {dep.gpu}, {flags.engine} {flags.version_text}, "
-             f"{dep.mode}; set NODE_RANK on each node" if len(nodes) > 1 else
-             f"{dep.model} on {dep.total_gpus} x {dep.gpu}, {flags.engine} {flags.version_text}, {dep.mode}")
+    what = (f"{shlex.quote(ctx.model_id)} on {dep.total_gpus} x {shlex.quote(dep.gpu)}, "
+            f"{flags.engine} {flags.version_text}, {dep.mode}")
+    title = f"{what}; set NODE_RANK on each node" if len(nodes) > 1 else what
     text = script(title, ['cd "$(dirname "$0")"', *blocks, "wait"])
     return OutFile(name="launch.sh", text=text, executable=True)
 
@@ -122,12 +128,26 @@ def bundle_commands(ctx: EmitContext, flags: Flags, build: EngineBuild) -> dict[
     }
 
 
-def build_bundle(plan: PlanFile, backend: str, version: str | None = None) -> tuple[OutFile, ...]:
+def _quant_flags(backend: str, dep: Deployment, hardware_dirs: tuple[str, ...]) -> dict[str, str | None]:
+    """Per role: check the shape and the checkpoint format, and find the --quantization value."""
+    try:
+        arch = get_gpu(dep.gpu, hardware_dirs).architecture
+    except PlannerInputError as exc:
+        raise PlannerInputError("plan.best.deployment.gpu", f"{exc} (custom GPUs: --hardware-dir)") from exc
+    out: dict[str, str | None] = {}
+    for role, worker in roles(dep):
+        check_shape(backend, role, worker.parallel)
+        out[role] = quant_flag(backend, dep, worker.weight_quant, arch)
+    return out
+
+
+def build_bundle(plan: PlanFile, backend: str, version: str | None = None,
+                 hardware_dirs: tuple[str, ...] = ()) -> tuple[OutFile, ...]:
     """Every file for ``backend``, built in memory; raises before anything is written."""
     flags = Flags(backend, version)
     module = EMITTERS[backend]
     dep = plan.best.deployment
-    ctx = EmitContext(deployment=dep, model_id=dep.hf_id or dep.model,
+    ctx = EmitContext(deployment=dep, model_id=dep.hf_id, quant=_quant_flags(backend, dep, hardware_dirs),
                       slots=place(dep, module.BASE_PORT), workload=plan.workload)
     build = module.build(ctx, flags)
     launch, bench = launch_file(ctx, flags, build), benchmark_file(ctx, flags, build)
@@ -140,21 +160,14 @@ def build_bundle(plan: PlanFile, backend: str, version: str | None = None) -> tu
     return (*files, OutFile(name="PLAN.md", text=md))
 
 
-def write_files(files: tuple[OutFile, ...], out_dir: str | Path) -> list[Path]:
-    """Write an already-built bundle into ``out_dir`` (created if needed)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for f in files:
-        path = out / f.name
-        path.write_text(f.text)
-        if f.executable:
-            path.chmod(0o755)
-        paths.append(path)
-    return paths
+def write_files(files: tuple[OutFile, ...], out_dir: str | Path, force: bool = False,
+                flag: str = "--out") -> list[Path]:
+    """Write an already-built bundle into ``out_dir`` (see :mod:`planner.safe_files`)."""
+    out = prepare_out_dir(out_dir, force, flag)
+    return [write_new_file(out / f.name, f.text.encode(), force, flag, f.executable) for f in files]
 
 
 def write_engine_configs(plan_dict: Mapping[str, Any], backend: str, out_dir: str | Path,
-                         version: str | None = None) -> list[Path]:
+                         version: str | None = None, force: bool = False) -> list[Path]:
     """Validate ``plan_dict``, build the ``backend`` bundle in memory, then write it."""
-    return write_files(build_bundle(parse_plan(dict(plan_dict)), backend, version), out_dir)
+    return write_files(build_bundle(parse_plan(dict(plan_dict)), backend, version), out_dir, force)

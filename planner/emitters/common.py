@@ -45,10 +45,13 @@ def place(deployment: Deployment, base_port: int) -> tuple[Slot, ...]:
     return tuple(slots)
 
 
-def worker_values(deployment: Deployment, worker: WorkerConfig) -> dict[str, Any]:
+def worker_values(deployment: Deployment, worker: WorkerConfig,
+                  quant: str | None = None) -> dict[str, Any]:
     """Engine-neutral planner values of one worker, keyed by flag-table ``param``.
 
-    Parallel degrees of 1 are left out so the engine default applies.
+    Parallel degrees of 1 are left out so the engine default applies. ``quant`` is the
+    engine's load-time quantization (``capabilities.quant_flag``); a pre-quantized checkpoint
+    needs none, the engine reads its format.
     """
     par = worker.parallel
     values: dict[str, Any] = {
@@ -65,8 +68,8 @@ def worker_values(deployment: Deployment, worker: WorkerConfig) -> dict[str, Any
             values[name] = degree
     if par.dp > 1:
         values["attention_dp"] = True
-    if worker.weight_quant != "bf16":  # bf16 means unquantized weights: nothing to set
-        values["quant"] = worker.weight_quant
+    if quant is not None:
+        values["quant"] = quant
     return values
 
 

@@ -14,9 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.deployment import Deployment
 from planner.emitters.types import Workload
 from planner.errors import PlannerInputError
+from planner.models import check_model_id, find_bundled, load_model
 from planner.plan_io import read_plan_json, validate_plan
 
 _PLAN = ConfigDict(frozen=True, extra="ignore")
+MAX_NAME_CHARS = 200
 
 
 class Best(BaseModel):
@@ -39,11 +41,39 @@ class PlanFile(BaseModel):
     best: Best
 
 
+def _check_text(field: str, value: str) -> None:
+    """A display name that reaches scripts and reports: printable, one line, bounded."""
+    if not value or len(value) > MAX_NAME_CHARS or not value.isprintable():
+        raise PlannerInputError(field, f"{value[:80]!r} must be 1-{MAX_NAME_CHARS} printable "
+                                "characters on one line (no control characters)")
+
+
 def parse_plan(data: Any) -> PlanFile:
-    """Validate a decoded plan; any problem is one PlannerInputError naming the field."""
+    """Validate a decoded plan; any problem is one PlannerInputError naming the field.
+
+    The model's identity (``best.deployment.hf_id``) must be present and be an HF id or a local
+    path: a plan made from a local config.json without ``--model-id`` cannot be emitted.
+    """
     plan = validate_plan(data, PlanFile)
     if plan.workload.concurrency is None and plan.workload.rate is None:
         raise PlannerInputError("plan.workload", "needs a concurrency or a rate to benchmark")
+    dep = plan.best.deployment
+    for field, value in (("plan.model", plan.model), ("plan.gpu", plan.gpu),
+                         ("plan.best.deployment.model", dep.model),
+                         ("plan.best.deployment.gpu", dep.gpu)):
+        _check_text(field, value)
+    if not dep.hf_id:
+        raise PlannerInputError("plan.best.deployment.hf_id", f"model {dep.model!r} has no "
+                                "identity (HF id or weights path); re-run `planner plan` with "
+                                "--model-id naming the weights of the local config.json")
+    check_model_id(dep.hf_id, "plan.best.deployment.hf_id")
+    bundled = find_bundled(dep.hf_id)
+    if not dep.checkpoint_quant and bundled is not None and bundled.hf_id == dep.hf_id:
+        # a plan file from before the format was recorded: the bundled checkpoint's own format
+        fmt = load_model(bundled.hf_id).quant.weight_format
+        best = plan.best.model_copy(update={
+            "deployment": dep.model_copy(update={"checkpoint_quant": fmt})})
+        plan = plan.model_copy(update={"best": best})
     return plan
 
 

@@ -27,7 +27,7 @@ def bootstrap_port(slot: Slot) -> int:
 
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
     """Planner values in SGLang's terms: with DP attention ``--tp-size`` counts all tp*dp GPUs."""
-    values = worker_values(ctx.deployment, slot.worker)
+    values = worker_values(ctx.deployment, slot.worker, ctx.quant.get(slot.role))
     values["tp"] = slot.worker.parallel.tp * slot.worker.parallel.dp
     if slot.role != "agg":
         values["disagg_mode"] = slot.role

@@ -23,7 +23,7 @@ ROUTER_PORT = 8000  # the guide's disaggregated server port
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
     """Planner values in LLM-API terms: the world size is tp*dp when attention DP is on."""
     par = slot.worker.parallel
-    values = worker_values(ctx.deployment, slot.worker)
+    values = worker_values(ctx.deployment, slot.worker, ctx.quant.get(slot.role))
     values.pop("dp", None)
     values["tp"] = par.tp * par.dp
     values["chunked_prefill"] = True

@@ -67,7 +67,9 @@ class EmitContext(BaseModel):
 
     model_config = _FROZEN
     deployment: Deployment
-    model_id: str = Field(description="What the engine loads (HF id, else the planner's model name).")
+    model_id: str = Field(description="What the engine loads: the model's identity (HF id or path).")
+    quant: dict[str, str | None] = Field(default_factory=dict, description=(
+        "Role -> the engine's --quantization value (None: the engine reads the checkpoint)."))
     slots: tuple[Slot, ...]
     workload: Workload
 

@@ -25,7 +25,7 @@ KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
     """Planner values in vLLM's terms: DP ranks are the attention-DP ranks; EP is a switch."""
-    values = worker_values(ctx.deployment, slot.worker)
+    values = worker_values(ctx.deployment, slot.worker, ctx.quant.get(slot.role))
     values.pop("attention_dp", None)
     if "ep" in values:
         values["ep"] = True

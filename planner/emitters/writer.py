@@ -13,6 +13,13 @@ from planner.emitters.types import Command
 _INDENT = "    "
 
 
+def comment(text: str) -> str:
+    """A ``#`` comment line whose text cannot end the comment: control characters (a newline
+    would start a command) are written as escapes, so the line stays one comment."""
+    safe = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return f"# {safe}"
+
+
 def argv(cmd: Command) -> list[str]:
     """The exact argument vector (environment excluded)."""
     words = [*cmd.program, *cmd.positional]
@@ -28,13 +35,13 @@ def shell_line(cmd: Command, background: bool = False) -> str:
     lines = [" ".join(head)]
     lines += [_INDENT + " ".join(shlex.quote(w) for w in (flag, *vals)) for flag, vals in cmd.args]
     text = " \\\n".join(lines) + (" &" if background else "")
-    return (f"# {cmd.comment}\n" if cmd.comment else "") + text
+    return (comment(cmd.comment) + "\n" if cmd.comment else "") + text
 
 
 def yaml_text(data: Mapping[str, Any], header: Iterable[str] = ()) -> str:
     """Block-style YAML in insertion order, with ``#`` header lines."""
     body = yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)
-    return "".join(f"# {line}\n" for line in header) + body
+    return "".join(comment(line) + "\n" for line in header) + body
 
 
 def set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
@@ -48,5 +55,5 @@ def set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
 
 def script(title: str, blocks: Iterable[str]) -> str:
     """A bash script: shebang, strict mode, a title comment and blank-line separated blocks."""
-    head = f"#!/usr/bin/env bash\n# {title}\nset -euo pipefail\n"
+    head = f"#!/usr/bin/env bash\n{comment(title)}\nset -euo pipefail\n"
     return head + "\n" + "\n\n".join(blocks) + "\n"

@@ -9,7 +9,7 @@ import pytest
 
 from hardware.errors import PlannerInputError
 from planner.model_parser import parse_config
-from planner.models import bundled_models, load_model
+from planner.models import bundled_models, find_bundled, load_model
 from planner.params import active_params, total_params
 
 SHARED_CONFIGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "model_configs"
@@ -59,8 +59,69 @@ def test_names_resolve(ref: str) -> None:
     assert load_model(ref).num_layers == 80
 
 
-def test_alias_deepseek_r1() -> None:
-    assert load_model("deepseek-ai/DeepSeek-R1").name == "DeepSeek-V3"
+@pytest.mark.parametrize("ref", ["deepseek-r1", "deepseek-ai/DeepSeek-R1", "DeepSeek-R1"])
+def test_deepseek_r1_is_its_own_model(ref: str) -> None:
+    """Same architecture as DeepSeek-V3, other weights: never resolved to V3."""
+    m = load_model(ref)
+    assert (m.name, m.hf_id) == ("DeepSeek-R1", "deepseek-ai/DeepSeek-R1")
+    v3 = load_model("deepseek-v3")
+    assert v3.hf_id == "deepseek-ai/DeepSeek-V3"
+    assert m.layers == v3.layers and m.moe == v3.moe
+
+
+@pytest.mark.parametrize(("ref", "hf_id", "fmt"), [
+    ("nvidia/Llama-3.1-70B-Instruct-FP8", "nvidia/Llama-3.1-70B-Instruct-FP8", "fp8"),
+    ("nvidia/DeepSeek-R1-NVFP4", "nvidia/DeepSeek-R1-NVFP4", "nvfp4"),
+    ("Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B-FP8", "fp8"),
+    ("Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "bf16"),
+    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "bf16"),
+    ("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B", "bf16"),
+    ("openai/gpt-oss-120b", "openai/gpt-oss-120b", "mxfp4"),
+    ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2.5", "int4"),
+])
+def test_exact_hf_id_first_with_the_checkpoints_own_quantization(ref: str, hf_id: str,
+                                                                  fmt: str) -> None:
+    m = load_model(ref)
+    assert m.hf_id == hf_id
+    assert m.quant.weight_format == fmt
+
+
+def test_every_name_belongs_to_one_checkpoint() -> None:
+    """No alias, key, display or repository name of one bundled checkpoint names another."""
+    owner: dict[str, str] = {}
+    for key, b in bundled_models().items():
+        for name in {b.key, b.name, b.hf_id, b.hf_id.split("/")[-1], *b.aliases}:
+            assert find_bundled(name) is not None and find_bundled(name).key == key, name  # type: ignore[union-attr]
+            assert owner.setdefault(name.lower(), key) == key, name
+
+
+def test_local_config_has_no_identity_without_model_id(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text(bundled_models()["qwen3-32b"].path.read_text())
+    assert load_model(str(cfg)).hf_id == ""
+    m = load_model(str(cfg), "Qwen/Qwen3-32B")
+    assert (m.hf_id, m.name) == ("Qwen/Qwen3-32B", "Qwen/Qwen3-32B")
+    for bad in ("Qwen/Qwen3-32B\nrm -rf /", "$(reboot)", "a`b`/c", "../x", "no-slash"):
+        with pytest.raises(PlannerInputError, match="--model-id"):
+            load_model(str(cfg), bad)
+
+
+def test_bundled_model_refuses_another_model_id() -> None:
+    with pytest.raises(PlannerInputError, match="other weights"):
+        load_model("deepseek-r1", "deepseek-ai/DeepSeek-V3")
+
+
+def test_local_modelopt_checkpoint_reads_hf_quant_config(tmp_path: Path) -> None:
+    shared = Path(__file__).parents[3] / "shared" / "model_configs"
+    if not shared.is_dir():
+        pytest.skip(f"needs the public configs in {shared}")
+    (tmp_path / "config.json").write_text(
+        (shared / "nvidia--Llama-3.1-70B-Instruct-FP8_config.json").read_text())
+    (tmp_path / "hf_quant_config.json").write_text(
+        (shared / "nvidia--Llama-3.1-70B-Instruct-FP8_hf_quant_config.json").read_text())
+    m = load_model(str(tmp_path), "nvidia/Llama-3.1-70B-Instruct-FP8")
+    assert m.quant.weight_format == "fp8" and m.quant.kv_cache == "fp8"
+    assert m.weight_dtype == "fp8"
 
 
 def test_every_bundled_model_parses_with_source() -> None:

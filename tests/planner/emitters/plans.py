@@ -34,6 +34,7 @@ def default_agg_plan() -> dict[str, Any]:
             "deployment": {
                 "model": "llama-3.1-70b",
                 "hf_id": "meta-llama/Llama-3.1-70B-Instruct",
+                "checkpoint_quant": "bf16",
                 "gpu": "h200_sxm",
                 "mode": "agg",
                 "agg": copy.deepcopy(DEFAULT_WORKER),
@@ -56,7 +57,8 @@ def disagg_plan() -> dict[str, Any]:
     plan["workload"] = {"isl": 8000, "osl": 1000, "concurrency": None, "rate": 6.5}
     dep = plan["best"]["deployment"]
     del dep["agg"]
-    dep.update(model="deepseek-v3", hf_id="deepseek-ai/DeepSeek-V3", mode="disagg", max_model_len=10000)
+    dep.update(model="deepseek-v3", hf_id="deepseek-ai/DeepSeek-V3", checkpoint_quant="fp8",
+               mode="disagg", max_model_len=10000)
     dep["prefill"] = {**copy.deepcopy(DEFAULT_WORKER), "max_num_seqs": 16, "max_num_batched_tokens": 16384,
                       "kv_dtype": "fp8", "weight_quant": "fp8"}
     dep["decode"] = {**copy.deepcopy(DEFAULT_WORKER), "parallel": {"tp": 1, "dp": 8, "ep": 8},

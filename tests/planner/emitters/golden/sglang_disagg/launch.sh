@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deepseek-v3 on 16 x h200_sxm, sglang 0.5.23, disagg; set NODE_RANK on each node
+# deepseek-ai/DeepSeek-V3 on 16 x h200_sxm, sglang 0.5.23, disagg; set NODE_RANK on each node
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -17,7 +17,6 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 python -m sglang.launch_server \
     --kv-cache-dtype fp8_e4m3 \
     --context-length 10000 \
     --cuda-graph-max-bs-decode 16 \
-    --quantization fp8 \
     --disaggregation-mode prefill \
     --disaggregation-transfer-backend nixl \
     --disaggregation-bootstrap-port 8998 &
@@ -34,7 +33,6 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 python -m sglang.launch_server \
     --kv-cache-dtype fp8_e4m3 \
     --context-length 10000 \
     --cuda-graph-max-bs-decode 16 \
-    --quantization fp8 \
     --disaggregation-mode prefill \
     --disaggregation-transfer-backend nixl \
     --disaggregation-bootstrap-port 8999 &
@@ -65,7 +63,6 @@ CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 python -m sglang.launch_server \
     --dp-size 8 \
     --ep-size 8 \
     --enable-dp-attention \
-    --quantization fp8 \
     --disaggregation-mode decode \
     --disaggregation-transfer-backend nixl &
 fi

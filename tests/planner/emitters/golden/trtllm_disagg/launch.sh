@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deepseek-v3 on 16 x h200_sxm, trtllm 1.2.0, disagg; set NODE_RANK on each node
+# deepseek-ai/DeepSeek-V3 on 16 x h200_sxm, trtllm 1.2.0, disagg; set NODE_RANK on each node
 set -euo pipefail
 
 cd "$(dirname "$0")"

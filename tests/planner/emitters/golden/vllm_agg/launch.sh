@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# llama-3.1-70b on 8 x h200_sxm, vllm 0.33.0, agg
+# meta-llama/Llama-3.1-70B-Instruct on 8 x h200_sxm, vllm 0.33.0, agg
 set -euo pipefail
 
 cd "$(dirname "$0")"

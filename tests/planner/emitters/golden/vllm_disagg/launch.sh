@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deepseek-v3 on 16 x h200_sxm, vllm 0.33.0, disagg; set NODE_RANK on each node
+# deepseek-ai/DeepSeek-V3 on 16 x h200_sxm, vllm 0.33.0, disagg; set NODE_RANK on each node
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -16,7 +16,6 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 VLLM_NIXL_SIDE_CHANNEL_PORT=5600 vllm serve deepsee
     --kv-cache-dtype fp8 \
     --max-model-len 10000 \
     --max-cudagraph-capture-size 16 \
-    --quantization fp8 \
     --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' &
 
 # prefill replica 1
@@ -30,7 +29,6 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 VLLM_NIXL_SIDE_CHANNEL_PORT=5601 vllm serve deepsee
     --kv-cache-dtype fp8 \
     --max-model-len 10000 \
     --max-cudagraph-capture-size 16 \
-    --quantization fp8 \
     --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' &
 
 # P/D proxy (run from a vLLM source checkout)
@@ -56,7 +54,6 @@ CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 VLLM_NIXL_SIDE_CHANNEL_PORT=5602 vllm serve
     --max-cudagraph-capture-size 256 \
     --data-parallel-size 8 \
     --enable-expert-parallel \
-    --quantization fp8 \
     --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}' &
 fi
 
