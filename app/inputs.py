@@ -41,6 +41,7 @@ class ModelChoice:
     spec: ModelSpec
     uploaded: bool
     raw_text: str = ""
+    model_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ def _bundled_spec(key: str) -> ModelSpec:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _uploaded_spec(text: str, name: str) -> ModelSpec:
-    return parse_config_text(text, name=Path(name).stem)
+def _uploaded_spec(text: str, name: str, model_id: str) -> ModelSpec:
+    return parse_config_text(text, name=Path(name).stem, model_id=model_id)
 
 
 def _upload_text(data: bytes, name: str) -> str:
@@ -84,10 +85,17 @@ def model_input(page: str) -> ModelChoice | None:
     if upload is None:
         st.info("Upload a config.json to plan for it.")
         return None
+    model_id = st.text_input(
+        "Model id of these weights (HF id such as Qwen/Qwen3-32B-FP8, or a local path)",
+        key=f"{page}_model_id",
+        help="The identity the engine configs load. Without it the plan is shown but no engine "
+        "configs are written: a config.json alone does not say whose weights it describes.").strip()
     text = _upload_text(upload.getvalue(), upload.name)
-    spec = _uploaded_spec(text, upload.name)
-    st.caption(f"Uploaded: {spec.name} ({spec.family}, {spec.num_layers} layers)")
-    return ModelChoice(ref=upload.name, spec=spec, uploaded=True, raw_text=text)
+    spec = _uploaded_spec(text, upload.name, model_id)
+    st.caption(f"Uploaded: {spec.name} ({spec.family}, {spec.num_layers} layers, "
+               f"{spec.quant.weight_format} weights)")
+    return ModelChoice(ref=upload.name, spec=spec, uploaded=True, raw_text=text,
+                       model_id=spec.hf_id)
 
 
 def gpu_input(page: str, label: str = "GPU type") -> str:

@@ -18,6 +18,7 @@ import streamlit as st
 
 from app.inputs import ModelChoice, SloChoice
 from planner.emitters import ENGINES
+from planner.emitters.capabilities import shape_rules
 from planner.workload import LengthSpec
 from solvers.plan import PlanRequest, plan
 
@@ -71,7 +72,8 @@ def request(given: PlanInputs) -> PlanRequest:
     """The library request for the page's inputs."""
     isl, osl = planned_lengths(given.isl, given.osl)
     return PlanRequest(
-        model=model_ref(given.model), gpus=given.gpus, max_gpus=given.max_gpus, isl=isl, osl=osl,
+        model=model_ref(given.model), model_id=given.model.model_id,
+        shape_rules=shape_rules(given.backend), gpus=given.gpus, max_gpus=given.max_gpus, isl=isl, osl=osl,
         rate_per_s=given.load.get("rate_per_s"), concurrency=given.load.get("concurrency"),  # type: ignore[arg-type]
         ttft_ms=given.slo.ttft_ms, tpot_ms=given.slo.tpot_ms, percentile=given.slo.percentile,
         mode=given.mode, backend=given.backend, price_per_gpu_hour=given.price_per_gpu_hour,  # type: ignore[arg-type]

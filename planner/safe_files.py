@@ -71,3 +71,14 @@ def write_all_new(outputs: Mapping[Path, bytes], force: bool = False,
     for path in outputs:
         check_new_file(path, force, names.get(path, "--out"))
     return [write_new_file(p, d, True, names.get(p, "--out")) for p, d in outputs.items()]
+
+
+CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell a spreadsheet will not run: text beginning with ``= + - @``, a tab or a CR gets a
+    leading apostrophe (OWASP's CSV-injection advice). Numbers are left as numbers."""
+    if isinstance(value, str) and value.startswith(CSV_FORMULA_PREFIXES):
+        return "'" + value
+    return value

@@ -57,7 +57,8 @@ def model_rows() -> list[dict[str, Any]]:
             "layers": m.num_layers, "hidden": m.hidden_size,
             "heads": f"{m.num_heads}/{m.num_kv_heads}",
             "params_b": total_params(m) / 1e9, "active_b": active_params(m) / 1e9,
-            "weights": m.weight_dtype, "aliases": list(b.aliases),
+            "weights": m.quant.weight_format, "quant_method": m.quant.method,
+            "kv_cache_ckpt": m.quant.kv_cache or "-", "aliases": list(b.aliases),
         })
     return rows
 

@@ -23,6 +23,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--xlsx", default=None, help="spreadsheet to write (native charts)")
     p.add_argument("--html", default=None, help="self-contained HTML page to write (plotly charts)")
     p.add_argument("--csv", default=None, help="CSV of the Pareto front / candidates to write")
+    p.add_argument("--force", action="store_true", help="replace files that already exist")
     add_format(p)
     p.set_defaults(func=cmd_report)
 
@@ -42,7 +43,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         "csv": lambda: render_csv(view).encode(),
     }
     outputs: dict[Path, bytes] = {paths[flag]: builders[flag]() for flag in paths}
-    write_all(outputs)
+    write_all(outputs, args.force, {paths[f]: f"--{f}" for f in paths})
     written = [{"kind": flag, "path": str(paths[flag]), "bytes": len(outputs[paths[flag]])} for flag in paths]
     if args.format == "json":
         print_json({"written": written})

@@ -141,15 +141,23 @@ def _quant_flags(backend: str, dep: Deployment, hardware_dirs: tuple[str, ...]) 
     return out
 
 
-def build_bundle(plan: PlanFile, backend: str, version: str | None = None,
-                 hardware_dirs: tuple[str, ...] = ()) -> tuple[OutFile, ...]:
-    """Every file for ``backend``, built in memory; raises before anything is written."""
+def engine_build(plan: PlanFile, backend: str, version: str | None = None,
+                 hardware_dirs: tuple[str, ...] = ()) -> tuple[EmitContext, Flags, EngineBuild]:
+    """The checked context, the flag table and the engine's processes and config files."""
     flags = Flags(backend, version)
     module = EMITTERS[backend]
     dep = plan.best.deployment
-    ctx = EmitContext(deployment=dep, model_id=dep.hf_id, quant=_quant_flags(backend, dep, hardware_dirs),
+    ctx = EmitContext(deployment=dep, model_id=dep.hf_id,
+                      quant=_quant_flags(backend, dep, hardware_dirs),
                       slots=place(dep, module.BASE_PORT), workload=plan.workload)
-    build = module.build(ctx, flags)
+    return ctx, flags, module.build(ctx, flags)
+
+
+def build_bundle(plan: PlanFile, backend: str, version: str | None = None,
+                 hardware_dirs: tuple[str, ...] = ()) -> tuple[OutFile, ...]:
+    """Every file for ``backend``, built in memory; raises before anything is written."""
+    ctx, flags, build = engine_build(plan, backend, version, hardware_dirs)
+    module = EMITTERS[backend]
     launch, bench = launch_file(ctx, flags, build), benchmark_file(ctx, flags, build)
     rows = used_rows(flags, bundle_commands(ctx, flags, build), build.configs)
     files = (launch, *build.configs, bench)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from planner.errors import PlannerInputError
+from planner.safe_files import write_all_new
 
 
 def check_out_path(flag: str, path: str | Path) -> Path:
@@ -19,18 +19,8 @@ def check_out_path(flag: str, path: str | Path) -> Path:
     return p
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file in the same folder and rename it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)  # plain open(): the file gets the user's umask, unlike mkstemp's 0600
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def write_all(outputs: dict[Path, bytes]) -> None:
-    """Write every built output; callers check all paths before building anything."""
-    for path, data in outputs.items():
-        write_atomic(path, data)
+def write_all(outputs: dict[Path, bytes], force: bool = False,
+              flags: dict[Path, str] | None = None) -> None:
+    """Write every built output; an existing file or link is refused unless ``force`` (checked
+    for all of them before any is written), and no link is followed (``planner.safe_files``)."""
+    write_all_new(outputs, force, flags)

@@ -76,3 +76,16 @@ def test_every_public_config_reads() -> None:
         hq = json.loads(hq_path.read_text()) if hq_path.exists() else None
         seen.add(read_quantization(cfg, hq).weight_format)
     assert {"bf16", "fp8", "nvfp4", "mxfp4", "int4"} <= seen
+
+
+def test_fp8_checkpoint_is_planned_with_fp8_weights() -> None:
+    """The bundled FP8 Llama-3.1-70B weighs ~36 GB per GPU at TP2 (it was priced as bf16: 70.6)."""
+    from hardware.catalog import get_gpu
+    from planner.deployment import Parallelism
+    from planner.memory import plan_memory
+    from planner.models import load_model
+
+    m = load_model("nvidia/Llama-3.1-70B-Instruct-FP8")
+    mem = plan_memory(m, get_gpu("h100"), Parallelism(tp=2), isl=1000, osl=100)
+    assert mem.weight_quant == "fp8"
+    assert 33e9 < mem.weights_bytes_per_gpu < 38e9
