@@ -175,9 +175,14 @@ def downloads(plan: Mapping[str, Any], backend: str) -> None:
     cols = st.columns(3)
     cols[0].download_button("Plan (JSON)", plan_json, file_name="plan.json", mime="application/json",
                             key="dl_plan")
-    with cols[1], guarded("engine configs"):
-        cols[1].download_button(f"Engine configs ({backend}, zip)", engine_zip(plan_json, backend),
-                                file_name=f"{backend}_configs.zip", mime="application/zip", key="dl_zip")
+    if not plan.get("best", {}).get("deployment", {}).get("hf_id"):
+        cols[1].info("Engine configs need the model id of the uploaded config's weights "
+                     "(the field next to the upload).")
+    else:
+        with cols[1], guarded("engine configs"):
+            cols[1].download_button(f"Engine configs ({backend}, zip)", engine_zip(plan_json, backend),
+                                    file_name=f"{backend}_configs.zip", mime="application/zip",
+                                    key="dl_zip")
     if reports_available():
         with cols[2], guarded("report"):
             cols[2].download_button("Report (xlsx)", xlsx_report(plan_json), file_name="plan_report.xlsx",
