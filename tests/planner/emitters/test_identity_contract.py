@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from planner.emitters.bundle import EMITTERS, build_bundle, engine_build
+from planner.emitters.flag_table import Flags
 from planner.emitters.plan_file import parse_plan
 from planner.emitters.types import Command, EngineBuild
 from planner.emitters.writer import argv
@@ -84,6 +85,9 @@ def test_bundle_contract(key: str, backend: str, mode: str) -> None:
         assert "--quantization" not in argv(cmd), "a pre-quantized checkpoint needs no flag"
         used += _gpus_of(backend, cmd, build, slot.role)
     assert used == dep.total_gpus
+    table = {r.flag for r in Flags(backend).rows if r.kind in ("cli", "switch")}
+    for cmd in [c for _, c in build.servers] + ([build.router] if build.router else []):
+        assert {flag for flag, _ in cmd.args} <= table
     files = {f.name: f.text for f in build_bundle(plan, backend)}
     assert m.hf_id in files["launch.sh"] and m.hf_id in files["benchmark.sh"]
     assert "quantization" not in "".join(f.text for f in build.configs)
