@@ -124,7 +124,8 @@ def _add(parser: argparse.ArgumentParser, arg: dict[str, Any]) -> None:
         return
     kwargs: dict[str, Any] = {"type": _converter(arg)}
     if arg.get("positional"):
-        kwargs["nargs"] = arg.get("nargs", "?")
+        if "nargs" in arg:
+            kwargs["nargs"] = arg["nargs"]
         parser.add_argument(flags[0], **kwargs)
         return
     kwargs["dest"] = _dest(flags)

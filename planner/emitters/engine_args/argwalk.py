@@ -294,8 +294,6 @@ def finish(names: list[str], part: Spec) -> Spec:
         spec.pop("nargs", None)
     if action == "append":
         spec["append"] = True
-    if spec.get("nargs") == "?" and not part.get("const"):
-        spec.pop("nargs")
     if spec.get("choices_dynamic"):
         spec.pop("choices", None)
     if isinstance(spec.get("choices"), list) and spec["type"] == "str":

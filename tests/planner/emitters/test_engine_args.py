@@ -28,6 +28,9 @@ GOOD = {
     ("sglang", "bench"): "--backend sglang --model Qwen/Qwen3-32B --host 127.0.0.1 "
     "--port 30000 --dataset-name random --random-input-len 1024 --random-output-len 256 "
     "--random-range-ratio 1.0 --num-prompts 640 --max-concurrency 64 --request-rate inf",
+    ("trtllm", "serve"): "nvidia/DeepSeek-R1-NVFP4 --host 0.0.0.0 --port 8000 "
+    "--backend pytorch --extra_llm_api_options extra.yaml",
+    ("trtllm", "router"): "-c disagg.yaml",
     ("sglang", "router"): "--pd-disaggregation --prefill http://10.0.0.1:30000 8998 "
     "--decode http://10.0.0.2:30000 --host 0.0.0.0 --port 8000",
 }
@@ -51,7 +54,21 @@ BAD = [
     ("sglang", "serve", "--model-path M --cuda-graph-max-bs 8", "unrecognized arguments"),
     ("sglang", "bench", "--random-input-len 1k", "invalid int value"),
     ("sglang", "router", "--pd-disagregation", "unrecognized arguments"),
+    ("trtllm", "serve", "M --backend tensorrt_llm", "invalid choice"),
+    ("trtllm", "serve", "M --tp_size two", "invalid int value"),
+    ("trtllm", "serve", "M --tensor-parallel-size 2", "unrecognized arguments"),
+    ("trtllm", "serve", "--port 8000", "required: model"),
+    ("trtllm", "router", "-c f.yaml --request_timeout soon", "invalid int value"),
 ]
+
+GOOD_LLM_API = {
+    "tensor_parallel_size": 8, "pipeline_parallel_size": 1, "enable_attention_dp": True,
+    "moe_expert_parallel_size": 8, "max_batch_size": 64, "max_num_tokens": 8192,
+    "enable_chunked_prefill": True, "max_seq_len": 32768, "disable_overlap_scheduler": True,
+    "kv_cache_config": {"free_gpu_memory_fraction": 0.85, "dtype": "fp8"},
+    "cuda_graph_config": {"max_batch_size": 64, "enable_padding": True},
+    "cache_transceiver_config": {"backend": "UCX", "max_tokens_in_buffer": 8192},
+}
 
 
 def _argv(text: str) -> list[str]:
@@ -83,11 +100,39 @@ def test_bad_command_is_rejected(engine: str, tool: str, line: str, message: str
         ea.parse_command(engine, tool, _argv(line))
 
 
+def test_llm_api_yaml_accepts_the_keys_the_emitter_writes() -> None:
+    assert ea.check_llm_api_yaml(GOOD_LLM_API) == []
+    assert "kv_cache_config" in ea.yaml_keys("trtllm")["models"]["TorchLlmArgs"]
+
+
+@pytest.mark.parametrize(("patch", "message"), [
+    ({"tensor_paralel_size": 8}, "tensor_paralel_size: unknown key"),
+    ({"kv_cache_config": {"free_gpu_mem_fraction": 0.9}},
+     "kv_cache_config.free_gpu_mem_fraction: unknown key"),
+    ({"max_batch_size": "64"}, "max_batch_size: str '64' is not int"),
+    ({"max_batch_size": True}, "max_batch_size: bool True is not int"),
+    ({"enable_attention_dp": None}, "enable_attention_dp: null is not allowed"),
+    ({"cache_transceiver_config": {"backend": "UCC"}},
+     "cache_transceiver_config.backend: 'UCC' is not allowed (allowed: DEFAULT, UCX"),
+    ({"cuda_graph_config": 5}, "cuda_graph_config: int 5 is not model"),
+])
+def test_llm_api_yaml_problems(patch: dict[str, object], message: str) -> None:
+    problems = ea.check_llm_api_yaml({**GOOD_LLM_API, **patch})
+    assert len(problems) == 1 and problems[0].startswith(message), problems
+
+
+def test_only_trtllm_has_an_llm_api_schema() -> None:
+    with pytest.raises(ea.EngineArgError, match="no LLM-API YAML schema"):
+        ea.yaml_keys("vllm")
+    assert ea.check_llm_api_yaml(["not", "a", "mapping"])[0].startswith("<top>")
+
+
 def test_every_tool_builds_and_names_its_program() -> None:
     expected = {"vllm": {"serve": "vllm serve", "bench": "vllm bench serve"},
                 "sglang": {"serve": "python -m sglang.launch_server",
                            "bench": "python -m sglang.benchmark.serving",
-                           "router": "python -m sglang_router.launch_router"}}
+                           "router": "python -m sglang_router.launch_router"},
+                "trtllm": {"serve": "trtllm-serve", "router": "trtllm-serve disaggregated"}}
     for engine, progs in expected.items():
         assert set(progs) <= set(ea.tools(engine))
         for tool, prog in progs.items():
