@@ -138,6 +138,8 @@ def _add(parser: argparse.ArgumentParser, arg: dict[str, Any]) -> None:
         kwargs["choices"] = choices
     if arg.get("append"):
         kwargs["action"] = "append"
+    if arg.get("required"):
+        kwargs["required"] = True
     parser.add_argument(*flags, **kwargs)
 
 
@@ -155,9 +157,10 @@ def _spec(engine: str, tool: str) -> tuple[str, tuple[dict[str, Any], ...]]:
 def build_parser(engine: str, tool: str) -> argparse.ArgumentParser:
     """A strict parser for one engine tool (`serve`, `bench`, `router`, ...).
 
-    Required arguments of the engine are not enforced (a config file may supply them);
-    everything else the engine's parser checks at parse time is, plus the choices its
-    configuration checks at start-up (`choices_checked_by`)."""
+    It checks what the engine's parser checks at parse time (names, value counts, types,
+    choices, required arguments; a value given through the engine's own `--config` file
+    is not seen), plus the choices its configuration checks at start-up
+    (`choices_checked_by`). Flags are never abbreviated."""
     prog, args = _spec(engine, tool)
     parser = StrictParser(prog=prog, add_help=False, allow_abbrev=False, exit_on_error=False)
     for arg in args:

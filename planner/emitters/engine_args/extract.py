@@ -60,7 +60,8 @@ def add_checked_choices(src: Source, walker: Walker,
         walker.files.add(src.relpath(mod))  # type: ignore[arg-type]
 
 
-def vllm_tools(root: Path) -> dict[str, Any]:
+def vllm_tools(root: Path, proxy_root: Path | None = None,
+               proxy_commit: str = "") -> dict[str, Any]:
     src = Source([root])
     fields = VllmFields(src)
     serve = Walker(src, field_hook=fields)
@@ -74,7 +75,23 @@ def vllm_tools(root: Path) -> dict[str, Any]:
         "serve": _tool(serve, "vllm serve",
                        "vllm/entrypoints/common/cli_args.py:make_arg_parser"),
         "bench": _tool(bench, "vllm bench serve", "vllm/benchmarks/serve.py:add_cli_args"),
+        **(_vllm_proxy(proxy_root, proxy_commit) if proxy_root else {}),
     }
+
+
+PROXY = "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"
+
+
+def _vllm_proxy(root: Path, commit: str) -> dict[str, Any]:
+    """The P/D toy proxy: in vLLM's source tree (tests/), not in the release wheel."""
+    src = Source([root])
+    walker = Walker(src)
+    mod, fn = find_function(src, PROXY[:-3].replace("/", "."), "parse_args")
+    walker.walk(mod, fn)
+    tool = _tool(walker, f"python {PROXY}", f"{PROXY}:parse_args")
+    tool["notes"] = (f"not shipped in the wheel; read from {PROXY} at commit {commit or '?'}, "
+                     "not from the release tag")
+    return {"router": tool}
 
 
 def sglang_tools(root: Path, router_root: Path | None = None) -> dict[str, Any]:
@@ -165,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                     "release's PKG/_version.py records, when it records one)")
     ap.add_argument("--artifact", default="", help="the release file read, if not a checkout")
     ap.add_argument("--router-root", type=Path, help="SGLang: sglang_router package root")
+    ap.add_argument("--proxy-root", type=Path, help="vLLM: source tree holding " + PROXY)
+    ap.add_argument("--proxy-commit", default="", help="vLLM: commit the proxy was read at")
     ap.add_argument("--router-version", default="", help="SGLang: sglang-router version")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--force", action="store_true")
@@ -173,12 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     if out.is_symlink() or (out.exists() and not args.force):
         print(f"extract: {out} exists (use --force to replace it)", file=sys.stderr)
         return 2
-    kwargs = {"router_root": args.router_root} if args.engine == "sglang" else {}
+    kwargs: dict[str, Any] = {"router_root": args.router_root} if args.engine == "sglang" else {}
+    if args.engine == "vllm" and args.proxy_root:
+        kwargs = {"proxy_root": args.proxy_root, "proxy_commit": args.proxy_commit}
     tools = EXTRACTORS[args.engine](args.root, **kwargs)
     extra = tools.pop("_extra", None)
     cmd = ["python -m planner.emitters.engine_args.extract", args.engine, "ROOT"]
     if args.router_root:
         cmd += ["--router-root", "ROUTER_ROOT", "--router-version", args.router_version]
+    if args.proxy_root:
+        cmd += ["--proxy-root", "PROXY_ROOT", "--proxy-commit", args.proxy_commit]
     cmd += ["--tag", args.tag] + (["--commit", args.commit] if args.commit else [])
     meta: dict[str, Any] = {"command": " ".join(cmd[:1] + [shlex.quote(c) for c in cmd[1:]]),
             "source": {"tag": args.tag, "commit": args.commit, "artifact": args.artifact,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import shlex
+from pathlib import Path
 
 import pytest
+import yaml
 
 from planner.emitters import engine_args as ea
 
@@ -31,6 +34,11 @@ GOOD = {
     ("trtllm", "serve"): "nvidia/DeepSeek-R1-NVFP4 --host 0.0.0.0 --port 8000 "
     "--backend pytorch --extra_llm_api_options extra.yaml",
     ("trtllm", "router"): "-c disagg.yaml",
+    ("trtllm", "bench"): "--backend openai --model M --host 127.0.0.1 --port 8000 "
+    "--dataset-name random --random-input-len 1024 --random-output-len 256 "
+    "--random-prefix-len 0 --num-prompts 640 --max-concurrency 64 --ignore-eos",
+    ("vllm", "router"): "--port 8192 --prefiller-hosts node0 node0 --prefiller-ports 8100 8101 "
+    "--decoder-hosts node1 --decoder-ports 8102",
     ("sglang", "router"): "--pd-disaggregation --prefill http://10.0.0.1:30000 8998 "
     "--decode http://10.0.0.2:30000 --host 0.0.0.0 --port 8000",
 }
@@ -53,12 +61,16 @@ BAD = [
     ("sglang", "serve", "--model-path M --load-format pickle", "invalid choice"),
     ("sglang", "serve", "--model-path M --cuda-graph-max-bs 8", "unrecognized arguments"),
     ("sglang", "bench", "--random-input-len 1k", "invalid int value"),
+    ("sglang", "serve", "--tp-size 2", "required: --model-path"),
     ("sglang", "router", "--pd-disagregation", "unrecognized arguments"),
     ("trtllm", "serve", "M --backend tensorrt_llm", "invalid choice"),
     ("trtllm", "serve", "M --tp_size two", "invalid int value"),
     ("trtllm", "serve", "M --tensor-parallel-size 2", "unrecognized arguments"),
     ("trtllm", "serve", "--port 8000", "required: model"),
     ("trtllm", "router", "-c f.yaml --request_timeout soon", "invalid int value"),
+    ("trtllm", "bench", "--model M --backend sglang", "invalid choice"),
+    ("trtllm", "bench", "--backend openai", "required: --model"),
+    ("vllm", "router", "--prefiller-ports 8100 http", "invalid int value"),
 ]
 
 GOOD_LLM_API = {
@@ -72,8 +84,6 @@ GOOD_LLM_API = {
 
 
 def _argv(text: str) -> list[str]:
-    import shlex
-
     return shlex.split(text)
 
 
@@ -132,7 +142,8 @@ def test_every_tool_builds_and_names_its_program() -> None:
                 "sglang": {"serve": "python -m sglang.launch_server",
                            "bench": "python -m sglang.benchmark.serving",
                            "router": "python -m sglang_router.launch_router"},
-                "trtllm": {"serve": "trtllm-serve", "router": "trtllm-serve disaggregated"}}
+                "trtllm": {"serve": "trtllm-serve", "router": "trtllm-serve disaggregated",
+                           "bench": "python -m tensorrt_llm.serve.scripts.benchmark_serving"}}
     for engine, progs in expected.items():
         assert set(progs) <= set(ea.tools(engine))
         for tool, prog in progs.items():
@@ -151,5 +162,51 @@ def test_data_cites_its_release() -> None:
 def test_unknown_engine_or_tool_is_one_clear_error() -> None:
     with pytest.raises(ea.EngineArgError, match="allowed: vllm, sglang, trtllm"):
         ea.load("tgi")
-    with pytest.raises(ea.EngineArgError, match="has no tool 'router'"):
-        ea.build_parser("vllm", "router")
+    with pytest.raises(ea.EngineArgError, match="has no tool 'proxy'"):
+        ea.build_parser("vllm", "proxy")
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _commands(text: str) -> list[list[str]]:
+    """Each command of a launch/benchmark script: continuations joined, leading VAR=value
+    assignments and a trailing `&` dropped."""
+    out = []
+    for line in text.replace("\\\n", " ").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = shlex.split(line)
+        while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):
+            words.pop(0)
+        if words and words[-1] == "&":
+            words.pop()
+        out.append(words)
+    return out
+
+
+def _tool_of(engine: str, words: list[str]) -> tuple[str, int] | None:
+    progs = sorted(((ea.program(engine, t).split(), t) for t in ea.tools(engine)),
+                   key=lambda p: -len(p[0]))
+    for prog, tool in progs:
+        if words[:len(prog)] == prog:
+            return tool, len(prog)
+    return None
+
+
+def test_golden_emitted_commands_parse() -> None:
+    checked = 0
+    for folder in sorted(GOLDEN.iterdir()):
+        engine = folder.name.split("_")[0]
+        for script in sorted(folder.glob("*.sh")):
+            for words in _commands(script.read_text()):
+                found = _tool_of(engine, words)
+                if found is None:
+                    continue
+                ea.parse_command(engine, found[0], words[found[1]:])
+                checked += 1
+        for extra in sorted(folder.glob("trtllm-*.yaml")):
+            assert ea.check_llm_api_yaml(yaml.safe_load(extra.read_text())) == [], extra
+            checked += 1
+    assert checked >= 30  # every golden engine, router and benchmark command
