@@ -186,7 +186,9 @@ def check_llm_api_yaml(tree: Any, engine: str = "trtllm") -> list[str]:
     """Problems of an extra-options YAML tree: unknown keys, wrong types, bad choices.
 
     Each problem reads `dotted.key: what is wrong (allowed: ...)`; an empty list means
-    every key and value is one the engine's LLM-API arguments accept."""
+    every key is a field the engine's LLM-API arguments declare, with a value of the declared
+    type and choices. Types are checked strictly: pydantic would coerce "64" to 64, an
+    emitted file must not rely on that."""
     schema = yaml_keys(engine)
     if not isinstance(tree, dict):
         return [f"<top>: expected a mapping, got {type(tree).__name__}"]
