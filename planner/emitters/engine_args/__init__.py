@@ -168,9 +168,14 @@ def build_parser(engine: str, tool: str) -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def _cached_parser(engine: str, tool: str) -> argparse.ArgumentParser:
+    return build_parser(engine, tool)
+
+
 def parse_command(engine: str, tool: str, argv: list[str]) -> argparse.Namespace:
     """Parse the words after the program name; `EngineArgError` if the engine would not."""
-    return build_parser(engine, tool).parse_args(argv)
+    return _cached_parser(engine, tool).parse_args(argv)
 
 
 def yaml_keys(engine: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from planner.emitters.bundle import EMITTERS, build_bundle, engine_build
+import planner.emitters.engine_args as ea
+from planner.emitters.bundle import EMITTERS, bench_command, build_bundle, engine_build
 from planner.emitters.flag_table import Flags
 from planner.emitters.plan_file import parse_plan
 from planner.emitters.types import Command, EngineBuild
@@ -47,6 +48,14 @@ def plan_for(m: ModelSpec, mode: str, gpu: str = "b200_sxm") -> dict[str, Any]:
         dep.update(mode="disagg", prefill=_worker(8, 1, 8 if moe else 1, q, 2),
                    decode=_worker(1, 8, 8, q) if moe else _worker(4, 1, 1, q, 3))
     return plan
+
+
+def parse_with_engine_args(backend: str, cmd: Command) -> None:
+    """Parse ``cmd`` with the argument list taken from the engine's own source
+    (planner/emitters/engine_args): a bad name, type or choice raises."""
+    words = " ".join(cmd.program)
+    tool = next(t for t in ea.tools(backend) if ea.program(backend, t) == words)
+    ea.parse_command(backend, tool, argv(cmd)[len(cmd.program):])
 
 
 def _value(cmd: Command, flag: str, default: str = "1") -> str:
@@ -86,8 +95,15 @@ def test_bundle_contract(key: str, backend: str, mode: str) -> None:
         used += _gpus_of(backend, cmd, build, slot.role)
     assert used == dep.total_gpus
     table = {r.flag for r in Flags(backend).rows if r.kind in ("cli", "switch")}
-    for cmd in [c for _, c in build.servers] + ([build.router] if build.router else []):
+    n = len(build.endpoints)
+    bench = [bench_command(ctx, Flags(backend), h, port, i, n)
+             for i, (h, port) in enumerate(build.endpoints)]
+    for cmd in [c for _, c in build.servers] + ([build.router] if build.router else []) + bench:
         assert {flag for flag, _ in cmd.args} <= table
+        parse_with_engine_args(backend, cmd)
+    for f in build.configs:
+        if f.name.startswith("trtllm-"):
+            assert ea.check_llm_api_yaml(yaml.safe_load(f.text)) == [], f.name
     files = {f.name: f.text for f in build_bundle(plan, backend)}
     assert m.hf_id in files["launch.sh"] and m.hf_id in files["benchmark.sh"]
     assert "quantization" not in "".join(f.text for f in build.configs)
@@ -99,6 +115,8 @@ def test_bf16_checkpoint_planned_in_fp8_is_quantized_while_loading(backend: str)
     plan["best"]["deployment"]["agg"]["weight_quant"] = "fp8"
     _, _, build = engine_build(parse_plan(plan), backend)
     assert all(_value(cmd, "--quantization", "") == "fp8" for _, cmd in build.servers)
+    for _, cmd in build.servers:
+        parse_with_engine_args(backend, cmd)
 
 
 def test_trtllm_refuses_load_time_quantization() -> None:
