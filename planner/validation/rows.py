@@ -61,8 +61,9 @@ def resolve_gpu(text: object) -> GpuSpec | None:
         return None
 
 
-def error_group(by: str, key: str, pred: Iterable[float], meas: Iterable[float]) -> dict[str, object]:
-    """{by, key, n, throughput: {median_ape_pct, p90_ape_pct, median_signed_pct}} of predicted vs
+def error_group(by: str, key: str, pred: Iterable[float], meas: Iterable[float],
+                metric: str = "throughput") -> dict[str, object]:
+    """{by, key, n, <metric>: {median_ape_pct, p90_ape_pct, median_signed_pct}} of predicted vs
     measured values (absolute and signed percentage errors)."""
     p, m = np.asarray(list(pred), dtype=float), np.asarray(list(meas), dtype=float)
     signed = (p - m) / m * 100.0
@@ -70,18 +71,18 @@ def error_group(by: str, key: str, pred: Iterable[float], meas: Iterable[float])
     stats = {"median_ape_pct": float(np.median(ape)) if len(ape) else float("nan"),
              "p90_ape_pct": float(np.percentile(ape, 90)) if len(ape) else float("nan"),
              "median_signed_pct": float(np.median(signed)) if len(signed) else float("nan")}
-    return {"by": by, "key": key, "n": int(len(p)), "throughput": stats}
+    return {"by": by, "key": key, "n": int(len(p)), metric: stats}
 
 
-def grouped(out: pd.DataFrame, by: Iterable[str], pred: str = "pred_value",
-            meas: str = "value") -> list[dict[str, object]]:
+def grouped(out: pd.DataFrame, by: Iterable[str], pred: str = "pred_value", meas: str = "value",
+            metric: str = "throughput") -> list[dict[str, object]]:
     """``error_group`` overall and for each value of each column of ``by``."""
     if out.empty:
-        return [error_group("overall", "all", [], [])]
-    groups = [error_group("overall", "all", out[pred], out[meas])]
+        return [error_group("overall", "all", [], [], metric)]
+    groups = [error_group("overall", "all", out[pred], out[meas], metric)]
     for col in by:
         for key, sub in out.groupby(col):
-            groups.append(error_group(col, str(key), sub[pred], sub[meas]))
+            groups.append(error_group(col, str(key), sub[pred], sub[meas], metric))
     return groups
 
 
