@@ -112,3 +112,36 @@ def _fit_for(spec_json: str, fitted_dir: Path) -> tuple[FittedGpu | None, str | 
 def fit_for(spec: GpuSpec, fitted_dir: Path = paths.FITTED_DIR) -> tuple[FittedGpu | None, str | None]:
     """(fit, donor key): the GPU's own fit (donor None), a transferred one, or (None, None)."""
     return _fit_for(spec.model_dump_json(), fitted_dir)
+
+
+def held_out_check(folder: Path, fitted_dir: Path = paths.FITTED_DIR) -> list[dict[str, object]]:
+    """How well the rule predicts a GPU that *has* measured tables, from its sibling's fit alone:
+    per GPU of ``folder`` with a fitted same-architecture sibling, op group and method
+    ('transferred:<donor>', the GPU's own in-sample 'fitted', the default 'roofline_uncalibrated'),
+    n and median / p90 APE."""
+    from kernels_db.folder import read_folder  # local: reading tables is only needed here
+    from kernels_db.validate import evaluate_gpu
+
+    out: list[dict[str, object]] = []
+    specs = all_gpus()
+    for key, tables in sorted(read_folder(folder).tables.items()):
+        spec = specs.get(key)
+        donor = donor_for(spec, fitted_dir) if spec is not None else None
+        donor_fit = fitted.load(donor.key, fitted_dir) if donor is not None else None
+        if spec is None or donor is None or donor_fit is None:
+            continue
+        none = FittedGpu(gpu=key, date="-", command="defaults", spec_used={})
+        for tag, fit in ((provenance_tag(donor.key), transferred(spec, donor, donor_fit)),
+                         ("fitted", fitted.load(key, fitted_dir)), ("roofline_uncalibrated", none)):
+            out += [{**row, "method": tag} for row in evaluate_gpu(spec, tables, fit)
+                    if row["method"] == "fitted"]
+    return out
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="held-out check of the kernel-fit transfer rule")
+    parser.add_argument("--data", type=Path, required=True, help="folder of measured kernel tables")
+    print(json.dumps(held_out_check(parser.parse_args().data), indent=1))
