@@ -106,6 +106,8 @@ def _reason(row: pd.Series) -> str | None:
         return "no_ttft_tpot_limits"
     if _benchmark_model(str(row["benchmark"])) not in DATASETS or resolve_model(_benchmark_model(str(row["benchmark"]))) is None:
         return "unknown_model"
+    if pd.isna(row["accelerator"]) or not str(row["accelerator"]).strip():
+        return "no_accelerator_named"  # CPU-only systems (0 accelerators per node)
     if resolve_gpu(row["accelerator"]) is None:
         return "unknown_gpu"
     if not (pd.notna(row["total_accelerators"]) and float(row["total_accelerators"]) >= 1):
