@@ -49,15 +49,21 @@ def provenance_tag(donor: str) -> str:
 
 def distance(a: GpuSpec, b: GpuSpec) -> float:
     """|ln(bf16 peak ratio)| + |ln(HBM bandwidth ratio)| (0 for identical chips)."""
-    return (abs(math.log(a.peak_flops("bf16") / b.peak_flops("bf16")))
-            + abs(math.log(a.hbm_bandwidth_bytes_per_s / b.hbm_bandwidth_bytes_per_s)))
+    return abs(math.log(a.peak_flops("bf16") / b.peak_flops("bf16"))) + abs(
+        math.log(a.hbm_bandwidth_bytes_per_s / b.hbm_bandwidth_bytes_per_s)
+    )
 
 
 def donor_for(spec: GpuSpec, fitted_dir: Path = paths.FITTED_DIR) -> GpuSpec | None:
     """The closest bundled GPU of the same vendor and architecture that has a fit; None if none."""
-    siblings = [g for g in all_gpus().values()
-                if g.key != spec.key and g.vendor == spec.vendor and g.architecture == spec.architecture
-                and paths.fitted_path(g.key, fitted_dir).is_file()]
+    siblings = [
+        g
+        for g in all_gpus().values()
+        if g.key != spec.key
+        and g.vendor == spec.vendor
+        and g.architecture == spec.architecture
+        and paths.fitted_path(g.key, fitted_dir).is_file()
+    ]
     if not siblings:
         return None
     return min(siblings, key=lambda g: (distance(spec, g), g.key))
@@ -68,9 +74,13 @@ def _scaled(prm: RooflineParams, target: GpuSpec, donor: GpuSpec) -> RooflinePar
     flops = target.peak_flops("bf16") / donor.peak_flops("bf16")
     bw = target.hbm_bandwidth_bytes_per_s / donor.hbm_bandwidth_bytes_per_s
     sms = target.sm_count / donor.sm_count
-    return prm.model_copy(update={"compute_half_flops": prm.compute_half_flops * flops,
-                                  "memory_half_bytes": prm.memory_half_bytes * bw,
-                                  "parallel_half_units": prm.parallel_half_units * sms})
+    return prm.model_copy(
+        update={
+            "compute_half_flops": prm.compute_half_flops * flops,
+            "memory_half_bytes": prm.memory_half_bytes * bw,
+            "parallel_half_units": prm.parallel_half_units * sms,
+        }
+    )
 
 
 def _comm(fit: CommFamilyFit | None, target: GpuSpec, donor: GpuSpec) -> CommFamilyFit | None:
@@ -78,22 +88,41 @@ def _comm(fit: CommFamilyFit | None, target: GpuSpec, donor: GpuSpec) -> CommFam
     if fit is None or cm_link(target) != cm_link(donor):
         return None
     ratio = target.scale_up.bandwidth_bytes_per_s / donor.scale_up.bandwidth_bytes_per_s
-    params = {name: {n: CommParams(latency_s=p.latency_s,
-                                   bus_bandwidth_bytes_per_s=p.bus_bandwidth_bytes_per_s * ratio)
-                     for n, p in by_n.items()} for name, by_n in fit.params.items()}
+    params = {
+        name: {
+            n: CommParams(
+                latency_s=p.latency_s, bus_bandwidth_bytes_per_s=p.bus_bandwidth_bytes_per_s * ratio
+            )
+            for n, p in by_n.items()
+        }
+        for name, by_n in fit.params.items()
+    }
     return fit.model_copy(update={"params": params})
 
 
 def transferred(target: GpuSpec, donor: GpuSpec, fit: FittedGpu) -> FittedGpu:
     """``fit`` (of ``donor``) carried over to ``target`` by the stated rule."""
-    families = {op: RooflineFamilyFit(params={k: _scaled(p, target, donor) for k, p in fam.params.items()},
-                                      fitted_to=fam.fitted_to, fit_error=fam.fit_error)
-                for op, fam in fit.families.items()}
-    spec_used = {"peak_flops_per_s.bf16": target.peak_flops("bf16"),
-                 "hbm_bandwidth_bytes_per_s": target.hbm_bandwidth_bytes_per_s}
-    return FittedGpu(gpu=target.key, date=fit.date, command=f"transferred from {donor.key}: {fit.command}",
-                     spec_used=spec_used, families=families, comm=_comm(fit.comm, target, donor),
-                     notes=f"{provenance_tag(donor.key)} (kernels_db.transfer rule)")
+    families = {
+        op: RooflineFamilyFit(
+            params={k: _scaled(p, target, donor) for k, p in fam.params.items()},
+            fitted_to=fam.fitted_to,
+            fit_error=fam.fit_error,
+        )
+        for op, fam in fit.families.items()
+    }
+    spec_used = {
+        "peak_flops_per_s.bf16": target.peak_flops("bf16"),
+        "hbm_bandwidth_bytes_per_s": target.hbm_bandwidth_bytes_per_s,
+    }
+    return FittedGpu(
+        gpu=target.key,
+        date=fit.date,
+        command=f"transferred from {donor.key}: {fit.command}",
+        spec_used=spec_used,
+        families=families,
+        comm=_comm(fit.comm, target, donor),
+        notes=f"{provenance_tag(donor.key)} (kernels_db.transfer rule)",
+    )
 
 
 @lru_cache(maxsize=64)
@@ -109,7 +138,9 @@ def _fit_for(spec_json: str, fitted_dir: Path) -> tuple[FittedGpu | None, str | 
     return transferred(spec, donor, donor_fit), donor.key
 
 
-def fit_for(spec: GpuSpec, fitted_dir: Path = paths.FITTED_DIR) -> tuple[FittedGpu | None, str | None]:
+def fit_for(
+    spec: GpuSpec, fitted_dir: Path = paths.FITTED_DIR
+) -> tuple[FittedGpu | None, str | None]:
     """(fit, donor key): the GPU's own fit (donor None), a transferred one, or (None, None)."""
     return _fit_for(spec.model_dump_json(), fitted_dir)
 
@@ -131,10 +162,16 @@ def held_out_check(folder: Path, fitted_dir: Path = paths.FITTED_DIR) -> list[di
         if spec is None or donor is None or donor_fit is None:
             continue
         none = FittedGpu(gpu=key, date="-", command="defaults", spec_used={})
-        for tag, fit in ((provenance_tag(donor.key), transferred(spec, donor, donor_fit)),
-                         ("fitted", fitted.load(key, fitted_dir)), ("roofline_uncalibrated", none)):
-            out += [{**row, "method": tag} for row in evaluate_gpu(spec, tables, fit)
-                    if row["method"] == "fitted"]
+        for tag, fit in (
+            (provenance_tag(donor.key), transferred(spec, donor, donor_fit)),
+            ("fitted", fitted.load(key, fitted_dir)),
+            ("roofline_uncalibrated", none),
+        ):
+            out += [
+                {**row, "method": tag}
+                for row in evaluate_gpu(spec, tables, fit)
+                if row["method"] == "fitted"
+            ]
     return out
 
 

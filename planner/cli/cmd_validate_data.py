@@ -1,4 +1,4 @@
-"""`planner validate mlperf | splitwise | blogs`: replay the public MLPerf, Splitwise and blog tables."""
+"""`planner validate mlperf | splitwise | blogs`: replay the MLPerf, Splitwise and blog tables."""
 
 from __future__ import annotations
 
@@ -31,26 +31,43 @@ def _print(report: dict[str, Any], fmt: str) -> int:
     if fmt == "json":
         print_json(report)
         return 0
-    skipped = {f"skipped {k}": v for k, v in report["skipped"].items()}  # type: ignore[attr-defined]
+    skipped = {f"skipped {k}": v for k, v in report["skipped"].items()}
     print(render_kv({"rows": report["rows"], "modelled": report["modelled"], **skipped}))
     metric = next(k for k in report["groups"][0] if k not in ("by", "key", "n"))
-    rows = [{"by": g["by"], "key": g["key"], "n": g["n"],
-             **{f"{metric} {s}": g[metric][s] for s in ("median_ape_pct", "p90_ape_pct", "median_signed_pct")}}
-            for g in report["groups"]]
+    rows = [
+        {
+            "by": g["by"],
+            "key": g["key"],
+            "n": g["n"],
+            **{
+                f"{metric} {s}": g[metric][s]
+                for s in ("median_ape_pct", "p90_ape_pct", "median_signed_pct")
+            },
+        }
+        for g in report["groups"]
+    ]
     print(render_table(rows))
     return 0
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
     v = groups["validate"].add_parser(
-        "mlperf", help="replay MLPerf Inference LLM rows (Offline saturation, Server p99 limits)")
+        "mlperf", help="replay MLPerf Inference LLM rows (Offline saturation, Server p99 limits)"
+    )
     v.add_argument("--data", type=Path, required=True, help="MLPerf result table (CSV).")
-    v.add_argument("--predictions-out", type=Path, default=None, help="write per-row predictions (CSV).")
+    v.add_argument(
+        "--predictions-out", type=Path, default=None, help="write per-row predictions (CSV)."
+    )
     v.add_argument("--format", choices=("table", "json"), default="table")
     v.set_defaults(func=cmd_validate_mlperf)
     for verb, func, text in (
-            ("splitwise", cmd_validate_splitwise, "replay Splitwise prompt/token times (static batches)"),
-            ("blogs", cmd_validate_blogs, "replay blog-report fixed-batch latency tests")):
+        (
+            "splitwise",
+            cmd_validate_splitwise,
+            "replay Splitwise prompt/token times (static batches)",
+        ),
+        ("blogs", cmd_validate_blogs, "replay blog-report fixed-batch latency tests"),
+    ):
         b = groups["validate"].add_parser(verb, help=text)
         b.add_argument("--data", type=Path, required=True, help="the table (CSV).")
         b.add_argument("--format", choices=("table", "json"), default="table")

@@ -51,21 +51,27 @@ class DatasetLengths:
 DATASETS: dict[str, DatasetLengths] = {
     "llama2-70b": DatasetLengths(294.0, 294.0, 1, (
         "OpenOrca GPT-4 subset, 24,576 samples (MLPerf Inference llama2-70b reference, "
-        "github:mlcommons/inference language/llama2-70b); ASSUMPTION: mean input and output 294 tokens "
-        "(output cross-checked: tokens_per_s / samples_per_s of the file's closed rows is 290-294)")),
+        "github:mlcommons/inference language/llama2-70b); ASSUMPTION: mean input and output "
+        "294 tokens (output cross-checked: tokens_per_s / samples_per_s of the file's closed "
+        "rows is 290-294)")),
     "mixtral-8x7b": DatasetLengths(196.0, 146.0, 1, (
         "5,000 each of OpenOrca, GSM8K and MBXP (MLPerf Inference mixtral-8x7b reference, "
-        "github:mlcommons/inference language/mixtral-8x7b); ASSUMPTION: mean input 196 tokens; mean output "
-        "146 tokens = tokens_per_s / samples_per_s of the file's closed rows (145-146)")),
+        "github:mlcommons/inference language/mixtral-8x7b); ASSUMPTION: mean input 196 tokens; "
+        "mean output 146 tokens = tokens_per_s / samples_per_s of the file's closed rows "
+        "(145-146)")),
     "gptj": DatasetLengths(800.0, 64.0, 4, (
-        "CNN/DailyMail v3.0.0 validation, 13,368 samples, beam search with 4 beams and at most 128 new "
-        "tokens (MLPerf Inference gptj reference, github:mlcommons/inference language/gpt-j); ASSUMPTION: "
-        "mean article 800 tokens and summary 64 tokens; the 4 beams decode together (4 x 64 tokens per "
-        "sample)")),
+        "CNN/DailyMail v3.0.0 validation, 13,368 samples, beam search with 4 beams and at most "
+        "128 new tokens (MLPerf Inference gptj reference, github:mlcommons/inference "
+        "language/gpt-j); ASSUMPTION: mean article 800 tokens and summary 64 tokens; the 4 beams "
+        "decode together (4 x 64 tokens per sample)")),
 }
 """Dataset lengths per benchmark model (the benchmark name without its '-99' / '-99.9' accuracy
 target). The table gives neither; values marked ASSUMPTION are stated estimates."""
-FRAMEWORKS: tuple[tuple[str, str], ...] = (("tensorrt", "trtllm"), ("vllm", "vllm"), ("sglang", "sglang"))
+FRAMEWORKS: tuple[tuple[str, str], ...] = (
+    ("tensorrt", "trtllm"),
+    ("vllm", "vllm"),
+    ("sglang", "sglang"),
+)
 FALLBACK_BACKEND = "vllm"
 TP_CHOICES = (1, 2, 4, 8)
 RATE_STEPS = 14
@@ -102,9 +108,14 @@ def _reason(row: pd.Series) -> str | None:
         return "single_stream"
     if scenario not in ("offline", "server", "interactive"):
         return "unknown_scenario"
-    if scenario != "offline" and not (pd.notna(row["ttft_constraint_ms"]) and pd.notna(row["tpot_constraint_ms"])):
+    if scenario != "offline" and not (
+        pd.notna(row["ttft_constraint_ms"]) and pd.notna(row["tpot_constraint_ms"])
+    ):
         return "no_ttft_tpot_limits"
-    if _benchmark_model(str(row["benchmark"])) not in DATASETS or resolve_model(_benchmark_model(str(row["benchmark"]))) is None:
+    if (
+        _benchmark_model(str(row["benchmark"])) not in DATASETS
+        or resolve_model(_benchmark_model(str(row["benchmark"]))) is None
+    ):
         return "unknown_model"
     if pd.isna(row["accelerator"]) or not str(row["accelerator"]).strip():
         return "no_accelerator_named"  # CPU-only systems (0 accelerators per node)
@@ -143,15 +154,27 @@ def _server_rate(key: tuple[str, str, str, int, str, float, float], sat_tok_s: f
     isl, osl = ds.isl, ds.osl * ds.beams
     kv = "fp8" if quant in ("fp8", "fp4") else "bf16"
     cols = {"tp": tp, "weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv)}
-    cap = evaluate_batch(m, gpu, CandidateArrays.from_lists(**cols), fixed(int(isl), int(osl), rate_per_s=1.0),
-                         backend=backend, gpu_memory_utilization=BENCH_MEMORY_UTILIZATION).seq_capacity
+    cap = evaluate_batch(
+        m,
+        gpu,
+        CandidateArrays.from_lists(**cols),
+        fixed(int(isl), int(osl), rate_per_s=1.0),
+        backend=backend,
+        gpu_memory_utilization=BENCH_MEMORY_UTILIZATION,
+    ).seq_capacity
     seqs, tokens = bench_engine_settings(cap, isl, osl, 1.0)
     c = CandidateArrays.from_lists(**cols, max_num_seqs=seqs, max_num_batched_tokens=tokens)
     lo, hi = 0.0, sat_tok_s * tp / osl
     for _ in range(RATE_STEPS):
         mid = (lo + hi) / 2.0
-        r = evaluate_batch(m, gpu, c, fixed(int(isl), int(osl), rate_per_s=mid), backend=backend,
-                           gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
+        r = evaluate_batch(
+            m,
+            gpu,
+            c,
+            fixed(int(isl), int(osl), rate_per_s=mid),
+            backend=backend,
+            gpu_memory_utilization=BENCH_MEMORY_UTILIZATION,
+        )
         ok = bool(r.feasible[0]) and r.ttft_p99_s[0] <= ttft_s and r.tpot_p99_s[0] <= tpot_s
         lo, hi = (mid, hi) if ok else (lo, mid)
     return lo
@@ -165,8 +188,15 @@ def _benchmark_model_of(model_key: str) -> str:
 
 
 @lru_cache(maxsize=512)
-def _predict_key(bench: str, gpu_key: str, backend: str, per_node: float, scenario: str,
-                 ttft_s: float, tpot_s: float) -> tuple[float, int]:
+def _predict_key(
+    bench: str,
+    gpu_key: str,
+    backend: str,
+    per_node: float,
+    scenario: str,
+    ttft_s: float,
+    tpot_s: float,
+) -> tuple[float, int]:
     """(predicted output tokens/s per accelerator, TP) at the best TP for the row's settings."""
     bundled = resolve_model(bench)
     gpu = resolve_gpu(gpu_key)
@@ -176,7 +206,9 @@ def _predict_key(bench: str, gpu_key: str, backend: str, per_node: float, scenar
     kv = "fp8" if quant in ("fp8", "fp4") else "bf16"
     best = (float("nan"), 0)
     for tp in _tp_choices(gpu, per_node):
-        sat = saturation_tok_s_per_gpu(m, gpu, tp, 1, 1, quant, kv, ds.isl, ds.osl * ds.beams, backend)
+        sat = saturation_tok_s_per_gpu(
+            m, gpu, tp, 1, 1, quant, kv, ds.isl, ds.osl * ds.beams, backend
+        )
         if not np.isfinite(sat):
             continue
         tok = sat
@@ -194,21 +226,42 @@ def _predict(row: pd.Series) -> tuple[float, int, str, bool]:
     assert gpu is not None
     backend, assumed = _backend(row["framework"])
     scenario = str(row["scenario"]).strip().lower()
-    per_node = float(row["accelerators_per_node"]) if pd.notna(row["accelerators_per_node"]) else 1.0
-    lim = (0.0, 0.0) if scenario == "offline" else (float(row["ttft_constraint_ms"]) / 1e3,
-                                                    float(row["tpot_constraint_ms"]) / 1e3)
+    per_node = (
+        float(row["accelerators_per_node"]) if pd.notna(row["accelerators_per_node"]) else 1.0
+    )
+    lim = (
+        (0.0, 0.0)
+        if scenario == "offline"
+        else (float(row["ttft_constraint_ms"]) / 1e3, float(row["tpot_constraint_ms"]) / 1e3)
+    )
     tok, tp = _predict_key(bench, gpu.key, backend, max(per_node, 1.0), scenario, *lim)
     return tok, tp, backend, assumed
 
 
-def validate_mlperf(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
+def validate_mlperf(
+    path: Path, predictions_out: Path | None = None, progress: bool = True
+) -> dict[str, object]:
     """The ``planner validate mlperf`` report: rows, modelled, skipped by reason, error groups."""
     if not path.is_file():
         raise PlannerInputError("--data", f"{path} does not exist")
     df = pd.read_csv(path)
-    missing = [c for c in ("division", "benchmark", "scenario", "accelerator", "accelerators_per_node",
-                           "framework", "samples_per_s", "tokens_per_s", "ttft_constraint_ms",
-                           "tpot_constraint_ms", "total_accelerators") if c not in df.columns]
+    missing = [
+        c
+        for c in (
+            "division",
+            "benchmark",
+            "scenario",
+            "accelerator",
+            "accelerators_per_node",
+            "framework",
+            "samples_per_s",
+            "tokens_per_s",
+            "ttft_constraint_ms",
+            "tpot_constraint_ms",
+            "total_accelerators",
+        )
+        if c not in df.columns
+    ]
     if missing:
         raise PlannerInputError("--data", f"{path}: missing MLPerf columns {', '.join(missing)}")
     skipped: dict[str, int] = {}
@@ -222,10 +275,19 @@ def validate_mlperf(path: Path, predictions_out: Path | None = None, progress: b
             count(skipped, reason)
             continue
         gpu = resolve_gpu(row["accelerator"])
-        preds.append({**row.to_dict(), "scenario_norm": str(row["scenario"]).strip().lower(),
-                      "benchmark_model": _benchmark_model(str(row["benchmark"])),
-                      "gpu_key": gpu.key if gpu else "", "tp_assumed": tp, "backend": backend,
-                      "framework_assumed": assumed, "value": _measured(row), "pred_value": tok})
+        preds.append(
+            {
+                **row.to_dict(),
+                "scenario_norm": str(row["scenario"]).strip().lower(),
+                "benchmark_model": _benchmark_model(str(row["benchmark"])),
+                "gpu_key": gpu.key if gpu else "",
+                "tp_assumed": tp,
+                "backend": backend,
+                "framework_assumed": assumed,
+                "value": _measured(row),
+                "pred_value": tok,
+            }
+        )
         if progress and len(preds) % 25 == 0:
             sys.stderr.write(f"validate mlperf: {len(preds)} rows modelled of {len(df)}\n")
     out = pd.DataFrame(preds)
@@ -233,9 +295,19 @@ def validate_mlperf(path: Path, predictions_out: Path | None = None, progress: b
         out.to_csv(predictions_out, index=False)
     groups = grouped(out, ("scenario_norm", "gpu_key", "benchmark_model"))
     for g in groups:
-        g["by"] = {"scenario_norm": "scenario", "gpu_key": "accelerator",
-                   "benchmark_model": "benchmark"}.get(str(g["by"]), g["by"])
-    return {"rows": int(len(df)), "modelled": int(len(out)), "skipped": skipped, "groups": groups,
-            "framework_assumed_rows": int(out["framework_assumed"].sum()) if len(out) else 0,
-            "datasets": {k: {"isl": v.isl, "osl": v.osl, "beams": v.beams, "source": v.source}
-                         for k, v in DATASETS.items()}}
+        g["by"] = {
+            "scenario_norm": "scenario",
+            "gpu_key": "accelerator",
+            "benchmark_model": "benchmark",
+        }.get(str(g["by"]), g["by"])
+    return {
+        "rows": int(len(df)),
+        "modelled": int(len(out)),
+        "skipped": skipped,
+        "groups": groups,
+        "framework_assumed_rows": int(out["framework_assumed"].sum()) if len(out) else 0,
+        "datasets": {
+            k: {"isl": v.isl, "osl": v.osl, "beams": v.beams, "source": v.source}
+            for k, v in DATASETS.items()
+        },
+    }

@@ -33,7 +33,8 @@ def parse_version(text: object) -> tuple[int, ...] | None:
 
 def _model_candidates(text: str) -> list[str]:
     """``text``, without a 'v' before version digits ('LLaMA v3.1 70B' -> 'LLaMA 3.1 70B'), without
-    parenthesised words, and each parenthesised phrase's first word ('(Llama-2-7b per build config)')."""
+    parenthesised words, and each parenthesised phrase's first word
+    ('(Llama-2-7b per build config)' -> 'Llama-2-7b')."""
     plain = re.sub(r"\bv(?=\d)", "", text, flags=re.IGNORECASE)
     out = [text, plain, re.sub(r"\(.*?\)", "", plain).strip()]
     out += [inner.split()[0] for inner in re.findall(r"\((.*?)\)", text) if inner.split()]
@@ -61,21 +62,29 @@ def resolve_gpu(text: object) -> GpuSpec | None:
         return None
 
 
-def error_group(by: str, key: str, pred: Iterable[float], meas: Iterable[float],
-                metric: str = "throughput") -> dict[str, object]:
+def error_group(
+    by: str, key: str, pred: Iterable[float], meas: Iterable[float], metric: str = "throughput"
+) -> dict[str, object]:
     """{by, key, n, <metric>: {median_ape_pct, p90_ape_pct, median_signed_pct}} of predicted vs
     measured values (absolute and signed percentage errors)."""
     p, m = np.asarray(list(pred), dtype=float), np.asarray(list(meas), dtype=float)
     signed = (p - m) / m * 100.0
     ape = np.abs(signed)
-    stats = {"median_ape_pct": float(np.median(ape)) if len(ape) else float("nan"),
-             "p90_ape_pct": float(np.percentile(ape, 90)) if len(ape) else float("nan"),
-             "median_signed_pct": float(np.median(signed)) if len(signed) else float("nan")}
+    stats = {
+        "median_ape_pct": float(np.median(ape)) if len(ape) else float("nan"),
+        "p90_ape_pct": float(np.percentile(ape, 90)) if len(ape) else float("nan"),
+        "median_signed_pct": float(np.median(signed)) if len(signed) else float("nan"),
+    }
     return {"by": by, "key": key, "n": int(len(p)), metric: stats}
 
 
-def grouped(out: pd.DataFrame, by: Iterable[str], pred: str = "pred_value", meas: str = "value",
-            metric: str = "throughput") -> list[dict[str, object]]:
+def grouped(
+    out: pd.DataFrame,
+    by: Iterable[str],
+    pred: str = "pred_value",
+    meas: str = "value",
+    metric: str = "throughput",
+) -> list[dict[str, object]]:
     """``error_group`` overall and for each value of each column of ``by``."""
     if out.empty:
         return [error_group("overall", "all", [], [], metric)]

@@ -21,10 +21,18 @@ def _gemm(db: KernelDB) -> Any:
     return db.gemm(m=np.array([1, 256, 4096]), n=8192, k=8192, dtype="bf16")
 
 
-@pytest.mark.parametrize(("gpu", "donor"), [
-    ("b300_sxm", "b200_sxm"), ("gb300", "b200_sxm"), ("gb200", "b200_sxm"), ("h800", "h100_sxm"),
-    ("gh200", "h200_sxm"), ("l40", "l40s"), ("a100_pcie", "a100_sxm"),
-])
+@pytest.mark.parametrize(
+    ("gpu", "donor"),
+    [
+        ("b300_sxm", "b200_sxm"),
+        ("gb300", "b200_sxm"),
+        ("gb200", "b200_sxm"),
+        ("h800", "h100_sxm"),
+        ("gh200", "h200_sxm"),
+        ("l40", "l40s"),
+        ("a100_pcie", "a100_sxm"),
+    ],
+)
 def test_siblings_take_the_closest_fit_and_say_so(gpu: str, donor: str) -> None:
     db = KernelDB.for_gpu(get_gpu(gpu))
     assert db.transfer_from == donor
@@ -39,15 +47,18 @@ def test_every_gpu_without_a_fit_has_a_stated_tier() -> None:
         if own:
             assert prov == {"fitted"}, key
         elif donor is not None:
-            assert donor.architecture == spec.architecture and prov == {f"transferred:{donor.key}"}, key
+            assert donor.architecture == spec.architecture and prov == {
+                f"transferred:{donor.key}"
+            }, key
         else:
             assert prov == {"roofline_uncalibrated"}, key
 
 
 def test_a_new_architecture_with_no_sibling_stays_uncalibrated() -> None:
     raw = yaml.safe_load((SPECS_DIR / "b300_sxm.yaml").read_text())
-    spec = GpuSpec.model_validate({**raw, "key": "newchip", "name": "NewChip", "aliases": [],
-                                   "architecture": "rubin"})
+    spec = GpuSpec.model_validate(
+        {**raw, "key": "newchip", "name": "NewChip", "aliases": [], "architecture": "rubin"}
+    )
     db = KernelDB.for_gpu(spec)
     assert db.fit is None and db.transfer_from is None
     assert set(_gemm(db).provenance) == {"roofline_uncalibrated"}
@@ -73,9 +84,17 @@ def test_donor_fit_is_read_at_run_time(tmp_path: Path) -> None:
     own = fitted.load("b200_sxm")
     assert own is not None
     gemm = own.families["gemm"]
-    slower = gemm.params["bf16"].model_copy(update={"compute_eff": gemm.params["bf16"].compute_eff / 2})
-    refit = own.model_copy(update={"families": {**own.families, "gemm": gemm.model_copy(
-        update={"params": {**gemm.params, "bf16": slower}})}})
+    slower = gemm.params["bf16"].model_copy(
+        update={"compute_eff": gemm.params["bf16"].compute_eff / 2}
+    )
+    refit = own.model_copy(
+        update={
+            "families": {
+                **own.families,
+                "gemm": gemm.model_copy(update={"params": {**gemm.params, "bf16": slower}}),
+            }
+        }
+    )
     fitted.save(refit, tmp_path)
     for other in ("h100_sxm", "h200_sxm", "a100_sxm", "l40s"):
         src = fitted.load(other)
@@ -94,8 +113,23 @@ def test_estimate_and_plan_run_on_new_gpus(gpu: str, capsys: pytest.CaptureFixtu
     est = json.loads(capsys.readouterr().out)
     expected = "roofline_uncalibrated" if gpu == "mi355x" else "transferred:b200_sxm"
     assert expected in est["provenance_mix"]
-    assert main(["plan", *args, "--max-gpus", "8", "--ttft-ms", "2000", "--tpot-ms", "50",
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                *args,
+                "--max-gpus",
+                "8",
+                "--ttft-ms",
+                "2000",
+                "--tpot-ms",
+                "50",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     plan = json.loads(capsys.readouterr().out)
     assert plan["best"]["gpus"] <= 8
 
@@ -116,4 +150,5 @@ def test_transfer_rule_held_out_on_measured_siblings() -> None:
     for gpu in ("h100_sxm", "h200_sxm"):
         assert med[(gpu, "gemm", "transferred")] <= 6.0  # type: ignore[operator]
         for op in {o for g, o, _ in med if g == gpu and o != "attention_decode"}:
-            assert med[(gpu, op, "transferred")] <= med[(gpu, op, "roofline_uncalibrated")]  # type: ignore[operator]
+            moved, default = med[(gpu, op, "transferred")], med[(gpu, op, "roofline_uncalibrated")]
+            assert moved <= default  # type: ignore[operator]

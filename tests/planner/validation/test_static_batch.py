@@ -24,10 +24,16 @@ def test_larger_batches_and_prompts_take_longer() -> None:
 
 
 @pytest.mark.validation
-@pytest.mark.parametrize(("verb", "name", "metric", "min_rows"), [
-    ("splitwise", "splitwise_perf_model.csv", "time", 600), ("blogs", "blog_reports.csv", "latency", 18)])
-def test_tables_replay_with_skips_by_reason(verb: str, name: str, metric: str, min_rows: int,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("verb", "name", "metric", "min_rows"),
+    [
+        ("splitwise", "splitwise_perf_model.csv", "time", 600),
+        ("blogs", "blog_reports.csv", "latency", 18),
+    ],
+)
+def test_tables_replay_with_skips_by_reason(
+    verb: str, name: str, metric: str, min_rows: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     if not (E2E / name).is_file():
         pytest.skip(f"{E2E / name} absent (shared validation folder not mounted)")
     assert main(["validate", verb, "--data", str(E2E / name), "--format", "json"]) == 0
