@@ -40,8 +40,10 @@ from planner.workload import fixed
 
 @dataclass(frozen=True)
 class DatasetLengths:
-    """Mean prompt and output lengths of a benchmark's dataset, tokens, with their source."""
+    """The checkpoint a benchmark runs (HF id, resolved through the model catalog) and the mean
+    prompt and output lengths of its dataset, tokens, with their source."""
 
+    checkpoint: str
     isl: float
     osl: float
     beams: int
@@ -49,24 +51,47 @@ class DatasetLengths:
 
 
 DATASETS: dict[str, DatasetLengths] = {
-    "llama2-70b": DatasetLengths(294.0, 294.0, 1, (
-        "OpenOrca GPT-4 subset, 24,576 samples (MLPerf Inference llama2-70b reference, "
-        "github:mlcommons/inference language/llama2-70b); ASSUMPTION: mean input and output "
-        "294 tokens (output cross-checked: tokens_per_s / samples_per_s of the file's closed "
-        "rows is 290-294)")),
-    "mixtral-8x7b": DatasetLengths(196.0, 146.0, 1, (
-        "5,000 each of OpenOrca, GSM8K and MBXP (MLPerf Inference mixtral-8x7b reference, "
-        "github:mlcommons/inference language/mixtral-8x7b); ASSUMPTION: mean input 196 tokens; "
-        "mean output 146 tokens = tokens_per_s / samples_per_s of the file's closed rows "
-        "(145-146)")),
-    "gptj": DatasetLengths(800.0, 64.0, 4, (
-        "CNN/DailyMail v3.0.0 validation, 13,368 samples, beam search with 4 beams and at most "
-        "128 new tokens (MLPerf Inference gptj reference, github:mlcommons/inference "
-        "language/gpt-j); ASSUMPTION: mean article 800 tokens and summary 64 tokens; the 4 beams "
-        "decode together (4 x 64 tokens per sample)")),
+    "llama2-70b": DatasetLengths(
+        "meta-llama/Llama-2-70b-chat-hf",
+        294.0,
+        294.0,
+        1,
+        (
+            "OpenOrca GPT-4 subset, 24,576 samples (MLPerf Inference llama2-70b reference, "
+            "github:mlcommons/inference language/llama2-70b); ASSUMPTION: mean input and output "
+            "294 tokens (output cross-checked: tokens_per_s / samples_per_s of the file's closed "
+            "rows is 290-294)"
+        ),
+    ),
+    "mixtral-8x7b": DatasetLengths(
+        "mistralai/Mixtral-8x7B-Instruct-v0.1",
+        196.0,
+        146.0,
+        1,
+        (
+            "5,000 each of OpenOrca, GSM8K and MBXP (MLPerf Inference mixtral-8x7b reference, "
+            "github:mlcommons/inference language/mixtral-8x7b); ASSUMPTION: mean input 196 tokens; "
+            "mean output 146 tokens = tokens_per_s / samples_per_s of the file's closed rows "
+            "(145-146)"
+        ),
+    ),
+    "gptj": DatasetLengths(
+        "EleutherAI/gpt-j-6b",
+        800.0,
+        64.0,
+        4,
+        (
+            "CNN/DailyMail v3.0.0 validation, 13,368 samples, beam search with 4 beams and at most "
+            "128 new tokens (MLPerf Inference gptj reference, github:mlcommons/inference "
+            "language/gpt-j); ASSUMPTION: mean article 800 tokens and summary 64 tokens; the "
+            "4 beams "
+            "decode together (4 x 64 tokens per sample)"
+        ),
+    ),
 }
-"""Dataset lengths per benchmark model (the benchmark name without its '-99' / '-99.9' accuracy
-target). The table gives neither; values marked ASSUMPTION are stated estimates."""
+"""Checkpoint and dataset lengths per benchmark model (the benchmark name without its '-99' /
+'-99.9' accuracy target; checkpoints as the MLPerf Inference reference implementations name them).
+The table gives no lengths; values marked ASSUMPTION are stated estimates."""
 FRAMEWORKS: tuple[tuple[str, str], ...] = (
     ("tensorrt", "trtllm"),
     ("vllm", "vllm"),
@@ -114,7 +139,7 @@ def _reason(row: pd.Series) -> str | None:
         return "no_ttft_tpot_limits"
     if (
         _benchmark_model(str(row["benchmark"])) not in DATASETS
-        or resolve_model(_benchmark_model(str(row["benchmark"]))) is None
+        or resolve_model(DATASETS[_benchmark_model(str(row["benchmark"]))].checkpoint) is None
     ):
         return "unknown_model"
     if pd.isna(row["accelerator"]) or not str(row["accelerator"]).strip():
@@ -198,7 +223,7 @@ def _predict_key(
     tpot_s: float,
 ) -> tuple[float, int]:
     """(predicted output tokens/s per accelerator, TP) at the best TP for the row's settings."""
-    bundled = resolve_model(bench)
+    bundled = resolve_model(DATASETS[bench].checkpoint)
     gpu = resolve_gpu(gpu_key)
     assert bundled is not None and gpu is not None
     _MODEL_OF[bundled.key] = bench
@@ -307,7 +332,8 @@ def validate_mlperf(
         "groups": groups,
         "framework_assumed_rows": int(out["framework_assumed"].sum()) if len(out) else 0,
         "datasets": {
-            k: {"isl": v.isl, "osl": v.osl, "beams": v.beams, "source": v.source}
+            k: {"checkpoint": v.checkpoint, "isl": v.isl, "osl": v.osl, "beams": v.beams,
+                "source": v.source}
             for k, v in DATASETS.items()
         },
     }
