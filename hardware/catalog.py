@@ -96,3 +96,48 @@ def get_gpu(name: str, extra_dirs: Iterable[str | Path] = ()) -> GpuSpec:
     close = difflib.get_close_matches(wanted, list(names), n=1) if wanted else []
     hint = f" (did you mean '{names[close[0]]}'?)" if close else ""
     raise PlannerInputError("--gpu", f"unknown GPU '{name}'{hint}; known: {', '.join(sorted(specs))}")
+
+
+_MEMORY_IN_LABEL = re.compile(r"(\d+(?:\.\d+)?)\s*G(?:i?B)?\b", re.IGNORECASE)
+_COUNT_PREFIX = re.compile(r"^\s*\d+\s*x\s*", re.IGNORECASE)
+_VENDOR_PREFIX = re.compile(r"^\s*(nvidia|amd|intel)\s+", re.IGNORECASE)
+
+
+def _label_candidates(label: str) -> list[str]:
+    """``label`` and shorter forms: without parentheses, a leading 'Nx' count, a vendor word, then
+    with trailing '-' segments dropped one at a time ('H200-SXM-141GB-CTS' -> ... -> 'H200')."""
+    base = _VENDOR_PREFIX.sub("", _COUNT_PREFIX.sub("", re.sub(r"\(.*?\)", "", label))).strip()
+    out = [label, base]
+    parts = base.split("-")
+    out += ["-".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+    return [c for c in out if c.strip()]
+
+
+def _memory_conflict(label: str, spec: GpuSpec) -> str | None:
+    """A memory size written in ``label`` (e.g. '40GB') that is not the spec's, within 10%."""
+    for m in _MEMORY_IN_LABEL.finditer(re.sub(r"\(.*?\)", "", label)):
+        gb = float(m.group(1))
+        if not (0.9 * gb * 1e9 <= spec.memory_bytes <= 1.1 * gb * 2**30):
+            return f"label says {m.group(0)}, {spec.key} has {spec.memory_bytes / 1e9:.0f} GB"
+    return None
+
+
+def resolve_label(label: str, extra_dirs: Iterable[str | Path] = ()) -> GpuSpec:
+    """The GPU a data set's free-text accelerator label names ('NVIDIA H100-SXM-80GB',
+    'AMD Instinct MI300X-NPS1-SPX-192GB-750W', 'B200-180GB (DGX B200)', '8xH100 ...').
+
+    Tries the label, then shorter forms (``_label_candidates``) against the catalog's names and
+    aliases. Refuses (``PlannerInputError``) a label whose parentheses say the variant is not stated,
+    a memory size that contradicts the matched spec, and a label no form of which is known."""
+    if re.search(r"\(.*not stated.*\)", label, re.IGNORECASE):
+        raise PlannerInputError("gpu", f"'{label}': the label says the variant is not stated")
+    specs = all_gpus(extra_dirs)
+    names = {normalize(n): s.key for s in specs.values() for n in (s.key, s.name, *s.aliases)}
+    for cand in _label_candidates(label):
+        key = names.get(normalize(cand))
+        if key is not None:
+            conflict = _memory_conflict(label, specs[key])
+            if conflict:
+                raise PlannerInputError("gpu", f"'{label}': {conflict}")
+            return specs[key]
+    raise PlannerInputError("gpu", f"'{label}': no GPU of the catalog matches; known: {', '.join(sorted(specs))}")

@@ -11,6 +11,8 @@ Each op is priced, in this order (the provenance tag says which):
 - ``measured``: a row of this GPU's table (``kernels_db/data/<gpu>/<op>.csv``) matches exactly;
 - ``interpolated``: inside the table's measured grid (log space over sizes, ``kernels_db.interp``);
 - ``fitted``: the roofline with this GPU's fitted efficiencies (``kernels_db/fitted/<gpu>.yaml``);
+- ``transferred:<gpu>``: the roofline with a sibling GPU's fit carried over (``kernels_db.transfer``),
+  for GPUs without a fit of their own;
 - ``roofline_uncalibrated``: the roofline with default efficiencies (no fit for this GPU/dtype).
 
 Roofline: ``launch + max(FLOPs/(peak·eff_c), bytes/(BW·eff_m))`` (``kernels_db.roofline``).
@@ -31,7 +33,7 @@ import numpy as np
 from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
 from kernels_db import comm as cm
-from kernels_db import costs, fitted, paths
+from kernels_db import costs, fitted, paths, transfer
 from kernels_db import roofline as rf
 from kernels_db.interp import TableInterpolator
 from kernels_db.schema import COLLECTIVES, LINKS, SIZE_KEYS
@@ -64,6 +66,8 @@ class KernelDB:
     spec: GpuSpec
     tables: Mapping[str, KernelTable] = field(default_factory=dict)
     fit: fitted.FittedGpu | None = None
+    transfer_from: str | None = None
+    """Key of the GPU whose fit was transferred (``kernels_db.transfer``); None for an own fit."""
     _interp: dict[str, TableInterpolator] = field(default_factory=dict, repr=False)
     _params: dict[tuple[str, str], costs.ParamEntry] = field(default_factory=dict, repr=False)
     _families: dict[str, tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]] = field(default_factory=dict, repr=False)
@@ -78,8 +82,18 @@ class KernelDB:
         if db is None:
             folder = paths.table_dir(spec.key, data_dir)
             tables = read_gpu_folder(folder, spec.key) if folder.is_dir() else {}
-            db = _CACHE[key] = cls(spec, tables, fitted.load(spec.key, fitted_dir))
+            fit, donor = transfer.fit_for(spec, fitted_dir)
+            db = _CACHE[key] = cls(spec, tables, fit, donor)
         return db
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Provenance tag of each code (``PROVENANCE``; 'fitted' reads ``transferred:<gpu>`` when
+        the fit is a sibling's)."""
+        if self.transfer_from is None:
+            return _PROV
+        return np.array([transfer.provenance_tag(self.transfer_from) if p == "fitted" else p
+                         for p in PROVENANCE])
 
     @property
     def calibrated(self) -> bool:
@@ -157,7 +171,7 @@ class KernelDB:
     def price(self, op: str, **kw: Any) -> OpCost:
         """Price op family ``op`` for keyword columns (arrays broadcast together)."""
         seconds, prov, cnt, shape = self.price_codes(op, **kw)
-        return OpCost(seconds.astype(float), _PROV[prov],
+        return OpCost(seconds.astype(float), self.labels[prov],
                       np.broadcast_to(cnt.flops, shape).astype(float), np.broadcast_to(cnt.nbytes, shape).astype(float))
 
     def gemm(self, m: Any, n: Any, k: Any, dtype: Any = "bf16") -> OpCost:
@@ -252,7 +266,7 @@ def _alpha_beta_params(db: KernelDB, collective: str, n_arr: np.ndarray,
 def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None) -> OpCost:
     """Collective cost: measured table inside its grid, else fitted or default alpha-beta."""
     seconds, prov, b_arr = comm_codes(db, collective, n_gpus, nbytes, link)
-    return OpCost(seconds, _PROV[prov], np.zeros(b_arr.shape), b_arr)
+    return OpCost(seconds, db.labels[prov], np.zeros(b_arr.shape), b_arr)
 
 
 def comm_codes(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any,

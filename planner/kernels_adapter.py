@@ -56,8 +56,8 @@ def weakest(tags: np.ndarray) -> str:
         known |= hit
         if hit.any():
             found.append(tag)
-    if not known.all():
-        return str(np.asarray(tags)[~known][0])
+    if not known.all():  # a transferred fit ranks with 'fitted': only the default roofline is weaker
+        return UNCALIBRATED if UNCALIBRATED in found else str(np.asarray(tags)[~known][0])
     return max(found, key=PROVENANCE_RANK.__getitem__)
 
 
@@ -150,7 +150,7 @@ class KernelDbPricer:
         if family in MESSAGE_DIVIDED:
             reps = [op.kernels for op in ops]
             t = t * (reps[0] if len(set(reps)) == 1 else np.repeat(reps, sizes))
-        return t, _tags(codes, sizes)
+        return t, _tags(codes, sizes, self.db.labels)
 
     def _comm_many(self, ops: Sequence[Op], sizes: list[int]) -> tuple[np.ndarray, list[str]]:
         """``_comm`` of collectives of one kind, priced in one ``comm_codes`` call per link: seconds of
@@ -165,7 +165,7 @@ class KernelDbPricer:
             message = message / np.maximum(1.0 - 1.0 / np.maximum(n, 1.0), 1e-9)
         t, codes, n_int = self._comm_rows(collective, n, message, kernels)
         codes = np.where(n_int > 1, codes, 0)  # single-GPU rows move nothing: they do not weaken the tag
-        return t, _tags(codes, sizes)
+        return t, _tags(codes, sizes, self.db.labels)
 
     def _comm_rows(self, collective: str, n: np.ndarray, message: np.ndarray,
                    kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -212,15 +212,17 @@ def _concat(values: list[Any], sizes: list[int]) -> Any:
                            for v, k in zip(values, sizes, strict=True)])
 
 
-def _tags(codes: np.ndarray, sizes: list[int]) -> list[str]:
-    """Weakest provenance (``PROVENANCE`` order: the highest code) of each block of ``sizes`` rows."""
+def _tags(codes: np.ndarray, sizes: list[int], labels: Sequence[str] | np.ndarray = PROVENANCE) -> list[str]:
+    """Weakest provenance (``PROVENANCE`` order: the highest code) of each block of ``sizes`` rows,
+    as ``labels`` names the codes (``KernelDB.labels``: a transferred fit's tag for 'fitted')."""
     if not codes.size:
-        return [PROVENANCE[0]] * len(sizes)
+        return [labels[0]] * len(sizes)
     lo, hi = int(codes.min()), int(codes.max())
     if lo == hi:
-        return [PROVENANCE[hi]] * len(sizes)
+        return [str(labels[hi])] * len(sizes)
     starts = np.cumsum([0, *sizes[:-1]])
-    return [PROVENANCE[int(c)] if k else PROVENANCE[0] for c, k in zip(np.maximum.reduceat(codes, starts), sizes, strict=True)]
+    return [str(labels[int(c)]) if k else str(labels[0])
+            for c, k in zip(np.maximum.reduceat(codes, starts), sizes, strict=True)]
 
 
 _PRICERS: dict[tuple[str, int], KernelDbPricer] = {}

@@ -1,6 +1,7 @@
 """Parse a Hugging Face ``config.json`` into a :class:`ModelSpec`.
 
-Supported families (by ``model_type``): dense GQA (llama, mistral, qwen2, qwen3, qwen3_vl_text),
+Supported families (by ``model_type``): dense GQA (llama, mistral, qwen2, qwen3, qwen3_vl_text;
+gptj as multi-head attention with an equal-weight gated MLP),
 MoE GQA (mixtral, qwen2_moe, qwen3_moe, qwen3_vl_moe_text, minimax_m2, gpt_oss, llama4_text),
 MLA+MoE (deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, glm_moe_dsa) and hybrid linear
 attention (qwen3_5_text, qwen3_5_moe_text, qwen3_next). Anything else is refused with the list of
@@ -21,8 +22,23 @@ MOE_TYPES = frozenset(
      "llama4_text", "qwen3_5_moe_text", "qwen3_next"}
 )
 MLA_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"})
-SUPPORTED_TYPES = DENSE_TYPES | MOE_TYPES | MLA_TYPES
+SUPPORTED_TYPES = DENSE_TYPES | MOE_TYPES | MLA_TYPES | {"gptj"}
 HYBRID_LINEAR_TYPES = frozenset({"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"})
+GPTJ_TYPE = "gptj"
+GPTJ_MLP_RATIO = 4
+"""GPT-J's MLP width when ``n_inner`` is null: 4 x n_embd (HF transformers GPTJConfig / GPTJBlock)."""
+
+
+def _gptj_as_dense(cfg: dict[str, Any]) -> dict[str, Any]:
+    """GPT-J (multi-head attention; a non-gated GELU MLP fc_in/fc_out of width I) in the dense-GQA
+    field names. Its 2·H·I MLP weights and FLOPs equal those of a gated MLP of width 2I/3, which is
+    how the op graph (gate, up, down) prices it; attention and MLP run in parallel in GPT-J but are
+    priced in sequence (the same ops and bytes)."""
+    hidden = _int(cfg, "n_embd")
+    inner = _int(cfg, "n_inner", default=GPTJ_MLP_RATIO * hidden)
+    return {**cfg, "model_type": GPTJ_TYPE, "hidden_size": hidden, "num_hidden_layers": _int(cfg, "n_layer"),
+            "num_attention_heads": _int(cfg, "n_head"), "max_position_embeddings": _int(cfg, "n_positions"),
+            "intermediate_size": round(2 * inner / 3)}
 
 
 def _get(cfg: dict[str, Any], *keys: str, default: Any = None, required: bool = True) -> Any:
@@ -158,6 +174,8 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "",
     cfg, arch = text_config(raw)
     quant = read_quantization(cfg, hf_quant_config)
     model_type = str(cfg.get("model_type", ""))
+    if model_type == GPTJ_TYPE:
+        cfg = _gptj_as_dense(cfg)
     if model_type not in SUPPORTED_TYPES:
         raise PlannerInputError(
             "config.json: model_type",
@@ -177,6 +195,8 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "",
     notes: list[str] = []
     if raw.get("vision_config"):
         notes.append("vision encoder not modelled (text decoder only)")
+    if model_type == GPTJ_TYPE:
+        notes.append("GELU MLP priced as a gated MLP of equal weights (width 2/3 of n_inner)")
     if mla and mla.index_topk:
         notes.append(f"sparse attention indexer modelled as MLA over at most {mla.index_topk} keys")
     return ModelSpec(

@@ -30,9 +30,11 @@ def gpu_rows(extra_dirs: list[str]) -> list[dict[str, Any]]:
             "hbm_tb_s": g.hbm_bandwidth_bytes_per_s / 1e12,
             "bf16_tflops": g.peak_flops("bf16") / 1e12,
             "fp8_tflops": g.peak_flops_per_s.get("fp8", 0.0) / 1e12,
+            "fp6_tflops": g.peak_flops_per_s.get("fp6", 0.0) / 1e12,
             "fp4_tflops": g.peak_flops_per_s.get("fp4", 0.0) / 1e12,
             "scale_up": f"{g.scale_up.name} x{g.scale_up.domain_size}",
             "scale_up_gb_s": g.scale_up.bandwidth_bytes_per_s / 1e9,
+            "scale_out_gb_s": g.scale_out_bandwidth_bytes_per_s / 1e9,
             "price_usd_h": g.price_per_gpu_hour_usd, "aliases": ", ".join(g.aliases),
         })
     return rows
@@ -41,9 +43,12 @@ def gpu_rows(extra_dirs: list[str]) -> list[dict[str, Any]]:
 def cmd_gpus(args: argparse.Namespace) -> int:
     rows = gpu_rows(args.hardware_dir)
     if args.format == "json":
-        print_json({"gpus": rows})
+        specs = all_gpus(args.hardware_dir)
+        print_json({"gpus": [{**r, "architecture": specs[r["key"]].architecture,
+                              "domain_size": specs[r["key"]].scale_up.domain_size,
+                              "sources": dict(specs[r["key"]].sources)} for r in rows]})
     else:
-        print(render_table(rows, [c for c in rows[0] if c != "aliases"]))
+        print(render_table(rows, [c for c in rows[0] if c not in ("aliases", "fp6_tflops")]))
         print("\nprice_usd_h is an editable assumption (--price-per-gpu-hour).")
     return 0
 

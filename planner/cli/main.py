@@ -19,6 +19,7 @@ from planner.cli import (
     cmd_plan,
     cmd_report,
     cmd_ui,
+    cmd_validate_data,
 )
 from planner.errors import PlannerInputError
 
@@ -28,6 +29,7 @@ EXIT_BAD_INPUT = 2
 # of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     cmd_catalog, cmd_memory, cmd_kernels, cmd_estimate, cmd_plan, cmd_emit, cmd_report, cmd_ui,
+    cmd_validate_data,
 )
 GROUPS: dict[str, str] = {
     "validate": "compare predictions with measurements",

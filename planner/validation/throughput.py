@@ -2,28 +2,32 @@
 output tokens/s (all requests queued: the engine holds as many as max batch and KV allow) vs measured.
 
 Rows kept: ``max-throughput`` load, metric ``output_tok_s_total`` or ``output_tok_s_per_gpu``,
-framework v0.14 and newer. Others are counted under a skip reason.
+framework v0.14 and newer (the version is read wherever it is written; none -> ``unknown_version``).
+Models resolve through the model catalog, GPUs through the hardware catalog's aliases
+(``planner.validation.rows``); others are counted under a skip reason.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
+from hardware.spec import GpuSpec
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.engine_calibration import engine
+from planner.model_spec import ModelSpec
 from planner.models import load_model
+from planner.validation.rows import count, grouped, parse_version, resolve_gpu, resolve_model
 from planner.workload import fixed
 
-MODEL_NAMES: dict[str, str] = {"70b": "llama-3.1-70b", "8b": "llama-3.1-8b", "405b": "llama-3.1-405b", "mixtral 8x7b": "mixtral-8x7b", "mixtral 8x22b": "mixtral-8x22b"}
-GPU_NAMES: dict[str, str] = {"H100-SXM": "h100_sxm", "H200-SXM": "h200_sxm", "B200": "b200_sxm", "A100-SXM4": "a100_sxm", "L40S": "l40s"}
 MIN_VERSION = (0, 14)
+NOT_IN_SCOPE = ("older_than_v0.14", "not_max_throughput", "other_metric")
+"""Skip reasons of rows outside the validator's scope; ``in_scope`` counts the others (max-throughput
+rows from v0.14 on, plus rows whose version cannot be read)."""
 SATURATION_CLIENTS = 4096.0
 """Clients of the closed loop that stands for 'all requests queued at once' (capped by capacity)."""
 BENCH_MEMORY_UTILIZATION = 0.95
@@ -47,49 +51,52 @@ def bench_engine_settings(kv_requests: np.ndarray, isl: float, osl: float, pp: f
     return np.maximum(batch, 1.0), tokens
 
 
-def _model(name: str) -> str | None:
-    low = name.lower()
-    if "llama" in low and ("3" in low):
-        for k in ("405b", "70b", "8b"):
-            if k in low:
-                return MODEL_NAMES[k]
-    for k in ("mixtral 8x7b", "mixtral 8x22b"):
-        if k in low:
-            return MODEL_NAMES[k]
-    return None
-
-
 def _reason(row: pd.Series) -> str | None:
-    ver = re.match(r"(\d+)\.(\d+)", str(row["framework_version"]))
-    if not ver or (int(ver.group(1)), int(ver.group(2))) < MIN_VERSION:
+    """Why a row is not modelled (None: it is). Versions are parsed wherever they are written."""
+    ver = parse_version(row["framework_version"])
+    if ver is None:
+        return "unknown_version"
+    if ver[:2] < MIN_VERSION:
         return "older_than_v0.14"
     if not str(row["concurrency_or_rate"]).startswith("max-throughput"):
         return "not_max_throughput"
     if row["metric"] not in ("output_tok_s_total", "output_tok_s_per_gpu"):
         return "other_metric"
-    if _model(str(row["model"])) is None:
+    if resolve_model(row["model"]) is None:
         return "unknown_model"
-    if not any(str(row["gpu"]).startswith(g) for g in GPU_NAMES):
+    if resolve_gpu(row["gpu"]) is None:
         return "unknown_gpu"
     return None
 
 
-def _predict(row: pd.Series) -> float:
-    gpu = get_gpu(next(v for k, v in GPU_NAMES.items() if str(row["gpu"]).startswith(k)))
-    m = load_model(str(_model(str(row["model"]))))
-    prec = str(row["precision"]).lower()
-    quant = {"fp8": "fp8", "fp4": "fp4"}.get(prec, "bf16")
-    kv = "fp8" if quant in ("fp8", "fp4") else "bf16"
-    tp, pp = float(row["tp"] or 1), float(row["pp"] if pd.notna(row["pp"]) else 1)
-    eng = engine("trtllm")
-    cols = {"tp": tp, "pp": pp, "ep": 1, "weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv), "concurrency": SATURATION_CLIENTS}
-    w = fixed(int(row["isl"]), int(row["osl"]), concurrency=1)
-    c = CandidateArrays.from_lists(**cols, max_num_seqs=eng.max_num_seqs.value, max_num_batched_tokens=eng.max_num_batched_tokens.value)
-    r = evaluate_batch(m, gpu, c, w, backend="trtllm", gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
-    seqs, tokens = bench_engine_settings(r.seq_capacity, float(row["isl"]), float(row["osl"]), pp)
+def saturation_tok_s_per_gpu(m: ModelSpec, gpu: GpuSpec, tp: float, pp: float, ep: float, quant: str,
+                             kv: str, isl: float, osl: float, backend: str = "trtllm") -> float:
+    """Output tokens/s per GPU with all requests queued at once: the engine runs at the batch its KV
+    capacity allows (``bench_engine_settings``); NaN when the model does not fit."""
+    eng = engine(backend)
+    cols = {"tp": tp, "pp": pp, "ep": ep, "weight_quant": WEIGHT_QUANTS.index(quant),
+            "kv_dtype": KV_DTYPES.index(kv), "concurrency": SATURATION_CLIENTS}
+    w = fixed(int(round(isl)), int(round(osl)), concurrency=1)
+    c = CandidateArrays.from_lists(**cols, max_num_seqs=eng.max_num_seqs.value,
+                                   max_num_batched_tokens=eng.max_num_batched_tokens.value)
+    r = evaluate_batch(m, gpu, c, w, backend=backend, gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
+    seqs, tokens = bench_engine_settings(r.seq_capacity, isl, osl, pp)
     c = CandidateArrays.from_lists(**cols, max_num_seqs=seqs, max_num_batched_tokens=tokens)
-    r = evaluate_batch(m, gpu, c, w, backend="trtllm", gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
-    per_gpu = float(r.output_tok_s_per_gpu[0]) if r.seq_capacity[0] >= 1 else np.nan
+    r = evaluate_batch(m, gpu, c, w, backend=backend, gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
+    return float(r.output_tok_s_per_gpu[0]) if r.seq_capacity[0] >= 1 else float("nan")
+
+
+def _predict(row: pd.Series) -> float:
+    gpu = resolve_gpu(row["gpu"])
+    bundled = resolve_model(row["model"])
+    assert gpu is not None and bundled is not None  # _reason checked both
+    quant = {"fp8": "fp8", "fp4": "fp4"}.get(str(row["precision"]).lower(), "bf16")
+    kv = "fp8" if quant in ("fp8", "fp4") else "bf16"
+    tp = float(row["tp"]) if pd.notna(row["tp"]) else 1.0
+    pp = float(row["pp"]) if pd.notna(row["pp"]) else 1.0
+    ep = float(row["ep"]) if "ep" in row and pd.notna(row["ep"]) else 1.0
+    per_gpu = saturation_tok_s_per_gpu(load_model(bundled.key), gpu, tp, pp, ep, quant, kv,
+                                       float(row["isl"]), float(row["osl"]))
     return per_gpu if row["metric"] == "output_tok_s_per_gpu" else per_gpu * tp * pp
 
 
@@ -103,12 +110,16 @@ def validate_throughput(path: Path, predictions_out: Path | None = None, progres
     for _, row in df.iterrows():
         reason = _reason(row)
         if reason is None:
-            p = _predict(row)
-            reason = None if np.isfinite(p) else "does_not_fit"
+            try:
+                p = _predict(row)
+                reason = None if np.isfinite(p) else "does_not_fit"
+            except PlannerInputError:  # a bundled config of a family the op graph cannot build
+                reason = "unsupported_model"
         if reason:
-            skipped[reason] = skipped.get(reason, 0) + 1
+            count(skipped, reason)
             continue
-        preds.append({**row.to_dict(), "pred_value": p})
+        key = resolve_gpu(row["gpu"]).key  # type: ignore[union-attr]
+        preds.append({**row.to_dict(), "pred_value": p, "gpu_key": key})
         if progress and len(preds) % 100 == 0:
             sys.stderr.write(f"\rvalidate throughput: {len(preds)} rows")
     if progress:
@@ -116,14 +127,7 @@ def validate_throughput(path: Path, predictions_out: Path | None = None, progres
     out = pd.DataFrame(preds)
     if predictions_out is not None:
         out.to_csv(predictions_out, index=False)
-    groups = [_group("overall", "all", out)] + [_group(by, str(k), s) for by in ("gpu", "model", "framework_version") for k, s in out.groupby(by)]
-    return {"rows": int(len(df)), "modelled": int(len(out)), "skipped": skipped, "groups": groups}
-
-
-def _group(by: str, key: str, sub: pd.DataFrame) -> dict[str, object]:
-    ape = (np.abs(sub["pred_value"] - sub["value"]) / sub["value"] * 100.0).to_numpy(float)
-    signed = ((sub["pred_value"] - sub["value"]) / sub["value"] * 100.0).to_numpy(float)
-    return {"by": by, "key": key, "n": int(len(sub)), "throughput": {
-        "median_ape_pct": float(np.median(ape)) if len(ape) else float("nan"),
-        "p90_ape_pct": float(np.percentile(ape, 90)) if len(ape) else float("nan"),
-        "median_signed_pct": float(np.median(signed)) if len(signed) else float("nan")}}
+    groups = grouped(out, ("gpu_key", "model", "framework_version"))
+    eligible = int(len(df)) - sum(skipped.get(r, 0) for r in NOT_IN_SCOPE)
+    return {"rows": int(len(df)), "modelled": int(len(out)), "in_scope": eligible,
+            "skipped": skipped, "groups": groups}

@@ -23,6 +23,20 @@ BUNDLED = {
     "mi300x",
     "mi325x",
     "cpu",
+    "b300_sxm",
+    "gb300",
+    "gh200",
+    "gh200_96gb",
+    "h20",
+    "h800",
+    "rtx_pro_6000",
+    "mi355x",
+    "l40",
+    "h100_pcie",
+    "h100_nvl",
+    "a100_pcie",
+    "rtx_4090",
+    "jetson_agx_orin",
 }
 
 
@@ -39,6 +53,20 @@ BUNDLED = {
         (["mi300x", "MI300X", "AMD Instinct MI300X"], "mi300x"),
         (["mi325x", "MI325X"], "mi325x"),
         (["cpu", "CPU", "x86_64"], "cpu"),
+        (["b300", "B300", "HGX B300", "b300_sxm"], "b300_sxm"),
+        (["gb300", "GB300 NVL72", "gb300-nvl72"], "gb300"),
+        (["gh200", "GH200", "GH200 144GB"], "gh200"),
+        (["gh200-96gb", "GH200 96GB"], "gh200_96gb"),
+        (["h20", "H20", "HGX H20"], "h20"),
+        (["h800", "H800", "H800-SXM"], "h800"),
+        (["rtx-pro-6000", "RTX PRO 6000", "RTX PRO 6000 Blackwell Server Edition"], "rtx_pro_6000"),
+        (["mi355x", "MI355X", "AMD Instinct MI355X"], "mi355x"),
+        (["l40", "L40", "NVIDIA L40"], "l40"),
+        (["h100-pcie", "H100 PCIe"], "h100_pcie"),
+        (["h100-nvl", "H100 NVL"], "h100_nvl"),
+        (["a100-pcie", "A100-PCIE-80GB"], "a100_pcie"),
+        (["rtx-4090", "RTX 4090"], "rtx_4090"),
+        (["jetson-agx-orin", "Jetson AGX Orin 64G"], "jetson_agx_orin"),
     ],
 )
 def test_aliases_resolve_to_one_spec(names: list[str], key: str) -> None:
@@ -62,7 +90,7 @@ def test_fp8_on_a100_falls_back_to_bf16_math() -> None:
 
 
 @pytest.mark.parametrize(
-    ("typo", "suggestion"), [("h20", "h200_sxm"), ("h100sxm5", "h100_sxm"), ("mi250x", "mi325x")]
+    ("typo", "suggestion"), [("h200sxm5", "h200_sxm"), ("h100sxm5", "h100_sxm"), ("mi325xx", "mi325x")]
 )
 def test_unknown_gpu_names_the_flag_and_suggests(typo: str, suggestion: str) -> None:
     with pytest.raises(PlannerInputError) as err:
@@ -163,7 +191,7 @@ def _set(path: str, value: Any) -> Any:
             _set("peak_flops_per_s.bf16", -989e12), "peak_flops_per_s.bf16", id="negative-flops"
         ),
         pytest.param(
-            _set("peak_flops_per_s.fp6", 1e15), "peak_flops_per_s.fp6", id="unknown-dtype"
+            _set("peak_flops_per_s.fp2", 1e15), "peak_flops_per_s.fp2", id="unknown-dtype"
         ),
         pytest.param(_set("scale_up.domain_size", 0), "scale_up.domain_size", id="zero-domain"),
         pytest.param(_set("sm_count", "many"), "sm_count", id="not-a-number"),

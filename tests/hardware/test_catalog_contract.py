@@ -20,7 +20,9 @@ from tests.hardware.test_catalog import BUNDLED
 
 SPEC_FILES = sorted(SPECS_DIR.glob("*.yaml")) + sorted(SPECS_DIR.glob("*.yml"))
 CPU_KEYS = {"cpu"}  # the CPU calibration host: lower bandwidth and FLOP/s ranges apply
-NVLS_KEYS = {"h100_sxm", "h200_sxm", "b200_sxm", "gb200"}  # NVLink SHARP (NVSwitch gen 3+)
+NVLS_KEYS = {"h100_sxm", "h200_sxm", "b200_sxm", "gb200", "b300_sxm", "gb300", "h20", "h800"}
+"""NVLink SHARP (NVSwitch gen 3+)."""
+SMALL_DOMAIN_KEYS = {"jetson_agx_orin": 1, "h100_nvl": 2}  # one module; NVLink-bridged pairs
 
 NUMERIC_FIELDS = [
     name
@@ -102,12 +104,14 @@ def test_units_are_plausible(spec: GpuSpec) -> None:
     assert spec.scale_up.bandwidth_bytes_per_s <= 2e12  # per direction; NVLink5 is 0.9e12
     assert spec.scale_up.domain_size >= 1
     expected_domain = (1, 8) if is_cpu else (8, 72)  # cores of one host; HGX/PCIe box .. NVL72
+    if spec.key in SMALL_DOMAIN_KEYS:
+        expected_domain = (SMALL_DOMAIN_KEYS[spec.key],) * 2
     assert expected_domain[0] <= spec.scale_up.domain_size <= expected_domain[1]
 
 
 def test_narrower_dtypes_are_never_slower(spec: GpuSpec) -> None:
     f = spec.peak_flops_per_s
-    chain = [d for d in ("fp32", "tf32", "bf16", "fp8", "fp4") if d in f]
+    chain = [d for d in ("fp32", "tf32", "bf16", "fp8", "fp6", "fp4") if d in f]
     for wide, narrow in zip(chain, chain[1:], strict=False):
         assert f[narrow] >= f[wide], f"{spec.key}: {narrow} < {wide}"
     if "fp8" in f:
@@ -120,8 +124,9 @@ def test_narrower_dtypes_are_never_slower(spec: GpuSpec) -> None:
 
 def test_only_native_low_precision_is_listed(spec: GpuSpec) -> None:
     f = spec.peak_flops_per_s
-    assert ("fp4" in f) == (spec.architecture == "blackwell")
-    has_fp8 = spec.architecture in {"hopper", "ada", "blackwell", "cdna3"}
+    assert ("fp4" in f) == (spec.architecture in {"blackwell", "cdna4"})
+    assert ("fp6" in f) <= ("fp4" in f)  # fp6 tensor cores came with fp4 (Blackwell, CDNA 4)
+    has_fp8 = spec.architecture in {"hopper", "ada", "blackwell", "cdna3", "cdna4"}
     assert ("fp8" in f) == has_fp8
     if spec.key not in CPU_KEYS:
         assert "int8" in f

@@ -52,7 +52,7 @@ def test_gpus_and_models_json(capsys: pytest.CaptureFixture[str]) -> None:
     ("argv", "needle"),
     [
         (["memory", "--model", "nope-13b", "--gpu", "h200"], "--model"),
-        (["memory", "--model", "llama-3.1-8b", "--gpu", "h20"], "did you mean"),
+        (["memory", "--model", "llama-3.1-8b", "--gpu", "h2o"], "did you mean"),
         (["memory", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "3"], "--tp"),
         (["memory", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "0"], "--tp"),
         (["memory", "--model", "llama-3.1-70b", "--gpu", "h200", "--isl", "-3"], "--isl"),
