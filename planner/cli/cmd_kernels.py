@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
+from hardware.spec import DTYPES
 from kernels_db import fitted, paths
 from kernels_db.costs import counts, peak_bound
 from kernels_db.fit import fit_gpu
 from kernels_db.folder import read_aic_file, read_folder
 from kernels_db.lookup import KernelDB
-from kernels_db.schema import COLLECTIVES, OP_FAMILIES, OP_KEYS
+from kernels_db.schema import COLLECTIVES, LINKS, OP_FAMILIES, OP_KEYS
 from kernels_db.tables import write_meta, write_table
 from kernels_db.validate import evaluate_gpu
+from planner.cli.common import float_in, int_in
 from planner.cli.output import print_json, render_kv, render_table
 from planner.errors import PlannerInputError
 
@@ -24,6 +26,10 @@ SIZE_ARGS = ("m", "n", "k", "batch", "seq", "prior", "heads", "kv_heads", "head_
              "kv_lora_rank", "rope_dim", "tokens", "hidden", "inter", "topk", "experts", "ep", "n_gpus", "bytes")
 
 OPTIONAL_DEFAULTS: dict[str, Any] = {"prior": 0, "window": 0, "ep": 1, "head_dim": 128}
+MAX_KERNEL_SIZE = 100_000_000
+"""Largest size flag of ``planner kernel`` (tokens, widths, heads, GPUs)."""
+MAX_KERNEL_BYTES = 1e13
+"""Largest ``--bytes`` of ``planner kernel`` (10 TB)."""
 
 
 def _fmt(p: argparse.ArgumentParser) -> None:
@@ -43,7 +49,10 @@ def _kernel(args: argparse.Namespace) -> int:
             cost = db.price(args.op, **_only_keys(args.op, cols))
             bound = float(peak_bound(counts(args.op, _only_keys(args.op, cols), spec), spec.hbm_bandwidth_bytes_per_s))
     except KeyError as exc:
-        raise PlannerInputError(f"--{exc.args[0]}", f"required for --op {args.op}") from exc
+        if exc.args and exc.args[0] in SIZE_ARGS:
+            flag = str(exc.args[0]).replace("_", "-")
+            raise PlannerInputError(f"--{flag}", f"required for --op {args.op}") from None
+        raise
     out = {"gpu": spec.key, "op": args.op, **given, "latency_s": float(cost.seconds),
            "tflops": float(cost.tflops), "provenance": str(cost.provenance),
            "roofline_bound_s": bound, "bytes_moved": float(cost.bytes)}
@@ -142,11 +151,13 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--gpu", required=True)
     p.add_argument("--op", required=True, choices=OP_FAMILIES)
     for name in SIZE_ARGS:
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int if name != "bytes" else float)
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--kv-dtype", dest="kv_dtype", default="bf16")
+        low = 0 if name in ("prior", "window") else 1
+        size = int_in(low, MAX_KERNEL_SIZE) if name != "bytes" else float_in(0, MAX_KERNEL_BYTES)
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=size)
+    p.add_argument("--dtype", default="bf16", choices=DTYPES)
+    p.add_argument("--kv-dtype", dest="kv_dtype", default="bf16", choices=DTYPES)
     p.add_argument("--collective", default="all_reduce", choices=COLLECTIVES)
-    p.add_argument("--link", default=None)
+    p.add_argument("--link", default=None, choices=LINKS)
     _fmt(p)
     p.set_defaults(func=_kernel)
 
