@@ -17,6 +17,8 @@ from planner.errors import PlannerInputError
 from planner.plan_io import read_plan_json, validate_plan
 
 _PLAN = ConfigDict(frozen=True, extra="ignore")
+MAX_EMIT_REPLICAS = 1_024
+"""Most replicas of one role a launch.sh starts (one server line each)."""
 
 
 class Best(BaseModel):
@@ -42,6 +44,12 @@ class PlanFile(BaseModel):
 def parse_plan(data: Any) -> PlanFile:
     """Validate a decoded plan; any problem is one PlannerInputError naming the field."""
     plan = validate_plan(data, PlanFile)
+    dep = plan.best.deployment
+    for role in ("agg", "prefill", "decode"):
+        worker = getattr(dep, role)
+        if worker is not None and worker.workers > MAX_EMIT_REPLICAS:
+            raise PlannerInputError(f"plan.best.deployment.{role}.workers", f"at most {MAX_EMIT_REPLICAS:,} "
+                                    f"replicas per role can be emitted, got {worker.workers:,}")
     if plan.workload.concurrency is None and plan.workload.rate is None:
         raise PlannerInputError("plan.workload", "needs a concurrency or a rate to benchmark")
     return plan
