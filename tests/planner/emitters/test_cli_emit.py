@@ -63,7 +63,7 @@ def test_invalid_json_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFix
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     rc, _, err = run(capsys, "emit", "--plan", str(bad), "--backend", "vllm", "--out", str(tmp_path))
-    assert rc == 2 and "not JSON" in err and err.count("\n") == 1
+    assert rc == 2 and "not valid JSON" in err and err.count("\n") == 1
     rc, _, err = run(capsys, "emit", "--plan", str(tmp_path / "nope.json"), "--backend", "vllm",
                      "--out", str(tmp_path))
     assert rc == 2 and err.count("\n") == 1
