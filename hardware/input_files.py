@@ -20,7 +20,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -320,3 +320,33 @@ def _bound(x: float) -> str:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def require_columns(df: pd.DataFrame, cols: Iterable[str], where: str) -> None:
+    """Refuse a table (of another layout) that lacks any of ``cols``, naming them."""
+    missing = sorted(set(cols) - set(df.columns))
+    if missing:
+        raise PlannerInputError(where, f"lacks column(s) {', '.join(missing)}: not the expected layout")
+
+
+def numeric_columns(df: pd.DataFrame, ranges: dict[str, tuple[float, float]], where: str) -> pd.DataFrame:
+    """``df`` with the columns of ``ranges`` as floats; a cell that holds text, a non-finite number or a
+    value outside its ``(lo, hi)`` is an error naming ``where:line: column``. Empty cells stay NaN
+    (the layouts use them for "not given"); line numbers count the header as line 1."""
+    import numpy as np
+    import pandas as pd
+
+    out = df.copy()
+    for col, (lo, hi) in ranges.items():
+        if col not in df.columns:
+            continue
+        raw = df[col]
+        num = pd.to_numeric(raw, errors="coerce").astype(float)
+        with np.errstate(invalid="ignore"):
+            bad = (num.isna() & raw.notna()) | (num.notna() & ~((num >= lo) & (num <= hi)))
+        if bad.any():
+            i = int(np.argmax(bad.to_numpy()))
+            raise PlannerInputError(f"{where}:{i + 2}: {col}", f"must be a number in [{_bound(lo)}, "
+                                    f"{_bound(hi)}], got {_short(raw.iloc[i])}")
+        out[col] = num
+    return out

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import PlannerInputError
-from planner.validation.e2e import predict, prepare
+from planner.validation.e2e import predict, prepare, read_measurements
 
 DEFAULT_TTFT_MS = 3000.0
 """Stated SLO of the check: interactive chat, first token within 3 s ..."""
@@ -69,7 +69,7 @@ def validate_decisions(path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tp
     path = Path(path)
     if not path.is_file():
         raise PlannerInputError("--data", f"{path} does not exist")
-    prep = prepare(pd.read_csv(path))
+    prep = prepare(read_measurements(path))
     rows = predict(prep.rows, progress=False)
     pt, pp = rows["pred_ttft_ms"].to_numpy(dtype=float), rows["pred_tpot_ms"].to_numpy(dtype=float)
     mt, mp = rows["silicon_ttft_ms"].to_numpy(dtype=float), rows["silicon_tpot_ms"].to_numpy(dtype=float)

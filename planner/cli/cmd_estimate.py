@@ -8,6 +8,7 @@ from typing import Any
 
 from hardware.catalog import get_gpu
 from planner.cli.common import (
+    EXIT_SATURATED,
     client_count,
     float_in,
     fraction,
@@ -93,15 +94,20 @@ def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     est = estimate(load_model(args.model), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
+    rc = EXIT_SATURATED if est.saturated else 0
     if args.format == "json":
         print_json(est)
-        return 0
+        return rc
+    if est.saturated:
+        print(f"saturated: {est.offered_requests_per_s:,.4g} requests/s offered, capacity "
+              f"{est.capacity_requests_per_s:,.3g} requests/s; at capacity {est.output_tok_s_per_gpu:,.4g} "
+              "output tok/s per GPU (TTFT/TPOT grow without bound; exit code 3)")
     rows = [{"metric": k, **getattr(est, k).model_dump()} for k in ("ttft_ms", "tpot_ms")]
     print(render_table(rows))
     print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} on {est.gpu} ({est.backend}, {est.mode})"))
     print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
-    return 0
+    return rc
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -11,6 +11,12 @@ from hardware.spec import GpuSpec
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+"""Bad input or an infeasible request: one line on stderr naming the flag or file:line: field."""
+EXIT_SATURATED = 3
+"""``estimate``: the offered load exceeds the deployment's capacity (the answer says by how much)."""
+
 
 def int_in(lo: int, hi: int) -> Callable[[str], int]:
     """argparse type: an integer in ``[lo, hi]`` (argparse prefixes the flag to the message)."""

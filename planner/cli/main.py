@@ -1,4 +1,4 @@
-"""``planner`` command line: parses arguments, turns input errors into one line and exit code 2."""
+"""``planner`` command line: parses arguments; exit 0 (answer), 2 (bad input or infeasible), 3 (saturated)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ from planner.cli import (
     cmd_report,
     cmd_ui,
 )
+from planner.cli.common import EXIT_BAD_INPUT
 from planner.errors import PlannerInputError
-
-EXIT_BAD_INPUT = 2
 
 # Each command module defines ``register(sub, groups)``; ``groups`` holds the nested sub-parsers
 # of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
