@@ -8,7 +8,9 @@ path, so a new upload never meets a cached old one).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +48,13 @@ class PlanInputs:
 
 @st.cache_resource(show_spinner=False)
 def _upload_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="planner-ui-configs-"))
+    folder = Path(tempfile.mkdtemp(prefix="planner-ui-configs-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # uploads do not outlive the server
+    return folder
+
+
+UPLOADED_KEY = "uploaded_model_paths"
+"""Session state: paths of the config.json files uploaded in this session (the Fleet page's models)."""
 
 
 def model_ref(choice: ModelChoice) -> str:
@@ -59,6 +67,7 @@ def model_ref(choice: ModelChoice) -> str:
     path = folder / Path(choice.ref).name
     if not path.exists():
         path.write_text(choice.raw_text)
+    st.session_state.setdefault(UPLOADED_KEY, set()).add(str(path))
     return str(path)
 
 

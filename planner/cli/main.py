@@ -66,7 +66,10 @@ def _validation_line(exc: ValidationError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) and usage errors (2) return their code to the caller
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
         rc = args.func(args)
     except PlannerInputError as exc:
