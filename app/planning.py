@@ -19,8 +19,11 @@ from typing import Any
 import streamlit as st
 
 from app.inputs import ModelChoice, SloChoice
+from hardware.errors import PlannerInputError
 from planner.emitters import ENGINES
+from planner.models import bundled_models, find_bundled
 from planner.workload import LengthSpec
+from solvers.fleet import FleetSpec
 from solvers.plan import PlanRequest, plan
 
 MODES = ("auto", "agg", "disagg")
@@ -69,6 +72,18 @@ def model_ref(choice: ModelChoice) -> str:
         path.write_text(choice.raw_text)
     st.session_state.setdefault(UPLOADED_KEY, set()).add(str(path))
     return str(path)
+
+
+def check_fleet_models(spec: FleetSpec, uploaded: set[str]) -> FleetSpec:
+    """``spec`` when every class names a bundled model or a config.json uploaded in this session
+    (``uploaded``): a fleet YAML must not make the server read a file of its own disk."""
+    for i, c in enumerate(spec.classes):
+        if find_bundled(c.model) is None and c.model not in uploaded:
+            raise PlannerInputError(f"fleet YAML: classes[{i}].model",
+                                    f"'{c.model[:80]}' is not a bundled model (choose one of "
+                                    f"{', '.join(sorted(bundled_models()))}) or a config.json "
+                                    "uploaded on the Plan page")
+    return spec
 
 
 def planned_lengths(isl: LengthSpec, osl: LengthSpec) -> tuple[int, int]:

@@ -8,10 +8,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app.planning import BACKENDS, UPLOADED_KEY
+from app.planning import BACKENDS, UPLOADED_KEY, check_fleet_models
 from app.ui import fmt, fmt_money, gpu_names, guarded, model_names
-from hardware.errors import PlannerInputError
-from planner.models import find_bundled
 from solvers.fleet import FleetResult, FleetSpec, GpuPool, WorkloadClass, load_spec, solve_fleet
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "solvers" / "examples" / "fleet.yaml"
@@ -40,15 +38,7 @@ def _default_spec() -> FleetSpec:
 
 
 def _served_models_only(spec: FleetSpec) -> FleetSpec:
-    """Refuse models that are neither bundled nor a config.json uploaded in this session: a YAML
-    must not make the server read a file of its own disk."""
-    uploaded = st.session_state.get(UPLOADED_KEY, set())
-    for i, c in enumerate(spec.classes):
-        if find_bundled(c.model) is None and c.model not in uploaded:
-            raise PlannerInputError(f"fleet YAML: classes[{i}].model",
-                                    f"'{c.model[:80]}' is not a bundled model (choose one of "
-                                    f"{', '.join(model_names())}) or a config.json uploaded on the Plan page")
-    return spec
+    return check_fleet_models(spec, st.session_state.get(UPLOADED_KEY, set()))
 
 
 def _tables(spec: FleetSpec) -> tuple[pd.DataFrame, pd.DataFrame]:
