@@ -80,6 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # an output path that cannot be written (not a folder, no permission, disk full)
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        return EXIT_BAD_INPUT
     return int(rc or 0)
 
 

@@ -60,6 +60,8 @@ def _model(name: str) -> str | None:
 
 
 def _reason(row: pd.Series) -> str | None:
+    if any(pd.isna(row[c]) for c in ("isl", "osl", "value")):
+        return "incomplete_row"
     ver = re.match(r"(\d+)\.(\d+)", str(row["framework_version"]))
     if not ver or (int(ver.group(1)), int(ver.group(2))) < MIN_VERSION:
         return "older_than_v0.14"
@@ -121,7 +123,8 @@ def validate_throughput(path: Path, predictions_out: Path | None = None, progres
     out = pd.DataFrame(preds)
     if predictions_out is not None:
         out.to_csv(predictions_out, index=False)
-    groups = [_group("overall", "all", out)] + [_group(by, str(k), s) for by in ("gpu", "model", "framework_version") for k, s in out.groupby(by)]
+    groups = [] if out.empty else [_group("overall", "all", out)] + [
+        _group(by, str(k), s) for by in ("gpu", "model", "framework_version") for k, s in out.groupby(by)]
     return {"rows": int(len(df)), "modelled": int(len(out)), "skipped": skipped, "groups": groups}
 
 
