@@ -128,3 +128,24 @@ def test_check_number_names_field_and_range(value: object, why: str) -> None:
 def test_check_number_accepts_integral_floats() -> None:
     assert check_number(80.0, "x", 1, 1000, integer=True) == 80
     assert check_number(0.5, "x", 0, 1) == 0.5
+
+
+def test_ten_thousand_gpu_specs_load(tmp_path: Path) -> None:
+    """A 10,000-file hardware folder is valid input: every spec loads, once, in seconds."""
+    import time
+
+    from hardware.catalog import all_gpus
+
+    text = (Path(__file__).resolve().parents[2] / "hardware" / "specs" / "h200_sxm.yaml").read_text()
+    text = text.replace("aliases: [H200, H200-SXM, H200 SXM 141GB, NVIDIA H200, HGX H200]", "aliases: []")
+    for i in range(10_000):
+        spec = text.replace("key: h200_sxm", f"key: g{i}").replace("name: H200-SXM", f"name: G{i}")
+        (tmp_path / f"g{i}.yaml").write_text(spec)
+    start = time.perf_counter()
+    specs = all_gpus([tmp_path])
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    assert all_gpus([tmp_path]) is specs  # cached: later commands of the process pay nothing
+    again = time.perf_counter() - start
+    assert len(specs) >= 10_000 and specs["g9999"].name == "G9999"
+    assert first < 60.0 and again < 5.0, (first, again)  # ~4 s on one idle core; generous for CI
