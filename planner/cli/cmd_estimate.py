@@ -9,6 +9,7 @@ from typing import Any
 from hardware.catalog import get_gpu
 from planner.cli.common import (
     EXIT_SATURATED,
+    chunk_tokens,
     client_count,
     float_in,
     fraction,
@@ -57,7 +58,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weight-quant", default=None, choices=("bf16", "fp8", "fp4", "int4"))
     p.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
     p.add_argument("--max-num-seqs", type=client_count, default=256)
-    p.add_argument("--max-num-batched-tokens", type=token_count, default=8192)
+    p.add_argument("--max-num-batched-tokens", type=chunk_tokens, default=8192)
     p.add_argument("--gpu-memory-utilization", type=memory_fraction, default=0.9)
     p.add_argument("--mode", choices=("agg", "disagg"), default="agg")
     for flag in ("prefill-tp", "prefill-pp", "prefill-dp", "prefill-ep", "prefill-workers", "decode-workers", "decode-tp"):

@@ -8,6 +8,7 @@ from typing import Any
 from planner.cli.common import (
     add_format,
     add_model_gpu,
+    chunk_tokens,
     client_count,
     gpu_count,
     memory_fraction,
@@ -31,7 +32,7 @@ def add_engine_memory(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weight-quant", choices=sorted(WEIGHT_BYTES), default=None,
                    help="weight dtype (default: the checkpoint's)")
     p.add_argument("--kv-dtype", choices=sorted(KV_BYTES), default="bf16")
-    p.add_argument("--max-num-batched-tokens", type=token_count, default=8192)
+    p.add_argument("--max-num-batched-tokens", type=chunk_tokens, default=8192)
     p.add_argument("--max-num-seqs", type=client_count, default=256)
     p.add_argument("--gpu-memory-utilization", type=memory_fraction, default=0.9)
 

@@ -11,8 +11,8 @@ from planner.cli.common import (
     add_format,
     add_hardware_dir,
     client_count,
+    float_in,
     gpu_count,
-    positive_float,
     request_rate,
     shard_size,
     slo_ms,
@@ -37,9 +37,10 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
     p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
     p.add_argument("--backend", default="vllm", help="engine calibration and emitted configs: vllm, sglang, trtllm")
-    p.add_argument("--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour")
+    p.add_argument("--price-per-gpu-hour", type=float_in(0, 1e6, lo_open=True), default=None, help="override $/GPU-hour")
     p.add_argument("--objective", choices=("throughput-per-gpu", "cost", "gpus"), default="throughput-per-gpu")
-    p.add_argument("--weight-quant", action="append", default=[], help="also allow this weight dtype (may repeat)")
+    p.add_argument("--weight-quant", action="append", default=[], choices=("bf16", "fp8", "fp4", "int4"),
+                   help="also allow this weight dtype (may repeat)")
     p.add_argument("--node-gpus", type=shard_size, default=None, help="count GPUs in whole nodes of this size")
     p.add_argument("--out", default=None, metavar="DIR", help="write plan.json and engine configs here")
     add_format(p)

@@ -60,8 +60,22 @@ def _validation_line(exc: ValidationError) -> str:
     raised = err.get("ctx", {}).get("error")
     if isinstance(raised, PlannerInputError):  # a model validator's own message names the flag already
         return str(raised)
-    loc = ".".join(str(p) for p in err["loc"]) or exc.title
-    return f"{loc}: {err['msg']}"
+    return f"{_flag_of(err['loc']) or exc.title}: {err['msg']}"
+
+
+FLAG_OF_FIELD = {"rate_per_s": "--rate", "gpus": "--gpu", "hardware_dirs": "--hardware-dir",
+                 "weight_quants": "--weight-quant"}
+"""Request fields whose flag is not the field name with dashes."""
+
+
+def _flag_of(loc: tuple[int | str, ...]) -> str:
+    """The flag a request field came from (``isl.mean`` -> ``--isl``, ``rate_per_s`` -> ``--rate``):
+    requests built from flags name the flag, never pydantic's internal path."""
+    names = [p for p in loc if isinstance(p, str)]
+    if not names:
+        return ""
+    field = names[0] if names[0] in ("isl", "osl") else names[-1]
+    return FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
