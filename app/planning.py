@@ -57,7 +57,7 @@ def _upload_dir() -> Path:
 
 
 UPLOADED_KEY = "uploaded_model_paths"
-"""Session state: paths of the config.json files uploaded in this session (the Fleet page's models)."""
+"""Session state: paths of the config.json files uploaded in this session (Fleet page models)."""
 
 
 def model_ref(choice: ModelChoice) -> str:

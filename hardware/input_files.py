@@ -58,16 +58,21 @@ def _cap_text(n: int) -> str:
 def _open_regular(path: Path, kind: str, field: str) -> tuple[int, int]:
     """An fd open on ``path`` (a regular file within the cap) and its size in bytes."""
     try:
-        st = os.stat(path)  # follows symlinks: a link to /dev/zero or a FIFO is judged by its target
+        st = os.stat(path)  # follows symlinks: a link to /dev/zero or a FIFO is judged by it
     except OSError as exc:
         raise PlannerInputError(field, f"cannot read {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (FIFO, device or socket)"
+        what = (
+            "a folder"
+            if stat.S_ISDIR(st.st_mode)
+            else "not a regular file (FIFO, device or socket)"
+        )
         raise PlannerInputError(field, f"{path} is {what}; expected a {kind} file")
     cap = SIZE_CAPS[kind]
     if st.st_size > cap:
-        raise PlannerInputError(field, f"{path} is {st.st_size:,} bytes; a {kind} file may be at most "
-                                       f"{_cap_text(cap)}")
+        raise PlannerInputError(
+            field, f"{path} is {st.st_size:,} bytes; a {kind} file may be at most {_cap_text(cap)}"
+        )
     try:
         # O_NONBLOCK: should the file have been swapped for a FIFO since the stat, open returns.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -93,7 +98,8 @@ def read_bytes(path: str | Path, kind: str, field: str) -> bytes:
     with os.fdopen(fd, "rb") as fh:
         data = fh.read(SIZE_CAPS[kind] + 1)
     if len(data) > SIZE_CAPS[kind]:
-        raise PlannerInputError(field, f"{path}: a {kind} file may be at most {_cap_text(SIZE_CAPS[kind])}")
+        cap = _cap_text(SIZE_CAPS[kind])
+        raise PlannerInputError(field, f"{path}: a {kind} file may be at most {cap}")
     return data
 
 
@@ -118,7 +124,7 @@ def line_of(text: str, token: str) -> int:
 
 
 def key_line(text: str, key: str) -> int:
-    """1-based line where mapping key ``key`` first appears in YAML or JSON ``text`` (1 if absent)."""
+    """1-based line where mapping key ``key`` first appears in YAML or JSON ``text`` (1: absent)."""
     match = re.search(rf"^[ \t{{,\-]*[\"']?{re.escape(key)}[\"']?\s*:", text, re.MULTILINE)
     return text.count("\n", 0, match.start()) + 1 if match else 1
 
@@ -142,16 +148,20 @@ def _json_float(token: str) -> float:
 
 def _json_int(token: str) -> int:
     if len(token.lstrip("-")) > MAX_INT_DIGITS:
-        raise _JsonNumberError(token, f"an integer of {len(token.lstrip('-'))} digits is too large "
-                                      f"(at most {MAX_INT_DIGITS} digits)")
+        raise _JsonNumberError(
+            token,
+            f"an integer of {len(token.lstrip('-'))} digits is too large "
+            f"(at most {MAX_INT_DIGITS} digits)",
+        )
     return int(token)
 
 
 def parse_json(text: str, where: str) -> Any:
-    """Decode JSON text with finite numbers and bounded nesting; errors name ``where`` and the line."""
+    """Decode JSON with finite numbers and bounded nesting; errors name ``where`` and the line."""
     try:
-        data = json.loads(text, parse_constant=_json_constant, parse_float=_json_float,
-                          parse_int=_json_int)
+        data = json.loads(
+            text, parse_constant=_json_constant, parse_float=_json_float, parse_int=_json_int
+        )
     except _JsonNumberError as exc:
         raise PlannerInputError(where, f"line {line_of(text, exc.token)}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -195,7 +205,8 @@ class _StrictLoader(_LOADER_BASE):  # type: ignore[misc]
             key = (key_node.tag, key_node.value)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key '{key_node.value}'", key_node.start_mark)
+                    None, None, f"duplicate key '{key_node.value}'", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -203,14 +214,18 @@ class _StrictLoader(_LOADER_BASE):  # type: ignore[misc]
         val = float(super().construct_yaml_float(node))
         if not math.isfinite(val):
             raise yaml.constructor.ConstructorError(
-                None, None, f"'{node.value}' is not a finite number", node.start_mark)
+                None, None, f"'{node.value}' is not a finite number", node.start_mark
+            )
         return val
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         if len(str(node.value).lstrip("+-")) > MAX_INT_DIGITS:
             raise yaml.constructor.ConstructorError(
-                None, None, f"an integer of more than {MAX_INT_DIGITS} digits is too large",
-                node.start_mark)
+                None,
+                None,
+                f"an integer of more than {MAX_INT_DIGITS} digits is too large",
+                node.start_mark,
+            )
         return int(super().construct_yaml_int(node))
 
 
@@ -220,7 +235,8 @@ class _NoAliasLoader(_StrictLoader):
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         if node in self.constructed_objects or node in self.recursive_objects:
             raise yaml.constructor.ConstructorError(
-                None, None, "anchors and aliases (*name) are not accepted", node.start_mark)
+                None, None, "anchors and aliases (*name) are not accepted", node.start_mark
+            )
         return super().construct_object(node, deep=deep)
 
 
@@ -258,7 +274,7 @@ def read_yaml(path: str | Path, kind: str, field: str) -> Any:
 
 
 def csv_rows(path: str | Path, kind: str, field: str) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, row) of a CSV file with a header; short or long rows and bad quoting are errors."""
+    """(line number, row) of a CSV file with a header; short/long rows and bad quotes are errors."""
     text = read_text(path, kind, field)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     where = f"{field}: {path}" if field else str(path)
@@ -270,8 +286,10 @@ def csv_rows(path: str | Path, kind: str, field: str) -> Iterator[tuple[int, dic
             if not row:
                 continue
             if len(row) != len(header):
-                raise PlannerInputError(f"{where}:{reader.line_num}", f"has {len(row)} cells, "
-                                        f"the header has {len(header)}")
+                raise PlannerInputError(
+                    f"{where}:{reader.line_num}",
+                    f"has {len(row)} cells, the header has {len(header)}",
+                )
             yield reader.line_num, dict(zip(header, row, strict=True))
     except csv.Error as exc:
         raise PlannerInputError(f"{where}:{reader.line_num}", f"bad CSV ({exc})") from None
@@ -326,13 +344,17 @@ def require_columns(df: pd.DataFrame, cols: Iterable[str], where: str) -> None:
     """Refuse a table (of another layout) that lacks any of ``cols``, naming them."""
     missing = sorted(set(cols) - set(df.columns))
     if missing:
-        raise PlannerInputError(where, f"lacks column(s) {', '.join(missing)}: not the expected layout")
+        raise PlannerInputError(
+            where, f"lacks column(s) {', '.join(missing)}: not the expected layout"
+        )
 
 
-def numeric_columns(df: pd.DataFrame, ranges: dict[str, tuple[float, float]], where: str) -> pd.DataFrame:
-    """``df`` with the columns of ``ranges`` as floats; a cell that holds text, a non-finite number or a
-    value outside its ``(lo, hi)`` is an error naming ``where:line: column``. Empty cells stay NaN
-    (the layouts use them for "not given"); line numbers count the header as line 1."""
+def numeric_columns(
+    df: pd.DataFrame, ranges: dict[str, tuple[float, float]], where: str
+) -> pd.DataFrame:
+    """``df`` with the columns of ``ranges`` as floats; a cell that holds text, a non-finite number
+    or a value outside its ``(lo, hi)`` is an error naming ``where:line: column``. Empty cells stay
+    NaN (the layouts use them for "not given"); line numbers count the header as line 1."""
     import numpy as np
     import pandas as pd
 
@@ -346,7 +368,10 @@ def numeric_columns(df: pd.DataFrame, ranges: dict[str, tuple[float, float]], wh
             bad = (num.isna() & raw.notna()) | (num.notna() & ~((num >= lo) & (num <= hi)))
         if bad.any():
             i = int(np.argmax(bad.to_numpy()))
-            raise PlannerInputError(f"{where}:{i + 2}: {col}", f"must be a number in [{_bound(lo)}, "
-                                    f"{_bound(hi)}], got {_short(raw.iloc[i])}")
+            allowed = f"[{_bound(lo)}, {_bound(hi)}]"
+            raise PlannerInputError(
+                f"{where}:{i + 2}: {col}",
+                f"must be a number in {allowed}, got {_short(raw.iloc[i])}",
+            )
         out[col] = num
     return out

@@ -105,7 +105,9 @@ def _check_raw(df: pd.DataFrame, path: Path, kind: str) -> None:
             bad |= ~np.isfinite(num) | (num <= 0)
         if bad.any():
             i = int(bad.argmax())
-            raise PlannerInputError("kernel table", f"{path} row {i + 2}: bad '{col}' value {plain(vals.iloc[i])!r}")
+            value = plain(vals.iloc[i])
+            raise PlannerInputError("kernel table",
+                                    f"{path} row {i + 2}: bad '{col}' value {value!r}")
 
 
 def _dtype(series: pd.Series) -> pd.Series:
@@ -163,8 +165,8 @@ def convert(df: pd.DataFrame, path: Path, gpu: str | None, result: Imported) -> 
         if op == "comm":
             part = part.assign(link=gpus[part.index].map(_link_of))
         part = part.assign(latency_s=lat[part.index], kernel_source=df.get("kernel_source", kind),
-                           source=_source(df, path)[part.index], gpu=gpus[part.index], file=path.name,
-                           line=part.index + 2)  # CSV line of the input row, for messages
+                           source=_source(df, path)[part.index], gpu=gpus[part.index],
+                           file=path.name, line=part.index + 2)  # input CSV line, for messages
         known = part.notna().all(axis=1)
         result.skip(f"{path.name}: dtype or collective not modelled", int((~known).sum()))
         for g, rows in part[known].groupby("gpu", sort=True):

@@ -72,8 +72,8 @@ class KernelDB:
     @classmethod
     def for_gpu(cls, spec: GpuSpec, data_dir: Path | None = None,
                 fitted_dir: Path | None = None) -> KernelDB:
-        """The tables and fit of ``spec`` (the user's data folder first, then the bundled ones, unless
-        folders are given); cached per GPU and folders."""
+        """The tables and fit of ``spec`` (the user's data folder first, then the bundled ones,
+        unless folders are given); cached per GPU and folders."""
         data_dir = data_dir or paths.tables_root(spec.key)
         fitted_dir = fitted_dir or paths.fitted_root(spec.key)
         key = (spec.model_dump_json(), str(data_dir), str(fitted_dir))

@@ -31,7 +31,7 @@ GPU_KEY_PATTERN: Final[str] = r"[a-z0-9][a-z0-9_.-]{0,63}"
 
 
 def check_gpu_key(key: str, field: str = "--gpu") -> str:
-    """``key`` when it is safe as one path part (``GPU_KEY_PATTERN``); a PlannerInputError otherwise."""
+    """``key`` when it is safe as one path part (``GPU_KEY_PATTERN``); else a PlannerInputError."""
     from hardware.errors import PlannerInputError
 
     if not re.fullmatch(GPU_KEY_PATTERN, key) or ".." in key:
@@ -41,7 +41,8 @@ def check_gpu_key(key: str, field: str = "--gpu") -> str:
 
 
 def user_data_dir() -> Path:
-    """Per-user data folder: $PLANNER_DATA_DIR, else $XDG_DATA_HOME or ~/.local/share, /llm-serving-planner."""
+    """Per-user data folder: $PLANNER_DATA_DIR, else llm-serving-planner in $XDG_DATA_HOME or
+    ~/.local/share."""
     explicit = os.environ.get("PLANNER_DATA_DIR")
     if explicit:
         return Path(explicit).expanduser()

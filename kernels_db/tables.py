@@ -70,7 +70,8 @@ def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> 
     bad = ~np.isfinite(lat) | (lat <= 0)
     if bad.any():
         i = int(bad.argmax())
-        raise _row_error(source, int(lines[i]), f"latency_s must be a positive number, got {plain(df[LATENCY_COLUMN].iloc[i])}")
+        got = plain(df[LATENCY_COLUMN].iloc[i])
+        raise _row_error(source, int(lines[i]), f"latency_s must be a positive number, got {got}")
     for col in OP_KEYS[op]:
         if col in STRING_COLUMNS:
             continue
@@ -78,11 +79,14 @@ def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> 
         bad = ~np.isfinite(vals) | (vals < 0) | (vals != np.round(vals))
         if bad.any():
             i = int(bad.argmax())
-            raise _row_error(source, int(lines[i]), f"'{col}' must be a non-negative integer, got {plain(df[col].iloc[i])}")
+            got = plain(df[col].iloc[i])
+            raise _row_error(source, int(lines[i]),
+                             f"'{col}' must be a non-negative integer, got {got}")
     dup = df.duplicated(subset=list(OP_KEYS[op]), keep="first").to_numpy()
     if dup.any():
         i = int(dup.argmax())
-        raise _row_error(source, int(lines[i]), f"duplicate key {tuple(plain(v) for v in df[list(OP_KEYS[op])].iloc[i])}")
+        key = tuple(plain(v) for v in df[list(OP_KEYS[op])].iloc[i])
+        raise _row_error(source, int(lines[i]), f"duplicate key {key}")
 
 
 def table_from_frame(df: pd.DataFrame, op: str, gpu: str, source: str) -> KernelTable:

@@ -67,11 +67,14 @@ class Estimate(BaseModel):
     provenance: dict[str, str] = Field(description="Op or constant -> where its number came from.")
     provenance_mix: dict[str, float] = Field(default_factory=dict, description="Share of the decode-worker step's kernel time per provenance "
                                              "(measured / interpolated / fitted / roofline_uncalibrated).")
-    saturated: bool = Field(default=False, description="Open loop: the offered rate exceeds what the deployment "
-                            "can serve (queues grow without bound; TTFT/TPOT are not finite).")
-    offered_requests_per_s: float | None = Field(default=None, description="Open loop: the offered arrival rate, requests/s.")
-    capacity_requests_per_s: float | None = Field(default=None, description="Open loop, saturated: the highest "
-                                                  "arrival rate the deployment sustains, requests/s (3 significant figures).")
+    saturated: bool = Field(
+        default=False, description="Open loop: the offered rate exceeds what the deployment can "
+        "serve (queues grow without bound; TTFT/TPOT not finite).")
+    offered_requests_per_s: float | None = Field(
+        default=None, description="Open loop: the offered arrival rate, requests/s.")
+    capacity_requests_per_s: float | None = Field(
+        default=None, description="Open loop, saturated: the highest arrival rate the deployment "
+        "sustains, requests/s (3 significant figures).")
 
 
 def _pct(mean: np.ndarray, p50: np.ndarray, p90: np.ndarray, p99: np.ndarray) -> Percentiles:
@@ -143,11 +146,12 @@ def estimate(
     capacity = None
     if r.infeasible_reason[0] == REASONS.index("saturated") and wl.rate_per_s is not None:
         capacity = saturation_capacity(m, gpu, c, wl, backend, main.gpu_memory_utilization)
-        at_cap = evaluate_batch(m, gpu, c, wl.model_copy(update={"rate_per_s": capacity}), backend=backend,
-                                gpu_memory_utilization=main.gpu_memory_utilization)
-        r = replace(at_cap, ttft_mean_s=r.ttft_mean_s, ttft_p50_s=r.ttft_p50_s, ttft_p90_s=r.ttft_p90_s,
-                    ttft_p99_s=r.ttft_p99_s, tpot_mean_s=r.tpot_mean_s, tpot_p50_s=r.tpot_p50_s,
-                    tpot_p90_s=r.tpot_p90_s, tpot_p99_s=r.tpot_p99_s)
+        at_cap = evaluate_batch(m, gpu, c, wl.model_copy(update={"rate_per_s": capacity}),
+                                backend=backend, gpu_memory_utilization=main.gpu_memory_utilization)
+        # throughput at capacity; latencies stay those of the offered load (not finite)
+        r = replace(at_cap, ttft_mean_s=r.ttft_mean_s, ttft_p50_s=r.ttft_p50_s,
+                    ttft_p90_s=r.ttft_p90_s, ttft_p99_s=r.ttft_p99_s, tpot_mean_s=r.tpot_mean_s,
+                    tpot_p50_s=r.tpot_p50_s, tpot_p90_s=r.tpot_p90_s, tpot_p99_s=r.tpot_p99_s)
     shares, prov, pmix = _breakdown(m, gpu, main, backend, float(r.decode_batch[0]), wl.isl.mean + wl.osl.mean / 2)
     return Estimate(
         model=m.name, gpu=gpu.name, backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
@@ -157,12 +161,13 @@ def estimate(
         requests_per_s=float(r.requests_per_s[0]), decode_batch=float(r.decode_batch[0]),
         prefill_utilization=float(r.prefill_utilization[0]), kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
         step_breakdown=shares, memory=mem, prefill_memory=pmem, provenance=prov, provenance_mix=pmix,
-        saturated=capacity is not None, offered_requests_per_s=wl.rate_per_s, capacity_requests_per_s=capacity,
+        saturated=capacity is not None, offered_requests_per_s=wl.rate_per_s,
+        capacity_requests_per_s=capacity,
     )
 
 
 SATURATION_STEPS = 40
-"""Bisection steps of ``saturation_capacity`` (geometric: the rate is found to 3 significant figures)."""
+"""Bisection steps of ``saturation_capacity`` (geometric: the rate to 3 significant figures)."""
 
 
 def saturation_capacity(m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, wl: Workload, backend: str,

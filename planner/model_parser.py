@@ -72,9 +72,10 @@ def _check_types(cfg: dict[str, Any]) -> None:
         raise PlannerInputError("config.json: quantization_config",
                                 f"must be an object (quant_method, ...), got {type(q).__name__}")
     types = cfg.get("layer_types")
-    if types is not None and not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
-        raise PlannerInputError("config.json: layer_types",
-                                "must be a list of strings (full_attention, sliding_attention, ...)")
+    if types is not None and not (isinstance(types, list)
+                                  and all(isinstance(t, str) for t in types)):
+        raise PlannerInputError("config.json: layer_types", "must be a list of strings "
+                                "(full_attention, sliding_attention, ...)")
 
 
 def text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -113,7 +114,8 @@ def _moe_dims(cfg: dict[str, Any], model_type: str) -> MoeDims:
     experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
     inter_key = "intermediate_size" if model_type in {"mixtral", "gpt_oss", "minimax_m2", "llama4_text"} else "moe_intermediate_size"
     shared = _opt_int(cfg, "n_shared_experts")
-    shared_inter = _opt_int(cfg, "shared_expert_intermediate_size") or _opt_int(cfg, "shared_intermediate_size")
+    shared_inter = (_opt_int(cfg, "shared_expert_intermediate_size")
+                    or _opt_int(cfg, "shared_intermediate_size"))
     if model_type == "llama4_text":
         shared = 1
         shared_inter = _int(cfg, "intermediate_size")
@@ -158,7 +160,8 @@ def _attention_layers(cfg: dict[str, Any], model_type: str, n: int) -> list[tupl
         chunk = _opt_int(cfg, "attention_chunk_size", MAX_POSITIONS)
         nope = _int_list(cfg, "no_rope_layers")
         if nope and len(nope) < n:
-            raise PlannerInputError("config.json: no_rope_layers", f"has {len(nope)} entries, expected {n}")
+            raise PlannerInputError("config.json: no_rope_layers",
+                                    f"has {len(nope)} entries, expected {n}")
         # Llama-4: every 4th layer is global NoPE attention, the others attend within chunks.
         global_layer = [bool(nope[i]) is False for i in range(n)] if nope else [(i + 1) % 4 == 0 for i in range(n)]
         return [("gqa", 0) if g else ("gqa", chunk) for g in global_layer]
@@ -246,8 +249,10 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "") -> ModelS
         mla=mla,
         moe=_moe_dims(cfg, model_type) if any(moe_flags) else None,
         linear_attn=_linear_dims(cfg) if any(a == "linear" for a, _ in attn) else None,
-        max_position_embeddings=_int(cfg, "max_position_embeddings", default=4096, maximum=MAX_POSITIONS),
+        max_position_embeddings=_int(cfg, "max_position_embeddings", default=4096,
+                                     maximum=MAX_POSITIONS),
         weight_dtype=checkpoint_weight_dtype(cfg),
-        mtp_layers=_opt_int(cfg, "num_nextn_predict_layers", MAX_LAYERS) or _opt_int(cfg, "mtp_num_hidden_layers", MAX_LAYERS),
+        mtp_layers=(_opt_int(cfg, "num_nextn_predict_layers", MAX_LAYERS)
+                    or _opt_int(cfg, "mtp_num_hidden_layers", MAX_LAYERS)),
         notes=tuple(notes),
     )

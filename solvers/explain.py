@@ -67,7 +67,8 @@ def infeasible_budget(rate: float, best_rate: float, gpus_needed: int | None, ma
         f"achievable is {best_rate:.3g} requests/s{need}", binding_constraint="GPU budget")
 
 
-def infeasible_throughput(rate: float, capacity: float, max_gpus: int, where: str) -> InfeasibleError:
+def infeasible_throughput(rate: float, capacity: float, max_gpus: int,
+                          where: str) -> InfeasibleError:
     """The error for 'every deployment in the budget saturates at this rate': compute binds."""
     if capacity > 0:
         closest = (f"the closest achievable is {capacity:.3g} requests/s at full batch, SLOs aside "

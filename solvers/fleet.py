@@ -49,7 +49,8 @@ class GpuPool(BaseModel):
     model_config = _FROZEN
     gpu: str
     available: int = Field(ge=0, le=100_000, description="GPUs of this type that can be rented.")
-    price_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e6, description="Default: the GPU spec's price.")
+    price_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e6,
+                                             description="Default: the GPU spec's price.")
 
 
 class FleetSpec(BaseModel):

@@ -136,7 +136,8 @@ def _saturation_rate(ev: Evaluated) -> float:
         w, reps = b.workers, b.replicas.astype(float)
         clients = (w.max_num_seqs * w.dp * SATURATION_CLIENTS_PER_SLOT + 1.0) * reps
         load = Load(ev.req.isl, ev.req.osl, concurrency=1, backend=ev.req.backend)
-        res = evaluate(ev.model, b.gpu, load, w.mem_frac, **w.columns(), concurrency=clients, workers=reps)
+        res = evaluate(ev.model, b.gpu, load, w.mem_frac, **w.columns(), concurrency=clients,
+                       workers=reps)
         ok = (res.gpus <= ev.req.max_gpus) & np.isfinite(res.requests_per_s) & res.feasible
         best = max(best, float(np.max(res.requests_per_s, where=ok, initial=0.0)))
     return best

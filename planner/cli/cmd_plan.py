@@ -30,18 +30,23 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--isl", type=token_count, required=True, help="input tokens per request")
     p.add_argument("--osl", type=token_count, required=True, help="output tokens per request")
     load = p.add_mutually_exclusive_group()
-    load.add_argument("--rate", type=request_rate, default=None, help="requests/s to serve (open loop)")
-    load.add_argument("--concurrency", type=client_count, default=None, help="concurrent clients (closed loop)")
+    load.add_argument("--rate", type=request_rate, default=None,
+                      help="requests/s to serve (open loop)")
+    load.add_argument("--concurrency", type=client_count, default=None,
+                      help="concurrent clients (closed loop)")
     p.add_argument("--ttft-ms", type=slo_ms, required=True, help="TTFT SLO (ms)")
     p.add_argument("--tpot-ms", type=slo_ms, required=True, help="TPOT SLO (ms)")
     p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
     p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
     p.add_argument("--backend", default="vllm", help="engine calibration and emitted configs: vllm, sglang, trtllm")
-    p.add_argument("--price-per-gpu-hour", type=float_in(0, 1e6, lo_open=True), default=None, help="override $/GPU-hour")
+    p.add_argument("--price-per-gpu-hour", type=float_in(0, 1e6, lo_open=True), default=None,
+                   help="override $/GPU-hour")
     p.add_argument("--objective", choices=("throughput-per-gpu", "cost", "gpus"), default="throughput-per-gpu")
-    p.add_argument("--weight-quant", action="append", default=[], choices=("bf16", "fp8", "fp4", "int4"),
+    p.add_argument("--weight-quant", action="append", default=[],
+                   choices=("bf16", "fp8", "fp4", "int4"),
                    help="also allow this weight dtype (may repeat)")
-    p.add_argument("--node-gpus", type=shard_size, default=None, help="count GPUs in whole nodes of this size")
+    p.add_argument("--node-gpus", type=shard_size, default=None,
+                   help="count GPUs in whole nodes of this size")
     p.add_argument("--out", default=None, metavar="DIR", help="write plan.json and engine configs here")
     add_format(p)
     p.set_defaults(func=cmd_plan)
@@ -51,10 +56,13 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     add_format(f)
     f.set_defaults(func=cmd_fleet)
 
-    v = groups["validate"].add_parser("decisions", help="is our top pick the measured best (or within 5%%)?")
+    v = groups["validate"].add_parser("decisions",
+                                      help="is our top pick the measured best (or within 5%%)?")
     v.add_argument("--data", default=None, help="silicon_measured.csv (default ../shared/validation/e2e/...)")
-    v.add_argument("--ttft-ms", type=slo_ms, default=None, help="stated TTFT SLO (default from solvers.decisions)")
-    v.add_argument("--tpot-ms", type=slo_ms, default=None, help="stated TPOT SLO (default from solvers.decisions)")
+    v.add_argument("--ttft-ms", type=slo_ms, default=None,
+                   help="stated TTFT SLO (default from solvers.decisions)")
+    v.add_argument("--tpot-ms", type=slo_ms, default=None,
+                   help="stated TPOT SLO (default from solvers.decisions)")
     add_format(v)
     v.set_defaults(func=cmd_decisions)
 

@@ -31,7 +31,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 UPLOAD_LIMIT_MB = 256
-"""Streamlit's cap on one upload (each uploader applies its own, smaller cap: config.json 4 MB...)."""
+"""Streamlit's cap on one upload, MB (each uploader has its own smaller cap: config.json 4 MB)."""
 
 
 def streamlit_settings() -> list[str]:

@@ -15,7 +15,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 """Bad input or an infeasible request: one line on stderr naming the flag or file:line: field."""
 EXIT_SATURATED = 3
-"""``estimate``: the offered load exceeds the deployment's capacity (the answer says by how much)."""
+"""``estimate``: the offered load exceeds the deployment's capacity (the answer says how much)."""
 
 
 def int_in(lo: int, hi: int) -> Callable[[str], int]:

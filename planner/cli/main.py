@@ -1,4 +1,5 @@
-"""``planner`` command line: parses arguments; exit 0 (answer), 2 (bad input or infeasible), 3 (saturated)."""
+"""``planner`` command line: parses arguments; exit code 0 (answer), 2 (bad input or infeasible),
+3 (saturated)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0
-    except OSError as exc:  # an output path that cannot be written (not a folder, no permission, disk full)
+    except OSError as exc:  # an output that cannot be written (not a folder, no permission, full)
         where = f"{exc.filename}: " if exc.filename else ""
         sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
         return EXIT_BAD_INPUT

@@ -48,8 +48,9 @@ def parse_plan(data: Any) -> PlanFile:
     for role in ("agg", "prefill", "decode"):
         worker = getattr(dep, role)
         if worker is not None and worker.workers > MAX_EMIT_REPLICAS:
-            raise PlannerInputError(f"plan.best.deployment.{role}.workers", f"at most {MAX_EMIT_REPLICAS:,} "
-                                    f"replicas per role can be emitted, got {worker.workers:,}")
+            raise PlannerInputError(f"plan.best.deployment.{role}.workers",
+                                    f"at most {MAX_EMIT_REPLICAS:,} replicas per role can be "
+                                    f"emitted, got {worker.workers:,}")
     if plan.workload.concurrency is None and plan.workload.rate is None:
         raise PlannerInputError("plan.workload", "needs a concurrency or a rate to benchmark")
     return plan

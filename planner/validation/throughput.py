@@ -95,8 +95,8 @@ def _predict(row: pd.Series) -> float:
     return per_gpu if row["metric"] == "output_tok_s_per_gpu" else per_gpu * tp * pp
 
 
-REQUIRED_COLUMNS = ("framework_version", "concurrency_or_rate", "metric", "model", "gpu", "precision",
-                    "tp", "pp", "isl", "osl", "value")
+REQUIRED_COLUMNS = ("framework_version", "concurrency_or_rate", "metric", "model", "gpu",
+                    "precision", "tp", "pp", "isl", "osl", "value")
 
 
 def validate_throughput(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
@@ -123,8 +123,9 @@ def validate_throughput(path: Path, predictions_out: Path | None = None, progres
     out = pd.DataFrame(preds)
     if predictions_out is not None:
         out.to_csv(predictions_out, index=False)
+    by_cols = ("gpu", "model", "framework_version")
     groups = [] if out.empty else [_group("overall", "all", out)] + [
-        _group(by, str(k), s) for by in ("gpu", "model", "framework_version") for k, s in out.groupby(by)]
+        _group(by, str(k), s) for by in by_cols for k, s in out.groupby(by)]
     return {"rows": int(len(df)), "modelled": int(len(out)), "skipped": skipped, "groups": groups}
 
 

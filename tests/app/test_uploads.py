@@ -11,11 +11,15 @@ from solvers.fleet import FleetSpec, GpuPool, WorkloadClass
 
 
 def _spec(model: str) -> FleetSpec:
-    cls = WorkloadClass(name="chat", model=model, rate_per_s=1, isl=100, osl=10, ttft_ms=1000, tpot_ms=50)
+    cls = WorkloadClass(
+        name="chat", model=model, rate_per_s=1, isl=100, osl=10, ttft_ms=1000, tpot_ms=50
+    )
     return FleetSpec(classes=(cls,), gpus=(GpuPool(gpu="h200_sxm", available=8),))
 
 
-@pytest.mark.parametrize("model", ["/etc/passwd", "../../secret/config.json", "/tmp/other/config.json"])
+@pytest.mark.parametrize(
+    "model", ["/etc/passwd", "../../secret/config.json", "/tmp/other/config.json"]
+)
 def test_server_paths_are_refused(model: str) -> None:
     with pytest.raises(PlannerInputError, match=r"classes\[0\]\.model"):
         check_fleet_models(_spec(model), uploaded={"/tmp/planner-ui-configs-x/abc/config.json"})

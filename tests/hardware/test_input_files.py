@@ -30,36 +30,47 @@ def _err(fn: object, *args: object) -> str:
     return text
 
 
-@pytest.mark.parametrize("text, why", [
-    ('{"a": Infinity}', "Infinity is not a finite number"),
-    ('{"a": -Infinity}', "Infinity is not a finite number"),
-    ('{"a": NaN}', "NaN is not a finite number"),
-    ('{"a": 1e400}', "1e400 overflows a float"),
-    ('{"a": ' + "9" * 400 + "}", "400 digits is too large"),
-    ("[" * 100_000 + "]" * 100_000, f"nested more than {MAX_NESTING} levels"),
-    ("[" * (MAX_NESTING + 2) + "]" * (MAX_NESTING + 2), f"nested more than {MAX_NESTING} levels"),
-    ('{"a": 1,\n"b": }', "line 2: not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('{"a": Infinity}', "Infinity is not a finite number"),
+        ('{"a": -Infinity}', "Infinity is not a finite number"),
+        ('{"a": NaN}', "NaN is not a finite number"),
+        ('{"a": 1e400}', "1e400 overflows a float"),
+        ('{"a": ' + "9" * 400 + "}", "400 digits is too large"),
+        ("[" * 100_000 + "]" * 100_000, f"nested more than {MAX_NESTING} levels"),
+        (
+            "[" * (MAX_NESTING + 2) + "]" * (MAX_NESTING + 2),
+            f"nested more than {MAX_NESTING} levels",
+        ),
+        ('{"a": 1,\n"b": }', "line 2: not valid JSON"),
+    ],
+)
 def test_json_refuses_what_is_not_finite_or_too_deep(text: str, why: str) -> None:
     assert why in _err(parse_json, text, "config.json")
 
 
 def test_json_keeps_ordinary_numbers() -> None:
     assert parse_json('{"a": [1, 2.5, -3e5], "b": 123456789012345678}', "x") == {
-        "a": [1, 2.5, -3e5], "b": 123456789012345678}
+        "a": [1, 2.5, -3e5],
+        "b": 123456789012345678,
+    }
 
 
-@pytest.mark.parametrize("text, why", [
-    ("a: 1\na: 2\n", "line 2: duplicate key 'a'"),
-    ("a:\n  b: 1\n  b: 2\n", "line 3: duplicate key 'b'"),
-    ("memory_bytes: .inf\n", "'.inf' is not a finite number"),
-    ("hbm: -.Inf\n", "is not a finite number"),
-    ("x: .nan\n", "is not a finite number"),
-    ("x: 1.0e+400\n", "is not a finite number"),
-    ("x: " + "9" * 40 + "\n", "too large"),
-    ("x: &a [1, 2]\ny: *a\n", "aliases"),
-    ("[" * 5000 + "]" * 5000, "nesting depth"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("a: 1\na: 2\n", "line 2: duplicate key 'a'"),
+        ("a:\n  b: 1\n  b: 2\n", "line 3: duplicate key 'b'"),
+        ("memory_bytes: .inf\n", "'.inf' is not a finite number"),
+        ("hbm: -.Inf\n", "is not a finite number"),
+        ("x: .nan\n", "is not a finite number"),
+        ("x: 1.0e+400\n", "is not a finite number"),
+        ("x: " + "9" * 40 + "\n", "too large"),
+        ("x: &a [1, 2]\ny: *a\n", "aliases"),
+        ("[" * 5000 + "]" * 5000, "nesting depth"),
+    ],
+)
 def test_yaml_refuses_duplicates_aliases_and_non_finite(text: str, why: str) -> None:
     assert why in _err(parse_yaml, text, "spec.yaml")
 
@@ -104,23 +115,37 @@ def test_csv_rows_name_short_rows_and_bad_quotes(tmp_path: Path) -> None:
     assert "empty file" in _err(lambda: list(csv_rows(empty, "trace CSV", "--trace")))
 
 
-@pytest.mark.parametrize("content, why", [
-    (b"", "empty file"),
-    (b'a,b\n"1,2\n', "bad CSV"),
-    (b"a,b\n1,\xff\n", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"", "empty file"),
+        (b'a,b\n"1,2\n', "bad CSV"),
+        (b"a,b\n1,\xff\n", "not UTF-8"),
+    ],
+)
 def test_read_csv_errors_are_one_line(tmp_path: Path, content: bytes, why: str) -> None:
     path = tmp_path / "m.csv"
     path.write_bytes(content)
     assert why in _err(read_csv, path, "measurement CSV", "--data")
 
 
-@pytest.mark.parametrize("value, why", [
-    (float("inf"), "got inf"), (float("nan"), "got nan"), ("abc", "got 'abc'"), (True, "got True"),
-    (0, "got 0"), (1001, "got 1001"), (2.5, "got 2.5"), (10**400, "got 1000"),
-])
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        (float("inf"), "got inf"),
+        (float("nan"), "got nan"),
+        ("abc", "got 'abc'"),
+        (True, "got True"),
+        (0, "got 0"),
+        (1001, "got 1001"),
+        (2.5, "got 2.5"),
+        (10**400, "got 1000"),
+    ],
+)
 def test_check_number_names_field_and_range(value: object, why: str) -> None:
-    text = _err(lambda: check_number(value, "config.json: num_hidden_layers", 1, 1000, integer=True))
+    text = _err(
+        lambda: check_number(value, "config.json: num_hidden_layers", 1, 1000, integer=True)
+    )
     assert text.startswith("config.json: num_hidden_layers: must be an integer in [1, 1,000]")
     assert why in text
 
@@ -136,8 +161,12 @@ def test_ten_thousand_gpu_specs_load(tmp_path: Path) -> None:
 
     from hardware.catalog import all_gpus
 
-    text = (Path(__file__).resolve().parents[2] / "hardware" / "specs" / "h200_sxm.yaml").read_text()
-    text = text.replace("aliases: [H200, H200-SXM, H200 SXM 141GB, NVIDIA H200, HGX H200]", "aliases: []")
+    text = (
+        Path(__file__).resolve().parents[2] / "hardware" / "specs" / "h200_sxm.yaml"
+    ).read_text()
+    text = text.replace(
+        "aliases: [H200, H200-SXM, H200 SXM 141GB, NVIDIA H200, HGX H200]", "aliases: []"
+    )
     for i in range(10_000):
         spec = text.replace("key: h200_sxm", f"key: g{i}").replace("name: H200-SXM", f"name: G{i}")
         (tmp_path / f"g{i}.yaml").write_text(spec)

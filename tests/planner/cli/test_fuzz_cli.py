@@ -37,12 +37,69 @@ CASES = int(os.environ.get("PLANNER_FUZZ_CASES", "520"))
 CASE_TIMEOUT_S = 90.0
 """A case still running after this is a hang (generous: the CI machine may be loaded)."""
 ALLOWED_EXIT = (0, 2, 3)
-HOSTILE = ("0", "-1", "-5", "1", "2", "7", "1e9", "1e400", "nan", "inf", "-inf", "", "abc", "9" * 30,
-           "1.5", "0.5", "1000001", "é", "../../x", "/dev/zero", "--", "-3.2e-7", "65536")
-HOSTILE_JSON = ("Infinity", "-Infinity", "NaN", "1e400", "-1", "0", "1e30", "9" * 40, '"x"', "true",
-                "null", "[]", "{}", "0.5", "3", "1e5")
-HOSTILE_YAML = (".inf", "-.inf", ".nan", "1.0e+400", "-1", "0", "1e30", "9" * 40, "x", "true", "null",
-                "[]", "{}", "0.5", "&a 1", "*a", "3", "1e5")
+HOSTILE = (
+    "0",
+    "-1",
+    "-5",
+    "1",
+    "2",
+    "7",
+    "1e9",
+    "1e400",
+    "nan",
+    "inf",
+    "-inf",
+    "",
+    "abc",
+    "9" * 30,
+    "1.5",
+    "0.5",
+    "1000001",
+    "é",
+    "../../x",
+    "/dev/zero",
+    "--",
+    "-3.2e-7",
+    "65536",
+)
+HOSTILE_JSON = (
+    "Infinity",
+    "-Infinity",
+    "NaN",
+    "1e400",
+    "-1",
+    "0",
+    "1e30",
+    "9" * 40,
+    '"x"',
+    "true",
+    "null",
+    "[]",
+    "{}",
+    "0.5",
+    "3",
+    "1e5",
+)
+HOSTILE_YAML = (
+    ".inf",
+    "-.inf",
+    ".nan",
+    "1.0e+400",
+    "-1",
+    "0",
+    "1e30",
+    "9" * 40,
+    "x",
+    "true",
+    "null",
+    "[]",
+    "{}",
+    "0.5",
+    "&a 1",
+    "*a",
+    "3",
+    "1e5",
+)
 MUTATIONS = (0, 0, 0, 1, 1, 2, 3)
 """How many mutations a case applies to a file or to the flags (weighted towards few: enough cases
 must get past the first check to reach the model, the solvers and the writers)."""
@@ -76,27 +133,55 @@ gpus:
   - {gpu: h200_sxm, available: 4}
 """
 TRACE = b"isl,osl\n500,100\n800,50\n300,200\n"
-AIC_GEMM = (b"source_path,gemm_dtype,m,n,k,latency\n"
-            b"x,bfloat16,64,4096,4096,0.02\nx,bfloat16,128,4096,4096,0.03\nx,bfloat16,256,4096,4096,0.05\n")
-OUR_GEMM = (b"m,n,k,dtype,latency_s\n64,4096,4096,bf16,2e-05\n128,4096,4096,bf16,3e-05\n"
-            b"256,4096,4096,bf16,5e-05\n512,4096,4096,bf16,9e-05\n")
-E2E = (b"id,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,silicon_ttft_ms,"
-       b"silicon_tpot_ms\n"
-       b"a,vllm,llama-3.1-8b,h200_sxm,bf16,agg,1000,200,8,1,1,50,10\n"
-       b"b,vllm,llama-3.1-8b,h200_sxm,bf16,agg,1000,200,16,1,1,60,12\n"
-       b"c,vllm,llama-3.1-8b,h200_sxm,bf16,agg,1000,200,32,2,1,40,9\n")
-THROUGHPUT = (b"framework_version,concurrency_or_rate,metric,model,gpu,precision,tp,pp,isl,osl,value\n"
-              b"0.14.0,max-throughput,output_tok_s_total,LLaMA v3.1 8B,H200-SXM-141GB,FP8,1,1,1000,1000,"
-              b"20000\n")
+AIC_GEMM = (
+    b"source_path,gemm_dtype,m,n,k,latency\n"
+    b"x,bfloat16,64,4096,4096,0.02\nx,bfloat16,128,4096,4096,0.03\nx,bfloat16,256,4096,4096,0.05\n"
+)
+OUR_GEMM = (
+    b"m,n,k,dtype,latency_s\n64,4096,4096,bf16,2e-05\n128,4096,4096,bf16,3e-05\n"
+    b"256,4096,4096,bf16,5e-05\n512,4096,4096,bf16,9e-05\n"
+)
+E2E = (
+    b"id,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,silicon_ttft_ms,"
+    b"silicon_tpot_ms\n"
+    b"a,vllm,llama-3.1-8b,h200_sxm,bf16,agg,1000,200,8,1,1,50,10\n"
+    b"b,vllm,llama-3.1-8b,h200_sxm,bf16,agg,1000,200,16,1,1,60,12\n"
+    b"c,vllm,llama-3.1-8b,h200_sxm,bf16,agg,1000,200,32,2,1,40,9\n"
+)
+THROUGHPUT = (
+    b"framework_version,concurrency_or_rate,metric,model,gpu,precision,tp,pp,isl,osl,value\n"
+    b"0.14.0,max-throughput,output_tok_s_total,LLaMA v3.1 8B,H200-SXM-141GB,FP8,1,1,1000,1000,"
+    b"20000\n"
+)
 
 
 @pytest.fixture(scope="module")
 def plan_json() -> bytes:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        rc = main(["plan", "--model", "llama-3.1-8b", "--gpu", "h200", "--max-gpus", "2", "--isl", "1000",
-                   "--osl", "200", "--ttft-ms", "3000", "--tpot-ms", "60", "--concurrency", "8",
-                   "--format", "json"])
+        rc = main(
+            [
+                "plan",
+                "--model",
+                "llama-3.1-8b",
+                "--gpu",
+                "h200",
+                "--max-gpus",
+                "2",
+                "--isl",
+                "1000",
+                "--osl",
+                "200",
+                "--ttft-ms",
+                "3000",
+                "--tpot-ms",
+                "60",
+                "--concurrency",
+                "8",
+                "--format",
+                "json",
+            ]
+        )
     assert rc == 0
     return out.getvalue().encode()
 
@@ -104,22 +189,34 @@ def plan_json() -> bytes:
 def _mutate_file(draw: Callable[..., Any], data: bytes, hostile: tuple[str, ...]) -> bytes:
     """Apply up to three mutations (or none) to ``data``."""
     for _ in range(draw(st.sampled_from(MUTATIONS))):
-        op = draw(st.sampled_from(("number", "number", "insert", "drop_line", "dup_line", "truncate",
-                                   "non_utf8", "empty")))
+        op = draw(
+            st.sampled_from(
+                (
+                    "number",
+                    "number",
+                    "insert",
+                    "drop_line",
+                    "dup_line",
+                    "truncate",
+                    "non_utf8",
+                    "empty",
+                )
+            )
+        )
         nums = list(NUMBER.finditer(data))
         if op == "number" and nums:
             m = nums[draw(st.integers(0, len(nums) - 1))]
-            data = data[:m.start()] + draw(st.sampled_from(hostile)).encode() + data[m.end():]
+            data = data[: m.start()] + draw(st.sampled_from(hostile)).encode() + data[m.end() :]
         elif op == "insert":
             at = draw(st.integers(0, len(data)))
             data = data[:at] + draw(st.binary(max_size=12)) + data[at:]
         elif op in ("drop_line", "dup_line"):
             lines = data.split(b"\n")
             i = draw(st.integers(0, len(lines) - 1))
-            lines[i:i + 1] = [] if op == "drop_line" else [lines[i], lines[i]]
+            lines[i : i + 1] = [] if op == "drop_line" else [lines[i], lines[i]]
             data = b"\n".join(lines)
         elif op == "truncate":
-            data = data[:draw(st.integers(0, len(data)))]
+            data = data[: draw(st.integers(0, len(data)))]
         elif op == "non_utf8":
             at = draw(st.integers(0, len(data)))
             data = data[:at] + b"\xff\xfe" + data[at:]
@@ -143,10 +240,24 @@ class Case:
     def model(self) -> str:
         kind = self.draw(st.sampled_from(("bundled", "bundled", "dense", "moe")))
         if kind == "bundled":
-            return self.draw(st.sampled_from(("llama-3.1-8b", "llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3",
-                                              "gpt-oss-20b", "qwen3.5-397b-a17b", "nope")))
-        return self.file(f"{kind}/config.json", _config_text() if kind == "dense" else _moe_config_text(),
-                         HOSTILE_JSON)
+            return self.draw(
+                st.sampled_from(
+                    (
+                        "llama-3.1-8b",
+                        "llama-3.1-8b",
+                        "qwen3-30b-a3b",
+                        "deepseek-v3",
+                        "gpt-oss-20b",
+                        "qwen3.5-397b-a17b",
+                        "nope",
+                    )
+                )
+            )
+        return self.file(
+            f"{kind}/config.json",
+            _config_text() if kind == "dense" else _moe_config_text(),
+            HOSTILE_JSON,
+        )
 
     def hw(self) -> list[str]:
         if not self.draw(st.booleans()):
@@ -155,8 +266,22 @@ class Case:
         return ["--hardware-dir", str(self.tmp / "hw")]
 
     def gpu(self) -> str:
-        return self.draw(st.sampled_from(("h200", "h200", "h100_sxm", "b200", "a100", "l40s", "mi300x", "gb200",
-                                          "fuzz_gpu", "x")))
+        return self.draw(
+            st.sampled_from(
+                (
+                    "h200",
+                    "h200",
+                    "h100_sxm",
+                    "b200",
+                    "a100",
+                    "l40s",
+                    "mi300x",
+                    "gb200",
+                    "fuzz_gpu",
+                    "x",
+                )
+            )
+        )
 
 
 def _base(case: Case, command: str) -> list[str]:
@@ -168,54 +293,174 @@ def _base(case: Case, command: str) -> list[str]:
     if command == "models":
         return ["models", "--format", "json"]
     if command == "memory":
-        return ["memory", "--model", case.model(), "--gpu", case.gpu(), *case.hw(), "--tp", "2", *wl]
+        return [
+            "memory",
+            "--model",
+            case.model(),
+            "--gpu",
+            case.gpu(),
+            *case.hw(),
+            "--tp",
+            "2",
+            *wl,
+        ]
     if command == "kernel":
-        op = d(st.sampled_from((["--op", "gemm", "--m", "64", "--n", "4096", "--k", "4096"],
-                                ["--op", "attention_decode", "--batch", "8", "--kv-len", "2048", "--heads", "32",
-                                 "--kv-heads", "8"],
-                                ["--op", "comm", "--n-gpus", "4", "--bytes", "1e6"])))
+        op = d(
+            st.sampled_from(
+                (
+                    ["--op", "gemm", "--m", "64", "--n", "4096", "--k", "4096"],
+                    [
+                        "--op",
+                        "attention_decode",
+                        "--batch",
+                        "8",
+                        "--kv-len",
+                        "2048",
+                        "--heads",
+                        "32",
+                        "--kv-heads",
+                        "8",
+                    ],
+                    ["--op", "comm", "--n-gpus", "4", "--bytes", "1e6"],
+                )
+            )
+        )
         return ["kernel", "--gpu", case.gpu(), *op]
     if command in ("estimate", "simulate"):
-        mode = d(st.sampled_from(([], ["--mode", "disagg", "--prefill-workers", "1", "--decode-workers", "2"])))
+        mode = d(
+            st.sampled_from(
+                ([], ["--mode", "disagg", "--prefill-workers", "1", "--decode-workers", "2"])
+            )
+        )
         extra = ["--requests", "60"] if command == "simulate" else []
         trace = ["--trace", case.file("trace.csv", TRACE, HOSTILE)] if d(st.booleans()) else []
-        return [command, "--model", case.model(), "--gpu", case.gpu(), *wl, *load, *mode, *extra, *trace,
-                "--format", "json"]
+        return [
+            command,
+            "--model",
+            case.model(),
+            "--gpu",
+            case.gpu(),
+            *wl,
+            *load,
+            *mode,
+            *extra,
+            *trace,
+            "--format",
+            "json",
+        ]
     if command == "plan":
-        return ["plan", "--model", case.model(), "--gpu", case.gpu(), *case.hw(), "--max-gpus", "4", *wl,
-                "--ttft-ms", "3000", "--tpot-ms", "60", *load[:1], load[1] if load[1] != "1e6" else "50"]
+        return [
+            "plan",
+            "--model",
+            case.model(),
+            "--gpu",
+            case.gpu(),
+            *case.hw(),
+            "--max-gpus",
+            "4",
+            *wl,
+            "--ttft-ms",
+            "3000",
+            "--tpot-ms",
+            "60",
+            *load[:1],
+            load[1] if load[1] != "1e6" else "50",
+        ]
     if command == "fleet":
         return ["fleet", "--spec", case.file("fleet.yaml", FLEET, HOSTILE_YAML), "--format", "json"]
     if command == "emit":
-        return ["emit", "--plan", case.file("plan.json", case.plan, HOSTILE_JSON), "--backend",
-                d(st.sampled_from(("vllm", "sglang", "trtllm"))), "--out", str(t / "emit")]
+        return [
+            "emit",
+            "--plan",
+            case.file("plan.json", case.plan, HOSTILE_JSON),
+            "--backend",
+            d(st.sampled_from(("vllm", "sglang", "trtllm"))),
+            "--out",
+            str(t / "emit"),
+        ]
     if command == "report":
-        return ["report", "--plan", case.file("plan.json", case.plan, HOSTILE_JSON),
-                d(st.sampled_from(("--csv", "--html", "--xlsx"))), str(t / "report.out")]
+        return [
+            "report",
+            "--plan",
+            case.file("plan.json", case.plan, HOSTILE_JSON),
+            d(st.sampled_from(("--csv", "--html", "--xlsx"))),
+            str(t / "report.out"),
+        ]
     if command in ("validate e2e", "validate decisions"):
         return [*command.split(), "--data", case.file("e2e.csv", E2E, HOSTILE), "--format", "json"]
     if command == "validate throughput":
-        return ["validate", "throughput", "--data", case.file("tp.csv", THROUGHPUT, HOSTILE), "--format", "json"]
+        return [
+            "validate",
+            "throughput",
+            "--data",
+            case.file("tp.csv", THROUGHPUT, HOSTILE),
+            "--format",
+            "json",
+        ]
     if command in ("validate kernels", "calibrate fit"):
         case.file("tables/gemm.csv", OUR_GEMM, HOSTILE)
         case.file("tables/meta.yaml", b"gpu: h100_sxm\n", HOSTILE_YAML)
         if command == "validate kernels":
             return ["validate", "kernels", "--data", str(t / "tables"), "--format", "json"]
-        return ["calibrate", "fit", "--gpu", "h100", "--tables", str(t / "tables"), "--out", str(t / "fit")]
+        return [
+            "calibrate",
+            "fit",
+            "--gpu",
+            "h100",
+            "--tables",
+            str(t / "tables"),
+            "--out",
+            str(t / "fit"),
+        ]
     if command == "kernels import":
         src = case.file("aic/gemm_perf.csv", AIC_GEMM, HOSTILE)
-        return ["kernels", "import", "--format", "aiconfigurator", d(st.sampled_from((src, str(t / "aic")))),
-                "--gpu", d(st.sampled_from(("h100", "h200_sxm", "newgpu"))), "--out", str(t / "kout")]
+        return [
+            "kernels",
+            "import",
+            "--format",
+            "aiconfigurator",
+            d(st.sampled_from((src, str(t / "aic")))),
+            "--gpu",
+            d(st.sampled_from(("h100", "h200_sxm", "newgpu"))),
+            "--out",
+            str(t / "kout"),
+        ]
     if command == "calibrate run":  # hostile --ops only: a valid op list would start a benchmark
-        return ["calibrate", "run", "--gpu", "cpu", "--quick", "--ops", d(st.sampled_from(("bogus", "x;y", "é"))),
-                "--out", str(t / "run")]
+        return [
+            "calibrate",
+            "run",
+            "--gpu",
+            "cpu",
+            "--quick",
+            "--ops",
+            d(st.sampled_from(("bogus", "x;y", "é"))),
+            "--out",
+            str(t / "run"),
+        ]
     assert command == "ui"
     return ["ui", "--port", "8600"]
 
 
-COMMANDS = ("gpus", "models", "memory", "kernel", "estimate", "simulate", "plan", "fleet", "emit", "report",
-            "validate e2e", "validate decisions", "validate throughput", "validate kernels", "calibrate fit",
-            "kernels import", "calibrate run", "ui")
+COMMANDS = (
+    "gpus",
+    "models",
+    "memory",
+    "kernel",
+    "estimate",
+    "simulate",
+    "plan",
+    "fleet",
+    "emit",
+    "report",
+    "validate e2e",
+    "validate decisions",
+    "validate throughput",
+    "validate kernels",
+    "calibrate fit",
+    "kernels import",
+    "calibrate run",
+    "ui",
+)
 PROTECTED = {"calibrate run": ("--ops",), "plan": ("--max-gpus",)}
 """Flags whose values the mutator leaves alone (a valid --ops list would start real benchmarks; plan
 search budgets are issue 18's; --max-gpus is still bounded by the argparse type, tested elsewhere)."""
@@ -223,7 +468,9 @@ search budgets are issue 18's; --max-gpus is still bounded by the argparse type,
 
 def _mutate_flags(draw: Callable[..., Any], command: str, argv: list[str]) -> list[str]:
     argv = list(argv)
-    flags = [i for i, a in enumerate(argv) if a.startswith("--") and a not in PROTECTED.get(command, ())]
+    flags = [
+        i for i, a in enumerate(argv) if a.startswith("--") and a not in PROTECTED.get(command, ())
+    ]
     for _ in range(draw(st.sampled_from(MUTATIONS))):
         op = draw(st.sampled_from(("value", "value", "drop", "add", "junk")))
         if op == "value" and flags:
@@ -233,15 +480,40 @@ def _mutate_flags(draw: Callable[..., Any], command: str, argv: list[str]) -> li
         elif op == "drop" and flags:
             i = draw(st.sampled_from(flags))
             has_value = i + 1 < len(argv) and not argv[i + 1].startswith("--")
-            del argv[i:i + 2 if has_value else i + 1]
-            flags = [j for j, a in enumerate(argv) if a.startswith("--")
-                     and a not in PROTECTED.get(command, ())]
+            del argv[i : i + 2 if has_value else i + 1]
+            flags = [
+                j
+                for j, a in enumerate(argv)
+                if a.startswith("--") and a not in PROTECTED.get(command, ())
+            ]
         elif op == "add":
-            argv += [draw(st.sampled_from(("--tp", "--pp", "--ep", "--dp", "--isl", "--osl", "--concurrency",
-                                           "--max-num-seqs", "--gpu-memory-utilization", "--prefix-hit",
-                                           "--spec-draft-len", "--bench-requests", "--arrival-cv", "--seed",
-                                           "--kv-dtype", "--weight-quant", "--percentile", "--objective"))),
-                     draw(st.sampled_from(HOSTILE))]
+            argv += [
+                draw(
+                    st.sampled_from(
+                        (
+                            "--tp",
+                            "--pp",
+                            "--ep",
+                            "--dp",
+                            "--isl",
+                            "--osl",
+                            "--concurrency",
+                            "--max-num-seqs",
+                            "--gpu-memory-utilization",
+                            "--prefix-hit",
+                            "--spec-draft-len",
+                            "--bench-requests",
+                            "--arrival-cv",
+                            "--seed",
+                            "--kv-dtype",
+                            "--weight-quant",
+                            "--percentile",
+                            "--objective",
+                        )
+                    )
+                ),
+                draw(st.sampled_from(HOSTILE)),
+            ]
         elif op == "junk":
             argv.insert(draw(st.integers(1, len(argv))), draw(st.sampled_from(HOSTILE)))
     return argv
@@ -265,12 +537,22 @@ def _run(argv: list[str]) -> tuple[int | None, BaseException | None, float]:
     return box.get("rc"), box.get("exc"), time.perf_counter() - start
 
 
-@settings(max_examples=CASES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=CASES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(data=st.data())
 def test_fuzz_cli(data: st.DataObject, plan_json: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cmd_ui.subprocess, "call", lambda cmd: 0)  # `planner ui` must not start a server
+    monkeypatch.setattr(
+        cmd_ui.subprocess, "call", lambda cmd: 0
+    )  # `planner ui` must not start a server
     command = data.draw(st.sampled_from(COMMANDS), label="command")
     with tempfile.TemporaryDirectory(prefix="planner-fuzz-") as tmp:
         case = Case(data.draw, Path(tmp), plan_json)
