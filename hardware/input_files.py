@@ -42,7 +42,6 @@ SIZE_CAPS: Final[dict[str, int]] = {
     "measurement CSV": 1024 * MIB,
     "kernel CSV": 1024 * MIB,
     "results archive": 256 * MIB,
-    "package data": 16 * MIB,
 }
 """Largest file accepted per kind, bytes (stated in the README)."""
 MAX_NESTING: Final[int] = 64
