@@ -35,7 +35,7 @@ bench: $(STAMP_DEV)
 	$(PY) -m tests.bench
 
 ui: $(STAMP_RUN)
-	$(VENV)/bin/streamlit run app/main.py --server.address 127.0.0.1 --server.port 8501 --server.headless true
+	$(VENV)/bin/planner ui
 
 clean:
 	rm -rf $(VENV) build *.egg-info

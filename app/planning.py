@@ -8,7 +8,9 @@ path, so a new upload never meets a cached old one).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +19,12 @@ from typing import Any
 import streamlit as st
 
 from app.inputs import ModelChoice, SloChoice
+from hardware.errors import PlannerInputError
 from planner.emitters import ENGINES
 from planner.emitters.capabilities import shape_rules
+from planner.models import bundled_models, find_bundled
 from planner.workload import LengthSpec
+from solvers.fleet import FleetSpec
 from solvers.plan import PlanRequest, plan
 
 MODES = ("auto", "agg", "disagg")
@@ -47,7 +52,13 @@ class PlanInputs:
 
 @st.cache_resource(show_spinner=False)
 def _upload_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="planner-ui-configs-"))
+    folder = Path(tempfile.mkdtemp(prefix="planner-ui-configs-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # uploads do not outlive the server
+    return folder
+
+
+UPLOADED_KEY = "uploaded_model_paths"
+"""Session state: paths of the config.json files uploaded in this session (Fleet page models)."""
 
 
 def model_ref(choice: ModelChoice) -> str:
@@ -60,7 +71,20 @@ def model_ref(choice: ModelChoice) -> str:
     path = folder / Path(choice.ref).name
     if not path.exists():
         path.write_text(choice.raw_text)
+    st.session_state.setdefault(UPLOADED_KEY, set()).add(str(path))
     return str(path)
+
+
+def check_fleet_models(spec: FleetSpec, uploaded: set[str]) -> FleetSpec:
+    """``spec`` when every class names a bundled model or a config.json uploaded in this session
+    (``uploaded``): a fleet YAML must not make the server read a file of its own disk."""
+    for i, c in enumerate(spec.classes):
+        if find_bundled(c.model) is None and c.model not in uploaded:
+            raise PlannerInputError(f"fleet YAML: classes[{i}].model",
+                                    f"'{c.model[:80]}' is not a bundled model (choose one of "
+                                    f"{', '.join(sorted(bundled_models()))}) or a config.json "
+                                    "uploaded on the Plan page")
+    return spec
 
 
 def planned_lengths(isl: LengthSpec, osl: LengthSpec) -> tuple[int, int]:

@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import key_line, parse_yaml, read_text
 from hardware.spec import GpuSpec
 
 SPECS_DIR = Path(__file__).with_name("specs")
@@ -22,22 +22,11 @@ def normalize(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """One line: what is wrong and on which line (PyYAML's own text spans several lines)."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        return f"invalid YAML at line {exc.problem_mark.line + 1}: {exc.problem or exc.context}"
-    return f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-
-
 def load_spec_file(path: Path) -> GpuSpec:
     """Parse one YAML spec; errors name the file and the field."""
     where = f"hardware file {path}"
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise PlannerInputError(where, f"cannot read: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise PlannerInputError(where, _yaml_problem(exc)) from exc
+    text = read_text(path, "GPU YAML", "hardware file")
+    raw = parse_yaml(text, where)
     if not isinstance(raw, dict):
         raise PlannerInputError(where, "must hold a mapping of GPU fields (name, key, memory_bytes, ...)")
     try:
@@ -46,7 +35,8 @@ def load_spec_file(path: Path) -> GpuSpec:
         locs = [".".join(str(p) for p in e["loc"]) or "spec" for e in exc.errors()]
         msg = exc.errors()[0]["msg"].removeprefix("Value error, ")
         more = f" (also bad: {', '.join(locs[1:])})" if len(locs) > 1 else ""
-        raise PlannerInputError(f"{where}: {locs[0]}", f"{msg}{more}") from exc
+        line = key_line(text, str(exc.errors()[0]["loc"][0])) if exc.errors()[0]["loc"] else 1
+        raise PlannerInputError(f"{where}:{line}: {locs[0]}", f"{msg}{more}") from None
 
 
 def _spec_files(folder: Path) -> list[Path]:

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import read_csv
+from kernels_db.tables import plain
 
 MS_TO_S: Final[float] = 1e-3
 DTYPE_NAMES: Final[dict[str, str]] = {
@@ -103,7 +105,9 @@ def _check_raw(df: pd.DataFrame, path: Path, kind: str) -> None:
             bad |= ~np.isfinite(num) | (num <= 0)
         if bad.any():
             i = int(bad.argmax())
-            raise PlannerInputError("kernel table", f"{path} row {i + 2}: bad '{col}' value {vals.iloc[i]!r}")
+            value = plain(vals.iloc[i])
+            raise PlannerInputError("kernel table",
+                                    f"{path} row {i + 2}: bad '{col}' value {value!r}")
 
 
 def _dtype(series: pd.Series) -> pd.Series:
@@ -161,7 +165,8 @@ def convert(df: pd.DataFrame, path: Path, gpu: str | None, result: Imported) -> 
         if op == "comm":
             part = part.assign(link=gpus[part.index].map(_link_of))
         part = part.assign(latency_s=lat[part.index], kernel_source=df.get("kernel_source", kind),
-                           source=_source(df, path)[part.index], gpu=gpus[part.index], file=path.name)
+                           source=_source(df, path)[part.index], gpu=gpus[part.index],
+                           file=path.name, line=part.index + 2)  # input CSV line, for messages
         known = part.notna().all(axis=1)
         result.skip(f"{path.name}: dtype or collective not modelled", int((~known).sum()))
         for g, rows in part[known].groupby("gpu", sort=True):
@@ -192,7 +197,7 @@ def merged(result: Imported) -> dict[tuple[str, str], pd.DataFrame]:
 
 def read_file(path: Path, gpu: str | None, result: Imported) -> bool:
     """Convert ``path`` into ``result`` if it is an AIConfigurator table; False otherwise."""
-    df = pd.read_csv(path, low_memory=False)
+    df = read_csv(path, "kernel CSV", "kernel table", low_memory=False)
     if detect_kind(df.columns) is None:
         return False
     convert(df, path, gpu, result)

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import read_yaml
 from kernels_db import paths
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -169,6 +170,6 @@ def load(gpu_key: str, fitted_dir: Path = paths.FITTED_DIR) -> FittedGpu | None:
     if not path.is_file():
         return None
     try:
-        return FittedGpu.model_validate(yaml.safe_load(path.read_text()))
+        return FittedGpu.model_validate(read_yaml(path, "GPU YAML", "fitted"))
     except (yaml.YAMLError, ValidationError) as exc:
         raise PlannerInputError("fitted", f"{path}: {exc}".splitlines()[0]) from exc

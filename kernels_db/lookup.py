@@ -74,9 +74,12 @@ class KernelDB:
     _comm_prm: dict[tuple[str, int, str], tuple[fitted.CommParams, int]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def for_gpu(cls, spec: GpuSpec, data_dir: Path = paths.DATA_DIR,
-                fitted_dir: Path = paths.FITTED_DIR) -> KernelDB:
-        """The bundled (or given) tables and fit of ``spec``; cached per GPU and folders."""
+    def for_gpu(cls, spec: GpuSpec, data_dir: Path | None = None,
+                fitted_dir: Path | None = None) -> KernelDB:
+        """The tables and fit of ``spec`` (the user's data folder first, then the bundled ones,
+        unless folders are given); cached per GPU and folders."""
+        data_dir = data_dir or paths.tables_root(spec.key)
+        fitted_dir = fitted_dir or paths.fitted_root(spec.key)
         key = (spec.model_dump_json(), str(data_dir), str(fitted_dir))
         db = _CACHE.get(key)
         if db is None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import yaml
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import read_csv, read_yaml
 from kernels_db import paths
 from kernels_db.schema import LATENCY_COLUMN, OP_FAMILIES, OP_KEYS, STRING_COLUMNS, columns
 
@@ -54,8 +56,12 @@ def _row_error(source: str, line: int, message: str) -> PlannerInputError:
     return PlannerInputError("kernel table", f"{source} row {line}: {message}")
 
 
-def _check_values(df: pd.DataFrame, op: str, source: str) -> None:
-    lines = np.arange(len(df)) + 2  # header is line 1
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (messages show 5, not np.int64(5))."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> None:
     for col in columns(op):
         bad = df[col].isna().to_numpy()
         if bad.any():
@@ -64,7 +70,8 @@ def _check_values(df: pd.DataFrame, op: str, source: str) -> None:
     bad = ~np.isfinite(lat) | (lat <= 0)
     if bad.any():
         i = int(bad.argmax())
-        raise _row_error(source, int(lines[i]), f"latency_s must be a positive number, got {df[LATENCY_COLUMN].iloc[i]}")
+        got = plain(df[LATENCY_COLUMN].iloc[i])
+        raise _row_error(source, int(lines[i]), f"latency_s must be a positive number, got {got}")
     for col in OP_KEYS[op]:
         if col in STRING_COLUMNS:
             continue
@@ -72,11 +79,14 @@ def _check_values(df: pd.DataFrame, op: str, source: str) -> None:
         bad = ~np.isfinite(vals) | (vals < 0) | (vals != np.round(vals))
         if bad.any():
             i = int(bad.argmax())
-            raise _row_error(source, int(lines[i]), f"'{col}' must be a non-negative integer, got {df[col].iloc[i]}")
+            got = plain(df[col].iloc[i])
+            raise _row_error(source, int(lines[i]),
+                             f"'{col}' must be a non-negative integer, got {got}")
     dup = df.duplicated(subset=list(OP_KEYS[op]), keep="first").to_numpy()
     if dup.any():
         i = int(dup.argmax())
-        raise _row_error(source, int(lines[i]), f"duplicate key {tuple(df[list(OP_KEYS[op])].iloc[i])}")
+        key = tuple(plain(v) for v in df[list(OP_KEYS[op])].iloc[i])
+        raise _row_error(source, int(lines[i]), f"duplicate key {key}")
 
 
 def table_from_frame(df: pd.DataFrame, op: str, gpu: str, source: str) -> KernelTable:
@@ -86,21 +96,20 @@ def table_from_frame(df: pd.DataFrame, op: str, gpu: str, source: str) -> Kernel
     missing = [c for c in columns(op) if c not in df.columns]
     if missing:
         raise PlannerInputError("kernel table", f"{source}: missing column(s) {', '.join(missing)} (row 1)")
-    _check_values(df, op, source)
+    # an imported frame carries the CSV line of each input row; a table read as is, its position
+    lines = df["line"].to_numpy() if "line" in df.columns else np.arange(len(df)) + 2
+    _check_values(df, op, source, lines)
     keys = {
         c: (df[c].astype(str).to_numpy(dtype=object) if c in STRING_COLUMNS else df[c].to_numpy(dtype=np.int64))
         for c in OP_KEYS[op]
     }
     lat = df[LATENCY_COLUMN].to_numpy(dtype=float)
-    return KernelTable(op, gpu, keys, lat, source, np.arange(len(df)) + 2)
+    return KernelTable(op, gpu, keys, lat, source, lines)
 
 
 def read_table(path: Path, gpu: str) -> KernelTable:
     """Read ``<op>.csv`` in our schema."""
-    try:
-        df = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise PlannerInputError("kernel table", f"cannot read {path}: {exc}".splitlines()[0]) from exc
+    df = read_csv(path, "kernel CSV", "kernel table")
     return table_from_frame(df, path.stem, gpu, str(path))
 
 
@@ -108,7 +117,7 @@ def is_our_table(path: Path) -> bool:
     """True when ``path`` is named after an op family and has that family's columns."""
     if path.stem not in OP_FAMILIES:
         return False
-    head = pd.read_csv(path, nrows=0).columns
+    head = read_csv(path, "kernel CSV", "kernel table", nrows=0).columns
     return all(c in head for c in OP_KEYS[path.stem])
 
 
@@ -137,7 +146,7 @@ def read_meta(folder: Path) -> dict[str, str]:
     path = folder / paths.META_FILE
     if not path.is_file():
         return {}
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = read_yaml(path, "GPU YAML", "kernel table") or {}
     if not isinstance(raw, dict):
         raise PlannerInputError("kernel table", f"{path} must hold a mapping")
     return {str(k): str(v) for k, v in raw.items()}

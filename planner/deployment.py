@@ -17,10 +17,11 @@ class Parallelism(BaseModel):
     """How one engine instance (worker) is split over GPUs."""
 
     model_config = _FROZEN
-    tp: int = Field(default=1, ge=1, description="Tensor parallel size.")
-    pp: int = Field(default=1, ge=1, description="Pipeline parallel size.")
-    dp: int = Field(default=1, ge=1, description="Attention data-parallel ranks inside the worker (DP-attention).")
-    ep: int = Field(default=1, ge=1, description="Expert parallel size for MoE layers.")
+    tp: int = Field(default=1, ge=1, le=1024, description="Tensor parallel size.")
+    pp: int = Field(default=1, ge=1, le=1024, description="Pipeline parallel size.")
+    dp: int = Field(default=1, ge=1, le=100_000,
+                    description="Attention data-parallel ranks inside the worker (DP-attention).")
+    ep: int = Field(default=1, ge=1, le=100_000, description="Expert parallel size for MoE layers.")
 
     @property
     def gpus(self) -> int:
@@ -33,12 +34,14 @@ class WorkerConfig(BaseModel):
 
     model_config = _FROZEN
     parallel: Parallelism = Parallelism()
-    max_num_seqs: int = Field(default=256, ge=1, description="Max running requests per worker.")
-    max_num_batched_tokens: int = Field(default=8192, ge=16, description="Token budget per step (chunk size).")
+    max_num_seqs: int = Field(default=256, ge=1, le=10_000_000,
+                              description="Max running requests per worker.")
+    max_num_batched_tokens: int = Field(default=8192, ge=16, le=10_000_000,
+                                        description="Token budget per step (chunk size).")
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Fraction of memory the engine may use.")
     kv_dtype: KvDtype = "bf16"
     weight_quant: WeightQuant = "bf16"
-    workers: int = Field(default=1, ge=1, description="Replicas of this worker.")
+    workers: int = Field(default=1, ge=1, le=100_000, description="Replicas of this worker.")
 
 
 class Deployment(BaseModel):
@@ -57,8 +60,10 @@ class Deployment(BaseModel):
     agg: WorkerConfig | None = Field(default=None, description="Aggregated worker (mode agg).")
     prefill: WorkerConfig | None = Field(default=None, description="Prefill role (mode disagg).")
     decode: WorkerConfig | None = Field(default=None, description="Decode role (mode disagg).")
-    max_model_len: int = Field(default=8192, ge=16, description="Longest ISL+OSL the engine must accept.")
-    cuda_graph_max_batch: int = Field(default=256, ge=1, description="Largest batch captured in CUDA graphs.")
+    max_model_len: int = Field(default=8192, ge=16, le=1_000_000_000,
+                               description="Longest ISL+OSL the engine must accept.")
+    cuda_graph_max_batch: int = Field(default=256, ge=1, le=10_000_000,
+                                      description="Largest batch captured in CUDA graphs.")
 
     @property
     def total_gpus(self) -> int:

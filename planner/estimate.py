@@ -7,6 +7,8 @@ sweeps agree), then prices the steady-state step once more with provenance for t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +16,7 @@ from hardware.errors import InfeasibleError
 from hardware.spec import GpuSpec
 from planner.batch_eval import (
     KV_DTYPES,
+    REASONS,
     WEIGHT_QUANTS,
     CandidateArrays,
     evaluate_batch,
@@ -66,6 +69,14 @@ class Estimate(BaseModel):
     provenance: dict[str, str] = Field(description="Op or constant -> where its number came from.")
     provenance_mix: dict[str, float] = Field(default_factory=dict, description="Share of the decode-worker step's kernel time per provenance "
                                              "(measured / interpolated / fitted / roofline_uncalibrated).")
+    saturated: bool = Field(
+        default=False, description="Open loop: the offered rate exceeds what the deployment can "
+        "serve (queues grow without bound; TTFT/TPOT not finite).")
+    offered_requests_per_s: float | None = Field(
+        default=None, description="Open loop: the offered arrival rate, requests/s.")
+    capacity_requests_per_s: float | None = Field(
+        default=None, description="Open loop, saturated: the highest arrival rate the deployment "
+        "sustains, requests/s (3 significant figures).")
 
 
 def _pct(mean: np.ndarray, p50: np.ndarray, p90: np.ndarray, p99: np.ndarray) -> Percentiles:
@@ -134,6 +145,15 @@ def estimate(
     r = evaluate_batch(m, gpu, c, wl, backend=backend, gpu_memory_utilization=main.gpu_memory_utilization)
     if r.infeasible_reason[0] == 1:
         raise InfeasibleError("memory", f"{m.name} leaves no room for one sequence of KV on {gpu.name}", binding_constraint="memory")
+    capacity = None
+    if r.infeasible_reason[0] == REASONS.index("saturated") and wl.rate_per_s is not None:
+        capacity = saturation_capacity(m, gpu, c, wl, backend, main.gpu_memory_utilization)
+        at_cap = evaluate_batch(m, gpu, c, wl.model_copy(update={"rate_per_s": capacity}),
+                                backend=backend, gpu_memory_utilization=main.gpu_memory_utilization)
+        # throughput at capacity; latencies stay those of the offered load (not finite)
+        r = replace(at_cap, ttft_mean_s=r.ttft_mean_s, ttft_p50_s=r.ttft_p50_s,
+                    ttft_p90_s=r.ttft_p90_s, ttft_p99_s=r.ttft_p99_s, tpot_mean_s=r.tpot_mean_s,
+                    tpot_p50_s=r.tpot_p50_s, tpot_p90_s=r.tpot_p90_s, tpot_p99_s=r.tpot_p99_s)
     shares, prov, pmix = _breakdown(m, gpu, main, backend, float(r.decode_batch[0]), wl.isl.mean + wl.osl.mean / 2)
     return Estimate(
         model=m.name, model_id=m.hf_id, checkpoint_quant=m.quant.weight_format, gpu=gpu.name,
@@ -144,4 +164,33 @@ def estimate(
         requests_per_s=float(r.requests_per_s[0]), decode_batch=float(r.decode_batch[0]),
         prefill_utilization=float(r.prefill_utilization[0]), kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
         step_breakdown=shares, memory=mem, prefill_memory=pmem, provenance=prov, provenance_mix=pmix,
+        saturated=capacity is not None, offered_requests_per_s=wl.rate_per_s,
+        capacity_requests_per_s=capacity,
     )
+
+
+SATURATION_STEPS = 40
+"""Bisection steps of ``saturation_capacity`` (geometric: the rate to 3 significant figures)."""
+
+
+def saturation_capacity(m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, wl: Workload, backend: str,
+                        util: float) -> float:
+    """The highest open-loop arrival rate (requests/s, below ``wl.rate_per_s``) at which the serving
+    model of candidate ``c`` is not saturated, by geometric bisection on the model itself."""
+    def saturated(rate: float) -> bool:
+        r = evaluate_batch(m, gpu, c, wl.model_copy(update={"rate_per_s": rate}), backend=backend,
+                           gpu_memory_utilization=util)
+        return bool(r.infeasible_reason[0] == REASONS.index("saturated"))
+
+    hi = float(wl.rate_per_s or 0.0)
+    lo = hi
+    while lo > 1e-9 and saturated(lo):
+        hi, lo = lo, lo / 8
+    if lo <= 1e-9:
+        return 0.0
+    for _ in range(SATURATION_STEPS):
+        if hi / lo < 1.0005:
+            break
+        mid = float(np.sqrt(lo * hi))
+        lo, hi = (lo, mid) if saturated(mid) else (mid, hi)
+    return float(f"{lo:.3g}") if not saturated(float(f"{lo:.3g}")) else lo

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import check_number
 from planner.model_spec import LayerSpec, LinearAttnDims, MlaDims, ModelSpec, MoeDims
 from planner.quantization import read_quantization
 
@@ -51,13 +52,47 @@ def _get(cfg: dict[str, Any], *keys: str, default: Any = None, required: bool = 
     return default
 
 
-def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, minimum: int = 1) -> int:
+MAX_LAYERS = 1_000
+"""Most decoder layers accepted (the deepest public LLMs have ~130)."""
+MAX_DIM = 10_000_000
+"""Largest width, head count, vocabulary or expert count accepted from a config.json."""
+MAX_POSITIONS = 1_000_000_000
+"""Largest ``max_position_embeddings`` accepted (public models stay under 2^24)."""
+
+
+def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, minimum: int = 1,
+         maximum: int = MAX_DIM) -> int:
     val = _get(cfg, *keys, default=default)
-    if isinstance(val, bool) or not isinstance(val, int | float) or int(val) != val:
-        raise PlannerInputError(f"config.json: {keys[0]}", f"must be an integer, got {val!r}")
-    if int(val) < minimum:
-        raise PlannerInputError(f"config.json: {keys[0]}", f"must be >= {minimum}, got {val}")
-    return int(val)
+    return int(check_number(val, f"config.json: {keys[0]}", minimum, maximum, integer=True))
+
+
+def _opt_int(cfg: dict[str, Any], key: str, maximum: int = MAX_DIM) -> int:
+    """An optional count (absent, null or 0 -> 0)."""
+    val = cfg.get(key)
+    if val is None or val is False or val == 0:
+        return 0
+    return int(check_number(val, f"config.json: {key}", 0, maximum, integer=True))
+
+
+def _int_list(cfg: dict[str, Any], key: str) -> list[int]:
+    """An optional list of layer indices or flags."""
+    val = cfg.get(key) or []
+    if not isinstance(val, list):
+        raise PlannerInputError(f"config.json: {key}", f"must be a list, got {type(val).__name__}")
+    return [int(check_number(v, f"config.json: {key}", 0, MAX_DIM, integer=True)) for v in val]
+
+
+def _check_types(cfg: dict[str, Any]) -> None:
+    """Fields read as objects or lists must be of that type (a string there is a broken config)."""
+    q = cfg.get("quantization_config")
+    if q is not None and not isinstance(q, dict):
+        raise PlannerInputError("config.json: quantization_config",
+                                f"must be an object (quant_method, ...), got {type(q).__name__}")
+    types = cfg.get("layer_types")
+    if types is not None and not (isinstance(types, list)
+                                  and all(isinstance(t, str) for t in types)):
+        raise PlannerInputError("config.json: layer_types", "must be a list of strings "
+                                "(full_attention, sliding_attention, ...)")
 
 
 def text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -77,8 +112,9 @@ def text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
 def _moe_dims(cfg: dict[str, Any], model_type: str) -> MoeDims:
     experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
     inter_key = "intermediate_size" if model_type in {"mixtral", "gpt_oss", "minimax_m2", "llama4_text"} else "moe_intermediate_size"
-    shared = int(_get(cfg, "n_shared_experts", default=0, required=False) or 0)
-    shared_inter = int(_get(cfg, "shared_expert_intermediate_size", "shared_intermediate_size", default=0, required=False) or 0)
+    shared = _opt_int(cfg, "n_shared_experts")
+    shared_inter = (_opt_int(cfg, "shared_expert_intermediate_size")
+                    or _opt_int(cfg, "shared_intermediate_size"))
     if model_type == "llama4_text":
         shared = 1
         shared_inter = _int(cfg, "intermediate_size")
@@ -98,14 +134,14 @@ def _moe_dims(cfg: dict[str, Any], model_type: str) -> MoeDims:
 def _moe_flags(cfg: dict[str, Any], model_type: str, n: int) -> list[bool]:
     """Which layers carry a MoE FFN."""
     if model_type in MLA_TYPES:
-        first_dense = int(cfg.get("first_k_dense_replace", 0) or 0)
-        freq = int(cfg.get("moe_layer_freq", 1) or 1)
+        first_dense = _opt_int(cfg, "first_k_dense_replace")
+        freq = _opt_int(cfg, "moe_layer_freq") or 1
         return [i >= first_dense and i % freq == 0 for i in range(n)]
     if model_type == "llama4_text":
-        step = int(cfg.get("interleave_moe_layer_step", 1) or 1)
+        step = _opt_int(cfg, "interleave_moe_layer_step") or 1
         return [(i + 1) % step == 0 for i in range(n)]
-    dense_only = set(cfg.get("mlp_only_layers") or [])
-    step = int(cfg.get("decoder_sparse_step", 1) or 1)
+    dense_only = set(_int_list(cfg, "mlp_only_layers"))
+    step = _opt_int(cfg, "decoder_sparse_step") or 1
     return [i not in dense_only and (i + 1) % step == 0 for i in range(n)]
 
 
@@ -120,12 +156,15 @@ def _attention_layers(cfg: dict[str, Any], model_type: str, n: int) -> list[tupl
             types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
         return [("linear", 0) if t == "linear_attention" else ("gqa", 0) for t in types]
     if model_type == "llama4_text":
-        chunk = int(cfg.get("attention_chunk_size", 0) or 0)
-        nope = cfg.get("no_rope_layers")
+        chunk = _opt_int(cfg, "attention_chunk_size", MAX_POSITIONS)
+        nope = _int_list(cfg, "no_rope_layers")
+        if nope and len(nope) < n:
+            raise PlannerInputError("config.json: no_rope_layers",
+                                    f"has {len(nope)} entries, expected {n}")
         # Llama-4: every 4th layer is global NoPE attention, the others attend within chunks.
         global_layer = [bool(nope[i]) is False for i in range(n)] if nope else [(i + 1) % 4 == 0 for i in range(n)]
         return [("gqa", 0) if g else ("gqa", chunk) for g in global_layer]
-    window = int(cfg.get("sliding_window", 0) or 0)
+    window = _opt_int(cfg, "sliding_window", MAX_POSITIONS)
     if types:
         if len(types) != n:
             raise PlannerInputError("config.json: layer_types", f"has {len(types)} entries, expected {n}")
@@ -137,12 +176,12 @@ def _attention_layers(cfg: dict[str, Any], model_type: str, n: int) -> list[tupl
 
 def _mla_dims(cfg: dict[str, Any]) -> MlaDims:
     return MlaDims(
-        q_lora_rank=int(cfg.get("q_lora_rank") or 0),
+        q_lora_rank=_opt_int(cfg, "q_lora_rank"),
         kv_lora_rank=_int(cfg, "kv_lora_rank"),
         qk_nope_head_dim=_int(cfg, "qk_nope_head_dim"),
         qk_rope_head_dim=_int(cfg, "qk_rope_head_dim"),
         v_head_dim=_int(cfg, "v_head_dim"),
-        index_topk=int(cfg.get("index_topk") or 0),
+        index_topk=_opt_int(cfg, "index_topk", MAX_POSITIONS),
     )
 
 
@@ -181,7 +220,8 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "",
             "config.json: model_type",
             f"'{model_type or arch}' ({arch}) is not supported yet; supported: {', '.join(sorted(SUPPORTED_TYPES))}",
         )
-    n = _int(cfg, "num_hidden_layers")
+    _check_types(cfg)
+    n = _int(cfg, "num_hidden_layers", maximum=MAX_LAYERS)
     hidden = _int(cfg, "hidden_size")
     heads = _int(cfg, "num_attention_heads")
     kv_heads = _int(cfg, "num_key_value_heads", default=heads)
@@ -218,9 +258,11 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "",
         mla=mla,
         moe=_moe_dims(cfg, model_type) if any(moe_flags) else None,
         linear_attn=_linear_dims(cfg) if any(a == "linear" for a, _ in attn) else None,
-        max_position_embeddings=_int(cfg, "max_position_embeddings", default=4096),
+        max_position_embeddings=_int(cfg, "max_position_embeddings", default=4096,
+                                     maximum=MAX_POSITIONS),
         weight_dtype=quant.pricing_dtype,
         quant=quant,
-        mtp_layers=int(cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers") or 0),
+        mtp_layers=(_opt_int(cfg, "num_nextn_predict_layers", MAX_LAYERS)
+                    or _opt_int(cfg, "mtp_num_hidden_layers", MAX_LAYERS)),
         notes=tuple(notes),
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import parse_json, read_json
 from planner.model_parser import parse_config
 from planner.model_spec import ModelSpec
 
@@ -88,16 +89,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """Read a config.json; malformed, truncated or oversized files are one-line input errors."""
     if path.is_dir():
         path = path / "config.json"
-    if not path.is_file():
-        raise PlannerInputError("--model", f"{path} does not exist")
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise PlannerInputError("--model", f"{path} is larger than {MAX_CONFIG_BYTES} bytes; not a config.json")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise PlannerInputError("--model", f"{path} is not UTF-8 text") from exc
-    except json.JSONDecodeError as exc:
-        raise PlannerInputError("--model", f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    data = read_json(path, "config.json", "--model")
     if not isinstance(data, dict):
         raise PlannerInputError("--model", f"{path} must hold a JSON object")
     return data
@@ -114,10 +106,7 @@ def parse_config_text(text: str, name: str = "uploaded config", model_id: str = 
     """Parse config.json content given as text (used by the web UI upload)."""
     if len(text.encode()) > MAX_CONFIG_BYTES:
         raise PlannerInputError("config.json", f"larger than {MAX_CONFIG_BYTES} bytes")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlannerInputError("config.json", f"not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    data = parse_json(text, "config.json")
     ident = check_model_id(model_id, "model id") if model_id else ""
     return parse_config(data, name=ident or name, hf_id=ident)
 

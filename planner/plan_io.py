@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import read_json
 
 T = TypeVar("T", bound=BaseModel)
 
 
 def read_plan_json(path: str | Path, field: str = "--plan") -> Any:
     """Decode a plan file; unreadable or non-JSON files are one-line input errors."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise PlannerInputError(field, f"cannot read {path}: {exc.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlannerInputError(field, f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    return read_json(path, "plan.json", field)
 
 
 def validate_plan(data: Any, model: type[T]) -> T:

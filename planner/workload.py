@@ -14,7 +14,6 @@ engine's fitted lockstep share (``burst_fraction``, the unrecorded protocol of t
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Literal
 
@@ -22,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import check_number, csv_rows
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 LengthDist = Literal["fixed", "uniform", "normal", "lognormal"]
@@ -122,17 +122,26 @@ def fixed(isl: int, osl: int, *, concurrency: int | None = None, rate_per_s: flo
 
 def read_trace(path: Path) -> tuple[LengthSpec, LengthSpec]:
     """ISL/OSL from a CSV trace with columns ``isl`` and ``osl`` (one request per row)."""
-    if not path.is_file():
-        raise PlannerInputError("--trace", f"{path} does not exist")
-    with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    if not rows or not {"isl", "osl"} <= set(rows[0]):
+    isl: list[int] = []
+    osl: list[int] = []
+    for line, row in csv_rows(path, "trace CSV", "--trace"):
+        if "isl" not in row or "osl" not in row:
+            raise PlannerInputError("--trace", f"{path} needs a header with columns isl,osl")
+        isl.append(_trace_length(row["isl"], f"--trace {path}:{line}: isl"))
+        osl.append(_trace_length(row["osl"], f"--trace {path}:{line}: osl"))
+    if not isl:
         raise PlannerInputError("--trace", f"{path} needs a header with columns isl,osl and at least one row")
+    return (LengthSpec(mean=float(np.mean(isl)), samples=tuple(isl)),
+            LengthSpec(mean=float(np.mean(osl)), samples=tuple(osl)))
+
+
+MAX_TRACE_TOKENS = 10_000_000
+"""Longest prompt or answer accepted from a trace, tokens."""
+
+
+def _trace_length(cell: str, where: str) -> int:
     try:
-        isl = tuple(int(float(r["isl"])) for r in rows)
-        osl = tuple(int(float(r["osl"])) for r in rows)
-    except ValueError as exc:
-        raise PlannerInputError("--trace", f"{path}: non-numeric isl/osl ({exc})") from exc
-    if min(isl) < 1 or min(osl) < 1:
-        raise PlannerInputError("--trace", f"{path}: lengths must be >= 1")
-    return (LengthSpec(mean=float(np.mean(isl)), samples=isl), LengthSpec(mean=float(np.mean(osl)), samples=osl))
+        val = float(cell)
+    except ValueError:
+        raise PlannerInputError(where, f"must be a number of tokens, got {cell[:40]!r}") from None
+    return round(check_number(val, where, 1, MAX_TRACE_TOKENS))

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import PlannerInputError
-from planner.validation.e2e import predict, prepare
+from hardware.input_files import require_columns
+from planner.validation.e2e import predict, prepare, read_measurements
 
 DEFAULT_TTFT_MS = 3000.0
 """Stated SLO of the check: interactive chat, first token within 3 s ..."""
@@ -40,7 +41,8 @@ def default_data_path() -> Path:
 
 def deployment_gpus(rows: pd.DataFrame) -> np.ndarray:
     """GPUs of each prepared row's deployment (agg: tp·pp·dp; disagg: both roles times their workers)."""
-    c = lambda name: rows[f"c_{name}"].fillna(1.0).to_numpy(dtype=float)  # noqa: E731
+    ones = pd.Series(1.0, index=rows.index)  # a column no prepared row filled (all agg: no workers)
+    c = lambda name: rows.get(f"c_{name}", ones).fillna(1.0).to_numpy(dtype=float)  # noqa: E731
     dec = c("tp") * c("pp") * c("dp") * c("workers")
     pre = c("prefill_tp") * c("prefill_pp") * c("prefill_dp") * c("prefill_workers")
     return np.where(c("mode") == 1, dec + pre, dec)
@@ -69,7 +71,12 @@ def validate_decisions(path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tp
     path = Path(path)
     if not path.is_file():
         raise PlannerInputError("--data", f"{path} does not exist")
-    prep = prepare(pd.read_csv(path))
+    df = read_measurements(path)
+    require_columns(df, GROUP_KEYS, f"--data {path}")
+    prep = prepare(df)
+    if prep.rows.empty:
+        raise PlannerInputError("--data", f"no row of {path} can be modelled "
+                                          f"(skipped: {prep.skipped})")
     rows = predict(prep.rows, progress=False)
     pt, pp = rows["pred_ttft_ms"].to_numpy(dtype=float), rows["pred_tpot_ms"].to_numpy(dtype=float)
     mt, mp = rows["silicon_ttft_ms"].to_numpy(dtype=float), rows["silicon_tpot_ms"].to_numpy(dtype=float)

@@ -67,6 +67,20 @@ def infeasible_budget(rate: float, best_rate: float, gpus_needed: int | None, ma
         f"achievable is {best_rate:.3g} requests/s{need}", binding_constraint="GPU budget")
 
 
+def infeasible_throughput(rate: float, capacity: float, max_gpus: int,
+                          where: str) -> InfeasibleError:
+    """The error for 'every deployment in the budget saturates at this rate': compute binds."""
+    if capacity > 0:
+        closest = (f"the closest achievable is {capacity:.3g} requests/s at full batch, SLOs aside "
+                   f"(lower --rate to <= {capacity:.3g}, or raise --max-gpus to about "
+                   f"{int(np.ceil(max_gpus * rate / capacity)):,})")
+    else:
+        closest = "no deployment reaches a steady state (lower --rate or raise --max-gpus)"
+    return InfeasibleError(
+        "compute", f"{rate:g} requests/s saturates every configuration {where}: the GPUs' compute "
+        f"cannot keep up; {closest}", binding_constraint="compute")
+
+
 def infeasible_memory(model: str, gpus: tuple[str, ...], max_gpus: int, detail: str) -> InfeasibleError:
     """The error for 'the model fits nowhere in the space'."""
     return InfeasibleError(

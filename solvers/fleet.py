@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 import pulp
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
+from hardware.input_files import read_yaml
 from solvers.milp import solve
 from solvers.plan_core import evaluate_request
 
@@ -35,11 +35,11 @@ class WorkloadClass(BaseModel):
     model_config = _FROZEN
     name: str
     model: str
-    rate_per_s: float = Field(gt=0, description="Requests/s to serve.")
-    isl: int = Field(ge=1)
-    osl: int = Field(ge=1)
-    ttft_ms: float = Field(gt=0)
-    tpot_ms: float = Field(gt=0)
+    rate_per_s: float = Field(gt=0, le=1e9, description="Requests/s to serve.")
+    isl: int = Field(ge=1, le=10_000_000)
+    osl: int = Field(ge=1, le=10_000_000)
+    ttft_ms: float = Field(gt=0, le=1e9)
+    tpot_ms: float = Field(gt=0, le=1e9)
     percentile: str = Field(default="p90", pattern="^p(50|90|99)$")
 
 
@@ -48,8 +48,9 @@ class GpuPool(BaseModel):
 
     model_config = _FROZEN
     gpu: str
-    available: int = Field(ge=0, description="GPUs of this type that can be rented.")
-    price_per_gpu_hour: float | None = Field(default=None, gt=0, description="Default: the GPU spec's price.")
+    available: int = Field(ge=0, le=100_000, description="GPUs of this type that can be rented.")
+    price_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e6,
+                                             description="Default: the GPU spec's price.")
 
 
 class FleetSpec(BaseModel):
@@ -58,7 +59,7 @@ class FleetSpec(BaseModel):
     model_config = _FROZEN
     classes: tuple[WorkloadClass, ...] = Field(min_length=1)
     gpus: tuple[GpuPool, ...] = Field(min_length=1)
-    max_gpus_per_replica: int = Field(default=8, ge=1)
+    max_gpus_per_replica: int = Field(default=8, ge=1, le=1_024)
     backend: str = "vllm"
 
 
@@ -105,17 +106,13 @@ class FleetResult(BaseModel):
 
 def load_spec(path: str | Path) -> FleetSpec:
     """Read a fleet YAML; problems become one PlannerInputError naming the field."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise PlannerInputError("--spec", f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise PlannerInputError("--spec", f"{path} is not YAML: {exc}") from None
+    raw = read_yaml(path, "fleet YAML", "--spec")
     try:
         return FleetSpec.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise PlannerInputError("--spec", f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+        raise PlannerInputError(f"--spec {path}: {where or 'spec'}", err["msg"]) from None
 
 
 def build_options(spec: FleetSpec) -> Options:

@@ -16,10 +16,15 @@ from planner.deployment import Parallelism
 from planner.memory import plan_memory
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from solvers.candidates import Block, Load, agg_block, percentile_ms
+from solvers.candidates import Block, Load, agg_block, evaluate, percentile_ms
 from solvers.describe import deployment, predicted
 from solvers.disagg import disagg_block
-from solvers.explain import infeasible_budget, infeasible_memory, infeasible_slo
+from solvers.explain import (
+    infeasible_budget,
+    infeasible_memory,
+    infeasible_slo,
+    infeasible_throughput,
+)
 from solvers.rate_pd import rate_disagg_block
 from solvers.space import SearchSpace
 
@@ -117,6 +122,27 @@ def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
     return int(np.argmax(s))
 
 
+SATURATION_CLIENTS_PER_SLOT = 4.0
+"""Closed-loop clients per engine slot that keep every slot busy (the saturation throughput)."""
+
+
+def _saturation_rate(ev: Evaluated) -> float:
+    """Highest request rate any aggregated deployment within the GPU budget serves at full batch,
+    SLOs ignored (closed loop with more clients than slots), requests/s; 0 when none is known."""
+    best = 0.0
+    for b in ev.blocks:
+        if b.workers is None:
+            continue
+        w, reps = b.workers, b.replicas.astype(float)
+        clients = (w.max_num_seqs * w.dp * SATURATION_CLIENTS_PER_SLOT + 1.0) * reps
+        load = Load(ev.req.isl, ev.req.osl, concurrency=1, backend=ev.req.backend)
+        res = evaluate(ev.model, b.gpu, load, w.mem_frac, **w.columns(), concurrency=clients,
+                       workers=reps)
+        ok = (res.gpus <= ev.req.max_gpus) & np.isfinite(res.requests_per_s) & res.feasible
+        best = max(best, float(np.max(res.requests_per_s, where=ok, initial=0.0)))
+    return best
+
+
 def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     req = ev.req
     slo_ok = (ev.ttft <= req.ttft_ms) & (ev.tpot <= req.tpot_ms)
@@ -126,6 +152,9 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
         need = int(np.min(np.where(slo_ok, ev.gpus, np.iinfo(np.int64).max)))
         return infeasible_budget(req.rate_per_s, best_rate, need, req.max_gpus)
     where = f"of {req.model} on up to {req.max_gpus} x {'/'.join(req.gpus)}"
+    finite = np.isfinite(ev.ttft) & np.isfinite(ev.tpot) & ev.within_budget
+    if req.rate_per_s is not None and not finite.any():  # every deployment saturates at this rate
+        return infeasible_throughput(req.rate_per_s, _saturation_rate(ev), req.max_gpus, where)
     return infeasible_slo(ev.ttft, ev.tpot, req.ttft_ms, req.tpot_ms, req.percentile, where)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app.planning import BACKENDS
+from app.planning import BACKENDS, UPLOADED_KEY, check_fleet_models
 from app.ui import fmt, fmt_money, gpu_names, guarded, model_names
 from solvers.fleet import FleetResult, FleetSpec, GpuPool, WorkloadClass, load_spec, solve_fleet
 
@@ -33,8 +33,12 @@ def _spec_from_yaml(data: bytes) -> FleetSpec:
 def _default_spec() -> FleetSpec:
     upload = st.file_uploader("Start from a fleet YAML (optional)", type=["yaml", "yml"], key="fleet_yaml")
     if upload is not None:
-        return _spec_from_yaml(upload.getvalue())
+        return _served_models_only(_spec_from_yaml(upload.getvalue()))
     return _spec_from_yaml(EXAMPLE.read_bytes())
+
+
+def _served_models_only(spec: FleetSpec) -> FleetSpec:
+    return check_fleet_models(spec, st.session_state.get(UPLOADED_KEY, set()))
 
 
 def _tables(spec: FleetSpec) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -76,7 +80,7 @@ def _inputs() -> FleetSpec:
     backend = cols[0].selectbox("Backend", BACKENDS, index=BACKENDS.index(base.backend), key="fleet_backend")
     max_per = int(cols[1].number_input("Max GPUs per replica", min_value=1, max_value=72,
                                        value=base.max_gpus_per_replica, key="fleet_max_per_replica"))
-    return _spec(classes, pools, backend, max_per)
+    return _served_models_only(_spec(classes, pools, backend, max_per))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

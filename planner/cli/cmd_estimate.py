@@ -7,11 +7,30 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
-from planner.cli.common import add_model_arg, model_of
+from planner.cli.common import (
+    EXIT_SATURATED,
+    add_model_arg,
+    chunk_tokens,
+    client_count,
+    float_in,
+    fraction,
+    gpu_count,
+    int_in,
+    memory_fraction,
+    model_of,
+    request_rate,
+    shard_size,
+    token_count,
+)
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
+from planner.errors import PlannerInputError
 from planner.estimate import estimate
 from planner.workload import LengthSpec, SpecDecode, Workload, read_trace
+
+MAX_SIM_REQUESTS = 200_000
+"""Most requests ``planner simulate`` replays (about a minute of simulation)."""
+length_cv = float_in(0, 4)
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -19,31 +38,40 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", required=True, help="GPU key or alias, e.g. h200")
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
     for flag in ("tp", "pp", "dp", "ep"):
-        p.add_argument(f"--{flag}", type=int, default=1, help=f"{flag.upper()} size of the (decode) worker")
-    p.add_argument("--isl", type=int, default=1024, help="prompt tokens (mean)")
-    p.add_argument("--osl", type=int, default=256, help="output tokens (mean)")
-    p.add_argument("--isl-cv", type=float, default=0.0, help="ISL coefficient of variation (lognormal)")
-    p.add_argument("--osl-cv", type=float, default=0.0, help="OSL coefficient of variation (lognormal)")
+        size = shard_size if flag in ("tp", "pp") else gpu_count
+        p.add_argument(f"--{flag}", type=size, default=1,
+                       help=f"{flag.upper()} size of the (decode) worker")
+    p.add_argument("--isl", type=token_count, default=1024, help="prompt tokens (mean)")
+    p.add_argument("--osl", type=token_count, default=256, help="output tokens (mean)")
+    p.add_argument("--isl-cv", type=length_cv, default=0.0,
+                   help="ISL coefficient of variation (lognormal)")
+    p.add_argument("--osl-cv", type=length_cv, default=0.0,
+                   help="OSL coefficient of variation (lognormal)")
     p.add_argument("--trace", type=Path, help="CSV with isl,osl columns (overrides --isl/--osl)")
     load = p.add_mutually_exclusive_group(required=True)
-    load.add_argument("--concurrency", type=int, help="closed loop: concurrent clients")
-    load.add_argument("--rate", type=float, help="open loop: requests/s")
-    p.add_argument("--bench-requests", type=int, default=None,
+    load.add_argument("--concurrency", type=client_count, help="closed loop: concurrent clients")
+    load.add_argument("--rate", type=request_rate, help="open loop: requests/s")
+    p.add_argument("--bench-requests", type=client_count, default=None,
                    help="closed loop: requests the benchmark run sends in all (e.g. vllm bench serve --num-prompts); "
                         "its clients start together, so N/P of them arrive in one lockstep wave (default: the engine's fitted share)")
     p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
-    p.add_argument("--arrival-cv", type=float, default=1.0, help="gamma arrivals: CV of gaps")
-    p.add_argument("--prefix-hit", type=float, default=0.0, help="prefix-cache hit fraction of prompt tokens")
-    p.add_argument("--spec-draft-len", type=int, default=0, help="speculative decoding: draft tokens per step")
-    p.add_argument("--spec-acceptance", type=float, default=0.7, help="speculative decoding: acceptance rate")
+    p.add_argument("--arrival-cv", type=float_in(0, 10, lo_open=True), default=1.0,
+                   help="gamma arrivals: CV of gaps")
+    p.add_argument("--prefix-hit", type=float_in(0, 0.99), default=0.0,
+                   help="prefix-cache hit fraction of prompt tokens")
+    p.add_argument("--spec-draft-len", type=int_in(0, 16), default=0,
+                   help="speculative decoding: draft tokens per step")
+    p.add_argument("--spec-acceptance", type=fraction, default=0.7,
+                   help="speculative decoding: acceptance rate")
     p.add_argument("--weight-quant", default=None, choices=("bf16", "fp8", "fp4", "int4"))
     p.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
-    p.add_argument("--max-num-seqs", type=int, default=256)
-    p.add_argument("--max-num-batched-tokens", type=int, default=8192)
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument("--max-num-seqs", type=client_count, default=256)
+    p.add_argument("--max-num-batched-tokens", type=chunk_tokens, default=8192)
+    p.add_argument("--gpu-memory-utilization", type=memory_fraction, default=0.9)
     p.add_argument("--mode", choices=("agg", "disagg"), default="agg")
     for flag in ("prefill-tp", "prefill-pp", "prefill-dp", "prefill-ep", "prefill-workers", "decode-workers", "decode-tp"):
-        p.add_argument(f"--{flag}", type=int, default=None, help=f"disaggregated: {flag}")
+        kind = shard_size if flag.endswith(("-tp", "-pp")) else gpu_count
+        p.add_argument(f"--{flag}", type=kind, default=None, help=f"disaggregated: {flag}")
     p.add_argument("--format", choices=("table", "json"), default="table")
 
 
@@ -75,20 +103,29 @@ def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     est = estimate(model_of(args), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
+    rc = EXIT_SATURATED if est.saturated else 0
     if args.format == "json":
         print_json(est)
-        return 0
+        return rc
+    if est.saturated:
+        print(f"saturated: {est.offered_requests_per_s:,.4g} requests/s offered, capacity "
+              f"{est.capacity_requests_per_s:,.3g} requests/s; at capacity "
+              f"{est.output_tok_s_per_gpu:,.4g} output tok/s per GPU (TTFT/TPOT grow without "
+              "bound; exit code 3)")
     rows = [{"metric": k, **getattr(est, k).model_dump()} for k in ("ttft_ms", "tpot_ms")]
     print(render_table(rows))
     print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))
     print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
-    return 0
+    return rc
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from planner.simulator import simulate_cli
 
+    if args.bench_requests is not None and args.bench_requests > MAX_SIM_REQUESTS:
+        raise PlannerInputError("--bench-requests", f"simulate replays at most "
+                                f"{MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}")
     return simulate_cli(args, workload_from(args), _workers(args))
 
 
@@ -123,8 +160,10 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.set_defaults(func=cmd_estimate)
     s = sub.add_parser("simulate", help="discrete-event simulation of the same step model (cross-check)")
     _add_common(s)
-    s.add_argument("--requests", type=int, default=2000, help="requests to simulate (with --bench-requests: that run, no warm-up dropped)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--requests", type=int_in(1, MAX_SIM_REQUESTS), default=2000,
+                   help="requests to simulate (with --bench-requests: that run, no warm-up "
+                        "dropped)")
+    s.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0)
     s.set_defaults(func=cmd_simulate)
     for verb, func, helptext in (("e2e", cmd_validate_e2e, "replay measured TTFT/TPOT rows"),
                                  ("throughput", cmd_validate_throughput, "replay max-throughput rows")):

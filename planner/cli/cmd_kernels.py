@@ -8,15 +8,19 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from hardware.catalog import get_gpu
+from hardware.spec import DTYPES
 from kernels_db import fitted, paths
 from kernels_db.costs import counts, peak_bound
 from kernels_db.fit import fit_gpu
 from kernels_db.folder import read_aic_file, read_folder
 from kernels_db.lookup import KernelDB
-from kernels_db.schema import COLLECTIVES, OP_FAMILIES, OP_KEYS
-from kernels_db.tables import write_meta, write_table
+from kernels_db.schema import COLLECTIVES, LINKS, OP_FAMILIES, OP_KEYS
+from kernels_db.tables import table_from_frame, write_meta, write_table
 from kernels_db.validate import evaluate_gpu
+from planner.cli.common import float_in, int_in
 from planner.cli.output import print_json, render_kv, render_table
 from planner.errors import PlannerInputError
 
@@ -24,6 +28,10 @@ SIZE_ARGS = ("m", "n", "k", "batch", "seq", "prior", "heads", "kv_heads", "head_
              "kv_lora_rank", "rope_dim", "tokens", "hidden", "inter", "topk", "experts", "ep", "n_gpus", "bytes")
 
 OPTIONAL_DEFAULTS: dict[str, Any] = {"prior": 0, "window": 0, "ep": 1, "head_dim": 128}
+MAX_KERNEL_SIZE = 100_000_000
+"""Largest size flag of ``planner kernel`` (tokens, widths, heads, GPUs)."""
+MAX_KERNEL_BYTES = 1e13
+"""Largest ``--bytes`` of ``planner kernel`` (10 TB)."""
 
 
 def _fmt(p: argparse.ArgumentParser) -> None:
@@ -43,7 +51,10 @@ def _kernel(args: argparse.Namespace) -> int:
             cost = db.price(args.op, **_only_keys(args.op, cols))
             bound = float(peak_bound(counts(args.op, _only_keys(args.op, cols), spec), spec.hbm_bandwidth_bytes_per_s))
     except KeyError as exc:
-        raise PlannerInputError(f"--{exc.args[0]}", f"required for --op {args.op}") from exc
+        if exc.args and exc.args[0] in SIZE_ARGS:
+            flag = str(exc.args[0]).replace("_", "-")
+            raise PlannerInputError(f"--{flag}", f"required for --op {args.op}") from None
+        raise
     out = {"gpu": spec.key, "op": args.op, **given, "latency_s": float(cost.seconds),
            "tflops": float(cost.tflops), "provenance": str(cost.provenance),
            "roofline_bound_s": bound, "bytes_moved": float(cost.bytes)}
@@ -64,34 +75,52 @@ def _gpu_key(name: str) -> str:
     try:
         return get_gpu(name).key
     except PlannerInputError:
-        return name.lower()
+        return paths.check_gpu_key(name.lower())
+
+
+def _import_file(f: Path, key: str) -> list[tuple[str, pd.DataFrame]]:
+    """The (op, frame) tables of ``key`` in one AIConfigurator file, checked against its rows."""
+    frames = []
+    for (gpu, op), df in read_aic_file(f, key).items():
+        if gpu == key:
+            table_from_frame(df, op, key, str(f))  # a bad row is named by its input line
+            frames.append((op, df.drop(columns=["file", "line"], errors="ignore")))
+    return frames
 
 
 def _import(args: argparse.Namespace) -> int:
     path = Path(args.path)
     key = _gpu_key(args.gpu)
+    if not path.exists():
+        raise PlannerInputError("PATH", f"{path} does not exist")
     files = sorted(path.rglob("*.csv")) if path.is_dir() else [path]
-    written: list[dict[str, Any]] = []
-    out_dir = Path(args.out) if args.out else paths.DATA_DIR
+    out_dir = Path(args.out) if args.out else paths.user_tables_dir()
+    found: list[tuple[Path, str, pd.DataFrame]] = []
+    skipped: list[str] = []
     for f in files:
         try:
-            frames = read_aic_file(f, key)
-        except PlannerInputError:
-            if path.is_dir():
-                continue
-            raise
-        for (gpu, op), df in frames.items():
-            if gpu != key:
-                continue
-            dest = paths.table_path(key, op, out_dir)
-            write_table(df.drop(columns=["file"], errors="ignore"), dest)
-            written.append({"file": str(dest), "op": op, "rows": len(df), "from": f.name})
-    if not written:
-        raise PlannerInputError("--gpu", f"no rows for GPU '{key}' in {path}")
+            found += [(f, op, df) for op, df in _import_file(f, key)]
+        except PlannerInputError as exc:
+            if not path.is_dir():
+                raise
+            skipped.append(f"{f.name}: {exc}")  # one bad file does not abort the folder
+    if not found:
+        why = f"; skipped: {'; '.join(skipped[:3])}" if skipped else ""
+        raise PlannerInputError("--gpu", f"no rows for GPU '{key}' in {path}{why}")
+    written = []
+    for f, op, df in found:  # everything was checked before the first file is written
+        dest = paths.table_path(key, op, out_dir)
+        write_table(df, dest)
+        written.append({"file": str(dest), "op": op, "rows": len(df), "from": f.name})
     write_meta(paths.table_dir(key, out_dir), {"gpu": key, "tool": "planner kernels import --format aiconfigurator",
                                                "kernel_source": "aiconfigurator", "date": dt.date.today().isoformat(),
                                                "imported_from": str(path)})
-    print_json({"written": written}) if args.format == "json" else print(render_table(written))
+    if args.format == "json":
+        print_json({"written": written, "skipped_files": skipped})
+    else:
+        print(render_table(written))
+        for line in skipped:
+            print(f"skipped {line}")
     return 0
 
 
@@ -117,7 +146,7 @@ def _fit(args: argparse.Namespace) -> int:
     command = f"planner calibrate fit --gpu {spec.key} --tables {args.tables}"
     fit = fit_gpu(tables, spec, command, {k: tuple(sorted(set(v))) for k, v in sources.items()},
                   notes=args.notes)
-    path = fitted.save(fit, Path(args.out) if args.out else paths.FITTED_DIR)
+    path = fitted.save(fit, Path(args.out) if args.out else paths.user_fitted_dir())
     fitted.load.cache_clear()
     rows = [{"family": op, **f.fit_error.model_dump()} for op, f in fit.families.items()]
     if fit.comm:
@@ -142,11 +171,13 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--gpu", required=True)
     p.add_argument("--op", required=True, choices=OP_FAMILIES)
     for name in SIZE_ARGS:
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int if name != "bytes" else float)
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--kv-dtype", dest="kv_dtype", default="bf16")
+        low = 0 if name in ("prior", "window") else 1
+        size = int_in(low, MAX_KERNEL_SIZE) if name != "bytes" else float_in(0, MAX_KERNEL_BYTES)
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=size)
+    p.add_argument("--dtype", default="bf16", choices=DTYPES)
+    p.add_argument("--kv-dtype", dest="kv_dtype", default="bf16", choices=DTYPES)
     p.add_argument("--collective", default="all_reduce", choices=COLLECTIVES)
-    p.add_argument("--link", default=None)
+    p.add_argument("--link", default=None, choices=LINKS)
     _fmt(p)
     p.set_defaults(func=_kernel)
 
@@ -154,7 +185,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--format", dest="source_format", choices=("aiconfigurator",), required=True)
     p.add_argument("path", help="a CSV file or a folder of them")
     p.add_argument("--gpu", required=True)
-    p.add_argument("--out", default=None, help="data folder (default: the bundled kernels_db/data)")
+    p.add_argument("--out", default=None, help="data folder (default: the per-user data folder, "
+                   "$PLANNER_DATA_DIR or ~/.local/share/llm-serving-planner, /kernels)")
     p.add_argument("--output", dest="format", choices=("table", "json"), default="table")
     p.set_defaults(func=_import)
 
@@ -166,7 +198,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p = groups["calibrate"].add_parser("fit", help="fit efficiency parameters of one GPU to tables")
     p.add_argument("--gpu", required=True)
     p.add_argument("--tables", required=True)
-    p.add_argument("--out", default=None, help="folder for <gpu>.yaml (default: kernels_db/fitted)")
+    p.add_argument("--out", default=None, help="folder for <gpu>.yaml (default: the per-user data "
+                   "folder, $PLANNER_DATA_DIR or ~/.local/share/llm-serving-planner, /fitted)")
     p.add_argument("--notes", default="")
     _fmt(p)
     p.set_defaults(func=_fit)

@@ -8,9 +8,13 @@ from typing import Any
 from planner.cli.common import (
     add_format,
     add_model_gpu,
-    positive_float,
-    positive_int,
+    chunk_tokens,
+    client_count,
+    gpu_count,
+    memory_fraction,
     resolve_model_gpu,
+    shard_size,
+    token_count,
 )
 from planner.cli.output import print_json, render_kv
 from planner.deployment import Parallelism
@@ -18,19 +22,19 @@ from planner.memory import KV_BYTES, WEIGHT_BYTES, MemoryPlan, plan_memory
 
 
 def add_parallel(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tp", type=positive_int, default=1, help="tensor parallel size")
-    p.add_argument("--pp", type=positive_int, default=1, help="pipeline parallel size")
-    p.add_argument("--dp", type=positive_int, default=1, help="attention data-parallel size")
-    p.add_argument("--ep", type=positive_int, default=1, help="expert parallel size")
+    p.add_argument("--tp", type=shard_size, default=1, help="tensor parallel size")
+    p.add_argument("--pp", type=shard_size, default=1, help="pipeline parallel size")
+    p.add_argument("--dp", type=gpu_count, default=1, help="attention data-parallel size")
+    p.add_argument("--ep", type=gpu_count, default=1, help="expert parallel size")
 
 
 def add_engine_memory(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weight-quant", choices=sorted(WEIGHT_BYTES), default=None,
                    help="weight dtype (default: the checkpoint's)")
     p.add_argument("--kv-dtype", choices=sorted(KV_BYTES), default="bf16")
-    p.add_argument("--max-num-batched-tokens", type=positive_int, default=8192)
-    p.add_argument("--max-num-seqs", type=positive_int, default=256)
-    p.add_argument("--gpu-memory-utilization", type=positive_float, default=0.9)
+    p.add_argument("--max-num-batched-tokens", type=chunk_tokens, default=8192)
+    p.add_argument("--max-num-seqs", type=client_count, default=256)
+    p.add_argument("--gpu-memory-utilization", type=memory_fraction, default=0.9)
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
@@ -38,8 +42,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     add_model_gpu(p)
     add_parallel(p)
     add_engine_memory(p)
-    p.add_argument("--isl", type=positive_int, default=None, help="input tokens per request")
-    p.add_argument("--osl", type=positive_int, default=None, help="output tokens per request")
+    p.add_argument("--isl", type=token_count, default=None, help="input tokens per request")
+    p.add_argument("--osl", type=token_count, default=None, help="output tokens per request")
     add_format(p)
     p.set_defaults(func=cmd_memory)
 

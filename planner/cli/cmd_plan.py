@@ -10,8 +10,13 @@ from planner.cli.common import (
     add_format,
     add_hardware_dir,
     add_model_arg,
-    positive_float,
-    positive_int,
+    client_count,
+    float_in,
+    gpu_count,
+    request_rate,
+    shard_size,
+    slo_ms,
+    token_count,
 )
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 
@@ -21,23 +26,29 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     add_model_arg(p)
     p.add_argument("--gpu", required=True, help="GPU name(s), comma separated (see `planner gpus`)")
     add_hardware_dir(p)
-    p.add_argument("--max-gpus", type=positive_int, default=8, help="GPU budget")
-    p.add_argument("--isl", type=positive_int, required=True, help="input tokens per request")
-    p.add_argument("--osl", type=positive_int, required=True, help="output tokens per request")
+    p.add_argument("--max-gpus", type=gpu_count, default=8, help="GPU budget")
+    p.add_argument("--isl", type=token_count, required=True, help="input tokens per request")
+    p.add_argument("--osl", type=token_count, required=True, help="output tokens per request")
     load = p.add_mutually_exclusive_group()
-    load.add_argument("--rate", type=positive_float, default=None, help="requests/s to serve (open loop)")
-    load.add_argument("--concurrency", type=positive_int, default=None, help="concurrent clients (closed loop)")
-    p.add_argument("--ttft-ms", type=positive_float, required=True, help="TTFT SLO (ms)")
-    p.add_argument("--tpot-ms", type=positive_float, required=True, help="TPOT SLO (ms)")
+    load.add_argument("--rate", type=request_rate, default=None,
+                      help="requests/s to serve (open loop)")
+    load.add_argument("--concurrency", type=client_count, default=None,
+                      help="concurrent clients (closed loop)")
+    p.add_argument("--ttft-ms", type=slo_ms, required=True, help="TTFT SLO (ms)")
+    p.add_argument("--tpot-ms", type=slo_ms, required=True, help="TPOT SLO (ms)")
     p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
     p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"),
                    help="engine: its calibration, the worker shapes it can launch, and the configs "
                    "--out writes")
-    p.add_argument("--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour")
+    p.add_argument("--price-per-gpu-hour", type=float_in(0, 1e6, lo_open=True), default=None,
+                   help="override $/GPU-hour")
     p.add_argument("--objective", choices=("throughput-per-gpu", "cost", "gpus"), default="throughput-per-gpu")
-    p.add_argument("--weight-quant", action="append", default=[], help="also allow this weight dtype (may repeat)")
-    p.add_argument("--node-gpus", type=positive_int, default=None, help="count GPUs in whole nodes of this size")
+    p.add_argument("--weight-quant", action="append", default=[],
+                   choices=("bf16", "fp8", "fp4", "int4"),
+                   help="also allow this weight dtype (may repeat)")
+    p.add_argument("--node-gpus", type=shard_size, default=None,
+                   help="count GPUs in whole nodes of this size")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write plan.json and the engine configs here (an empty or new folder)")
     p.add_argument("--force", action="store_true", help="with --out: write into a non-empty folder")
@@ -49,10 +60,13 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     add_format(f)
     f.set_defaults(func=cmd_fleet)
 
-    v = groups["validate"].add_parser("decisions", help="is our top pick the measured best (or within 5%)?")
+    v = groups["validate"].add_parser("decisions",
+                                      help="is our top pick the measured best (or within 5%%)?")
     v.add_argument("--data", default=None, help="silicon_measured.csv (default ../shared/validation/e2e/...)")
-    v.add_argument("--ttft-ms", type=positive_float, default=None, help="stated TTFT SLO (default from solvers.decisions)")
-    v.add_argument("--tpot-ms", type=positive_float, default=None, help="stated TPOT SLO (default from solvers.decisions)")
+    v.add_argument("--ttft-ms", type=slo_ms, default=None,
+                   help="stated TTFT SLO (default from solvers.decisions)")
+    v.add_argument("--tpot-ms", type=slo_ms, default=None,
+                   help="stated TPOT SLO (default from solvers.decisions)")
     add_format(v)
     v.set_defaults(func=cmd_decisions)
 

@@ -3,33 +3,80 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 from hardware.catalog import get_gpu
 from hardware.spec import GpuSpec
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer > 0."""
-    try:
-        val = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if val <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {val}")
-    return val
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+"""Bad input or an infeasible request: one line on stderr naming the flag or file:line: field."""
+EXIT_SATURATED = 3
+"""``estimate``: the offered load exceeds the deployment's capacity (the answer says how much)."""
 
 
-def positive_float(text: str) -> float:
-    """argparse type: a number > 0."""
-    try:
-        val = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
-    if not val > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {val}")
-    return val
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """argparse type: an integer in ``[lo, hi]`` (argparse prefixes the flag to the message)."""
+
+    def parse(text: str) -> int:
+        try:
+            val = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer in [{lo:,}, {hi:,}], got '{text[:40]}'") from None
+        if not lo <= val <= hi:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{lo:,}, {hi:,}], got {val:,}")
+        return val
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def float_in(lo: float, hi: float, *, lo_open: bool = False) -> Callable[[str], float]:
+    """argparse type: a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+    allowed = f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            val = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got '{text[:40]}'") from None
+        low_ok = val > lo if lo_open else val >= lo
+        if not (math.isfinite(val) and low_ok and val <= hi):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {val:g}")
+        return val
+
+    parse.__name__ = "number"
+    return parse
+
+
+# Ranges of the numbers the CLI accepts (README, "Bad input"); each message names the flag.
+MAX_GPUS = 100_000
+"""GPU budgets, worker and replica counts, DP and EP sizes."""
+MAX_SHARD = 1_024
+"""TP and PP sizes (and GPUs per node)."""
+MAX_TOKENS = 10_000_000
+"""Prompt and output lengths, tokens per step."""
+MAX_CLIENTS = 10_000_000
+"""Concurrent clients, requests in a benchmark run, sequences per worker."""
+MAX_RATE = 1e9
+"""Requests/s (anything above capacity is answered as saturated)."""
+MAX_MS = 1e9
+"""SLO limits, ms."""
+positive_int = int_in(1, 1_000_000_000)
+positive_float = float_in(0, 1e15, lo_open=True)
+gpu_count = int_in(1, MAX_GPUS)
+shard_size = int_in(1, MAX_SHARD)
+token_count = int_in(1, MAX_TOKENS)
+chunk_tokens = int_in(16, MAX_TOKENS)
+client_count = int_in(1, MAX_CLIENTS)
+request_rate = float_in(0, MAX_RATE, lo_open=True)
+slo_ms = float_in(0, MAX_MS, lo_open=True)
+fraction = float_in(0, 1)
+memory_fraction = float_in(0, 1, lo_open=True)
 
 
 def add_format(p: argparse.ArgumentParser) -> None:

@@ -1,4 +1,5 @@
-"""``planner`` command line: parses arguments, turns input errors into one line and exit code 2."""
+"""``planner`` command line: parses arguments; exit code 0 (answer), 2 (bad input or infeasible),
+3 (saturated)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,8 @@ from planner.cli import (
     cmd_ui,
     cmd_validate_data,
 )
+from planner.cli.common import EXIT_BAD_INPUT
 from planner.errors import PlannerInputError
-
-EXIT_BAD_INPUT = 2
 
 # Each command module defines ``register(sub, groups)``; ``groups`` holds the nested sub-parsers
 # of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
@@ -63,13 +63,30 @@ def _validation_line(exc: ValidationError) -> str:
     raised = err.get("ctx", {}).get("error")
     if isinstance(raised, PlannerInputError):  # a model validator's own message names the flag already
         return str(raised)
-    loc = ".".join(str(p) for p in err["loc"]) or exc.title
-    return f"{loc}: {err['msg']}"
+    return f"{_flag_of(err['loc']) or exc.title}: {err['msg']}"
+
+
+FLAG_OF_FIELD = {"rate_per_s": "--rate", "gpus": "--gpu", "hardware_dirs": "--hardware-dir",
+                 "weight_quants": "--weight-quant"}
+"""Request fields whose flag is not the field name with dashes."""
+
+
+def _flag_of(loc: tuple[int | str, ...]) -> str:
+    """The flag a request field came from (``isl.mean`` -> ``--isl``, ``rate_per_s`` -> ``--rate``):
+    requests built from flags name the flag, never pydantic's internal path."""
+    names = [p for p in loc if isinstance(p, str)]
+    if not names:
+        return ""
+    field = names[0] if names[0] in ("isl", "osl") else names[-1]
+    return FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) and usage errors (2) return their code to the caller
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
         rc = args.func(args)
     except PlannerInputError as exc:
@@ -80,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # an output that cannot be written (not a folder, no permission, full)
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        return EXIT_BAD_INPUT
     return int(rc or 0)
 
 

@@ -19,6 +19,8 @@ from planner.plan_io import read_plan_json, validate_plan
 
 _PLAN = ConfigDict(frozen=True, extra="ignore")
 MAX_NAME_CHARS = 200
+MAX_EMIT_REPLICAS = 1_024
+"""Most replicas of one role a launch.sh starts (one server line each)."""
 
 
 class Best(BaseModel):
@@ -55,6 +57,13 @@ def parse_plan(data: Any) -> PlanFile:
     path: a plan made from a local config.json without ``--model-id`` cannot be emitted.
     """
     plan = validate_plan(data, PlanFile)
+    dep = plan.best.deployment
+    for role in ("agg", "prefill", "decode"):
+        worker = getattr(dep, role)
+        if worker is not None and worker.workers > MAX_EMIT_REPLICAS:
+            raise PlannerInputError(f"plan.best.deployment.{role}.workers",
+                                    f"at most {MAX_EMIT_REPLICAS:,} replicas per role can be "
+                                    f"emitted, got {worker.workers:,}")
     if plan.workload.concurrency is None and plan.workload.rate is None:
         raise PlannerInputError("plan.workload", "needs a concurrency or a rate to benchmark")
     dep = plan.best.deployment

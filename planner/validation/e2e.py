@@ -19,6 +19,7 @@ import pandas as pd
 
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
+from hardware.input_files import numeric_columns, read_csv, require_columns
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.engine_calibration import BACKENDS, EngineCalibration, engine
 from planner.models import load_model
@@ -161,14 +162,30 @@ def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
     return groups
 
 
+REQUIRED_COLUMNS = ("backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms",
+                    "silicon_tpot_ms")
+MAX_COUNT = 1e7
+"""Largest batch size, worker count or parallel size accepted from a measurement row."""
+
+
+def _numeric_ranges(columns: pd.Index) -> dict[str, tuple[float, float]]:
+    ranges = {"isl": (1.0, 1e7), "osl": (1.0, 1e7), "silicon_ttft_ms": (0.0, 1e9),
+              "silicon_tpot_ms": (0.0, 1e9)}
+    counts = [c for c in columns if c.endswith(("_size", "_workers")) or c == "batch_size"]
+    return ranges | {c: (0.0, MAX_COUNT) for c in counts}
+
+
+def read_measurements(path: Path, field: str = "--data") -> pd.DataFrame:
+    """A ``silicon_measured.csv``-layout file, its numeric cells checked (file:line: column)."""
+    df = read_csv(path, "measurement CSV", field)
+    where = f"{field} {path}"
+    require_columns(df, REQUIRED_COLUMNS, where)
+    return numeric_columns(df, _numeric_ranges(df.columns), where)
+
+
 def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
     """The ``planner validate e2e`` report."""
-    if not path.is_file():
-        raise PlannerInputError("--data", f"{path} does not exist")
-    df = pd.read_csv(path)
-    missing = {"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"} - set(df.columns)
-    if missing:
-        raise PlannerInputError("--data", f"{path} lacks columns {sorted(missing)}")
+    df = read_measurements(path)
     prep = prepare(df)
     pred = predict(prep.rows, progress)
     bad = ~np.isfinite(pred["pred_ttft_ms"]) | ~np.isfinite(pred["pred_tpot_ms"])

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from planner.engine_calibration import EngineCalibration, Sourced, engine, load_engines
-from planner.validation.e2e import error_stats, predict, prepare
+from planner.validation.e2e import error_stats, predict, prepare, read_measurements
 
 GRID: dict[str, tuple[float, ...]] = {
     "kernel_scale": (0.8, 0.9, 1.0, 1.1, 1.2),
@@ -86,7 +86,7 @@ def report(rows: pd.DataFrame, backend: str, cal: EngineCalibration) -> dict[str
 
 def fit(path: Path, backend: str) -> dict[str, object]:
     """Fit on the training groups, report train and held-out errors; then fit on all rows."""
-    rows = prepare(pd.read_csv(path).query("backend == @backend")).rows
+    rows = prepare(read_measurements(Path(path)).query("backend == @backend")).rows
     train, test = split_groups(rows)
     split_values = fit_rows(train, backend)
     split_cal = with_values(engine(backend), split_values, "split fit")

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from planner.engine_calibration import Sourced, load_engines
-from planner.validation.e2e import predict, prepare
+from planner.validation.e2e import predict, prepare, read_measurements
 
 SHARES: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0)
 """Lockstep shares tried per campaign (1/W for W = inf, 20, 10, 5, ..., 1 waves)."""
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.is_file():
         sys.stderr.write(f"error: --data: {args.data} does not exist\n")
         return 2
-    rep = protocol_report(pd.read_csv(args.data))
+    rep = protocol_report(read_measurements(Path(args.data)))
     if args.format == "json":
         print(json.dumps(rep, indent=2))
         return 0

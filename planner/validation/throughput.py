@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import numeric_columns, read_csv, require_columns
 from hardware.spec import GpuSpec
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.engine_calibration import engine
@@ -53,6 +54,8 @@ def bench_engine_settings(kv_requests: np.ndarray, isl: float, osl: float, pp: f
 
 def _reason(row: pd.Series) -> str | None:
     """Why a row is not modelled (None: it is). Versions are parsed wherever they are written."""
+    if any(pd.isna(row[c]) for c in ("isl", "osl", "value")):
+        return "incomplete_row"
     ver = parse_version(row["framework_version"])
     if ver is None:
         return "unknown_version"
@@ -100,11 +103,16 @@ def _predict(row: pd.Series) -> float:
     return per_gpu if row["metric"] == "output_tok_s_per_gpu" else per_gpu * tp * pp
 
 
+REQUIRED_COLUMNS = ("framework_version", "concurrency_or_rate", "metric", "model", "gpu",
+                    "precision", "tp", "pp", "isl", "osl", "value")
+
+
 def validate_throughput(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
     """The ``planner validate throughput`` report."""
-    if not path.is_file():
-        raise PlannerInputError("--data", f"{path} does not exist")
-    df = pd.read_csv(path)
+    df = read_csv(path, "measurement CSV", "--data")
+    require_columns(df, REQUIRED_COLUMNS, f"--data {path}")
+    df = numeric_columns(df, {"tp": (0, 1024), "pp": (0, 1024), "isl": (1, 1e7), "osl": (1, 1e7),
+                              "value": (0, 1e12)}, f"--data {path}")
     skipped: dict[str, int] = {}
     preds = []
     for _, row in df.iterrows():
