@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hardware.errors import PlannerInputError
 
@@ -34,11 +34,19 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class Sourced(BaseModel):
-    """A number and where it came from."""
+    """A number and where it came from; a fitted constant also names its unit and bounds."""
 
     model_config = _FROZEN
-    value: float
-    source: str = Field(min_length=1)
+    value: float = Field(description="the number, in ``unit``")
+    source: str = Field(min_length=1, description="what it is and which command fitted it on which data")
+    unit: str | None = Field(default=None, description="unit of ``value`` (fitted constants)")
+    bounds: tuple[float, float] | None = Field(default=None, description="physical range [lo, hi] of ``value``")
+
+    @model_validator(mode="after")
+    def _inside_bounds(self) -> Sourced:
+        if self.bounds is not None and not self.bounds[0] <= self.value <= self.bounds[1]:
+            raise ValueError(f"value {self.value} outside bounds {list(self.bounds)}")
+        return self
 
 
 class EngineCalibration(BaseModel):

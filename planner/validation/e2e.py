@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,12 @@ from planner.workload import fixed
 
 QUANT_MODES: dict[str, str] = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "int4_wo": "int4", "bf16": "bf16", "fp16": "bf16"}
 GROUP_BY: tuple[str, ...] = ("backend", "mode", "system", "model")
+CONST_PREFIX = "const_"
+"""Prefix of the per-row engine-constant columns (``with_constants``)."""
+REQUIRED = frozenset({"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"})
+DUPLICATE_IGNORES: tuple[str, ...] = ("id", "silicon_data_source")
+"""Columns that may differ between two rows of one measurement: a row copied into a second
+campaign's dump keeps every deployment and result column."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +120,28 @@ def prepare(df: pd.DataFrame) -> Prepared:
     return Prepared(pd.concat([rows, pd.DataFrame(cols)], axis=1), skipped)
 
 
+def with_constants(rows: pd.DataFrame, values: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
+    """``rows`` with a ``const_<name>`` column per fitted engine constant: ``values[backend][name]``
+    of each row's backend (``predict`` prices every row with its own constants)."""
+    out = rows.copy()
+    names = sorted({n for v in values.values() for n in v})
+    for name in names:
+        by_backend = {b: float(v[name]) for b, v in values.items() if name in v}
+        out[f"{CONST_PREFIX}{name}"] = out["backend"].map(by_backend).astype(float)
+    return out
+
+
+def _row_constants(sub: pd.DataFrame) -> dict[str, np.ndarray] | None:
+    cols = [c for c in sub.columns if c.startswith(CONST_PREFIX)]
+    if not cols:
+        return None
+    vals = {c.removeprefix(CONST_PREFIX): sub[c].to_numpy(dtype=float) for c in cols}
+    return {k: v for k, v in vals.items() if np.isfinite(v).all()}
+
+
 def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None) -> pd.DataFrame:
-    """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows."""
+    """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows; ``const_<name>``
+    columns (``with_constants``) replace the engines' fitted constants row by row."""
     out = rows.copy()
     for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu"):
         out[col] = np.nan
@@ -126,7 +153,8 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
         seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
         cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=eng.max_num_batched_tokens.value)
-        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, fixed(int(isl), int(osl), concurrency=1), backend=str(backend), calibration=eng)
+        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, fixed(int(isl), int(osl), concurrency=1),
+                             backend=str(backend), calibration=eng, constants=_row_constants(sub))
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
         out.loc[idx, "pred_tok_s_per_gpu"] = res.output_tok_s_per_gpu
@@ -161,21 +189,54 @@ def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
     return groups
 
 
-def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
-    """The ``planner validate e2e`` report."""
+def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Rows equal on every column except ``DUPLICATE_IGNORES`` count once (the lowest ``id`` in string
+    order is kept), so one measurement cannot sit in a training and a test fold; (rows, dropped)."""
+    cols = [c for c in df.columns if c not in DUPLICATE_IGNORES]
+    order = df.sort_values("id", kind="stable") if "id" in df.columns else df
+    keep = ~order.duplicated(subset=cols, keep="first")
+    kept = order[keep].sort_index()
+    return kept.reset_index(drop=True), int((~keep).sum())
+
+
+def read_rows(path: Path) -> tuple[pd.DataFrame, int]:
+    """The measured rows of ``path`` without duplicates, and how many duplicates were dropped."""
     if not path.is_file():
         raise PlannerInputError("--data", f"{path} does not exist")
     df = pd.read_csv(path)
-    missing = {"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"} - set(df.columns)
+    missing = REQUIRED - set(df.columns)
     if missing:
         raise PlannerInputError("--data", f"{path} lacks columns {sorted(missing)}")
-    prep = prepare(df)
-    pred = predict(prep.rows, progress)
+    return drop_duplicates(df)
+
+
+def modelled(pred: pd.DataFrame, skipped: dict[str, int]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Rows with finite predictions, and ``skipped`` with the others counted."""
     bad = ~np.isfinite(pred["pred_ttft_ms"]) | ~np.isfinite(pred["pred_tpot_ms"])
-    skipped = dict(prep.skipped)
+    out = dict(skipped)
     if bad.any():
-        skipped["does_not_fit_or_saturated"] = int(bad.sum())
-    good = pred[~bad]
+        out["does_not_fit_or_saturated"] = int(bad.sum())
+    return pred[~bad], out
+
+
+def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool = True,
+                 holdout: str = "none", folds: int = 5) -> dict[str, object]:
+    """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped constants), or
+    held out ("campaign": each fold of measurement campaigns priced with constants refitted on the
+    other folds, ``planner.validation.holdout``), in the same shape plus ``holdout``."""
+    df, duplicates = read_rows(path)
+    prep = prepare(df)
+    head = {"rows": int(len(df) + duplicates), "duplicates_dropped": duplicates}
+    if holdout == "none":
+        pred = predict(prep.rows, progress)
+        extra: dict[str, object] = {}
+    elif holdout == "campaign":
+        from planner.validation.holdout import campaign_holdout
+
+        pred, extra = campaign_holdout(prep.rows, folds, progress)
+    else:
+        raise PlannerInputError("--holdout", f"'{holdout}' not one of ['campaign', 'none']")
+    good, skipped = modelled(pred, prep.skipped)
     if predictions_out is not None:
-        pred.to_csv(predictions_out, index=False)
-    return {"rows": int(len(df)), "modelled": int(len(good)), "skipped": skipped, "groups": summarize(good)}
+        pred.drop(columns=[c for c in pred.columns if c.startswith(CONST_PREFIX)]).to_csv(predictions_out, index=False)
+    return {**head, "modelled": int(len(good)), "skipped": skipped, "groups": summarize(good), **extra}
