@@ -129,6 +129,7 @@ class ResultArrays:
     output_tok_s_per_gpu: np.ndarray
     output_tok_s_per_user: np.ndarray
     decode_batch: np.ndarray
+    mixed_prefill_tokens: np.ndarray  # prompt tokens of an aggregated step that carries prefill
     prefill_utilization: np.ndarray
     kv_transfer_s: np.ndarray
     seq_capacity: np.ndarray
@@ -270,6 +271,6 @@ def _results(res: ServingArrays, load: LoadArrays, x: np.ndarray, gpus: np.ndarr
     return ResultArrays(
         ttft_mean_s=res.ttft_s, tpot_mean_s=res.tpot_s, **pct, requests_per_s=x,
         output_tok_s_per_gpu=x * load.osl / gpus, output_tok_s_per_user=1.0 / res.tpot_s,
-        decode_batch=res.decode_batch, prefill_utilization=res.prefill_rho, kv_transfer_s=res.kv_transfer_s,
+        decode_batch=res.decode_batch, mixed_prefill_tokens=res.mixed_prefill_tokens, prefill_utilization=res.prefill_rho, kv_transfer_s=res.kv_transfer_s,
         seq_capacity=cap, gpus=gpus, feasible=feasible, infeasible_reason=reason,
     )

@@ -82,7 +82,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     print(render_table(rows))
     print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} on {est.gpu} ({est.backend}, {est.mode})"))
-    print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
+    for role, kinds in est.step_breakdown.items():
+        total = sum(kinds.values()) or 1.0
+        print(render_kv({k: f"{v:.4g} ms ({v / total:.1%})" for k, v in kinds.items()},
+                        title=f"{role.removesuffix('_ms').replace('_', ' ')} by op kind ({total:.4g} ms)"))
     return 0
 
 
