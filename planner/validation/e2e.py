@@ -48,12 +48,22 @@ def _num(row: pd.Series, col: str, default: float = 1.0) -> float:
     return default if v is None or pd.isna(v) or float(v) <= 0 else float(v)
 
 
-def _concurrency(row: pd.Series) -> float:
+def _recorded_concurrency(row: pd.Series) -> float:
+    """Client concurrency the campaign recorded (``silicon_concurrency=`` in the source), or NaN."""
     m = re.search(r"silicon_concurrency=(\d+)", str(row.get("silicon_data_source", "")))
+    return float(m.group(1)) if m else np.nan
+
+
+def _concurrency(row: pd.Series, dp: float) -> float:
+    """Closed-loop clients of the benchmark: the recorded concurrency; else for an aggregated row
+    ``batch_size`` per attention-DP rank (the harness runs batch_size x attention-DP clients, e.g.
+    ``..._c256_..`` rows with batch_size 32 and attention DP 8), for a disaggregated row the decode
+    batch of every decode worker."""
+    recorded = _recorded_concurrency(row)
+    if np.isfinite(recorded):
+        return recorded
     if row["mode"] == "agg":
-        return _num(row, "batch_size", np.nan)
-    if m:
-        return float(m.group(1))
+        return _num(row, "batch_size", np.nan) * dp
     return _num(row, "decode_batch_size", np.nan) * _num(row, "decode_num_workers", np.nan)
 
 
@@ -74,13 +84,16 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
     """CandidateArrays columns of one row, or the reason it cannot be modelled."""
     quant = QUANT_MODES.get(str(row.get("gemm_quant_mode")), weight_default)
     kv = "fp8" if row["backend"] == "trtllm" and quant in ("fp8", "fp4") else "bf16"
-    conc = _concurrency(row)
+    agg_tp, agg_ep = _num(row, "tp_size"), _num(row, "moe_ep_size")
+    agg_dp = _attention_dp(row, "", agg_tp, agg_ep)
+    conc = _concurrency(row, agg_dp)
     if not np.isfinite(conc):
         return "incomplete_config"
     out = {"weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv), "concurrency": conc}
     if row["mode"] == "agg":
-        tp, ep = _num(row, "tp_size"), _num(row, "moe_ep_size")
-        out |= {"tp": tp, "pp": _num(row, "pp_size"), "dp": _attention_dp(row, "", tp, ep), "ep": ep, "mode": 0}
+        # batch_size is not an engine cap: rows that recorded more clients than batch_size x
+        # attention DP ran them all (TPOT grows with them, TTFT shows no admission queue)
+        out |= {"tp": agg_tp, "pp": _num(row, "pp_size"), "dp": agg_dp, "ep": agg_ep, "mode": 0}
         return out
     if pd.isna(row.get("prefill_num_workers")) or pd.isna(row.get("decode_num_workers")):
         return "incomplete_config"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from planner.validation.e2e import validate_e2e
@@ -32,3 +33,25 @@ def test_throughput_accuracy_holds() -> None:
     thr = validate_throughput(DATA.with_name("trtllm_perf_overview.csv"), progress=False)
     overall = next(g for g in thr["groups"] if g["by"] == "overall")  # type: ignore[attr-defined]
     assert overall["throughput"]["median_ape_pct"] <= 20.0
+
+
+def _row(**kw: object) -> pd.Series:
+    base = {"mode": "agg", "backend": "trtllm", "gemm_quant_mode": "fp8", "batch_size": 32.0, "tp_size": 1.0,
+            "pp_size": 1.0, "attention_dp_size": 8.0, "moe_tp_size": 1.0, "moe_ep_size": 8.0,
+            "silicon_data_source": "source_file=2026-03-25.csv; model=DeepSeek-R1"}
+    return pd.Series({**base, **kw})
+
+
+def test_attention_dp_rows_run_batch_size_clients_per_rank() -> None:
+    """The harness runs batch_size x attention-DP clients (ids ``..._c256_...`` with batch 32, DP 8)."""
+    from planner.validation.e2e import candidate_columns
+
+    c = candidate_columns(_row(), "bf16")
+    assert isinstance(c, dict) and c["concurrency"] == 256.0 and c["dp"] == 8.0
+
+
+def test_recorded_concurrency_wins() -> None:
+    from planner.validation.e2e import candidate_columns
+
+    c = candidate_columns(_row(silicon_data_source="x; silicon_concurrency=96; measured=2026"), "bf16")
+    assert isinstance(c, dict) and c["concurrency"] == 96.0
