@@ -199,8 +199,7 @@ def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, c
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
     return WorkerArrays(par, seqs, chunk, cap, constant(cal, "kernel_scale", k, constants),
-                        constant(cal, "step_overhead_s", k, constants), workers, burst,
-                        constant(cal, "seq_overhead_s", k, constants))
+                        constant(cal, "step_overhead_s", k, constants), workers, burst)
 
 
 def percentiles(s: ServingArrays) -> dict[str, np.ndarray]:

@@ -31,7 +31,7 @@ from planner.step_model import OpPricer, step_time
 
 FIXED_POINT_ITERS = 14
 """Most iterations of a closed-loop fixed point."""
-FIXED_POINT_RTOL = 2.5e-4
+FIXED_POINT_RTOL = 1e-4
 """A candidate has converged once the map moves its s = X·t less than this (relative)."""
 DAMPING = 0.5
 """Damped fallback of a fixed-point step (where the secant is not finite)."""
@@ -56,7 +56,6 @@ class WorkerArrays:
     overhead_s: np.ndarray
     workers: np.ndarray
     burst_fraction: np.ndarray  # share of a closed loop's clients that arrive in lockstep waves
-    seq_overhead_s: np.ndarray  # CPU time per running request of a scheduler per step
 
 
 @dataclass(frozen=True)
@@ -101,13 +100,12 @@ def _tile(p: ParallelArrays, n: int) -> ParallelArrays:
     return ParallelArrays(*(np.tile(getattr(p, f), n) for f in ParallelArrays.__dataclass_fields__))
 
 
-_Tiled = tuple[ParallelArrays, np.ndarray, np.ndarray, np.ndarray]
+_Tiled = tuple[ParallelArrays, np.ndarray, np.ndarray]
 
 
 def _tiled(w: WorkerArrays, n: int) -> _Tiled:
     """The worker's parallelism and calibration repeated for ``n`` mixes (see ``_steps``)."""
-    return ((_tile(w.par, n) if n > 1 else w.par), np.tile(w.kernel_scale, n), np.tile(w.overhead_s, n),
-            np.tile(w.seq_overhead_s, n))
+    return (_tile(w.par, n) if n > 1 else w.par), np.tile(w.kernel_scale, n), np.tile(w.overhead_s, n)
 
 
 def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix], tiled: _Tiled | None = None) -> list[np.ndarray]:
@@ -116,8 +114,8 @@ def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix]
     k = w.max_num_seqs.shape[0]
     cat = StepMix(*(np.concatenate([getattr(s, f) for s in mixes]) for f in StepMix.__dataclass_fields__))
     n = len(mixes)
-    par, ks, oh, soh = tiled or _tiled(w, n)
-    t = step_time(m, par, cat, pricer, kernel_scale=ks, overhead_s=oh, seq_overhead_s=soh)
+    par, ks, oh = tiled or _tiled(w, n)
+    t = step_time(m, par, cat, pricer, kernel_scale=ks, overhead_s=oh)
     return [t[i * k : (i + 1) * k] for i in range(n)]
 
 

@@ -59,5 +59,6 @@ def test_held_out_accuracy() -> None:
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
 
 
-HELD_OUT: dict[str, float] = {"agg_ttft": 34.0, "agg_tpot": 15.0, "disagg_ttft": 45.5, "disagg_tpot": 15.0}
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures."""
+HELD_OUT: dict[str, float] = {"agg_ttft": 31.5, "agg_tpot": 16.0, "disagg_ttft": 42.5, "disagg_tpot": 14.0}
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (30.7, 15.3, 41.8,
+13.1 %; issue 16's targets 22, 13, 25, 15 % are not reached yet)."""
