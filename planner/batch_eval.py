@@ -148,7 +148,8 @@ def parallel_arrays(gpu: GpuSpec, tp: np.ndarray, pp: np.ndarray, dp: np.ndarray
     return ParallelArrays(tp, pp, dp, ep, wbytes, kvbytes, peaks, dtypes)
 
 
-def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s: float | np.ndarray) -> LoadArrays:
+def load_arrays(w: Workload, k: int, concurrency: np.ndarray,
+                request_overhead_s: float | np.ndarray) -> LoadArrays:
     """Workload summary as arrays (closed loop where ``concurrency`` is finite)."""
     isl, osl = w.isl.mean, w.osl.mean
     cs2 = w.isl.second_moment / isl**2 - 1.0
@@ -162,7 +163,7 @@ def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s
         osl_cs2=np.full(k, max(osl_cs2, 0.0)),
         tokens_per_step=np.full(k, sd.tokens_per_step if sd else 1.0),
         step_multiplier=np.full(k, 1.0 + sd.draft_len * sd.draft_cost_ratio if sd else 1.0),
-        request_overhead_s=np.broadcast_to(np.asarray(request_overhead_s, dtype=float), (k,)).astype(float),
+        request_overhead_s=_arr(request_overhead_s, k, 0.0),
     )
 
 
@@ -172,7 +173,8 @@ name; they replace the calibration's single value (the engine-constant fit price
 of a constant in one call)."""
 
 
-def constant(cal: EngineCalibration, name: str, k: int, constants: Constants | None = None) -> np.ndarray:
+def constant(cal: EngineCalibration, name: str, k: int,
+             constants: Constants | None = None) -> np.ndarray:
     """The fitted constant ``name`` for K candidates: ``constants[name]`` when given, else the
     calibration's value."""
     if constants is not None and name in constants:
@@ -180,7 +182,8 @@ def constant(cal: EngineCalibration, name: str, k: int, constants: Constants | N
     return np.full(k, float(getattr(cal, name).value))
 
 
-def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration, disagg: bool | np.ndarray = False,
+def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration,
+                   disagg: bool | np.ndarray = False,
                    constants: Constants | None = None) -> np.ndarray:
     """Share of a closed loop's requests in the benchmark's first, lockstep wave: N/P when the
     workload names the run's request count P (``Workload.bench_requests``), else the engine's fitted
@@ -194,8 +197,9 @@ def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration,
 
 
 def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray,
-            workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float | np.ndarray,
-            burst: np.ndarray, constants: Constants | None = None) -> WorkerArrays:
+            workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration,
+            util: float | np.ndarray, burst: np.ndarray,
+            constants: Constants | None = None) -> WorkerArrays:
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
     return WorkerArrays(par, seqs, chunk, cap, constant(cal, "kernel_scale", k, constants),
@@ -249,11 +253,13 @@ def evaluate_batch(
     if disagg.any():
         pre_par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
         pre = _worker(m, gpu, pre_par, c.prefill_max_num_seqs, c.prefill_max_num_batched_tokens,
-                      c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization, burst, constants)
+                      c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization, burst,
+                      constants)
         total = c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers + c.tp * c.pp * c.dp * c.workers
         bw = np.where(total <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
         t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
-        dload = replace(load, request_overhead_s=constant(cal, "disagg_request_overhead_s", k, constants))
+        d_overhead = constant(cal, "disagg_request_overhead_s", k, constants)
+        dload = replace(load, request_overhead_s=d_overhead)
         dburst = lockstep_share(w, conc, cal, disagg=True, constants=constants)
         dres = solve_disagg(m, pricer, replace(pre, burst_fraction=dburst), replace(dec, burst_fraction=dburst), dload, t_kv)
         res = ServingArrays(*(np.where(disagg, getattr(dres, f), getattr(res, f)) for f in ServingArrays.__dataclass_fields__))
@@ -270,6 +276,7 @@ def _results(res: ServingArrays, load: LoadArrays, x: np.ndarray, gpus: np.ndarr
     return ResultArrays(
         ttft_mean_s=res.ttft_s, tpot_mean_s=res.tpot_s, **pct, requests_per_s=x,
         output_tok_s_per_gpu=x * load.osl / gpus, output_tok_s_per_user=1.0 / res.tpot_s,
-        decode_batch=res.decode_batch, mixed_prefill_tokens=res.mixed_prefill_tokens, prefill_utilization=res.prefill_rho, kv_transfer_s=res.kv_transfer_s,
+        decode_batch=res.decode_batch, mixed_prefill_tokens=res.mixed_prefill_tokens,
+        prefill_utilization=res.prefill_rho, kv_transfer_s=res.kv_transfer_s,
         seq_capacity=cap, gpus=gpus, feasible=feasible, infeasible_reason=reason,
     )

@@ -61,8 +61,9 @@ class Estimate(BaseModel):
     prefill_utilization: float = Field(description="Busy fraction of the prefill stage.")
     kv_transfer_ms: float = Field(description="KV transfer per request (disaggregated), ms.")
     step_breakdown: dict[str, dict[str, float]] = Field(
-        description="Milliseconds per op kind of the mixed step (aggregated), one prompt's prefill and a "
-                    "decode-only step: mixed_step_ms, prefill_ms, decode_step_ms (see step_breakdowns).")
+        description="Milliseconds per op kind of the mixed step (aggregated), one prompt's prefill "
+                    "and a decode-only step: mixed_step_ms, prefill_ms, decode_step_ms "
+                    "(see step_breakdowns).")
     memory: MemoryPlan
     prefill_memory: MemoryPlan | None = None
     provenance: dict[str, str] = Field(description="Op or constant -> where its number came from.")
@@ -102,17 +103,20 @@ def source_shares(cost: StepCost) -> dict[str, float]:
 def _par(gpu: GpuSpec, w: WorkerConfig) -> ParallelArrays:
     p = w.parallel
     one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
-    return parallel_arrays(gpu, one[0], one[1], one[2], one[3], np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]),
-                           np.array([float(KV_DTYPES.index(w.kv_dtype))]))
+    wq = np.array([float(WEIGHT_QUANTS.index(w.weight_quant))])
+    kv = np.array([float(KV_DTYPES.index(w.kv_dtype))])
+    return parallel_arrays(gpu, one[0], one[1], one[2], one[3], wq, kv)
 
 
 def _kinds_ms(cost: StepCost, times: float = 1.0) -> dict[str, float]:
-    """Milliseconds per op kind of candidate 0, times ``times``; kinds that take no time left out."""
-    return {k: float(cost.by_kind_s[i, 0]) * 1e3 * times for i, k in enumerate(KINDS_WITH_OVERHEAD) if cost.by_kind_s[i, 0] > 0}
+    """Milliseconds per op kind of candidate 0, times ``times``; kinds taking no time left out."""
+    return {k: float(cost.by_kind_s[i, 0]) * 1e3 * times
+            for i, k in enumerate(KINDS_WITH_OVERHEAD) if cost.by_kind_s[i, 0] > 0}
 
 
-def step_breakdowns(m: ModelSpec, gpu: GpuSpec, main: WorkerConfig, pre: WorkerConfig, backend: str, r: ResultArrays,
-                    wl: Workload, disagg: bool) -> tuple[dict[str, dict[str, float]], StepCost]:
+def step_breakdowns(m: ModelSpec, gpu: GpuSpec, main: WorkerConfig, pre: WorkerConfig, backend: str,
+                    r: ResultArrays, wl: Workload,
+                    disagg: bool) -> tuple[dict[str, dict[str, float]], StepCost]:
     """Milliseconds by op kind of the steps the answer is made of (DESIGN.md "Step breakdowns"):
     ``mixed_step_ms`` (aggregated: the priced step that carries a prefill chunk next to the running
     decodes), ``prefill_ms`` (one prompt's whole prefill, all its chunks, on the prefill worker when
@@ -125,15 +129,17 @@ def step_breakdowns(m: ModelSpec, gpu: GpuSpec, main: WorkerConfig, pre: WorkerC
     isl_c = np.array([max(wl.isl.mean * (1 - wl.prefix_hit), 1.0)])
     par = _par(gpu, main)
     pricer = default_pricer(gpu)
-    decode = price_step(m, par, StepMix(b, ctx, z, z, z), pricer, **cal.step_kwargs())
+    kw = cal.step_kwargs()
+    decode = price_step(m, par, StepMix(b, ctx, z, z, z), pricer, **kw)
     out = {}
     if not disagg:
         free = free_chunk(main.max_num_batched_tokens * one, b)
         _, own, prior = prompt_chunks(isl_c, free)
         p = np.maximum(r.mixed_prefill_tokens[:1], own)
-        out["mixed_step_ms"] = _kinds_ms(price_step(m, par, StepMix(b, ctx, p, own, prior), pricer, **cal.step_kwargs()))
+        mixed = price_step(m, par, StepMix(b, ctx, p, own, prior), pricer, **kw)
+        out["mixed_step_ms"] = _kinds_ms(mixed)
     chunks, own, prior = prompt_chunks(isl_c, pre.max_num_batched_tokens * one)
-    lone = price_step(m, _par(gpu, pre), StepMix(z, z, own, own, prior), pricer, **cal.step_kwargs())
+    lone = price_step(m, _par(gpu, pre), StepMix(z, z, own, own, prior), pricer, **kw)
     out["prefill_ms"] = _kinds_ms(lone, float(chunks[0]))
     out["decode_step_ms"] = _kinds_ms(decode)
     return out, decode
@@ -175,6 +181,7 @@ def estimate(
         output_tok_s_per_gpu=float(r.output_tok_s_per_gpu[0]), output_tok_s_per_user=float(r.output_tok_s_per_user[0]),
         requests_per_s=float(r.requests_per_s[0]), decode_batch=float(r.decode_batch[0]),
         prefill_utilization=float(r.prefill_utilization[0]), kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
-        step_breakdown=steps, memory=mem, prefill_memory=pmem, provenance=_provenance(backend, decode_cost),
+        step_breakdown=steps, memory=mem, prefill_memory=pmem,
+        provenance=_provenance(backend, decode_cost),
         provenance_mix=source_shares(decode_cost),
     )

@@ -86,7 +86,7 @@ class ServingArrays:
     admission_ahead: np.ndarray  # requests queued ahead of a new one for admission (N - slots, closed loop)
     hold_cs2: np.ndarray  # squared CV of a slot's holding time (spread of the admission wait)
     prefill_rho: np.ndarray  # utilization of the prefill stage
-    mixed_prefill_tokens: np.ndarray  # prompt tokens of a step that carries prefill (aggregated; 0 disagg)
+    mixed_prefill_tokens: np.ndarray  # prompt tokens of a step carrying prefill (agg; 0 disagg)
     tpot_s: np.ndarray
     tpot_interference_s: np.ndarray  # share of TPOT caused by prefills mixed into decode steps
     interference_events: np.ndarray  # prefills one request's decode meets (Poisson mean)
@@ -105,7 +105,8 @@ _Tiled = tuple[ParallelArrays, np.ndarray, np.ndarray]
 
 def _tiled(w: WorkerArrays, n: int) -> _Tiled:
     """The worker's parallelism and calibration repeated for ``n`` mixes (see ``_steps``)."""
-    return (_tile(w.par, n) if n > 1 else w.par), np.tile(w.kernel_scale, n), np.tile(w.overhead_s, n)
+    par = _tile(w.par, n) if n > 1 else w.par
+    return par, np.tile(w.kernel_scale, n), np.tile(w.overhead_s, n)
 
 
 def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix], tiled: _Tiled | None = None) -> list[np.ndarray]:
@@ -374,7 +375,8 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
-        mixed_prefill_tokens=zero, tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step), tpot_interference_s=zero,
+        mixed_prefill_tokens=zero, tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
+        tpot_interference_s=zero,
         interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=t_kv, saturated=saturated,
     )
 

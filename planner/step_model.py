@@ -52,7 +52,7 @@ def _efficiency(family: str) -> Efficiency:
 
 
 DEFAULT_EFFICIENCY: dict[str, Efficiency] = {
-    # one definition: kernels_db's unfitted defaults (kernels_db.fitted.DEFAULT_PARAMS, their sources
+    # one definition: kernels_db's unfitted defaults (kernels_db.fitted.DEFAULT_PARAMS, sources
     # there); elementwise kernels are memory copies
     "gemm": _efficiency("gemm"),
     "attention_prefill": _efficiency("attention_prefill"),
@@ -64,7 +64,8 @@ COMM_BW_EFFICIENCY = fitted.DEFAULT_COMM_BW_EFF
 """Achieved bus bandwidth / link bandwidth for large messages: kernels_db's unfitted default."""
 COMM_LATENCY_S: dict[str, float] = {
     # small-message time of one collective inside an NVLink domain: kernels_db's unfitted default
-    # for all-reduce / all-gather; ASSUMPTION: all-to-all (DeepEP low-latency) ~15 us, send/recv 5 us
+    # for all-reduce / all-gather; ASSUMPTION: all-to-all (DeepEP low-latency) ~15 us,
+    # send/recv 5 us
     "all_reduce": fitted.DEFAULT_COMM_LATENCY_S,
     "all_gather": fitted.DEFAULT_COMM_LATENCY_S,
     "all_to_all": 15e-6,

@@ -84,8 +84,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} on {est.gpu} ({est.backend}, {est.mode})"))
     for role, kinds in est.step_breakdown.items():
         total = sum(kinds.values()) or 1.0
+        name = role.removesuffix("_ms").replace("_", " ")
         print(render_kv({k: f"{v:.4g} ms ({v / total:.1%})" for k, v in kinds.items()},
-                        title=f"{role.removesuffix('_ms').replace('_', ' ')} by op kind ({total:.4g} ms)"))
+                        title=f"{name} by op kind ({total:.4g} ms)"))
     return 0
 
 
@@ -115,8 +116,11 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
     if fmt == "json":
         print_json(report)
         return
-    head = {"rows": report["rows"], **({"duplicates dropped": report["duplicates_dropped"]} if "duplicates_dropped" in report else {}),
-            "modelled": report["modelled"], **{f"skipped {k}": v for k, v in report["skipped"].items()}}
+    head = {"rows": report["rows"]}
+    if "duplicates_dropped" in report:
+        head["duplicates dropped"] = report["duplicates_dropped"]
+    head["modelled"] = report["modelled"]
+    head |= {f"skipped {k}": v for k, v in report["skipped"].items()}
     if "holdout" in report:
         h = report["holdout"]
         head["held out"] = f"{h['folds']} folds of {h['campaigns']} measurement campaigns"
@@ -142,7 +146,9 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         v.add_argument("--format", choices=("table", "json"), default="table")
         if verb == "e2e":
             v.add_argument("--holdout", choices=("campaign", "none"), default="none",
-                           help="campaign: each fold of measurement campaigns priced with constants refitted "
-                                "on the other folds; none: the shipped constants (in-sample)")
-            v.add_argument("--folds", type=int, default=5, help="--holdout campaign: number of folds (2-50)")
+                           help="campaign: each fold of measurement campaigns priced with "
+                                "constants refitted on the other folds; none: the shipped "
+                                "constants (in-sample)")
+            v.add_argument("--folds", type=int, default=5,
+                           help="--holdout campaign: number of folds (2-50)")
         v.set_defaults(func=func)

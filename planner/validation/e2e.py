@@ -29,7 +29,8 @@ QUANT_MODES: dict[str, str] = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4",
 GROUP_BY: tuple[str, ...] = ("backend", "mode", "system", "model")
 CONST_PREFIX = "const_"
 """Prefix of the per-row engine-constant columns (``with_constants``)."""
-REQUIRED = frozenset({"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"})
+REQUIRED = frozenset({"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms",
+                      "silicon_tpot_ms"})
 DUPLICATE_IGNORES: tuple[str, ...] = ("id", "silicon_data_source")
 """Columns that may differ between two rows of one measurement: a row copied into a second
 campaign's dump keeps every deployment and result column."""
@@ -166,7 +167,8 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
         seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
         cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=eng.max_num_batched_tokens.value)
-        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, fixed(int(isl), int(osl), concurrency=1),
+        wl = fixed(int(isl), int(osl), concurrency=1)
+        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, wl,
                              backend=str(backend), calibration=eng, constants=_row_constants(sub))
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
@@ -203,8 +205,9 @@ def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
 
 
 def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Rows equal on every column except ``DUPLICATE_IGNORES`` count once (the lowest ``id`` in string
-    order is kept), so one measurement cannot sit in a training and a test fold; (rows, dropped)."""
+    """Rows equal on every column except ``DUPLICATE_IGNORES`` count once (the lowest ``id`` in
+    string order is kept), so one measurement cannot sit in a training and a test fold;
+    (rows, dropped)."""
     cols = [c for c in df.columns if c not in DUPLICATE_IGNORES]
     order = df.sort_values("id", kind="stable") if "id" in df.columns else df
     keep = ~order.duplicated(subset=cols, keep="first")
@@ -234,8 +237,8 @@ def modelled(pred: pd.DataFrame, skipped: dict[str, int]) -> tuple[pd.DataFrame,
 
 def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool = True,
                  holdout: str = "none", folds: int = 5) -> dict[str, object]:
-    """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped constants), or
-    held out ("campaign": each fold of measurement campaigns priced with constants refitted on the
+    """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
+    constants), or held out ("campaign": each fold of measurement campaigns priced with constants refitted on the
     other folds, ``planner.validation.holdout``), in the same shape plus ``holdout``."""
     df, duplicates = read_rows(path)
     prep = prepare(df)

@@ -1,16 +1,16 @@
 """Fit the per-engine constants of ``planner/calibration/engines.yaml`` to measured rows.
 
-    python -m planner.validation.fit_engines                      # rewrite the packaged engines.yaml
+    python -m planner.validation.fit_engines              # rewrite the packaged engines.yaml
     python -m planner.validation.fit_engines --check              # exit 1 if it would change
     python -m planner.validation.fit_engines --data my_rows.csv --out my_engines.yaml
 
 Every fitted constant (``CONSTANTS``) has a physical meaning, a unit and bounds; the fit is a
 coordinate search over a grid inside the bounds (``SWEEPS`` sweeps, constants in ``CONSTANTS``
-order, each from its fixed ``start``), minimising per engine the median |ln(predicted / measured)| over the rows of
-the modes (aggregated, disaggregated) the constant acts on, of what it sets: TPOT for the
-step-time constants (a step is what TPOT measures), TTFT for the others. Each grid is priced in
-one call: the rows are repeated once per grid value with per-row constants
-(``e2e.with_constants``). The same two functions serve the held-out folds
+order, each from its fixed ``start``). Each constant minimises the median |ln(predicted /
+measured)| over the rows of the modes it acts on (per engine, or over every engine's rows for a
+``shared`` one) of what it sets: TPOT for the step-time constants (a step is what TPOT measures),
+TTFT for the others. Each grid is priced in one call: the rows are repeated once per grid value
+with per-row constants (``e2e.with_constants``). The same two functions serve the held-out folds
 (``planner.validation.holdout``) and a user's own rows: ``fit_constants`` (rows -> constants) and
 ``e2e.predict(e2e.with_constants(rows, constants))`` (rows, constants -> predictions).
 """
@@ -30,8 +30,17 @@ from hardware.errors import PlannerInputError
 from planner.engine_calibration import ENGINES_FILE, EngineCalibration, load_engines
 from planner.validation.e2e import predict, prepare, read_rows, with_constants
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "validation" / "e2e" / "silicon_measured.csv"
-FIT_COMMAND = "python -m planner.validation.fit_engines --data ../shared/validation/e2e/silicon_measured.csv"
+DEFAULT_DATA = (
+    Path(__file__).resolve().parents[2]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
+FIT_COMMAND = (
+    "python -m planner.validation.fit_engines --data ../shared/validation/e2e/silicon_measured.csv"
+)
 MISSING_LOSS = 5.0
 """|ln error| charged for a row the model cannot price (out of memory, saturated): a factor e^5."""
 SWEEPS = 2
@@ -51,7 +60,9 @@ class Constant:
     start: float
     modes: tuple[str, ...]  # the modes whose rows it changes (others skip its pricing)
     metrics: tuple[str, ...] = ("ttft",)  # what it is fitted to: step-time constants to TPOT
-    shared: bool = False  # one value for every engine (a property of the benchmarks, not the engine)
+    shared: bool = (
+        False  # one value for every engine (a property of the benchmarks, not the engine)
+    )
 
     def __post_init__(self) -> None:
         lo, hi = self.bounds
@@ -59,24 +70,69 @@ class Constant:
 
 
 CONSTANTS: tuple[Constant, ...] = (
-    Constant("kernel_scale", "1", "achieved / priced kernel time of the engine's kernels (kernel quality "
-             "beyond the fitted kernel tier; 1 = as priced)", (0.7, 1.5), (0.8, 0.9, 1.0, 1.1, 1.2), 1.0,
-             ("agg", "disagg"), ("tpot",), shared=True),
-    Constant("step_overhead_s", "s per step", "CPU time per engine step not hidden behind the GPU "
-             "(scheduling, sampling, graph launch)", (0.0, 0.01),
-             (0.0, 0.001, 0.002, 0.003, 0.004, 0.006), 0.002, ("agg", "disagg"), ("tpot",), shared=True),
-    Constant("request_overhead_s", "s per request", "time to first token outside the engine steps, "
-             "aggregated (HTTP, tokenization, admission)", (0.0, 0.3),
-             (0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2), 0.05, ("agg",)),
-    Constant("disagg_request_overhead_s", "s per request", "the same for a disaggregated deployment "
-             "(adds the router hop, remote-prefill dispatch, KV-transfer set-up)", (0.0, 0.3),
-             (0.03, 0.06, 0.1, 0.13, 0.16, 0.2, 0.25), 0.1, ("disagg",)),
-    Constant("burst_fraction", "1 (share of requests)", "share 1/W of a closed-loop run's requests "
-             "in its first lockstep wave (a run of W waves), aggregated campaigns", (0.0, 1.0),
-             (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0), 0.1, ("agg",), shared=True),
-    Constant("disagg_burst_fraction", "1 (share of requests)", "the same for the disaggregated "
-             "campaigns (other benchmark harnesses)", (0.0, 1.0),
-             (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0), 0.1, ("disagg",), shared=True),
+    Constant(
+        "kernel_scale",
+        "1",
+        "achieved / priced kernel time of the engine's kernels (kernel quality "
+        "beyond the fitted kernel tier; 1 = as priced)",
+        (0.7, 1.5),
+        (0.8, 0.9, 1.0, 1.1, 1.2),
+        1.0,
+        ("agg", "disagg"),
+        ("tpot",),
+        shared=True,
+    ),
+    Constant(
+        "step_overhead_s",
+        "s per step",
+        "CPU time per engine step not hidden behind the GPU (scheduling, sampling, graph launch)",
+        (0.0, 0.01),
+        (0.0, 0.001, 0.002, 0.003, 0.004, 0.006),
+        0.002,
+        ("agg", "disagg"),
+        ("tpot",),
+        shared=True,
+    ),
+    Constant(
+        "request_overhead_s",
+        "s per request",
+        "time to first token outside the engine steps, aggregated (HTTP, tokenization, admission)",
+        (0.0, 0.3),
+        (0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2),
+        0.05,
+        ("agg",),
+    ),
+    Constant(
+        "disagg_request_overhead_s",
+        "s per request",
+        "the same for a disaggregated deployment "
+        "(adds the router hop, remote-prefill dispatch, KV-transfer set-up)",
+        (0.0, 0.3),
+        (0.03, 0.06, 0.1, 0.13, 0.16, 0.2, 0.25),
+        0.1,
+        ("disagg",),
+    ),
+    Constant(
+        "burst_fraction",
+        "1 (share of requests)",
+        "share 1/W of a closed-loop run's requests "
+        "in its first lockstep wave (a run of W waves), aggregated campaigns",
+        (0.0, 1.0),
+        (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0),
+        0.1,
+        ("agg",),
+        shared=True,
+    ),
+    Constant(
+        "disagg_burst_fraction",
+        "1 (share of requests)",
+        "the same for the disaggregated campaigns (other benchmark harnesses)",
+        (0.0, 1.0),
+        (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0),
+        0.1,
+        ("disagg",),
+        shared=True,
+    ),
 )
 """The fitted constants, in coordinate-search order (kernel and step time first: they set TPOT,
 which the TTFT constants then build on). Dropped because the campaign-held-out figures do not need
@@ -99,8 +155,12 @@ def _median_abs_log(pred: np.ndarray, meas: np.ndarray) -> float:
 
 def loss(pred: pd.DataFrame, metrics: tuple[str, ...] = ("ttft", "tpot")) -> float:
     """Sum over ``metrics`` of the median |ln(pred / measured)| of the rows."""
-    return sum(_median_abs_log(pred[f"pred_{m}_ms"].to_numpy(float), pred[f"silicon_{m}_ms"].to_numpy(float))
-               for m in metrics)
+    return sum(
+        _median_abs_log(
+            pred[f"pred_{m}_ms"].to_numpy(float), pred[f"silicon_{m}_ms"].to_numpy(float)
+        )
+        for m in metrics
+    )
 
 
 def _grid_losses(rows: pd.DataFrame, values: Values, c: Constant) -> dict[str, list[float]]:
@@ -108,7 +168,11 @@ def _grid_losses(rows: pd.DataFrame, values: Values, c: Constant) -> dict[str, l
     sub = rows[rows["mode"].isin(c.modes)]
     copies = []
     for g, v in enumerate(c.grid):
-        copies.append(with_constants(sub, {b: {**vals, c.name: v} for b, vals in values.items()}).assign(_grid=g))
+        copies.append(
+            with_constants(sub, {b: {**vals, c.name: v} for b, vals in values.items()}).assign(
+                _grid=g
+            )
+        )
     pred = predict(pd.concat(copies, ignore_index=True), progress=False)
     out: dict[str, list[float]] = {}
     if c.shared:
@@ -123,7 +187,9 @@ def _grid_losses(rows: pd.DataFrame, values: Values, c: Constant) -> dict[str, l
 def fit_constants(rows: pd.DataFrame, progress: bool = False) -> Values:
     """Coordinate search of every constant in ``CONSTANTS`` for each backend of prepared ``rows``
     (``e2e.prepare``); a constant whose modes have no rows of a backend keeps its ``start``."""
-    values: Values = {str(b): {c.name: c.start for c in CONSTANTS} for b in sorted(set(rows["backend"]))}
+    values: Values = {
+        str(b): {c.name: c.start for c in CONSTANTS} for b in sorted(set(rows["backend"]))
+    }
     steps = SWEEPS * len(CONSTANTS)
     for n in range(steps):
         c = CONSTANTS[n % len(CONSTANTS)]
@@ -141,9 +207,12 @@ def _source(c: Constant, backend: str) -> str:
     lo, hi = c.bounds
     rows = "the rows of every engine (one value for all)" if c.shared else f"its {backend} rows"
     modes = " and ".join({"agg": "aggregated", "disagg": "disaggregated"}[m] for m in c.modes)
-    return (f"{c.meaning}; {c.unit}; bounds [{lo:g}, {hi:g}]; fitted to {'/'.join(c.metrics).upper()} by "
-            f"`{FIT_COMMAND}` on {rows}, {modes}, duplicates dropped (github:ai-dynamo/aiconfigurator "
-            "aic-core/src/aiconfigurator_core/systems/silicon_sample.csv @095f58a5)")
+    return (
+        f"{c.meaning}; {c.unit}; bounds [{lo:g}, {hi:g}]; "
+        f"fitted to {'/'.join(c.metrics).upper()} by "
+        f"`{FIT_COMMAND}` on {rows}, {modes}, duplicates dropped (github:ai-dynamo/aiconfigurator "
+        "aic-core/src/aiconfigurator_core/systems/silicon_sample.csv @095f58a5)"
+    )
 
 
 HEADER = """\
@@ -158,7 +227,7 @@ HEADER = """\
 
 
 def _yaml_value(v: float) -> str:
-    """A float YAML 1.1 reads as a float (PyYAML wants a dot in the mantissa: 3.0e-05, not 3e-05)."""
+    """A float YAML 1.1 reads as a float (PyYAML wants a dot in the mantissa: 3.0e-05)."""
     if v == int(v):
         return f"{float(v):.1f}"
     return f"{v:.1e}" if abs(v) < 1e-3 else repr(float(v))
@@ -173,8 +242,10 @@ def render(values: Values, engines: Mapping[str, EngineCalibration]) -> str:
             v = values.get(b, {}).get(c.name, c.start)
             lo, hi = c.bounds
             src = _source(c, b).replace('"', "'")
-            lines.append(f'  {c.name}: {{value: {_yaml_value(v)}, unit: "{c.unit}", '
-                         f'bounds: [{_yaml_value(lo)}, {_yaml_value(hi)}], source: "{src}"}}')
+            lines.append(
+                f'  {c.name}: {{value: {_yaml_value(v)}, unit: "{c.unit}", '
+                f'bounds: [{_yaml_value(lo)}, {_yaml_value(hi)}], source: "{src}"}}'
+            )
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             d = getattr(engines[b], name)
             src = d.source.replace('"', "'")
@@ -184,7 +255,9 @@ def render(values: Values, engines: Mapping[str, EngineCalibration]) -> str:
 
 def fitted_values(engines: Mapping[str, EngineCalibration]) -> Values:
     """The fitted constants of loaded ``engines`` as ``Values``."""
-    return {b: {c.name: float(getattr(e, c.name).value) for c in CONSTANTS} for b, e in engines.items()}
+    return {
+        b: {c.name: float(getattr(e, c.name).value) for c in CONSTANTS} for b, e in engines.items()
+    }
 
 
 def fit_file(data: Path, progress: bool = True) -> Values:
@@ -204,11 +277,26 @@ def _write(out: Path, text: str, force: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m planner.validation.fit_engines", description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="CSV in the layout of silicon_measured.csv")
-    ap.add_argument("--out", type=Path, default=ENGINES_FILE, help="engines.yaml to write (default: the packaged one)")
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out differs from the fit")
-    ap.add_argument("--force", action="store_true", help="overwrite an existing --out other than the packaged file")
+    ap = argparse.ArgumentParser(
+        prog="python -m planner.validation.fit_engines", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="CSV in the layout of silicon_measured.csv"
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=ENGINES_FILE,
+        help="engines.yaml to write (default: the packaged one)",
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if --out differs from the fit"
+    )
+    ap.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing --out other than the packaged file",
+    )
     args = ap.parse_args(argv)
     try:
         text = render(fit_file(args.data), load_engines())

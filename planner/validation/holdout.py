@@ -36,7 +36,9 @@ def campaign_folds(rows: pd.DataFrame, k: int) -> np.ndarray:
     return camp.map(fold_of).to_numpy(dtype=int)
 
 
-def fold_predictions(rows: pd.DataFrame, folds: np.ndarray, fold: int) -> tuple[pd.DataFrame, Values]:
+def fold_predictions(
+    rows: pd.DataFrame, folds: np.ndarray, fold: int
+) -> tuple[pd.DataFrame, Values]:
     """Rows of ``fold`` priced with the constants fitted on the other folds, and those constants."""
     values = fit_constants(rows[folds != fold].reset_index(drop=True))
     test = rows[folds == fold]
@@ -45,11 +47,22 @@ def fold_predictions(rows: pd.DataFrame, folds: np.ndarray, fold: int) -> tuple[
 
 
 def _workers(k: int) -> int:
-    return max(1, min(k, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    return max(
+        1,
+        min(
+            k,
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1,
+        ),
+    )
 
 
-def campaign_holdout(rows: pd.DataFrame, k: int = 5, progress: bool = True) -> tuple[pd.DataFrame, dict[str, object]]:
-    """Held-out predictions of every prepared row (``e2e.prepare``) and the ``holdout`` report part."""
+def campaign_holdout(
+    rows: pd.DataFrame, k: int = 5, progress: bool = True
+) -> tuple[pd.DataFrame, dict[str, object]]:
+    """Held-out predictions of every prepared row (``e2e.prepare``) and the report's
+    ``holdout`` part."""
     folds = campaign_folds(rows, k)
     parts: list[pd.DataFrame] = []
     constants: list[Values] = []
@@ -65,8 +78,12 @@ def campaign_holdout(rows: pd.DataFrame, k: int = 5, progress: bool = True) -> t
         sys.stderr.write("\n")
     pred = pd.concat(parts).sort_index()
     camp = rows["silicon_data_source"].map(campaign)
-    info = {"scheme": "campaign", "folds": k, "campaigns": int(camp.nunique()),
-            "fold_rows": [int((folds == f).sum()) for f in range(k)],
-            "fold_campaigns": [int(camp[folds == f].nunique()) for f in range(k)],
-            "fold_constants": constants}
+    info = {
+        "scheme": "campaign",
+        "folds": k,
+        "campaigns": int(camp.nunique()),
+        "fold_rows": [int((folds == f).sum()) for f in range(k)],
+        "fold_campaigns": [int(camp[folds == f].nunique()) for f in range(k)],
+        "fold_constants": constants,
+    }
     return pred, {"holdout": info}

@@ -11,7 +11,9 @@ from planner.workload import fixed
 
 def test_aggregated_breakdown_shows_the_mixed_step_and_the_prefill() -> None:
     w = WorkerConfig(parallel=Parallelism(tp=4))
-    est = estimate(load_model("llama-3.1-70b"), get_gpu("h200"), fixed(4000, 500, concurrency=32), agg=w)
+    est = estimate(
+        load_model("llama-3.1-70b"), get_gpu("h200"), fixed(4000, 500, concurrency=32), agg=w
+    )
     bd = est.step_breakdown
     assert set(bd) == {"mixed_step_ms", "prefill_ms", "decode_step_ms"}
     total = {role: sum(kinds.values()) for role, kinds in bd.items()}
@@ -27,5 +29,11 @@ def test_aggregated_breakdown_shows_the_mixed_step_and_the_prefill() -> None:
 def test_disaggregated_breakdown_has_no_mixed_step() -> None:
     pre = WorkerConfig(parallel=Parallelism(tp=2))
     dec = WorkerConfig(parallel=Parallelism(tp=4))
-    est = estimate(load_model("llama-3.1-70b"), get_gpu("h200"), fixed(2000, 300, concurrency=16), prefill=pre, decode=dec)
+    est = estimate(
+        load_model("llama-3.1-70b"),
+        get_gpu("h200"),
+        fixed(2000, 300, concurrency=16),
+        prefill=pre,
+        decode=dec,
+    )
     assert set(est.step_breakdown) == {"prefill_ms", "decode_step_ms"}

@@ -11,7 +11,14 @@ from planner.engine_calibration import ENGINES_FILE, load_engines
 from planner.validation.e2e import prepare, read_rows
 from planner.validation.fit_engines import CONSTANTS, fit_constants, fit_file, main, render
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "validation" / "e2e" / "silicon_measured.csv"
+DATA = (
+    Path(__file__).resolve().parents[3]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
 
 
 def test_missing_data_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,7 +32,9 @@ def test_missing_data_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_grids_lie_inside_the_bounds() -> None:
     for c in CONSTANTS:
         lo, hi = c.bounds
-        assert lo <= min(c.grid) and max(c.grid) <= hi and c.start in c.grid and c.unit and c.meaning
+        assert (
+            lo <= min(c.grid) and max(c.grid) <= hi and c.start in c.grid and c.unit and c.meaning
+        )
 
 
 def test_packaged_constants_carry_unit_bounds_and_command() -> None:
@@ -44,7 +53,11 @@ def test_fit_on_a_few_rows_picks_grid_values() -> None:
     df, _ = read_rows(DATA)
     vllm = df[(df.backend == "vllm") & (df["mode"] == "agg")]
     keys = vllm.groupby(["model_path", "system"]).size().index[:2]
-    few = vllm[vllm.set_index(["model_path", "system"]).index.isin(keys)].groupby(["model_path", "system"]).head(4)
+    few = (
+        vllm[vllm.set_index(["model_path", "system"]).index.isin(keys)]
+        .groupby(["model_path", "system"])
+        .head(4)
+    )
     values = fit_constants(prepare(pd.DataFrame(few)).rows)
     assert set(values) == {"vllm"}
     for c in CONSTANTS:
