@@ -17,6 +17,7 @@ path serves ``planner.estimate.estimate`` (K = 1), so the two always agree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -128,6 +129,7 @@ class ResultArrays:
     output_tok_s_per_gpu: np.ndarray
     output_tok_s_per_user: np.ndarray
     decode_batch: np.ndarray
+    mixed_prefill_tokens: np.ndarray  # prompt tokens of an aggregated step that carries prefill
     prefill_utilization: np.ndarray
     kv_transfer_s: np.ndarray
     seq_capacity: np.ndarray
@@ -146,7 +148,8 @@ def parallel_arrays(gpu: GpuSpec, tp: np.ndarray, pp: np.ndarray, dp: np.ndarray
     return ParallelArrays(tp, pp, dp, ep, wbytes, kvbytes, peaks, dtypes)
 
 
-def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s: float) -> LoadArrays:
+def load_arrays(w: Workload, k: int, concurrency: np.ndarray,
+                request_overhead_s: float | np.ndarray) -> LoadArrays:
     """Workload summary as arrays (closed loop where ``concurrency`` is finite)."""
     isl, osl = w.isl.mean, w.osl.mean
     cs2 = w.isl.second_moment / isl**2 - 1.0
@@ -160,25 +163,47 @@ def load_arrays(w: Workload, k: int, concurrency: np.ndarray, request_overhead_s
         osl_cs2=np.full(k, max(osl_cs2, 0.0)),
         tokens_per_step=np.full(k, sd.tokens_per_step if sd else 1.0),
         step_multiplier=np.full(k, 1.0 + sd.draft_len * sd.draft_cost_ratio if sd else 1.0),
-        request_overhead_s=np.full(k, request_overhead_s),
+        request_overhead_s=_arr(request_overhead_s, k, 0.0),
     )
 
 
-def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration, disagg: bool | np.ndarray = False) -> np.ndarray:
+Constants = Mapping[str, np.ndarray]
+"""Per-candidate values (shape (K,)) of fitted engine constants, by ``EngineCalibration`` field
+name; they replace the calibration's single value (the engine-constant fit prices every grid value
+of a constant in one call)."""
+
+
+def constant(cal: EngineCalibration, name: str, k: int,
+             constants: Constants | None = None) -> np.ndarray:
+    """The fitted constant ``name`` for K candidates: ``constants[name]`` when given, else the
+    calibration's value."""
+    if constants is not None and name in constants:
+        return np.broadcast_to(np.asarray(constants[name], dtype=float), (k,)).astype(float)
+    return np.full(k, float(getattr(cal, name).value))
+
+
+def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration,
+                   disagg: bool | np.ndarray = False,
+                   constants: Constants | None = None) -> np.ndarray:
     """Share of a closed loop's requests in the benchmark's first, lockstep wave: N/P when the
     workload names the run's request count P (``Workload.bench_requests``), else the engine's fitted
     ``burst_fraction`` (``disagg_burst_fraction`` where ``disagg``; the calibration data do not
     record their benchmark protocol)."""
     if w.bench_requests is None:
-        return np.where(disagg, cal.disagg_burst_fraction.value, np.full(concurrency.shape, cal.burst_fraction.value))
+        k = concurrency.shape[0]
+        agg = constant(cal, "burst_fraction", k, constants)
+        return np.where(disagg, constant(cal, "disagg_burst_fraction", k, constants), agg)
     return np.clip(np.nan_to_num(concurrency / w.bench_requests, nan=0.0), 0.0, 1.0)
 
 
-def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray, workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float | np.ndarray, burst: np.ndarray) -> WorkerArrays:
+def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray,
+            workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration,
+            util: float | np.ndarray, burst: np.ndarray,
+            constants: Constants | None = None) -> WorkerArrays:
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
-    return WorkerArrays(par, seqs, chunk, cap, np.full(k, cal.kernel_scale.value), np.full(k, cal.step_overhead_s.value), workers,
-                        burst, np.full(k, cal.seq_overhead_s.value))
+    return WorkerArrays(par, seqs, chunk, cap, constant(cal, "kernel_scale", k, constants),
+                        constant(cal, "step_overhead_s", k, constants), workers, burst)
 
 
 def percentiles(s: ServingArrays) -> dict[str, np.ndarray]:
@@ -203,19 +228,22 @@ def op_pricer(gpu: GpuSpec, pricer: OpPricer | None = None) -> OpPricer:
 def evaluate_batch(
     m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, w: Workload, *, backend: str = "vllm",
     pricer: OpPricer | None = None, gpu_memory_utilization: float | np.ndarray = 0.9, calibration: EngineCalibration | None = None,
+    constants: Constants | None = None,
 ) -> ResultArrays:
     """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
-    (``gpu_memory_utilization``: one value, or one per candidate, shape (K,))."""
+    (``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``constants``:
+    per-candidate values of fitted engine constants, see ``Constants``)."""
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
     conc = np.where(np.isfinite(c.concurrency), c.concurrency, w.concurrency if w.concurrency else np.nan)
-    load = load_arrays(w, k, conc, cal.request_overhead_s.value)
+    load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, constants))
     tokens = np.asarray(kv_tokens_held(load.isl, load.osl, backend))
     disagg = c.mode.astype(bool) if c.mode.size else np.zeros(k, dtype=bool)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
-    burst = lockstep_share(w, conc, cal)
-    dec = _worker(m, gpu, dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens, cal, gpu_memory_utilization, burst)
+    burst = lockstep_share(w, conc, cal, constants=constants)
+    dec = _worker(m, gpu, dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens, cal,
+                  gpu_memory_utilization, burst, constants)
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(**{f: getattr(load, f) / (c.workers if f in ("concurrency", "rate_per_s") else 1.0) for f in LoadArrays.__dataclass_fields__})
     res = solve_agg(m, pricer, dec, agg_load)
@@ -224,12 +252,15 @@ def evaluate_batch(
     xs = res.requests_per_s * c.workers
     if disagg.any():
         pre_par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
-        pre = _worker(m, gpu, pre_par, c.prefill_max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization, burst)
+        pre = _worker(m, gpu, pre_par, c.prefill_max_num_seqs, c.prefill_max_num_batched_tokens,
+                      c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization, burst,
+                      constants)
         total = c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers + c.tp * c.pp * c.dp * c.workers
         bw = np.where(total <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
         t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
-        dload = replace(load, request_overhead_s=np.full(k, cal.disagg_request_overhead_s.value))
-        dburst = lockstep_share(w, conc, cal, disagg=True)
+        d_overhead = constant(cal, "disagg_request_overhead_s", k, constants)
+        dload = replace(load, request_overhead_s=d_overhead)
+        dburst = lockstep_share(w, conc, cal, disagg=True, constants=constants)
         dres = solve_disagg(m, pricer, replace(pre, burst_fraction=dburst), replace(dec, burst_fraction=dburst), dload, t_kv)
         res = ServingArrays(*(np.where(disagg, getattr(dres, f), getattr(res, f)) for f in ServingArrays.__dataclass_fields__))
         gpus = np.where(disagg, total, gpus)
@@ -245,6 +276,7 @@ def _results(res: ServingArrays, load: LoadArrays, x: np.ndarray, gpus: np.ndarr
     return ResultArrays(
         ttft_mean_s=res.ttft_s, tpot_mean_s=res.tpot_s, **pct, requests_per_s=x,
         output_tok_s_per_gpu=x * load.osl / gpus, output_tok_s_per_user=1.0 / res.tpot_s,
-        decode_batch=res.decode_batch, prefill_utilization=res.prefill_rho, kv_transfer_s=res.kv_transfer_s,
+        decode_batch=res.decode_batch, mixed_prefill_tokens=res.mixed_prefill_tokens,
+        prefill_utilization=res.prefill_rho, kv_transfer_s=res.kv_transfer_s,
         seq_capacity=cap, gpus=gpus, feasible=feasible, infeasible_reason=reason,
     )

@@ -1,9 +1,7 @@
 """Per-engine calibration constants (``planner/calibration/engines.yaml``), each with its source.
 
 ``step_overhead_s``: CPU-side time per step not hidden behind the GPU (scheduling, sampling,
-detokenization, CUDA-graph replay); ``seq_overhead_s``: the part of it that grows with each
-running request of a scheduler (per-request bookkeeping, sampling and output processing in Python);
-``kernel_scale``: achieved kernel time / our priced kernel time for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
+detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
 (HTTP, tokenization, scheduler admission); ``disagg_request_overhead_s``: the same for a
 disaggregated deployment, whose requests also cross the router/proxy to a prefill worker and back
 and set up a KV transfer; ``burst_fraction``: share b of a closed-loop run's
@@ -12,8 +10,9 @@ aligned) — 1/W for a run of W waves — which wait for (N-1)/2 prefills queued
 steady-state wait (``queueing.wave_mix_response``); ``disagg_burst_fraction``: the same for
 disaggregated deployments, whose calibration rows come from other measurement campaigns (other
 benchmark harnesses). Both stand for a benchmark protocol the calibration data do not record; a
-workload that names its run length (``Workload.bench_requests``) replaces them. Engine names appear
-only here and in the emitters.
+workload that names its run length (``Workload.bench_requests``) replaces them. Units, bounds and
+the fitting command of each: ``planner.validation.fit_engines.CONSTANTS``, written next to every
+value in engines.yaml. Engine names appear only here and in the emitters.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hardware.errors import PlannerInputError
 
@@ -34,11 +33,21 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class Sourced(BaseModel):
-    """A number and where it came from."""
+    """A number and where it came from; a fitted constant also names its unit and bounds."""
 
     model_config = _FROZEN
-    value: float
-    source: str = Field(min_length=1)
+    value: float = Field(description="the number, in ``unit``")
+    source: str = Field(min_length=1,
+                        description="what it is and which command fitted it on which data")
+    unit: str | None = Field(default=None, description="unit of ``value`` (fitted constants)")
+    bounds: tuple[float, float] | None = Field(default=None,
+                                               description="physical range [lo, hi] of ``value``")
+
+    @model_validator(mode="after")
+    def _inside_bounds(self) -> Sourced:
+        if self.bounds is not None and not self.bounds[0] <= self.value <= self.bounds[1]:
+            raise ValueError(f"value {self.value} outside bounds {list(self.bounds)}")
+        return self
 
 
 class EngineCalibration(BaseModel):
@@ -46,7 +55,6 @@ class EngineCalibration(BaseModel):
 
     model_config = _FROZEN
     step_overhead_s: Sourced
-    seq_overhead_s: Sourced
     kernel_scale: Sourced
     request_overhead_s: Sourced
     disagg_request_overhead_s: Sourced
@@ -56,9 +64,8 @@ class EngineCalibration(BaseModel):
     max_num_seqs: Sourced
 
     def step_kwargs(self) -> dict[str, float]:
-        """``kernel_scale``, ``overhead_s`` and ``seq_overhead_s`` for ``step_model.step_time`` / ``price_step``."""
-        return {"kernel_scale": self.kernel_scale.value, "overhead_s": self.step_overhead_s.value,
-                "seq_overhead_s": self.seq_overhead_s.value}
+        """``kernel_scale`` and ``overhead_s`` for ``step_model.step_time`` / ``price_step``."""
+        return {"kernel_scale": self.kernel_scale.value, "overhead_s": self.step_overhead_s.value}
 
     def model_constants(self) -> tuple[str, ...]:
         """Names of the fitted serving-model constants (the engine defaults excluded)."""

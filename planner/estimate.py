@@ -19,6 +19,7 @@ from planner.batch_eval import (
     REASONS,
     WEIGHT_QUANTS,
     CandidateArrays,
+    ResultArrays,
     evaluate_batch,
     parallel_arrays,
 )
@@ -28,6 +29,7 @@ from planner.kernels_adapter import default_pricer
 from planner.memory import MemoryPlan, plan_memory
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays, StepMix, step_ops
+from planner.serving import free_chunk, prompt_chunks
 from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, StepCost, price_ops, price_step
 from planner.workload import Workload
 
@@ -63,7 +65,10 @@ class Estimate(BaseModel):
     decode_batch: float = Field(description="Mean decode requests per step of one (decode) worker.")
     prefill_utilization: float = Field(description="Busy fraction of the prefill stage.")
     kv_transfer_ms: float = Field(description="KV transfer per request (disaggregated), ms.")
-    step_breakdown: dict[str, float] = Field(description="Share of decode-worker step time per op kind.")
+    step_breakdown: dict[str, dict[str, float]] = Field(
+        description="Milliseconds per op kind of the mixed step (aggregated), one prompt's prefill "
+                    "and a decode-only step: mixed_step_ms, prefill_ms, decode_step_ms "
+                    "(see step_breakdowns).")
     memory: MemoryPlan
     prefill_memory: MemoryPlan | None = None
     provenance: dict[str, str] = Field(description="Op or constant -> where its number came from.")
@@ -108,21 +113,57 @@ def source_shares(cost: StepCost) -> dict[str, float]:
     return {tag: v / total for tag, v in sorted(times.items())}
 
 
-def _breakdown(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, backend: str, decode_batch: float, ctx: float) -> tuple[dict[str, float], dict[str, str], dict[str, float]]:
-    cal = engine(backend)
+def _par(gpu: GpuSpec, w: WorkerConfig) -> ParallelArrays:
     p = w.parallel
     one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
-    par = parallel_arrays(gpu, one[0], one[1], one[2], one[3],
-                          np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
-    z = np.zeros(1)
-    mix = StepMix(np.array([max(decode_batch, 1.0)]), np.array([ctx]), z, z, z)
-    cost = price_step(m, par, mix, default_pricer(gpu), **cal.step_kwargs())
-    total = float(cost.time_s[0])
-    shares = {k: float(cost.by_kind_s[i, 0]) / total for i, k in enumerate(KINDS_WITH_OVERHEAD)}
+    wq = np.array([float(WEIGHT_QUANTS.index(w.weight_quant))])
+    kv = np.array([float(KV_DTYPES.index(w.kv_dtype))])
+    return parallel_arrays(gpu, one[0], one[1], one[2], one[3], wq, kv)
+
+
+def _kinds_ms(cost: StepCost, times: float = 1.0) -> dict[str, float]:
+    """Milliseconds per op kind of candidate 0, times ``times``; kinds taking no time left out."""
+    return {k: float(cost.by_kind_s[i, 0]) * 1e3 * times
+            for i, k in enumerate(KINDS_WITH_OVERHEAD) if cost.by_kind_s[i, 0] > 0}
+
+
+def step_breakdowns(m: ModelSpec, gpu: GpuSpec, main: WorkerConfig, pre: WorkerConfig, backend: str,
+                    r: ResultArrays, wl: Workload,
+                    disagg: bool) -> tuple[dict[str, dict[str, float]], StepCost]:
+    """Milliseconds by op kind of the steps the answer is made of (DESIGN.md "Step breakdowns"):
+    ``mixed_step_ms`` (aggregated: the priced step that carries a prefill chunk next to the running
+    decodes), ``prefill_ms`` (one prompt's whole prefill, all its chunks, on the prefill worker when
+    disaggregated: what TTFT is made of) and ``decode_step_ms`` (a decode-only step at the running
+    batch); and the decode step's cost (for its provenance)."""
+    cal = engine(backend)
+    z, one = np.zeros(1), np.ones(1)
+    b = np.array([max(float(r.decode_batch[0]), 1.0)])
+    ctx = np.array([wl.isl.mean + wl.osl.mean / 2])
+    isl_c = np.array([max(wl.isl.mean * (1 - wl.prefix_hit), 1.0)])
+    par = _par(gpu, main)
+    pricer = default_pricer(gpu)
+    kw = cal.step_kwargs()
+    decode = price_step(m, par, StepMix(b, ctx, z, z, z), pricer, **kw)
+    out = {}
+    if not disagg:
+        free = free_chunk(main.max_num_batched_tokens * one, b)
+        _, own, prior = prompt_chunks(isl_c, free)
+        p = np.maximum(r.mixed_prefill_tokens[:1], own)
+        mixed = price_step(m, par, StepMix(b, ctx, p, own, prior), pricer, **kw)
+        out["mixed_step_ms"] = _kinds_ms(mixed)
+    chunks, own, prior = prompt_chunks(isl_c, pre.max_num_batched_tokens * one)
+    lone = price_step(m, _par(gpu, pre), StepMix(z, z, own, own, prior), pricer, **kw)
+    out["prefill_ms"] = _kinds_ms(lone, float(chunks[0]))
+    out["decode_step_ms"] = _kinds_ms(decode)
+    return out, decode
+
+
+def _provenance(backend: str, cost: StepCost) -> dict[str, str]:
+    cal = engine(backend)
     prov = {f"op:{name}": src for name, src in cost.provenance}
     for field in cal.model_constants():
         prov[f"{backend}.{field}"] = getattr(cal, field).source
-    return shares, prov, source_shares(cost)
+    return prov
 
 
 def estimate(
@@ -154,7 +195,7 @@ def estimate(
         r = replace(at_cap, ttft_mean_s=r.ttft_mean_s, ttft_p50_s=r.ttft_p50_s,
                     ttft_p90_s=r.ttft_p90_s, ttft_p99_s=r.ttft_p99_s, tpot_mean_s=r.tpot_mean_s,
                     tpot_p50_s=r.tpot_p50_s, tpot_p90_s=r.tpot_p90_s, tpot_p99_s=r.tpot_p99_s)
-    shares, prov, pmix = _breakdown(m, gpu, main, backend, float(r.decode_batch[0]), wl.isl.mean + wl.osl.mean / 2)
+    steps, decode_cost = step_breakdowns(m, gpu, main, pre, backend, r, wl, disagg)
     return Estimate(
         model=m.name, model_id=m.hf_id, checkpoint_quant=m.quant.weight_format, gpu=gpu.name,
         backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
@@ -163,7 +204,9 @@ def estimate(
         output_tok_s_per_gpu=float(r.output_tok_s_per_gpu[0]), output_tok_s_per_user=float(r.output_tok_s_per_user[0]),
         requests_per_s=float(r.requests_per_s[0]), decode_batch=float(r.decode_batch[0]),
         prefill_utilization=float(r.prefill_utilization[0]), kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
-        step_breakdown=shares, memory=mem, prefill_memory=pmem, provenance=prov, provenance_mix=pmix,
+        step_breakdown=steps, memory=mem, prefill_memory=pmem,
+        provenance=_provenance(backend, decode_cost),
+        provenance_mix=source_shares(decode_cost),
         saturated=capacity is not None, offered_requests_per_s=wl.rate_per_s,
         capacity_requests_per_s=capacity,
     )

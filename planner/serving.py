@@ -31,7 +31,7 @@ from planner.step_model import OpPricer, step_time
 
 FIXED_POINT_ITERS = 14
 """Most iterations of a closed-loop fixed point."""
-FIXED_POINT_RTOL = 2.5e-4
+FIXED_POINT_RTOL = 1e-4
 """A candidate has converged once the map moves its s = X·t less than this (relative)."""
 DAMPING = 0.5
 """Damped fallback of a fixed-point step (where the secant is not finite)."""
@@ -56,7 +56,6 @@ class WorkerArrays:
     overhead_s: np.ndarray
     workers: np.ndarray
     burst_fraction: np.ndarray  # share of a closed loop's clients that arrive in lockstep waves
-    seq_overhead_s: np.ndarray  # CPU time per running request of a scheduler per step
 
 
 @dataclass(frozen=True)
@@ -87,6 +86,7 @@ class ServingArrays:
     admission_ahead: np.ndarray  # requests queued ahead of a new one for admission (N - slots, closed loop)
     hold_cs2: np.ndarray  # squared CV of a slot's holding time (spread of the admission wait)
     prefill_rho: np.ndarray  # utilization of the prefill stage
+    mixed_prefill_tokens: np.ndarray  # prompt tokens of a step carrying prefill (agg; 0 disagg)
     tpot_s: np.ndarray
     tpot_interference_s: np.ndarray  # share of TPOT caused by prefills mixed into decode steps
     interference_events: np.ndarray  # prefills one request's decode meets (Poisson mean)
@@ -100,13 +100,13 @@ def _tile(p: ParallelArrays, n: int) -> ParallelArrays:
     return ParallelArrays(*(np.tile(getattr(p, f), n) for f in ParallelArrays.__dataclass_fields__))
 
 
-_Tiled = tuple[ParallelArrays, np.ndarray, np.ndarray, np.ndarray]
+_Tiled = tuple[ParallelArrays, np.ndarray, np.ndarray]
 
 
 def _tiled(w: WorkerArrays, n: int) -> _Tiled:
     """The worker's parallelism and calibration repeated for ``n`` mixes (see ``_steps``)."""
-    return ((_tile(w.par, n) if n > 1 else w.par), np.tile(w.kernel_scale, n), np.tile(w.overhead_s, n),
-            np.tile(w.seq_overhead_s, n))
+    par = _tile(w.par, n) if n > 1 else w.par
+    return par, np.tile(w.kernel_scale, n), np.tile(w.overhead_s, n)
 
 
 def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix], tiled: _Tiled | None = None) -> list[np.ndarray]:
@@ -115,8 +115,8 @@ def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix]
     k = w.max_num_seqs.shape[0]
     cat = StepMix(*(np.concatenate([getattr(s, f) for s in mixes]) for f in StepMix.__dataclass_fields__))
     n = len(mixes)
-    par, ks, oh, soh = tiled or _tiled(w, n)
-    t = step_time(m, par, cat, pricer, kernel_scale=ks, overhead_s=oh, seq_overhead_s=soh)
+    par, ks, oh = tiled or _tiled(w, n)
+    t = step_time(m, par, cat, pricer, kernel_scale=ks, overhead_s=oh)
     return [t[i * k : (i + 1) * k] for i in range(n)]
 
 
@@ -124,6 +124,18 @@ def _prefill_plan(isl_c: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.n
     """(chunks a prompt needs, tokens per chunk) with ``free`` chunk tokens per step."""
     chunks = np.ceil(isl_c / free)
     return chunks, isl_c / chunks
+
+
+def free_chunk(chunk_tokens: np.ndarray, decode_batch: np.ndarray) -> np.ndarray:
+    """Prefill tokens a step admits next to ``decode_batch`` decodes (one token each)."""
+    return np.maximum(chunk_tokens - decode_batch, MIN_FREE_CHUNK)
+
+
+def prompt_chunks(isl_c: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(chunks, tokens of the own chunk, mean prior context of a chunk) of one prompt of ``isl_c``
+    tokens prefilled ``free`` tokens per step."""
+    chunks, own = _prefill_plan(isl_c, free)
+    return chunks, own, (chunks - 1.0) / 2.0 * own
 
 
 def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray, x: np.ndarray,
@@ -224,9 +236,8 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         with np.errstate(invalid="ignore", divide="ignore"):
             t = np.where(closed, 1.0, s / load.rate_per_s)
         b = np.clip(x * dsteps * t, 0.0, cap)
-        free = np.maximum(w.chunk_tokens - b, MIN_FREE_CHUNK)
-        chunks, own = _prefill_plan(load.isl_compute, free)
-        prior = (chunks - 1.0) / 2.0 * own
+        free = free_chunk(w.chunk_tokens, b)
+        chunks, own, prior = prompt_chunks(load.isl_compute, free)
         p = prefill_step_tokens(x, load.isl_compute, own, free, t)
         t_pre, t_full, t_dec = _steps(m, pricer, w, [
             StepMix(b, ctx, p, own, prior), StepMix(b, ctx, free, own, prior), StepMix(b, ctx, zero, zero, zero)], tiled3)
@@ -236,16 +247,16 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         t_own = own_prefill_time(t_dec, t_pre, chunks, load.request_overhead_s)
         z = dsteps * t_new
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x, wave_group)
-        state = (x_new, t_new, b, t_pre, t_dec, f, work, t_own, z, r)
+        state = (x_new, t_new, b, t_pre, t_dec, f, work, t_own, z, r, p)
         s_new = x_new * t_new
         if conv.record(state, s, s_new):
             break
         s = hist.step(s, s_new)
-    x, t, b, t_pre, t_dec, f, work, t_own, z, r = conv.result(state)
+    x, t, b, t_pre, t_dec, f, work, t_own, z, r, p = conv.result(state)
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
-        tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
+        mixed_prefill_tokens=p, tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
         # the mean share of TPOT that mixed-in prefills add: a fraction f of steps carry one
         tpot_interference_s=f * np.maximum(t_pre - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
         interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=zero, saturated=saturated,
@@ -364,7 +375,8 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
         ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
-        tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step), tpot_interference_s=zero,
+        mixed_prefill_tokens=zero, tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
+        tpot_interference_s=zero,
         interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=t_kv, saturated=saturated,
     )
 

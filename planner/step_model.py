@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from hardware.spec import GpuSpec
+from kernels_db import fitted
 from planner.model_spec import ModelSpec
 from planner.opgraph import OP_KINDS, Op, OpKind, ParallelArrays, StepMix, step_ops
 
@@ -45,26 +46,28 @@ class Efficiency:
     launch_s: float
 
 
+def _efficiency(family: str) -> Efficiency:
+    prm = fitted.DEFAULT_PARAMS[family]
+    return Efficiency(prm.compute_eff, prm.memory_eff, prm.launch_s)
+
+
 DEFAULT_EFFICIENCY: dict[str, Efficiency] = {
-    # ASSUMPTION (uncalibrated tier): typical Hopper figures. GEMM: best-shape bf16 ~0.7-0.8 of peak
-    # (../shared/validation/kernels/gemm_mamf_reference.csv); FlashAttention-3 forward ~0.55-0.75 of
-    # bf16 peak (Shah et al. 2024, fig. 5); decode attention and grouped MoE GEMMs reach 0.6-0.8 of
-    # HBM bandwidth; ~2 us per kernel inside a CUDA graph.
-    "gemm": Efficiency(0.70, 0.80, 2e-6),
-    "attention_prefill": Efficiency(0.55, 0.80, 3e-6),
-    "attention_decode": Efficiency(0.50, 0.65, 3e-6),
-    "moe": Efficiency(0.50, 0.65, 3e-6),
-    "elementwise": Efficiency(1.0, 0.70, 1.5e-6),
+    # one definition: kernels_db's unfitted defaults (kernels_db.fitted.DEFAULT_PARAMS, sources
+    # there); elementwise kernels are memory copies
+    "gemm": _efficiency("gemm"),
+    "attention_prefill": _efficiency("attention_prefill"),
+    "attention_decode": _efficiency("attention_decode"),
+    "moe": _efficiency("moe"),
+    "elementwise": _efficiency("memcpy"),
 }
-COMM_BW_EFFICIENCY = 0.75
-"""ASSUMPTION: achieved bus bandwidth / link bandwidth for large messages (nccl-tests on 8xH100:
-~360-480 GB/s busbw of 450 GB/s, ../shared/validation/kernels/nccl_reference_points.csv)."""
+COMM_BW_EFFICIENCY = fitted.DEFAULT_COMM_BW_EFF
+"""Achieved bus bandwidth / link bandwidth for large messages: kernels_db's unfitted default."""
 COMM_LATENCY_S: dict[str, float] = {
-    # ASSUMPTION: small-message time of one collective inside an NVLink domain (custom one-shot
-    # all-reduce ~6-10 us on 8xH100, aiconfigurator_custom_allreduce_full.csv); all-to-all
-    # (DeepEP low-latency) ~15 us; across nodes add NIC round trips.
-    "all_reduce": 8e-6,
-    "all_gather": 8e-6,
+    # small-message time of one collective inside an NVLink domain: kernels_db's unfitted default
+    # for all-reduce / all-gather; ASSUMPTION: all-to-all (DeepEP low-latency) ~15 us,
+    # send/recv 5 us
+    "all_reduce": fitted.DEFAULT_COMM_LATENCY_S,
+    "all_gather": fitted.DEFAULT_COMM_LATENCY_S,
     "all_to_all": 15e-6,
     "send_recv": 5e-6,
 }

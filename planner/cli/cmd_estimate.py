@@ -116,7 +116,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     print(render_table(rows))
     print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))
-    print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
+    for role, kinds in est.step_breakdown.items():
+        total = sum(kinds.values()) or 1.0
+        name = role.removesuffix("_ms").replace("_", " ")
+        print(render_kv({k: f"{v:.4g} ms ({v / total:.1%})" for k, v in kinds.items()},
+                        title=f"{name} by op kind ({total:.4g} ms)"))
     return rc
 
 
@@ -132,7 +136,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_validate_e2e(args: argparse.Namespace) -> int:
     from planner.validation.e2e import validate_e2e
 
-    report = validate_e2e(args.data, args.predictions_out)
+    report = validate_e2e(args.data, args.predictions_out, holdout=args.holdout, folds=args.folds)
     _print_report(report, args.format, ("ttft", "tpot"))
     return 0
 
@@ -149,7 +153,15 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
     if fmt == "json":
         print_json(report)
         return
-    print(render_kv({"rows": report["rows"], "modelled": report["modelled"], **{f"skipped {k}": v for k, v in report["skipped"].items()}}))
+    head = {"rows": report["rows"]}
+    if "duplicates_dropped" in report:
+        head["duplicates dropped"] = report["duplicates_dropped"]
+    head["modelled"] = report["modelled"]
+    head |= {f"skipped {k}": v for k, v in report["skipped"].items()}
+    if "holdout" in report:
+        h = report["holdout"]
+        head["held out"] = f"{h['folds']} folds of {h['campaigns']} measurement campaigns"
+    print(render_kv(head))
     rows = [{"by": g["by"], "key": g["key"], "n": g["n"], **{f"{m} {s}": g[m][s] for m in metrics for s in ("median_ape_pct", "p90_ape_pct")}} for g in report["groups"]]
     print(render_table(rows))
 
@@ -171,4 +183,11 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         v.add_argument("--data", type=Path, required=True)
         v.add_argument("--predictions-out", type=Path, default=None)
         v.add_argument("--format", choices=("table", "json"), default="table")
+        if verb == "e2e":
+            v.add_argument("--holdout", choices=("campaign", "none"), default="none",
+                           help="campaign: each fold of measurement campaigns priced with "
+                                "constants refitted on the other folds; none: the shipped "
+                                "constants (in-sample)")
+            v.add_argument("--folds", type=int, default=5,
+                           help="--holdout campaign: number of folds (2-50)")
         v.set_defaults(func=func)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,13 @@ from planner.workload import fixed
 
 QUANT_MODES: dict[str, str] = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "int4_wo": "int4", "bf16": "bf16", "fp16": "bf16"}
 GROUP_BY: tuple[str, ...] = ("backend", "mode", "system", "model")
+CONST_PREFIX = "const_"
+"""Prefix of the per-row engine-constant columns (``with_constants``)."""
+REQUIRED = frozenset({"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms",
+                      "silicon_tpot_ms"})
+DUPLICATE_IGNORES: tuple[str, ...] = ("id", "silicon_data_source")
+"""Columns that may differ between two rows of one measurement: a row copied into a second
+campaign's dump keeps every deployment and result column."""
 
 
 @dataclass(frozen=True)
@@ -42,12 +50,22 @@ def _num(row: pd.Series, col: str, default: float = 1.0) -> float:
     return default if v is None or pd.isna(v) or float(v) <= 0 else float(v)
 
 
-def _concurrency(row: pd.Series) -> float:
+def _recorded_concurrency(row: pd.Series) -> float:
+    """Client concurrency the campaign recorded (``silicon_concurrency=`` in the source), or NaN."""
     m = re.search(r"silicon_concurrency=(\d+)", str(row.get("silicon_data_source", "")))
+    return float(m.group(1)) if m else np.nan
+
+
+def _concurrency(row: pd.Series, dp: float) -> float:
+    """Closed-loop clients of the benchmark: the recorded concurrency; else for an aggregated row
+    ``batch_size`` per attention-DP rank (the harness runs batch_size x attention-DP clients, e.g.
+    ``..._c256_..`` rows with batch_size 32 and attention DP 8), for a disaggregated row the decode
+    batch of every decode worker."""
+    recorded = _recorded_concurrency(row)
+    if np.isfinite(recorded):
+        return recorded
     if row["mode"] == "agg":
-        return _num(row, "batch_size", np.nan)
-    if m:
-        return float(m.group(1))
+        return _num(row, "batch_size", np.nan) * dp
     return _num(row, "decode_batch_size", np.nan) * _num(row, "decode_num_workers", np.nan)
 
 
@@ -68,13 +86,16 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
     """CandidateArrays columns of one row, or the reason it cannot be modelled."""
     quant = QUANT_MODES.get(str(row.get("gemm_quant_mode")), weight_default)
     kv = "fp8" if row["backend"] == "trtllm" and quant in ("fp8", "fp4") else "bf16"
-    conc = _concurrency(row)
+    agg_tp, agg_ep = _num(row, "tp_size"), _num(row, "moe_ep_size")
+    agg_dp = _attention_dp(row, "", agg_tp, agg_ep)
+    conc = _concurrency(row, agg_dp)
     if not np.isfinite(conc):
         return "incomplete_config"
     out = {"weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv), "concurrency": conc}
     if row["mode"] == "agg":
-        tp, ep = _num(row, "tp_size"), _num(row, "moe_ep_size")
-        out |= {"tp": tp, "pp": _num(row, "pp_size"), "dp": _attention_dp(row, "", tp, ep), "ep": ep, "mode": 0}
+        # batch_size is not an engine cap: rows that recorded more clients than batch_size x
+        # attention DP ran them all (TPOT grows with them, TTFT shows no admission queue)
+        out |= {"tp": agg_tp, "pp": _num(row, "pp_size"), "dp": agg_dp, "ep": agg_ep, "mode": 0}
         return out
     if pd.isna(row.get("prefill_num_workers")) or pd.isna(row.get("decode_num_workers")):
         return "incomplete_config"
@@ -114,8 +135,28 @@ def prepare(df: pd.DataFrame) -> Prepared:
     return Prepared(pd.concat([rows, pd.DataFrame(cols)], axis=1), skipped)
 
 
+def with_constants(rows: pd.DataFrame, values: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
+    """``rows`` with a ``const_<name>`` column per fitted engine constant: ``values[backend][name]``
+    of each row's backend (``predict`` prices every row with its own constants)."""
+    out = rows.copy()
+    names = sorted({n for v in values.values() for n in v})
+    for name in names:
+        by_backend = {b: float(v[name]) for b, v in values.items() if name in v}
+        out[f"{CONST_PREFIX}{name}"] = out["backend"].map(by_backend).astype(float)
+    return out
+
+
+def _row_constants(sub: pd.DataFrame) -> dict[str, np.ndarray] | None:
+    cols = [c for c in sub.columns if c.startswith(CONST_PREFIX)]
+    if not cols:
+        return None
+    vals = {c.removeprefix(CONST_PREFIX): sub[c].to_numpy(dtype=float) for c in cols}
+    return {k: v for k, v in vals.items() if np.isfinite(v).all()}
+
+
 def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None) -> pd.DataFrame:
-    """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows."""
+    """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows; ``const_<name>``
+    columns (``with_constants``) replace the engines' fitted constants row by row."""
     out = rows.copy()
     for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu"):
         out[col] = np.nan
@@ -127,7 +168,9 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
         seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
         cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=eng.max_num_batched_tokens.value)
-        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, fixed(int(isl), int(osl), concurrency=1), backend=str(backend), calibration=eng)
+        wl = fixed(int(isl), int(osl), concurrency=1)
+        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, wl,
+                             backend=str(backend), calibration=eng, constants=_row_constants(sub))
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
         out.loc[idx, "pred_tok_s_per_gpu"] = res.output_tok_s_per_gpu
@@ -183,16 +226,49 @@ def read_measurements(path: Path, field: str = "--data") -> pd.DataFrame:
     return numeric_columns(df, _numeric_ranges(df.columns), where)
 
 
-def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
-    """The ``planner validate e2e`` report."""
-    df = read_measurements(path)
-    prep = prepare(df)
-    pred = predict(prep.rows, progress)
+def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Rows equal on every column except ``DUPLICATE_IGNORES`` count once (the lowest ``id`` in
+    string order is kept), so one measurement cannot sit in a training and a test fold;
+    (rows, dropped)."""
+    cols = [c for c in df.columns if c not in DUPLICATE_IGNORES]
+    order = df.sort_values("id", kind="stable") if "id" in df.columns else df
+    keep = ~order.duplicated(subset=cols, keep="first")
+    kept = order[keep].sort_index()
+    return kept.reset_index(drop=True), int((~keep).sum())
+
+
+def read_rows(path: Path) -> tuple[pd.DataFrame, int]:
+    """The measured rows of ``path`` without duplicates, and how many duplicates were dropped."""
+    return drop_duplicates(read_measurements(path))
+
+
+def modelled(pred: pd.DataFrame, skipped: dict[str, int]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Rows with finite predictions, and ``skipped`` with the others counted."""
     bad = ~np.isfinite(pred["pred_ttft_ms"]) | ~np.isfinite(pred["pred_tpot_ms"])
-    skipped = dict(prep.skipped)
+    out = dict(skipped)
     if bad.any():
-        skipped["does_not_fit_or_saturated"] = int(bad.sum())
-    good = pred[~bad]
+        out["does_not_fit_or_saturated"] = int(bad.sum())
+    return pred[~bad], out
+
+
+def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool = True,
+                 holdout: str = "none", folds: int = 5) -> dict[str, object]:
+    """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
+    constants), or held out ("campaign": each fold of measurement campaigns priced with constants refitted on the
+    other folds, ``planner.validation.holdout``), in the same shape plus ``holdout``."""
+    df, duplicates = read_rows(path)
+    prep = prepare(df)
+    head = {"rows": int(len(df) + duplicates), "duplicates_dropped": duplicates}
+    if holdout == "none":
+        pred = predict(prep.rows, progress)
+        extra: dict[str, object] = {}
+    elif holdout == "campaign":
+        from planner.validation.holdout import campaign_holdout
+
+        pred, extra = campaign_holdout(prep.rows, folds, progress)
+    else:
+        raise PlannerInputError("--holdout", f"'{holdout}' not one of ['campaign', 'none']")
+    good, skipped = modelled(pred, prep.skipped)
     if predictions_out is not None:
-        pred.to_csv(predictions_out, index=False)
-    return {"rows": int(len(df)), "modelled": int(len(good)), "skipped": skipped, "groups": summarize(good)}
+        pred.drop(columns=[c for c in pred.columns if c.startswith(CONST_PREFIX)]).to_csv(predictions_out, index=False)
+    return {**head, "modelled": int(len(good)), "skipped": skipped, "groups": summarize(good), **extra}

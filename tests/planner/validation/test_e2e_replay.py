@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from planner.validation.e2e import validate_e2e
@@ -16,27 +17,41 @@ def test_every_row_is_modelled_or_counted() -> None:
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     r = validate_e2e(DATA, progress=False)
-    assert r["modelled"] + sum(r["skipped"].values()) == r["rows"]
-    complete = r["rows"] - r["skipped"].get("incomplete_config", 0)
-    assert r["modelled"] >= 0.9 * complete
+    assert r["modelled"] + sum(r["skipped"].values()) + r["duplicates_dropped"] == r["rows"]
+    complete = r["rows"] - r["duplicates_dropped"] - r["skipped"].get("incomplete_config", 0)
+    assert r["modelled"] == complete  # no complete row is left out of the figures
 
 
 @pytest.mark.validation
-def test_accuracy_of_the_met_targets_holds() -> None:
-    """Issue 5 acceptance: aggregated TTFT median APE <= 25 % and TPOT <= 15 %, disaggregated TTFT
-    <= 30 % and TPOT <= 20 %, TensorRT-LLM max-throughput rows <= 20 %."""
+def test_throughput_accuracy_holds() -> None:
+    """TensorRT-LLM max-throughput rows <= 20 % (issue 5). The TTFT/TPOT figures are guarded on
+    held-out campaigns (test_holdout.py), not in-sample."""
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     from planner.validation.throughput import validate_throughput
 
-    groups = {(g["by"], g["key"]): g for g in validate_e2e(DATA, progress=False)["groups"]}  # type: ignore[attr-defined]
-    assert groups[("mode", "agg")]["tpot"]["median_ape_pct"] <= 15.0
-    assert groups[("mode", "disagg")]["tpot"]["median_ape_pct"] <= 20.0
-    assert groups[("mode", "agg")]["ttft"]["median_ape_pct"] <= 25.0
-    # 33 %, not 30 %: since issue 15 GB200 (115 of the 158 disaggregated rows) is priced from the
-    # B200 kernel fit (transferred:b200_sxm) instead of default efficiencies, while engines.yaml was
-    # fitted with the defaults: 26.5 -> 32.4 % until the engine constants are refitted (issue 16).
-    assert groups[("mode", "disagg")]["ttft"]["median_ape_pct"] <= 33.0
     thr = validate_throughput(DATA.with_name("trtllm_perf_overview.csv"), progress=False)
     overall = next(g for g in thr["groups"] if g["by"] == "overall")  # type: ignore[attr-defined]
     assert overall["throughput"]["median_ape_pct"] <= 20.0
+
+
+def _row(**kw: object) -> pd.Series:
+    base = {"mode": "agg", "backend": "trtllm", "gemm_quant_mode": "fp8", "batch_size": 32.0, "tp_size": 1.0,
+            "pp_size": 1.0, "attention_dp_size": 8.0, "moe_tp_size": 1.0, "moe_ep_size": 8.0,
+            "silicon_data_source": "source_file=2026-03-25.csv; model=DeepSeek-R1"}
+    return pd.Series({**base, **kw})
+
+
+def test_attention_dp_rows_run_batch_size_clients_per_rank() -> None:
+    """The harness runs batch_size x attention-DP clients (ids ``..._c256_...`` with batch 32, DP 8)."""
+    from planner.validation.e2e import candidate_columns
+
+    c = candidate_columns(_row(), "bf16")
+    assert isinstance(c, dict) and c["concurrency"] == 256.0 and c["dp"] == 8.0
+
+
+def test_recorded_concurrency_wins() -> None:
+    from planner.validation.e2e import candidate_columns
+
+    c = candidate_columns(_row(silicon_data_source="x; silicon_concurrency=96; measured=2026"), "bf16")
+    assert isinstance(c, dict) and c["concurrency"] == 96.0

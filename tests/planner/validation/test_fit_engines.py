@@ -1,40 +1,73 @@
-"""``python -m planner.validation.fit_engines``: input errors and a fit on a few measured rows."""
+"""``python -m planner.validation.fit_engines``: input errors, bounds, and the packaged file."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from planner.validation.fit_engines import GRID, main
+from planner.engine_calibration import ENGINES_FILE, load_engines
+from planner.validation.e2e import prepare, read_rows
+from planner.validation.fit_engines import CONSTANTS, fit_constants, fit_file, main, render
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "validation" / "e2e" / "silicon_measured.csv"
+DATA = (
+    Path(__file__).resolve().parents[3]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
 
 
 def test_missing_data_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main([str(tmp_path / "absent.csv"), "vllm"])
+    rc = main(["--data", str(tmp_path / "absent.csv"), "--out", str(tmp_path / "e.yaml")])
     err = capsys.readouterr().err
     assert rc == 2
-    assert err.startswith("error: data:") and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: --data:") and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "e.yaml").exists()
+
+
+def test_grids_lie_inside_the_bounds() -> None:
+    for c in CONSTANTS:
+        lo, hi = c.bounds
+        assert (
+            lo <= min(c.grid) and max(c.grid) <= hi and c.start in c.grid and c.unit and c.meaning
+        )
+
+
+def test_packaged_constants_carry_unit_bounds_and_command() -> None:
+    for e in load_engines().values():
+        for c in CONSTANTS:
+            s = getattr(e, c.name)
+            assert s.unit == c.unit and tuple(s.bounds or ()) == c.bounds
+            assert "python -m planner.validation.fit_engines" in s.source
 
 
 @pytest.mark.validation
-def test_fit_on_a_few_rows_picks_grid_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Two (model, system) groups of vLLM rows: one trains, the other is held out; every fitted
-    constant is one of its grid values and both fits report errors."""
+def test_fit_on_a_few_rows_picks_grid_values() -> None:
+    """Two (model, system) groups of vLLM rows: every fitted constant is one of its grid values."""
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
-    df = pd.read_csv(DATA)
+    df, _ = read_rows(DATA)
     vllm = df[(df.backend == "vllm") & (df["mode"] == "agg")]
-    groups = vllm.groupby(["model_path", "system"]).head(4)
-    keep = groups[groups.set_index(["model_path", "system"]).index.isin(groups.groupby(["model_path", "system"]).size().index[:2])]
-    path = tmp_path / "few.csv"
-    keep.to_csv(path, index=False)
-    assert main([str(path), "vllm"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    for fit in ("split_fit", "full_fit"):
-        assert set(out[fit]) == set(GRID)
-        assert all(out[fit][k] in GRID[k] for k in GRID)
-    assert out["train"]["rows"] > 0 and out["held_out"]["rows"] > 0
+    keys = vllm.groupby(["model_path", "system"]).size().index[:2]
+    few = (
+        vllm[vllm.set_index(["model_path", "system"]).index.isin(keys)]
+        .groupby(["model_path", "system"])
+        .head(4)
+    )
+    values = fit_constants(prepare(pd.DataFrame(few)).rows)
+    assert set(values) == {"vllm"}
+    for c in CONSTANTS:
+        assert values["vllm"][c.name] in c.grid
+
+
+@pytest.mark.validation
+@pytest.mark.heldout
+def test_fit_reproduces_the_packaged_file() -> None:
+    """``python -m planner.validation.fit_engines`` regenerates engines.yaml exactly."""
+    if not DATA.is_file():
+        pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
+    assert render(fit_file(DATA, progress=False), load_engines()) == ENGINES_FILE.read_text()
