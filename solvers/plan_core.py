@@ -147,11 +147,20 @@ def _space(req: PlanRequest, gpus: list[GpuSpec]) -> SearchSpace:
                        weight_quants=req.weight_quants, node_gpus=req.node_gpus)
 
 
+def _distinct_gpus(req: PlanRequest) -> list[GpuSpec]:
+    """The request's GPU types, each once (aliases of one GPU resolve to the same key)."""
+    out: dict[str, GpuSpec] = {}
+    for name in dict.fromkeys(req.gpus):
+        g = get_gpu(name, req.hardware_dirs)
+        out.setdefault(g.key, g)
+    return list(out.values())
+
+
 def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Evaluated:
     """Every candidate of every GPU type and mode, evaluated (progress on stderr when slow)."""
     t0 = time.perf_counter()
     model = load_model(req.model)
-    gpus = [get_gpu(g, req.hardware_dirs) for g in req.gpus]
+    gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)
     load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.backend)
     blocks, prices, evaluated, milp = [], [], 0, {}
@@ -159,7 +168,7 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:
             if mode == "agg":
-                b = agg_block(model, gpu, gi, space, load)
+                b = agg_block(model, gpu, gi, space, load, (req.ttft_ms, req.tpot_ms, req.percentile))
             elif req.rate_per_s is None:
                 b = disagg_block(model, gpu, gi, space, load, req.tpot_ms)
             else:

@@ -20,6 +20,7 @@ import numpy as np
 from hardware.spec import GpuSpec
 from planner.model_spec import ModelSpec
 from solvers.candidates import Block, Load, Units, percentile_ms
+from solvers.counts import fewest_counts
 from solvers.disagg import (
     PhaseSets,
     dtype_key,
@@ -32,6 +33,9 @@ from solvers.disagg import (
 from solvers.pd_milp import PdSolution, PhaseOptions, solve_pd
 from solvers.space import SearchSpace
 
+DISAGG_DENSE_COUNTS = 8
+"""Worker counts all checked before bisection: a pair within one scale-up domain moves its KV cache
+over the faster link, so feasibility can drop as a small deployment outgrows the domain."""
 REPAIR_WORKERS = 2
 """Extra workers per role tried when the MILP's pair misses the SLO as a whole."""
 
@@ -42,26 +46,20 @@ def _ok(b: Block, ttft_ms: float, tpot_ms: float, percentile: str, roles: str = 
     return ok if roles == "decode" else ok & (percentile_ms(b.res, "ttft", percentile) <= ttft_ms)
 
 
-def _fewest(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, u: Units, slo: tuple[float, float, str],
-            opts: np.ndarray, by_p: bool) -> np.ndarray:
-    """Smallest worker count per option meeting the SLO (0 when none within the budget)."""
-    b = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
-    ok = _ok(b, *slo, roles="both" if by_p else "decode")
-    count, owner = (u.x, u.p) if by_p else (u.y, u.d)
-    big = np.iinfo(np.int64).max
-    best = np.full(int(owner.max(initial=0)) + 1, big)
-    np.minimum.at(best, owner[ok], count[ok])
-    out = best[opts]
-    return np.where(out == big, 0, out)
+def _fewest(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
+            opts: np.ndarray, partner: int, partner_n: int, by_p: bool, max_gpus: int) -> np.ndarray:
+    """Smallest worker count per option meeting the SLO next to ``partner_n`` workers of ``partner``
+    (0 when none within the budget); by bisection, never a grid of counts (:mod:`solvers.counts`)."""
+    gpw = (s.pre if by_p else s.dec).gpus_per_worker[opts]
 
+    def check(i: np.ndarray, n: np.ndarray) -> np.ndarray:
+        mine, other = opts[i], np.full(i.size, partner)
+        other_n = np.full(i.size, partner_n)
+        u = Units(mine, other, n, other_n) if by_p else Units(other, mine, other_n, n)
+        b = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
+        return _ok(b, *slo, roles="both" if by_p else "decode")
 
-def _grid(partner: int, partner_n: int, opts: np.ndarray, gpw: np.ndarray, max_gpus: int) -> tuple[np.ndarray, ...]:
-    """(partner, partner count, option, option count) for every option count within ``max_gpus``."""
-    n = np.arange(1, max_gpus + 1)
-    o, c = np.repeat(opts, n.size), np.tile(n, opts.size)
-    keep = c * gpw[o] <= max_gpus
-    k = int(keep.sum())
-    return np.full(k, partner), np.full(k, partner_n), o[keep], c[keep]
+    return fewest_counts(max_gpus // gpw, check, dense=DISAGG_DENSE_COUNTS)
 
 
 def _options(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
@@ -78,8 +76,8 @@ def _options(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[fl
             continue
         p_ref = int(cand[np.argmax(cap_p[cand])])
         sel = dkey[di] == key
-        pr, xr, d, yc = _grid(p_ref, max(1, max_gpus // int(gp[p_ref])), di[sel], gd, max_gpus)
-        y[sel] = _fewest(m, gpu, s, load, Units(pr, d, xr, yc), slo, di[sel], by_p=False)
+        x_ref = max(1, max_gpus // int(gp[p_ref]))
+        y[sel] = _fewest(m, gpu, s, load, slo, di[sel], p_ref, x_ref, False, max_gpus)
     x = np.zeros(pi.size, dtype=int)
     per_gpu = running(s) / s.dec_role.step_s / gd
     for key in np.unique(pkey[pi]):
@@ -88,8 +86,7 @@ def _options(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[fl
             continue
         k = int(np.argmax(np.where(dsel, per_gpu[di] / np.maximum(y, 1), -np.inf)))
         sel = pkey[pi] == key
-        dr, yr, p, xc = _grid(int(di[k]), int(y[k]), pi[sel], gp, max_gpus)
-        x[sel] = _fewest(m, gpu, s, load, Units(p, dr, xc, yr), slo, pi[sel], by_p=True)
+        x[sel] = _fewest(m, gpu, s, load, slo, pi[sel], int(di[k]), int(y[k]), True, max_gpus)
     return pi[x > 0], x[x > 0], di[y > 0], y[y > 0]
 
 
