@@ -114,7 +114,9 @@ def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
     if not ok.any():
         raise _why_infeasible(ev)
     s = np.where(ok, ev.score(objective), -np.inf)
-    return int(np.argmax(s))
+    # equal scores (a rate plan's tok/s/GPU is the rate over its GPUs): the faster deployment wins,
+    # so the pick does not depend on the order the search visited the candidates in
+    return int(np.lexsort((ev.ttft, -ev.tok_per_user, -s))[0])
 
 
 def _why_infeasible(ev: Evaluated) -> InfeasibleError:

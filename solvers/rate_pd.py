@@ -47,15 +47,14 @@ def _ok(b: Block, ttft_ms: float, tpot_ms: float, percentile: str, roles: str = 
 
 
 def _fewest(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
-            opts: np.ndarray, partner: int, partner_n: int, by_p: bool, max_gpus: int) -> np.ndarray:
+            opts: np.ndarray, partner: np.ndarray, partner_n: np.ndarray, by_p: bool, max_gpus: int) -> np.ndarray:
     """Smallest worker count per option meeting the SLO next to ``partner_n`` workers of ``partner``
-    (0 when none within the budget); by bisection, never a grid of counts (:mod:`solvers.counts`)."""
+    (one each per option; 0 when none within the budget); by bisection over all options at once,
+    never a grid of counts (:mod:`solvers.counts`)."""
     gpw = (s.pre if by_p else s.dec).gpus_per_worker[opts]
 
     def check(i: np.ndarray, n: np.ndarray) -> np.ndarray:
-        mine, other = opts[i], np.full(i.size, partner)
-        other_n = np.full(i.size, partner_n)
-        u = Units(mine, other, n, other_n) if by_p else Units(other, mine, other_n, n)
+        u = Units(opts[i], partner[i], n, partner_n[i]) if by_p else Units(partner[i], opts[i], partner_n[i], n)
         b = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
         return _ok(b, *slo, roles="both" if by_p else "decode")
 
@@ -64,29 +63,34 @@ def _fewest(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[flo
 
 def _options(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
              max_gpus: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(prefill options, their x, decode options, their y) for one GPU type."""
+    """(prefill options, their x, decode options, their y) for one GPU type.
+
+    Decode options are sized next to an ample pool of the highest-capacity prefill worker of their
+    dtypes, prefill options next to the best decode option of theirs at its size.
+    """
     pi, di = prune_prefill(s), prune_decode(s, slo[1])
     gp, gd = s.pre.gpus_per_worker, s.dec.gpus_per_worker
     pkey, dkey = dtype_key(s.pre) // 1000, dtype_key(s.dec) // 1000
     cap_p = 1.0 / (s.pre_role.work_s * gp)
-    y = np.zeros(di.size, dtype=int)
+    p_ref, x_ref = np.full(di.size, -1), np.zeros(di.size, dtype=int)
     for key in np.unique(dkey[di]):
         cand = pi[pkey[pi] == key]
-        if cand.size == 0:
-            continue
-        p_ref = int(cand[np.argmax(cap_p[cand])])
-        sel = dkey[di] == key
-        x_ref = max(1, max_gpus // int(gp[p_ref]))
-        y[sel] = _fewest(m, gpu, s, load, slo, di[sel], p_ref, x_ref, False, max_gpus)
-    x = np.zeros(pi.size, dtype=int)
+        if cand.size:
+            best = int(cand[np.argmax(cap_p[cand])])
+            p_ref[dkey[di] == key], x_ref[dkey[di] == key] = best, max(1, max_gpus // int(gp[best]))
+    y = np.zeros(di.size, dtype=int)
+    has = p_ref >= 0
+    y[has] = _fewest(m, gpu, s, load, slo, di[has], p_ref[has], x_ref[has], False, max_gpus)
+    d_ref, y_ref = np.full(pi.size, -1), np.zeros(pi.size, dtype=int)
     per_gpu = running(s) / s.dec_role.step_s / gd
     for key in np.unique(pkey[pi]):
         dsel = (dkey[di] == key) & (y > 0)
-        if not dsel.any():
-            continue
-        k = int(np.argmax(np.where(dsel, per_gpu[di] / np.maximum(y, 1), -np.inf)))
-        sel = pkey[pi] == key
-        x[sel] = _fewest(m, gpu, s, load, slo, pi[sel], int(di[k]), int(y[k]), True, max_gpus)
+        if dsel.any():
+            k = int(np.argmax(np.where(dsel, per_gpu[di] / np.maximum(y, 1), -np.inf)))
+            d_ref[pkey[pi] == key], y_ref[pkey[pi] == key] = int(di[k]), int(y[k])
+    x = np.zeros(pi.size, dtype=int)
+    has = d_ref >= 0
+    x[has] = _fewest(m, gpu, s, load, slo, pi[has], d_ref[has], y_ref[has], True, max_gpus)
     return pi[x > 0], x[x > 0], di[y > 0], y[y > 0]
 
 

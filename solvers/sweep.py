@@ -9,7 +9,9 @@ by skipping the ids already written. Running the scenarios (Dask) is :mod:`solve
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import itertools
 import json
 import math
@@ -169,7 +171,9 @@ def run_scenario(s: Scenario) -> dict[str, Any]:
     t0 = time.perf_counter()
     row = {c: None for c in COLUMNS} | _base(s)
     try:
-        row |= _plan_fields(plan(PlanRequest(**s.request)), s.request["percentile"])
+        with contextlib.redirect_stderr(io.StringIO()):  # the sweep's progress line replaces plan's
+            result = plan(PlanRequest(**s.request))
+        row |= _plan_fields(result, s.request["percentile"])
     except InfeasibleError as exc:
         row |= {"status": "infeasible", "binding_constraint": exc.binding_constraint, "reason": str(exc)}
     except Exception as exc:  # noqa: BLE001 - a failing scenario is recorded, not fatal
