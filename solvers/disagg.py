@@ -25,6 +25,10 @@ from solvers.pareto import group_pareto
 from solvers.space import SearchSpace, Workers
 
 
+PREFILL_WINDOW = 2.0
+"""Prefill worker counts tried with N clients: within this factor of the analytical need."""
+
+
 @dataclass(frozen=True)
 class PhaseSets:
     """Memory-feasible prefill workers and decode operating points of one GPU type, with role times."""
@@ -86,9 +90,9 @@ def prune_decode(s: PhaseSets, tpot_slo_ms: float, per_level: bool = False) -> n
 
 
 def pairs(s: PhaseSets, pi: np.ndarray, dy: tuple[np.ndarray, np.ndarray], xs: np.ndarray,
-          max_gpus: int) -> Units:
+          max_gpus: int, osl: int | None = None) -> Units:
     """(prefill, decode, x, y) with equal dtypes, x in ``xs``, (decode, y) from ``dy`` and
-    x·gp + y·gd <= max_gpus."""
+    x·gp + y·gd <= max_gpus; with ``osl`` and a budget above DENSE_COUNTS, x near the prefill need."""
     di, ys = dy
     pp, kk = (a.ravel() for a in np.meshgrid(pi, np.arange(di.size), indexing="ij"))
     dd, yy = di[kk], ys[kk]
@@ -97,7 +101,17 @@ def pairs(s: PhaseSets, pi: np.ndarray, dy: tuple[np.ndarray, np.ndarray], xs: n
     p, d, y = (np.repeat(a, xs.size) for a in (pp, dd, yy))
     x = np.tile(xs, pp.size)
     keep = x * s.pre.gpus_per_worker[p] + y * s.dec.gpus_per_worker[d] <= max_gpus
+    if osl is not None and max_gpus > DENSE_COUNTS:
+        keep &= near_prefill_need(s, p, d, x, y, osl)
     return Units(p[keep], d[keep], x[keep], y[keep])
+
+
+def near_prefill_need(s: PhaseSets, p: np.ndarray, d: np.ndarray, x: np.ndarray, y: np.ndarray,
+                      osl: int) -> np.ndarray:
+    """x within a factor PREFILL_WINDOW of the prefill workers the decode pool's request rate keeps
+    busy (y x running / (step x OSL) requests/s x prefill seconds per prompt), or within 1..4."""
+    need = y * running(s)[d] / (s.dec_role.step_s[d] * osl) * s.pre_role.work_s[p]
+    return (x <= 4) | ((x >= need / PREFILL_WINDOW) & (x <= need * PREFILL_WINDOW + 1))
 
 
 def decode_counts(s: PhaseSets, di: np.ndarray, ys: np.ndarray, concurrency: int | None
@@ -130,7 +144,8 @@ def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: 
 
     Worker counts never span the budget: with no load the deployment is a closed loop of y x
     clients, so only the P:D ratio matters and x, y run over 1..DENSE_COUNTS; with N clients, y and
-    x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%).
+    x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%), x near what the
+    decode pool's request rate keeps busy (:func:`near_prefill_need`).
     """
     if load.concurrency is None:
         xs = ys = np.arange(1, min(space.max_gpus, DENSE_COUNTS) + 1)
@@ -142,7 +157,8 @@ def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: 
     if s is None:
         return None
     di = prune_decode(s, tpot_slo_ms, load.concurrency is not None)
-    u = pairs(s, prune_prefill(s), decode_counts(s, di, ys, load.concurrency), xs, space.max_gpus)
+    u = pairs(s, prune_prefill(s), decode_counts(s, di, ys, load.concurrency), xs, space.max_gpus,
+              None if load.concurrency is None else load.osl)
     if load.concurrency is not None:
         conc = np.full(u.p.size, float(load.concurrency))
     else:

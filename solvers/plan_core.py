@@ -128,6 +128,13 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
         need = int(np.min(np.where(slo_ok, ev.gpus, np.iinfo(np.int64).max)))
         return infeasible_budget(req.rate_per_s, best_rate, need, req.max_gpus)
     where = f"of {req.model} on up to {req.max_gpus} x {'/'.join(req.gpus)}"
+    stable = np.isfinite(ev.ttft) & np.isfinite(ev.tpot)
+    if req.rate_per_s is not None and not stable.any():
+        return InfeasibleError("GPU budget", f"{req.rate_per_s:g} requests/s overloads every deployment {where} "
+                               "(the queue grows without bound); raise --max-gpus or lower --rate",
+                               binding_constraint="GPU budget")
+    if stable.any():
+        return infeasible_slo(ev.ttft[stable], ev.tpot[stable], req.ttft_ms, req.tpot_ms, req.percentile, where)
     return infeasible_slo(ev.ttft, ev.tpot, req.ttft_ms, req.tpot_ms, req.percentile, where)
 
 

@@ -29,9 +29,15 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
 
 
 def _check_names(spec: Any) -> None:
-    """Unknown models or GPUs are input errors before any scenario runs."""
+    """Unknown models, GPUs or backends are input errors before any scenario runs."""
     from hardware.catalog import get_gpu
+    from planner.engine_calibration import engine
     from planner.models import load_model
+
+    try:
+        engine(spec.backend)
+    except PlannerInputError as exc:
+        raise PlannerInputError("--spec", f"backend: {exc.message}") from None
 
     for m in spec.models:
         try:
