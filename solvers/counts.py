@@ -33,7 +33,9 @@ def count_ladder(n_max: int) -> np.ndarray:
         return np.arange(1, max(n_max, 0) + 1)
     steps = int(np.ceil(np.log(n_max / DENSE_COUNTS) / np.log(LADDER_RATIO)))
     upper = np.ceil(DENSE_COUNTS * LADDER_RATIO ** np.arange(1, steps + 1)).astype(int)
-    return np.unique(np.concatenate([np.arange(1, DENSE_COUNTS + 1), np.minimum(upper, n_max), [n_max]]))
+    return np.unique(
+        np.concatenate([np.arange(1, DENSE_COUNTS + 1), np.minimum(upper, n_max), [n_max]])
+    )
 
 
 def fewest_counts(n_max: np.ndarray, check: Check, dense: int = DENSE_COUNTS) -> np.ndarray:
@@ -66,12 +68,14 @@ def fewest_counts(n_max: np.ndarray, check: Check, dense: int = DENSE_COUNTS) ->
 
 def around(n: np.ndarray, n_max: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(option index, count) of each option's count n and a few above it (n+1, x1.25, x1.5, x2)
-    within n_max: the deployments a rate plan keeps for its Pareto front (options with n = 0 skipped)."""
+    within n_max: the deployments a rate plan keeps for its Pareto front (n = 0: skipped)."""
     n, n_max = np.asarray(n, dtype=np.int64), np.asarray(n_max, dtype=np.int64)
-    ladder = np.stack([n, n + 1, np.ceil(n * 1.25), np.ceil(n * 1.5), 2 * n], axis=1).astype(np.int64)
+    ladder = np.stack([n, n + 1, np.ceil(n * 1.25), np.ceil(n * 1.5), 2 * n], axis=1).astype(
+        np.int64
+    )
     ladder = np.minimum(ladder, n_max[:, None])
     i = np.repeat(np.arange(n.size), ladder.shape[1])
     c = ladder.ravel()
-    keep = (n[i] > 0)
+    keep = n[i] > 0
     pairs = np.unique(np.stack([i[keep], c[keep]], axis=1), axis=0)
     return pairs[:, 0], pairs[:, 1]

@@ -24,7 +24,6 @@ from solvers.counts import DENSE_COUNTS, count_ladder
 from solvers.pareto import group_pareto
 from solvers.space import SearchSpace, Workers
 
-
 PREFILL_WINDOW = 2.0
 """Prefill worker counts tried with N clients: within this factor of the analytical need."""
 

@@ -115,35 +115,97 @@ def scenario_id(request: dict[str, Any]) -> str:
 def scenarios(spec: SweepSpec) -> list[Scenario]:
     """Every (model, GPU set, workload, SLO set, objective) combination, in spec order."""
     out = []
-    combos = itertools.product(spec.models, spec.gpu_sets, spec.workloads, spec.slos, spec.objectives)
+    combos = itertools.product(
+        spec.models, spec.gpu_sets, spec.workloads, spec.slos, spec.objectives
+    )
     for i, (model, gs, wl, slo, obj) in enumerate(combos):
-        req = {"model": model, "gpus": list(gs.gpus), "max_gpus": gs.max_gpus, "isl": wl.isl,
-               "osl": wl.osl, "rate_per_s": wl.rate_per_s, "concurrency": wl.concurrency,
-               "ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "percentile": slo.percentile,
-               "mode": spec.mode, "backend": spec.backend, "objective": obj}
-        out.append(Scenario(index=i, scenario_id=scenario_id(req), gpu_set=gs.name, workload=wl.name,
-                            slo=slo.name, request=req))
+        req = {
+            "model": model,
+            "gpus": list(gs.gpus),
+            "max_gpus": gs.max_gpus,
+            "isl": wl.isl,
+            "osl": wl.osl,
+            "rate_per_s": wl.rate_per_s,
+            "concurrency": wl.concurrency,
+            "ttft_ms": slo.ttft_ms,
+            "tpot_ms": slo.tpot_ms,
+            "percentile": slo.percentile,
+            "mode": spec.mode,
+            "backend": spec.backend,
+            "objective": obj,
+        }
+        out.append(
+            Scenario(
+                index=i,
+                scenario_id=scenario_id(req),
+                gpu_set=gs.name,
+                workload=wl.name,
+                slo=slo.name,
+                request=req,
+            )
+        )
     return out
 
 
 COLUMNS: tuple[str, ...] = (
-    "index", "scenario_id", "status", "model", "gpu_set", "gpus_allowed", "max_gpus", "workload",
-    "isl", "osl", "rate_per_s", "concurrency", "slo", "ttft_slo_ms", "tpot_slo_ms", "percentile",
-    "objective", "mode", "gpu", "config", "gpus", "ttft_at_percentile_ms", "tpot_at_percentile_ms",
-    "ttft_mean_ms", "tpot_mean_ms", "output_tok_s_per_gpu", "output_tok_s_per_user", "requests_per_s",
-    "cost_per_hour_usd", "cost_per_million_output_tokens_usd", "binding_constraint", "candidates",
-    "seconds", "reason",
+    "index",
+    "scenario_id",
+    "status",
+    "model",
+    "gpu_set",
+    "gpus_allowed",
+    "max_gpus",
+    "workload",
+    "isl",
+    "osl",
+    "rate_per_s",
+    "concurrency",
+    "slo",
+    "ttft_slo_ms",
+    "tpot_slo_ms",
+    "percentile",
+    "objective",
+    "mode",
+    "gpu",
+    "config",
+    "gpus",
+    "ttft_at_percentile_ms",
+    "tpot_at_percentile_ms",
+    "ttft_mean_ms",
+    "tpot_mean_ms",
+    "output_tok_s_per_gpu",
+    "output_tok_s_per_user",
+    "requests_per_s",
+    "cost_per_hour_usd",
+    "cost_per_million_output_tokens_usd",
+    "binding_constraint",
+    "candidates",
+    "seconds",
+    "reason",
 )
 """Columns of a sweep's results file (percentile columns are at the row's ``percentile``)."""
 
 
 def _base(s: Scenario) -> dict[str, Any]:
     r = s.request
-    return {"index": s.index, "scenario_id": s.scenario_id, "model": r["model"], "gpu_set": s.gpu_set,
-            "gpus_allowed": "/".join(r["gpus"]), "max_gpus": r["max_gpus"], "workload": s.workload,
-            "isl": r["isl"], "osl": r["osl"], "rate_per_s": r["rate_per_s"],
-            "concurrency": r["concurrency"], "slo": s.slo, "ttft_slo_ms": r["ttft_ms"],
-            "tpot_slo_ms": r["tpot_ms"], "percentile": r["percentile"], "objective": r["objective"]}
+    return {
+        "index": s.index,
+        "scenario_id": s.scenario_id,
+        "model": r["model"],
+        "gpu_set": s.gpu_set,
+        "gpus_allowed": "/".join(r["gpus"]),
+        "max_gpus": r["max_gpus"],
+        "workload": s.workload,
+        "isl": r["isl"],
+        "osl": r["osl"],
+        "rate_per_s": r["rate_per_s"],
+        "concurrency": r["concurrency"],
+        "slo": s.slo,
+        "ttft_slo_ms": r["ttft_ms"],
+        "tpot_slo_ms": r["tpot_ms"],
+        "percentile": r["percentile"],
+        "objective": r["objective"],
+    }
 
 
 def _finite(x: Any) -> float | None:
@@ -153,19 +215,28 @@ def _finite(x: Any) -> float | None:
 
 def _plan_fields(result: Any, pct: str) -> dict[str, Any]:
     b, pr = result.best, result.best.predicted
-    return {"status": "ok", "mode": b.mode, "gpu": b.gpu, "config": b.config, "gpus": b.gpus,
-            "ttft_at_percentile_ms": _finite(pr["ttft_ms"][pct]),
-            "tpot_at_percentile_ms": _finite(pr["tpot_ms"][pct]),
-            "ttft_mean_ms": _finite(pr["ttft_ms"]["mean"]), "tpot_mean_ms": _finite(pr["tpot_ms"]["mean"]),
-            "output_tok_s_per_gpu": _finite(pr["output_tok_s_per_gpu"]),
-            "output_tok_s_per_user": _finite(pr["output_tok_s_per_user"]),
-            "requests_per_s": _finite(pr["requests_per_s"]), "cost_per_hour_usd": _finite(b.cost_per_hour_usd),
-            "cost_per_million_output_tokens_usd": _finite(b.cost_per_million_output_tokens),
-            "binding_constraint": result.binding_constraint, "candidates": result.candidates_evaluated}
+    return {
+        "status": "ok",
+        "mode": b.mode,
+        "gpu": b.gpu,
+        "config": b.config,
+        "gpus": b.gpus,
+        "ttft_at_percentile_ms": _finite(pr["ttft_ms"][pct]),
+        "tpot_at_percentile_ms": _finite(pr["tpot_ms"][pct]),
+        "ttft_mean_ms": _finite(pr["ttft_ms"]["mean"]),
+        "tpot_mean_ms": _finite(pr["tpot_ms"]["mean"]),
+        "output_tok_s_per_gpu": _finite(pr["output_tok_s_per_gpu"]),
+        "output_tok_s_per_user": _finite(pr["output_tok_s_per_user"]),
+        "requests_per_s": _finite(pr["requests_per_s"]),
+        "cost_per_hour_usd": _finite(b.cost_per_hour_usd),
+        "cost_per_million_output_tokens_usd": _finite(b.cost_per_million_output_tokens),
+        "binding_constraint": result.binding_constraint,
+        "candidates": result.candidates_evaluated,
+    }
 
 
 def run_scenario(s: Scenario) -> dict[str, Any]:
-    """Plan one scenario into a row; never raises (infeasible and failing scenarios are rows too)."""
+    """Plan one scenario into a row; never raises (infeasible and failing scenarios are rows)."""
     from solvers.plan import PlanRequest, plan
 
     t0 = time.perf_counter()
@@ -175,7 +246,11 @@ def run_scenario(s: Scenario) -> dict[str, Any]:
             result = plan(PlanRequest(**s.request))
         row |= _plan_fields(result, s.request["percentile"])
     except InfeasibleError as exc:
-        row |= {"status": "infeasible", "binding_constraint": exc.binding_constraint, "reason": str(exc)}
+        row |= {
+            "status": "infeasible",
+            "binding_constraint": exc.binding_constraint,
+            "reason": str(exc),
+        }
     except Exception as exc:  # noqa: BLE001 - a failing scenario is recorded, not fatal
         row |= {"status": "error", "reason": f"{type(exc).__name__}: {exc}".splitlines()[0]}
     row["seconds"] = round(time.perf_counter() - t0, 3)

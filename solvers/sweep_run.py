@@ -43,10 +43,15 @@ def check_paths(out: str, resume: bool, force: bool) -> Path:
     j = journal_path(p)
     for q in (p, j):
         if q.is_symlink() and not force:
-            raise PlannerInputError("--out", f"{str(q)!r} is a symbolic link (pass --force to replace it)")
+            raise PlannerInputError(
+                "--out", f"{str(q)!r} is a symbolic link (pass --force to replace it)"
+            )
         if q.exists() and not (resume or force):
-            raise PlannerInputError("--out", f"{str(q)!r} exists (pass --resume to continue that sweep "
-                                    "or --force to start again)")
+            raise PlannerInputError(
+                "--out",
+                f"{str(q)!r} exists (pass --resume to continue that sweep "
+                "or --force to start again)",
+            )
     if force and not resume:
         for q in (p, j):
             q.unlink(missing_ok=True)
@@ -73,12 +78,16 @@ def _read_results(p: Path) -> list[dict[str, Any]]:
 
     df = pd.read_parquet(p) if p.suffix.lower() == ".parquet" else pd.read_csv(p, dtype=str)
     if "scenario_id" not in df.columns:
-        raise PlannerInputError("--out", f"{str(p)!r} is not a sweep results file (no scenario_id column)")
+        raise PlannerInputError(
+            "--out", f"{str(p)!r} is not a sweep results file (no scenario_id column)"
+        )
     return [_clean(r) for r in df.to_dict("records")]
 
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+    return {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()
+    }
 
 
 def finished_rows(out: Path) -> dict[str, dict[str, Any]]:
@@ -139,27 +148,37 @@ class Progress:
     def line(self, now: float) -> str:
         el = now - self.t0
         eta = el / self.done * (self.total - self.done) if self.done else float("nan")
-        return (f"sweep: {self.done}/{self.total} scenarios ({self.infeasible} infeasible, "
-                f"{self.failed} failed), {el:.1f} s elapsed, ETA {eta:.1f} s")
+        return (
+            f"sweep: {self.done}/{self.total} scenarios ({self.infeasible} infeasible, "
+            f"{self.failed} failed), {el:.1f} s elapsed, ETA {eta:.1f} s"
+        )
 
 
 def _client(scheduler: str | None, workers: int) -> Any:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise PlannerInputError("planner sweep", "needs Dask: pip install '.[sweep]' "
-                                "(dask[distributed])") from None
+        raise PlannerInputError(
+            "planner sweep", "needs Dask: pip install '.[sweep]' (dask[distributed])"
+        ) from None
     if scheduler:
         try:
             return Client(scheduler, timeout="15s")
         except (OSError, TimeoutError, ValueError) as exc:
             raise PlannerInputError("--scheduler", f"cannot reach {scheduler}: {exc}") from None
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+    cluster = LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
     return Client(cluster)
 
 
-def _run(client: Any, todo: list[Scenario], journal: Path, progress: Progress) -> list[dict[str, Any]]:
+def _run(
+    client: Any, todo: list[Scenario], journal: Path, progress: Progress
+) -> list[dict[str, Any]]:
     from distributed import as_completed
 
     futures = client.map(run_scenario, todo, pure=False)
@@ -181,15 +200,28 @@ def _run(client: Any, todo: list[Scenario], journal: Path, progress: Progress) -
 
 def _failed(s: Scenario, exc: BaseException) -> dict[str, Any]:
     row: dict[str, Any] = {c: None for c in COLUMNS}
-    row |= {"index": s.index, "scenario_id": s.scenario_id, "model": s.request["model"],
-            "gpu_set": s.gpu_set, "workload": s.workload, "slo": s.slo, "status": "error",
-            "reason": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    row |= {
+        "index": s.index,
+        "scenario_id": s.scenario_id,
+        "model": s.request["model"],
+        "gpu_set": s.gpu_set,
+        "workload": s.workload,
+        "slo": s.slo,
+        "status": "error",
+        "reason": f"{type(exc).__name__}: {exc}".splitlines()[0],
+    }
     return row
 
 
-def run_sweep(all_scenarios: list[Scenario], out: Path, *, scheduler: str | None = None,
-              workers: int | None = None, resume: bool = False) -> dict[str, Any]:
-    """Run the scenarios not yet finished; returns counts. The results file is written at the end."""
+def run_sweep(
+    all_scenarios: list[Scenario],
+    out: Path,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
+    """Run the scenarios not yet finished, write the results file at the end; returns counts."""
     done = finished_rows(out) if resume else {}
     ids = {s.scenario_id for s in all_scenarios}
     todo = [s for s in all_scenarios if s.scenario_id not in done]
@@ -206,6 +238,12 @@ def run_sweep(all_scenarios: list[Scenario], out: Path, *, scheduler: str | None
     write_atomic(out, results_bytes(rows, out.suffix.lower()))
     journal_path(out).unlink(missing_ok=True)
     status = [str(r.get("status")) for r in rows]
-    return {"scenarios": len(all_scenarios), "ran": len(todo), "skipped": len(all_scenarios) - len(todo),
-            "ok": status.count("ok"), "infeasible": status.count("infeasible"),
-            "failed": status.count("error"), "seconds": round(time.perf_counter() - progress.t0, 2)}
+    return {
+        "scenarios": len(all_scenarios),
+        "ran": len(todo),
+        "skipped": len(all_scenarios) - len(todo),
+        "ok": status.count("ok"),
+        "infeasible": status.count("infeasible"),
+        "failed": status.count("error"),
+        "seconds": round(time.perf_counter() - progress.t0, 2),
+    }

@@ -40,18 +40,37 @@ s = time.perf_counter() - t0
 print(json.dumps({"s": s, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "best": best}))
 """
-SWEEP_MODELS = ("llama-3.1-8b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "llama-3.1-70b",
-                "llama-3.3-70b", "mixtral-8x7b", "gpt-oss-20b", "gpt-oss-120b", "llama-4-scout")
+SWEEP_MODELS = (
+    "llama-3.1-8b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "llama-3.1-70b",
+    "llama-3.3-70b",
+    "mixtral-8x7b",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "llama-4-scout",
+)
 SWEEP_SPEC = {
     "mode": "auto",
     "models": list(SWEEP_MODELS),
-    "gpu_sets": [{"name": n, "gpus": g, "max_gpus": 8} for n, g in (
-        ("h100", ["h100"]), ("h200", ["h200"]), ("b200", ["b200"]), ("a100", ["a100"]),
-        ("hopper", ["h100", "h200"]))],
-    "workloads": [{"name": "chat", "isl": 1000, "osl": 300, "rate_per_s": 5},
-                  {"name": "rag", "isl": 8000, "osl": 200, "rate_per_s": 1},
-                  {"name": "agents", "isl": 4000, "osl": 500, "concurrency": 32},
-                  {"name": "batch", "isl": 2000, "osl": 1000}],
+    "gpu_sets": [
+        {"name": n, "gpus": g, "max_gpus": 8}
+        for n, g in (
+            ("h100", ["h100"]),
+            ("h200", ["h200"]),
+            ("b200", ["b200"]),
+            ("a100", ["a100"]),
+            ("hopper", ["h100", "h200"]),
+        )
+    ],
+    "workloads": [
+        {"name": "chat", "isl": 1000, "osl": 300, "rate_per_s": 5},
+        {"name": "rag", "isl": 8000, "osl": 200, "rate_per_s": 1},
+        {"name": "agents", "isl": 4000, "osl": 500, "concurrency": 32},
+        {"name": "batch", "isl": 2000, "osl": 1000},
+    ],
     "slos": [{"name": "std", "ttft_ms": 2000, "tpot_ms": 50, "percentile": "p90"}],
 }
 
@@ -60,11 +79,19 @@ def plan_at_scale() -> dict[str, float]:
     """Time and peak memory of the deepseek-r1 rate plan at each budget (fresh process each)."""
     out: dict[str, float] = {}
     for n in BUDGETS:
-        proc = subprocess.run([sys.executable, "-c", _CHILD, str(n)], cwd=ROOT, capture_output=True,
-                              text=True, timeout=1800, check=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(n)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=True,
+        )
         res = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"plan --max-gpus {n}: {res['s']:.2f} s, {res['peak_mb']:.0f} MB, {res['best']}",
-              file=sys.stderr)
+        print(
+            f"plan --max-gpus {n}: {res['s']:.2f} s, {res['peak_mb']:.0f} MB, {res['best']}",
+            file=sys.stderr,
+        )
         out[f"plan_{n}_gpus_s"] = res["s"]
         out[f"plan_{n}_gpus_peak_mb"] = res["peak_mb"]
     return out
@@ -95,11 +122,24 @@ def sweep_rate() -> dict[str, float]:
 
 def bench() -> dict[str, float]:
     """Acceptance plan search time, plans at scale, the fleet MILP and the sweep rate."""
-    req = PlanRequest(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500, ttft_ms=1000, tpot_ms=30)
+    req = PlanRequest(
+        model="llama-3.1-70b",
+        gpus=("h200",),
+        max_gpus=8,
+        isl=4000,
+        osl=500,
+        ttft_ms=1000,
+        tpot_ms=30,
+    )
     plan(req)  # warm caches (model parsing, imports)
     result = plan(req)
     t0 = time.perf_counter()
     fleet = solve_fleet(load_spec("solvers/examples/fleet.yaml"))
-    return {"plan_search_seconds": result.search_seconds, "plan_candidates": float(result.candidates_evaluated),
-            "fleet_milp_s": fleet.solve_seconds, "fleet_total_s": time.perf_counter() - t0,
-            **plan_at_scale(), **sweep_rate()}
+    return {
+        "plan_search_seconds": result.search_seconds,
+        "plan_candidates": float(result.candidates_evaluated),
+        "fleet_milp_s": fleet.solve_seconds,
+        "fleet_total_s": time.perf_counter() - t0,
+        **plan_at_scale(),
+        **sweep_rate(),
+    }

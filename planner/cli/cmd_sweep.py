@@ -14,15 +14,28 @@ SCHEDULER_RE = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[A-Za-z0-9._\-\[\]:]+
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
-    p = sub.add_parser("sweep", help="plan every scenario of a spec (models x GPU sets x workloads x "
-                       "SLOs x objectives) on Dask")
+    p = sub.add_parser(
+        "sweep",
+        help="plan every scenario of a spec (models x GPU sets x workloads x "
+        "SLOs x objectives) on Dask",
+    )
     p.add_argument("--spec", required=True, help="sweep YAML (see solvers/examples/sweep.yaml)")
     p.add_argument("--out", required=True, metavar="FILE", help="results file, .csv or .parquet")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: a LocalCluster)")
-    p.add_argument("--workers", type=positive_int, default=None,
-                   help="LocalCluster worker processes (default: this machine's cores)")
-    p.add_argument("--resume", action="store_true", help="skip scenarios already in --out or its journal")
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: a LocalCluster)",
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="LocalCluster worker processes (default: this machine's cores)",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="skip scenarios already in --out or its journal"
+    )
     p.add_argument("--force", action="store_true", help="replace an existing --out")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_sweep)
@@ -43,13 +56,17 @@ def _check_names(spec: Any) -> None:
         try:
             load_model(m)
         except (PlannerInputError, ValueError, OSError) as exc:
-            raise PlannerInputError("--spec", f"models: {m!r}: {getattr(exc, 'message', exc)}") from None
+            raise PlannerInputError(
+                "--spec", f"models: {m!r}: {getattr(exc, 'message', exc)}"
+            ) from None
     for gs in spec.gpu_sets:
         for g in gs.gpus:
             try:
                 get_gpu(g)
             except (PlannerInputError, ValueError, KeyError) as exc:
-                raise PlannerInputError("--spec", f"gpu_sets.{gs.name}: {getattr(exc, 'message', exc)}") from None
+                raise PlannerInputError(
+                    "--spec", f"gpu_sets.{gs.name}: {getattr(exc, 'message', exc)}"
+                ) from None
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -57,16 +74,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from solvers.sweep_run import check_paths, run_sweep
 
     if args.scheduler is not None and not SCHEDULER_RE.match(args.scheduler):
-        raise PlannerInputError("--scheduler", f"{args.scheduler!r}: expected an address like "
-                                "tcp://HOST:8786")
+        raise PlannerInputError(
+            "--scheduler", f"{args.scheduler!r}: expected an address like tcp://HOST:8786"
+        )
     if args.scheduler is not None and args.workers is not None:
-        raise PlannerInputError("--workers", "sizes a LocalCluster; with --scheduler the cluster's "
-                                "workers run the sweep")
+        raise PlannerInputError(
+            "--workers",
+            "sizes a LocalCluster; with --scheduler the cluster's workers run the sweep",
+        )
     spec = load_spec(args.spec)
     out = check_paths(args.out, args.resume, args.force)
     _check_names(spec)
-    summary = run_sweep(scenarios(spec), out, scheduler=args.scheduler, workers=args.workers,
-                        resume=args.resume)
+    summary = run_sweep(
+        scenarios(spec), out, scheduler=args.scheduler, workers=args.workers, resume=args.resume
+    )
     if args.format == "json":
         print_json(summary | {"out": str(out)})
     else:

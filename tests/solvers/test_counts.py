@@ -29,12 +29,15 @@ def test_fewest_counts_equals_checking_every_count(dense: int) -> None:
 
     got = fewest_counts(n_max, check, dense=dense)
     assert np.array_equal(got, _every_count(n_max, thresh))
-    assert len(calls) <= 2 + int(np.ceil(np.log2(5000)))  # passes grow with log2(budget), not budget
+    assert len(calls) <= 2 + int(
+        np.ceil(np.log2(5000))
+    )  # passes grow with log2(budget), not budget
     assert sum(calls) < 300 * (dense + 16)
 
 
 def test_dense_counts_catch_a_feasible_pocket() -> None:
-    """Feasible at 2, not at 3..9 (a small pair outgrowing its scale-up domain), again from 10 on."""
+    """Feasible at 2, not at 3..9 (a pair outgrowing its scale-up domain), again from 10 on."""
+
     def check(i: np.ndarray, n: np.ndarray) -> np.ndarray:
         return (n == 2) | (n >= 10)
 
@@ -47,11 +50,18 @@ def test_count_ladder_dense_then_geometric() -> None:
     lad = count_ladder(100_000)
     assert lad[0] == 1 and lad[-1] == 100_000 and np.all(np.diff(lad) > 0)
     assert np.array_equal(lad[:DENSE_COUNTS], np.arange(1, DENSE_COUNTS + 1))
-    assert np.all(lad[DENSE_COUNTS:] / lad[DENSE_COUNTS - 1:-1] <= 1.3)  # 25% steps, rounded up
+    assert np.all(lad[DENSE_COUNTS:] / lad[DENSE_COUNTS - 1 : -1] <= 1.3)  # 25% steps, rounded up
     assert lad.size < 60
 
 
 def test_around_stays_within_budget() -> None:
     i, c = around(np.array([3, 0, 10]), np.array([4, 9, 100]))
-    assert set(zip(i.tolist(), c.tolist(), strict=True)) == {(0, 3), (0, 4), (2, 10), (2, 11), (2, 13),
-                                                             (2, 15), (2, 20)}
+    assert set(zip(i.tolist(), c.tolist(), strict=True)) == {
+        (0, 3),
+        (0, 4),
+        (2, 10),
+        (2, 11),
+        (2, 13),
+        (2, 15),
+        (2, 20),
+    }

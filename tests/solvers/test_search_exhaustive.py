@@ -1,4 +1,4 @@
-"""The sized search (bisection over counts, widest slot cap per shape) against exhaustive enumeration."""
+"""The sized search (bisection over counts, widest slot cap per shape) vs exhaustive enumeration."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ SMALL = dict(max_num_seqs=(16, 64), chunk_tokens=(1024, 4096), mem_fractions=(0.
 
 
 def _exhaustive_agg(req: PlanRequest, space: SearchSpace) -> tuple[int, float, float, float, int]:
-    """(GPUs, tok/s/GPU, TPOT, TTFT, candidates) of the best agg deployment: every worker x every replica count."""
+    """(GPUs, tok/s/GPU, TPOT, TTFT, candidates) of the best agg deployment, from every worker at
+    every replica count."""
     m, gpu = load_model(req.model), get_gpu(req.gpus[0])
     w, _ = fitting_workers(m, gpu, space, 0, req.isl + req.osl)
     reps = np.arange(1, req.max_gpus + 1)
@@ -25,21 +26,43 @@ def _exhaustive_agg(req: PlanRequest, space: SearchSpace) -> tuple[int, float, f
     keep = r * w.gpus_per_worker[idx] <= req.max_gpus
     ws, r = w.take(idx[keep]), r[keep]
     load = Load(req.isl, req.osl, req.rate_per_s, None, req.backend)
-    res = evaluate(m, gpu, load, ws.mem_frac, **ws.columns(), concurrency=np.full(r.size, np.nan),
-                   workers=r.astype(float))
+    res = evaluate(
+        m,
+        gpu,
+        load,
+        ws.mem_frac,
+        **ws.columns(),
+        concurrency=np.full(r.size, np.nan),
+        workers=r.astype(float),
+    )
     ok = meets(res, (req.ttft_ms, req.tpot_ms, req.percentile))
     assert ok.any(), "the case must be feasible"
     ttft, tpot = res.ttft_p90_s * 1e3, res.tpot_p90_s * 1e3
     score = np.where(ok, res.output_tok_s_per_gpu, -np.inf)
     i = int(np.lexsort((ttft, -res.output_tok_s_per_user, -score))[0])
-    return int(res.gpus[i]), float(res.output_tok_s_per_gpu[i]), float(tpot[i]), float(ttft[i]), r.size
+    return (
+        int(res.gpus[i]),
+        float(res.output_tok_s_per_gpu[i]),
+        float(tpot[i]),
+        float(ttft[i]),
+        r.size,
+    )
 
 
 @pytest.mark.parametrize(("max_gpus", "rate"), [(16, 20.0), (64, 150.0)])
 def test_sized_agg_search_equals_exhaustive(max_gpus: int, rate: float) -> None:
     """llama-3.1-8b at a rate on up to 16 and 64 H100 (replicas by bisection, widest slots only)."""
-    req = PlanRequest(model="llama-3.1-8b", gpus=("h100",), max_gpus=max_gpus, isl=2000, osl=300,
-                      rate_per_s=rate, ttft_ms=600, tpot_ms=25, mode="agg")
+    req = PlanRequest(
+        model="llama-3.1-8b",
+        gpus=("h100",),
+        max_gpus=max_gpus,
+        isl=2000,
+        osl=300,
+        rate_per_s=rate,
+        ttft_ms=600,
+        tpot_ms=25,
+        mode="agg",
+    )
     space = SearchSpace(gpus=("h100_sxm",), max_gpus=max_gpus, modes=("agg",), **SMALL)  # type: ignore[arg-type]
     ev = evaluate_request(req, space)
     i = pick_best(ev, ev.feasible(), req.objective)
@@ -53,13 +76,28 @@ def test_sized_agg_search_equals_exhaustive(max_gpus: int, rate: float) -> None:
 
 def test_disagg_counts_by_bisection_equal_every_count(monkeypatch: pytest.MonkeyPatch) -> None:
     """The P/D option sizes of a rate plan: bisection past 8 workers vs checking every count."""
-    req = PlanRequest(model="llama-3.1-8b", gpus=("h100",), max_gpus=48, isl=2000, osl=300,
-                      rate_per_s=180.0, ttft_ms=800, tpot_ms=25, mode="disagg")
+    req = PlanRequest(
+        model="llama-3.1-8b",
+        gpus=("h100",),
+        max_gpus=48,
+        isl=2000,
+        osl=300,
+        rate_per_s=180.0,
+        ttft_ms=800,
+        tpot_ms=25,
+        mode="disagg",
+    )
     space = SearchSpace(gpus=("h100_sxm",), max_gpus=48, modes=("disagg",), **SMALL)  # type: ignore[arg-type]
     sized = evaluate_request(req, space)
     monkeypatch.setattr(rate_pd, "DISAGG_DENSE_COUNTS", 10**6)
     every = evaluate_request(req, space)
     a, b = pick_best(sized, sized.feasible(), "gpus"), pick_best(every, every.feasible(), "gpus")
     assert sized.milp_info == every.milp_info
-    assert max(sized.milp_info["h100_sxm"]["decode_workers"], sized.milp_info["h100_sxm"]["prefill_workers"]) > 8
+    assert (
+        max(
+            sized.milp_info["h100_sxm"]["decode_workers"],
+            sized.milp_info["h100_sxm"]["prefill_workers"],
+        )
+        > 8
+    )
     assert sized.summary(a) == every.summary(b) and sized.gpus[a] == every.gpus[b]
