@@ -32,6 +32,8 @@ from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
 
 DECODE_CHUNK_TOKENS = 2048
 """max_num_batched_tokens of decode-only workers (they never prefill; the budget only bounds activations)."""
+EVAL_CHUNK = 50_000
+"""Most candidates priced in one ``evaluate_batch`` call (bounds the search's peak memory)."""
 PARETO_WORKERS = 64
 """Workers (fewest GPUs first) whose larger replica counts a sized plan also predicts (Pareto front)."""
 PERCENTILE_FIELDS: tuple[str, ...] = ("mean", "p50", "p90", "p99")
@@ -144,13 +146,17 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
     out: dict[str, np.ndarray] = {}
     # one call per (pp, prefill pp): the op graph prices pipeline hops at the batch's largest pp
     # (pp = 1 has no hops, so it joins the smallest pp > 1)
-    for _, rows in _groups(np.stack([_hop_group(c.pp[first]), _hop_group(c.prefill_pp[first])], axis=1)):
-        idx = first[rows]
-        sub = CandidateArrays(**{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__})
-        r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[idx])
-        for f in ResultArrays.__dataclass_fields__:
-            v = getattr(r, f)
-            out.setdefault(f, np.empty(first.size, dtype=v.dtype))[rows] = v
+    # and at most EVAL_CHUNK candidates per call, so the pricing's temporaries stay bounded
+    hops = np.stack([_hop_group(c.pp[first]), _hop_group(c.prefill_pp[first])], axis=1)
+    for _, group in _groups(hops):
+        for rows in np.array_split(group, -(-group.size // EVAL_CHUNK)):
+            idx = first[rows]
+            sub = CandidateArrays(**{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__})
+            r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend,
+                               gpu_memory_utilization=util[idx])
+            for f in ResultArrays.__dataclass_fields__:
+                v = getattr(r, f)
+                out.setdefault(f, np.empty(first.size, dtype=v.dtype))[rows] = v
     res = {f: v[inv.ravel()] for f, v in out.items()}
     return ResultArrays(**{**res, "seq_capacity": dec_cap})
 
@@ -219,7 +225,8 @@ def _agg_sized(m: ModelSpec, gpu: GpuSpec, w: Workers, space: SearchSpace, load:
     """(worker, replicas) at a rate or a fixed concurrency.
 
     Replicas share the load evenly, so a worker meets the SLO from some replica count on: per
-    worker that fewest count by bisection (log2 of the budget checks, never one per count). The
+    worker that fewest count by galloping search (log2 of the answer checks, never one per count;
+    workers that cannot beat the fewest GPUs found keep a feasible count, not their fewest). The
     ``PARETO_WORKERS`` workers needing the fewest GPUs also get a few counts above it (the front's
     faster points; with a fixed concurrency the count ladder too); workers that never meet the SLO
     are kept at their lightest load (for the infeasibility diagnosis).
@@ -227,7 +234,8 @@ def _agg_sized(m: ModelSpec, gpu: GpuSpec, w: Workers, space: SearchSpace, load:
     n_max = space.max_gpus // w.gpus_per_worker
     if load.concurrency is not None:
         n_max = np.minimum(n_max, load.concurrency)
-    n = fewest_counts(n_max, _agg_check(m, gpu, w, load, slo, seen), dense=1)
+    n = fewest_counts(n_max, _agg_check(m, gpu, w, load, slo, seen), dense=1,
+                      weight=w.gpus_per_worker)
     feas = np.flatnonzero(n > 0)
     top = feas[np.argsort((n * w.gpus_per_worker)[feas], kind="stable")[:PARETO_WORKERS]]
     ti, tr = around(n[top], n_max[top])

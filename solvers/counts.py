@@ -2,12 +2,13 @@
 
 The search prices each worker shape once per count it tries, so the counts tried must not grow with
 the GPU budget. :func:`fewest_counts` finds, for many options at once, the smallest count n in
-[1, n_max] for which a vectorised check passes: every n <= ``DENSE_COUNTS`` is checked (small
+[1, n_max] for which a vectorised check passes: every n <= ``dense`` is checked (small
 deployments, where the KV-transfer path and integer rounding make feasibility jumpy, are exact),
-then a bisection over (DENSE_COUNTS, n_max] that assumes feasibility stays once reached (more
-replicas or workers share the same load; ``tests/solvers/test_counts.py`` checks the answer against
-checking every count). :func:`count_ladder` is the geometric set of counts the closed-loop searches
-try (every count up to ``DENSE_COUNTS``, then steps of ``LADDER_RATIO``).
+then a galloping search (2x per check, then bisection) that assumes feasibility stays once
+reached (more replicas or workers share the same load; ``tests/solvers/test_counts.py`` checks
+the answer against checking every count). :func:`count_ladder` is the geometric set of counts
+the closed-loop searches try (every count up to ``DENSE_COUNTS``, then steps of
+``LADDER_RATIO``).
 """
 
 from __future__ import annotations
@@ -38,32 +39,53 @@ def count_ladder(n_max: int) -> np.ndarray:
     )
 
 
-def fewest_counts(n_max: np.ndarray, check: Check, dense: int = DENSE_COUNTS) -> np.ndarray:
-    """Smallest n in [1, n_max[i]] with ``check`` true, per option i (0 where none passes); every
-    n <= ``dense`` is checked, bisection above."""
+def fewest_counts(
+    n_max: np.ndarray, check: Check, dense: int = DENSE_COUNTS, weight: np.ndarray | None = None
+) -> np.ndarray:
+    """Smallest n in [1, n_max[i]] with ``check`` true, per option i (0 where none passes).
+
+    Every n <= ``dense`` is checked; above it, options feasible at n_max gallop up from ``dense``
+    (2x per check) and bisect once bracketed, so the checks grow with log2 of the answer, not of
+    the budget. With ``weight`` (GPUs per worker), an option is given up once (lo + 1) x weight
+    exceeds the fewest GPUs found so far (it keeps its known feasible count, not the fewest).
+    """
     n_max = np.asarray(n_max, dtype=np.int64)
     big = np.iinfo(np.int64).max
     best = np.full(n_max.size, big)
     first = np.arange(1, dense + 1)
     i, n = np.repeat(np.arange(n_max.size), first.size), np.tile(first, n_max.size)
     keep = n <= n_max[i]
-    i, n = i[keep], n[keep]
-    if i.size:
-        ok = check(i, n)
-        np.minimum.at(best, i[ok], n[ok])
+    if keep.any():
+        ok = check(i[keep], n[keep])
+        np.minimum.at(best, i[keep][ok], n[keep][ok])
     todo = np.flatnonzero((best == big) & (n_max > dense))
     if todo.size:
-        ok = check(todo, n_max[todo])  # the lightest load the budget allows
-        todo = todo[ok]
-        lo, hi = np.full(todo.size, dense), n_max[todo].copy()
-        while todo.size and np.any(hi - lo > 1):
-            act = np.flatnonzero(hi - lo > 1)
-            mid = (lo[act] + hi[act]) // 2
-            ok = check(todo[act], mid)
-            hi[act] = np.where(ok, mid, hi[act])
-            lo[act] = np.where(ok, lo[act], mid)
-        best[todo] = hi
+        todo = todo[check(todo, n_max[todo])]  # the lightest load the budget allows
+        best[todo] = _gallop(todo, np.full(todo.size, dense), n_max[todo].copy(), check, best,
+                             weight)
     return np.where(best == big, 0, best)
+
+
+def _gallop(todo: np.ndarray, lo: np.ndarray, hi: np.ndarray, check: Check, best: np.ndarray,
+            weight: np.ndarray | None) -> np.ndarray:
+    """hi after narrowing (lo infeasible, hi feasible) to adjacent counts or giving up (weight)."""
+    known = best < np.iinfo(np.int64).max
+    dense_gpus = np.inf
+    if weight is not None and known.any():
+        dense_gpus = float(np.min(best[known] * weight[known]))
+    while todo.size:
+        live = hi - lo > 1
+        if weight is not None:
+            w = weight[todo]
+            live &= (lo + 1) * w <= min(dense_gpus, float(np.min(hi * w)))
+        act = np.flatnonzero(live)
+        if act.size == 0:
+            break
+        mid = np.where(2 * lo[act] < hi[act], 2 * lo[act], (lo[act] + hi[act]) // 2)
+        ok = check(todo[act], mid)
+        hi[act] = np.where(ok, mid, hi[act])
+        lo[act] = np.where(ok, lo[act], mid)
+    return hi
 
 
 def around(n: np.ndarray, n_max: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

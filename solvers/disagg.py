@@ -89,9 +89,9 @@ def prune_decode(s: PhaseSets, tpot_slo_ms: float, per_level: bool = False) -> n
 
 
 def pairs(s: PhaseSets, pi: np.ndarray, dy: tuple[np.ndarray, np.ndarray], xs: np.ndarray,
-          max_gpus: int, osl: int | None = None) -> Units:
+          max_gpus: int, osl: int) -> Units:
     """(prefill, decode, x, y) with equal dtypes, x in ``xs``, (decode, y) from ``dy`` and
-    x·gp + y·gd <= max_gpus; with ``osl`` and a budget above DENSE_COUNTS, x near the prefill need."""
+    x·gp + y·gd <= max_gpus; above a budget of DENSE_COUNTS, x near the prefill need."""
     di, ys = dy
     pp, kk = (a.ravel() for a in np.meshgrid(pi, np.arange(di.size), indexing="ij"))
     dd, yy = di[kk], ys[kk]
@@ -100,7 +100,7 @@ def pairs(s: PhaseSets, pi: np.ndarray, dy: tuple[np.ndarray, np.ndarray], xs: n
     p, d, y = (np.repeat(a, xs.size) for a in (pp, dd, yy))
     x = np.tile(xs, pp.size)
     keep = x * s.pre.gpus_per_worker[p] + y * s.dec.gpus_per_worker[d] <= max_gpus
-    if osl is not None and max_gpus > DENSE_COUNTS:
+    if max_gpus > DENSE_COUNTS:
         keep &= near_prefill_need(s, p, d, x, y, osl)
     return Units(p[keep], d[keep], x[keep], y[keep])
 
@@ -143,8 +143,9 @@ def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: 
 
     Worker counts never span the budget: with no load the deployment is a closed loop of y x
     clients, so only the P:D ratio matters and x, y run over 1..DENSE_COUNTS; with N clients, y and
-    x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%), x near what the
-    decode pool's request rate keeps busy (:func:`near_prefill_need`).
+    x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%). Above a budget of
+    DENSE_COUNTS, x stays near what the decode pool's request rate keeps busy
+    (:func:`near_prefill_need`).
     """
     if load.concurrency is None:
         xs = ys = np.arange(1, min(space.max_gpus, DENSE_COUNTS) + 1)
@@ -157,7 +158,7 @@ def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: 
         return None
     di = prune_decode(s, tpot_slo_ms, load.concurrency is not None)
     u = pairs(s, prune_prefill(s), decode_counts(s, di, ys, load.concurrency), xs, space.max_gpus,
-              None if load.concurrency is None else load.osl)
+              load.osl)
     if load.concurrency is not None:
         conc = np.full(u.p.size, float(load.concurrency))
     else:

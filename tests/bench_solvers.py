@@ -4,8 +4,8 @@
 * ``plan_{N}_gpus_s`` / ``plan_{N}_gpus_peak_mb``: ``planner plan --model deepseek-r1 --gpu
   h200,b200,gb200 --max-gpus N --rate 200 --isl 1000 --osl 1000 --ttft-ms 2000 --tpot-ms 50`` for
   N = 8, 64, 512, 4096, each in a fresh process: seconds of the plan call (an infeasible answer
-  counts: 8 GPUs cannot serve the rate) and the process's peak resident memory (interpreter and
-  imports included).
+  counts: 8 GPUs cannot serve the rate), its CPU seconds (the figure to read on a shared machine)
+  and the process's peak resident memory (interpreter and imports included).
 * ``sweep_{1,2}_workers_scenarios_per_s``: a 200-scenario sweep (10 models x 5 GPU sets x 4
   workloads) on a LocalCluster of 1 and 2 workers.
 """
@@ -30,14 +30,14 @@ from hardware.errors import InfeasibleError
 from solvers.plan import PlanRequest, plan
 req = PlanRequest(model="deepseek-r1", gpus=("h200", "b200", "gb200"), max_gpus=int(sys.argv[1]),
                   rate_per_s=200, isl=1000, osl=1000, ttft_ms=2000, tpot_ms=50)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 try:
     r = plan(req)
     best = f"{r.best.gpus} x {r.best.gpu} {r.best.config}"
 except InfeasibleError as exc:
     best = f"infeasible: {exc}"
-s = time.perf_counter() - t0
-print(json.dumps({"s": s, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+s, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"s": s, "cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "best": best}))
 """
 SWEEP_MODELS = (
@@ -93,6 +93,7 @@ def plan_at_scale() -> dict[str, float]:
             file=sys.stderr,
         )
         out[f"plan_{n}_gpus_s"] = res["s"]
+        out[f"plan_{n}_gpus_cpu_s"] = res["cpu_s"]
         out[f"plan_{n}_gpus_peak_mb"] = res["peak_mb"]
     return out
 

@@ -29,10 +29,27 @@ def test_fewest_counts_equals_checking_every_count(dense: int) -> None:
 
     got = fewest_counts(n_max, check, dense=dense)
     assert np.array_equal(got, _every_count(n_max, thresh))
-    assert len(calls) <= 2 + int(
-        np.ceil(np.log2(5000))
-    )  # passes grow with log2(budget), not budget
+    # passes grow with log2 of the answer (gallop up, then bisect), not with the budget
+    assert len(calls) <= 2 + 2 * int(np.ceil(np.log2(5000)))
     assert sum(calls) < 300 * (dense + 16)
+
+
+def test_checks_grow_with_the_answer_not_the_budget() -> None:
+    calls: list[int] = []
+
+    def check(i: np.ndarray, n: np.ndarray) -> np.ndarray:
+        calls.append(int(i.size))
+        return n >= 5
+
+    assert fewest_counts(np.array([100_000]), check, dense=1)[0] == 5
+    assert len(calls) <= 2 + 2 * 3  # n = 1, n_max, then 2, 4, 8 and the bisection between 4 and 8
+
+
+def test_weight_gives_up_options_that_cannot_win() -> None:
+    """Option 1 (8 GPUs per worker) needs 3 workers = 24 GPUs; option 0 (1 GPU) needs 40."""
+    thresh, w = np.array([40, 3]), np.array([1, 8])
+    got = fewest_counts(np.array([1000, 125]), lambda i, n: n >= thresh[i], dense=1, weight=w)
+    assert got[1] == 3 and got[0] >= 40 and got[0] * w[0] > 24
 
 
 def test_dense_counts_catch_a_feasible_pocket() -> None:
