@@ -37,8 +37,8 @@ try:
 except InfeasibleError as exc:
     best = f"infeasible: {exc}"
 s, cpu = time.perf_counter() - t0, time.process_time() - c0
-print(json.dumps({"s": s, "cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "best": best}))
+peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"s": s, "cpu_s": cpu, "peak_mb": peak_mb, "best": best}))
 """
 SWEEP_MODELS = (
     "llama-3.1-8b",
@@ -89,7 +89,8 @@ def plan_at_scale() -> dict[str, float]:
         )
         res = json.loads(proc.stdout.strip().splitlines()[-1])
         print(
-            f"plan --max-gpus {n}: {res['s']:.2f} s, {res['peak_mb']:.0f} MB, {res['best']}",
+            f"plan --max-gpus {n}: {res['s']:.2f} s ({res['cpu_s']:.2f} s CPU), "
+            f"{res['peak_mb']:.0f} MB, {res['best']}",
             file=sys.stderr,
         )
         out[f"plan_{n}_gpus_s"] = res["s"]
