@@ -6,8 +6,9 @@ the same call ``planner estimate`` makes, so a plan's numbers are ``estimate``'s
 (replicas, clients) and the :class:`planner.batch_eval.ResultArrays` of its candidates.
 Load semantics (DESIGN.md, issue 6): no load -> every worker is swept over the closed-loop client
 levels of the space and replicated to fill ``max_gpus``; ``concurrency`` -> the N clients are shared
-by the replicas (agg) or decode workers (disagg); ``rate`` -> each worker is replicated 1, 2, ...
-times and evaluated at the rate (agg; disagg worker counts come from :mod:`solvers.rate_pd`).
+by the replicas (agg) or decode workers (disagg); ``rate`` -> each worker gets the fewest replicas
+that meet the SLO at the rate, found by galloping search (:mod:`solvers.counts`), never one
+evaluation per count (agg; disagg worker counts come from :mod:`solvers.rate_pd`).
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ Every number comes from :func:`planner.batch_eval.evaluate_batch` at the request
 * prefill option p: the fewest workers x_p that keep TTFT within the SLO when paired with the best
   decode option of its dtypes at its y_d.
 
+The fewest counts are found for all options at once by :func:`solvers.counts.fewest_counts` (every
+count up to ``DISAGG_DENSE_COUNTS``, then galloping search), so the work grows with log2 of the
+answer, not with the GPU budget.
+
 Option capacities R / x_p and R / y_d make the MILP of :mod:`solvers.pd_milp` choose exactly those
 counts (ceil(R / (R / n)) = n) while it picks the options and the dtype group at minimum GPUs or
 cost. The chosen deployment is then predicted whole; if pairing the two choices misses the SLO, one
