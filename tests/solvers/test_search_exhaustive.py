@@ -101,3 +101,53 @@ def test_disagg_counts_by_bisection_equal_every_count(monkeypatch: pytest.Monkey
         > 8
     )
     assert sized.summary(a) == every.summary(b) and sized.gpus[a] == every.gpus[b]
+
+
+def test_budget_of_100k_gpus_costs_about_what_64_cost() -> None:
+    base = dict(
+        model="llama-3.1-8b",
+        gpus=("h100",),
+        isl=2000,
+        osl=300,
+        rate_per_s=150.0,
+        ttft_ms=600,
+        tpot_ms=25,
+        mode="agg",
+    )
+    evs = []
+    for budget in (64, 100_000):
+        req = PlanRequest(**base, max_gpus=budget)  # type: ignore[arg-type]
+        space = SearchSpace(gpus=("h100_sxm",), max_gpus=budget, modes=("agg",), **SMALL)  # type: ignore[arg-type]
+        ev = evaluate_request(req, space)
+        evs.append((ev, pick_best(ev, ev.feasible(), req.objective)))
+    (small, i), (big, j) = evs
+    assert small.summary(i) == big.summary(j)
+    assert big.evaluated <= 2 * small.evaluated
+
+
+def test_budget_above_the_limit_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from planner.cli.main import main
+
+    rc = main(
+        [
+            "plan",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100",
+            "--max-gpus",
+            "100001",
+            "--isl",
+            "100",
+            "--osl",
+            "10",
+            "--ttft-ms",
+            "100",
+            "--tpot-ms",
+            "10",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert (
+        rc == 2 and "--max-gpus" in err and "100,000" in err and len(err.strip().splitlines()) == 1
+    )
