@@ -83,8 +83,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "sizes a LocalCluster; with --scheduler the cluster's workers run the sweep",
         )
     spec = load_spec(args.spec)
-    out = check_paths(args.out, args.resume, args.force)
     _check_names(spec)
+    out = check_paths(args.out, args.resume, args.force)  # last: --force removes the old results
     summary = run_sweep(
         scenarios(spec), out, scheduler=args.scheduler, workers=args.workers, resume=args.resume
     )
