@@ -15,7 +15,10 @@ import io
 import itertools
 import json
 import math
+import os
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -235,6 +238,26 @@ def _plan_fields(result: Any, pct: str) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Send this process's stdout and stderr (Python's and the file descriptors native solvers
+    write to) to /dev/null for the duration."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
 def run_scenario(s: Scenario) -> dict[str, Any]:
     """Plan one scenario into a row; never raises (infeasible and failing scenarios are rows)."""
     from solvers.plan import PlanRequest, plan
@@ -242,7 +265,7 @@ def run_scenario(s: Scenario) -> dict[str, Any]:
     t0 = time.perf_counter()
     row = {c: None for c in COLUMNS} | _base(s)
     try:
-        with contextlib.redirect_stderr(io.StringIO()):  # the sweep's progress line replaces plan's
+        with _quiet():  # the sweep's progress line replaces plan's, and the MILP solver's banner
             result = plan(PlanRequest(**s.request))
         row |= _plan_fields(result, s.request["percentile"])
     except InfeasibleError as exc:
