@@ -19,7 +19,7 @@ $(STAMP_RUN): pyproject.toml | $(PY)
 $(STAMP_DEV): pyproject.toml | $(PY)
 	# torch first, pinned to the CPU build that lies on disk, so [bench] adds only triton.
 	$(PIP) install -q "torch==2.13.0" || $(PIP) install -q torch
-	$(PIP) install -q -e ".[dev,bench,browser]"
+	$(PIP) install -q -e ".[dev,bench,browser,sweep]"
 	touch $(STAMP_RUN) $@
 
 run: $(STAMP_RUN)

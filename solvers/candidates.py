@@ -6,8 +6,9 @@ the same call ``planner estimate`` makes, so a plan's numbers are ``estimate``'s
 (replicas, clients) and the :class:`planner.batch_eval.ResultArrays` of its candidates.
 Load semantics (DESIGN.md, issue 6): no load -> every worker is swept over the closed-loop client
 levels of the space and replicated to fill ``max_gpus``; ``concurrency`` -> the N clients are shared
-by the replicas (agg) or decode workers (disagg); ``rate`` -> each worker is replicated 1, 2, ...
-times and evaluated at the rate (agg; disagg worker counts come from :mod:`solvers.rate_pd`).
+by the replicas (agg) or decode workers (disagg); ``rate`` -> each worker gets the fewest replicas
+that meet the SLO at the rate, found by galloping search (:mod:`solvers.counts`), never one
+evaluation per count (agg; disagg worker counts come from :mod:`solvers.rate_pd`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,15 @@ from planner.batch_eval import (
 )
 from planner.model_spec import ModelSpec
 from planner.workload import Workload, fixed
+from solvers.counts import Check, around, count_ladder, fewest_counts
 from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
 
 DECODE_CHUNK_TOKENS = 2048
 """max_num_batched_tokens of decode-only workers (they never prefill; the budget only bounds activations)."""
+EVAL_CHUNK = 50_000
+"""Most candidates priced in one ``evaluate_batch`` call (bounds the search's peak memory)."""
+PARETO_WORKERS = 64
+"""Workers (fewest GPUs first) whose larger replica counts a sized plan also predicts (Pareto front)."""
 PERCENTILE_FIELDS: tuple[str, ...] = ("mean", "p50", "p90", "p99")
 
 
@@ -141,13 +147,17 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
     out: dict[str, np.ndarray] = {}
     # one call per (pp, prefill pp): the op graph prices pipeline hops at the batch's largest pp
     # (pp = 1 has no hops, so it joins the smallest pp > 1)
-    for _, rows in _groups(np.stack([_hop_group(c.pp[first]), _hop_group(c.prefill_pp[first])], axis=1)):
-        idx = first[rows]
-        sub = CandidateArrays(**{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__})
-        r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[idx])
-        for f in ResultArrays.__dataclass_fields__:
-            v = getattr(r, f)
-            out.setdefault(f, np.empty(first.size, dtype=v.dtype))[rows] = v
+    # and at most EVAL_CHUNK candidates per call, so the pricing's temporaries stay bounded
+    hops = np.stack([_hop_group(c.pp[first]), _hop_group(c.prefill_pp[first])], axis=1)
+    for _, group in _groups(hops):
+        for rows in np.array_split(group, -(-group.size // EVAL_CHUNK)):
+            idx = first[rows]
+            sub = CandidateArrays(**{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__})
+            r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend,
+                               gpu_memory_utilization=util[idx])
+            for f in ResultArrays.__dataclass_fields__:
+                v = getattr(r, f)
+                out.setdefault(f, np.empty(first.size, dtype=v.dtype))[rows] = v
     res = {f: v[inv.ravel()] for f, v in out.items()}
     return ResultArrays(**{**res, "seq_capacity": dec_cap})
 
@@ -165,34 +175,108 @@ def _groups(keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(u, np.flatnonzero(inv == k)) for k, u in enumerate(uniq)]
 
 
-def _agg_levels(w: Workers, space: SearchSpace, load: Load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(worker index, deployment clients (NaN = open loop), replicas) of every agg operating point."""
-    gpw = w.gpus_per_worker
-    if load.concurrency is None and load.rate_per_s is None:
-        levels = np.array(space.concurrency_per_worker)
-        idx = np.repeat(np.arange(w.size), levels.size)
-        clients = np.tile(levels, w.size)
-        keep = clients <= w.max_num_seqs[idx]  # more clients than slots only wait outside the engine
-        idx, clients = idx[keep], clients[keep]
-        reps = np.maximum(space.max_gpus // gpw[idx], 1)
-        return idx, (clients * reps).astype(float), reps
-    reps = np.arange(1, space.max_gpus + 1)
-    idx = np.repeat(np.arange(w.size), reps.size)
-    r = np.tile(reps, w.size)
-    keep = r * gpw[idx] <= space.max_gpus
-    if load.concurrency is not None:
-        keep &= r <= load.concurrency
+Slo = tuple[float, float, str]
+"""(TTFT ms, TPOT ms, percentile) a deployment must meet."""
+
+
+def meets(res: ResultArrays, slo: Slo, tpot_only: bool = False) -> np.ndarray:
+    """Deployments predicted stable, fitting and within the SLO (``tpot_only``: TPOT alone)."""
+    ok = res.feasible & (percentile_ms(res, "tpot", slo[2]) <= slo[1])
+    return ok if tpot_only else ok & (percentile_ms(res, "ttft", slo[2]) <= slo[0])
+
+
+def widest_slots(m: ModelSpec, gpu: GpuSpec, w: Workers, load: Load) -> Workers:
+    """Per (split, weight dtype, KV dtype, chunk) the worker with the most engine slots.
+
+    At an open-loop rate the slot cap min(max_num_seqs, KV capacity) only bounds the batch and the
+    queue (saturation), so more slots is never worse; the others are dropped before pricing.
+    """
+    if w.size == 0:
+        return w
+    slots = np.minimum(w.max_num_seqs, seq_capacity(m, gpu, w, float(kv_tokens_held(load.isl, load.osl, load.backend))))
+    key = np.stack([w.tp, w.pp, w.dp, w.ep, w.quant, w.kv, w.chunk], axis=1)
+    order = np.lexsort((w.max_num_seqs, w.mem_frac, -slots, *key.T[::-1]))
+    k = key[order]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = np.any(k[1:] != k[:-1], axis=1)
+    return w.take(np.sort(order[first]))
+
+
+@dataclass
+class Counter:
+    """Candidates priced so far (the search's work, reported as ``candidates_evaluated``)."""
+
+    n: int = 0
+
+
+def _agg_check(m: ModelSpec, gpu: GpuSpec, w: Workers, load: Load, slo: Slo, seen: Counter) -> Check:
     conc = np.nan if load.concurrency is None else float(load.concurrency)
-    return idx[keep], np.full(int(keep.sum()), conc), r[keep]
+
+    def check(i: np.ndarray, n: np.ndarray) -> np.ndarray:
+        ws = w.take(i)
+        seen.n += int(i.size)
+        res = evaluate(m, gpu, load, ws.mem_frac, **ws.columns(), concurrency=np.full(i.size, conc),
+                       workers=n.astype(float))
+        return meets(res, slo)
+    return check
 
 
-def agg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load) -> Block | None:
+def _agg_sized(m: ModelSpec, gpu: GpuSpec, w: Workers, space: SearchSpace, load: Load, slo: Slo,
+               seen: Counter) -> tuple[np.ndarray, np.ndarray]:
+    """(worker, replicas) at a rate or a fixed concurrency.
+
+    Replicas share the load evenly, so a worker meets the SLO from some replica count on: per
+    worker that fewest count by galloping search (log2 of the answer checks, never one per count;
+    workers that cannot beat the fewest GPUs found keep a feasible count, not their fewest). The
+    ``PARETO_WORKERS`` workers needing the fewest GPUs also get a few counts above it (the front's
+    faster points; with a fixed concurrency the count ladder too); workers that never meet the SLO
+    are kept at their lightest load (for the infeasibility diagnosis).
+    """
+    n_max = space.max_gpus // w.gpus_per_worker
+    if load.concurrency is not None:
+        n_max = np.minimum(n_max, load.concurrency)
+    n = fewest_counts(n_max, _agg_check(m, gpu, w, load, slo, seen), dense=1,
+                      weight=w.gpus_per_worker)
+    feas = np.flatnonzero(n > 0)
+    top = feas[np.argsort((n * w.gpus_per_worker)[feas], kind="stable")[:PARETO_WORKERS]]
+    ti, tr = around(n[top], n_max[top])
+    idx, reps = [feas, top[ti], np.flatnonzero(n == 0)], [n[feas], tr, n_max[n == 0]]
+    if load.concurrency is not None:
+        ladder = count_ladder(int(n_max.max(initial=1)))
+        li, lr = np.repeat(top, ladder.size), np.tile(ladder, top.size)
+        keep = lr <= n_max[li]
+        idx, reps = idx + [li[keep]], reps + [lr[keep]]
+    pairs = np.unique(np.stack([np.concatenate(idx), np.concatenate(reps)], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _agg_levels(w: Workers, space: SearchSpace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(worker index, deployment clients, replicas) of every closed-loop operating point (no load)."""
+    gpw = w.gpus_per_worker
+    levels = np.array(space.concurrency_per_worker)
+    idx = np.repeat(np.arange(w.size), levels.size)
+    clients = np.tile(levels, w.size)
+    keep = clients <= w.max_num_seqs[idx]  # more clients than slots only wait outside the engine
+    idx, clients = idx[keep], clients[keep]
+    reps = np.maximum(space.max_gpus // gpw[idx], 1)
+    return idx, (clients * reps).astype(float), reps
+
+
+def agg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, slo: Slo) -> Block | None:
     """Aggregated candidates of one GPU type."""
     w, n_enum = fitting_workers(m, gpu, space, gi, load.isl + load.osl)
     if w.size == 0:
         return None
-    idx, conc, reps = _agg_levels(w, space, load)
+    seen, pruned = Counter(), n_enum - w.size
+    if load.concurrency is None and load.rate_per_s is None:
+        idx, conc, reps = _agg_levels(w, space)
+    else:
+        if load.rate_per_s is not None:
+            w = widest_slots(m, gpu, w, load)
+        idx, reps = _agg_sized(m, gpu, w, space, load, slo, seen)
+        c = np.nan if load.concurrency is None else float(load.concurrency)
+        conc = np.full(idx.size, c)
     ws = w.take(idx)
     res = evaluate(m, gpu, load, ws.mem_frac, **ws.columns(), concurrency=conc, workers=reps.astype(float))
-    return Block("agg", gpu, res, conc, conc / reps, reps, workers=ws, evaluated=int(idx.size),
-                 memory_pruned=n_enum - w.size)
+    return Block("agg", gpu, res, conc, conc / reps, reps, workers=ws, evaluated=seen.n + int(idx.size),
+                 memory_pruned=pruned)

@@ -20,8 +20,12 @@ from planner.batch_eval import CandidateArrays
 from planner.model_spec import ModelSpec
 from planner.role_eval import DecodeRole, PrefillRole, decode_role, prefill_role
 from solvers.candidates import DECODE_CHUNK_TOKENS, Block, Load, Units, evaluate, fitting_workers
+from solvers.counts import DENSE_COUNTS, count_ladder
 from solvers.pareto import group_pareto
 from solvers.space import SearchSpace, Workers
+
+PREFILL_WINDOW = 2.0
+"""Prefill worker counts tried with N clients: within this factor of the analytical need."""
 
 
 @dataclass(frozen=True)
@@ -84,17 +88,40 @@ def prune_decode(s: PhaseSets, tpot_slo_ms: float, per_level: bool = False) -> n
     return ok[group_pareto(keys[ok], per_gpu[ok], 1.0 / step[ok])]
 
 
-def pairs(s: PhaseSets, pi: np.ndarray, di: np.ndarray, max_gpus: int) -> Units:
-    """All (prefill, decode, x, y) with equal dtypes and x·gp + y·gd <= max_gpus."""
-    pp, dd = (a.ravel() for a in np.meshgrid(pi, di, indexing="ij"))
+def pairs(s: PhaseSets, pi: np.ndarray, dy: tuple[np.ndarray, np.ndarray], xs: np.ndarray,
+          max_gpus: int, osl: int) -> Units:
+    """(prefill, decode, x, y) with equal dtypes, x in ``xs``, (decode, y) from ``dy`` and
+    x·gp + y·gd <= max_gpus; above a budget of DENSE_COUNTS, x near the prefill need."""
+    di, ys = dy
+    pp, kk = (a.ravel() for a in np.meshgrid(pi, np.arange(di.size), indexing="ij"))
+    dd, yy = di[kk], ys[kk]
     same = (s.pre.quant[pp] == s.dec.quant[dd]) & (s.pre.kv[pp] == s.dec.kv[dd])
-    pp, dd = pp[same], dd[same]
-    counts = np.arange(1, max_gpus + 1)
-    xs, ys = (a.ravel() for a in np.meshgrid(counts, counts, indexing="ij"))
-    p, d = np.repeat(pp, xs.size), np.repeat(dd, xs.size)
-    x, y = np.tile(xs, pp.size), np.tile(ys, pp.size)
+    pp, dd, yy = pp[same], dd[same], yy[same]
+    p, d, y = (np.repeat(a, xs.size) for a in (pp, dd, yy))
+    x = np.tile(xs, pp.size)
     keep = x * s.pre.gpus_per_worker[p] + y * s.dec.gpus_per_worker[d] <= max_gpus
+    if max_gpus > DENSE_COUNTS:
+        keep &= near_prefill_need(s, p, d, x, y, osl)
     return Units(p[keep], d[keep], x[keep], y[keep])
+
+
+def near_prefill_need(s: PhaseSets, p: np.ndarray, d: np.ndarray, x: np.ndarray, y: np.ndarray,
+                      osl: int) -> np.ndarray:
+    """x within a factor PREFILL_WINDOW of the prefill workers the decode pool's request rate keeps
+    busy (y x running / (step x OSL) requests/s x prefill seconds per prompt), or within 1..4."""
+    need = y * running(s)[d] / (s.dec_role.step_s[d] * osl) * s.pre_role.work_s[p]
+    return (x <= 4) | ((x >= need / PREFILL_WINDOW) & (x <= need * PREFILL_WINDOW + 1))
+
+
+def decode_counts(s: PhaseSets, di: np.ndarray, ys: np.ndarray, concurrency: int | None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(decode point, decode workers y): every y of ``ys`` with no load; with N clients, the y of
+    ``ys`` whose share ceil(N / y) is that point's clients per worker."""
+    d, y = (a.ravel() for a in np.meshgrid(di, ys, indexing="ij"))
+    if concurrency is not None:
+        keep = s.dec_clients[d] == np.ceil(concurrency / y)
+        d, y = d[keep], y[keep]
+    return d, y
 
 
 def unit_columns(s: PhaseSets, u: Units) -> dict[str, np.ndarray]:
@@ -112,17 +139,27 @@ def unit_block(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, u: Units, load: Load, c
 
 
 def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, tpot_slo_ms: float) -> Block | None:
-    """Disaggregated xPyD candidates of one GPU type (no load, or a fixed concurrency)."""
-    levels = np.array(space.concurrency_per_worker)
-    if load.concurrency is not None:
-        levels = np.unique(np.ceil(load.concurrency / np.arange(1, space.max_gpus + 1)))
+    """Disaggregated xPyD candidates of one GPU type (no load, or a fixed concurrency).
+
+    Worker counts never span the budget: with no load the deployment is a closed loop of y x
+    clients, so only the P:D ratio matters and x, y run over 1..DENSE_COUNTS; with N clients, y and
+    x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%). Above a budget of
+    DENSE_COUNTS, x stays near what the decode pool's request rate keeps busy
+    (:func:`near_prefill_need`).
+    """
+    if load.concurrency is None:
+        xs = ys = np.arange(1, min(space.max_gpus, DENSE_COUNTS) + 1)
+        levels = np.array(space.concurrency_per_worker)
+    else:
+        xs = ys = count_ladder(min(space.max_gpus, load.concurrency))
+        levels = np.unique(np.ceil(load.concurrency / ys))
     s = phase_sets(m, gpu, gi, space, load, levels)
     if s is None:
         return None
-    u = pairs(s, prune_prefill(s), prune_decode(s, tpot_slo_ms, load.concurrency is not None), space.max_gpus)
+    di = prune_decode(s, tpot_slo_ms, load.concurrency is not None)
+    u = pairs(s, prune_prefill(s), decode_counts(s, di, ys, load.concurrency), xs, space.max_gpus,
+              load.osl)
     if load.concurrency is not None:
-        keep = s.dec_clients[u.d] == np.ceil(load.concurrency / u.y)
-        u = Units(u.p[keep], u.d[keep], u.x[keep], u.y[keep])
         conc = np.full(u.p.size, float(load.concurrency))
     else:
         conc = u.y * s.dec_clients[u.d]

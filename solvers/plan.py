@@ -23,9 +23,11 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hardware.errors import PlannerInputError
 from planner.deployment import Deployment, ShapeRules
+from solvers.counts import MAX_BUDGET_GPUS
 from solvers.explain import binding_constraint
 from solvers.pareto import pareto_indices
 from solvers.plan_core import Evaluated, evaluate_request, pick_best
@@ -46,6 +48,15 @@ class PlanRequest(BaseModel):
                                     description="Worker shapes the target engine can launch.")
     gpus: tuple[str, ...] = Field(min_length=1, description="GPU names to consider.")
     max_gpus: int = Field(default=8, ge=1, description="GPU budget of the deployment.")
+
+    @field_validator("max_gpus")
+    @classmethod
+    def _budget(cls, v: int) -> int:
+        if v > MAX_BUDGET_GPUS:
+            raise PlannerInputError("--max-gpus", f"{v:,} is above {MAX_BUDGET_GPUS:,}, the largest GPU budget "
+                                    "the search prices")
+        return v
+
     isl: int = Field(ge=1, description="Input tokens per request.")
     osl: int = Field(ge=1, description="Output tokens per request.")
     rate_per_s: float | None = Field(default=None, gt=0, description="Open-loop request rate to serve.")

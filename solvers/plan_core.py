@@ -119,7 +119,9 @@ def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
     if not ok.any():
         raise _why_infeasible(ev)
     s = np.where(ok, ev.score(objective), -np.inf)
-    return int(np.argmax(s))
+    # equal scores (a rate plan's tok/s/GPU is the rate over its GPUs): the faster deployment wins,
+    # so the pick does not depend on the order the search visited the candidates in
+    return int(np.lexsort((ev.ttft, -ev.tok_per_user, -s))[0])
 
 
 SATURATION_CLIENTS_PER_SLOT = 4.0
@@ -155,6 +157,9 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     finite = np.isfinite(ev.ttft) & np.isfinite(ev.tpot) & ev.within_budget
     if req.rate_per_s is not None and not finite.any():  # every deployment saturates at this rate
         return infeasible_throughput(req.rate_per_s, _saturation_rate(ev), req.max_gpus, where)
+    if finite.any():
+        return infeasible_slo(ev.ttft[finite], ev.tpot[finite], req.ttft_ms, req.tpot_ms,
+                              req.percentile, where)
     return infeasible_slo(ev.ttft, ev.tpot, req.ttft_ms, req.tpot_ms, req.percentile, where)
 
 
@@ -177,11 +182,20 @@ def _space(req: PlanRequest, gpus: list[GpuSpec]) -> SearchSpace:
                        shape_rules=req.shape_rules)
 
 
+def _distinct_gpus(req: PlanRequest) -> list[GpuSpec]:
+    """The request's GPU types, each once (aliases of one GPU resolve to the same key)."""
+    out: dict[str, GpuSpec] = {}
+    for name in dict.fromkeys(req.gpus):
+        g = get_gpu(name, req.hardware_dirs)
+        out.setdefault(g.key, g)
+    return list(out.values())
+
+
 def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Evaluated:
     """Every candidate of every GPU type and mode, evaluated (progress on stderr when slow)."""
     t0 = time.perf_counter()
     model = load_model(req.model, req.model_id)
-    gpus = [get_gpu(g, req.hardware_dirs) for g in req.gpus]
+    gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)
     load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.backend)
     blocks, prices, evaluated, milp = [], [], 0, {}
@@ -189,7 +203,7 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:
             if mode == "agg":
-                b = agg_block(model, gpu, gi, space, load)
+                b = agg_block(model, gpu, gi, space, load, (req.ttft_ms, req.tpot_ms, req.percentile))
             elif req.rate_per_s is None:
                 b = disagg_block(model, gpu, gi, space, load, req.tpot_ms)
             else:

@@ -7,6 +7,10 @@ Every number comes from :func:`planner.batch_eval.evaluate_batch` at the request
 * prefill option p: the fewest workers x_p that keep TTFT within the SLO when paired with the best
   decode option of its dtypes at its y_d.
 
+The fewest counts are found for all options at once by :func:`solvers.counts.fewest_counts` (every
+count up to ``DISAGG_DENSE_COUNTS``, then galloping search), so the work grows with log2 of the
+answer, not with the GPU budget.
+
 Option capacities R / x_p and R / y_d make the MILP of :mod:`solvers.pd_milp` choose exactly those
 counts (ceil(R / (R / n)) = n) while it picks the options and the dtype group at minimum GPUs or
 cost. The chosen deployment is then predicted whole; if pairing the two choices misses the SLO, one
@@ -20,6 +24,7 @@ import numpy as np
 from hardware.spec import GpuSpec
 from planner.model_spec import ModelSpec
 from solvers.candidates import Block, Load, Units, percentile_ms
+from solvers.counts import fewest_counts
 from solvers.disagg import (
     PhaseSets,
     dtype_key,
@@ -32,6 +37,9 @@ from solvers.disagg import (
 from solvers.pd_milp import PdSolution, PhaseOptions, solve_pd
 from solvers.space import SearchSpace
 
+DISAGG_DENSE_COUNTS = 8
+"""Worker counts all checked before bisection: a pair within one scale-up domain moves its KV cache
+over the faster link, so feasibility can drop as a small deployment outgrows the domain."""
 REPAIR_WORKERS = 2
 """Extra workers per role tried when the MILP's pair misses the SLO as a whole."""
 
@@ -42,54 +50,51 @@ def _ok(b: Block, ttft_ms: float, tpot_ms: float, percentile: str, roles: str = 
     return ok if roles == "decode" else ok & (percentile_ms(b.res, "ttft", percentile) <= ttft_ms)
 
 
-def _fewest(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, u: Units, slo: tuple[float, float, str],
-            opts: np.ndarray, by_p: bool) -> np.ndarray:
-    """Smallest worker count per option meeting the SLO (0 when none within the budget)."""
-    b = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
-    ok = _ok(b, *slo, roles="both" if by_p else "decode")
-    count, owner = (u.x, u.p) if by_p else (u.y, u.d)
-    big = np.iinfo(np.int64).max
-    best = np.full(int(owner.max(initial=0)) + 1, big)
-    np.minimum.at(best, owner[ok], count[ok])
-    out = best[opts]
-    return np.where(out == big, 0, out)
+def _fewest(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
+            opts: np.ndarray, partner: np.ndarray, partner_n: np.ndarray, by_p: bool, max_gpus: int) -> np.ndarray:
+    """Smallest worker count per option meeting the SLO next to ``partner_n`` workers of ``partner``
+    (one each per option; 0 when none within the budget); by bisection over all options at once,
+    never a grid of counts (:mod:`solvers.counts`)."""
+    gpw = (s.pre if by_p else s.dec).gpus_per_worker[opts]
 
+    def check(i: np.ndarray, n: np.ndarray) -> np.ndarray:
+        u = Units(opts[i], partner[i], n, partner_n[i]) if by_p else Units(partner[i], opts[i], partner_n[i], n)
+        b = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
+        return _ok(b, *slo, roles="both" if by_p else "decode")
 
-def _grid(partner: int, partner_n: int, opts: np.ndarray, gpw: np.ndarray, max_gpus: int) -> tuple[np.ndarray, ...]:
-    """(partner, partner count, option, option count) for every option count within ``max_gpus``."""
-    n = np.arange(1, max_gpus + 1)
-    o, c = np.repeat(opts, n.size), np.tile(n, opts.size)
-    keep = c * gpw[o] <= max_gpus
-    k = int(keep.sum())
-    return np.full(k, partner), np.full(k, partner_n), o[keep], c[keep]
+    return fewest_counts(max_gpus // gpw, check, dense=DISAGG_DENSE_COUNTS)
 
 
 def _options(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
              max_gpus: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(prefill options, their x, decode options, their y) for one GPU type."""
+    """(prefill options, their x, decode options, their y) for one GPU type.
+
+    Decode options are sized next to an ample pool of the highest-capacity prefill worker of their
+    dtypes, prefill options next to the best decode option of theirs at its size.
+    """
     pi, di = prune_prefill(s), prune_decode(s, slo[1])
     gp, gd = s.pre.gpus_per_worker, s.dec.gpus_per_worker
     pkey, dkey = dtype_key(s.pre) // 1000, dtype_key(s.dec) // 1000
     cap_p = 1.0 / (s.pre_role.work_s * gp)
-    y = np.zeros(di.size, dtype=int)
+    p_ref, x_ref = np.full(di.size, -1), np.zeros(di.size, dtype=int)
     for key in np.unique(dkey[di]):
         cand = pi[pkey[pi] == key]
-        if cand.size == 0:
-            continue
-        p_ref = int(cand[np.argmax(cap_p[cand])])
-        sel = dkey[di] == key
-        pr, xr, d, yc = _grid(p_ref, max(1, max_gpus // int(gp[p_ref])), di[sel], gd, max_gpus)
-        y[sel] = _fewest(m, gpu, s, load, Units(pr, d, xr, yc), slo, di[sel], by_p=False)
-    x = np.zeros(pi.size, dtype=int)
+        if cand.size:
+            best = int(cand[np.argmax(cap_p[cand])])
+            p_ref[dkey[di] == key], x_ref[dkey[di] == key] = best, max(1, max_gpus // int(gp[best]))
+    y = np.zeros(di.size, dtype=int)
+    has = p_ref >= 0
+    y[has] = _fewest(m, gpu, s, load, slo, di[has], p_ref[has], x_ref[has], False, max_gpus)
+    d_ref, y_ref = np.full(pi.size, -1), np.zeros(pi.size, dtype=int)
     per_gpu = running(s) / s.dec_role.step_s / gd
     for key in np.unique(pkey[pi]):
         dsel = (dkey[di] == key) & (y > 0)
-        if not dsel.any():
-            continue
-        k = int(np.argmax(np.where(dsel, per_gpu[di] / np.maximum(y, 1), -np.inf)))
-        sel = pkey[pi] == key
-        dr, yr, p, xc = _grid(int(di[k]), int(y[k]), pi[sel], gp, max_gpus)
-        x[sel] = _fewest(m, gpu, s, load, Units(p, dr, xc, yr), slo, pi[sel], by_p=True)
+        if dsel.any():
+            k = int(np.argmax(np.where(dsel, per_gpu[di] / np.maximum(y, 1), -np.inf)))
+            d_ref[pkey[pi] == key], y_ref[pkey[pi] == key] = int(di[k]), int(y[k])
+    x = np.zeros(pi.size, dtype=int)
+    has = d_ref >= 0
+    x[has] = _fewest(m, gpu, s, load, slo, pi[has], d_ref[has], y_ref[has], True, max_gpus)
     return pi[x > 0], x[x > 0], di[y > 0], y[y > 0]
 
 

@@ -17,6 +17,8 @@ TARGETS: dict[str, str] = {
     "evaluate_10k_configs_s": "<= 0.5 s",
     "plan_search_seconds": "<= 1.0 s",
     "fleet_milp_s": "<= 2 s",
+    "plan_4096_gpus_s": "<= 5 s",
+    "plan_4096_gpus_peak_mb": "<= 1536 MB",
     "ui_plan_s": "<= 2 s",
 }
 

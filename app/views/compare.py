@@ -14,6 +14,9 @@ from app import planning
 from app.plan_results import config_text, pct_value
 from app.ui import error_text, fmt_money, gpu_names, guarded
 from hardware.errors import PlannerInputError
+from solvers.counts import MAX_BUDGET_GPUS
+
+BUDGET_HELP = f"Up to {MAX_BUDGET_GPUS:,} GPUs, the largest budget the search prices."
 
 DEFAULT_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm")
 
@@ -27,7 +30,8 @@ def _inputs() -> planning.PlanInputs | None:
     with left:
         model = ui_in.model_input("cmp")
         gpus = ui_in.gpus_input("cmp", default=DEFAULT_GPUS)
-        max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1, max_value=4096, value=8,
+        max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1,
+                                       max_value=MAX_BUDGET_GPUS, value=8, help=BUDGET_HELP,
                                        key="cmp_max_gpus"))
     with mid:
         isl, osl, load = ui_in.workload_input("cmp")

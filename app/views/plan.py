@@ -8,6 +8,9 @@ from app import inputs as ui_in
 from app import planning
 from app.plan_results import show_plan
 from app.ui import gpu_names, guarded
+from solvers.counts import MAX_BUDGET_GPUS
+
+BUDGET_HELP = f"Up to {MAX_BUDGET_GPUS:,} GPUs, the largest budget the search prices."
 
 st.header("Plan a deployment")
 st.caption("The cheapest configuration that meets your latency targets, the Pareto front of "
@@ -20,7 +23,8 @@ def _inputs() -> planning.PlanInputs | None:
         st.markdown("##### Model and hardware")
         model = ui_in.model_input("plan")
         gpus = ui_in.gpus_input("plan")
-        max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1, max_value=4096, value=8,
+        max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1,
+                                       max_value=MAX_BUDGET_GPUS, value=8, help=BUDGET_HELP,
                                        step=1, key="plan_max_gpus"))
         price = ui_in.price_input("plan", gpus)
     with mid:

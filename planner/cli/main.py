@@ -19,6 +19,7 @@ from planner.cli import (
     cmd_memory,
     cmd_plan,
     cmd_report,
+    cmd_sweep,
     cmd_ui,
     cmd_validate_data,
 )
@@ -29,7 +30,7 @@ from planner.errors import PlannerInputError
 # of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     cmd_catalog, cmd_memory, cmd_kernels, cmd_estimate, cmd_plan, cmd_emit, cmd_report, cmd_ui,
-    cmd_validate_data,
+    cmd_validate_data, cmd_sweep,
 )
 GROUPS: dict[str, str] = {
     "validate": "compare predictions with measurements",

@@ -1,0 +1,280 @@
+"""``planner sweep``: one ``plan`` per scenario of a catalogue-wide spec, one result row each.
+
+A spec (see ``solvers/examples/sweep.yaml``) lists models, GPU sets, workloads, SLO sets and
+objectives; every combination is a scenario. :func:`run_scenario` plans one scenario and never
+raises: an infeasible scenario is a row with its reason, a failing one a row with its error. Rows
+carry a stable ``scenario_id`` (a hash of the scenario's request), so an interrupted sweep resumes
+by skipping the ids already written. Running the scenarios (Dask) is :mod:`solvers.sweep_run`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import itertools
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from hardware.errors import InfeasibleError, PlannerInputError
+from solvers.counts import MAX_BUDGET_GPUS
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+
+class GpuSet(BaseModel):
+    """GPU types one plan may choose from, and the budget."""
+
+    model_config = _FROZEN
+    name: str = Field(pattern=NAME_PATTERN)
+    gpus: tuple[str, ...] = Field(min_length=1)
+    max_gpus: int = Field(ge=1, le=MAX_BUDGET_GPUS)
+
+
+class SweepWorkload(BaseModel):
+    """Request lengths and the load: a rate (open loop), clients (closed loop) or neither."""
+
+    model_config = _FROZEN
+    name: str = Field(pattern=NAME_PATTERN)
+    isl: int = Field(ge=1, le=10_000_000)
+    osl: int = Field(ge=1, le=10_000_000)
+    rate_per_s: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
+    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
+
+    @model_validator(mode="after")
+    def _one_load(self) -> SweepWorkload:
+        if self.rate_per_s is not None and self.concurrency is not None:
+            raise ValueError("give rate_per_s or concurrency, not both")
+        return self
+
+
+class SloSet(BaseModel):
+    """TTFT and TPOT targets at a percentile."""
+
+    model_config = _FROZEN
+    name: str = Field(pattern=NAME_PATTERN)
+    ttft_ms: float = Field(gt=0, le=1e7, allow_inf_nan=False)
+    tpot_ms: float = Field(gt=0, le=1e6, allow_inf_nan=False)
+    percentile: Literal["p50", "p90", "p99"] = "p90"
+
+
+class SweepSpec(BaseModel):
+    """``planner sweep --spec sweep.yaml``."""
+
+    model_config = _FROZEN
+    models: tuple[str, ...] = Field(min_length=1)
+    gpu_sets: tuple[GpuSet, ...] = Field(min_length=1)
+    workloads: tuple[SweepWorkload, ...] = Field(min_length=1)
+    slos: tuple[SloSet, ...] = Field(min_length=1)
+    objectives: tuple[Literal["throughput-per-gpu", "cost", "gpus"], ...] = ("throughput-per-gpu",)
+    mode: Literal["agg", "disagg", "auto"] = "auto"
+    backend: str = "vllm"
+
+
+class Scenario(BaseModel):
+    """One plan of the sweep: its labels and the request it makes."""
+
+    model_config = _FROZEN
+    index: int
+    scenario_id: str
+    gpu_set: str
+    workload: str
+    slo: str
+    request: dict[str, Any]
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read a sweep YAML; problems become one PlannerInputError naming the file and field."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise PlannerInputError("--spec", f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise PlannerInputError("--spec", f"{path} is not YAML: {exc}") from None
+    try:
+        return SweepSpec.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(map(str, err["loc"])) or "top level"
+        raise PlannerInputError("--spec", f"{path}: {where}: {err['msg']}") from None
+
+
+def scenario_id(request: dict[str, Any]) -> str:
+    """Stable id of a request (same request, same id, across runs and machines)."""
+    text = json.dumps(request, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def scenarios(spec: SweepSpec) -> list[Scenario]:
+    """Every (model, GPU set, workload, SLO set, objective) combination, in spec order."""
+    out = []
+    combos = itertools.product(
+        spec.models, spec.gpu_sets, spec.workloads, spec.slos, spec.objectives
+    )
+    for i, (model, gs, wl, slo, obj) in enumerate(combos):
+        req = {
+            "model": model,
+            "gpus": list(gs.gpus),
+            "max_gpus": gs.max_gpus,
+            "isl": wl.isl,
+            "osl": wl.osl,
+            "rate_per_s": wl.rate_per_s,
+            "concurrency": wl.concurrency,
+            "ttft_ms": slo.ttft_ms,
+            "tpot_ms": slo.tpot_ms,
+            "percentile": slo.percentile,
+            "mode": spec.mode,
+            "backend": spec.backend,
+            "objective": obj,
+        }
+        out.append(
+            Scenario(
+                index=i,
+                scenario_id=scenario_id(req),
+                gpu_set=gs.name,
+                workload=wl.name,
+                slo=slo.name,
+                request=req,
+            )
+        )
+    return out
+
+
+COLUMNS: tuple[str, ...] = (
+    "index",
+    "scenario_id",
+    "status",
+    "model",
+    "gpu_set",
+    "gpus_allowed",
+    "max_gpus",
+    "workload",
+    "isl",
+    "osl",
+    "rate_per_s",
+    "concurrency",
+    "slo",
+    "ttft_slo_ms",
+    "tpot_slo_ms",
+    "percentile",
+    "objective",
+    "mode",
+    "gpu",
+    "config",
+    "gpus",
+    "ttft_at_percentile_ms",
+    "tpot_at_percentile_ms",
+    "ttft_mean_ms",
+    "tpot_mean_ms",
+    "output_tok_s_per_gpu",
+    "output_tok_s_per_user",
+    "requests_per_s",
+    "cost_per_hour_usd",
+    "cost_per_million_output_tokens_usd",
+    "binding_constraint",
+    "candidates",
+    "seconds",
+    "reason",
+)
+"""Columns of a sweep's results file (percentile columns are at the row's ``percentile``)."""
+
+
+def _base(s: Scenario) -> dict[str, Any]:
+    r = s.request
+    return {
+        "index": s.index,
+        "scenario_id": s.scenario_id,
+        "model": r["model"],
+        "gpu_set": s.gpu_set,
+        "gpus_allowed": "/".join(r["gpus"]),
+        "max_gpus": r["max_gpus"],
+        "workload": s.workload,
+        "isl": r["isl"],
+        "osl": r["osl"],
+        "rate_per_s": r["rate_per_s"],
+        "concurrency": r["concurrency"],
+        "slo": s.slo,
+        "ttft_slo_ms": r["ttft_ms"],
+        "tpot_slo_ms": r["tpot_ms"],
+        "percentile": r["percentile"],
+        "objective": r["objective"],
+    }
+
+
+def _finite(x: Any) -> float | None:
+    v = float(x)
+    return v if math.isfinite(v) else None
+
+
+def _plan_fields(result: Any, pct: str) -> dict[str, Any]:
+    b, pr = result.best, result.best.predicted
+    return {
+        "status": "ok",
+        "mode": b.mode,
+        "gpu": b.gpu,
+        "config": b.config,
+        "gpus": b.gpus,
+        "ttft_at_percentile_ms": _finite(pr["ttft_ms"][pct]),
+        "tpot_at_percentile_ms": _finite(pr["tpot_ms"][pct]),
+        "ttft_mean_ms": _finite(pr["ttft_ms"]["mean"]),
+        "tpot_mean_ms": _finite(pr["tpot_ms"]["mean"]),
+        "output_tok_s_per_gpu": _finite(pr["output_tok_s_per_gpu"]),
+        "output_tok_s_per_user": _finite(pr["output_tok_s_per_user"]),
+        "requests_per_s": _finite(pr["requests_per_s"]),
+        "cost_per_hour_usd": _finite(b.cost_per_hour_usd),
+        "cost_per_million_output_tokens_usd": _finite(b.cost_per_million_output_tokens),
+        "binding_constraint": result.binding_constraint,
+        "candidates": result.candidates_evaluated,
+    }
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Send this process's stdout and stderr (Python's and the file descriptors native solvers
+    write to) to /dev/null for the duration."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
+def run_scenario(s: Scenario) -> dict[str, Any]:
+    """Plan one scenario into a row; never raises (infeasible and failing scenarios are rows)."""
+    from solvers.plan import PlanRequest, plan
+
+    t0 = time.perf_counter()
+    row = {c: None for c in COLUMNS} | _base(s)
+    try:
+        with _quiet():  # the sweep's progress line replaces plan's, and the MILP solver's banner
+            result = plan(PlanRequest(**s.request))
+        row |= _plan_fields(result, s.request["percentile"])
+    except InfeasibleError as exc:
+        row |= {
+            "status": "infeasible",
+            "binding_constraint": exc.binding_constraint,
+            "reason": str(exc),
+        }
+    except Exception as exc:  # noqa: BLE001 - a failing scenario is recorded, not fatal
+        row |= {"status": "error", "reason": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    row["seconds"] = round(time.perf_counter() - t0, 3)
+    return row
