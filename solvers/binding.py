@@ -165,9 +165,18 @@ def top_candidates(ev: Evaluated, ok: np.ndarray, front: np.ndarray,
     """The ``n`` best feasible candidates by the objective, best first (ties by tok/s per GPU)."""
     score = np.where(ok, ev.score(ev.req.objective), -np.inf)
     idx = np.flatnonzero(ok)
-    order = idx[np.lexsort((-ev.tok_per_gpu[idx], -score[idx]))][:n]
+    order = idx[np.lexsort((-ev.tok_per_gpu[idx], -score[idx]))]
     on_front = set(int(i) for i in front)
-    return [candidate_record(ev, int(i), float(score[i]), int(i) in on_front) for i in order]
+    out, seen = [], set()
+    for i in order:  # settings that change no prediction (e.g. a larger unused chunk) show once
+        key = (ev.gpu_of(int(i)), int(ev.gpus[i]), *np.round([ev.ttft[i], ev.tpot[i], ev.tok_per_gpu[i]], 6))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(candidate_record(ev, int(i), float(score[i]), int(i) in on_front))
+        if len(out) == n:
+            break
+    return out
 
 
 def per_gpu_type(ev: Evaluated, ok: np.ndarray, best: int) -> dict[str, dict[str, Any]]:

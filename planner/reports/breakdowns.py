@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planner.reports.plan_view import PlanView, as_float, flatten
+from planner.reports.present import kind_of, label, step_name
 from planner.reports.table import Table, kv_table
 
 GB = 1e9
@@ -21,10 +22,6 @@ _MEMORY_PARTS = (
 
 def _is_leaf_breakdown(m: Mapping[str, Any]) -> bool:
     return all(not isinstance(v, Mapping) or "share" in v or "ms" in v for v in m.values())
-
-
-def _role_label(key: str) -> str:
-    return key.removesuffix("_ms").replace("_", " ")
 
 
 def breakdown_roles(obj: Any) -> dict[str, dict[str, tuple[float | None, float | None]]]:
@@ -44,7 +41,7 @@ def breakdown_roles(obj: Any) -> dict[str, dict[str, tuple[float | None, float |
         if role.endswith("ms") or (nums and abs(sum(nums) - 1.0) > SHARE_SUM_TOL):
             total = sum(nums)
             pairs = {op: (s / total if s is not None and total else None, s) for op, (s, _) in pairs.items()}
-        out[_role_label(role)] = pairs
+        out[role] = pairs
     return out
 
 
@@ -56,26 +53,20 @@ def _share_ms(value: Any) -> tuple[float | None, float | None]:
 
 
 def latency_table(view: PlanView) -> Table:
-    """Time share of each op kind in a step (one share column per role, plus ms when known)."""
+    """Time of each op kind in each step the plan reports (long form; no op kind without time)."""
     roles = breakdown_roles(view.best.predicted.get("step_breakdown"))
-    ops: list[str] = []
-    for bd in roles.values():
-        ops.extend(k for k in bd if k not in ops)
-    has_ms = any(ms is not None for bd in roles.values() for _, ms in bd.values())
-    columns = ["op kind"]
-    for role in roles:
-        tag = "" if role == "all" else f" ({role})"
-        columns += [f"share{tag}"] + ([f"ms{tag}"] if has_ms else [])
     rows = []
-    for op in ops:
-        row: list[Any] = [op]
-        for bd in roles.values():
-            share, ms = bd.get(op, (None, None))
-            row += [share] + ([ms] if has_ms else [])
-        rows.append(tuple(row))
+    for role, bd in roles.items():
+        for op, (share, ms) in bd.items():
+            if (share or 0) > 0 or (ms or 0) > 0:
+                rows.append((step_name(role), op, ms, share))
+    has_ms = any(r[2] is not None for r in rows)
+    cols = ("Step", "Op kind", "Time (ms)", "Share of step (%)")
+    body = tuple(rows if has_ms else [(s, o, sh) for s, o, _, sh in rows])
+    cols = cols if has_ms else (cols[0], cols[1], cols[3])
     note = "" if rows else "the plan has no step breakdown"
-    fmts = {c: "pct" for c in columns if c.startswith("share")}
-    return Table("Share of step time per op kind", tuple(columns), tuple(rows), note, fmts)
+    return Table("Step time per op kind", cols, body, note,
+                 {"Step": "text", "Op kind": "text", "Share of step (%)": "pct"})
 
 
 def memory_roles(view: PlanView) -> dict[str, Mapping[str, Any]]:
@@ -98,11 +89,12 @@ def _part_bytes(mem: Mapping[str, Any], key: str) -> float | None:
 def memory_table(view: PlanView) -> Table:
     """Per-GPU memory split: weights, activations, reserve, KV cache, unused headroom."""
     roles = memory_roles(view)
-    tags = ["" if role == "all" else f" ({role})" for role in roles]
+    tags = ["" if role == "all" else f", {role}" for role in roles]
     # GB columns side by side, then shares: the chart reads the GB block as one range
-    columns = ["component", *(f"GB per GPU{t}" for t in tags), *(f"share of device{t}" for t in tags)]
+    columns = ["Component", *(f"Memory per GPU{t} (GB)" for t in tags),
+               *(f"Share of device memory{t} (%)" for t in tags)]
     rows = []
-    for label, key in (*_MEMORY_PARTS, ("unused (1 - gpu_memory_utilization)", "")):
+    for label, key in (*_MEMORY_PARTS, ("unused (outside the engine's memory share)", "")):
         gbs: list[float | None] = []
         shares: list[float | None] = []
         for mem in roles.values():
@@ -111,10 +103,16 @@ def memory_table(view: PlanView) -> Table:
             shares.append(None if val is None or not device else val / device)
         rows.append((label, *gbs, *shares))
     note = "" if roles else "the plan has no memory plan"
-    fmts = {c: ("pct" if c.startswith("share") else "num") for c in columns[1:]}
+    fmts = {c: ("pct" if c.startswith("Share") else "num") for c in columns[1:]} | {"Component": "text"}
     return Table("Memory per GPU", tuple(columns), tuple(rows) if roles else (), note, fmts)
 
 
 def memory_detail(view: PlanView) -> list[Table]:
-    """Every field of each role's memory plan, as the plan holds it (bytes)."""
-    return [kv_table(f"Memory plan ({role})", flatten(m)) for role, m in memory_roles(view).items()]
+    """Every numeric field of each role's memory plan, named with its unit (bytes shown as GB)."""
+    out = []
+    for role, mem in memory_roles(view).items():
+        flat = {k: v for k, v in flatten(mem).items() if k != "source"}
+        pairs = {label(k): v for k, v in flat.items()}
+        kinds = {label(k): kind_of(k) for k in flat}
+        out.append(kv_table(f"Memory plan ({role})", pairs, kinds=kinds))
+    return out

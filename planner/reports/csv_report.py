@@ -1,4 +1,4 @@
-"""The CSV report: the Pareto front (and the candidate list when the plan kept one), one row per config."""
+"""The CSV report: one candidates table for machines (full precision, names with unit and percentile)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,29 @@ import io
 from typing import Any
 
 from planner.reports.plan_view import PlanView, flat_rows, parse_plan
+from planner.reports.present import machine_name
+
+
+def candidate_rows(view: PlanView) -> list[dict[str, Any]]:
+    """Top candidates (``rank`` 1 = the recommendation's score) and every Pareto point not among them.
+
+    Latency columns carry the SLO percentile (``ttft_p90_ms``); a ``pareto`` column says whether a
+    row is on the throughput-per-GPU vs per-user front.
+    """
+    pct = str(view.slo.get("percentile", "p90"))
+    rows = [{"rank": i, **c} for i, c in enumerate(view.candidates, start=1)]
+    seen = {(r.get("config"), r.get("gpu")) for r in rows}
+    for p in flat_rows(view.pareto):
+        if (p.get("config"), p.get("gpu")) not in seen:
+            named = {machine_name(k, pct): v for k, v in p.items()}
+            rows.append({"rank": None, **named, "pareto": True})
+    return rows
 
 
 def render_csv(view: PlanView) -> str:
-    """CSV text: a leading ``set`` column says whether a row is on the Pareto front or a candidate.
-
-    Floats are written with Python's shortest round-trip repr, so they read back exactly.
-    """
-    rows = [{"set": "pareto", **r} for r in flat_rows(view.pareto)]
-    rows += [{"set": "candidate", **r} for r in flat_rows(view.candidates)]
-    columns: list[str] = ["set"]
+    """CSV text; floats use Python's shortest round-trip repr, so they read back exactly."""
+    rows = candidate_rows(view)
+    columns: list[str] = []
     for row in rows:
         columns.extend(c for c in row if c not in columns)
     buf = io.StringIO()

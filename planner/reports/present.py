@@ -34,6 +34,10 @@ _LABELS: dict[str, str] = {
     "cost_per_hour_usd": "Cost per hour ($)", "price_per_gpu_hour": "Price per GPU-hour ($)",
     "search_seconds": "Search time (s)", "isl": "ISL (tokens)", "osl": "OSL (tokens)",
     "max_model_len": "Max model length (tokens)",
+    "gpu_memory_bytes": "Device memory (GB)", "budget_bytes_per_gpu": "Engine memory per GPU (GB)",
+    "weights_bytes_per_gpu": "Weights per GPU (GB)", "activation_bytes_per_gpu": "Activations per GPU (GB)",
+    "reserved_bytes_per_gpu": "Reserved per GPU (GB)", "kv_budget_bytes_per_gpu": "KV cache per GPU (GB)",
+    "total_bytes_per_gpu": "Total per GPU (GB)",
 }
 COUNT_NAMES: dict[str, str] = {
     "gpus": "GPUs", "clients_per_worker": "Clients per worker", "concurrency": "Clients",
@@ -42,6 +46,8 @@ COUNT_NAMES: dict[str, str] = {
     "cuda_graph_max_batch": "CUDA-graph max batch", "tp": "TP", "pp": "PP", "dp": "DP", "ep": "EP",
     "max_concurrency": "Max concurrent requests", "kv_capacity_tokens": "KV capacity (tokens)",
     "tokens_per_seq": "Tokens per request",
+    "kv_bytes_per_token_per_gpu": "KV per token per GPU (bytes)",
+    "state_bytes_per_seq_per_gpu": "State per request per GPU (bytes)",
 }
 """Exact integers: the label is the unit (a count of GPUs, clients, requests...)."""
 TEXT_NAMES: dict[str, str] = {
@@ -172,7 +178,11 @@ def show(key: str, value: Any) -> str:
     """The cell text of ``value`` for the raw key ``key`` (its kind picks the rounding)."""
     if value is None or isinstance(value, str):
         return "-" if value is None else value
-    kind = kind_of(key)
+    return show_kind(kind_of(key), value)
+
+
+def show_kind(kind: str, value: Any) -> str:
+    """Cell text of a number of a known display kind ('count', 'pct', 'money', 'gb', 'num')."""
     if kind == "count":
         return count(value)
     if kind == "pct":
@@ -180,9 +190,8 @@ def show(key: str, value: Any) -> str:
     if kind == "gb":
         x = _finite(value)
         return "-" if x is None else num(x / GB)
-    if kind == "money":
-        x = _finite(value)
-        return "-" if x is None else num(x)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return count(value)
     return num(value)
 
 
@@ -197,8 +206,8 @@ def excel_format_for(value: Any, kind: str = "num") -> str:
     if kind in ("count", "pct"):
         return excel_format(kind)
     x = _finite(value)
-    if x is None or x == 0:
-        return "0"
+    if x is None or x == 0 or float(x).is_integer():
+        return "#,##0"
     decimals = max(0, SIG_FIGS - 1 - math.floor(math.log10(abs(x))))
     return "#,##0" + ("." + "0" * decimals if decimals else "")
 
@@ -273,7 +282,7 @@ STEP_NAMES = {"mixed": "mixed step under load", "prefill": "prefill of one promp
 
 def step_name(key: str) -> str:
     """'decode_step_ms' -> 'decode step'; 'mixed_step_ms' -> 'mixed step under load'."""
-    base = key.removesuffix("_ms").removesuffix("_step")
+    base = key.replace(" ", "_").removesuffix("_ms").removesuffix("_step")
     return STEP_NAMES.get(base, base.replace("_", " "))
 
 
