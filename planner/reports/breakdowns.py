@@ -94,14 +94,14 @@ def memory_table(view: PlanView) -> Table:
     columns = ["Component", *(f"Memory per GPU{t} (GB)" for t in tags),
                *(f"Share of device memory{t} (%)" for t in tags)]
     rows = []
-    for label, key in (*_MEMORY_PARTS, ("unused (outside the engine's memory share)", "")):
+    for part, key in (*_MEMORY_PARTS, ("unused (outside the engine's memory share)", "")):
         gbs: list[float | None] = []
         shares: list[float | None] = []
         for mem in roles.values():
             device, val = as_float(mem.get("gpu_memory_bytes")), _part_bytes(mem, key)
             gbs.append(None if val is None else val / GB)
             shares.append(None if val is None or not device else val / device)
-        rows.append((label, *gbs, *shares))
+        rows.append((part, *gbs, *shares))
     note = "" if roles else "the plan has no memory plan"
     fmts = {c: ("pct" if c.startswith("Share") else "num") for c in columns[1:]} | {"Component": "text"}
     return Table("Memory per GPU", tuple(columns), tuple(rows) if roles else (), note, fmts)

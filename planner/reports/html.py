@@ -9,8 +9,8 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from planner.reports.breakdowns import latency_table, memory_table
 from planner.reports import present as pr
+from planner.reports.breakdowns import latency_table, memory_table
 from planner.reports.plan_view import PlanView, as_float, flat_rows, parse_plan
 from planner.reports.table import Table
 from planner.reports.tables import (
