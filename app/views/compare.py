@@ -14,6 +14,7 @@ from app import planning
 from app.plan_results import config_text, pct_value
 from app.ui import error_text, fmt_money, gpu_names, guarded
 from hardware.errors import PlannerInputError
+from planner.reports import present
 
 DEFAULT_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm")
 
@@ -44,7 +45,7 @@ def _inputs() -> planning.PlanInputs | None:
 
 
 def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
-    """One row per GPU type: the plan's answer on that GPU alone, or why there is none."""
+    """One row per GPU type: the plan's answer on that GPU alone, or why there is none (raw values)."""
     names, pct = gpu_names(), given.slo.percentile
     rows = []
     for gpu in given.gpus:
@@ -52,7 +53,8 @@ def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
         try:
             plan = planning.run_plan(dataclasses.replace(given, gpus=(gpu,)))
         except PlannerInputError as exc:
-            rows.append({**row, "binding constraint": "infeasible", "note": error_text(exc)})
+            rows.append({**row, "binding constraint": "infeasible",
+                         "note": f"no plan: {error_text(exc)}"})
             continue
         best, pred = plan["best"], plan["best"]["predicted"]
         rows.append({**row, "GPUs needed": best["gpus"],
@@ -63,8 +65,30 @@ def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
                      "output tok/s per GPU": pred.get("output_tok_s_per_gpu"),
                      "output tok/s per user": pred.get("output_tok_s_per_user"),
                      "binding constraint": plan["binding_constraint"],
-                     "configuration": config_text(best["deployment"])})
+                     "note": plan.get("binding", {}).get("sentence", ""),
+                     "configuration": config_text(best["deployment"], best["gpus"], row["GPU"])})
     return rows
+
+
+def display_frame(rows: list[dict[str, Any]], pct: str) -> pd.DataFrame:
+    """The comparison as people read it: a number or the reason in every row, units in the names."""
+    out = []
+    for r in rows:
+        ok = r.get("GPUs needed") is not None
+        out.append({
+            "GPU type": r["GPU"],
+            "Result": "meets the SLOs" if ok else r.get("note", "no plan"),
+            "GPUs needed": present.count(r.get("GPUs needed")),
+            "Cost per 1M output tokens ($)": present.num(r.get("$ per 1M output tokens")),
+            "Cost per hour ($)": present.num(r.get("$ per hour")),
+            f"TTFT {pct} (ms)": present.num(r.get(f"TTFT {pct} (ms)")),
+            f"TPOT {pct} (ms)": present.num(r.get(f"TPOT {pct} (ms)")),
+            "Output tokens/s per GPU": present.num(r.get("output tok/s per GPU")),
+            "Output tokens/s per user": present.num(r.get("output tok/s per user")),
+            "Binding constraint": r.get("binding constraint", "-"),
+            "Configuration": r.get("configuration", "-"),
+        })
+    return pd.DataFrame(out)
 
 
 def _chart(frame: pd.DataFrame) -> go.Figure:
@@ -85,11 +109,15 @@ def _show(rows: list[dict[str, Any]]) -> None:
         cheapest = ok.loc[ok["$ per 1M output tokens"].idxmin()]
         with st.container(border=True, key="compare_answer"):
             st.metric(f"Cheapest: {cheapest['GPU']}", fmt_money(cheapest["$ per 1M output tokens"]) + " per 1M tokens")
-            st.caption(f"{int(cheapest['GPUs needed'])} GPUs: {cheapest['configuration']}")
+            st.caption(cheapest["configuration"])
         st.plotly_chart(_chart(frame), key="compare_chart")
     else:
         st.error("No GPU type meets the SLOs within the budget; see the notes below.")
-    st.dataframe(frame, hide_index=True, key="compare_table")
+    pct = next((c.split()[1] for c in frame.columns if c.startswith("TTFT ")), "p90")
+    st.dataframe(display_frame(rows, pct), hide_index=True, key="compare_table")
+    for r in rows:
+        if r.get("GPUs needed") is None:
+            st.warning(f"{r['GPU']}: {r.get('note', 'no plan')}", icon="⚠️")
 
 
 def _page() -> None:

@@ -27,6 +27,7 @@ _LATENCY = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL"}
 _LABELS: dict[str, str] = {
     "output_tok_s_per_gpu": "Output tokens/s per GPU", "output_tok_s_per_user": "Output tokens/s per user",
     "requests_per_s": "Requests/s", "rate": "Request rate (requests/s)",
+    "requests_per_s_per_replica": "Requests/s per replica",
     "rate_per_s": "Request rate (requests/s)",
     "running_requests_per_worker": "Running requests per worker (mean)",
     "kv_transfer_ms": "KV transfer (ms)", "prefill_utilization": "Prefill utilization (%)",
@@ -45,7 +46,7 @@ COUNT_NAMES: dict[str, str] = {
     "max_num_seqs": "Max running requests", "max_num_batched_tokens": "Chunk (tokens)",
     "cuda_graph_max_batch": "CUDA-graph max batch", "tp": "TP", "pp": "PP", "dp": "DP", "ep": "EP",
     "max_concurrency": "Max concurrent requests", "kv_capacity_tokens": "KV capacity (tokens)",
-    "tokens_per_seq": "Tokens per request",
+    "tokens_per_seq": "Tokens per request", "replicas": "Replicas", "gpus_per_replica": "GPUs per replica",
     "kv_bytes_per_token_per_gpu": "KV per token per GPU (bytes)",
     "state_bytes_per_seq_per_gpu": "State per request per GPU (bytes)",
 }
@@ -55,6 +56,7 @@ TEXT_NAMES: dict[str, str] = {
     "model": "Model", "pareto": "On Pareto front", "kv_dtype": "KV dtype",
     "weight_quant": "Weights", "binding_constraint": "Binding constraint", "objective": "Objective",
     "load": "Load", "percentile": "Percentile", "source": "Source", "reason": "Why not",
+    "workload_class": "Workload class",
 }
 """Columns whose cells are words, not quantities (no unit needed)."""
 MODE_WORDS = {"agg": "aggregated", "disagg": "disaggregated (prefill/decode)"}
