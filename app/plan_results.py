@@ -278,7 +278,8 @@ def details(view: PlanView, plan: Mapping[str, Any]) -> None:
     """Why-not per GPU type, candidates, latency and memory breakdowns, provenance."""
     if len(plan.get("per_gpu_type", {})) > 1:
         st.markdown("#### Each GPU type you selected")
-        st.dataframe(why_not_frame(plan), hide_index=True, key="why_not")
+        with st.container(key="why_not"):
+            st.table(why_not_frame(plan).set_index("GPU type"))
     candidates_section(view)
     left, right = st.columns(2)
     with left:

@@ -114,7 +114,8 @@ def _show(rows: list[dict[str, Any]]) -> None:
     else:
         st.error("No GPU type meets the SLOs within the budget; see the notes below.")
     pct = next((c.split()[1] for c in frame.columns if c.startswith("TTFT ")), "p90")
-    st.dataframe(display_frame(rows, pct), hide_index=True, key="compare_table")
+    with st.container(key="compare_table"):
+        st.table(display_frame(rows, pct).set_index("GPU type"))
     for r in rows:
         if r.get("GPUs needed") is None:
             st.warning(f"{r['GPU']}: {r.get('note', 'no plan')}", icon="⚠️")
