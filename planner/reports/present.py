@@ -134,13 +134,11 @@ def machine_name(key: str, percentile: str | None = None) -> str:
 def label(key: str, percentile: str | None = None) -> str:
     """A person's column name with unit (and percentile where the value is one): 'TTFT p90 (ms)'."""
     base = key.rsplit(".", 1)[-1]
-    for stat in PERCENTILES:  # 'ttft_ms p90' / 'ttft_p90_ms' forms
-        for form in (f"{stat}_ms", f" {stat}"):
-            if base.endswith(form) and base != form.strip():
-                stem = base[: -len(form)].rstrip("_")
-                if form.endswith("_ms"):
-                    stem += "_ms"
-                return label(stem, stat)
+    for stat in PERCENTILES:  # 'ttft_ms p90', 'ttft_p90_ms' and 'ttft_ms_p90' forms
+        for form in (f"_{stat}_ms", f" {stat}", f"_{stat}"):
+            stem = base[: -len(form)]
+            if base.endswith(form) and stem:
+                return label(stem if stem.endswith("_ms") else f"{stem}_ms", stat)
     if base in _LATENCY:
         return f"{_LATENCY[base]}{' ' + percentile if percentile else ''} (ms)"
     if base in _LABELS:
