@@ -68,6 +68,7 @@ def _show(gpu: str, op: str, folder: str, low: int, high: int, swept: str) -> No
                + ("" if table is not None else f" (no {op} table for {gpu})"))
     counts = curve["provenance"].value_counts()
     st.markdown("**Provenance of the lookup:** " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    st.session_state["kernels_curve"] = curve  # exact values behind the rounded table
     shown = curve.rename(columns={"lookup_us": "Planner lookup (us)", "model_us": "Model alone (us)",
                                   "roofline_bound_us": "100% roofline bound (us)",
                                   "provenance": "Provenance", swept: f"{swept} (size)"})

@@ -13,7 +13,7 @@ from app import planning
 from app.plan_results import show_plan
 from app.ui import FieldErrors, error_text, gpu_names
 
-STALE_TEXT = "inputs changed - press Plan"
+STALE_TEXT = planning.STALE_TEXT
 
 st.header("Plan a deployment")
 st.caption("The cheapest configuration that meets your latency targets, the Pareto front of "
