@@ -61,8 +61,8 @@ def latency_table(view: PlanView) -> Table:
             if (share or 0) > 0 or (ms or 0) > 0:
                 rows.append((step_name(role), op, ms, share))
     has_ms = any(r[2] is not None for r in rows)
-    cols = ("Step", "Op kind", "Time (ms)", "Share of step (%)")
-    body = tuple(rows if has_ms else [(s, o, sh) for s, o, _, sh in rows])
+    cols: tuple[str, ...] = ("Step", "Op kind", "Time (ms)", "Share of step (%)")
+    body: tuple[tuple[Any, ...], ...] = tuple(rows if has_ms else [(s, o, sh) for s, o, _, sh in rows])
     cols = cols if has_ms else (cols[0], cols[1], cols[3])
     note = "" if rows else "the plan has no step breakdown"
     return Table("Step time per op kind", cols, body, note,

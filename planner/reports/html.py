@@ -54,7 +54,7 @@ def table_html(table: Table) -> str:
     if not table.rows:
         return "".join(parts)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
-    body = []
+    body: list[str] = []
     for row in table.rows:
         cells = []
         for col, value in zip(table.columns, row, strict=True):
