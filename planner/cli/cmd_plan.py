@@ -101,8 +101,10 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
     pct = r.slo["percentile"]
-    head = (f"{r.model} on {r.gpu}: ISL {r.workload['isl']}, OSL {r.workload['osl']}, SLO {pct} TTFT <= "
-            f"{r.slo['ttft_ms']:g} ms, TPOT <= {r.slo['tpot_ms']:g} ms")
+    from planner.reports.present import num
+
+    head = (f"{r.model} on {r.gpu}: ISL {num(r.workload['isl'])}, OSL {num(r.workload['osl'])}, SLO {pct} "
+            f"TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms")
     parts = [head, ""]
     rows = {"mode": r.best.mode, **_choice_rows(r.best, pct),
             "binding constraint": r.binding.get("sentence") or r.binding_constraint}
