@@ -11,6 +11,7 @@ from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
 from planner.estimate import estimate
 from planner.models import load_model
+from planner.reports.present import label
 from planner.workload import LengthSpec, SpecDecode, Workload, read_trace
 
 
@@ -78,11 +79,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json(est)
         return 0
-    rows = [{"metric": k, **getattr(est, k).model_dump()} for k in ("ttft_ms", "tpot_ms")]
+    rows = [{"metric": label(k).removesuffix(" (ms)"), **{f"{s} (ms)": v for s, v in getattr(est, k).model_dump().items()}}
+            for k in ("ttft_ms", "tpot_ms")]
     print(render_table(rows))
     print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} on {est.gpu} ({est.backend}, {est.mode})"))
-    print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
+    print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items() if v}, title="step time by op kind"))
     return 0
 
 

@@ -73,9 +73,12 @@ def _plan_loaded(page: Any, server: str, path: str = "") -> None:
     page.locator(f".st-key-pareto_chart {PLOT}").first.wait_for()
 
 
-def _shot(page: Any, name: str) -> None:
+def _shot(page: Any, name: str, top: str) -> None:
+    """Save a screenshot with the element ``top`` at the top of the view (when asked for)."""
     folder = os.environ.get("PLANNER_SCREENSHOTS")
     if folder:
+        page.locator(top).first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(1500)  # let the charts redraw after the scroll
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
 
 
@@ -84,8 +87,7 @@ def test_default_plan_renders_with_chart(page: Any, server: str) -> None:
     card = page.locator(".st-key-recommendation").inner_text()
     assert "H200" in card and "binds" in card and "headroom" in card
     assert page.locator(f".st-key-pareto_chart {PLOT}").count() >= 1
-    page.locator(".st-key-recommendation").scroll_into_view_if_needed()
-    _shot(page, "plan")
+    _shot(page, "plan", ".st-key-recommendation")
 
 
 def test_changing_an_input_greys_the_result(page: Any, server: str) -> None:
@@ -143,16 +145,16 @@ def test_compare_lists_every_gpu(page: Any, server: str) -> None:
         assert gpu in text
         assert "meets the SLOs" in text or "no plan:" in text  # a number, or the reason
         assert "None" not in text
-    _shot(page, "compare")
+    _shot(page, "compare", ".st-key-compare_answer")
 
 
 def test_fleet_and_kernels_pages_render(page: Any, server: str) -> None:
     page.goto(f"{server}/fleet")
     page.locator(".st-key-fleet_answer").wait_for()
-    _shot(page, "fleet")
+    _shot(page, "fleet", ".st-key-fleet_answer")
     page.goto(f"{server}/kernels")
     page.locator(PLOT).first.wait_for()
-    _shot(page, "kernels")
+    _shot(page, "kernels", PLOT)
 
 
 def test_downloads_open(page: Any, server: str) -> None:
