@@ -75,7 +75,7 @@ class FieldErrors:
         except Exception as exc:  # st.stop/rerun are BaseException and pass through
             if not isinstance(exc, PlannerInputError | ValidationError):
                 LOG.exception("unexpected error in field %s", name)
-            self.messages[name] = error_text(exc, upload_name)
+            self.messages[name] = error_text(exc, upload_name).removeprefix(f"{name}: ")
             st.error(f"{name}: {self.messages[name]}", icon="⚠️")
 
     def __bool__(self) -> bool:

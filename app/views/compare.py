@@ -12,7 +12,7 @@ import streamlit as st
 from app import inputs as ui_in
 from app import planning
 from app.plan_results import config_text, pct_value
-from app.ui import error_text, fmt_money, gpu_names, guarded
+from app.ui import FieldErrors, error_text, fmt_money, gpu_names, guarded
 from hardware.errors import PlannerInputError
 from planner.reports import present
 
@@ -23,25 +23,34 @@ st.caption("The same model, workload and SLOs planned on each GPU type: what it 
            "output tokens and how many GPUs it needs.")
 
 
-def _inputs() -> planning.PlanInputs | None:
+def _upload_name(key: str) -> str:
+    return str(getattr(st.session_state.get(key), "name", "") or "")
+
+
+def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
     left, mid, right = st.columns(3, gap="large")
+    model, gpus, lengths = None, [], None
     with left:
-        model = ui_in.model_input("cmp")
-        gpus = ui_in.gpus_input("cmp", default=DEFAULT_GPUS)
+        with errors.field("Model", _upload_name("cmp_model_file")):
+            model = ui_in.model_input("cmp")
+        with errors.field("GPU types"):
+            gpus = ui_in.gpus_input("cmp", default=DEFAULT_GPUS)
         max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1, max_value=4096, value=8,
                                        key="cmp_max_gpus"))
     with mid:
-        isl, osl, load = ui_in.workload_input("cmp")
+        with errors.field("Trace CSV", _upload_name("cmp_trace")):
+            lengths = ui_in.lengths_input("cmp")
+        load = ui_in.load_input("cmp")
     with right:
         slo = ui_in.slo_input("cmp")
         mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get, key="cmp_mode")
         backend = st.selectbox("Backend", planning.BACKENDS, key="cmp_backend")
         objective = st.selectbox("Objective", planning.OBJECTIVES, index=1, key="cmp_objective")
-    if model is None:
+    if model is None or not gpus or lengths is None or errors:
         return None
     return planning.PlanInputs(model=model, gpus=tuple(gpus), max_gpus=max_gpus, price_per_gpu_hour=None,
-                               isl=isl, osl=osl, load=load, slo=slo, mode=mode, backend=backend,
-                               objective=objective)
+                               isl=lengths[0], osl=lengths[1], load=load, slo=slo, mode=mode,
+                               backend=backend, objective=objective)
 
 
 def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
@@ -122,15 +131,23 @@ def _show(rows: list[dict[str, Any]]) -> None:
 
 
 def _page() -> None:
-    with guarded("inputs"):
-        given = _inputs()
-        pressed = st.button("Compare", type="primary", key="cmp_button")
-        if given is not None and (pressed or "compare_rows" not in st.session_state):
-            st.session_state["compare_rows"] = None
+    errors = FieldErrors()
+    given = _inputs(errors)
+    pressed = st.button("Compare", type="primary", key="cmp_button")
+    if errors:
+        st.caption("Fix the marked field to compare.")
+    elif given is not None and (pressed or "compare_rows" not in st.session_state):
+        with guarded("results"):
+            st.session_state["compare_rows"] = None  # a failed run leaves no stale answer behind
+            st.session_state["compare_given"] = given
             st.session_state["compare_rows"] = compare_rows(given)
     rows = st.session_state.get("compare_rows")
     if rows:
-        with guarded("results"):
+        if given != st.session_state.get("compare_given"):
+            st.warning(planning.STALE_TEXT.replace("Plan", "Compare"), icon="⏳")
+            st.markdown("<style>.st-key-compare_results{opacity:0.4;filter:grayscale(1)}</style>",
+                        unsafe_allow_html=True)
+        with guarded("results"), st.container(key="compare_results"):
             _show(rows)
 
 

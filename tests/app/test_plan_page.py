@@ -193,3 +193,11 @@ def test_dense_model_has_no_empty_breakdown_rows() -> None:
     lat = next(d.value for d in at.dataframe if "Op kind" in d.value.columns)
     assert "moe" not in set(lat["Op kind"])
     assert all(v not in ("0", "-") for v in lat["Time (ms)"])
+
+
+def test_no_gpu_type_marks_that_field_and_keeps_the_form() -> None:
+    at = page("plan")
+    widget(at.multiselect, "plan_gpus").set_value([]).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["GPU types: choose at least one GPU type"]
+    assert at.button(key="plan_button") and any(STALE_TEXT in w.value for w in at.warning)
