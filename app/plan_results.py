@@ -32,9 +32,9 @@ TOP_N = 10
 """Rows of the candidates table shown before the user filters or asks for more."""
 
 
-def config_text(dep: Mapping[str, Any], gpus: int | None = None, gpu_name: str = "") -> str:
+def config_text(dep: Mapping[str, Any], gpus: int | None = None, gpu_label: str = "") -> str:
     """The deployment as a readable sentence (``planner.reports.present.config_sentence``)."""
-    return pr.config_sentence(dep, gpus, gpu_name)
+    return pr.config_sentence(dep, gpus, gpu_label)
 
 
 def pct_value(stats: Any, pct: str) -> float | None:

@@ -79,7 +79,7 @@ def _change(ev: Evaluated, best: int, k: int) -> str:
         parts.append(f"{count(ck)} clients per worker instead of {count(cb)}")
     if ev.mode_of(k) != ev.mode_of(best):
         parts.append(f"{ev.mode_of(k)} serving")
-    return ", ".join(parts) or "a different split or batch setting"
+    return ", ".join(parts) or ev.summary(k)
 
 
 def _slo_binding(ev: Evaluated, best: int, k: int, gain: float) -> dict[str, Any]:

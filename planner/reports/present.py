@@ -214,6 +214,14 @@ def excel_format_for(value: Any, kind: str = "num") -> str:
 
 # --- a deployment as words ----------------------------------------------------------------------
 
+def gpu_name(key: str) -> str:
+    """A bundled GPU's display name ('h200_sxm' -> 'H200-SXM'); the key itself when unknown."""
+    from hardware.catalog import all_gpus
+
+    spec = all_gpus().get(key)
+    return spec.name if spec is not None else key
+
+
 def split_text(parallel: Mapping[str, Any]) -> str:
     """'TP4' / 'TP2 x PP4' / 'TP8 DP8 EP8': the model split of one worker."""
     parts = [f"TP{parallel.get('tp', 1)}"]
@@ -251,10 +259,10 @@ def roles(dep: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return [(r, dep[r]) for r in names if isinstance(dep.get(r), Mapping)]
 
 
-def config_sentence(dep: Mapping[str, Any], gpus: int | None = None, gpu_name: str = "") -> str:
+def config_sentence(dep: Mapping[str, Any], gpus: int | None = None, gpu_label: str = "") -> str:
     """The deployment as people say it (mode, replicas, split, batch, chunk, KV and weight dtypes)."""
     rs = roles(dep)
-    head = f"{gpus} x {gpu_name or dep.get('gpu', 'GPU')}, " if gpus else ""
+    head = f"{gpus} x {gpu_label or gpu_name(str(dep.get('gpu', 'GPU')))}, " if gpus else ""
     mode = MODE_WORDS.get(str(dep.get("mode")), str(dep.get("mode")))
     if dep.get("mode") == "agg" and rs:
         body = worker_sentence(rs[0][1])

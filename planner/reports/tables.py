@@ -56,9 +56,9 @@ def deploy_table(view: PlanView) -> Table:
     """What to deploy, in words."""
     gpus = view.best.gpus
     pairs: dict[str, Any] = {
-        "Model": view.model, "GPUs": gpus, "GPU type": view.gpu,
-        "GPU types asked for": ", ".join(view.raw.get("per_gpu_type") or [view.gpu]),
-        "Configuration": pr.config_sentence(view.best.deployment, gpus, view.gpu),
+        "Model": view.model, "GPUs": gpus, "GPU type": pr.gpu_name(view.gpu),
+        "GPU types asked for": ", ".join(pr.gpu_name(g) for g in view.raw.get("per_gpu_type") or [view.gpu]),
+        "Configuration": pr.config_sentence(view.best.deployment, gpus),
         "Binding constraint": view.raw.get("binding", {}).get("sentence") or view.binding_constraint,
         "Objective": view.raw.get("objective", "-"),
     }
@@ -158,10 +158,11 @@ def per_gpu_table(view: PlanView) -> Table | None:
         best = entry.get("best") if isinstance(entry, Mapping) else None
         if isinstance(best, Mapping):
             note = "recommended" if entry.get("chosen") else "not the best by the objective"
-            rows.append((gpu, best.get("gpus"), best.get(f"ttft_{pct}_ms"), best.get(f"tpot_{pct}_ms"),
+            rows.append((pr.gpu_name(gpu), best.get("gpus"), best.get(f"ttft_{pct}_ms"), best.get(f"tpot_{pct}_ms"),
                          best.get(PER_GPU), best.get("cost_per_million_output_tokens"), note))
         else:
-            rows.append((gpu, None, None, None, None, None, entry.get("reason") if entry else "-"))
+            rows.append((pr.gpu_name(gpu), None, None, None, None, None,
+                         entry.get("reason") if entry else "-"))
     cols = ("GPU type", "GPUs", pr.label("ttft_ms", pct), pr.label("tpot_ms", pct), PER_GPU_LABEL,
             pr.label("cost_per_million_output_tokens"), "Why not")
     return Table("Each GPU type asked for", cols, tuple(rows), "",
@@ -189,7 +190,8 @@ def candidates_table(view: PlanView) -> Table:
     cols = tuple(pr.label(k, pct) for k in keys)
     body = tuple(tuple(r.get(k) for k in keys) for r in rows)
     kept = len(view.candidates)
-    note = (f"the {kept} best of {view.candidates_evaluated or 'all'} candidates evaluated, best first,"
+    total = pr.count(view.candidates_evaluated) if view.candidates_evaluated else "all"
+    note = (f"the {kept} best of {total} candidates evaluated, best first,"
             " and every Pareto point" if kept else "the plan keeps only its Pareto front")
     fmts = {pr.label(k, pct): pr.kind_of(k) for k in keys}
     return Table("Candidates", cols, body, note, fmts)
