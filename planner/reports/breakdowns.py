@@ -108,11 +108,13 @@ def memory_table(view: PlanView) -> Table:
 
 
 def memory_detail(view: PlanView) -> list[Table]:
-    """Every numeric field of each role's memory plan, named with its unit (bytes shown as GB)."""
+    """Every field of each role's memory plan, named with its unit (bytes converted to GB)."""
     out = []
     for role, mem in memory_roles(view).items():
         flat = {k: v for k, v in flatten(mem).items() if k != "source"}
-        pairs = {label(k): v for k, v in flat.items()}
-        kinds = {label(k): kind_of(k) for k in flat}
+        gb = {k for k in flat if kind_of(k) == "gb"}
+        pairs = {label(k): (v / GB if k in gb and isinstance(v, int | float) else v)
+                 for k, v in flat.items()}
+        kinds = {label(k): ("num" if k in gb else kind_of(k)) for k in flat}
         out.append(kv_table(f"Memory plan ({role})", pairs, kinds=kinds))
     return out

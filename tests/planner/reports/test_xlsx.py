@@ -150,7 +150,8 @@ def test_memory_equals_plan(plan: dict[str, Any]) -> None:
         assert mem["KV cache"] == pytest.approx(plan_mem["kv_budget_bytes_per_gpu"] / 1e9, rel=1e-12)
         detail = read_kv(wb["Memory breakdown"], f"Memory plan ({role})")
         assert detail["KV capacity (tokens)"] == plan_mem["kv_capacity_tokens"]
-        assert same(detail["Engine memory per GPU (GB)"], plan_mem["budget_bytes_per_gpu"])
+        assert detail["Engine memory per GPU (GB)"] == pytest.approx(plan_mem["budget_bytes_per_gpu"] / 1e9,
+                                                                    rel=1e-12)
 
 
 def test_values_not_formulas(plan: dict[str, Any]) -> None:
