@@ -167,10 +167,7 @@ CANDIDATE_KEYS = ("mode", "gpu", "gpus", "ttft_ms", "tpot_ms", PER_GPU, PER_USER
 
 def candidates_frame(view: PlanView) -> pd.DataFrame:
     """Every candidate the plan kept (top by the objective, plus the Pareto points), raw values."""
-    pct = str(view.slo.get("percentile", "p90"))
-    source = view.candidates or [{**p, "pareto": True} for p in view.pareto]
-    rows = [{k.replace(f"_{pct}_ms", "_ms"): v for k, v in c.items()} for c in source]
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rt.candidate_rows(view))
     keys = [k for k in CANDIDATE_KEYS if k in frame and frame[k].notna().any()]
     return frame[keys]
 

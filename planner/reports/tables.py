@@ -169,8 +169,9 @@ def per_gpu_table(view: PlanView) -> Table | None:
                  {"GPU type": "text", "GPUs": "count", "Why not": "text", cols[5]: "money"})
 
 
-def _candidate_rows(view: PlanView) -> list[dict[str, Any]]:
-    """Top candidates (best first) plus Pareto points not among them, with one key set."""
+def candidate_rows(view: PlanView) -> list[dict[str, Any]]:
+    """Top candidates (best first) plus Pareto points not among them; latency keys without the
+    percentile (``ttft_ms``), as the Pareto points name them."""
     pct = _pct(view)
     rows = []
     for rank, c in enumerate(view.candidates, start=1):
@@ -185,7 +186,7 @@ def _candidate_rows(view: PlanView) -> list[dict[str, Any]]:
 
 def candidates_table(view: PlanView) -> Table:
     """One table of candidates: the top ones by the objective and every Pareto point."""
-    rows, pct = _candidate_rows(view), _pct(view)
+    rows, pct = candidate_rows(view), _pct(view)
     keys = [k for k in _CANDIDATE_KEYS if any(r.get(k) is not None for r in rows)]
     cols = tuple(pr.label(k, pct) for k in keys)
     body = tuple(tuple(r.get(k) for k in keys) for r in rows)

@@ -15,6 +15,8 @@ from app.ui import error_text, fmt, fmt_money
 from planner.emitters.bundle import build_bundle
 from planner.emitters.plan_file import parse_plan
 from planner.models import MAX_CONFIG_BYTES, bundled_models
+from planner.reports.plan_view import parse_plan as parse_report_plan
+from planner.reports.tables import candidate_rows
 from solvers.plan import PlanRequest, plan
 from tests.app.conftest import no_errors, page, widget
 
@@ -201,3 +203,17 @@ def test_no_gpu_type_marks_that_field_and_keeps_the_form() -> None:
     assert not at.exception
     assert [e.value for e in at.error] == ["GPU types: choose at least one GPU type"]
     assert at.button(key="plan_button") and any(STALE_TEXT in w.value for w in at.warning)
+
+
+def test_candidates_sort_and_filter() -> None:
+    at = page("plan")
+    want = plan(PlanRequest(**DEFAULT)).to_plan_dict()
+    rows = candidate_rows(parse_report_plan(want))  # the top candidates and every Pareto point
+    widget(at.selectbox, "top_sort").set_value("ttft_ms").run()
+    widget(at.number_input, "top_rows").set_value(len(rows)).run()
+    top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
+    assert list(top["TTFT p90 (ms)"]) == [fmt(r["ttft_ms"]) for r in sorted(rows, key=lambda r: r["ttft_ms"])]
+    widget(at.multiselect, "top_modes").set_value(["agg"]).run()
+    top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
+    assert set(top["Mode"]) == {"agg"}
+    assert len(top) == sum(r["mode"] == "agg" for r in rows) > 0
