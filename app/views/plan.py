@@ -7,11 +7,13 @@ carries the inputs it was made for; when the form differs it greys out and says 
 from __future__ import annotations
 
 import streamlit as st
+from pydantic import ValidationError
 
 from app import inputs as ui_in
 from app import planning
 from app.plan_results import show_plan
-from app.ui import FieldErrors, error_text, gpu_names
+from app.ui import LOG, FieldErrors, error_text, gpu_names
+from hardware.errors import PlannerInputError
 
 STALE_TEXT = planning.STALE_TEXT
 
@@ -68,6 +70,8 @@ def _run(given: planning.PlanInputs) -> None:
     try:
         st.session_state["plan_result"] = (planning.run_plan(given), given)
     except Exception as exc:  # the answer's error is shown where the answer would be
+        if not isinstance(exc, PlannerInputError | ValidationError):
+            LOG.exception("unexpected error while planning")
         st.session_state["plan_error"] = error_text(exc, given.model.ref if given.model.uploaded else "")
 
 
