@@ -28,6 +28,7 @@ WORDS = set(COUNT_NAMES.values()) | set(TEXT_NAMES.values()) | {
     "Step", "Op kind", "Component", "Source", "GPU type", "Why not", "Band", "aggregated",
     "disaggregated (prefill/decode)", "metric", "quantity", "value", "Result", "Rank",
     "GPU types asked for", "GPU memory for the engine (%)", "Binding constraint", "Objective",
+    "GPUs needed",
 }
 """Column names that are words (or counts) rather than measured quantities."""
 
@@ -126,16 +127,35 @@ def test_cli_text(plan_dict: dict[str, Any]) -> None:
     assert not unitless([c for c in cols if c not in ("mode", "configuration")]), cols
 
 
-def test_plan_page_tables() -> None:
-    from tests.app.conftest import no_errors, page
-
-    at = page("plan")
-    no_errors(at)
+def _scan_page(at: Any) -> None:
     for df in at.dataframe:
         frame = df.value
         assert not unitless([str(c) for c in frame.columns]), list(frame.columns)
         assert not too_precise(frame.to_string()), frame.to_string()[:500]
     for table in at.table:
+        assert not unitless([str(c) for c in table.value.columns]), list(table.value.columns)
         assert not too_precise(table.value.to_string())
     for m in at.metric:
         assert not too_precise(f"{m.value} {m.delta or ''}"), m.value
+    for text in (*at.markdown, *at.caption, *at.warning, *at.info):
+        assert not too_precise(text.value), text.value
+
+
+@pytest.mark.parametrize("mode", ["agg", "disagg"])
+def test_plan_page_tables(mode: str) -> None:
+    from tests.app.conftest import no_errors, page, widget
+
+    at = page("plan")
+    widget(at.selectbox, "plan_mode").set_value(mode)
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    assert at.session_state["plan_result"][0]["best"]["mode"] == mode
+    _scan_page(at)
+
+
+def test_compare_page_tables() -> None:
+    from tests.app.conftest import no_errors, page
+
+    at = page("compare")
+    no_errors(at)
+    _scan_page(at)
