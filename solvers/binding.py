@@ -24,6 +24,8 @@ from planner.reports.present import count, ms, num
 if TYPE_CHECKING:
     from solvers.plan_core import Evaluated
 
+BINDING = ("TTFT", "TPOT", "memory", "GPU budget", "workload", "search space")
+"""Every name ``explain_binding`` gives."""
 GAIN = 1.01
 """A plan must beat the pick by more than 1% of the objective to count as better."""
 TOP_CANDIDATES = 50

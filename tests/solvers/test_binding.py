@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from solvers.binding import TOP_CANDIDATES
+from solvers.binding import BINDING, TOP_CANDIDATES
 from solvers.plan import PlanRequest, PlanResult, plan
 
 DEFAULT: dict[str, Any] = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8, "isl": 4000,
@@ -73,3 +73,7 @@ def test_rate_plans_have_no_client_counts() -> None:
     assert all(p.clients_per_worker is None for p in r.pareto)
     assert all(c["clients_per_worker"] is None for c in r.candidates)
     assert "clients per worker" not in r.binding["sentence"]
+
+
+def test_every_name_is_declared(default: PlanResult) -> None:
+    assert default.binding_constraint in BINDING
