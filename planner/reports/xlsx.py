@@ -29,6 +29,7 @@ _FMT_SPECS: dict[str, dict[str, Any]] = {
     "note": {"italic": True, "font_color": "#7f7f7f"},
     "header": {"bold": True, "bg_color": "#dde7f0", "bottom": 1, "text_wrap": True},
     "plain": {},
+    "wrap": {"text_wrap": True, "valign": "top"},
 }
 
 
@@ -65,7 +66,10 @@ class Formats(dict[str, Format]):
 
 
 def _cell_format(value: Any, kind: str, fmts: dict[str, Format]) -> Format:
-    """4 significant figures for quantities, exact counts, % for shares (the cell keeps the value)."""
+    """4 significant figures for quantities, exact counts, % for shares (the cell keeps the value);
+    text longer than a column wraps."""
+    if isinstance(value, str) and len(value) > MAX_COL_WIDTH:
+        return fmts["wrap"]
     if isinstance(value, bool) or not isinstance(value, int | float) or not isinstance(fmts, Formats):
         return fmts["plain"]
     if kind == "gb":  # memory detail cells hold bytes: shown as GB
@@ -87,7 +91,7 @@ def _write_cell(ws: Worksheet, row: int, col: int, value: Any, fmt: Format) -> N
     elif value is None:
         ws.write_blank(row, col, None)
     else:
-        ws.write_string(row, col, str(value))
+        ws.write_string(row, col, str(value), fmt)
 
 
 def _write_table(ws: Worksheet, row: int, table: Table, fmts: dict[str, Format]) -> tuple[int, int]:
