@@ -54,7 +54,8 @@ def band_caption(pred: Mapping[str, Any], pct: str) -> str | None:
 def headroom_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
     """Every limit of the recommendation: predicted value, limit, headroom."""
     rows = [{"Limit": h["limit_name"], "Predicted": f"{pr.num(h['value'])} {h['unit']}",
-             "Limit value": f"{pr.num(h['limit'])} {h['unit']}", "Headroom (%)": pr.pct(h.get("headroom"))}
+             "Limit value": f"{pr.num(h['limit'])} {h['unit']}",
+             "Headroom (%)": pr.pct(h.get("headroom"))}
             for h in plan.get("binding", {}).get("headroom", [])]
     return pd.DataFrame(rows, columns=["Limit", "Predicted", "Limit value", "Headroom (%)"])
 
@@ -67,19 +68,22 @@ def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
     pct = slo.get("percentile", "p90")
     with st.container(border=True, key="recommendation"):
         st.subheader(f"{best.get('gpus')} x {gpu_label} for {plan.get('model')}")
-        st.markdown(f"**Configuration:** {config_text(best['deployment'], best.get('gpus'), gpu_label)}")
+        sentence = config_text(best["deployment"], best.get("gpus"), gpu_label)
+        st.markdown(f"**Configuration:** {sentence}")
         cols = st.columns(4)
         for col, key in zip(cols[:2], ("ttft_ms", "tpot_ms"), strict=True):
             value, limit = pct_value(pred.get(key), pct), as_float(slo.get(key))
-            room = f"{pr.pct(1 - value / limit)} headroom to {pr.ms(limit)}" if value and limit else None
+            room = (f"{pr.pct(1 - value / limit)} headroom to {pr.ms(limit)}"
+                    if value and limit else None)
             col.metric(pr.label(key, pct), f"{fmt(value)} ms", room, delta_color="off")
         cols[2].metric(pr.label(PER_GPU), fmt(pred.get(PER_GPU)))
         cols[3].metric(pr.label(PER_USER), fmt(pred.get(PER_USER)))
         cols = st.columns(4)
-        cols[0].metric("Cost per 1M output tokens", fmt_money(best.get("cost_per_million_output_tokens")))
+        cols[0].metric("Cost per 1M output tokens",
+                       fmt_money(best.get("cost_per_million_output_tokens")))
         budget = plan.get("max_gpus")
-        cols[1].metric("GPUs", fmt(best.get("gpus")), f"of {budget} in the budget" if budget else None,
-                       delta_color="off")
+        cols[1].metric("GPUs", fmt(best.get("gpus")),
+                       f"of {budget} in the budget" if budget else None, delta_color="off")
         cols[2].metric("Requests/s", fmt(pred.get("requests_per_s")))
         cols[3].metric("Binding constraint", str(plan.get("binding_constraint") or "-"))
         sentence = plan.get("binding", {}).get("sentence")
@@ -94,11 +98,12 @@ def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
 
 
 def _hover(row: Mapping[str, Any], pct: str = "") -> str:
-    return "<br>".join(f"{pr.label(k, pct)}: {pr.show(k, v)}" for k, v in row.items() if v is not None)
+    return "<br>".join(f"{pr.label(k, pct)}: {pr.show(k, v)}" for k, v in row.items()
+                       if v is not None)
 
 
 def pareto_chart(view: PlanView) -> go.Figure:
-    """Output tok/s per GPU vs per user; hover shows each configuration; the chosen point is a star."""
+    """Output tok/s per GPU vs per user; hover shows each configuration; the pick is a star."""
     rows = flat_rows(view.pareto)
     pts = [(rt.metric_xy(r), r) for r in rows]
     pts = [(xy, r) for xy, r in pts if xy[0] is not None and xy[1] is not None]
@@ -109,9 +114,11 @@ def pareto_chart(view: PlanView) -> go.Figure:
     if cands:
         fig.add_scatter(x=[xy[0] for xy, _ in cands], y=[xy[1] for xy, _ in cands], mode="markers",
                         name="top candidates", text=[_hover(c, pct) for _, c in cands],
-                        hovertemplate="%{text}<extra></extra>", marker={"size": 6, "color": "#9db4cc"})
+                        hovertemplate="%{text}<extra></extra>",
+                        marker={"size": 6, "color": "#9db4cc"})
     fig.add_scatter(x=[xy[0] for xy, _ in pts], y=[xy[1] for xy, _ in pts], mode="lines+markers",
-                    name="Pareto front", text=[_hover(r, pct) for _, r in pts], hovertemplate="%{text}<extra></extra>",
+                    name="Pareto front", text=[_hover(r, pct) for _, r in pts],
+                    hovertemplate="%{text}<extra></extra>",
                     marker={"size": 9}, line={"shape": "hv", "width": 1})
     pred = view.best.predicted
     bx, by = as_float(pred.get(PER_USER)), as_float(pred.get(PER_GPU))
@@ -119,7 +126,8 @@ def pareto_chart(view: PlanView) -> go.Figure:
         fig.add_scatter(x=[bx], y=[by], mode="markers", name="recommended",
                         text=[config_text(view.best.deployment, view.best.gpus)],
                         hovertemplate="%{text}<extra>recommended</extra>",
-                        marker={"size": 18, "symbol": "star", "color": "#d62728", "line": {"width": 1}})
+                        marker={"size": 18, "symbol": "star", "color": "#d62728",
+                                "line": {"width": 1}})
     fig.update_layout(xaxis_title=pr.label(PER_USER), yaxis_title=pr.label(PER_GPU),
                       height=440, margin={"t": 30}, legend={"orientation": "h", "y": 1.08})
     return fig
@@ -129,7 +137,8 @@ def table_frame(table: rt.Table) -> pd.DataFrame:
     """A report table as a DataFrame (exact values; mixed-type columns become text for Arrow)."""
     frame = pd.DataFrame(list(table.rows), columns=list(table.columns))
     for col in frame.columns:
-        if pd.api.types.is_object_dtype(frame[col]) and len({type(v) for v in frame[col] if v is not None}) > 1:
+        kinds = {type(v) for v in frame[col] if v is not None}
+        if pd.api.types.is_object_dtype(frame[col]) and len(kinds) > 1:
             frame[col] = frame[col].map(lambda v: "" if v is None else str(v))
     return frame
 
@@ -190,8 +199,8 @@ def candidates_section(view: PlanView) -> None:
     """The candidates table with sort, filters and size."""
     pct = str(view.slo.get("percentile", "p90"))
     frame = candidates_frame(view)
-    sortable = [k for k in (PER_GPU, PER_USER, "ttft_ms", "tpot_ms", "cost_per_million_output_tokens",
-                            "gpus") if k in frame]
+    keys = (PER_GPU, PER_USER, "ttft_ms", "tpot_ms", "cost_per_million_output_tokens", "gpus")
+    sortable = [k for k in keys if k in frame]
     cols = st.columns(4)
     sort_by = cols[0].selectbox("Sort by", sortable, format_func=lambda k: pr.label(k, pct),
                                 key="top_sort")
@@ -212,9 +221,9 @@ def why_not_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for gpu, entry in plan.get("per_gpu_type", {}).items():
         best = entry.get("best") or {}
+        noun = _OBJECTIVE_NOUN.get(plan.get("objective"), "points")
         verdict = ("recommended" if entry.get("chosen") else
-                   entry.get("reason") or f"fewer {_OBJECTIVE_NOUN.get(plan.get('objective'), 'points')}"
-                   " than the recommendation")
+                   entry.get("reason") or f"fewer {noun} than the recommendation")
         rows.append({"GPU type": names.get(gpu, gpu), "GPUs": pr.count(best.get("gpus")),
                      pr.label("ttft_ms", pct): pr.num(best.get(f"ttft_{pct}_ms")),
                      pr.label("tpot_ms", pct): pr.num(best.get(f"tpot_{pct}_ms")),
@@ -259,14 +268,16 @@ def downloads(plan: Mapping[str, Any], backend: str) -> None:
     """Plan JSON, engine configs (zip) for the chosen backend, and the xlsx report."""
     plan_json = json.dumps(plan, indent=1, sort_keys=False, default=str)
     cols = st.columns(3)
-    cols[0].download_button("Plan (JSON)", plan_json, file_name="plan.json", mime="application/json",
-                            key="dl_plan")
+    cols[0].download_button("Plan (JSON)", plan_json, file_name="plan.json",
+                            mime="application/json", key="dl_plan")
     with cols[1], guarded("engine configs"):
         cols[1].download_button(f"Engine configs ({backend}, zip)", engine_zip(plan_json, backend),
-                                file_name=f"{backend}_configs.zip", mime="application/zip", key="dl_zip")
+                                file_name=f"{backend}_configs.zip", mime="application/zip",
+                                key="dl_zip")
     if reports_available():
         with cols[2], guarded("report"):
-            cols[2].download_button("Report (xlsx)", xlsx_report(plan_json), file_name="plan_report.xlsx",
+            cols[2].download_button("Report (xlsx)", xlsx_report(plan_json),
+                                    file_name="plan_report.xlsx",
                                     mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                                     key="dl_xlsx")
 
@@ -289,12 +300,14 @@ def details(view: PlanView, plan: Mapping[str, Any]) -> None:
         st.plotly_chart(memory_figure(view), key="memory_chart")
         st.dataframe(table_display(rt.memory_table(view)), hide_index=True, key="memory_table")
     with st.expander("Provenance of the numbers", expanded=False):
-        st.dataframe(table_display(rt.provenance_table(view)), hide_index=True, key="provenance_table")
+        st.dataframe(table_display(rt.provenance_table(view)), hide_index=True,
+                     key="provenance_table")
     with st.expander("Alternatives per mode and assumptions", expanded=False):
         alt = rt.alternatives_table(view)
         if alt is not None:
             st.dataframe(table_display(alt), hide_index=True, key="alternatives_table")
-        st.dataframe(table_display(rt.assumptions_table(view)), hide_index=True, key="assumptions_table")
+        st.dataframe(table_display(rt.assumptions_table(view)), hide_index=True,
+                     key="assumptions_table")
 
 
 def table_display(table: rt.Table) -> pd.DataFrame:

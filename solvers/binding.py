@@ -61,7 +61,7 @@ def headroom(ev: Evaluated, i: int) -> list[dict[str, Any]]:
 
 
 def _violation(ev: Evaluated, k: int) -> tuple[str, float, float]:
-    """(constraint, predicted value, limit) that candidate ``k`` exceeds most (ratio to the limit)."""
+    """(constraint, predicted value, limit) that candidate ``k`` exceeds most (by ratio)."""
     req = ev.req
     t, p = float(ev.ttft[k]), float(ev.tpot[k])
     if not bool(ev.predicted_ok[k]) or not np.isfinite(t):  # saturated: the queue grows without end
@@ -117,12 +117,13 @@ def _idle_binding(ev: Evaluated, best: int) -> dict[str, Any]:
     if req.concurrency is not None or req.rate_per_s is not None:
         load = (f"{count(req.concurrency)} clients" if req.concurrency is not None
                 else f"{num(req.rate_per_s)} requests/s")
-        return {"constraint": "workload", "value": float(ev.gpus[best]), "limit": float(req.max_gpus),
-                "unit": "GPUs", "next_config": None,
+        return {"constraint": "workload", "value": float(ev.gpus[best]),
+                "limit": float(req.max_gpus), "unit": "GPUs", "next_config": None,
                 "sentence": (f"The workload binds: {load} is all there is to serve, and no other "
                              f"configuration serves it with {_OBJECTIVE_WORDS[req.objective]} "
                              f"({used}; the SLOs have headroom).")}
-    return {"constraint": "search space", "value": None, "limit": None, "unit": "", "next_config": None,
+    return {"constraint": "search space", "value": None, "limit": None, "unit": "",
+            "next_config": None,
             "sentence": f"No configuration searched does better ({used}; the SLOs have headroom)."}
 
 
@@ -171,7 +172,8 @@ def top_candidates(ev: Evaluated, ok: np.ndarray, front: np.ndarray,
     on_front = set(int(i) for i in front)
     out, seen = [], set()
     for i in order:  # settings that change no prediction (e.g. a larger unused chunk) show once
-        key = (ev.gpu_of(int(i)), int(ev.gpus[i]), *np.round([ev.ttft[i], ev.tpot[i], ev.tok_per_gpu[i]], 6))
+        metrics = np.round([ev.ttft[i], ev.tpot[i], ev.tok_per_gpu[i]], 6)
+        key = (ev.gpu_of(int(i)), int(ev.gpus[i]), *metrics)
         if key in seen:
             continue
         seen.add(key)

@@ -35,26 +35,27 @@ def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
             model = ui_in.model_input("cmp")
         with errors.field("GPU types"):
             gpus = ui_in.gpus_input("cmp", default=DEFAULT_GPUS)
-        max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1, max_value=4096, value=8,
-                                       key="cmp_max_gpus"))
+        max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1, max_value=4096,
+                                       value=8, key="cmp_max_gpus"))
     with mid:
         with errors.field("Trace CSV", _upload_name("cmp_trace")):
             lengths = ui_in.lengths_input("cmp")
         load = ui_in.load_input("cmp")
     with right:
         slo = ui_in.slo_input("cmp")
-        mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get, key="cmp_mode")
+        mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get,
+                            key="cmp_mode")
         backend = st.selectbox("Backend", planning.BACKENDS, key="cmp_backend")
         objective = st.selectbox("Objective", planning.OBJECTIVES, index=1, key="cmp_objective")
     if model is None or not gpus or lengths is None or errors:
         return None
-    return planning.PlanInputs(model=model, gpus=tuple(gpus), max_gpus=max_gpus, price_per_gpu_hour=None,
-                               isl=lengths[0], osl=lengths[1], load=load, slo=slo, mode=mode,
-                               backend=backend, objective=objective)
+    return planning.PlanInputs(model=model, gpus=tuple(gpus), max_gpus=max_gpus,
+                               price_per_gpu_hour=None, isl=lengths[0], osl=lengths[1], load=load,
+                               slo=slo, mode=mode, backend=backend, objective=objective)
 
 
 def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
-    """One row per GPU type: the plan's answer on that GPU alone, or why there is none (raw values)."""
+    """One row per GPU type: the plan on that GPU alone, or why there is none (raw values)."""
     names, pct = gpu_names(), given.slo.percentile
     rows = []
     for gpu in given.gpus:
@@ -103,7 +104,8 @@ def display_frame(rows: list[dict[str, Any]], pct: str) -> pd.DataFrame:
 def _chart(frame: pd.DataFrame) -> go.Figure:
     ok = frame.dropna(subset=["$ per 1M output tokens"])
     fig = go.Figure(go.Bar(x=ok["GPU"], y=ok["$ per 1M output tokens"], text=ok["GPUs needed"],
-                           texttemplate="%{text} GPUs", hovertemplate="%{x}: $%{y:.3f} per 1M tokens"))
+                           texttemplate="%{text} GPUs",
+                           hovertemplate="%{x}: $%{y:.3g} per 1M tokens"))
     fig.update_layout(yaxis_title="$ per 1M output tokens", height=360, margin={"t": 20})
     return fig
 
@@ -117,7 +119,8 @@ def _show(rows: list[dict[str, Any]]) -> None:
     if len(ok):
         cheapest = ok.loc[ok["$ per 1M output tokens"].idxmin()]
         with st.container(border=True, key="compare_answer"):
-            st.metric(f"Cheapest: {cheapest['GPU']}", fmt_money(cheapest["$ per 1M output tokens"]) + " per 1M tokens")
+            st.metric(f"Cheapest: {cheapest['GPU']}",
+                      fmt_money(cheapest["$ per 1M output tokens"]) + " per 1M tokens")
             st.caption(cheapest["configuration"])
         st.plotly_chart(_chart(frame), key="compare_chart")
     else:

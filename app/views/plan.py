@@ -54,7 +54,8 @@ def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
     with right:
         st.markdown("##### Targets and engine")
         slo = ui_in.slo_input("plan")
-        mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get, key="plan_mode")
+        mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get,
+                            key="plan_mode")
         backend = st.selectbox("Backend", planning.BACKENDS, key="plan_backend")
         objective = st.selectbox("Objective", planning.OBJECTIVES, key="plan_objective")
     if model is None or not gpus or lengths is None or errors:
@@ -72,7 +73,8 @@ def _run(given: planning.PlanInputs) -> None:
     except Exception as exc:  # the answer's error is shown where the answer would be
         if not isinstance(exc, PlannerInputError | ValidationError):
             LOG.exception("unexpected error while planning")
-        st.session_state["plan_error"] = error_text(exc, given.model.ref if given.model.uploaded else "")
+        upload = given.model.ref if given.model.uploaded else ""
+        st.session_state["plan_error"] = error_text(exc, upload)
 
 
 def _results(given: planning.PlanInputs | None) -> None:
@@ -91,8 +93,8 @@ def _results(given: planning.PlanInputs | None) -> None:
     with st.container(key="plan_results"):
         if used.isl.dist != "fixed" or used.osl.dist != "fixed" or used.isl.samples:
             isl, osl = planning.planned_lengths(used.isl, used.osl)
-            st.info(f"Planned at the mean lengths: ISL {isl:,}, OSL {osl:,} tokens (the planner sizes "
-                    "for one ISL/OSL pair).")
+            st.info(f"Planned at the mean lengths: ISL {isl:,}, OSL {osl:,} tokens (the planner "
+                    "sizes for one ISL/OSL pair).")
         gpu = plan["best"]["deployment"]["gpu"]
         show_plan(plan, gpu_names().get(gpu, gpu), used.backend)
 

@@ -28,7 +28,8 @@ def breakdown_roles(obj: Any) -> dict[str, dict[str, tuple[float | None, float |
     """``{role: {op kind: (share, ms)}}`` from the plan's ``step_breakdown``.
 
     Accepts ``{op: share}``, ``{op: ms}``, ``{op: {"share", "ms"}}`` or any of them keyed by role
-    (``{"decode_step_ms": {op: ms}}``); shares are computed from milliseconds when only those are given.
+    (``{"decode_step_ms": {op: ms}}``); shares are computed from milliseconds when only those are
+    given.
     """
     if not isinstance(obj, Mapping) or not obj:
         return {}
@@ -40,7 +41,8 @@ def breakdown_roles(obj: Any) -> dict[str, dict[str, tuple[float | None, float |
         nums = [s for s, _ in pairs.values() if s is not None]
         if role.endswith("ms") or (nums and abs(sum(nums) - 1.0) > SHARE_SUM_TOL):
             total = sum(nums)
-            pairs = {op: (s / total if s is not None and total else None, s) for op, (s, _) in pairs.items()}
+            pairs = {op: (s / total if s is not None and total else None, s)
+                     for op, (s, _) in pairs.items()}
         out[role] = pairs
     return out
 
@@ -62,7 +64,8 @@ def latency_table(view: PlanView) -> Table:
                 rows.append((step_name(role), op, ms, share))
     has_ms = any(r[2] is not None for r in rows)
     cols: tuple[str, ...] = ("Step", "Op kind", "Time (ms)", "Share of step (%)")
-    body: tuple[tuple[Any, ...], ...] = tuple(rows if has_ms else [(s, o, sh) for s, o, _, sh in rows])
+    short = [(s, o, sh) for s, o, _, sh in rows]
+    body: tuple[tuple[Any, ...], ...] = tuple(rows if has_ms else short)
     cols = cols if has_ms else (cols[0], cols[1], cols[3])
     note = "" if rows else "the plan has no step breakdown"
     return Table("Step time per op kind", cols, body, note,
@@ -76,13 +79,15 @@ def memory_roles(view: PlanView) -> dict[str, Mapping[str, Any]]:
         return {}
     if "weights_bytes_per_gpu" in mem:
         return {"all": mem}
-    return {str(k): v for k, v in mem.items() if isinstance(v, Mapping) and "weights_bytes_per_gpu" in v}
+    return {str(k): v for k, v in mem.items()
+            if isinstance(v, Mapping) and "weights_bytes_per_gpu" in v}
 
 
 def _part_bytes(mem: Mapping[str, Any], key: str) -> float | None:
     if key:
         return as_float(mem.get(key))
-    device, budget = as_float(mem.get("gpu_memory_bytes")), as_float(mem.get("budget_bytes_per_gpu"))
+    device = as_float(mem.get("gpu_memory_bytes"))
+    budget = as_float(mem.get("budget_bytes_per_gpu"))
     return device - budget if device is not None and budget is not None else None
 
 
@@ -103,7 +108,8 @@ def memory_table(view: PlanView) -> Table:
             shares.append(None if val is None or not device else val / device)
         rows.append((part, *gbs, *shares))
     note = "" if roles else "the plan has no memory plan"
-    fmts = {c: ("pct" if c.startswith("Share") else "num") for c in columns[1:]} | {"Component": "text"}
+    fmts = {c: ("pct" if c.startswith("Share") else "num") for c in columns[1:]}
+    fmts["Component"] = "text"
     return Table("Memory per GPU", tuple(columns), tuple(rows) if roles else (), note, fmts)
 
 

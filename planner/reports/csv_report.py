@@ -1,4 +1,4 @@
-"""The CSV report: one candidates table for machines (full precision, names with unit and percentile)."""
+"""The CSV report: one candidates table for machines (full precision; unit, percentile in names)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from planner.reports.present import machine_name
 
 
 def candidate_rows(view: PlanView) -> list[dict[str, Any]]:
-    """Top candidates (``rank`` 1 = the recommendation's score) and every Pareto point not among them.
+    """Top candidates (``rank`` 1 = the recommendation's score) and every other Pareto point.
 
     Latency columns carry the SLO percentile (``ttft_p90_ms``); a ``pareto`` column says whether a
     row is on the throughput-per-GPU vs per-user front.

@@ -1,4 +1,5 @@
-"""The HTML report: one self-contained page (plotly.js inlined, no network) with the xlsx's charts and tables."""
+"""The HTML report: one self-contained page (plotly.js inlined, no network), the xlsx's charts
+and tables."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from planner.reports.tables import (
 )
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#222}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
+max-width:1200px;color:#222}
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}
 h3{font-size:14px;color:#1f4e79;margin:16px 0 4px}
 table{border-collapse:collapse;font-size:12px;margin-bottom:8px}
@@ -58,16 +60,18 @@ def table_html(table: Table) -> str:
     for row in table.rows:
         cells = []
         for col, value in zip(table.columns, row, strict=True):
-            cls = ' class="n"' if isinstance(value, int | float) and not isinstance(value, bool) else ""
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            cls = ' class="n"' if number else ""
             text = fmt_cell(value, table.kind(len(body), col))
             cells.append(f"<td{cls}>{html.escape(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    parts.append(f'<div class="wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+    parts.append(f'<div class="wrap"><table><thead><tr>{head}</tr></thead>'
+                 f'<tbody>{"".join(body)}</tbody></table></div>')
     return "".join(parts)
 
 
 def pareto_figure(view: PlanView) -> go.Figure:
-    """Output tokens/s per GPU vs per user: the candidates, the Pareto front and the recommendation."""
+    """Output tokens/s per GPU vs per user: candidates, Pareto front and the recommendation."""
     fig = go.Figure()
     cands = [metric_xy(c) for c in view.candidates]
     front = sorted(xy for xy in (metric_xy(p) for p in flat_rows(view.pareto)) if None not in xy)
@@ -91,7 +95,8 @@ def latency_figure(view: PlanView) -> go.Figure:
     """Horizontal bars: share of step time per op kind (one trace per step)."""
     table = latency_table(view)
     fig = go.Figure()
-    share = table.columns.index("Share of step (%)") if "Share of step (%)" in table.columns else None
+    col = "Share of step (%)"
+    share = table.columns.index(col) if col in table.columns else None
     steps = list(dict.fromkeys(r[0] for r in table.rows))
     for step in steps:
         rows = [r for r in table.rows if r[0] == step]
@@ -141,7 +146,8 @@ def render_html(view: PlanView) -> str:
             body += '<p class="note">The points are the rows of the Candidates table.</p>'
         sections.append(f'<section id="{anchor}"><h2>{html.escape(name)}</h2>{body}</section>')
     nav = "".join(f'<a href="#{n.lower().replace(" ", "-")}">{html.escape(n)}</a>' for n in sheets)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)}</title>"
             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><nav>{nav}</nav>"
             f"{''.join(sections)}</body></html>\n")
 

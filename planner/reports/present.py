@@ -1,11 +1,11 @@
-"""The one presentation layer for people: names with units and percentile, rounded numbers, sentences.
+"""The one presentation layer for people: names with units and percentile, rounding, sentences.
 
 Every human-facing output (the web UI, the text CLI, PLAN.md, the xlsx display formats and the HTML
 report) names a quantity with :func:`label` and prints it with :func:`num` / :func:`show`; JSON and
 CSV keep full precision and use :func:`machine_name` (``ttft_p90_ms``). Rules:
 
-- measured or predicted quantities: 4 significant figures at most (``2,932``, ``28.49``, ``0.1234``),
-  never scientific notation;
+- measured or predicted quantities: 4 significant figures at most (``2,932``, ``28.49``,
+  ``0.1234``), never scientific notation;
 - counts, sizes and GPUs: exact integers with thousands separators;
 - shares: percent with one decimal; memory: GB (1e9 bytes); money: dollars.
 """
@@ -25,7 +25,8 @@ PERCENTILES = ("mean", "p50", "p90", "p99")
 _LATENCY = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL"}
 """Latency keys: their label carries the percentile (``TTFT p90 (ms)``)."""
 _LABELS: dict[str, str] = {
-    "output_tok_s_per_gpu": "Output tokens/s per GPU", "output_tok_s_per_user": "Output tokens/s per user",
+    "output_tok_s_per_gpu": "Output tokens/s per GPU",
+    "output_tok_s_per_user": "Output tokens/s per user",
     "requests_per_s": "Requests/s", "rate": "Request rate (requests/s)",
     "requests_per_s_per_replica": "Requests/s per replica",
     "rate_per_s": "Request rate (requests/s)",
@@ -36,8 +37,10 @@ _LABELS: dict[str, str] = {
     "search_seconds": "Search time (s)", "isl": "ISL (tokens)", "osl": "OSL (tokens)",
     "max_model_len": "Max model length (tokens)",
     "gpu_memory_bytes": "Device memory (GB)", "budget_bytes_per_gpu": "Engine memory per GPU (GB)",
-    "weights_bytes_per_gpu": "Weights per GPU (GB)", "activation_bytes_per_gpu": "Activations per GPU (GB)",
-    "reserved_bytes_per_gpu": "Reserved per GPU (GB)", "kv_budget_bytes_per_gpu": "KV cache per GPU (GB)",
+    "weights_bytes_per_gpu": "Weights per GPU (GB)",
+    "activation_bytes_per_gpu": "Activations per GPU (GB)",
+    "reserved_bytes_per_gpu": "Reserved per GPU (GB)",
+    "kv_budget_bytes_per_gpu": "KV cache per GPU (GB)",
     "total_bytes_per_gpu": "Total per GPU (GB)",
 }
 COUNT_NAMES: dict[str, str] = {
@@ -46,7 +49,8 @@ COUNT_NAMES: dict[str, str] = {
     "max_num_seqs": "Max running requests", "max_num_batched_tokens": "Chunk (tokens)",
     "cuda_graph_max_batch": "CUDA-graph max batch", "tp": "TP", "pp": "PP", "dp": "DP", "ep": "EP",
     "max_concurrency": "Max concurrent requests", "kv_capacity_tokens": "KV capacity (tokens)",
-    "tokens_per_seq": "Tokens per request", "replicas": "Replicas", "gpus_per_replica": "GPUs per replica",
+    "tokens_per_seq": "Tokens per request", "replicas": "Replicas",
+    "gpus_per_replica": "GPUs per replica",
     "kv_bytes_per_token_per_gpu": "KV per token per GPU (bytes)",
     "state_bytes_per_seq_per_gpu": "State per request per GPU (bytes)",
 }
@@ -236,7 +240,8 @@ def worker_parts(w: Mapping[str, Any]) -> dict[str, str]:
     for k in ("tp", "pp", "dp"):
         gpus *= int(p.get(k, 1))
     return {
-        "Replicas": count(w.get("workers", 1)), "Split": split_text(p), "GPUs per replica": count(gpus),
+        "Replicas": count(w.get("workers", 1)), "Split": split_text(p),
+        "GPUs per replica": count(gpus),
         "Max running requests": count(w.get("max_num_seqs")),
         "Chunk (tokens)": count(w.get("max_num_batched_tokens")),
         "GPU memory for the engine (%)": pct(w.get("gpu_memory_utilization"), 0),
@@ -248,7 +253,8 @@ def worker_sentence(w: Mapping[str, Any]) -> str:
     """'2 replicas of TP4 (4 GPUs each), up to 64 running requests, 2,048-token chunks'."""
     n, parts = int(w.get("workers", 1)), worker_parts(w)
     each = parts["GPUs per replica"]
-    reps = f"{n} replica{'s' if n != 1 else ''} of {parts['Split']} ({each} GPU{'s' if each != '1' else ''} each)"
+    plural, gpus = "s" if n != 1 else "", "GPU" if each == "1" else "GPUs"
+    reps = f"{n} replica{plural} of {parts['Split']} ({each} {gpus} each)"
     return (f"{reps}, up to {parts['Max running requests']} running requests, "
             f"{parts['Chunk (tokens)']}-token chunks")
 
@@ -260,7 +266,7 @@ def roles(dep: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def config_sentence(dep: Mapping[str, Any], gpus: int | None = None, gpu_label: str = "") -> str:
-    """The deployment as people say it (mode, replicas, split, batch, chunk, KV and weight dtypes)."""
+    """The deployment as people say it (mode, replicas, split, batch, chunk, dtypes)."""
     rs = roles(dep)
     head = f"{gpus} x {gpu_label or gpu_name(str(dep.get('gpu', 'GPU')))}, " if gpus else ""
     mode = MODE_WORDS.get(str(dep.get("mode")), str(dep.get("mode")))
@@ -302,7 +308,8 @@ def step_rows(breakdown: Any) -> list[tuple[str, str, float, float]]:
     """
     if not isinstance(breakdown, Mapping):
         return []
-    steps = breakdown if all(isinstance(v, Mapping) for v in breakdown.values()) else {"all": breakdown}
+    nested = all(isinstance(v, Mapping) for v in breakdown.values())
+    steps = breakdown if nested else {"all": breakdown}
     out = []
     for step, ops in steps.items():
         if not isinstance(ops, Mapping):

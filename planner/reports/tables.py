@@ -54,12 +54,13 @@ def headline(view: PlanView) -> dict[str, Any]:
 
 def deploy_table(view: PlanView) -> Table:
     """What to deploy, in words."""
-    gpus = view.best.gpus
+    gpus, asked = view.best.gpus, view.raw.get("per_gpu_type") or [view.gpu]
+    binding = view.raw.get("binding", {}).get("sentence") or view.binding_constraint
     pairs: dict[str, Any] = {
         "Model": view.model, "GPUs": gpus, "GPU type": pr.gpu_name(view.gpu),
-        "GPU types asked for": ", ".join(pr.gpu_name(g) for g in view.raw.get("per_gpu_type") or [view.gpu]),
+        "GPU types asked for": ", ".join(pr.gpu_name(g) for g in asked),
         "Configuration": pr.config_sentence(view.best.deployment, gpus),
-        "Binding constraint": view.raw.get("binding", {}).get("sentence") or view.binding_constraint,
+        "Binding constraint": binding,
         "Objective": view.raw.get("objective", "-"),
     }
     kinds = {k: "text" for k in pairs} | {"GPUs": "count"}
@@ -99,11 +100,12 @@ def cost_table(view: PlanView) -> Table:
 def headroom_table(view: PlanView) -> Table:
     """Every limit of the recommendation: predicted value, limit, headroom."""
     items = view.raw.get("binding", {}).get("headroom") or []
-    rows = tuple((h.get("limit_name"), h.get("value"), h.get("limit"), h.get("unit"), h.get("headroom"))
-                 for h in items if isinstance(h, Mapping))
+    keys = ("limit_name", "value", "limit", "unit", "headroom")
+    rows = tuple(tuple(h.get(k) for k in keys) for h in items if isinstance(h, Mapping))
     note = "" if rows else "the plan states no headroom"
-    return Table("Headroom per limit", ("Limit", "Value", "Limit value", "Unit", "Headroom (%)"), rows,
-                 note, {"Limit": "text", "Unit": "text", "Headroom (%)": "pct"})
+    cols = ("Limit", "Value", "Limit value", "Unit", "Headroom (%)")
+    return Table("Headroom per limit", cols, rows, note,
+                 {"Limit": "text", "Unit": "text", "Headroom (%)": "pct"})
 
 
 def deployment_parts(view: PlanView) -> Table:
@@ -113,7 +115,7 @@ def deployment_parts(view: PlanView) -> Table:
 
 
 def summary_tables(view: PlanView) -> list[Table]:
-    """Summary sheet: what to deploy, predictions vs SLOs, cost, headroom, the deployment's parts."""
+    """Summary sheet: what to deploy, predictions vs SLOs, cost, headroom, deployment parts."""
     return [deploy_table(view), predictions_table(view), cost_table(view), headroom_table(view),
             deployment_parts(view)]
 
@@ -128,7 +130,8 @@ def _choice_pairs(alt: Any, pct: str) -> dict[str, Any]:
     return {"Configuration": pr.config_sentence(dep, alt.get("gpus")), "GPUs": alt.get("gpus"),
             pr.label("ttft_ms", pct): _stat(pred.get("ttft_ms"), pct),
             pr.label("tpot_ms", pct): _stat(pred.get("tpot_ms"), pct),
-            PER_GPU_LABEL: as_float(pred.get(PER_GPU)), PER_USER_LABEL: as_float(pred.get(PER_USER)),
+            PER_GPU_LABEL: as_float(pred.get(PER_GPU)),
+            PER_USER_LABEL: as_float(pred.get(PER_USER)),
             pr.label("cost_per_million_output_tokens"): alt.get("cost_per_million_output_tokens")}
 
 
@@ -158,8 +161,9 @@ def per_gpu_table(view: PlanView) -> Table | None:
         best = entry.get("best") if isinstance(entry, Mapping) else None
         if isinstance(best, Mapping):
             note = "recommended" if entry.get("chosen") else "not the best by the objective"
-            rows.append((pr.gpu_name(gpu), best.get("gpus"), best.get(f"ttft_{pct}_ms"), best.get(f"tpot_{pct}_ms"),
-                         best.get(PER_GPU), best.get("cost_per_million_output_tokens"), note))
+            rows.append((pr.gpu_name(gpu), best.get("gpus"), best.get(f"ttft_{pct}_ms"),
+                         best.get(f"tpot_{pct}_ms"), best.get(PER_GPU),
+                         best.get("cost_per_million_output_tokens"), note))
         else:
             rows.append((pr.gpu_name(gpu), None, None, None, None, None,
                          entry.get("reason") if entry else "-"))
@@ -215,8 +219,8 @@ def load_model_line(view: PlanView) -> str:
     if load == "rate" or (load is None and wl.concurrency is None and wl.rate is not None):
         return f"open loop: {pr.num(wl.rate)} requests/s (Poisson arrivals)"
     if load in (None, "concurrency") and wl.concurrency is not None:
-        return (f"closed loop: {pr.count(wl.concurrency)} clients, each sends its next request when "
-                "the last one ends")
+        return (f"closed loop: {pr.count(wl.concurrency)} clients, each sends its next request "
+                "when the last one ends")
     if load is not None:
         return (f"the planner chose the load: {pr.count(wl.concurrency)} closed-loop clients, "
                 f"{pr.num(wl.rate)} requests/s")
@@ -226,8 +230,8 @@ def load_model_line(view: PlanView) -> str:
 def assumptions_table(view: PlanView) -> Table:
     """Inputs the prediction rests on: workload, SLOs, load model, engine settings, assumptions."""
     pct, dep = _pct(view), view.best.deployment
-    pairs: dict[str, Any] = {"Load model": load_model_line(view), pr.label("isl"): view.workload.isl,
-                             pr.label("osl"): view.workload.osl,
+    pairs: dict[str, Any] = {"Load model": load_model_line(view),
+                             pr.label("isl"): view.workload.isl, pr.label("osl"): view.workload.osl,
                              f"TTFT SLO {pct} (ms)": view.slo.get("ttft_ms"),
                              f"TPOT SLO {pct} (ms)": view.slo.get("tpot_ms"),
                              "GPU budget (GPUs)": view.raw.get("max_gpus") or None,
@@ -262,7 +266,7 @@ def provenance_table(view: PlanView) -> Table:
 
 
 def sheet_tables(view: PlanView) -> dict[str, list[Table]]:
-    """Every sheet of the report and the tables on it, in order (the Pareto sheet holds its chart)."""
+    """Every sheet of the report and its tables, in order (the Pareto sheet holds its chart)."""
     extra = [t for t in (per_gpu_table(view), alternatives_table(view)) if t is not None]
     return {
         "Summary": summary_tables(view),

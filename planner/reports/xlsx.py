@@ -70,7 +70,8 @@ def _cell_format(value: Any, kind: str, fmts: dict[str, Format]) -> Format:
     text longer than a column wraps."""
     if isinstance(value, str) and len(value) > MAX_COL_WIDTH:
         return fmts["wrap"]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not isinstance(fmts, Formats):
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not is_number or not isinstance(fmts, Formats):
         return fmts["plain"]
     if kind == "gb":  # memory detail cells hold bytes: shown as GB
         return fmts.number(excel_format_for(value / 1e9) + ',,,')
@@ -148,7 +149,7 @@ def _row_of(placed: Placed, item: str) -> int | None:
 
 
 def _pareto_chart(wb: Workbook, cands: Placed, preds: Placed) -> None:
-    """Scatter of output tokens/s per GPU (y) vs per user (x): the candidates and the recommendation."""
+    """Scatter of output tokens/s per GPU (y) vs per user (x): candidates and the recommendation."""
     x_col, y_col = cands.column(PER_USER_LABEL), cands.column(PER_GPU_LABEL)
     bx, by = _row_of(preds, PER_USER_LABEL), _row_of(preds, PER_GPU_LABEL)
     has_front = x_col is not None and y_col is not None and bool(cands.table.rows)
@@ -222,12 +223,14 @@ def _memory_chart(wb: Workbook, mem: Placed) -> None:
         row = mem.first_row + r
         chart.add_series({
             "name": [mem.sheet, row, mem.col],
-            "categories": [mem.sheet, mem.first_row - 1, gb_cols[0], mem.first_row - 1, gb_cols[-1]],
+            "categories": [mem.sheet, mem.first_row - 1, gb_cols[0],
+                           mem.first_row - 1, gb_cols[-1]],
             "values": [mem.sheet, row, gb_cols[0], row, gb_cols[-1]],
         })
     chart.set_title({"name": "Memory per GPU (GB)"})
     chart.set_y_axis({"name": "GB"})
-    wb.get_worksheet_by_name(mem.sheet).insert_chart(mem.last_row + 3, 3, chart)  # beside the 2-column details
+    # beside the 2-column details
+    wb.get_worksheet_by_name(mem.sheet).insert_chart(mem.last_row + 3, 3, chart)
 
 
 def render_xlsx(view: PlanView) -> bytes:
@@ -249,5 +252,5 @@ def render_xlsx(view: PlanView) -> bytes:
 
 
 def build_xlsx(plan: dict[str, Any]) -> bytes:
-    """Spreadsheet report of a decoded plan file (raises PlannerInputError when it is not a plan)."""
+    """Spreadsheet report of a decoded plan file (PlannerInputError when it is not a plan)."""
     return render_xlsx(parse_plan(plan))

@@ -25,7 +25,8 @@ WAIT_MS = 90_000
 """Generous but bounded: the server shares two cores with the other pytest worker."""
 NEW_GPU = "B200"
 STALE = "inputs changed - press Plan"
-PAGES = {"plan": "Plan a deployment", "compare": "Compare GPUs", "fleet": "Fleet", "kernels": "Kernels"}
+PAGES = {"plan": "Plan a deployment", "compare": "Compare GPUs", "fleet": "Fleet",
+         "kernels": "Kernels"}
 PLOT = '[data-testid="stPlotlyChart"] .main-svg'
 
 pytestmark = pytest.mark.browser
@@ -35,7 +36,8 @@ def _playwright():  # type: ignore[no-untyped-def]
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("playwright is not installed (pip install -e '.[browser]'; never `playwright install`)")
+        pytest.skip("playwright is not installed "
+                    "(pip install -e '.[browser]'; never `playwright install`)")
     if not Path(CHROMIUM).is_file() or shutil.which(CHROMIUM) is None:
         pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium; .ci/run does it as root)")
     return sync_playwright

@@ -41,8 +41,8 @@ def assert_shows(at, want: dict) -> None:  # type: ignore[no-untyped-def, type-a
     assert got["GPUs"] == fmt(want["best"]["gpus"])
     assert got["Binding constraint"] == want["binding_constraint"]
     assert any(want["binding"]["sentence"] in m.value for m in at.markdown)
-    assert any(config_text(want["best"]["deployment"], want["best"]["gpus"]).split(", ", 1)[1] in m.value
-               for m in at.markdown)
+    sentence = config_text(want["best"]["deployment"], want["best"]["gpus"]).split(", ", 1)[1]
+    assert any(sentence in m.value for m in at.markdown)
     assert at.session_state["plan_result"][0] == want
 
 
@@ -212,7 +212,8 @@ def test_candidates_sort_and_filter() -> None:
     widget(at.selectbox, "top_sort").set_value("ttft_ms").run()
     widget(at.number_input, "top_rows").set_value(len(rows)).run()
     top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
-    assert list(top["TTFT p90 (ms)"]) == [fmt(r["ttft_ms"]) for r in sorted(rows, key=lambda r: r["ttft_ms"])]
+    by_ttft = sorted(rows, key=lambda r: r["ttft_ms"])
+    assert list(top["TTFT p90 (ms)"]) == [fmt(r["ttft_ms"]) for r in by_ttft]
     widget(at.multiselect, "top_modes").set_value(["agg"]).run()
     top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
     assert set(top["Mode"]) == {"agg"}

@@ -10,8 +10,8 @@ import pytest
 from solvers.binding import BINDING, TOP_CANDIDATES
 from solvers.plan import PlanRequest, PlanResult, plan
 
-DEFAULT: dict[str, Any] = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8, "isl": 4000,
-                           "osl": 500, "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 30.0,
+DEFAULT: dict[str, Any] = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8,
+                           "isl": 4000, "osl": 500, "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 30.0,
                            "percentile": "p90"}
 
 
@@ -54,8 +54,10 @@ def test_top_candidates_are_feasible_best_first(default: PlanResult) -> None:
     assert 0 < len(cands) <= TOP_CANDIDATES
     scores = [c["score"] for c in cands]
     assert scores == sorted(scores, reverse=True)
-    assert cands[0]["output_tok_s_per_gpu"] == pytest.approx(default.best.predicted["output_tok_s_per_gpu"])
-    assert all(c["ttft_p90_ms"] <= 5000.0 and c["tpot_p90_ms"] <= 30.0 and c["gpus"] <= 8 for c in cands)
+    best = default.best.predicted["output_tok_s_per_gpu"]
+    assert cands[0]["output_tok_s_per_gpu"] == pytest.approx(best)
+    assert all(c["ttft_p90_ms"] <= 5000.0 and c["tpot_p90_ms"] <= 30.0 and c["gpus"] <= 8
+               for c in cands)
     assert len(cands) > len(default.pareto)  # real candidates, not only the front
     assert any(c["pareto"] for c in cands) and not all(c["pareto"] for c in cands)
 
@@ -63,9 +65,11 @@ def test_top_candidates_are_feasible_best_first(default: PlanResult) -> None:
 def test_every_gpu_type_gets_its_best_or_a_reason() -> None:
     r = plan(PlanRequest(**{**DEFAULT, "gpus": ("h200", "l4")}))
     assert set(r.per_gpu_type) == {"h200_sxm", "l4"}
-    assert r.per_gpu_type["h200_sxm"]["chosen"] and r.per_gpu_type["h200_sxm"]["best"]["gpus"] == r.best.gpus
+    h200 = r.per_gpu_type["h200_sxm"]
+    assert h200["chosen"] and h200["best"]["gpus"] == r.best.gpus
     assert r.per_gpu_type["l4"]["best"] is None
-    assert "misses the SLOs" in r.per_gpu_type["l4"]["reason"] or "fits" in r.per_gpu_type["l4"]["reason"]
+    reason = r.per_gpu_type["l4"]["reason"]
+    assert "misses the SLOs" in reason or "fits" in reason
 
 
 def test_rate_plans_have_no_client_counts() -> None:

@@ -24,7 +24,8 @@ NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*\.(\d+)(?![\w.])")
 SCIENTIFIC = re.compile(r"\d\.?\d*e[+-]\d+", re.IGNORECASE)
 UNIT = re.compile(r"\([^)]+\)|/s\b|\bper 1M\b")
 WORDS = set(COUNT_NAMES.values()) | set(TEXT_NAMES.values()) | {
-    "Item", "Value", "Quantity", "Predicted", "SLO", "Limit", "Limit value", "Unit", "Role", "Split",
+    "Item", "Value", "Quantity", "Predicted", "SLO", "Limit", "Limit value", "Unit", "Role",
+    "Split",
     "Step", "Op kind", "Component", "Source", "GPU type", "Why not", "Band", "aggregated",
     "disaggregated (prefill/decode)", "metric", "quantity", "value", "Result", "Rank",
     "GPU types asked for", "GPU memory for the engine (%)", "Binding constraint", "Objective",
@@ -54,7 +55,8 @@ def unitless(columns: list[str]) -> list[str]:
 
 
 def test_scanner_catches_what_it_should() -> None:
-    assert set(too_precise("TTFT 3.3916995938483234 ms and 1.11e+03 ms")) == {"1.11e+03", "3.3916995938483234"}
+    got = set(too_precise("TTFT 3.3916995938483234 ms and 1.11e+03 ms"))
+    assert got == {"1.11e+03", "3.3916995938483234"}
     assert too_precise("2,932 ms, 28.49 ms, 0.0001234, 12,350") == []
     assert unitless(["ttft_ms", "TTFT p90 (ms)", "GPUs"]) == ["ttft_ms"]
 
@@ -105,7 +107,8 @@ def test_plan_md(plan_dict: dict[str, Any]) -> None:
     from planner.emitters.bundle import build_bundle
     from planner.emitters.plan_file import parse_plan
 
-    files = {f.name: f.text for f in build_bundle(parse_plan(json.loads(json.dumps(plan_dict))), "vllm")}
+    bundle = build_bundle(parse_plan(json.loads(json.dumps(plan_dict))), "vllm")
+    files = {f.name: f.text for f in bundle}
     text = files["PLAN.md"]
     assert not too_precise(text)
     assert "| - | -" not in text.split("## Predicted")[1].split("##")[0]  # no empty rows

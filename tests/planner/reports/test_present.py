@@ -12,9 +12,11 @@ from planner.reports import present as pr
 
 @pytest.mark.parametrize(("value", "text"), [
     (2931.846711444633, "2,932"), (28.491678674430524, "28.49"), (340.4343205813321, "340.4"),
-    (3.3916995938483234, "3.392"), (0.00012345, "0.0001234"), (12345.67, "12,350"), (1110.0, "1,110"),
+    (3.3916995938483234, "3.392"), (0.00012345, "0.0001234"), (12345.67, "12,350"),
+    (1110.0, "1,110"),
     (4.0, "4"), (0.5, "0.5"), (0, "0"), (64, "64"), (1205046, "1,205,046"), (np.int64(8), "8"),
-    (np.float64(2.5), "2.5"), (None, "-"), (math.nan, "-"), (math.inf, "-"), (-0.0123456, "-0.01235"),
+    (np.float64(2.5), "2.5"), (None, "-"), (math.nan, "-"), (math.inf, "-"),
+    (-0.0123456, "-0.01235"),
 ])
 def test_num_four_significant_figures_counts_exact(value: object, text: str) -> None:
     assert pr.num(value) == text
@@ -34,7 +36,8 @@ def test_kinds_round_their_own_way() -> None:
     ("ttft_p99_ms", None, "TTFT p99 (ms)"), ("ttft_ms_p50", None, "TTFT p50 (ms)"),
     ("predicted.ttft_ms mean", None, "TTFT mean (ms)"),
     ("output_tok_s_per_gpu", "p90", "Output tokens/s per GPU"),  # not a percentile quantity
-    ("kv_budget_bytes_per_gpu", None, "KV cache per GPU (GB)"), ("clients_per_worker", None, "Clients per worker"),
+    ("kv_budget_bytes_per_gpu", None, "KV cache per GPU (GB)"),
+    ("clients_per_worker", None, "Clients per worker"),
     ("cost_per_hour_usd", None, "Cost per hour ($)"), ("something_ms", None, "Something (ms)"),
 ])
 def test_labels_carry_unit_and_percentile(key: str, pct: str | None, name: str) -> None:
@@ -52,8 +55,8 @@ def test_config_sentence_and_parts() -> None:
               "weight_quant": "bf16", "workers": 1}
     dep = {"mode": "agg", "gpu": "h200_sxm", "agg": worker}
     text = pr.config_sentence(dep, 8, "H200-SXM")
-    assert text == ("8 x H200-SXM, aggregated: 1 replica of TP2 x PP4 (8 GPUs each), up to 64 running "
-                    "requests, 1,024-token chunks; KV cache fp8, weights bf16.")
+    assert text == ("8 x H200-SXM, aggregated: 1 replica of TP2 x PP4 (8 GPUs each), up to 64 "
+                    "running requests, 1,024-token chunks; KV cache fp8, weights bf16.")
     cols, rows = pr.config_table(dep)
     assert cols[0] == "Role" and rows[0][0] == "agg"
     assert dict(zip(cols, rows[0], strict=True))["GPU memory for the engine (%)"] == "85%"

@@ -46,7 +46,8 @@ def test_charts_point_at_the_tables(plan: dict[str, Any]) -> None:
     wb = _open(plan)
     scatter = next(c for c in wb["Pareto"]._charts if isinstance(c, ScatterChart))
     front = scatter.series[0]
-    assert front.xVal.numRef.f.startswith("Candidates!") and front.yVal.numRef.f.startswith("Candidates!")
+    assert front.xVal.numRef.f.startswith("Candidates!")
+    assert front.yVal.numRef.f.startswith("Candidates!")
     header = next(r for r in wb["Candidates"].iter_rows() if r[0].value in ("Rank", "Mode"))
     col_of = {c.value: c.column_letter for c in header}
     assert f"${col_of[PER_USER_LABEL]}$" in front.xVal.numRef.f
@@ -67,7 +68,8 @@ def test_summary_is_short_and_equals_plan(plan: dict[str, Any]) -> None:
     best, pred, pct = plan["best"], plan["best"]["predicted"], plan["slo"]["percentile"]
     assert deploy["Model"] == plan["model"] and deploy["GPUs"] == best["gpus"]
     assert str(best["gpus"]) in deploy["Configuration"]
-    assert deploy["Binding constraint"] == plan.get("binding", {}).get("sentence", plan["binding_constraint"])
+    sentence = plan.get("binding", {}).get("sentence", plan["binding_constraint"])
+    assert deploy["Binding constraint"] == sentence
     preds = {r["Quantity"]: r for r in read_table(ws, "Predictions")}
     for metric, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
         row = preds[f"{name} {pct} (ms)"]
@@ -121,7 +123,7 @@ def test_alternatives_side_by_side(solver_plan: dict[str, Any]) -> None:
 
 
 def test_latency_of_solver_ms(solver_plan: dict[str, Any]) -> None:
-    """The solver gives milliseconds per op kind; the sheet lists those that take time, with shares."""
+    """The solver gives ms per op kind; the sheet lists those that take time, with shares."""
     (_, ms), = solver_plan["best"]["predicted"]["step_breakdown"].items()
     rows = read_table(_open(solver_plan)["Latency breakdown"], "Step time per op kind")
     total = sum(ms.values())
@@ -147,11 +149,12 @@ def test_memory_equals_plan(plan: dict[str, Any]) -> None:
         col = "Memory per GPU (GB)" if role == "all" else f"Memory per GPU, {role} (GB)"
         mem = {r["Component"]: r[col] for r in table}
         assert mem["weights"] == pytest.approx(plan_mem["weights_bytes_per_gpu"] / 1e9, rel=1e-12)
-        assert mem["KV cache"] == pytest.approx(plan_mem["kv_budget_bytes_per_gpu"] / 1e9, rel=1e-12)
+        kv_gb = plan_mem["kv_budget_bytes_per_gpu"] / 1e9
+        assert mem["KV cache"] == pytest.approx(kv_gb, rel=1e-12)
         detail = read_kv(wb["Memory breakdown"], f"Memory plan ({role})")
         assert detail["KV capacity (tokens)"] == plan_mem["kv_capacity_tokens"]
-        assert detail["Engine memory per GPU (GB)"] == pytest.approx(plan_mem["budget_bytes_per_gpu"] / 1e9,
-                                                                    rel=1e-12)
+        budget_gb = plan_mem["budget_bytes_per_gpu"] / 1e9
+        assert detail["Engine memory per GPU (GB)"] == pytest.approx(budget_gb, rel=1e-12)
 
 
 def test_values_not_formulas(plan: dict[str, Any]) -> None:
