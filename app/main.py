@@ -14,8 +14,11 @@ import streamlit as st  # noqa: E402
 VIEWS = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="LLM serving planner", layout="wide")
+# the default page is served at "/"; a hidden twin serves the same script at "/plan" so that
+# a deep link to the Plan page works too
 pages = [
-    st.Page(VIEWS / "plan.py", title="Plan", default=True, url_path="plan"),
+    st.Page(VIEWS / "plan.py", title="Plan", default=True, url_path="home"),
+    st.Page(VIEWS / "plan.py", title="Plan", url_path="plan", visibility="hidden"),
     st.Page(VIEWS / "compare.py", title="Compare GPUs", url_path="compare"),
     st.Page(VIEWS / "fleet.py", title="Fleet", url_path="fleet"),
     st.Page(VIEWS / "kernels.py", title="Kernels", url_path="kernels"),

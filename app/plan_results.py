@@ -18,9 +18,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app.ui import fmt, fmt_money, guarded
+from app.ui import fmt, fmt_money, gpu_names, guarded, readable
 from planner.emitters.bundle import build_bundle
 from planner.emitters.plan_file import parse_plan as parse_emit_plan
+from planner.reports import present as pr
 from planner.reports import tables as rt
 from planner.reports.html import memory_figure
 from planner.reports.plan_view import PlanView, as_float, flat_rows, parse_plan
@@ -28,23 +29,12 @@ from planner.reports.plan_view import PlanView, as_float, flat_rows, parse_plan
 PER_GPU, PER_USER = rt.PER_GPU, rt.PER_USER
 METRIC_KEYS = {PER_GPU, PER_USER}
 TOP_N = 10
+"""Rows of the candidates table shown before the user filters or asks for more."""
 
 
-def worker_text(role: str, w: Mapping[str, Any]) -> str:
-    """'2 x TP4 PP1' plus the engine knobs of one role."""
-    p = w.get("parallel", {})
-    split = f"TP{p.get('tp', 1)}" + "".join(f" {k.upper()}{p[k]}" for k in ("pp", "dp", "ep") if p.get(k, 1) > 1)
-    knobs = (f"max_num_seqs {w.get('max_num_seqs')}, chunk {w.get('max_num_batched_tokens')}, "
-             f"mem {w.get('gpu_memory_utilization')}, KV {w.get('kv_dtype')}, weights {w.get('weight_quant')}")
-    name = "" if role == "agg" else f"{role}: "
-    return f"{name}{w.get('workers', 1)} x {split} ({knobs})"
-
-
-def config_text(dep: Mapping[str, Any]) -> str:
-    """The deployment in one line, as people say it."""
-    roles = ("agg",) if dep.get("mode") == "agg" else ("prefill", "decode")
-    parts = [worker_text(r, dep[r]) for r in roles if isinstance(dep.get(r), Mapping)]
-    return f"{dep.get('mode')} · " + " + ".join(parts)
+def config_text(dep: Mapping[str, Any], gpus: int | None = None, gpu_label: str = "") -> str:
+    """The deployment as a readable sentence (``planner.reports.present.config_sentence``)."""
+    return pr.config_sentence(dep, gpus, gpu_label)
 
 
 def pct_value(stats: Any, pct: str) -> float | None:
@@ -54,48 +44,91 @@ def pct_value(stats: Any, pct: str) -> float | None:
     return as_float(stats)
 
 
+def band_caption(pred: Mapping[str, Any], pct: str) -> str | None:
+    """The prediction bands of the card's latencies, when the plan carries them (issue 17)."""
+    parts = [f"{name} {pct} {text} ms" for key, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
+             if (text := rt.band_text(pred.get(key), pct))]
+    return ("Bands: " + "; ".join(parts)) if parts else None
+
+
+def headroom_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
+    """Every limit of the recommendation: predicted value, limit, headroom."""
+    rows = [{"Limit": h["limit_name"], "Predicted": f"{pr.num(h['value'])} {h['unit']}",
+             "Limit value": f"{pr.num(h['limit'])} {h['unit']}",
+             "Headroom (%)": pr.pct(h.get("headroom"))}
+            for h in plan.get("binding", {}).get("headroom", [])]
+    return pd.DataFrame(rows, columns=["Limit", "Predicted", "Limit value", "Headroom (%)"])
+
+
 def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
-    """The card: configuration, predicted latency at the SLO percentile, throughput, cost, binding."""
+    """The card: configuration, predicted latency vs SLO, throughput, cost, binding constraint."""
     best = plan["best"]
     pred = best.get("predicted", {})
-    pct = plan.get("slo", {}).get("percentile", "p90")
+    slo = plan.get("slo", {})
+    pct = slo.get("percentile", "p90")
     with st.container(border=True, key="recommendation"):
         st.subheader(f"{best.get('gpus')} x {gpu_label} for {plan.get('model')}")
-        st.markdown(f"**Configuration:** {config_text(best['deployment'])}")
+        sentence = config_text(best["deployment"], best.get("gpus"), gpu_label)
+        st.markdown(f"**Configuration:** {sentence}")
         cols = st.columns(4)
-        cols[0].metric(f"TTFT {pct}", f"{fmt(pct_value(pred.get('ttft_ms'), pct))} ms")
-        cols[1].metric(f"TPOT {pct}", f"{fmt(pct_value(pred.get('tpot_ms'), pct))} ms")
-        cols[2].metric("Output tok/s per GPU", fmt(pred.get(PER_GPU)))
-        cols[3].metric("Output tok/s per user", fmt(pred.get(PER_USER)))
+        for col, key in zip(cols[:2], ("ttft_ms", "tpot_ms"), strict=True):
+            value, limit = pct_value(pred.get(key), pct), as_float(slo.get(key))
+            room = (f"{pr.pct(1 - value / limit)} headroom to {pr.ms(limit)}"
+                    if value and limit else None)
+            col.metric(pr.label(key, pct), f"{fmt(value)} ms", room, delta_color="off")
+        cols[2].metric(pr.label(PER_GPU), fmt(pred.get(PER_GPU)))
+        cols[3].metric(pr.label(PER_USER), fmt(pred.get(PER_USER)))
         cols = st.columns(4)
-        cols[0].metric("Cost per 1M output tokens", fmt_money(best.get("cost_per_million_output_tokens")))
-        cols[1].metric("GPUs", fmt(best.get("gpus")))
+        cols[0].metric("Cost per 1M output tokens",
+                       fmt_money(best.get("cost_per_million_output_tokens")))
+        budget = plan.get("max_gpus")
+        cols[1].metric("GPUs", fmt(best.get("gpus")),
+                       f"of {budget} in the budget" if budget else None, delta_color="off")
         cols[2].metric("Requests/s", fmt(pred.get("requests_per_s")))
         cols[3].metric("Binding constraint", str(plan.get("binding_constraint") or "-"))
+        sentence = plan.get("binding", {}).get("sentence")
+        if sentence:
+            st.markdown(f"**Why this and not more:** {sentence}")
+        bands = band_caption(pred, pct)
+        if bands:
+            st.caption(bands)
+        st.dataframe(headroom_frame(plan), hide_index=True, key="headroom_table")
         st.caption(f"{fmt(plan.get('candidates_evaluated'))} candidates evaluated in "
                    f"{fmt(plan.get('search_seconds'))} s.")
 
 
-def _hover(row: Mapping[str, Any]) -> str:
-    return "<br>".join(f"{k}: {fmt(v) if isinstance(v, float) else v}" for k, v in row.items())
+def _hover(row: Mapping[str, Any], pct: str = "") -> str:
+    return "<br>".join(f"{pr.label(k, pct)}: {pr.show(k, v)}" for k, v in row.items()
+                       if v is not None)
 
 
 def pareto_chart(view: PlanView) -> go.Figure:
-    """Output tok/s per GPU vs per user; hover shows each configuration; the chosen point is a star."""
+    """Output tok/s per GPU vs per user; hover shows each configuration; the pick is a star."""
     rows = flat_rows(view.pareto)
     pts = [(rt.metric_xy(r), r) for r in rows]
     pts = [(xy, r) for xy, r in pts if xy[0] is not None and xy[1] is not None]
+    pct = str(view.slo.get("percentile", ""))
     fig = go.Figure()
+    cands = [(rt.metric_xy(c), c) for c in view.candidates]
+    cands = [(xy, c) for xy, c in cands if None not in xy]
+    if cands:
+        fig.add_scatter(x=[xy[0] for xy, _ in cands], y=[xy[1] for xy, _ in cands], mode="markers",
+                        name="top candidates", text=[_hover(c, pct) for _, c in cands],
+                        hovertemplate="%{text}<extra></extra>",
+                        marker={"size": 6, "color": "#9db4cc"})
     fig.add_scatter(x=[xy[0] for xy, _ in pts], y=[xy[1] for xy, _ in pts], mode="lines+markers",
-                    name="Pareto front", text=[_hover(r) for _, r in pts], hovertemplate="%{text}<extra></extra>",
+                    name="Pareto front", text=[_hover(r, pct) for _, r in pts],
+                    hovertemplate="%{text}<extra></extra>",
                     marker={"size": 9}, line={"shape": "hv", "width": 1})
     pred = view.best.predicted
     bx, by = as_float(pred.get(PER_USER)), as_float(pred.get(PER_GPU))
     if bx is not None and by is not None:
         fig.add_scatter(x=[bx], y=[by], mode="markers", name="recommended",
-                        text=[config_text(view.best.deployment)], hovertemplate="%{text}<extra>recommended</extra>",
-                        marker={"size": 18, "symbol": "star", "color": "#d62728", "line": {"width": 1}})
-    fig.update_layout(xaxis_title="output tokens/s per user", yaxis_title="output tokens/s per GPU",
+                        text=[config_text(view.best.deployment, view.best.gpus)],
+                        hovertemplate="%{text}<extra>recommended</extra>",
+                        marker={"size": 18, "symbol": "star", "color": "#d62728",
+                                "line": {"width": 1}})
+    fig.update_layout(xaxis_title=pr.label(PER_USER), yaxis_title=pr.label(PER_GPU),
                       height=440, margin={"t": 30}, legend={"orientation": "h", "y": 1.08})
     return fig
 
@@ -104,43 +137,105 @@ def table_frame(table: rt.Table) -> pd.DataFrame:
     """A report table as a DataFrame (exact values; mixed-type columns become text for Arrow)."""
     frame = pd.DataFrame(list(table.rows), columns=list(table.columns))
     for col in frame.columns:
-        if pd.api.types.is_object_dtype(frame[col]) and len({type(v) for v in frame[col] if v is not None}) > 1:
+        kinds = {type(v) for v in frame[col] if v is not None}
+        if pd.api.types.is_object_dtype(frame[col]) and len(kinds) > 1:
             frame[col] = frame[col].map(lambda v: "" if v is None else str(v))
     return frame
 
 
 def latency_frame(breakdown: Any) -> pd.DataFrame:
-    """Step time per op kind for each step the plan reports (``{step: {op: ms}}``), with shares."""
-    rows = []
-    steps = breakdown if isinstance(breakdown, Mapping) else {}
-    for step, ops in steps.items():
-        if not isinstance(ops, Mapping):
-            continue
-        total = sum(float(v) for v in ops.values() if isinstance(v, int | float))
-        for op, ms in ops.items():
-            if isinstance(ms, int | float):
-                rows.append({"step": step, "op kind": op, "ms": float(ms),
-                             "share": float(ms) / total if total > 0 else 0.0})
-    return pd.DataFrame(rows, columns=["step", "op kind", "ms", "share"])
+    """Step time per op kind for each step the plan reports, without op kinds that take no time."""
+    rows = [{"Step": step, "Op kind": op, "Time (ms)": ms, "Share of step (%)": share}
+            for step, op, ms, share in pr.step_rows(breakdown)]
+    return pd.DataFrame(rows, columns=["Step", "Op kind", "Time (ms)", "Share of step (%)"])
 
 
 def latency_chart(frame: pd.DataFrame) -> go.Figure:
     """Horizontal bars of ms per op kind, one trace per step kind."""
     fig = go.Figure()
-    for step, part in frame.groupby("step", sort=False):
-        fig.add_bar(y=part["op kind"], x=part["ms"], orientation="h", name=str(step),
-                    customdata=part["share"], hovertemplate="%{y}: %{x:.3g} ms (%{customdata:.1%})")
-    fig.update_layout(xaxis_title="ms per step", yaxis_autorange="reversed", barmode="group",
-                      height=120 + 26 * max(frame["op kind"].nunique(), 6), margin={"t": 20})
+    for step, part in frame.groupby("Step", sort=False):
+        fig.add_bar(y=part["Op kind"], x=part["Time (ms)"], orientation="h", name=str(step),
+                    customdata=part["Share of step (%)"],
+                    hovertemplate="%{y}: %{x:.3g} ms (%{customdata:.1%})")
+    fig.update_layout(xaxis_title="time per step (ms)", yaxis_autorange="reversed", barmode="group",
+                      height=120 + 26 * max(frame["Op kind"].nunique(), 6), margin={"t": 20})
     return fig
 
 
-def top_n(view: PlanView, n: int) -> pd.DataFrame:
-    """The ``n`` configurations with the highest output tok/s per GPU (candidates, else the front)."""
-    frame = table_frame(rt.candidates_table(view))
-    if PER_GPU in frame:
-        frame = frame.sort_values(PER_GPU, ascending=False, kind="stable")
+def latency_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """The latency table as people read it (4 significant figures, shares in %)."""
+    out = frame.copy()
+    out["Time (ms)"] = [pr.num(v) for v in out["Time (ms)"]]
+    out["Share of step (%)"] = [pr.pct(v) for v in out["Share of step (%)"]]
+    return out
+
+
+CANDIDATE_KEYS = ("mode", "gpu", "gpus", "ttft_ms", "tpot_ms", PER_GPU, PER_USER, "requests_per_s",
+                  "cost_per_million_output_tokens", "clients_per_worker", "pareto", "config")
+
+
+def candidates_frame(view: PlanView) -> pd.DataFrame:
+    """Every candidate the plan kept (top by the objective, plus the Pareto points), raw values."""
+    frame = pd.DataFrame(rt.candidate_rows(view))
+    keys = [k for k in CANDIDATE_KEYS if k in frame and frame[k].notna().any()]
+    return frame[keys]
+
+
+def top_n(view: PlanView, n: int, sort_by: str = PER_GPU, modes: tuple[str, ...] = (),
+          gpus: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The first ``n`` candidates by ``sort_by`` (descending; ascending for latency and cost)."""
+    frame = candidates_frame(view)
+    if modes:
+        frame = frame[frame["mode"].isin(modes)]
+    if gpus:
+        frame = frame[frame["gpu"].isin(gpus)]
+    if sort_by in frame:
+        ascending = sort_by in ("ttft_ms", "tpot_ms", "cost_per_million_output_tokens", "gpus")
+        frame = frame.sort_values(sort_by, ascending=ascending, kind="stable")
     return frame.head(n).reset_index(drop=True)
+
+
+def candidates_section(view: PlanView) -> None:
+    """The candidates table with sort, filters and size."""
+    pct = str(view.slo.get("percentile", "p90"))
+    frame = candidates_frame(view)
+    keys = (PER_GPU, PER_USER, "ttft_ms", "tpot_ms", "cost_per_million_output_tokens", "gpus")
+    sortable = [k for k in keys if k in frame]
+    cols = st.columns(4)
+    sort_by = cols[0].selectbox("Sort by", sortable, format_func=lambda k: pr.label(k, pct),
+                                key="top_sort")
+    modes = cols[1].multiselect("Mode", sorted(frame["mode"].unique()), key="top_modes")
+    gpus = cols[2].multiselect("GPU type", sorted(frame["gpu"].unique()), key="top_gpus")
+    n = int(cols[3].number_input("Rows", min_value=1, max_value=max(len(frame), 1),
+                                 value=min(TOP_N, max(len(frame), 1)), key="top_rows"))
+    shown = top_n(view, n, sort_by, tuple(modes), tuple(gpus))
+    st.markdown(f"#### Top {len(shown)} of {len(frame)} candidates kept "
+                f"({fmt(view.candidates_evaluated)} evaluated)")
+    st.dataframe(readable(shown, percentile=pct), hide_index=True, key="top_n")
+
+
+def why_not_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
+    """Each GPU type asked for: its best plan side by side, or the reason it has none."""
+    pct = plan.get("slo", {}).get("percentile", "p90")
+    names = gpu_names()
+    rows = []
+    for gpu, entry in plan.get("per_gpu_type", {}).items():
+        best = entry.get("best") or {}
+        noun = _OBJECTIVE_NOUN.get(plan.get("objective"), "points")
+        verdict = ("recommended" if entry.get("chosen") else
+                   entry.get("reason") or f"fewer {noun} than the recommendation")
+        rows.append({"GPU type": names.get(gpu, gpu), "GPUs": pr.count(best.get("gpus")),
+                     pr.label("ttft_ms", pct): pr.num(best.get(f"ttft_{pct}_ms")),
+                     pr.label("tpot_ms", pct): pr.num(best.get(f"tpot_{pct}_ms")),
+                     pr.label(PER_GPU): pr.num(best.get(PER_GPU)),
+                     pr.label("cost_per_million_output_tokens"):
+                         pr.num(best.get("cost_per_million_output_tokens")),
+                     "Why not": verdict})
+    return pd.DataFrame(rows)
+
+
+_OBJECTIVE_NOUN = {"throughput-per-gpu": "output tokens/s per GPU", "cost": "savings",
+                   "gpus": "GPUs saved"}
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -185,32 +280,53 @@ def downloads(plan: Mapping[str, Any], backend: str) -> None:
                                     key="dl_zip")
     if reports_available():
         with cols[2], guarded("report"):
-            cols[2].download_button("Report (xlsx)", xlsx_report(plan_json), file_name="plan_report.xlsx",
+            cols[2].download_button("Report (xlsx)", xlsx_report(plan_json),
+                                    file_name="plan_report.xlsx",
                                     mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                                     key="dl_xlsx")
 
 
-def details(view: PlanView) -> None:
-    """Top-N, latency and memory breakdowns, provenance."""
-    st.markdown(f"#### Top {TOP_N} configurations")
-    st.dataframe(top_n(view, TOP_N), hide_index=True, key="top_n")
+def details(view: PlanView, plan: Mapping[str, Any]) -> None:
+    """Why-not per GPU type, candidates, latency and memory breakdowns, provenance."""
+    if len(plan.get("per_gpu_type", {})) > 1:
+        st.markdown("#### Each GPU type you selected")
+        with st.container(key="why_not"):
+            st.table(why_not_frame(plan).set_index("GPU type"))
+    candidates_section(view)
     left, right = st.columns(2)
     with left:
-        st.markdown("#### Latency breakdown per op kind")
+        st.markdown("#### Step time per op kind")
         frame = latency_frame(view.best.predicted.get("step_breakdown"))
         st.plotly_chart(latency_chart(frame), key="latency_chart")
-        st.dataframe(frame, hide_index=True, key="latency_table")
+        st.dataframe(latency_display(frame), hide_index=True, key="latency_table")
     with right:
         st.markdown("#### Memory per GPU")
         st.plotly_chart(memory_figure(view), key="memory_chart")
-        st.dataframe(table_frame(rt.memory_table(view)), hide_index=True, key="memory_table")
+        st.dataframe(table_display(rt.memory_table(view)), hide_index=True, key="memory_table")
     with st.expander("Provenance of the numbers", expanded=False):
-        st.dataframe(table_frame(rt.provenance_table(view)), hide_index=True, key="provenance_table")
+        st.dataframe(table_display(rt.provenance_table(view)), hide_index=True,
+                     key="provenance_table")
     with st.expander("Alternatives per mode and assumptions", expanded=False):
         alt = rt.alternatives_table(view)
         if alt is not None:
-            st.dataframe(table_frame(alt), hide_index=True, key="alternatives_table")
-        st.dataframe(table_frame(rt.assumptions_table(view)), hide_index=True, key="assumptions_table")
+            st.dataframe(table_display(alt), hide_index=True, key="alternatives_table")
+        st.dataframe(table_display(rt.assumptions_table(view)), hide_index=True,
+                     key="assumptions_table")
+
+
+def table_display(table: rt.Table) -> pd.DataFrame:
+    """A report table as text cells, rounded the way the HTML report rounds them."""
+    rows = [[_cell(table, i, c, v) for c, v in zip(table.columns, row, strict=True)]
+            for i, row in enumerate(table.rows)]
+    return pd.DataFrame(rows, columns=list(table.columns))
+
+
+def _cell(table: rt.Table, i: int, column: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return pr.num(value) if isinstance(value, bool) else str(value)
+    return pr.show_kind(table.kind(i, column), value)
 
 
 def show_plan(plan: Mapping[str, Any], gpu_label: str, backend: str) -> None:
@@ -221,6 +337,6 @@ def show_plan(plan: Mapping[str, Any], gpu_label: str, backend: str) -> None:
     with st.container(key="pareto_chart"):
         st.plotly_chart(pareto_chart(view), key="pareto")
     downloads(plan, backend)
-    details(view)
+    details(view, plan)
 
 

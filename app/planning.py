@@ -31,6 +31,8 @@ MODES = ("auto", "agg", "disagg")
 MODE_LABELS = {"auto": "auto (best of both)", "agg": "aggregated", "disagg": "disaggregated (P/D)"}
 BACKENDS = ENGINES
 OBJECTIVES = ("throughput-per-gpu", "cost", "gpus")
+STALE_TEXT = "inputs changed - press Plan"
+"""Shown over a result whose inputs differ from the form's."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ Nothing here computes a prediction; it only turns library answers into text a pe
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +17,19 @@ from pydantic import ValidationError
 from hardware.catalog import all_gpus
 from hardware.errors import PlannerInputError
 from planner.models import bundled_models
+from planner.reports import present
+
+FLAG_WORDS = {
+    "--ttft-ms": "TTFT SLO", "--tpot-ms": "TPOT SLO", "--max-gpus": "GPU budget",
+    "--gpu": "GPU types",
+    "--model": "Model", "--isl": "ISL", "--osl": "OSL", "--rate": "Arrival rate",
+    "--concurrency": "Concurrent clients", "--trace": "Trace CSV", "--spec": "Fleet YAML",
+    "--price-per-gpu-hour": "Price per GPU-hour", "--percentile": "Percentile",
+}
+"""CLI flag -> the UI field that sets it (errors raised by the library name the CLI flag)."""
+_SCI = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?e[+-]?\d+(?![\w.])")
+_LONG = re.compile(r"(?<![\w.])-?\d+\.\d{4,}(?![\w.])")
+_TMP_PATH = re.compile(r"(?:/[^\s:/]+)*/(?:tmp|var/folders)/[^\s:]*")
 
 LOG = logging.getLogger("planner.app")
 
@@ -28,13 +42,45 @@ def validation_text(exc: ValidationError) -> str:
     return f"{loc}: {err['msg']}{more}"
 
 
-def error_text(exc: BaseException) -> str:
+def ui_words(text: str, upload_name: str = "") -> str:
+    """A library message in the UI's words: field names instead of CLI flags, no server paths,
+    numbers rounded to 4 significant figures."""
+    text = _TMP_PATH.sub(upload_name or "the uploaded file", text)
+    for flag, word in sorted(FLAG_WORDS.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(flag, word)
+    text = _SCI.sub(lambda m: present.num(float(m.group(0))), text)
+    return _LONG.sub(lambda m: present.num(float(m.group(0))), text)
+
+
+def error_text(exc: BaseException, upload_name: str = "") -> str:
     """What the page shows for an error raised while answering a request."""
     if isinstance(exc, PlannerInputError):
-        return str(exc)
+        field = FLAG_WORDS.get(exc.field, exc.field)
+        return ui_words(f"{field}: {exc.message}", upload_name)
     if isinstance(exc, ValidationError):
-        return validation_text(exc)
+        return ui_words(validation_text(exc), upload_name)
     return f"unexpected error ({type(exc).__name__}): {exc}"
+
+
+class FieldErrors:
+    """Errors of the form's fields: each is shown under its own field; the form stays whole."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, str] = {}
+
+    @contextmanager
+    def field(self, name: str, upload_name: str = "") -> Iterator[None]:
+        """Run a field's widgets; an error is shown right there and remembered under ``name``."""
+        try:
+            yield
+        except Exception as exc:  # st.stop/rerun are BaseException and pass through
+            if not isinstance(exc, PlannerInputError | ValidationError):
+                LOG.exception("unexpected error in field %s", name)
+            self.messages[name] = error_text(exc, upload_name).removeprefix(f"{name}: ")
+            st.error(f"{name}: {self.messages[name]}", icon="⚠️")
+
+    def __bool__(self) -> bool:
+        return bool(self.messages)
 
 
 @contextmanager
@@ -60,28 +106,29 @@ def model_names() -> dict[str, str]:
     return {key: m.name for key, m in sorted(bundled_models().items())}
 
 
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number as people read it: 3 significant digits, thousands separators, '-' for none."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool | str):
-        return str(value)
-    x = float(value)
-    if x != x:  # NaN
-        return "-"
-    if abs(x) >= 10 ** digits:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
+def fmt(value: Any) -> str:
+    """A number as people read it (``planner.reports.present.num``): 4 significant figures."""
+    if isinstance(value, str):
+        return value
+    return present.num(value)
 
 
-def fmt_ms(value_s_or_ms: float | None, already_ms: bool = True) -> str:
+def fmt_ms(value: float | None) -> str:
     """Milliseconds with their unit."""
-    if value_s_or_ms is None:
-        return "-"
-    ms = value_s_or_ms if already_ms else value_s_or_ms * 1e3
-    return f"{fmt(ms)} ms"
+    return present.ms(value)
 
 
 def fmt_money(value: float | None) -> str:
-    """Dollars with two decimals (cost per million tokens, per hour)."""
-    return "-" if value is None else f"${value:,.2f}"
+    """Dollars (cost per million tokens, per hour)."""
+    return present.money(value)
+
+
+def readable(frame: Any, keys: list[str] | None = None, percentile: str | None = None) -> Any:
+    """A DataFrame of raw values shown for people: columns renamed with unit and percentile,
+    numbers as text at 4 significant figures (counts exact, shares in %)."""
+    out = frame.copy()
+    for col in list(out.columns):
+        key = str(col)
+        out[col] = [present.show(key, v) for v in out[col]]
+    out.columns = [present.label(str(c), percentile) for c in out.columns]
+    return out[[present.label(k, percentile) for k in keys]] if keys else out

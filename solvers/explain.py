@@ -1,10 +1,7 @@
-"""Name the binding constraint of an answer, and explain infeasible requests.
+"""Explain infeasible requests (the binding constraint of a found plan is :mod:`solvers.binding`).
 
-Binding constraint of a best plan: relax each SLO in turn (drop it from the filter) and see how much
-the objective improves; the SLO whose removal helps most binds. When neither helps, the plan is
-limited by KV memory (its running batch equals the KV capacity) or by the GPU budget / the largest
-concurrency searched. Infeasible requests raise :class:`hardware.errors.InfeasibleError` whose
-message carries the closest achievable value and what to relax.
+Infeasible requests raise :class:`hardware.errors.InfeasibleError` whose message carries the
+closest achievable value and what to relax.
 """
 
 from __future__ import annotations
@@ -12,24 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.errors import InfeasibleError
-
-BINDING = ("memory", "TTFT", "TPOT", "GPU budget")
-IMPROVEMENT = 1.01
-"""A relaxation must improve the objective by more than 1% to count as binding."""
-
-
-def binding_constraint(score: np.ndarray, ok_ttft: np.ndarray, ok_tpot: np.ndarray, best: int,
-                       kv_full: np.ndarray) -> str:
-    """Which constraint stops ``score`` (higher is better, -inf when out of budget) from rising."""
-    cur = float(score[best])
-    relax_tpot = float(np.max(score, initial=-np.inf, where=ok_ttft))
-    relax_ttft = float(np.max(score, initial=-np.inf, where=ok_tpot))
-    better = max(relax_tpot, relax_ttft)
-    if better > cur + abs(cur) * (IMPROVEMENT - 1.0):
-        return "TPOT" if relax_tpot >= relax_ttft else "TTFT"
-    if bool(kv_full[best]):
-        return "memory"
-    return "GPU budget"
 
 
 def _fmt(ms: float) -> str:

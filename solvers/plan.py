@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import PlannerInputError
 from planner.deployment import Deployment, ShapeRules
+from solvers.binding import explain_binding, per_gpu_type, top_candidates
 from solvers.counts import MAX_BUDGET_GPUS
-from solvers.explain import binding_constraint
 from solvers.pareto import pareto_indices
 from solvers.plan_core import Evaluated, evaluate_request, pick_best
 
@@ -98,7 +98,7 @@ class ParetoPoint(BaseModel):
     ttft_ms: float = Field(description="At the requested percentile.")
     tpot_ms: float = Field(description="At the requested percentile.")
     gpus: int
-    clients_per_worker: int
+    clients_per_worker: int | None = Field(description="Closed-loop clients per worker; None at a rate.")
     config: str = Field(description="Short description, e.g. 'agg tp4 pp1 x2, seqs 64, chunk 4096'.")
 
 
@@ -118,6 +118,11 @@ class PlanResult(BaseModel):
     search_seconds: float
     alternatives: dict[str, Choice | None]
     milp: dict[str, Any] | None = None
+    binding: dict[str, Any] = Field(default_factory=dict, description="solvers.binding.explain_binding.")
+    candidates: tuple[dict[str, Any], ...] = Field(default=(), description="Top feasible candidates.")
+    per_gpu_type: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                                    description="Best plan or reason, per GPU type.")
+    max_gpus: int = Field(default=0, description="The GPU budget of the request.")
 
     def to_plan_dict(self) -> dict[str, Any]:
         """The plan-file JSON (``planner plan --format json``; read by planner.emitters.plan_file)."""
@@ -135,16 +140,22 @@ def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, Any]:
             "load": "rate" if req.rate_per_s else "concurrency" if req.concurrency else "max-throughput-per-gpu"}
 
 
-def _pareto(ev: Evaluated, ok: Any) -> tuple[ParetoPoint, ...]:
+def _front(ev: Evaluated, ok: Any) -> Any:
     import numpy as np
 
     sel = np.flatnonzero(ok)
     front = sel[pareto_indices(ev.tok_per_gpu[sel], ev.tok_per_user[sel])]
     if front.size > PARETO_MAX_POINTS:
         front = front[np.linspace(0, front.size - 1, PARETO_MAX_POINTS).round().astype(int)]
+    return front
+
+
+def _pareto(ev: Evaluated, front: Any) -> tuple[ParetoPoint, ...]:
+    rate = ev.req.rate_per_s is not None
     return tuple(ParetoPoint(mode=ev.mode_of(i), gpu=ev.gpu_of(i), output_tok_s_per_gpu=float(ev.tok_per_gpu[i]),
                              output_tok_s_per_user=float(ev.tok_per_user[i]), ttft_ms=float(ev.ttft[i]),
-                             tpot_ms=float(ev.tpot[i]), gpus=int(ev.gpus[i]), clients_per_worker=ev.clients_of(i),
+                             tpot_ms=float(ev.tpot[i]), gpus=int(ev.gpus[i]),
+                             clients_per_worker=None if rate else ev.clients_of(i) or None,
                              config=ev.summary(i)) for i in front)
 
 
@@ -154,20 +165,19 @@ def plan(req: PlanRequest) -> PlanResult:
     ev = evaluate_request(req)
     ok = ev.feasible()
     best = pick_best(ev, ok, req.objective)
-    score = ev.score(req.objective)
-    bind = binding_constraint(score, ev.within_budget & (ev.ttft <= req.ttft_ms),
-                              ev.within_budget & (ev.tpot <= req.tpot_ms), best, ev.kv_full)
-    if req.rate_per_s is not None and bind == "GPU budget" and ev.gpus[best] < req.max_gpus:
-        bind = "TPOT" if ev.tpot[best] / req.tpot_ms >= ev.ttft[best] / req.ttft_ms else "TTFT"
+    binding = explain_binding(ev, best)
     alts: dict[str, Choice | None] = {}
     for mode in ("agg", "disagg"):
         mask = ok & (ev.mode_code == (0 if mode == "agg" else 1))
         alts[mode] = ev.choice(pick_best(ev, mask, req.objective)) if mask.any() else None
-    pareto = _pareto(ev, ok)
+    front = _front(ev, ok)
+    pareto = _pareto(ev, front)
     seconds = time.perf_counter() - t0
     return PlanResult(
         request=req, model=ev.model.name, gpu=ev.gpu_of(best), workload=_workload(req, ev, best),
         slo={"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms, "percentile": req.percentile},
-        best=ev.choice(best), pareto=pareto, binding_constraint=bind, candidates_evaluated=ev.evaluated,
-        search_seconds=round(seconds, 4), alternatives=alts, milp=ev.milp_info or None,
+        best=ev.choice(best), pareto=pareto, binding_constraint=binding["constraint"],
+        candidates_evaluated=ev.evaluated, search_seconds=round(seconds, 4), alternatives=alts,
+        milp=ev.milp_info or None, binding=binding, candidates=tuple(top_candidates(ev, ok, front)),
+        per_gpu_type=per_gpu_type(ev, ok, best), max_gpus=req.max_gpus,
     )

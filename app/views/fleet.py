@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app.planning import BACKENDS, UPLOADED_KEY, check_fleet_models
-from app.ui import fmt, fmt_money, gpu_names, guarded, model_names
+from app.ui import fmt, fmt_money, gpu_names, guarded, model_names, readable
 from solvers.fleet import FleetResult, FleetSpec, GpuPool, WorkloadClass, load_spec, solve_fleet
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "solvers" / "examples" / "fleet.yaml"
@@ -94,13 +94,13 @@ def _show(result: FleetResult) -> None:
         cols[0].metric("Fleet cost per hour", fmt_money(result.cost_per_hour_usd))
         cols[1].metric("GPUs", fmt(sum(result.gpus_by_type.values())))
         cols[2].metric("Solver status", f"{result.status} ({result.solver})")
-        cols[3].metric("Solve time", f"{fmt(result.solve_seconds)} s")
+        cols[3].metric("Solve time (s)", fmt(result.solve_seconds))
         st.markdown(f"**Binding constraint:** {result.binding_constraint}  \n"
                     f"**Proven optimal:** {'yes' if result.optimal else 'no'} ({result.solution_status}); "
-                    f"{result.options} options considered.")
+                    f"{result.options:,} options considered.")
     st.markdown("##### Replicas per class")
     frame = pd.DataFrame([a.model_dump() for a in result.assignments])
-    st.dataframe(frame, hide_index=True, key="fleet_assignments")
+    st.dataframe(readable(frame), hide_index=True, key="fleet_assignments")
     st.markdown("##### GPUs by type")
     names = gpu_names()
     st.bar_chart(pd.DataFrame({"GPUs": {names.get(k, k): v for k, v in result.gpus_by_type.items()}}))

@@ -9,6 +9,7 @@ import streamlit as st
 from app import kernel_inputs as ki
 from app.inputs import gpu_input
 from app.ui import guarded
+from planner.reports import present
 
 st.header("Kernels")
 st.caption("How long one op takes on one GPU as its size grows: the planner's lookup (measured, "
@@ -67,7 +68,14 @@ def _show(gpu: str, op: str, folder: str, low: int, high: int, swept: str) -> No
                + ("" if table is not None else f" (no {op} table for {gpu})"))
     counts = curve["provenance"].value_counts()
     st.markdown("**Provenance of the lookup:** " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    st.dataframe(curve, hide_index=True, key="kernels_table")
+    st.session_state["kernels_curve"] = curve  # exact values behind the rounded table
+    shown = curve.rename(columns={"lookup_us": "Planner lookup (us)", "model_us": "Model alone (us)",
+                                  "roofline_bound_us": "100% roofline bound (us)",
+                                  "provenance": "Provenance", swept: f"{swept} (size)"})
+    for col in ("Planner lookup (us)", "Model alone (us)", "100% roofline bound (us)"):
+        shown[col] = [present.num(v) for v in shown[col]]
+    shown[f"{swept} (size)"] = [present.count(v) for v in shown[f"{swept} (size)"]]
+    st.dataframe(shown, hide_index=True, key="kernels_table")
     with st.expander("Where these numbers come from"):
         st.markdown("\n".join(ki.provenance_lines(db, gpu, folder)))
 

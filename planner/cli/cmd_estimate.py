@@ -26,6 +26,7 @@ from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
 from planner.errors import PlannerInputError
 from planner.estimate import estimate
+from planner.reports.present import label
 from planner.workload import LengthSpec, SpecDecode, Workload, read_trace
 
 MAX_SIM_REQUESTS = 200_000
@@ -112,7 +113,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
               f"{est.capacity_requests_per_s:,.3g} requests/s; at capacity "
               f"{est.output_tok_s_per_gpu:,.4g} output tok/s per GPU (TTFT/TPOT grow without "
               "bound; exit code 3)")
-    rows = [{"metric": k, **getattr(est, k).model_dump()} for k in ("ttft_ms", "tpot_ms")]
+    rows = [{"metric": label(k).removesuffix(" (ms)"),
+             **{f"{s} (ms)": v for s, v in getattr(est, k).model_dump().items()}}
+            for k in ("ttft_ms", "tpot_ms")]
     print(render_table(rows))
     print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))

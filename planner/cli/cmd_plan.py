@@ -103,33 +103,39 @@ def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str, force: boo
 
 
 def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
+    from planner.reports.present import config_sentence, num
+
     pr = c.predicted
     return {
-        "configuration": c.config,
-        f"TTFT {pct} / mean (ms)": f"{pr['ttft_ms'][pct]:.0f} / {pr['ttft_ms']['mean']:.0f}",
-        f"TPOT {pct} / mean (ms)": f"{pr['tpot_ms'][pct]:.1f} / {pr['tpot_ms']['mean']:.1f}",
-        "output tok/s per GPU": pr["output_tok_s_per_gpu"], "output tok/s per user": pr["output_tok_s_per_user"],
-        "requests/s": pr["requests_per_s"], "GPUs": c.gpus, "$ per hour": c.cost_per_hour_usd,
-        "$ per million output tokens": c.cost_per_million_output_tokens,
+        "configuration": config_sentence(c.deployment.model_dump(mode="json"), c.gpus),
+        f"TTFT {pct} / mean (ms)": f"{num(pr['ttft_ms'][pct])} / {num(pr['ttft_ms']['mean'])}",
+        f"TPOT {pct} / mean (ms)": f"{num(pr['tpot_ms'][pct])} / {num(pr['tpot_ms']['mean'])}",
+        "Output tokens/s per GPU": pr["output_tok_s_per_gpu"],
+        "Output tokens/s per user": pr["output_tok_s_per_user"],
+        "Requests/s": pr["requests_per_s"], "GPUs": c.gpus, "Cost per hour ($)": c.cost_per_hour_usd,
+        "Cost per 1M output tokens ($)": c.cost_per_million_output_tokens,
     }
 
 
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
     pct = r.slo["percentile"]
-    head = (f"{r.model} on {r.gpu}: ISL {r.workload['isl']}, OSL {r.workload['osl']}, SLO {pct} TTFT <= "
-            f"{r.slo['ttft_ms']:g} ms, TPOT <= {r.slo['tpot_ms']:g} ms")
+    from planner.reports.present import num
+
+    head = (f"{r.model} on {r.gpu}: ISL {num(r.workload['isl'])}, OSL {num(r.workload['osl'])}, SLO {pct} "
+            f"TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms")
     parts = [head, ""]
     rows = {"mode": r.best.mode, **_choice_rows(r.best, pct),
-            "binding constraint": r.binding_constraint}
+            "binding constraint": r.binding.get("sentence") or r.binding_constraint}
     parts.append(render_kv(rows, "Recommended deployment"))
     for mode, c in r.alternatives.items():
         if c is not None and c.mode != r.best.mode:
             parts += ["", render_kv(_choice_rows(c, pct), f"Best {mode} alternative")]
-    front = [{"mode": p.mode, "tok/s/GPU": p.output_tok_s_per_gpu, "tok/s/user": p.output_tok_s_per_user,
-              f"TTFT {pct}": p.ttft_ms, f"TPOT {pct}": p.tpot_ms, "GPUs": p.gpus, "config": p.config} for p in r.pareto]
+    front = [{"mode": p.mode, "Output tokens/s per GPU": p.output_tok_s_per_gpu,
+              "Output tokens/s per user": p.output_tok_s_per_user, f"TTFT {pct} (ms)": p.ttft_ms,
+              f"TPOT {pct} (ms)": p.tpot_ms, "GPUs": p.gpus, "configuration": p.config} for p in r.pareto]
     parts += ["", f"Pareto front ({len(front)} points)", render_table(front)]
-    parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.2f} s"]
+    parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.3g} s"]
     return "\n".join(parts)
 
 

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from planner.reports.present import num
+
 
 def to_jsonable(obj: Any) -> Any:
     """Convert pydantic models, numpy scalars/arrays and tuples into plain JSON values."""
@@ -38,18 +40,11 @@ def print_json(obj: Any) -> None:
 
 
 def fmt_num(x: Any) -> str:
-    """Human formatting: thousands separators for big numbers, 4 significant digits otherwise."""
+    """Human formatting (``planner.reports.present.num``): exact integers, 4 significant figures."""
     if isinstance(x, bool) or x is None:
         return str(x)
-    if isinstance(x, int | np.integer):
-        return f"{int(x):,}"
-    if isinstance(x, float | np.floating):
-        v = float(x)
-        if not math.isfinite(v):
-            return "-"
-        if abs(v) >= 1e4:
-            return f"{v:,.0f}"
-        return f"{v:.4g}"
+    if isinstance(x, int | np.integer | float | np.floating):
+        return num(x)
     return str(x)
 
 

@@ -9,6 +9,7 @@ from planner.emitters.common import GPUS_PER_NODE, roles
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile
 from planner.emitters.types import EmitContext, EngineBuild
+from planner.reports.present import label, num, show
 
 _PERCENTILES = ("mean", "p50", "p90", "p99")
 
@@ -20,8 +21,8 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
 
 
 def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return num(value)
     return "-" if value is None else str(value).replace("|", "\\|")
 
 
@@ -39,16 +40,17 @@ def deployment_section(ctx: EmitContext) -> list[str]:
 
 def predicted_section(plan: PlanFile) -> list[str]:
     pred = plan.best.predicted
-    nested = {k: v for k, v in pred.items() if isinstance(v, dict)}
-    scalars = {k: v for k, v in pred.items() if not isinstance(v, dict)}
+    nested = {k: v for k, v in pred.items() if isinstance(v, dict) and k in ("ttft_ms", "tpot_ms")}
+    scalars = {k: v for k, v in pred.items() if not isinstance(v, dict) and v not in (None, "")}
     lines = ["## Predicted", ""]
     if nested:
-        lines += _table(("metric", *_PERCENTILES), ((k, *(v.get(p) for p in _PERCENTILES))
-                                                    for k, v in nested.items()))
+        lines += _table(("metric", *(f"{p} (ms)" for p in _PERCENTILES)),
+                        ((label(k).removesuffix(" (ms)"), *(v.get(p) for p in _PERCENTILES))
+                         for k, v in nested.items()))
         lines.append("")
     scalars["gpus"] = plan.best.gpus
     scalars["cost_per_million_output_tokens"] = plan.best.cost_per_million_output_tokens
-    lines += _table(("quantity", "value"), scalars.items())
+    lines += _table(("quantity", "value"), ((label(k), show(k, v)) for k, v in scalars.items()))
     return [*lines, ""]
 
 

@@ -1,4 +1,4 @@
-"""The CSV report: the Pareto front (and the candidate list when the plan kept one), one row per config."""
+"""The CSV report: one candidates table for machines (full precision; unit, percentile in names)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,30 @@ import io
 from typing import Any
 
 from planner.reports.plan_view import PlanView, flat_rows, parse_plan
+from planner.reports.present import machine_name
 from planner.safe_files import csv_cell
 
 
-def render_csv(view: PlanView) -> str:
-    """CSV text: a leading ``set`` column says whether a row is on the Pareto front or a candidate.
+def candidate_rows(view: PlanView) -> list[dict[str, Any]]:
+    """Top candidates (``rank`` 1 = the recommendation's score) and every other Pareto point.
 
-    Floats are written with Python's shortest round-trip repr, so they read back exactly; text
-    cells that a spreadsheet would read as a formula are neutralised (``safe_files.csv_cell``).
+    Latency columns carry the SLO percentile (``ttft_p90_ms``); a ``pareto`` column says whether a
+    row is on the throughput-per-GPU vs per-user front.
     """
-    rows = [{"set": "pareto", **r} for r in flat_rows(view.pareto)]
-    rows += [{"set": "candidate", **r} for r in flat_rows(view.candidates)]
-    columns: list[str] = ["set"]
+    pct = str(view.slo.get("percentile", "p90"))
+    rows = [{"rank": i, **c} for i, c in enumerate(view.candidates, start=1)]
+    seen = {(r.get("config"), r.get("gpu")) for r in rows}
+    for p in flat_rows(view.pareto):
+        if (p.get("config"), p.get("gpu")) not in seen:
+            named = {machine_name(k, pct): v for k, v in p.items()}
+            rows.append({"rank": None, **named, "pareto": True})
+    return rows
+
+
+def render_csv(view: PlanView) -> str:
+    """CSV text; floats use Python's shortest round-trip repr, so they read back exactly."""
+    rows = candidate_rows(view)
+    columns: list[str] = []
     for row in rows:
         columns.extend(c for c in row if c not in columns)
     buf = io.StringIO()

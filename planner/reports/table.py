@@ -16,13 +16,26 @@ class Table:
     rows: tuple[tuple[Any, ...], ...]
     note: str = ""
     formats: dict[str, str] = field(default_factory=dict)
-    """Column name -> display kind: 'pct' (share), 'num' (2 decimals); other numbers as they come."""
+    """Column name -> display kind (``planner.reports.present.kind_of``): 'count', 'pct', 'money',
+    'gb', 'num' or 'text'; numbers of other columns show 4 significant figures."""
+    row_kinds: tuple[str, ...] = ()
+    """Display kind per row, for Item / Value tables whose rows hold different quantities."""
+
+    def kind(self, row: int, column: str) -> str:
+        """The display kind of one cell: its column's, else its row's, else 'num'."""
+        if column in self.formats:
+            return self.formats[column]
+        if row < len(self.row_kinds):
+            return self.row_kinds[row]
+        return "num"
 
 
-def kv_table(title: str, pairs: Mapping[str, Any], note: str = "") -> Table:
-    """Two-column Item / Value table."""
+def kv_table(title: str, pairs: Mapping[str, Any], note: str = "",
+             kinds: Mapping[str, str] | None = None) -> Table:
+    """Two-column Item / Value table (``kinds``: display kind per item)."""
     rows = tuple((k, v) for k, v in pairs.items())
-    return Table(title, ("Item", "Value"), rows, note)
+    row_kinds = tuple((kinds or {}).get(k, "num") for k in pairs)
+    return Table(title, ("Item", "Value"), rows, note, {"Item": "text"}, row_kinds)
 
 
 def rows_table(title: str, rows: list[dict[str, Any]], note: str = "") -> Table:

@@ -1,6 +1,9 @@
-"""The report's tables, built once from a plan and rendered by the xlsx, HTML and CSV writers.
+"""The report's tables, built once from a plan and rendered by the xlsx and HTML writers.
 
-Values are kept exactly as the plan holds them (no rounding); display formats are the writers' job.
+Cells keep the plan's exact values; columns are named for people (``planner.reports.present.label``:
+unit and percentile) and carry a display kind, so each writer rounds the same way (4 significant
+figures, exact counts, % for shares, GB for memory). The Summary is a short human table; the
+details follow on the other sheets; candidates appear in one table.
 """
 
 from __future__ import annotations
@@ -8,136 +11,204 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from planner.reports.breakdowns import latency_table, memory_detail, memory_roles, memory_table
-from planner.reports.plan_view import PlanView, as_float, flat_rows, flatten, pick
-from planner.reports.table import Table, kv_table, rows_table
+from planner.reports import present as pr
+from planner.reports.breakdowns import latency_table, memory_detail, memory_table
+from planner.reports.plan_view import PlanView, as_float, flat_rows, pick
+from planner.reports.table import Table, kv_table
 
 PER_GPU = "output_tok_s_per_gpu"
 PER_USER = "output_tok_s_per_user"
-_PCT = ("mean", "p50", "p90", "p99")
-SHEETS = ("Summary", "Pareto", "Candidates", "Latency breakdown", "Memory breakdown", "Assumptions", "Provenance")
-_HEADLINE_PREDICTIONS = ("ttft_ms", "tpot_ms", PER_GPU, PER_USER, "requests_per_s")
-_NOT_SCALAR_PREDICTIONS = ("step_breakdown", "memory", "provenance")
-_TOP_CONSUMED = {
-    "model", "gpu", "workload", "slo", "best", "pareto", "candidates", "binding_constraint",
-    "candidates_evaluated", "search_seconds", "alternatives", "assumptions", "provenance",
-}
+PER_GPU_LABEL, PER_USER_LABEL = pr.label(PER_GPU), pr.label(PER_USER)
+SHEETS = ("Summary", "Pareto", "Candidates", "Latency breakdown", "Memory breakdown", "Assumptions",
+          "Provenance")
+_CANDIDATE_KEYS = ("rank", "mode", "gpu", "gpus", "ttft_ms", "tpot_ms", PER_GPU, PER_USER,
+                   "requests_per_s", "cost_per_million_output_tokens", "cost_per_hour_usd",
+                   "clients_per_worker", "pareto", "config")
 
 
-def choice_summary(choice: Mapping[str, Any]) -> dict[str, Any]:
-    """One deployment choice (the best, or an alternative) as headline pairs."""
-    dep = choice.get("deployment") if isinstance(choice.get("deployment"), Mapping) else {}
-    pred = choice.get("predicted") if isinstance(choice.get("predicted"), Mapping) else {}
-    assert isinstance(dep, Mapping) and isinstance(pred, Mapping)
-    out: dict[str, Any] = {
-        "mode": choice.get("mode", dep.get("mode")),
-        "GPUs": choice.get("gpus"),
-        "cost per 1M output tokens ($)": choice.get("cost_per_million_output_tokens"),
-    }
-    if "cost_per_hour_usd" in choice:
-        out["cost per hour ($)"] = choice["cost_per_hour_usd"]
-    for metric in ("ttft_ms", "tpot_ms"):
-        stats = pred.get(metric)
-        if isinstance(stats, Mapping):
-            out.update({f"{metric} {p}": stats[p] for p in _PCT if p in stats})
-        elif stats is not None:
-            out[metric] = stats
-    for key in _HEADLINE_PREDICTIONS[2:]:
-        out[key] = pred.get(key)
-    return out
+def _pct(view: PlanView) -> str:
+    return str(view.slo.get("percentile", "p90"))
+
+
+def _stat(stats: Any, which: str) -> float | None:
+    return as_float(stats.get(which)) if isinstance(stats, Mapping) else as_float(stats)
+
+
+def band_text(stats: Any, which: str) -> str | None:
+    """The prediction band of one percentile ('700-1,250'), None while the plan carries none.
+
+    Issue 17 adds ``{"band": {"level", "<stat>": {"lo", "hi"}}}`` to ``ttft_ms`` / ``tpot_ms``.
+    """
+    band = stats.get("band") if isinstance(stats, Mapping) else None
+    one = band.get(which) if isinstance(band, Mapping) else None
+    if not isinstance(one, Mapping):
+        return None
+    return f"{pr.num(one.get('lo'))}-{pr.num(one.get('hi'))}"
 
 
 def headline(view: PlanView) -> dict[str, Any]:
-    """The recommendation in one block: hardware, predicted latency and throughput, cost."""
-    best = view.raw.get("best")
-    assert isinstance(best, Mapping)
-    out: dict[str, Any] = {"model": view.model, "gpu": view.gpu}
-    out.update(choice_summary(best))
-    out["binding constraint"] = view.binding_constraint
-    out["candidates evaluated"] = view.candidates_evaluated
-    out["search seconds"] = view.search_seconds
-    return out
+    """Raw headline numbers of the recommendation (the Pareto chart's star reads these)."""
+    pred = view.best.predicted
+    return {PER_GPU: pred.get(PER_GPU), PER_USER: pred.get(PER_USER)}
 
 
-def workload_pairs(view: PlanView) -> dict[str, Any]:
-    """Workload and SLO as Item / Value pairs."""
-    pairs: dict[str, Any] = {f"workload.{k}": v for k, v in flatten(view.raw.get("workload", {})).items()}
-    pairs.update({f"slo.{k}": v for k, v in flatten(view.slo).items()})
-    return pairs
+def deploy_table(view: PlanView) -> Table:
+    """What to deploy, in words."""
+    gpus, asked = view.best.gpus, view.raw.get("per_gpu_type") or [view.gpu]
+    binding = view.raw.get("binding", {}).get("sentence") or view.binding_constraint
+    pairs: dict[str, Any] = {
+        "Model": view.model, "GPUs": gpus, "GPU type": pr.gpu_name(view.gpu),
+        "GPU types asked for": ", ".join(pr.gpu_name(g) for g in asked),
+        "Configuration": pr.config_sentence(view.best.deployment, gpus),
+        "Binding constraint": binding,
+        "Objective": view.raw.get("objective", "-"),
+    }
+    kinds = {k: "text" for k in pairs} | {"GPUs": "count"}
+    return kv_table("What to deploy", pairs, kinds=kinds)
 
 
-def _other_predictions(view: PlanView) -> dict[str, Any]:
-    """Scalar predictions not already in the headline block."""
-    skip = set(_HEADLINE_PREDICTIONS) | set(_NOT_SCALAR_PREDICTIONS)
-    return flatten({k: v for k, v in view.best.predicted.items() if k not in skip})
+def predictions_table(view: PlanView) -> Table:
+    """Predicted latency and throughput against the SLOs, with headroom (and bands when present)."""
+    pred, slo, pct = view.best.predicted, view.slo, _pct(view)
+    rows: list[tuple[Any, ...]] = []
+    for key in ("ttft_ms", "tpot_ms"):
+        stats, limit = pred.get(key), as_float(slo.get(key))
+        for which in dict.fromkeys((pct, "mean")):
+            value = _stat(stats, which)
+            room = 1 - value / limit if value is not None and limit and which == pct else None
+            rows.append((pr.label(key, which), value, limit if which == pct else None, room,
+                         band_text(stats, which)))
+    for key in (PER_GPU, PER_USER, "requests_per_s"):
+        rows.append((pr.label(key), as_float(pred.get(key)), None, None, None))
+    has_band = any(r[4] for r in rows)
+    cols = ("Quantity", "Predicted", "SLO", "Headroom (%)") + (("Band",) if has_band else ())
+    body = tuple(r if has_band else r[:4] for r in rows)
+    note = "" if has_band else "prediction bands: not computed by this version of the planner"
+    return Table("Predictions", cols, body, note, {"Quantity": "text", "Headroom (%)": "pct",
+                                                   "Band": "text"})
 
 
-def _deployment_pairs(dep: Mapping[str, Any]) -> dict[str, Any]:
-    """A deployment flattened, without the roles it does not use (null)."""
-    return {k: v for k, v in flatten(dep).items() if v is not None}
+def cost_table(view: PlanView) -> Table:
+    """Cost of the recommendation."""
+    best = view.raw.get("best", {})
+    pairs = {pr.label("cost_per_million_output_tokens"): best.get("cost_per_million_output_tokens"),
+             pr.label("cost_per_hour_usd"): best.get("cost_per_hour_usd"), "GPUs": view.best.gpus}
+    kinds = dict.fromkeys(pairs, "money") | {"GPUs": "count"}
+    return kv_table("Cost", pairs, kinds=kinds)
+
+
+def headroom_table(view: PlanView) -> Table:
+    """Every limit of the recommendation: predicted value, limit, headroom."""
+    items = view.raw.get("binding", {}).get("headroom") or []
+    keys = ("limit_name", "value", "limit", "unit", "headroom")
+    rows = tuple(tuple(h.get(k) for k in keys) for h in items if isinstance(h, Mapping))
+    note = "" if rows else "the plan states no headroom"
+    cols = ("Limit", "Value", "Limit value", "Unit", "Headroom (%)")
+    return Table("Headroom per limit", cols, rows, note,
+                 {"Limit": "text", "Unit": "text", "Headroom (%)": "pct"})
+
+
+def deployment_parts(view: PlanView) -> Table:
+    """The deployment's parts, one row per worker role (all text)."""
+    cols, rows = pr.config_table(view.best.deployment)
+    return Table("Deployment", cols, tuple(rows), "", dict.fromkeys(cols, "text"))
 
 
 def summary_tables(view: PlanView) -> list[Table]:
-    """Summary sheet: recommendation, other predictions, workload/SLO, deployment, alternatives."""
-    tables = [kv_table("Recommendation", headline(view))]
-    other = _other_predictions(view)
-    if other:
-        tables.append(kv_table("Other predictions", other))
-    tables.append(kv_table("Workload and SLO", workload_pairs(view)))
-    tables.append(kv_table("Deployment", _deployment_pairs(view.best.deployment)))
-    alts = alternatives_table(view)
-    if alts is not None:
-        tables.append(alts)
-    return tables
+    """Summary sheet: what to deploy, predictions vs SLOs, cost, headroom, deployment parts."""
+    return [deploy_table(view), predictions_table(view), cost_table(view), headroom_table(view),
+            deployment_parts(view)]
 
 
-def _alternative_pairs(alt: Any) -> dict[str, Any]:
-    if alt is None:
-        return {"mode": "none meets the SLOs"}
+def _choice_pairs(alt: Any, pct: str) -> dict[str, Any]:
     if not isinstance(alt, Mapping):
-        return {"result": alt}
-    if "predicted" not in alt and "deployment" not in alt:
-        return flatten(alt)
-    dep = alt.get("deployment")
-    return {**choice_summary(alt), **(_deployment_pairs(dep) if isinstance(dep, Mapping) else {})}
+        return {"Configuration": "none meets the SLOs"}
+    pred = alt.get("predicted") if isinstance(alt.get("predicted"), Mapping) else {}
+    assert isinstance(pred, Mapping)
+    dep = alt.get("deployment") if isinstance(alt.get("deployment"), Mapping) else {}
+    assert isinstance(dep, Mapping)
+    return {"Configuration": pr.config_sentence(dep, alt.get("gpus")), "GPUs": alt.get("gpus"),
+            pr.label("ttft_ms", pct): _stat(pred.get("ttft_ms"), pct),
+            pr.label("tpot_ms", pct): _stat(pred.get("tpot_ms"), pct),
+            PER_GPU_LABEL: as_float(pred.get(PER_GPU)),
+            PER_USER_LABEL: as_float(pred.get(PER_USER)),
+            pr.label("cost_per_million_output_tokens"): alt.get("cost_per_million_output_tokens")}
 
 
 def alternatives_table(view: PlanView) -> Table | None:
-    """Best aggregated vs best disaggregated (whatever alternatives the plan lists), side by side."""
+    """Best aggregated vs best disaggregated, side by side."""
     if not view.alternatives:
         return None
+    pct = _pct(view)
     names = list(view.alternatives)
-    flats = {n: _alternative_pairs(a) for n, a in view.alternatives.items()}
-    keys: list[str] = []
-    for flat in flats.values():
-        keys.extend(k for k in flat if k not in keys)
+    flats = {n: _choice_pairs(a, pct) for n, a in view.alternatives.items()}
+    keys = list(dict.fromkeys(k for f in flats.values() for k in f))
     rows = tuple((k, *(flats[n].get(k) for n in names)) for k in keys)
-    return Table("Alternatives (best of each mode)", ("Item", *names), rows)
+    kinds = tuple("text" if k == "Configuration" else "count" if k == "GPUs" else
+                  "money" if k.startswith("Cost") else "num" for k in keys)
+    cols = ("Item", *(pr.MODE_WORDS.get(n, n) for n in names))
+    return Table("Best plan of each mode", cols, rows, "", {"Item": "text"}, kinds)
 
 
-def _with_formats(table: Table) -> Table:
-    fmts = {c: "pct" for c in table.columns if "share" in c or "fraction" in c or "utilization" in c}
-    return Table(table.title, table.columns, table.rows, table.note, fmts)
+def per_gpu_table(view: PlanView) -> Table | None:
+    """For each GPU type asked for: its best plan side by side, or the reason it has none."""
+    per = view.raw.get("per_gpu_type")
+    if not isinstance(per, Mapping) or not per:
+        return None
+    pct = _pct(view)
+    rows = []
+    for gpu, entry in per.items():
+        best = entry.get("best") if isinstance(entry, Mapping) else None
+        if isinstance(best, Mapping):
+            note = "recommended" if entry.get("chosen") else "not the best by the objective"
+            rows.append((pr.gpu_name(gpu), best.get("gpus"), best.get(f"ttft_{pct}_ms"),
+                         best.get(f"tpot_{pct}_ms"), best.get(PER_GPU),
+                         best.get("cost_per_million_output_tokens"), note))
+        else:
+            rows.append((pr.gpu_name(gpu), None, None, None, None, None,
+                         entry.get("reason") if entry else "-"))
+    cols = ("GPU type", "GPUs", pr.label("ttft_ms", pct), pr.label("tpot_ms", pct), PER_GPU_LABEL,
+            pr.label("cost_per_million_output_tokens"), "Why not")
+    return Table("Each GPU type asked for", cols, tuple(rows), "",
+                 {"GPU type": "text", "GPUs": "count", "Why not": "text", cols[5]: "money"})
 
 
-def pareto_table(view: PlanView) -> Table:
-    """The Pareto front of output tokens/s per GPU vs per user, one row per configuration."""
-    rows = flat_rows(view.pareto)
-    note = "" if rows else "the plan lists no Pareto front"
-    return _with_formats(rows_table("Pareto front", rows, note))
+def candidate_rows(view: PlanView) -> list[dict[str, Any]]:
+    """Top candidates (best first) plus Pareto points not among them; latency keys without the
+    percentile (``ttft_ms``), as the Pareto points name them."""
+    pct = _pct(view)
+    rows = []
+    for rank, c in enumerate(view.candidates, start=1):
+        r = {k.replace(f"_{pct}_ms", "_ms"): v for k, v in c.items()}
+        rows.append({"rank": rank, **r})
+    seen = {(r.get("config"), r.get("gpu")) for r in rows}
+    for p in flat_rows(view.pareto):
+        if (p.get("config"), p.get("gpu")) not in seen:
+            rows.append({**p, "rank": None, "pareto": True})
+    return rows
 
 
 def candidates_table(view: PlanView) -> Table:
-    """Every evaluated candidate the plan kept (falls back to the Pareto front when it kept none)."""
-    if view.candidates:
-        return _with_formats(rows_table("Candidates", flat_rows(view.candidates)))
-    note = (f"the plan keeps only its Pareto front of the {view.candidates_evaluated or 'all'} candidates "
-            "evaluated; shown here")
-    return _with_formats(rows_table("Candidates", flat_rows(view.pareto), note))
+    """One table of candidates: the top ones by the objective and every Pareto point."""
+    rows, pct = candidate_rows(view), _pct(view)
+    keys = [k for k in _CANDIDATE_KEYS if any(r.get(k) is not None for r in rows)]
+    cols = tuple(pr.label(k, pct) for k in keys)
+    body = tuple(tuple(r.get(k) for k in keys) for r in rows)
+    kept = len(view.candidates)
+    total = pr.count(view.candidates_evaluated) if view.candidates_evaluated else "all"
+    note = (f"the {kept} best of {total} candidates evaluated, best first,"
+            " and every Pareto point" if kept else "the plan keeps only its Pareto front")
+    fmts = {pr.label(k, pct): pr.kind_of(k) for k in keys}
+    return Table("Candidates", cols, body, note, fmts)
+
+
+def pareto_table(view: PlanView) -> Table:
+    """Where the Pareto chart's points are: the candidates table (one table, not a copy)."""
+    return candidates_table(view)
 
 
 def metric_xy(row: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """(tokens/s per user, tokens/s per GPU) of a flat row, None where missing."""
+    """(tokens/s per user, tokens/s per GPU) of a raw flat row, None where missing."""
     return as_float(pick(row, PER_USER)), as_float(pick(row, PER_GPU))
 
 
@@ -145,41 +216,35 @@ def load_model_line(view: PlanView) -> str:
     """How the load was modelled, in words."""
     wl = view.workload
     load = view.raw.get("workload", {}).get("load")
-    closed = f"closed loop: {wl.concurrency} clients, each sends its next request when the last one ends"
-    opened = f"open loop: {wl.rate} requests/s arrivals"
     if load == "rate" or (load is None and wl.concurrency is None and wl.rate is not None):
-        return opened
+        return f"open loop: {pr.num(wl.rate)} requests/s (Poisson arrivals)"
     if load in (None, "concurrency") and wl.concurrency is not None:
-        return closed
+        return (f"closed loop: {pr.count(wl.concurrency)} clients, each sends its next request "
+                "when the last one ends")
     if load is not None:
-        return (f"{load}: the planner chose the load ({wl.concurrency} closed-loop clients, "
-                f"{wl.rate} requests/s)")
+        return (f"the planner chose the load: {pr.count(wl.concurrency)} closed-loop clients, "
+                f"{pr.num(wl.rate)} requests/s")
     return "not stated in the plan"
 
 
 def assumptions_table(view: PlanView) -> Table:
-    """Inputs the prediction rests on: workload, SLO, load model, engine settings, stated assumptions."""
-    pairs: dict[str, Any] = {"load model": load_model_line(view)}
-    pairs.update(workload_pairs(view))
-    for key, value in view.raw.items():
-        if key in _TOP_CONSUMED or isinstance(value, list):
-            continue
-        pairs.update({f"{key}.{k}": v for k, v in flatten(value).items()} if isinstance(value, Mapping)
-                     else {key: value})
+    """Inputs the prediction rests on: workload, SLOs, load model, engine settings, assumptions."""
+    pct, dep = _pct(view), view.best.deployment
+    pairs: dict[str, Any] = {"Load model": load_model_line(view),
+                             pr.label("isl"): view.workload.isl, pr.label("osl"): view.workload.osl,
+                             f"TTFT SLO {pct} (ms)": view.slo.get("ttft_ms"),
+                             f"TPOT SLO {pct} (ms)": view.slo.get("tpot_ms"),
+                             "GPU budget (GPUs)": view.raw.get("max_gpus") or None,
+                             pr.label("max_model_len"): dep.get("max_model_len"),
+                             "CUDA-graph max batch": dep.get("cuda_graph_max_batch"),
+                             "Objective": view.raw.get("objective")}
     stated = view.raw.get("assumptions")
-    if isinstance(stated, Mapping):
-        pairs.update({f"assumptions.{k}": v for k, v in flatten(stated).items()})
-    elif isinstance(stated, list):
-        pairs.update({f"assumption {i + 1}": a for i, a in enumerate(stated)})
-    dep = view.best.deployment
-    for role in ("agg", "prefill", "decode"):
-        worker = dep.get(role)
-        if isinstance(worker, Mapping):
-            pairs.update({f"{role}.{k}": v for k, v in flatten(worker).items()})
-    for key in ("max_model_len", "cuda_graph_max_batch"):
-        if key in dep:
-            pairs[key] = dep[key]
-    return kv_table("Assumptions", pairs)
+    if isinstance(stated, list):
+        pairs.update({f"Assumption {i + 1}": a for i, a in enumerate(stated)})
+    pairs = {k: v for k, v in pairs.items() if v is not None}
+    kinds = {k: ("text" if isinstance(v, str) else "count" if isinstance(v, int) else "num")
+             for k, v in pairs.items()}
+    return kv_table("Assumptions", pairs, kinds=kinds)
 
 
 def provenance_table(view: PlanView) -> Table:
@@ -187,25 +252,26 @@ def provenance_table(view: PlanView) -> Table:
     pairs: dict[str, Any] = {}
     prov = view.best.predicted.get("provenance")
     if isinstance(prov, Mapping):
-        pairs.update(flatten(prov))
+        pairs.update({k.replace("_", " ").capitalize(): str(v) for k, v in prov.items()})
     elif prov is not None:
-        pairs["predicted"] = prov
-    top = view.raw.get("provenance")
-    if isinstance(top, Mapping):
-        pairs.update({f"plan.{k}": v for k, v in flatten(top).items()})
-    for role, mem in memory_roles(view).items():
-        if "source" in mem:
-            pairs[f"memory ({role})"] = mem["source"]
+        pairs["Predicted"] = str(prov)
+    mem = view.best.predicted.get("memory")
+    if isinstance(mem, Mapping):
+        for role, m in (mem.items() if "source" not in mem else [("all", mem)]):
+            if isinstance(m, Mapping) and "source" in m:
+                pairs[f"Memory ({role})"] = m["source"]
     note = "" if pairs else "the plan states no provenance"
-    return Table("Provenance", ("Item", "Source"), tuple(pairs.items()), note)
+    return Table("Provenance", ("Item", "Source"), tuple(pairs.items()), note,
+                 {"Item": "text", "Source": "text"})
 
 
 def sheet_tables(view: PlanView) -> dict[str, list[Table]]:
-    """Every sheet of the report and the tables on it, in order."""
+    """Every sheet of the report and its tables, in order (the Pareto sheet holds its chart)."""
+    extra = [t for t in (per_gpu_table(view), alternatives_table(view)) if t is not None]
     return {
         "Summary": summary_tables(view),
-        "Pareto": [pareto_table(view)],
-        "Candidates": [candidates_table(view)],
+        "Pareto": [],
+        "Candidates": [candidates_table(view), *extra],
         "Latency breakdown": [latency_table(view)],
         "Memory breakdown": [memory_table(view), *memory_detail(view)],
         "Assumptions": [assumptions_table(view)],

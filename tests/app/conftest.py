@@ -68,12 +68,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-@pytest.fixture
-def streamlit_server(tmp_path: Path) -> Iterator[str]:
+def start_server(folder: Path) -> Iterator[str]:
     """``streamlit run app/main.py`` on 127.0.0.1 at a free port; yields the URL, always stops it."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log = (tmp_path / "streamlit.log").open("wb")
+    log = (folder / "streamlit.log").open("wb")
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP / "main.py"),
            "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
@@ -82,7 +81,8 @@ def streamlit_server(tmp_path: Path) -> Iterator[str]:
         deadline = time.monotonic() + SERVER_START_S
         while not _healthy(url):
             if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode}: {(tmp_path / 'streamlit.log').read_text()[-2000:]}")
+                pytest.fail(f"streamlit exited with {proc.returncode}: "
+                            f"{(folder / 'streamlit.log').read_text()[-2000:]}")
             if time.monotonic() > deadline:
                 pytest.fail(f"streamlit did not answer on {url} within {SERVER_START_S:.0f} s")
             time.sleep(0.25)
@@ -90,3 +90,9 @@ def streamlit_server(tmp_path: Path) -> Iterator[str]:
     finally:
         _stop(proc)
         log.close()
+
+
+@pytest.fixture
+def streamlit_server(tmp_path: Path) -> Iterator[str]:
+    """A server for one test."""
+    yield from start_server(tmp_path)

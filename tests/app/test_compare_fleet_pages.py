@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.ui import fmt, fmt_money
+from app.ui import error_text, fmt, fmt_money, readable
 from hardware.errors import PlannerInputError
 from solvers.fleet import FleetSpec, GpuPool, WorkloadClass, load_spec, solve_fleet
 from solvers.plan import PlanRequest, plan
@@ -23,16 +23,21 @@ def test_compare_rows_equal_one_plan_per_gpu() -> None:
     widget(at.number_input, "cmp_isl").set_value(2000)
     at.button(key="cmp_button").click().run()
     no_errors(at)
-    shown = at.dataframe[0].value.set_index("GPU")
+    shown = pd.DataFrame(at.session_state["compare_rows"]).set_index("GPU")
+    table = at.table[0].value
+    assert list(table.index) == ["H100-SXM", "B200", "A100-SXM-80GB"]  # every GPU asked for
     for gpu, name in (("h100_sxm", "H100-SXM"), ("b200_sxm", "B200"), ("a100_sxm", "A100-SXM-80GB")):
         try:
             want = plan(PlanRequest(**{**BASE, "gpus": (gpu,), "isl": 2000})).to_plan_dict()
         except PlannerInputError as exc:
-            assert str(exc) in shown.loc[name, "note"]
+            assert error_text(exc) in shown.loc[name, "note"]
+            assert table.loc[name, "Result"].startswith("no plan: ")  # the reason, not None
             continue
         assert shown.loc[name, "GPUs needed"] == want["best"]["gpus"]
         assert shown.loc[name, "$ per 1M output tokens"] == want["best"]["cost_per_million_output_tokens"]
         assert shown.loc[name, "TPOT p90 (ms)"] == want["best"]["predicted"]["tpot_ms"]["p90"]
+        assert table.loc[name, "TPOT p90 (ms)"] == fmt(want["best"]["predicted"]["tpot_ms"]["p90"])
+        assert table.loc[name, "Result"] == "meets the SLOs"
     ok = shown.dropna(subset=["$ per 1M output tokens"])
     cheapest = ok["$ per 1M output tokens"].idxmin()
     assert at.metric[0].label == f"Cheapest: {cheapest}"
@@ -45,8 +50,8 @@ def test_compare_with_no_feasible_gpu_says_why() -> None:
     at.button(key="cmp_button").click().run()
     assert not at.exception
     assert "No GPU type meets the SLOs" in at.error[0].value
-    notes = at.dataframe[0].value["note"]
-    assert all(isinstance(n, str) and n for n in notes)
+    results = at.table[0].value["Result"]
+    assert len(results) == 3 and all(r.startswith("no plan: ") for r in results)
 
 
 def test_fleet_default_equals_solve_fleet() -> None:
@@ -58,8 +63,9 @@ def test_fleet_default_equals_solve_fleet() -> None:
     assert got["GPUs"] == fmt(sum(want.gpus_by_type.values()))
     assert got["Solver status"] == f"{want.status} ({want.solver})"
     shown = at.dataframe[-1].value
-    pd.testing.assert_frame_equal(shown.reset_index(drop=True),
-                                  pd.DataFrame([a.model_dump() for a in want.assignments]), check_dtype=False)
+    raw = pd.DataFrame([a.model_dump() for a in want.assignments])
+    pd.testing.assert_frame_equal(shown.reset_index(drop=True), readable(raw), check_dtype=False)
+    assert "Requests/s per replica" in shown.columns
 
 
 def test_fleet_edits_resolve_and_bad_cells_are_one_line() -> None:

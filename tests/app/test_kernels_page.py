@@ -12,6 +12,7 @@ from app import kernel_inputs as ki
 from hardware.catalog import get_gpu
 from kernels_db.folder import read_folder
 from kernels_db.lookup import KernelDB
+from planner.reports.present import num
 from tests.app.conftest import no_errors, page, widget
 
 N = K = 4096
@@ -36,7 +37,9 @@ def test_gemm_curve_equals_lookup_with_measured_points(table_dir: Path) -> None:
     widget(at.number_input, "kernels_gemm_lo").set_value(16).run()
     widget(at.number_input, "kernels_gemm_hi").set_value(4096).run()
     no_errors(at)
-    shown = at.dataframe[0].value
+    shown = at.session_state["kernels_curve"]
+    table = at.dataframe[0].value
+    assert list(table["Planner lookup (us)"]) == [num(v) for v in shown["lookup_us"]]
     spec = get_gpu("h200_sxm")
     base = KernelDB.for_gpu(spec)
     db = KernelDB(spec, read_folder(table_dir).tables["h200_sxm"], base.fit)
@@ -57,7 +60,7 @@ def test_uncalibrated_gpu_decode_attention_is_flagged() -> None:
     widget(at.selectbox, "kernels_gpu").set_value("mi300x").run()
     widget(at.selectbox, "kernels_op").set_value("attention_decode").run()
     no_errors(at)
-    shown = at.dataframe[0].value
+    shown = at.session_state["kernels_curve"]
     sizes = ki.sweep_sizes(*ki.SWEEP["attention_decode"][1:])
     want = KernelDB.for_gpu(get_gpu("mi300x")).attention_decode(32, sizes, 32, 8, 128, "bf16")
     np.testing.assert_allclose(shown["lookup_us"].to_numpy(), want.seconds * 1e6, rtol=1e-12)

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from app.plan_results import config_text, engine_zip, pct_value
-from app.ui import fmt, fmt_money
+from app.planning import STALE_TEXT
+from app.ui import error_text, fmt, fmt_money
 from planner.emitters.bundle import build_bundle
 from planner.emitters.plan_file import parse_plan
 from planner.models import MAX_CONFIG_BYTES, bundled_models
+from planner.reports.plan_view import parse_plan as parse_report_plan
+from planner.reports.tables import candidate_rows
 from solvers.plan import PlanRequest, plan
 from tests.app.conftest import no_errors, page, widget
 
@@ -30,14 +33,16 @@ def assert_shows(at, want: dict) -> None:  # type: ignore[no-untyped-def, type-a
     got = metrics(at)
     pct = want["slo"]["percentile"]
     pred = want["best"]["predicted"]
-    assert got[f"TTFT {pct}"] == f"{fmt(pct_value(pred['ttft_ms'], pct))} ms"
-    assert got[f"TPOT {pct}"] == f"{fmt(pct_value(pred['tpot_ms'], pct))} ms"
-    assert got["Output tok/s per GPU"] == fmt(pred["output_tok_s_per_gpu"])
-    assert got["Output tok/s per user"] == fmt(pred["output_tok_s_per_user"])
+    assert got[f"TTFT {pct} (ms)"] == f"{fmt(pct_value(pred['ttft_ms'], pct))} ms"
+    assert got[f"TPOT {pct} (ms)"] == f"{fmt(pct_value(pred['tpot_ms'], pct))} ms"
+    assert got["Output tokens/s per GPU"] == fmt(pred["output_tok_s_per_gpu"])
+    assert got["Output tokens/s per user"] == fmt(pred["output_tok_s_per_user"])
     assert got["Cost per 1M output tokens"] == fmt_money(want["best"]["cost_per_million_output_tokens"])
     assert got["GPUs"] == fmt(want["best"]["gpus"])
     assert got["Binding constraint"] == want["binding_constraint"]
-    assert any(config_text(want["best"]["deployment"]) in m.value for m in at.markdown)
+    assert any(want["binding"]["sentence"] in m.value for m in at.markdown)
+    sentence = config_text(want["best"]["deployment"], want["best"]["gpus"]).split(", ", 1)[1]
+    assert any(sentence in m.value for m in at.markdown)
     assert at.session_state["plan_result"][0] == want
 
 
@@ -50,9 +55,11 @@ def test_default_plan_equals_library() -> None:
     assert len(charts) >= 3  # Pareto, latency, memory
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["Plan (JSON)", "Engine configs (vllm, zip)", "Report (xlsx)"]
-    top = at.dataframe[0].value
-    assert len(top) == min(10, len(want["pareto"]))
-    assert top["output_tok_s_per_gpu"].max() == max(p["output_tok_s_per_gpu"] for p in want["pareto"])
+    top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
+    assert len(top) == min(10, len(want["candidates"]))
+    best = max(want["candidates"], key=lambda c: c["output_tok_s_per_gpu"])
+    assert top["Output tokens/s per GPU"].iloc[0] == fmt(best["output_tok_s_per_gpu"])
+    assert "0" not in set(top.get("Clients per worker", []))  # no 0 clients in any mode
 
 
 def test_changed_inputs_and_button_give_the_library_answer() -> None:
@@ -111,7 +118,9 @@ def test_bad_upload_is_one_line_and_the_app_recovers(content: bytes, needle: str
     widget(at.file_uploader, "plan_model_file").set_value(("config.json", content, "application/json")).run()
     assert not at.exception
     assert len(at.error) == 1 and needle in at.error[0].value
+    assert at.error[0].value.startswith("Model: ")  # marks its own field
     assert "Traceback" not in at.error[0].value and "\n" not in at.error[0].value
+    assert at.button(key="plan_button")  # the form stays
     widget(at.radio, "plan_model_src").set_value("Bundled").run()
     at.button(key="plan_button").click().run()
     no_errors(at)
@@ -125,12 +134,13 @@ def test_impossible_slo_is_a_readable_error_then_recovers() -> None:
     assert not at.exception
     with pytest.raises(Exception) as caught:
         plan(PlanRequest(**{**DEFAULT, "tpot_ms": 0.001}))
-    assert at.error[0].value == f"inputs: {caught.value}"
+    assert at.error[0].value == f"No plan: {error_text(caught.value)}"
+    assert "--tpot-ms" not in at.error[0].value and "TPOT SLO" in at.error[0].value
     assert not at.metric  # no stale recommendation under the error
     widget(at.number_input, "plan_tpot").set_value(30.0)
     at.button(key="plan_button").click().run()
     no_errors(at)
-    assert metrics(at)["TPOT p90"]
+    assert metrics(at)["TPOT p90 (ms)"]
 
 
 def test_trace_upload_plans_at_the_mean(tmp_path: Path) -> None:
@@ -142,6 +152,69 @@ def test_trace_upload_plans_at_the_mean(tmp_path: Path) -> None:
     no_errors(at)
     want = plan(PlanRequest(**{**DEFAULT, "isl": 2000, "osl": 300})).to_plan_dict()
     assert at.session_state["plan_result"][0]["best"] == want["best"]
-    assert any("ISL 2000, OSL 300" in i.value for i in at.info)
+    assert any("ISL 2,000, OSL 300" in i.value for i in at.info)
     widget(at.file_uploader, "plan_trace").set_value(("trace.csv", b"a,b\n1,2\n", "text/csv")).run()
     assert not at.exception and "isl,osl" in at.error[0].value
+    assert at.error[0].value.startswith("Trace CSV: ") and "/tmp" not in at.error[0].value
+    assert at.button(key="plan_button")  # the form stays
+    assert any(STALE_TEXT in w.value for w in at.warning)  # the old result is marked stale
+
+
+def test_changed_input_marks_the_result_stale() -> None:
+    at = page("plan")
+    assert not any(STALE_TEXT in w.value for w in at.warning)
+    widget(at.number_input, "plan_max_gpus").set_value(16).run()
+    assert any(STALE_TEXT in w.value for w in at.warning)
+    at.button(key="plan_button").click().run()
+    assert not any(STALE_TEXT in w.value for w in at.warning)
+
+
+def test_several_gpu_types_each_get_a_line() -> None:
+    at = page("plan")
+    widget(at.multiselect, "plan_gpus").set_value(["h200_sxm", "l4", "b200_sxm"])
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    why = at.table[0].value
+    assert len(why) == 3
+    assert (why["Why not"] == "recommended").sum() == 1
+    assert all(isinstance(v, str) and v for v in why["Why not"])
+
+
+def test_rate_mode_shows_no_zero_clients() -> None:
+    at = page("plan")
+    widget(at.radio, "plan_load").set_value("Rate").run()
+    widget(at.number_input, "plan_rate").set_value(2.0)
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
+    assert "Clients per worker" not in top.columns
+
+
+def test_dense_model_has_no_empty_breakdown_rows() -> None:
+    at = page("plan")
+    lat = next(d.value for d in at.dataframe if "Op kind" in d.value.columns)
+    assert "moe" not in set(lat["Op kind"])
+    assert all(v not in ("0", "-") for v in lat["Time (ms)"])
+
+
+def test_no_gpu_type_marks_that_field_and_keeps_the_form() -> None:
+    at = page("plan")
+    widget(at.multiselect, "plan_gpus").set_value([]).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["GPU types: choose at least one GPU type"]
+    assert at.button(key="plan_button") and any(STALE_TEXT in w.value for w in at.warning)
+
+
+def test_candidates_sort_and_filter() -> None:
+    at = page("plan")
+    want = plan(PlanRequest(**DEFAULT)).to_plan_dict()
+    rows = candidate_rows(parse_report_plan(want))  # the top candidates and every Pareto point
+    widget(at.selectbox, "top_sort").set_value("ttft_ms").run()
+    widget(at.number_input, "top_rows").set_value(len(rows)).run()
+    top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
+    by_ttft = sorted(rows, key=lambda r: r["ttft_ms"])
+    assert list(top["TTFT p90 (ms)"]) == [fmt(r["ttft_ms"]) for r in by_ttft]
+    widget(at.multiselect, "top_modes").set_value(["agg"]).run()
+    top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
+    assert set(top["Mode"]) == {"agg"}
+    assert len(top) == sum(r["mode"] == "agg" for r in rows) > 0

@@ -13,6 +13,7 @@ from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, kv_tokens_held
 from planner.estimate import estimate
 from planner.models import load_model
 from planner.workload import fixed
+from solvers.binding import BINDING
 from solvers.candidates import Load, evaluate, seq_capacity
 from solvers.pareto import pareto_mask
 from solvers.plan import PlanRequest, plan
@@ -63,7 +64,7 @@ def test_acceptance_plan_llama70b_h200() -> None:
     for c in (r.alternatives["agg"], r.alternatives["disagg"]):
         assert c is not None and c.gpus <= 8
         assert c.predicted["ttft_ms"]["p90"] <= 1000 and c.predicted["tpot_ms"]["p90"] <= 30
-    assert r.binding_constraint in ("memory", "TTFT", "TPOT", "GPU budget")
+    assert r.binding_constraint in BINDING
     d = r.to_plan_dict()
     assert {"model", "gpu", "workload", "slo", "best", "pareto", "binding_constraint", "candidates_evaluated",
             "search_seconds", "alternatives"} <= set(d)

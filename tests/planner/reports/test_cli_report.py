@@ -35,7 +35,7 @@ def test_writes_all_three(tmp_path: Path, plan: dict[str, Any], capsys: pytest.C
     assert out.count("wrote ") == 3
     assert tuple(openpyxl.load_workbook(tmp_path / "r.xlsx").sheetnames) == SHEETS
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
-    assert (tmp_path / "r.csv").read_text().startswith("set,")
+    assert (tmp_path / "r.csv").read_text().startswith("rank,")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json", "r.csv", "r.html", "r.xlsx"]
 
 

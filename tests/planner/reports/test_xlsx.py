@@ -15,7 +15,8 @@ from openpyxl.chart import BarChart, ScatterChart
 from openpyxl.workbook.workbook import Workbook
 
 from planner.reports import SHEETS, build_xlsx
-from planner.reports.plan_view import flat_rows
+from planner.reports.present import MODE_WORDS
+from planner.reports.tables import PER_GPU_LABEL, PER_USER_LABEL
 from tests.planner.reports.sheet_reader import read_kv, read_table
 
 XLSX_REL = 1e-15
@@ -45,11 +46,12 @@ def test_charts_point_at_the_tables(plan: dict[str, Any]) -> None:
     wb = _open(plan)
     scatter = next(c for c in wb["Pareto"]._charts if isinstance(c, ScatterChart))
     front = scatter.series[0]
-    assert front.xVal.numRef.f.startswith("Pareto!") and front.yVal.numRef.f.startswith("Pareto!")
-    header = next(r for r in wb["Pareto"].iter_rows() if r[1].value == "gpu" or r[0].value == "mode")
+    assert front.xVal.numRef.f.startswith("Candidates!")
+    assert front.yVal.numRef.f.startswith("Candidates!")
+    header = next(r for r in wb["Candidates"].iter_rows() if r[0].value in ("Rank", "Mode"))
     col_of = {c.value: c.column_letter for c in header}
-    assert f"${col_of['output_tok_s_per_user']}$" in front.xVal.numRef.f
-    assert f"${col_of['output_tok_s_per_gpu']}$" in front.yVal.numRef.f
+    assert f"${col_of[PER_USER_LABEL]}$" in front.xVal.numRef.f
+    assert f"${col_of[PER_GPU_LABEL]}$" in front.yVal.numRef.f
     best = scatter.series[1]
     ref = best.yVal.numRef.f  # e.g. Summary!$B$21
     assert ref.startswith("Summary!$B$")
@@ -59,56 +61,83 @@ def test_charts_point_at_the_tables(plan: dict[str, Any]) -> None:
     assert bar.series[0].val.numRef.f.startswith("'Latency breakdown'!")
 
 
-def test_summary_numbers_equal_plan(plan: dict[str, Any]) -> None:
-    summary = read_kv(_open(plan)["Summary"], "Recommendation")
-    pred, best = plan["best"]["predicted"], plan["best"]
-    assert summary["model"] == plan["model"] and summary["gpu"] == plan["gpu"]
-    assert summary["GPUs"] == best["gpus"]
-    assert same(summary["cost per 1M output tokens ($)"], best["cost_per_million_output_tokens"])
-    assert summary["binding constraint"] == plan["binding_constraint"]
-    for metric in ("ttft_ms", "tpot_ms"):
-        for p, value in pred[metric].items():
-            assert same(summary[f"{metric} {p}"], value)
-    for key in ("output_tok_s_per_gpu", "output_tok_s_per_user", "requests_per_s"):
-        assert same(summary[key], pred[key])
-    assert summary["candidates evaluated"] == plan["candidates_evaluated"]
+def test_summary_is_short_and_equals_plan(plan: dict[str, Any]) -> None:
+    ws = _open(plan)["Summary"]
+    assert ws.max_row < 40  # a short human table, not a dump of every field
+    deploy = read_kv(ws, "What to deploy")
+    best, pred, pct = plan["best"], plan["best"]["predicted"], plan["slo"]["percentile"]
+    assert deploy["Model"] == plan["model"] and deploy["GPUs"] == best["gpus"]
+    assert str(best["gpus"]) in deploy["Configuration"]
+    sentence = plan.get("binding", {}).get("sentence", plan["binding_constraint"])
+    assert deploy["Binding constraint"] == sentence
+    preds = {r["Quantity"]: r for r in read_table(ws, "Predictions")}
+    for metric, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
+        row = preds[f"{name} {pct} (ms)"]
+        assert same(row["Predicted"], pred[metric][pct])
+        assert row["SLO"] == plan["slo"][metric]
+        assert row["Headroom (%)"] == pytest.approx(1 - pred[metric][pct] / plan["slo"][metric])
+        assert same(preds[f"{name} mean (ms)"]["Predicted"], pred[metric]["mean"])
+    assert same(preds[PER_GPU_LABEL]["Predicted"], pred["output_tok_s_per_gpu"])
+    cost = read_kv(ws, "Cost")
+    assert same(cost["Cost per 1M output tokens ($)"], best["cost_per_million_output_tokens"])
 
 
-def test_pareto_rows_equal_plan(plan: dict[str, Any]) -> None:
-    rows = read_table(_open(plan)["Pareto"], "Pareto front")
-    expected = flat_rows(plan["pareto"])
-    assert len(rows) == len(expected) > 0
-    for got, want in zip(rows, expected, strict=True):
-        assert set(got) == set(want)
-        assert all(same(got[k], want[k]) for k in want), (got, want)
+def test_number_formats_show_four_significant_figures(solver_plan: dict[str, Any]) -> None:
+    ws = _open(solver_plan)["Summary"]
+    formats = {c.number_format for row in ws.iter_rows() for c in row if isinstance(c.value, float)}
+    assert "General" not in formats
+    assert all(f.startswith("#,##0") or f.endswith("%") for f in formats), formats
+
+
+def test_one_candidates_table(plan: dict[str, Any]) -> None:
+    wb = _open(plan)
+    assert not read_titles(wb["Pareto"])  # the Pareto sheet holds the chart, not a copy of the rows
+    rows = read_table(wb["Candidates"], "Candidates")
+    kept = plan.get("candidates") or []
+    pareto_only = [p for p in plan["pareto"] if p.get("config") not in {c["config"] for c in kept}
+                   or p.get("config") is None]
+    assert len(rows) == len(kept) + len(pareto_only) > 0
+    pct = plan["slo"]["percentile"]
+    for got, want in zip(rows, kept, strict=False):
+        assert same(got[PER_GPU_LABEL], want["output_tok_s_per_gpu"])
+        assert same(got[f"TTFT {pct} (ms)"], want[f"ttft_{pct}_ms"])
+    for got, want in zip(rows[len(kept):], pareto_only, strict=True):
+        assert same(got[PER_USER_LABEL], want["output_tok_s_per_user"])
+
+
+def read_titles(ws: Any) -> list[str]:
+    """Table titles written below the sheet title (bold blue cells in column A)."""
+    return [c.value for c in ws["A"][2:] if c.value and c.font and c.font.color is not None
+            and c.font.bold]
 
 
 def test_alternatives_side_by_side(solver_plan: dict[str, Any]) -> None:
-    alts = read_table(_open(solver_plan)["Summary"], "Alternatives (best of each mode)")
+    alts = read_table(_open(solver_plan)["Candidates"], "Best plan of each mode")
     by_item = {r["Item"]: r for r in alts}
     for mode, choice in solver_plan["alternatives"].items():
+        col = MODE_WORDS[mode]
         if choice is None:
+            assert by_item["Configuration"][col] == "none meets the SLOs"
             continue
-        assert by_item["mode"][mode] == choice["mode"]
-        assert same(by_item["output_tok_s_per_gpu"][mode], choice["predicted"]["output_tok_s_per_gpu"])
+        assert same(by_item[PER_GPU_LABEL][col], choice["predicted"]["output_tok_s_per_gpu"])
 
 
-def test_latency_shares_of_solver_ms(solver_plan: dict[str, Any]) -> None:
-    """The solver gives milliseconds per op kind of a decode step; the sheet adds their shares."""
-    (role, ms), = solver_plan["best"]["predicted"]["step_breakdown"].items()
-    rows = read_table(_open(solver_plan)["Latency breakdown"], "Share of step time per op kind")
-    label = role.removesuffix("_ms").replace("_", " ")
+def test_latency_of_solver_ms(solver_plan: dict[str, Any]) -> None:
+    """The solver gives ms per op kind; the sheet lists those that take time, with shares."""
+    (_, ms), = solver_plan["best"]["predicted"]["step_breakdown"].items()
+    rows = read_table(_open(solver_plan)["Latency breakdown"], "Step time per op kind")
     total = sum(ms.values())
     for r in rows:
-        assert same(r[f"ms ({label})"], ms[r["op kind"]])
-        assert r[f"share ({label})"] == pytest.approx(ms[r["op kind"]] / total, rel=1e-12)
-    assert {r["op kind"] for r in rows} == set(ms)
+        assert same(r["Time (ms)"], ms[r["Op kind"]])
+        assert r["Share of step (%)"] == pytest.approx(ms[r["Op kind"]] / total, rel=1e-12)
+    assert {r["Op kind"] for r in rows} == {k for k, v in ms.items() if v > 0}  # no 0 ms rows
 
 
 def test_synthetic_shares(synthetic_plan: dict[str, Any]) -> None:
     wb = _open(synthetic_plan)
-    lat = read_table(wb["Latency breakdown"], "Share of step time per op kind")
-    assert {r["op kind"]: r["share"] for r in lat} == synthetic_plan["best"]["predicted"]["step_breakdown"]
+    lat = read_table(wb["Latency breakdown"], "Step time per op kind")
+    assert {r["Op kind"]: r["Share of step (%)"] for r in lat} == \
+        synthetic_plan["best"]["predicted"]["step_breakdown"]
 
 
 def test_memory_equals_plan(plan: dict[str, Any]) -> None:
@@ -117,37 +146,40 @@ def test_memory_equals_plan(plan: dict[str, Any]) -> None:
     roles = {"all": roles} if "weights_bytes_per_gpu" in roles else roles
     table = read_table(wb["Memory breakdown"], "Memory per GPU")
     for role, plan_mem in roles.items():
-        col = "GB per GPU" if role == "all" else f"GB per GPU ({role})"
-        mem = {r["component"]: r[col] for r in table}
+        col = "Memory per GPU (GB)" if role == "all" else f"Memory per GPU, {role} (GB)"
+        mem = {r["Component"]: r[col] for r in table}
         assert mem["weights"] == pytest.approx(plan_mem["weights_bytes_per_gpu"] / 1e9, rel=1e-12)
-        assert mem["KV cache"] == pytest.approx(plan_mem["kv_budget_bytes_per_gpu"] / 1e9, rel=1e-12)
+        kv_gb = plan_mem["kv_budget_bytes_per_gpu"] / 1e9
+        assert mem["KV cache"] == pytest.approx(kv_gb, rel=1e-12)
         detail = read_kv(wb["Memory breakdown"], f"Memory plan ({role})")
-        assert detail["kv_capacity_tokens"] == plan_mem["kv_capacity_tokens"]
-        assert same(detail["budget_bytes_per_gpu"], plan_mem["budget_bytes_per_gpu"])
+        assert detail["KV capacity (tokens)"] == plan_mem["kv_capacity_tokens"]
+        budget_gb = plan_mem["budget_bytes_per_gpu"] / 1e9
+        assert detail["Engine memory per GPU (GB)"] == pytest.approx(budget_gb, rel=1e-12)
 
 
 def test_values_not_formulas(plan: dict[str, Any]) -> None:
     plan["binding_constraint"] = "=1+1"  # text that looks like a formula stays text
+    plan.pop("binding", None)
     wb = _open(plan)
     for ws in wb:
         for row in ws.iter_rows():
             assert all(c.data_type != "f" for c in row), ws.title
-    assert read_kv(wb["Summary"], "Recommendation")["binding constraint"] == "=1+1"
+    assert read_kv(wb["Summary"], "What to deploy")["Binding constraint"] == "=1+1"
 
 
-def test_disaggregated_share_roles(disagg_plan: dict[str, Any]) -> None:
+def test_disaggregated_steps(disagg_plan: dict[str, Any]) -> None:
     wb = _open(disagg_plan)
-    lat = read_table(wb["Latency breakdown"], "Share of step time per op kind")
-    assert {"share (prefill)", "share (decode)"} <= set(lat[0])
-    decode = {r["op kind"]: r["share (decode)"] for r in lat if r["share (decode)"] is not None}
+    lat = read_table(wb["Latency breakdown"], "Step time per op kind")
+    assert {r["Step"] for r in lat} == {"prefill of one prompt", "decode step"}
+    decode = {r["Op kind"]: r["Share of step (%)"] for r in lat if r["Step"] == "decode step"}
     assert decode == {"attention_decode": 0.6, "gemm_mlp": 0.4}
     assert len(wb["Latency breakdown"]._charts[0].series) == 2
     mem = read_table(wb["Memory breakdown"], "Memory per GPU")
-    assert {"GB per GPU (prefill)", "GB per GPU (decode)"} <= set(mem[0])
+    assert {"Memory per GPU, prefill (GB)", "Memory per GPU, decode (GB)"} <= set(mem[0])
 
 
 def test_minimal_plan_still_renders(plan: dict[str, Any]) -> None:
-    for key in ("pareto", "alternatives", "candidates_evaluated", "search_seconds"):
+    for key in ("pareto", "alternatives", "candidates_evaluated", "search_seconds", "candidates"):
         plan.pop(key, None)
     plan["best"]["predicted"] = {"output_tok_s_per_gpu": 10.0, "output_tok_s_per_user": 5.0}
     wb = _open(plan)
