@@ -11,6 +11,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from planner.cli import (
+    cmd_capacity,
     cmd_catalog,
     cmd_emit,
     cmd_estimate,
@@ -27,7 +28,7 @@ EXIT_BAD_INPUT = 2
 # Each command module defines ``register(sub, groups)``; ``groups`` holds the nested sub-parsers
 # of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
 COMMAND_MODULES: tuple[ModuleType, ...] = (
-    cmd_catalog, cmd_memory, cmd_kernels, cmd_estimate, cmd_plan, cmd_emit, cmd_report, cmd_ui,
+    cmd_catalog, cmd_memory, cmd_kernels, cmd_estimate, cmd_plan, cmd_emit, cmd_report, cmd_ui, cmd_capacity,
 )
 GROUPS: dict[str, str] = {
     "validate": "compare predictions with measurements",

@@ -1,0 +1,218 @@
+"""Time-stamped request traces: reading, checking, writing.
+
+Two layouts are read as they are, told apart by their header:
+
+* ours: ``arrival_s,isl,osl`` (seconds since any origin, prompt and answer tokens; other columns
+  are ignored). A header ``isl,osl`` without times is accepted where only lengths matter
+  (``planner estimate --trace``).
+* BurstGPT (Wang et al., "BurstGPT: A Real-world Workload Dataset to Optimize LLM Serving
+  Systems", 2024; github.com/HPMLL/BurstGPT): ``Timestamp, Model, Request tokens, Response tokens,
+  Total tokens, Log Type``. Its failed requests have 0 response tokens; such rows are kept as
+  arrivals with the token count raised to 1 (counted in ``Trace.zero_token_rows``).
+
+Reading is checked at the boundary: a regular file of at most ``MAX_TRACE_BYTES``, UTF-8, every
+row's times and token counts finite, tokens whole and not negative, times not negative and sorted.
+A problem is one :class:`PlannerInputError` naming ``file:line:field`` and what is allowed.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hardware.errors import PlannerInputError
+
+MAX_TRACE_BYTES = 10**9
+"""Largest trace file read (1 GB, about 40 million rows of ``arrival_s,isl,osl``)."""
+MAX_TOKENS = 10**7
+"""Largest prompt or answer length accepted, tokens (beyond any served context window)."""
+OURS = ("arrival_s", "isl", "osl")
+BURSTGPT = ("Timestamp", "Request tokens", "Response tokens")
+"""BurstGPT columns read; ``Model``, ``Total tokens`` and ``Log Type`` are present but not used."""
+BURSTGPT_ALL = ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One request per entry, sorted by arrival time."""
+
+    arrival_s: np.ndarray
+    """Arrival times, seconds (float64, non-decreasing)."""
+    isl: np.ndarray
+    """Prompt tokens (int64, >= 1)."""
+    osl: np.ndarray
+    """Answer tokens (int64, >= 1)."""
+    source: str = ""
+    """File name or generator description."""
+    layout: str = "ours"
+    """``ours``, ``burstgpt``, ``lengths`` (no times) or ``synthetic``."""
+    zero_token_rows: int = 0
+    """BurstGPT rows whose 0 tokens were raised to 1 (failed requests)."""
+
+    def __len__(self) -> int:
+        return int(self.isl.shape[0])
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds from the first to the last arrival."""
+        return float(self.arrival_s[-1] - self.arrival_s[0]) if len(self) else 0.0
+
+    @property
+    def timed(self) -> bool:
+        return self.layout != "lengths"
+
+
+def _check_file(path: Path, field: str) -> bytes:
+    """The bytes of a regular file of at most MAX_TRACE_BYTES."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise PlannerInputError(field, f"cannot read {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise PlannerInputError(field, f"{path} is not a regular file")
+    if st.st_size > MAX_TRACE_BYTES:
+        raise PlannerInputError(field, f"{path} is {st.st_size:,} bytes; at most {MAX_TRACE_BYTES:,}")
+    with open(path, "rb") as fh:
+        return fh.read(MAX_TRACE_BYTES + 1)
+
+
+def _decode(data: bytes, path: Path) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise PlannerInputError(f"{path}:{line}", "not UTF-8 text") from None
+
+
+def _header(lines: list[str], path: Path) -> tuple[str, dict[str, int]]:
+    if not lines:
+        raise PlannerInputError(str(path), "empty file; expected a header arrival_s,isl,osl and rows")
+    names = [c.strip() for c in next(csv.reader([lines[0]]))]
+    cols = {n: i for i, n in enumerate(names)}
+    for layout, need in (("ours", OURS), ("burstgpt", BURSTGPT), ("lengths", ("isl", "osl"))):
+        if all(n in cols for n in need):
+            return layout, {n: cols[n] for n in need}
+    raise PlannerInputError(f"{path}:1", f"header {','.join(names)[:80]!r} has neither arrival_s,isl,osl "
+                            f"nor BurstGPT's {', '.join(BURSTGPT_ALL)}")
+
+
+def _column(rows: list[list[str]], lines: np.ndarray, idx: int, name: str, path: Path) -> np.ndarray:
+    """Column ``idx`` as float64; a blank, non-numeric or non-finite cell names its line."""
+    cells = [r[idx] for r in rows]
+    try:
+        vals = np.array(cells, dtype=float)
+    except ValueError:
+        vals = np.full(len(cells), np.nan)
+        for i, c in enumerate(cells):
+            try:
+                vals[i] = float(c)
+            except ValueError:
+                raise PlannerInputError(f"{path}:{lines[i]}:{name}", f"{c.strip()[:40]!r} is not a number") from None
+    bad = np.flatnonzero(~np.isfinite(vals))
+    if bad.size:
+        raise PlannerInputError(f"{path}:{lines[bad[0]]}:{name}", f"{cells[bad[0]].strip()[:40]!r} is not a finite number")
+    return vals
+
+
+def _tokens(vals: np.ndarray, lines: np.ndarray, name: str, path: Path, low: int) -> np.ndarray:
+    for mask, what in ((vals < low, f"must be >= {low}"), (vals != np.round(vals), "must be a whole number of tokens"),
+                       (vals > MAX_TOKENS, f"must be <= {MAX_TOKENS:,}")):
+        bad = np.flatnonzero(mask)
+        if bad.size:
+            raise PlannerInputError(f"{path}:{lines[bad[0]]}:{name}", f"{vals[bad[0]]:g} {what}")
+    return vals.astype(np.int64)
+
+
+def _times(t: np.ndarray, lines: np.ndarray, name: str, path: Path) -> np.ndarray:
+    neg = np.flatnonzero(t < 0)
+    if neg.size:
+        raise PlannerInputError(f"{path}:{lines[neg[0]]}:{name}", f"{t[neg[0]]:g} is negative; times are seconds >= 0")
+    back = np.flatnonzero(np.diff(t) < 0)
+    if back.size:
+        i = back[0] + 1
+        raise PlannerInputError(f"{path}:{lines[i]}:{name}", f"{t[i]:g} is before the previous row's {t[i - 1]:g}; "
+                                f"sort the trace by {name}")
+    return t
+
+
+def _rows(lines: list[str], path: Path, width: int) -> tuple[list[list[str]], np.ndarray]:
+    """Data rows (blank lines skipped) and their 1-based line numbers; short rows name their line."""
+    rows, numbers = [], []
+    for i, row in enumerate(csv.reader(lines[1:])):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) < width:
+            raise PlannerInputError(f"{path}:{i + 2}", f"{len(row)} fields; the header has {width}")
+        rows.append(row)
+        numbers.append(i + 2)
+    if not rows:
+        raise PlannerInputError(str(path), "no requests: the file has a header but no rows")
+    return rows, np.array(numbers)
+
+
+def read_trace(path: str | Path, *, need_times: bool = True, field: str = "--trace") -> Trace:
+    """Read and check a trace (see module docstring); ``need_times=False`` also accepts ``isl,osl``."""
+    path = Path(path)
+    lines = _decode(_check_file(path, field), path).splitlines()
+    layout, cols = _header(lines, path)
+    if need_times and layout == "lengths":
+        raise PlannerInputError(f"{path}:1", "no arrival_s column; a timed trace needs arrival_s,isl,osl "
+                                "(or BurstGPT's Timestamp, Request tokens, Response tokens)")
+    rows, nums = _rows(lines, path, len(next(csv.reader([lines[0]]))))
+    names = list(cols)
+    t_name, i_name, o_name = names if layout != "lengths" else ("", *names)
+    low = 0 if layout == "burstgpt" else 1
+    isl = _tokens(_column(rows, nums, cols[i_name], i_name, path), nums, i_name, path, low)
+    osl = _tokens(_column(rows, nums, cols[o_name], o_name, path), nums, o_name, path, low)
+    zeros = int(np.count_nonzero((isl == 0) | (osl == 0)))
+    if t_name:
+        t = _times(_column(rows, nums, cols[t_name], t_name, path), nums, t_name, path)
+    else:
+        t = np.zeros(len(rows))
+    return Trace(t, np.maximum(isl, 1), np.maximum(osl, 1), source=path.name, layout=layout, zero_token_rows=zeros)
+
+
+def check_out(path: str | Path, force: bool, field: str = "--out") -> Path:
+    """An output path we may write: not a symlink, not an existing file unless ``force``, in an
+    existing folder. (A local check; the lead's shared safe writer replaces it when merged.)"""
+    path = Path(path)
+    if path.is_symlink():
+        raise PlannerInputError(field, f"{path} is a symbolic link; refusing to write through it")
+    if path.exists() and (not force or not path.is_file()):
+        raise PlannerInputError(field, f"{path} exists; pass --force to overwrite" if path.is_file() else f"{path} is not a file")
+    if not path.parent.is_dir():
+        raise PlannerInputError(field, f"folder {path.parent} does not exist")
+    return path
+
+
+def write_text(path: str | Path, text: str, *, force: bool = False, field: str = "--out") -> Path:
+    """Write ``text`` whole (temporary file, then rename) after ``check_out``."""
+    path = check_out(path, force, field)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def write_trace(trace: Trace, path: str | Path, *, force: bool = False) -> Path:
+    """Write ``arrival_s,isl,osl`` (times to the microsecond) whole, after ``check_out``."""
+    path = check_out(path, force)
+    body = np.column_stack([trace.arrival_s, trace.isl, trace.osl])
+    tmp = path.with_name(f".{path.name}.tmp")
+    np.savetxt(tmp, body, fmt=("%.6f", "%d", "%d"), delimiter=",", header=",".join(OURS), comments="")
+    os.replace(tmp, path)
+    return path
+
+
+def length_stats(x: np.ndarray) -> tuple[float, float]:
+    """(mean, coefficient of variation) of token lengths; (nan, nan) when empty."""
+    if x.size == 0:
+        return math.nan, math.nan
+    mean = float(np.mean(x))
+    return mean, float(np.std(x) / mean) if mean > 0 else 0.0
