@@ -171,17 +171,28 @@ def window_index(arrival_s: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.clip(np.searchsorted(starts, arrival_s, side="right") - 1, 0, starts.size - 1)
 
 
-def window_percentiles(res: ReplayResult, window_of: np.ndarray, count: int, q: float) -> tuple[np.ndarray, ...]:
-    """(TTFT q-quantile s, TPOT q-quantile s, requests) per window; NaN where a window has none."""
-    ttft, tpot, n = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count, dtype=int)
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
+
+
+def _pcts(x: np.ndarray) -> dict[str, float | None]:
+    """Mean and p50/p90/p99 in ms of the finite entries of ``x`` (s); None when there are none."""
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return {"mean": None, **{k: None for k in PERCENTILES}}
+    return {"mean": float(np.mean(x)) * 1e3, **{k: float(np.percentile(x, q)) * 1e3 for k, q in PERCENTILES.items()}}
+
+
+def by_window(res: ReplayResult, window_of: np.ndarray, count: int) -> list[dict[str, object]]:
+    """Requests and TTFT/TPOT mean and percentiles (ms) of the requests arriving in each window."""
     order = np.argsort(window_of, kind="stable")
     bounds = np.searchsorted(window_of[order], np.arange(count + 1))
+    out: list[dict[str, object]] = []
     for k in range(count):
         sel = order[bounds[k]:bounds[k + 1]]
-        n[k] = sel.size
-        if sel.size:
-            ttft[k] = np.quantile(res.ttft_s[sel], q)
-            tp = res.tpot_s[sel]
-            tp = tp[np.isfinite(tp)]
-            ttft[k], tpot[k] = ttft[k], (np.quantile(tp, q) if tp.size else np.nan)
-    return ttft, tpot, n
+        out.append({"requests": int(sel.size), "ttft_ms": _pcts(res.ttft_s[sel]), "tpot_ms": _pcts(res.tpot_s[sel])})
+    return out
+
+
+def overall(res: ReplayResult) -> dict[str, object]:
+    """The same over every replayed request."""
+    return {"requests": int(res.ttft_s.size), "ttft_ms": _pcts(res.ttft_s), "tpot_ms": _pcts(res.tpot_s)}

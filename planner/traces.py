@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from hardware.errors import PlannerInputError
+from planner.workload import LengthSpec
 
 MAX_TRACE_BYTES = 10**9
 """Largest trace file read (1 GB, about 40 million rows of ``arrival_s,isl,osl``)."""
@@ -216,3 +217,10 @@ def length_stats(x: np.ndarray) -> tuple[float, float]:
         return math.nan, math.nan
     mean = float(np.mean(x))
     return mean, float(np.std(x) / mean) if mean > 0 else 0.0
+
+
+def trace_lengths(path: str | Path, field: str = "--trace") -> tuple[LengthSpec, LengthSpec]:
+    """ISL and OSL of any trace layout (times ignored): ``planner estimate --trace``."""
+    t = read_trace(path, need_times=False, field=field)
+    return (LengthSpec(mean=float(np.mean(t.isl)), samples=tuple(int(v) for v in t.isl)),
+            LengthSpec(mean=float(np.mean(t.osl)), samples=tuple(int(v) for v in t.osl)))

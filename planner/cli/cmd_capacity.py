@@ -148,3 +148,106 @@ def cmd_gen_trace(args: argparse.Namespace) -> int:
         print(render_kv({"wrote": info["out"], "requests": info["requests"], "hours": info["duration_h"],
                          "bursts (start s)": ", ".join(f"{a:.0f}" for a, _ in gen.bursts) or "none"}))
     return 0
+
+
+SCHEDULES = ("autoscaled", "static-peak", "static-mean")
+
+
+def add_replay_args(p: argparse.ArgumentParser) -> None:
+    """``planner simulate --trace FILE --deployment plan.json`` flags."""
+    p.add_argument("--deployment", type=Path, default=None,
+                   help="replay --trace (timed) through this plan: planner capacity --out JSON or planner plan JSON")
+    p.add_argument("--schedule", choices=SCHEDULES, default="autoscaled",
+                   help="with a capacity JSON: replicas per window (autoscaled) or constant (static-peak/-mean)")
+    p.add_argument("--window", type=duration, default=900.0, help="with a plan JSON: report windows of this length")
+    p.add_argument("--windows", default=None, help="replay only these window indices, e.g. 0,12,40-47")
+
+
+def _indices(text: str | None, count: int) -> list[int] | None:
+    if text is None:
+        return None
+    out: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or int(m.group(2) or m.group(1)) >= count or int(m.group(2) or m.group(1)) < int(m.group(1)):
+            raise PlannerInputError("--windows", f"{part.strip()!r}: expected indices or ranges in 0..{count - 1}, e.g. 0,12,40-47")
+        out.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    return sorted(out)
+
+
+def _schedule(data: dict[str, Any], schedule: str, trace: Any, window_s: float) -> tuple[Any, ...]:
+    """(deployment, backend, slo, window starts, replicas per window) from a capacity or plan JSON."""
+    import numpy as np
+
+    from planner.deployment import Deployment
+    from planner.plan_io import validate_plan
+
+    if "windows" in data and "deployment" in data:
+        dep = validate_plan(data["deployment"], Deployment)
+        starts = np.array([float(w["start_s"]) for w in data["windows"]])
+        if schedule == "autoscaled":
+            reps = np.array([int(w["replicas"]) for w in data["windows"]])
+        else:
+            reps = np.full(starts.size, int(data[schedule.replace("-", "_")]["replicas"]))
+        return dep, str(data.get("backend", "vllm")), data.get("slo"), starts, reps
+    if not isinstance(data.get("best"), dict) or "deployment" not in data["best"]:
+        raise PlannerInputError("--deployment", "not a capacity or plan JSON: no windows/deployment nor best.deployment")
+    dep = validate_plan(data["best"]["deployment"], Deployment)
+    if dep.agg is None:
+        raise PlannerInputError("--deployment", "the replay simulates aggregated replicas; this plan is disaggregated")
+    origin = float(np.floor(trace.arrival_s[0] / window_s) * window_s)
+    starts = origin + window_s * np.arange(max(1, int(np.ceil((trace.arrival_s[-1] - origin) / window_s + 1e-9))))
+    return dep, str(data.get("backend", "vllm")), data.get("slo"), starts, np.full(starts.size, dep.agg.workers)
+
+
+def _meets(row: dict[str, Any], slo: dict[str, Any] | None) -> bool | None:
+    if not slo or not row["requests"]:
+        return None
+    pct = str(slo.get("percentile", "p90"))
+    ttft, tpot = row["ttft_ms"][pct], row["tpot_ms"][pct]
+    return bool(ttft is not None and ttft <= float(slo["ttft_ms"]) and (tpot is None or tpot <= float(slo["tpot_ms"])))
+
+
+def cmd_simulate_trace(args: argparse.Namespace) -> int:
+    """Replay a timed trace through the deployment's replicas (see :mod:`planner.replay`)."""
+    import numpy as np
+
+    from planner.models import load_model
+    from planner.plan_io import read_plan_json
+    from planner.replay import by_window, overall, replay, route, window_index
+    from planner.traces import read_trace
+
+    if args.trace is None:
+        raise PlannerInputError("--trace", "--deployment replays a timed trace: give --trace FILE")
+    trace = read_trace(args.trace)
+    data = read_plan_json(args.deployment, "--deployment")
+    if not isinstance(data, dict):
+        raise PlannerInputError("--deployment", "not a capacity or plan JSON object")
+    dep, backend, slo, starts, reps = _schedule(data, args.schedule, trace, args.window)
+    for flag, given, have in (("--model", args.model, dep.model), ("--gpu", args.gpu, dep.gpu)):
+        if given is not None and given not in (have, dep.hf_id):
+            raise PlannerInputError(flag, f"{given!r} differs from the deployment's {have!r}; omit it to use the file's")
+    wo = window_index(trace.arrival_s, starts)
+    keep = _indices(args.windows, starts.size)
+    sel = np.isin(wo, keep) if keep is not None else np.ones(wo.size, dtype=bool)
+    assert dep.agg is not None
+    res = replay(load_model(dep.model), dep.gpu, dep.agg, trace.arrival_s[sel], trace.isl[sel], trace.osl[sel],
+                 route(wo, reps)[sel], backend=backend)
+    rows = by_window(res, wo[sel], starts.size)
+    wins = [{"index": k, "start_s": float(starts[k]), "replicas": int(reps[k]), **r, "meets_slo": _meets(r, slo)}
+            for k, r in enumerate(rows) if keep is None or k in keep]
+    met = [w["meets_slo"] for w in wins if w["meets_slo"] is not None]
+    out = {"model": dep.model, "gpu": dep.gpu, "backend": backend, "schedule": args.schedule, "slo": slo,
+           "windows": wins, "overall": overall(res), "windows_meeting_slo": sum(met), "windows_with_requests": len(met)}
+    if args.format == "json":
+        print_json(out)
+        return 0
+    pct = str((slo or {}).get("percentile", "p90"))
+    print(render_table([{"window": w["index"], "start (h)": w["start_s"] / 3600, "replicas": w["replicas"],
+                         "requests": w["requests"], f"TTFT {pct} (ms)": w["ttft_ms"][pct],
+                         f"TPOT {pct} (ms)": w["tpot_ms"][pct], "meets SLO": w["meets_slo"]} for w in wins]))
+    tot = out["overall"]
+    print(render_kv({"requests": tot["requests"], f"TTFT {pct} (ms)": tot["ttft_ms"][pct],
+                     f"TPOT {pct} (ms)": tot["tpot_ms"][pct], "windows meeting SLO": f"{sum(met)} of {len(met)}"},
+                    title="overall"))
+    return 0

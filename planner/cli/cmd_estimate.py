@@ -7,16 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
+from hardware.errors import PlannerInputError
+from planner.cli.cmd_capacity import add_replay_args
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
 from planner.estimate import estimate
 from planner.models import load_model
-from planner.workload import LengthSpec, SpecDecode, Workload, read_trace
+from planner.traces import trace_lengths
+from planner.workload import LengthSpec, SpecDecode, Workload
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
-    p.add_argument("--gpu", required=True, help="GPU key or alias, e.g. h200")
+def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--model", required=required, help="bundled name, HF id or path to config.json")
+    p.add_argument("--gpu", required=required, help="GPU key or alias, e.g. h200")
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
     for flag in ("tp", "pp", "dp", "ep"):
         p.add_argument(f"--{flag}", type=int, default=1, help=f"{flag.upper()} size of the (decode) worker")
@@ -24,8 +27,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--osl", type=int, default=256, help="output tokens (mean)")
     p.add_argument("--isl-cv", type=float, default=0.0, help="ISL coefficient of variation (lognormal)")
     p.add_argument("--osl-cv", type=float, default=0.0, help="OSL coefficient of variation (lognormal)")
-    p.add_argument("--trace", type=Path, help="CSV with isl,osl columns (overrides --isl/--osl)")
-    load = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--trace", type=Path, help="CSV with isl,osl (or arrival_s,isl,osl, or BurstGPT) columns; "
+                   "only the lengths are used (overrides --isl/--osl)")
+    load = p.add_mutually_exclusive_group(required=required)
     load.add_argument("--concurrency", type=int, help="closed loop: concurrent clients")
     load.add_argument("--rate", type=float, help="open loop: requests/s")
     p.add_argument("--bench-requests", type=int, default=None,
@@ -50,7 +54,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 def workload_from(args: argparse.Namespace) -> Workload:
     """Workload from CLI flags."""
     if args.trace is not None:
-        isl, osl = read_trace(args.trace)
+        isl, osl = trace_lengths(args.trace)
     else:
         isl = LengthSpec(mean=args.isl, dist="lognormal" if args.isl_cv else "fixed", cv=args.isl_cv)
         osl = LengthSpec(mean=args.osl, dist="lognormal" if args.osl_cv else "fixed", cv=args.osl_cv)
@@ -89,6 +93,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from planner.simulator import simulate_cli
 
+    if args.deployment is not None:
+        from planner.cli.cmd_capacity import cmd_simulate_trace
+
+        return cmd_simulate_trace(args)
+    for flag, val in (("--model", args.model), ("--gpu", args.gpu)):
+        if val is None:
+            raise PlannerInputError(flag, "required (or replay a timed trace: --trace FILE --deployment JSON)")
+
     return simulate_cli(args, workload_from(args), _workers(args))
 
 
@@ -122,7 +134,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     _add_common(p)
     p.set_defaults(func=cmd_estimate)
     s = sub.add_parser("simulate", help="discrete-event simulation of the same step model (cross-check)")
-    _add_common(s)
+    _add_common(s, required=False)
+    add_replay_args(s)
     s.add_argument("--requests", type=int, default=2000, help="requests to simulate (with --bench-requests: that run, no warm-up dropped)")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_simulate)
