@@ -19,6 +19,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -182,17 +183,17 @@ def _pcts(x: np.ndarray) -> dict[str, float | None]:
     return {"mean": float(np.mean(x)) * 1e3, **{k: float(np.percentile(x, q)) * 1e3 for k, q in PERCENTILES.items()}}
 
 
-def by_window(res: ReplayResult, window_of: np.ndarray, count: int) -> list[dict[str, object]]:
+def by_window(res: ReplayResult, window_of: np.ndarray, count: int) -> list[dict[str, Any]]:
     """Requests and TTFT/TPOT mean and percentiles (ms) of the requests arriving in each window."""
     order = np.argsort(window_of, kind="stable")
     bounds = np.searchsorted(window_of[order], np.arange(count + 1))
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     for k in range(count):
         sel = order[bounds[k]:bounds[k + 1]]
         out.append({"requests": int(sel.size), "ttft_ms": _pcts(res.ttft_s[sel]), "tpot_ms": _pcts(res.tpot_s[sel])})
     return out
 
 
-def overall(res: ReplayResult) -> dict[str, object]:
+def overall(res: ReplayResult) -> dict[str, Any]:
     """The same over every replayed request."""
     return {"requests": int(res.ttft_s.size), "ttft_ms": _pcts(res.ttft_s), "tpot_ms": _pcts(res.tpot_s)}

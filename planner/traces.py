@@ -158,7 +158,8 @@ def _rows(lines: list[str], path: Path, width: int) -> tuple[list[list[str]], np
 
 
 def read_trace(path: str | Path, *, need_times: bool = True, field: str = "--trace") -> Trace:
-    """Read and check a trace (see module docstring); ``need_times=False`` also accepts ``isl,osl``."""
+    """Read and check a trace (see module docstring); ``need_times=False`` reads the lengths only
+    (any layout, ``isl,osl`` included; the trace's times are ignored)."""
     path = Path(path)
     lines = _decode(_check_file(path, field), path).splitlines()
     layout, cols = _header(lines, path)
@@ -172,10 +173,10 @@ def read_trace(path: str | Path, *, need_times: bool = True, field: str = "--tra
     isl = _tokens(_column(rows, nums, cols[i_name], i_name, path), nums, i_name, path, low)
     osl = _tokens(_column(rows, nums, cols[o_name], o_name, path), nums, o_name, path, low)
     zeros = int(np.count_nonzero((isl == 0) | (osl == 0)))
-    if t_name:
+    if t_name and need_times:
         t = _times(_column(rows, nums, cols[t_name], t_name, path), nums, t_name, path)
-    else:
-        t = np.zeros(len(rows))
+    else:  # lengths only: times are neither read nor checked
+        t, layout = np.zeros(len(rows)), "lengths"
     return Trace(t, np.maximum(isl, 1), np.maximum(osl, 1), source=path.name, layout=layout, zero_token_rows=zeros)
 
 

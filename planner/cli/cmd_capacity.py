@@ -234,20 +234,23 @@ def cmd_simulate_trace(args: argparse.Namespace) -> int:
     res = replay(load_model(dep.model), dep.gpu, dep.agg, trace.arrival_s[sel], trace.isl[sel], trace.osl[sel],
                  route(wo, reps)[sel], backend=backend)
     rows = by_window(res, wo[sel], starts.size)
-    wins = [{"index": k, "start_s": float(starts[k]), "replicas": int(reps[k]), **r, "meets_slo": _meets(r, slo)}
+    wins: list[dict[str, Any]] = [{"index": k, "start_s": float(starts[k]), "replicas": int(reps[k]), **r, "meets_slo": _meets(r, slo)}
             for k, r in enumerate(rows) if keep is None or k in keep]
     met = [w["meets_slo"] for w in wins if w["meets_slo"] is not None]
     out = {"model": dep.model, "gpu": dep.gpu, "backend": backend, "schedule": args.schedule, "slo": slo,
            "windows": wins, "overall": overall(res), "windows_meeting_slo": sum(met), "windows_with_requests": len(met)}
     if args.format == "json":
         print_json(out)
-        return 0
+    else:
+        _print_replay(wins, out["overall"], slo, met)
+    return 0
+
+
+def _print_replay(wins: list[dict[str, Any]], tot: dict[str, Any], slo: dict[str, Any] | None, met: list[bool]) -> None:
     pct = str((slo or {}).get("percentile", "p90"))
     print(render_table([{"window": w["index"], "start (h)": w["start_s"] / 3600, "replicas": w["replicas"],
                          "requests": w["requests"], f"TTFT {pct} (ms)": w["ttft_ms"][pct],
                          f"TPOT {pct} (ms)": w["tpot_ms"][pct], "meets SLO": w["meets_slo"]} for w in wins]))
-    tot = out["overall"]
     print(render_kv({"requests": tot["requests"], f"TTFT {pct} (ms)": tot["ttft_ms"][pct],
                      f"TPOT {pct} (ms)": tot["tpot_ms"][pct], "windows meeting SLO": f"{sum(met)} of {len(met)}"},
                     title="overall"))
-    return 0
