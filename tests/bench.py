@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCH_MODULES = ("tests.bench_kernels", "tests.bench_serving", "tests.bench_solvers", "tests.bench_ui")
+BENCH_MODULES = ("tests.bench_kernels", "tests.bench_serving", "tests.bench_solvers", "tests.bench_ui",
+                "tests.bench_capacity")
 
 TARGETS: dict[str, str] = {
     "gemm_lookup_100k_s": "<= 0.5 s",
@@ -18,6 +19,7 @@ TARGETS: dict[str, str] = {
     "plan_search_seconds": "<= 1.0 s",
     "fleet_milp_s": "<= 2 s",
     "ui_plan_s": "<= 2 s",
+    "capacity_1m_requests_24h_s": "<= 10 s",
 }
 
 
