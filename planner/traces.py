@@ -211,13 +211,18 @@ def check_out(path: str | Path, force: bool, field: str = "--out") -> Path:
     return path
 
 
-def write_text(path: str | Path, text: str, *, force: bool = False, field: str = "--out") -> Path:
-    """Write ``text`` whole (temporary file, then rename) after ``check_out``."""
+def write_bytes(path: str | Path, data: bytes, *, force: bool = False, field: str = "--out") -> Path:
+    """Write ``data`` whole (temporary file, then rename) after ``check_out``."""
     path = check_out(path, force, field)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
     return path
+
+
+def write_text(path: str | Path, text: str, *, force: bool = False, field: str = "--out") -> Path:
+    """Write UTF-8 ``text`` whole, after ``check_out``."""
+    return write_bytes(path, text.encode("utf-8"), force=force, field=field)
 
 
 def write_trace(trace: Trace, path: str | Path, *, force: bool = False) -> Path:

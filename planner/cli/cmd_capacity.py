@@ -47,7 +47,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"), help="engine calibration")
     p.add_argument("--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here (for simulate --deployment)")
-    p.add_argument("--force", action="store_true", help="overwrite --out")
+    p.add_argument("--xlsx", type=Path, default=None, help="also write a spreadsheet with the Capacity sheet")
+    p.add_argument("--force", action="store_true", help="overwrite --out / --xlsx")
     add_format(p)
     p.set_defaults(func=cmd_capacity)
 
@@ -93,7 +94,7 @@ def _fleet_rows(res: Any) -> list[dict[str, Any]]:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
-    from planner.traces import check_out, read_trace, write_text
+    from planner.traces import check_out, read_trace
     from solvers.capacity import CapacityRequest, capacity
 
     if args.min_replicas < 0:
@@ -103,15 +104,11 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         tpot_ms=args.tpot_ms, percentile=args.percentile, window_s=args.window, scale_up_s=args.scale_up_s,
         max_gpus=args.max_gpus, worker_max_gpus=args.worker_max_gpus, min_replicas=args.min_replicas,
         backend=args.backend, price_per_gpu_hour=args.price_per_gpu_hour, hardware_dirs=tuple(args.hardware_dir))
-    if args.out is not None:
-        check_out(args.out, args.force)
+    for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
+        if path is not None:
+            check_out(path, args.force, flag)
     res = capacity(read_trace(args.trace), req)
-    if args.out is not None:
-        import json
-
-        from planner.cli.output import to_jsonable
-
-        write_text(args.out, json.dumps(to_jsonable(res), indent=2) + "\n", force=args.force)
+    _write_outputs(res, args)
     if args.format == "json":
         print_json(res)
         return 0
@@ -124,9 +121,25 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     print(render_table(_summary_rows(res)))
     print()
     print(render_table(_fleet_rows(res)))
-    if args.out is not None:
-        print(f"wrote {args.out}")
+    for path in (args.out, args.xlsx):
+        if path is not None:
+            print(f"wrote {path}")
     return 0
+
+
+def _write_outputs(res: Any, args: argparse.Namespace) -> None:
+    import json
+
+    from planner.cli.output import to_jsonable
+    from planner.traces import write_bytes, write_text
+
+    data = to_jsonable(res)
+    if args.out is not None:
+        write_text(args.out, json.dumps(data, indent=2) + "\n", force=args.force)
+    if args.xlsx is not None:
+        from planner.reports.capacity_sheet import capacity_xlsx
+
+        write_bytes(args.xlsx, capacity_xlsx(data), force=args.force, field="--xlsx")
 
 
 def cmd_gen_trace(args: argparse.Namespace) -> int:
