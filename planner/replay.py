@@ -38,14 +38,30 @@ class RowClock(_StepClock):
     one vectorized call, at the middle of the prompt-token bucket (so a step's time does not depend
     on which step first filled its bucket). Far fewer pricing calls than one per new step mix."""
 
-    def __init__(self, m: ModelSpec, gpu_key: str, w: WorkerConfig, backend: str, ctx: float,
-                 hardware_dirs: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        m: ModelSpec,
+        gpu_key: str,
+        w: WorkerConfig,
+        backend: str,
+        ctx: float,
+        hardware_dirs: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(m, gpu_key, w, backend, ctx)
         k = w.max_num_seqs + 1
         p = w.parallel
         gpu = get_gpu(gpu_key, hardware_dirs)
-        full = [np.full(k, float(v)) for v in (p.tp, p.pp, p.dp, p.ep, WEIGHT_QUANTS.index(w.weight_quant),
-                                                KV_DTYPES.index(w.kv_dtype))]
+        full = [
+            np.full(k, float(v))
+            for v in (
+                p.tp,
+                p.pp,
+                p.dp,
+                p.ep,
+                WEIGHT_QUANTS.index(w.weight_quant),
+                KV_DTYPES.index(w.kv_dtype),
+            )
+        ]
         self.row_par = parallel_arrays(gpu, *full)
         self.rows: dict[tuple[int, int], np.ndarray] = {}
         self.k = k
@@ -56,8 +72,13 @@ class RowClock(_StepClock):
         if row is None:
             tokens = float(p) if p < TOKEN_BUCKET else (key[0] + 0.5) * TOKEN_BUCKET
             f = lambda v: np.full(self.k, float(v))  # noqa: E731
-            mix = StepMix(np.arange(self.k, dtype=float), f(self.ctx), f(tokens),
-                          f(max(tokens / max(prompts, 1), 1.0)), f(0))
+            mix = StepMix(
+                np.arange(self.k, dtype=float),
+                f(self.ctx),
+                f(tokens),
+                f(max(tokens / max(prompts, 1), 1.0)),
+                f(0),
+            )
             row = step_time(self.m, self.row_par, mix, self.pricer, **self.cal.step_kwargs())
             self.rows[key] = row
         return float(row[min(b, self.k - 1)])
@@ -73,7 +94,9 @@ class _Replica:
     now: float = 0.0
     steps: int = 0  # decode steps so far (every running request gains a token per step)
 
-    def run(self, arr: np.ndarray, isl: np.ndarray, osl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def run(
+        self, arr: np.ndarray, isl: np.ndarray, osl: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """First-token and finish times (s) of requests arriving at ``arr`` (sorted)."""
         n = arr.size
         first, finish = np.full(n, np.nan), np.full(n, np.nan)
@@ -109,7 +132,9 @@ class _Replica:
                         done += 1
         return first, finish
 
-    def _plan(self, waiting: deque[int], left: np.ndarray, running: int) -> tuple[list[tuple[int, int]], float]:
+    def _plan(
+        self, waiting: deque[int], left: np.ndarray, running: int
+    ) -> tuple[list[tuple[int, int]], float]:
         """Prompt chunks of the next step (as ``simulate``) and the prompt tokens they use."""
         free = max(self.chunk - running, MIN_FREE_CHUNK)
         plan, budget, slots = [], free, self.max_seqs - running
@@ -150,8 +175,18 @@ def route(window_of: np.ndarray, replicas: np.ndarray) -> np.ndarray:
     return np.arange(window_of.size) % n
 
 
-def replay(m: ModelSpec, gpu_key: str, worker: WorkerConfig, arrival_s: np.ndarray, isl: np.ndarray,
-           osl: np.ndarray, replica: np.ndarray, *, backend: str = "vllm", clock: _StepClock | None = None) -> ReplayResult:
+def replay(
+    m: ModelSpec,
+    gpu_key: str,
+    worker: WorkerConfig,
+    arrival_s: np.ndarray,
+    isl: np.ndarray,
+    osl: np.ndarray,
+    replica: np.ndarray,
+    *,
+    backend: str = "vllm",
+    clock: _StepClock | None = None,
+) -> ReplayResult:
     """Simulate every replica on its requests. The step clock prices decode at the context mean
     ISL + mean OSL / 2, as ``simulate`` (default: a :class:`RowClock`)."""
     ctx = float(np.mean(isl) + np.mean(osl) / 2.0)
@@ -180,7 +215,10 @@ def _pcts(x: np.ndarray) -> dict[str, float | None]:
     x = x[np.isfinite(x)]
     if not x.size:
         return {"mean": None, **{k: None for k in PERCENTILES}}
-    return {"mean": float(np.mean(x)) * 1e3, **{k: float(np.percentile(x, q)) * 1e3 for k, q in PERCENTILES.items()}}
+    return {
+        "mean": float(np.mean(x)) * 1e3,
+        **{k: float(np.percentile(x, q)) * 1e3 for k, q in PERCENTILES.items()},
+    }
 
 
 def by_window(res: ReplayResult, window_of: np.ndarray, count: int) -> list[dict[str, Any]]:
@@ -189,11 +227,21 @@ def by_window(res: ReplayResult, window_of: np.ndarray, count: int) -> list[dict
     bounds = np.searchsorted(window_of[order], np.arange(count + 1))
     out: list[dict[str, Any]] = []
     for k in range(count):
-        sel = order[bounds[k]:bounds[k + 1]]
-        out.append({"requests": int(sel.size), "ttft_ms": _pcts(res.ttft_s[sel]), "tpot_ms": _pcts(res.tpot_s[sel])})
+        sel = order[bounds[k] : bounds[k + 1]]
+        out.append(
+            {
+                "requests": int(sel.size),
+                "ttft_ms": _pcts(res.ttft_s[sel]),
+                "tpot_ms": _pcts(res.tpot_s[sel]),
+            }
+        )
     return out
 
 
 def overall(res: ReplayResult) -> dict[str, Any]:
     """The same over every replayed request."""
-    return {"requests": int(res.ttft_s.size), "ttft_ms": _pcts(res.ttft_s), "tpot_ms": _pcts(res.tpot_s)}
+    return {
+        "requests": int(res.ttft_s.size),
+        "ttft_ms": _pcts(res.ttft_s),
+        "tpot_ms": _pcts(res.tpot_s),
+    }

@@ -29,13 +29,25 @@ class TraceSpec(BaseModel):
 
     model_config = _FROZEN
     hours: float = Field(default=24.0, gt=0, le=24 * 31, description="Length of the trace, hours.")
-    peak_rate: float = Field(default=4.0, gt=0, le=1e5, description="Daily-cycle peak rate outside bursts, requests/s.")
-    daily_ratio: float = Field(default=4.0, ge=1, le=1000, description="Daily peak rate / trough rate.")
-    trough_hour: float = Field(default=4.0, ge=0, lt=24, description="Hour of the day of the trough.")
+    peak_rate: float = Field(
+        default=4.0, gt=0, le=1e5, description="Daily-cycle peak rate outside bursts, requests/s."
+    )
+    daily_ratio: float = Field(
+        default=4.0, ge=1, le=1000, description="Daily peak rate / trough rate."
+    )
+    trough_hour: float = Field(
+        default=4.0, ge=0, lt=24, description="Hour of the day of the trough."
+    )
     bursts_per_day: float = Field(default=6.0, ge=0, le=100, description="Bursts per 24 hours.")
-    burst_minutes: float = Field(default=10.0, gt=0, le=240, description="Length of one burst, minutes.")
-    burst_factor: float = Field(default=3.0, ge=1, le=100, description="Rate multiplier inside a burst.")
-    arrival_cv: float = Field(default=1.0, gt=0, le=10, description="CV of gaps at a constant rate (1 = Poisson).")
+    burst_minutes: float = Field(
+        default=10.0, gt=0, le=240, description="Length of one burst, minutes."
+    )
+    burst_factor: float = Field(
+        default=3.0, ge=1, le=100, description="Rate multiplier inside a burst."
+    )
+    arrival_cv: float = Field(
+        default=1.0, gt=0, le=10, description="CV of gaps at a constant rate (1 = Poisson)."
+    )
     isl_mean: float = Field(default=1024.0, ge=1, le=1e6, description="Mean prompt length, tokens.")
     isl_cv: float = Field(default=0.5, ge=0, le=4, description="CV of prompt lengths (lognormal).")
     osl_mean: float = Field(default=256.0, ge=1, le=1e6, description="Mean answer length, tokens.")

@@ -5,7 +5,8 @@ single-rate queueing formula would take), each window gets the two numbers the s
 
 * ``design_rate``: the rate of the ``SUB_WINDOW_S`` sub-windows weighted by their requests, at the
   SLO percentile: the rate that all but that share of the window's requests arrive under. A burst
-  of 10 minutes inside a 15-minute window is a change of rate, and this is the rate its requests see.
+  of 10 minutes inside a 15-minute window is a change of rate, and this is the rate its requests
+  see.
 * ``local_cv``: the CV of the gaps once each is scaled by its sub-window's rate, the burstiness at
   a given rate (1 for Poisson arrivals, whatever the rate does between sub-windows).
 """
@@ -24,7 +25,8 @@ SUB_WINDOW_S = 60.0
 """Sub-window over which the rate is taken as constant, seconds (one minute: bursts in production
 traces last minutes, BurstGPT Fig. 5; a minute holds enough requests at 1 req/s for a rate)."""
 MIN_GAPS_FOR_CV = 8
-"""Fewer gaps than this in a window: its CVs are reported as null and the sizing takes 1 (Poisson)."""
+"""Fewer gaps than this in a window: its CVs are reported as null and the sizing takes 1
+(Poisson)."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,10 @@ class Window:
         """The window's ISL and OSL as sampled distributions (at most SAMPLE_COUNT lengths kept)."""
         step = max(1, math.ceil(self.isl.size / SAMPLE_COUNT))
         i, o = self.isl[::step], self.osl[::step]
-        return (LengthSpec(mean=float(np.mean(i)), samples=tuple(int(v) for v in i)),
-                LengthSpec(mean=float(np.mean(o)), samples=tuple(int(v) for v in o)))
+        return (
+            LengthSpec(mean=float(np.mean(i)), samples=tuple(int(v) for v in i)),
+            LengthSpec(mean=float(np.mean(o)), samples=tuple(int(v) for v in o)),
+        )
 
 
 def _cv(x: np.ndarray) -> float:
@@ -81,15 +85,30 @@ def _window(trace: Trace, k: int, start: float, dur: float, lo: int, hi: int, q:
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return Window(k, start, dur, 0, 0.0, nan, nan, 0.0, nan, nan, nan, nan, empty, empty)
-    sub = np.minimum(((t - start) // SUB_WINDOW_S).astype(int), max(math.ceil(dur / SUB_WINDOW_S) - 1, 0))
+    sub = np.minimum(
+        ((t - start) // SUB_WINDOW_S).astype(int), max(math.ceil(dur / SUB_WINDOW_S) - 1, 0)
+    )
     counts = np.bincount(sub)
     widths = np.minimum(SUB_WINDOW_S, dur - np.arange(counts.size) * SUB_WINDOW_S)
     sub_rate = counts / np.maximum(widths, 1e-9)
     gaps = np.diff(t)
     local = gaps * sub_rate[sub[1:]]
-    return Window(k, start, dur, n, n / dur, _cv(gaps), _cv(local),
-                  _weighted_quantile(sub_rate, counts, q), float(np.mean(isl)), float(np.std(isl) / np.mean(isl)),
-                  float(np.mean(osl)), float(np.std(osl) / np.mean(osl)), isl, osl)
+    return Window(
+        k,
+        start,
+        dur,
+        n,
+        n / dur,
+        _cv(gaps),
+        _cv(local),
+        _weighted_quantile(sub_rate, counts, q),
+        float(np.mean(isl)),
+        float(np.std(isl) / np.mean(isl)),
+        float(np.mean(osl)),
+        float(np.std(osl) / np.mean(osl)),
+        isl,
+        osl,
+    )
 
 
 def split(trace: Trace, window_s: float, quantile: float) -> list[Window]:
@@ -108,5 +127,7 @@ def split(trace: Trace, window_s: float, quantile: float) -> list[Window]:
     out = []
     for k in range(count):
         dur = window_s if k < count - 1 else min(window_s, end - starts[k])
-        out.append(_window(trace, k, float(starts[k]), float(dur), bounds[k], bounds[k + 1], quantile))
+        out.append(
+            _window(trace, k, float(starts[k]), float(dur), bounds[k], bounds[k + 1], quantile)
+        )
     return out

@@ -36,7 +36,14 @@ MAX_TOKENS = 10**7
 OURS = ("arrival_s", "isl", "osl")
 BURSTGPT = ("Timestamp", "Request tokens", "Response tokens")
 """BurstGPT columns read; ``Model``, ``Total tokens`` and ``Log Type`` are present but not used."""
-BURSTGPT_ALL = ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type")
+BURSTGPT_ALL = (
+    "Timestamp",
+    "Model",
+    "Request tokens",
+    "Response tokens",
+    "Total tokens",
+    "Log Type",
+)
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,9 @@ def _check_file(path: Path, field: str) -> bytes:
     if not stat.S_ISREG(st.st_mode):
         raise PlannerInputError(field, f"{path} is not a regular file")
     if st.st_size > MAX_TRACE_BYTES:
-        raise PlannerInputError(field, f"{path} is {st.st_size:,} bytes; at most {MAX_TRACE_BYTES:,}")
+        raise PlannerInputError(
+            field, f"{path} is {st.st_size:,} bytes; at most {MAX_TRACE_BYTES:,}"
+        )
     with open(path, "rb") as fh:
         return fh.read(MAX_TRACE_BYTES + 1)
 
@@ -93,14 +102,19 @@ def _decode(data: bytes, path: Path) -> str:
 
 def _header(lines: list[str], path: Path) -> tuple[str, dict[str, int]]:
     if not lines:
-        raise PlannerInputError(str(path), "empty file; expected a header arrival_s,isl,osl and rows")
+        raise PlannerInputError(
+            str(path), "empty file; expected a header arrival_s,isl,osl and rows"
+        )
     names = [c.strip() for c in next(csv.reader([lines[0]]))]
     cols = {n: i for i, n in enumerate(names)}
     for layout, need in (("ours", OURS), ("burstgpt", BURSTGPT), ("lengths", ("isl", "osl"))):
         if all(n in cols for n in need):
             return layout, {n: cols[n] for n in need}
-    raise PlannerInputError(f"{path}:1", f"header {','.join(names)[:80]!r} has neither arrival_s,isl,osl "
-                            f"nor BurstGPT's {', '.join(BURSTGPT_ALL)}")
+    raise PlannerInputError(
+        f"{path}:1",
+        f"header {','.join(names)[:80]!r} has neither arrival_s,isl,osl "
+        f"nor BurstGPT's {', '.join(BURSTGPT_ALL)}",
+    )
 
 
 def _column(cells: list[str], lines: np.ndarray, name: str, path: Path) -> np.ndarray:
@@ -113,16 +127,24 @@ def _column(cells: list[str], lines: np.ndarray, name: str, path: Path) -> np.nd
             try:
                 vals[i] = float(c)
             except ValueError:
-                raise PlannerInputError(f"{path}:{lines[i]}:{name}", f"{c.strip()[:40]!r} is not a number") from None
+                raise PlannerInputError(
+                    f"{path}:{lines[i]}:{name}", f"{c.strip()[:40]!r} is not a number"
+                ) from None
     bad = np.flatnonzero(~np.isfinite(vals))
     if bad.size:
-        raise PlannerInputError(f"{path}:{lines[bad[0]]}:{name}", f"{cells[bad[0]].strip()[:40]!r} is not a finite number")
+        raise PlannerInputError(
+            f"{path}:{lines[bad[0]]}:{name}",
+            f"{cells[bad[0]].strip()[:40]!r} is not a finite number",
+        )
     return vals
 
 
 def _tokens(vals: np.ndarray, lines: np.ndarray, name: str, path: Path, low: int) -> np.ndarray:
-    for mask, what in ((vals < low, f"must be >= {low}"), (vals != np.round(vals), "must be a whole number of tokens"),
-                       (vals > MAX_TOKENS, f"must be <= {MAX_TOKENS:,}")):
+    for mask, what in (
+        (vals < low, f"must be >= {low}"),
+        (vals != np.round(vals), "must be a whole number of tokens"),
+        (vals > MAX_TOKENS, f"must be <= {MAX_TOKENS:,}"),
+    ):
         bad = np.flatnonzero(mask)
         if bad.size:
             raise PlannerInputError(f"{path}:{lines[bad[0]]}:{name}", f"{vals[bad[0]]:g} {what}")
@@ -132,12 +154,16 @@ def _tokens(vals: np.ndarray, lines: np.ndarray, name: str, path: Path, low: int
 def _times(t: np.ndarray, lines: np.ndarray, name: str, path: Path) -> np.ndarray:
     neg = np.flatnonzero(t < 0)
     if neg.size:
-        raise PlannerInputError(f"{path}:{lines[neg[0]]}:{name}", f"{t[neg[0]]:g} is negative; times are seconds >= 0")
+        raise PlannerInputError(
+            f"{path}:{lines[neg[0]]}:{name}", f"{t[neg[0]]:g} is negative; times are seconds >= 0"
+        )
     back = np.flatnonzero(np.diff(t) < 0)
     if back.size:
         i = back[0] + 1
-        raise PlannerInputError(f"{path}:{lines[i]}:{name}", f"{t[i]:g} is before the previous row's {t[i - 1]:g}; "
-                                f"sort the trace by {name}")
+        raise PlannerInputError(
+            f"{path}:{lines[i]}:{name}",
+            f"{t[i]:g} is before the previous row's {t[i - 1]:g}; sort the trace by {name}",
+        )
     return t
 
 
@@ -170,7 +196,9 @@ def _table(text: str, path: Path, width: int) -> tuple[list[list[str]], np.ndarr
     parsed = list(csv.reader([lines[k - 2] for k in numbers]))
     short = [k for k, r in enumerate(parsed) if len(r) < width]
     if short:
-        raise PlannerInputError(f"{path}:{numbers[short[0]]}", f"{len(parsed[short[0]])} fields; the header has {width}")
+        raise PlannerInputError(
+            f"{path}:{numbers[short[0]]}", f"{len(parsed[short[0]])} fields; the header has {width}"
+        )
     return [[r[i] for r in parsed] for i in range(width)], np.array(numbers)
 
 
@@ -182,8 +210,11 @@ def read_trace(path: str | Path, *, need_times: bool = True, field: str = "--tra
     lines = text.split("\n", 1)[:1] if text.strip() else []
     layout, cols = _header([ln.rstrip("\r") for ln in lines], path)
     if need_times and layout == "lengths":
-        raise PlannerInputError(f"{path}:1", "no arrival_s column; a timed trace needs arrival_s,isl,osl "
-                                "(or BurstGPT's Timestamp, Request tokens, Response tokens)")
+        raise PlannerInputError(
+            f"{path}:1",
+            "no arrival_s column; a timed trace needs arrival_s,isl,osl "
+            "(or BurstGPT's Timestamp, Request tokens, Response tokens)",
+        )
     table, nums = _table(text, path, len(next(csv.reader([lines[0]]))))
     names = list(cols)
     t_name, i_name, o_name = names if layout != "lengths" else ("", *names)
@@ -195,7 +226,14 @@ def read_trace(path: str | Path, *, need_times: bool = True, field: str = "--tra
         t = _times(_column(table[cols[t_name]], nums, t_name, path), nums, t_name, path)
     else:  # lengths only: times are neither read nor checked
         t, layout = np.zeros(nums.size), "lengths"
-    return Trace(t, np.maximum(isl, 1), np.maximum(osl, 1), source=path.name, layout=layout, zero_token_rows=zeros)
+    return Trace(
+        t,
+        np.maximum(isl, 1),
+        np.maximum(osl, 1),
+        source=path.name,
+        layout=layout,
+        zero_token_rows=zeros,
+    )
 
 
 def check_out(path: str | Path, force: bool, field: str = "--out") -> Path:
@@ -205,13 +243,20 @@ def check_out(path: str | Path, force: bool, field: str = "--out") -> Path:
     if path.is_symlink():
         raise PlannerInputError(field, f"{path} is a symbolic link; refusing to write through it")
     if path.exists() and (not force or not path.is_file()):
-        raise PlannerInputError(field, f"{path} exists; pass --force to overwrite" if path.is_file() else f"{path} is not a file")
+        raise PlannerInputError(
+            field,
+            f"{path} exists; pass --force to overwrite"
+            if path.is_file()
+            else f"{path} is not a file",
+        )
     if not path.parent.is_dir():
         raise PlannerInputError(field, f"folder {path.parent} does not exist")
     return path
 
 
-def write_bytes(path: str | Path, data: bytes, *, force: bool = False, field: str = "--out") -> Path:
+def write_bytes(
+    path: str | Path, data: bytes, *, force: bool = False, field: str = "--out"
+) -> Path:
     """Write ``data`` whole (temporary file, then rename) after ``check_out``."""
     path = check_out(path, force, field)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -230,7 +275,9 @@ def write_trace(trace: Trace, path: str | Path, *, force: bool = False) -> Path:
     path = check_out(path, force)
     body = np.column_stack([trace.arrival_s, trace.isl, trace.osl])
     tmp = path.with_name(f".{path.name}.tmp")
-    np.savetxt(tmp, body, fmt=("%.6f", "%d", "%d"), delimiter=",", header=",".join(OURS), comments="")
+    np.savetxt(
+        tmp, body, fmt=("%.6f", "%d", "%d"), delimiter=",", header=",".join(OURS), comments=""
+    )
     os.replace(tmp, path)
     return path
 
@@ -246,5 +293,7 @@ def length_stats(x: np.ndarray) -> tuple[float, float]:
 def trace_lengths(path: str | Path, field: str = "--trace") -> tuple[LengthSpec, LengthSpec]:
     """ISL and OSL of any trace layout (times ignored): ``planner estimate --trace``."""
     t = read_trace(path, need_times=False, field=field)
-    return (LengthSpec(mean=float(np.mean(t.isl)), samples=tuple(int(v) for v in t.isl)),
-            LengthSpec(mean=float(np.mean(t.osl)), samples=tuple(int(v) for v in t.osl)))
+    return (
+        LengthSpec(mean=float(np.mean(t.isl)), samples=tuple(int(v) for v in t.isl)),
+        LengthSpec(mean=float(np.mean(t.osl)), samples=tuple(int(v) for v in t.osl)),
+    )

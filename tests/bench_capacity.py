@@ -21,16 +21,37 @@ def bench() -> dict[str, float]:
     trace, _ = generate(TraceSpec(hours=24, peak_rate=18.5, daily_ratio=4.0, seed=0))
     with tempfile.TemporaryDirectory() as tmp:
         path = write_trace(trace, Path(tmp) / "day.csv")
-        argv = ["capacity", "--trace", str(path), "--model", "llama-3.1-70b", "--gpu", "h200", "--ttft-ms", "1000",
-                "--tpot-ms", "40", "--window", "15m", "--scale-up-s", "5m", "--format", "json"]
+        argv = [
+            "capacity",
+            "--trace",
+            str(path),
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "h200",
+            "--ttft-ms",
+            "1000",
+            "--tpot-ms",
+            "40",
+            "--window",
+            "15m",
+            "--scale-up-s",
+            "5m",
+            "--format",
+            "json",
+        ]
         t0, c0 = time.perf_counter(), time.process_time()
         with contextlib.redirect_stdout(io.StringIO()):
             rc = main(argv)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert rc == 0
-    # CPU seconds beside wall seconds: on a shared machine the wall figure includes waiting for a core
-    return {"capacity_trace_requests": float(len(trace)), "capacity_1m_requests_24h_s": seconds,
-            "capacity_1m_requests_24h_cpu_s": cpu}
+    # CPU seconds beside wall seconds: on a shared machine the wall figure includes waiting
+    # for a core
+    return {
+        "capacity_trace_requests": float(len(trace)),
+        "capacity_1m_requests_24h_s": seconds,
+        "capacity_1m_requests_24h_cpu_s": cpu,
+    }
 
 
 if __name__ == "__main__":

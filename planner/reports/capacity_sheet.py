@@ -23,11 +23,22 @@ FLEET_ROW = 3
 
 def window_columns(pct: str) -> list[tuple[str, str]]:
     """(header, key) of the windows table; keys are dotted paths into a window of the JSON."""
-    return [("window", "#"), ("start (h)", "start_h"), ("requests", "requests"), ("rate (req/s)", "rate"),
-            ("design rate (req/s)", "design_rate"), ("gap CV", "arrival_cv"), ("ISL mean (tokens)", "isl_mean"),
-            ("OSL mean (tokens)", "osl_mean"), ("replicas", "replicas"), ("GPUs", "gpus"),
-            (f"TTFT {pct} (ms)", f"ttft_ms.{pct}"), (f"TPOT {pct} (ms)", f"tpot_ms.{pct}"),
-            ("meets SLO", "meets_slo"), ("config", "config")]
+    return [
+        ("window", "#"),
+        ("start (h)", "start_h"),
+        ("requests", "requests"),
+        ("rate (req/s)", "rate"),
+        ("design rate (req/s)", "design_rate"),
+        ("gap CV", "arrival_cv"),
+        ("ISL mean (tokens)", "isl_mean"),
+        ("OSL mean (tokens)", "osl_mean"),
+        ("replicas", "replicas"),
+        ("GPUs", "gpus"),
+        (f"TTFT {pct} (ms)", f"ttft_ms.{pct}"),
+        (f"TPOT {pct} (ms)", f"tpot_ms.{pct}"),
+        ("meets SLO", "meets_slo"),
+        ("config", "config"),
+    ]
 
 
 def _get(row: dict[str, Any], key: str) -> Any:
@@ -51,20 +62,40 @@ def _fleet(ws: Worksheet, cap: dict[str, Any], bold: Any) -> None:
     heads = ["deployment", "GPUs (max)", "GPU-hours", "cost ($)", "windows violating SLO"]
     for c, h in enumerate(heads):
         ws.write_string(FLEET_ROW, c, h, bold)
-    for r, (name, key) in enumerate((("autoscaled", "autoscaled"), ("static peak", "static_peak"),
-                                     ("static mean", "static_mean")), start=FLEET_ROW + 1):
+    for r, (name, key) in enumerate(
+        (
+            ("autoscaled", "autoscaled"),
+            ("static peak", "static_peak"),
+            ("static mean", "static_mean"),
+        ),
+        start=FLEET_ROW + 1,
+    ):
         f = cap[key]
-        for c, v in enumerate((name, f["gpus"], f["gpu_hours"], f["cost"], f.get("windows_violating", 0))):
+        for c, v in enumerate(
+            (name, f["gpus"], f["gpu_hours"], f["cost"], f.get("windows_violating", 0))
+        ):
             _write(ws, r, c, v)
 
 
 def _chart(wb: Workbook, first: int, last: int, rate_col: int, gpu_col: int) -> Any:
     chart = wb.add_chart({"type": "column"})
-    chart.add_series({"name": "arrival rate (req/s)", "categories": [SHEET, first, 1, last, 1],
-                      "values": [SHEET, first, rate_col, last, rate_col], "gap": 10})
+    chart.add_series(
+        {
+            "name": "arrival rate (req/s)",
+            "categories": [SHEET, first, 1, last, 1],
+            "values": [SHEET, first, rate_col, last, rate_col],
+            "gap": 10,
+        }
+    )
     line = wb.add_chart({"type": "line"})
-    line.add_series({"name": "GPUs", "categories": [SHEET, first, 1, last, 1],
-                     "values": [SHEET, first, gpu_col, last, gpu_col], "y2_axis": True})
+    line.add_series(
+        {
+            "name": "GPUs",
+            "categories": [SHEET, first, 1, last, 1],
+            "values": [SHEET, first, gpu_col, last, gpu_col],
+            "y2_axis": True,
+        }
+    )
     chart.combine(line)
     chart.set_title({"name": "Arrival rate and GPUs per window"})
     chart.set_x_axis({"name": "window start (h)"})
@@ -80,11 +111,20 @@ def add_capacity_sheet(wb: Workbook, cap: dict[str, Any]) -> Worksheet:
     bold = wb.add_format({"bold": True})
     slo = cap["slo"]
     pct = str(slo["percentile"])
-    ws.write_string(0, 0, f"{cap['model']} on {cap['gpu']} ({cap['backend']}): SLO {pct} TTFT <= "
-                          f"{slo['ttft_ms']:g} ms, TPOT <= {slo['tpot_ms']:g} ms; windows of "
-                          f"{cap['window_s'] / 60:g} min; scale-up {cap['scale_up_s']:g} s", bold)
-    ws.write_string(1, 0, f"trace {cap['trace']['source']}: {cap['trace']['requests']} requests; "
-                          f"${cap['price_per_gpu_hour']:g} per GPU-hour")
+    ws.write_string(
+        0,
+        0,
+        f"{cap['model']} on {cap['gpu']} ({cap['backend']}): SLO {pct} TTFT <= "
+        f"{slo['ttft_ms']:g} ms, TPOT <= {slo['tpot_ms']:g} ms; windows of "
+        f"{cap['window_s'] / 60:g} min; scale-up {cap['scale_up_s']:g} s",
+        bold,
+    )
+    ws.write_string(
+        1,
+        0,
+        f"trace {cap['trace']['source']}: {cap['trace']['requests']} requests; "
+        f"${cap['price_per_gpu_hour']:g} per GPU-hour",
+    )
     _fleet(ws, cap, bold)
     top = FLEET_ROW + 6
     cols = window_columns(pct)
@@ -98,7 +138,9 @@ def add_capacity_sheet(wb: Workbook, cap: dict[str, Any]) -> Worksheet:
     ws.set_column(len(cols) - 1, len(cols) - 1, 48)
     if cap["windows"]:
         keys = [k for _, k in cols]
-        chart = _chart(wb, top + 1, top + len(cap["windows"]), keys.index("rate"), keys.index("gpus"))
+        chart = _chart(
+            wb, top + 1, top + len(cap["windows"]), keys.index("rate"), keys.index("gpus")
+        )
         ws.insert_chart(top, len(cols) + 1, chart)
     return ws
 
@@ -106,8 +148,15 @@ def add_capacity_sheet(wb: Workbook, cap: dict[str, Any]) -> Worksheet:
 def capacity_xlsx(cap: dict[str, Any]) -> bytes:
     """A workbook with the Capacity sheet only, as bytes."""
     buf = io.BytesIO()
-    wb = xlsxwriter.Workbook(buf, {"in_memory": True, "strings_to_formulas": False, "strings_to_urls": False,
-                                   "strings_to_numbers": False})
+    wb = xlsxwriter.Workbook(
+        buf,
+        {
+            "in_memory": True,
+            "strings_to_formulas": False,
+            "strings_to_urls": False,
+            "strings_to_numbers": False,
+        },
+    )
     add_capacity_sheet(wb, cap)
     wb.close()
     return buf.getvalue()

@@ -18,15 +18,40 @@ from tests.app.conftest import no_errors, page, widget
 def test_default_day_equals_library() -> None:
     at = page("traffic")
     no_errors(at)
-    spec = TraceSpec(hours=24, peak_rate=4.0, daily_ratio=4.0, bursts_per_day=6, burst_minutes=10, burst_factor=3,
-                     isl_mean=2000, osl_mean=400, seed=7)
-    want = to_jsonable(capacity(generate(spec)[0], CapacityRequest(
-        model="llama-3.1-70b", gpus=("h100_sxm",), ttft_ms=800, tpot_ms=30, percentile="p90", window_s=900,
-        scale_up_s=300, worker_max_gpus=4, backend="vllm")))
+    spec = TraceSpec(
+        hours=24,
+        peak_rate=4.0,
+        daily_ratio=4.0,
+        bursts_per_day=6,
+        burst_minutes=10,
+        burst_factor=3,
+        isl_mean=2000,
+        osl_mean=400,
+        seed=7,
+    )
+    want = to_jsonable(
+        capacity(
+            generate(spec)[0],
+            CapacityRequest(
+                model="llama-3.1-70b",
+                gpus=("h100_sxm",),
+                ttft_ms=800,
+                tpot_ms=30,
+                percentile="p90",
+                window_s=900,
+                scale_up_s=300,
+                worker_max_gpus=4,
+                backend="vllm",
+            ),
+        )
+    )
     assert at.metric[0].value == fmt_money(want["autoscaled"]["cost"])
     assert at.metric[1].value == fmt_money(want["static_peak"]["cost"])
     fleet = at.dataframe[0].value.set_index("deployment")
-    assert fleet.loc["static mean", "windows violating SLO"] == want["static_mean"]["windows_violating"]
+    assert (
+        fleet.loc["static mean", "windows violating SLO"]
+        == want["static_mean"]["windows_violating"]
+    )
     windows = at.dataframe[1].value
     assert windows["GPUs"].tolist() == [w["gpus"] for w in want["windows"]]
     assert len(at.get("plotly_chart")) == 1
@@ -34,9 +59,15 @@ def test_default_day_equals_library() -> None:
 
 def test_capacity_sheet(tmp_path: Path) -> None:
     tr = generate(TraceSpec(hours=2, peak_rate=3, isl_mean=1000, osl_mean=200, seed=1))[0]
-    cap = to_jsonable(capacity(tr, CapacityRequest(model="llama-3.1-8b", gpus=("h100",), ttft_ms=500, tpot_ms=25,
-                                                   worker_max_gpus=1)))
-    cap["trace"]["source"] = "=HYPERLINK(\"x\")"
+    cap = to_jsonable(
+        capacity(
+            tr,
+            CapacityRequest(
+                model="llama-3.1-8b", gpus=("h100",), ttft_ms=500, tpot_ms=25, worker_max_gpus=1
+            ),
+        )
+    )
+    cap["trace"]["source"] = '=HYPERLINK("x")'
     path = tmp_path / "c.xlsx"
     path.write_bytes(capacity_xlsx(cap))
     ws = openpyxl.load_workbook(path)["Capacity"]

@@ -19,14 +19,23 @@ def test_same_seed_same_trace() -> None:
 
 
 def test_daily_cycle_and_bursts() -> None:
-    spec = TraceSpec(hours=24, peak_rate=5.0, daily_ratio=4.0, bursts_per_day=4, burst_minutes=10,
-                     burst_factor=3.0, seed=11)
+    spec = TraceSpec(
+        hours=24,
+        peak_rate=5.0,
+        daily_ratio=4.0,
+        bursts_per_day=4,
+        burst_minutes=10,
+        burst_factor=3.0,
+        seed=11,
+    )
     tr, gen = generate(spec)
     assert len(gen.bursts) == 4
     assert tr.arrival_s[0] >= 0 and tr.arrival_s[-1] <= 24 * 3600
     expected = float(np.mean(base_rate(spec, np.arange(0, 86400.0)))) * 86400
     extra = spec.burst_factor - 1.0
-    expected += sum((b - a) * extra * float(np.mean(base_rate(spec, np.arange(a, b)))) for a, b in gen.bursts)
+    expected += sum(
+        (b - a) * extra * float(np.mean(base_rate(spec, np.arange(a, b)))) for a, b in gen.bursts
+    )
     assert len(tr) == pytest.approx(expected, rel=0.02)
     t, day = tr.arrival_s, 3600.0
     in_burst = np.zeros(t.size, dtype=bool)
@@ -44,12 +53,16 @@ def test_daily_cycle_and_bursts() -> None:
 def test_window_stats_see_bursts_as_rate() -> None:
     """A burst inside a window raises its design rate well above its mean rate, while the local gap
     CV stays near 1 (Poisson at every rate) and the raw gap CV of the window rises."""
-    spec = TraceSpec(hours=6, peak_rate=4.0, daily_ratio=1.0, bursts_per_day=8, burst_minutes=10, seed=2)
+    spec = TraceSpec(
+        hours=6, peak_rate=4.0, daily_ratio=1.0, bursts_per_day=8, burst_minutes=10, seed=2
+    )
     tr, gen = generate(spec)
     wins = split(tr, 900.0, 0.9)
     a, _ = gen.bursts[0]
     w = wins[int(a // 900)]
-    calm = [x for x in wins if not any(s < x.start_s + 900 and e > x.start_s for s, e in gen.bursts)]
+    calm = [
+        x for x in wins if not any(s < x.start_s + 900 and e > x.start_s for s, e in gen.bursts)
+    ]
     assert w.design_rate > 1.5 * w.rate or w.design_rate > 2.5 * spec.peak_rate
     assert w.local_cv == pytest.approx(1.0, abs=0.1)
     assert w.arrival_cv > max(x.arrival_cv for x in calm)

@@ -53,20 +53,27 @@ def test_ours_roundtrip_and_lengths_only(tmp_path: Path) -> None:
         read_trace(tmp_path / "lengths.csv")
 
 
-@pytest.mark.parametrize(("body", "where", "what"), [
-    ("arrival_s,isl,osl\n0,10,5\n2,10,5\n1,10,5\n", ":4:arrival_s", "before the previous row"),
-    ("arrival_s,isl,osl\n0,10,5\n1,-3,5\n", ":3:isl", "must be >= 1"),
-    ("arrival_s,isl,osl\n0,10,5\n1,10,x\n", ":3:osl", "is not a number"),
-    ("arrival_s,isl,osl\n0,10,5\n1,10.5,5\n", ":3:isl", "whole number"),
-    ("arrival_s,isl,osl\n-1,10,5\n", ":2:arrival_s", "negative"),
-    ("arrival_s,isl,osl\n0,10,5\nnan,10,5\n", ":3:arrival_s", "finite"),
-    ("arrival_s,isl,osl\n0,10\n", ":2", "fields"),
-    ("arrival_s,isl,osl\n", "", "no requests"),
-    ("", "", "empty file"),
-    ("when,what\n1,2\n", ":1", "header"),
-    ("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,GPT-4,-2,3,1,API log\n",
-     ":2:Request tokens", "must be >= 0"),
-])
+@pytest.mark.parametrize(
+    ("body", "where", "what"),
+    [
+        ("arrival_s,isl,osl\n0,10,5\n2,10,5\n1,10,5\n", ":4:arrival_s", "before the previous row"),
+        ("arrival_s,isl,osl\n0,10,5\n1,-3,5\n", ":3:isl", "must be >= 1"),
+        ("arrival_s,isl,osl\n0,10,5\n1,10,x\n", ":3:osl", "is not a number"),
+        ("arrival_s,isl,osl\n0,10,5\n1,10.5,5\n", ":3:isl", "whole number"),
+        ("arrival_s,isl,osl\n-1,10,5\n", ":2:arrival_s", "negative"),
+        ("arrival_s,isl,osl\n0,10,5\nnan,10,5\n", ":3:arrival_s", "finite"),
+        ("arrival_s,isl,osl\n0,10\n", ":2", "fields"),
+        ("arrival_s,isl,osl\n", "", "no requests"),
+        ("", "", "empty file"),
+        ("when,what\n1,2\n", ":1", "header"),
+        (
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+            "5,GPT-4,-2,3,1,API log\n",
+            ":2:Request tokens",
+            "must be >= 0",
+        ),
+    ],
+)
 def test_bad_traces_one_line(tmp_path: Path, body: str, where: str, what: str) -> None:
     f = tmp_path / "bad.csv"
     f.write_text(body)
