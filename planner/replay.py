@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +84,24 @@ class RowClock(_StepClock):
             row = step_time(self.m, self.row_par, mix, self.pricer, **self.cal.step_kwargs())
             self.rows[key] = row
         return float(row[min(b, self.k - 1)])
+
+
+PROGRESS_EVERY_S = 2.0
+"""Seconds between progress lines of long runs (the first comes after as long)."""
+
+
+class Progress:
+    """Progress lines on stderr for long work (``planner capacity``, trace replays)."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.next = PROGRESS_EVERY_S
+
+    def __call__(self, line: str) -> None:
+        now = time.perf_counter() - self.t0
+        if now >= self.next:
+            sys.stderr.write(line + "\n")
+            self.next = now + PROGRESS_EVERY_S
 
 
 @dataclass
@@ -192,10 +212,12 @@ def replay(
     ctx = float(np.mean(isl) + np.mean(osl) / 2.0)
     clock = clock or RowClock(m, gpu_key, worker, backend, ctx)
     first, finish = np.full(arrival_s.size, np.nan), np.full(arrival_s.size, np.nan)
-    for r in np.unique(replica):
+    reps, progress = np.unique(replica), Progress()
+    for k, r in enumerate(reps):
         idx = np.flatnonzero(replica == r)
         eng = _Replica(clock, float(worker.max_num_batched_tokens), worker.max_num_seqs)
         first[idx], finish[idx] = eng.run(arrival_s[idx], isl[idx], osl[idx])
+        progress(f"replay: {k + 1}/{reps.size} replicas simulated")
     ttft = first - arrival_s + clock.cal.request_overhead_s.value
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(osl > 1, (finish - first) / np.maximum(osl - 1, 1), np.nan)

@@ -8,7 +8,7 @@ Usage::
     res.windows[0].gpus, res.autoscaled.gpu_hours, res.static_mean.windows_violating
 
 Steps: split the trace into windows (:mod:`planner.trace_windows`); pick the worker shape once with
-``planner plan`` (aggregated, cheapest per token at the busiest window's rate and the trace's mean
+``planner plan`` (aggregated, cheapest per output token within the SLO at the trace's mean
 lengths); then, per window, predict that worker replicated 1..R times in one vectorized
 :func:`planner.batch_eval.evaluate_batch` call at the window's design rate (the rate its bursts
 reach), its measured local gap CV (Kingman's G/G/1 wait, not Poisson) and its own length samples,
@@ -36,6 +36,7 @@ from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evalua
 from planner.deployment import Deployment, WorkerConfig
 from planner.model_spec import ModelSpec
 from planner.models import load_model
+from planner.replay import Progress
 from planner.trace_windows import Window, split
 from planner.traces import Trace
 from planner.workload import LengthSpec, Workload
@@ -158,10 +159,9 @@ class CapacityResult(BaseModel):
 
 
 def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
-    """The aggregated worker shape (one replica) with the most output tokens/s per GPU within the
-    SLO at the trace's mean lengths (``planner plan`` without a load, up to
-    ``worker_max_gpus``), and its
-    GPU's $/hour."""
+    """The aggregated worker shape (one replica) with the lowest cost per output token within the
+    SLO at the trace's mean lengths (``planner plan`` without a load, up to ``worker_max_gpus``
+    GPUs, over every GPU type given), and its GPU's $/hour."""
     from solvers.plan import PlanRequest, plan
 
     isl, osl = int(round(float(np.mean(trace.isl)))), int(round(float(np.mean(trace.osl))))
@@ -176,7 +176,7 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         percentile=req.percentile,
         mode="agg",
         backend=req.backend,
-        objective="throughput-per-gpu",
+        objective="cost",
         price_per_gpu_hour=req.price_per_gpu_hour,
         hardware_dirs=req.hardware_dirs,
     )
@@ -419,7 +419,10 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
             f"{req.min_replicas} replicas of {gpw} GPUs exceed --max-gpus {req.max_gpus}",
         )
     predict = _Predictor(load_model(req.model), req, dep, max_replicas)
-    pairs = [_plan_window(w, predict, req, gpw) for w in wins]
+    pairs, progress = [], Progress()
+    for w in wins:
+        pairs.append(_plan_window(w, predict, req, gpw))
+        progress(f"capacity: sized {w.index + 1}/{len(wins)} windows")
     plans, oks = [p for p, _ in pairs], [ok for _, ok in pairs]
     peak = max(p.replicas for p in plans)
     mean_n = _mean_replicas(trace, predict, req.min_replicas)
