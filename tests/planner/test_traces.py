@@ -111,3 +111,22 @@ def test_write_refuses_overwrite_and_symlink(tmp_path: Path) -> None:
     with pytest.raises(PlannerInputError, match="symbolic link"):
         write_trace(tr, link, force=True)
     assert not (tmp_path / "elsewhere.csv").exists()
+
+
+def test_crlf_bom_and_quoted_fields(tmp_path: Path) -> None:
+    """Files saved by spreadsheet programs: a byte-order mark, CRLF line ends, quoted text cells."""
+    f = tmp_path / "excel.csv"
+    body = (
+        "\ufeffTimestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\r\n"
+        '1,"ChatGPT",10,5,15,"Conversation log"\r\n'
+        '1,"GPT-4",20,0,20,"API log"\r\n'
+        "\r\n"
+        '3,"ChatGPT",30,7,37,"API log"\r\n'
+    )
+    f.write_bytes(body.encode("utf-8"))
+    tr = read_trace(f)
+    assert tr.isl.tolist() == [10, 20, 30] and tr.osl.tolist() == [5, 1, 7]
+    assert tr.arrival_s.tolist() == [1.0, 1.0, 3.0] and tr.zero_token_rows == 1
+    f.write_bytes(body.replace("30,7", "30,-7").encode("utf-8"))
+    with pytest.raises(PlannerInputError, match=r"excel.csv:5:Response tokens"):
+        read_trace(f)
