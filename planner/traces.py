@@ -18,7 +18,6 @@ A problem is one :class:`PlannerInputError` naming ``file:line:field`` and what 
 from __future__ import annotations
 
 import csv
-import math
 import os
 import stat
 from dataclasses import dataclass
@@ -280,14 +279,6 @@ def write_trace(trace: Trace, path: str | Path, *, force: bool = False) -> Path:
     )
     os.replace(tmp, path)
     return path
-
-
-def length_stats(x: np.ndarray) -> tuple[float, float]:
-    """(mean, coefficient of variation) of token lengths; (nan, nan) when empty."""
-    if x.size == 0:
-        return math.nan, math.nan
-    mean = float(np.mean(x))
-    return mean, float(np.std(x) / mean) if mean > 0 else 0.0
 
 
 def trace_lengths(path: str | Path, field: str = "--trace") -> tuple[LengthSpec, LengthSpec]:
