@@ -201,9 +201,37 @@ def _table(text: str, path: Path, width: int) -> tuple[list[list[str]], np.ndarr
     return [[r[i] for r in parsed] for i in range(width)], np.array(numbers)
 
 
-def read_trace(path: str | Path, *, need_times: bool = True, field: str = "--trace") -> Trace:
+def _select(
+    table: list[list[str]], nums: np.ndarray, header: list[str], where: tuple[str, ...], path: Path
+) -> tuple[list[list[str]], np.ndarray]:
+    """Rows whose cells equal every ``COLUMN=VALUE`` of ``where`` (surrounding spaces ignored)."""
+    keep = np.ones(nums.size, dtype=bool)
+    for cond in where:
+        col, sep, value = cond.partition("=")
+        if not sep or col.strip() not in header:
+            raise PlannerInputError(
+                "--trace-where",
+                f"{cond!r}: expected COLUMN=VALUE with a column of {path.name}: "
+                f"{', '.join(header)}",
+            )
+        cells = np.array([c.strip() for c in table[header.index(col.strip())]])
+        keep &= cells == value.strip()
+    if not keep.any():
+        raise PlannerInputError("--trace-where", f"no row of {path} matches {' and '.join(where)}")
+    idx = np.flatnonzero(keep)
+    return [[c[i] for i in idx] for c in table], nums[idx]
+
+
+def read_trace(
+    path: str | Path,
+    *,
+    need_times: bool = True,
+    field: str = "--trace",
+    where: tuple[str, ...] = (),
+) -> Trace:
     """Read and check a trace (see module docstring); ``need_times=False`` reads the lengths only
-    (any layout, ``isl,osl`` included; the trace's times are ignored)."""
+    (any layout, ``isl,osl`` included; the trace's times are ignored). ``where``: keep only rows
+    with ``COLUMN=VALUE`` (e.g. BurstGPT's ``Log Type=API log`` or ``Model=ChatGPT``)."""
     path = Path(path)
     text = _decode(_check_file(path, field), path)
     lines = text.split("\n", 1)[:1] if text.strip() else []
@@ -214,7 +242,10 @@ def read_trace(path: str | Path, *, need_times: bool = True, field: str = "--tra
             "no arrival_s column; a timed trace needs arrival_s,isl,osl "
             "(or BurstGPT's Timestamp, Request tokens, Response tokens)",
         )
-    table, nums = _table(text, path, len(next(csv.reader([lines[0]]))))
+    header = [c.strip() for c in next(csv.reader([lines[0].rstrip("\r")]))]
+    table, nums = _table(text, path, len(header))
+    if where:
+        table, nums = _select(table, nums, header, where, path)
     names = list(cols)
     t_name, i_name, o_name = names if layout != "lengths" else ("", *names)
     low = 0 if layout == "burstgpt" else 1

@@ -41,6 +41,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         required=True,
         help="CSV arrival_s,isl,osl or BurstGPT (Timestamp, Request tokens, Response tokens, ...)",
     )
+    add_trace_where(p)
     p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
     p.add_argument("--gpu", required=True, help="GPU name(s), comma separated (see `planner gpus`)")
     add_hardware_dir(p)
@@ -176,7 +177,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
             check_out(path, args.force, flag)
-    res = capacity(read_trace(args.trace), req)
+    res = capacity(read_trace(args.trace, where=tuple(args.trace_where)), req)
     _write_outputs(res, args)
     if args.format == "json":
         print_json(res)
@@ -266,6 +267,16 @@ def cmd_gen_trace(args: argparse.Namespace) -> int:
 SCHEDULES = ("autoscaled", "static-peak", "static-mean")
 
 
+def add_trace_where(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trace-where",
+        action="append",
+        default=[],
+        metavar="COLUMN=VALUE",
+        help="keep only trace rows with this cell, e.g. 'Log Type=API log' (may repeat)",
+    )
+
+
 def add_replay_args(p: argparse.ArgumentParser) -> None:
     """``planner simulate --trace FILE --deployment plan.json`` flags."""
     p.add_argument(
@@ -291,6 +302,7 @@ def add_replay_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--windows", default=None, help="replay only these window indices, e.g. 0,12,40-47"
     )
+    add_trace_where(p)
 
 
 def _indices(text: str | None, count: int) -> list[int] | None:
@@ -373,7 +385,7 @@ def cmd_simulate_trace(args: argparse.Namespace) -> int:
 
     if args.trace is None:
         raise PlannerInputError("--trace", "--deployment replays a timed trace: give --trace FILE")
-    trace = read_trace(args.trace)
+    trace = read_trace(args.trace, where=tuple(args.trace_where))
     data = read_plan_json(args.deployment, "--deployment")
     if not isinstance(data, dict):
         raise PlannerInputError("--deployment", "not a capacity or plan JSON object")

@@ -143,6 +143,25 @@ def test_capacity_table_with_burstgpt(capsys: pytest.CaptureFixture[str], tmp_pa
     rc, out, err = run(capsys, "capacity", "--trace", str(f), *CAP, "--window", "5m")
     assert rc == 0, err
     assert "autoscaled" in out and "static mean" in out
+    rc, out, err = run(
+        capsys,
+        "capacity",
+        "--trace",
+        str(f),
+        *CAP,
+        "--window",
+        "5m",
+        "--trace-where",
+        "Log Type=API log",
+        "--format",
+        "json",
+    )
+    assert rc == 0, err
+    assert json.loads(out)["trace"]["requests"] == 200  # every other row is an API log
+    rc, _, err = run(capsys, "capacity", "--trace", str(f), *CAP, "--trace-where", "Kind=API")
+    assert rc == 2 and "--trace-where" in err and "Log Type" in err and err.count("\n") == 1
+    rc, _, err = run(capsys, "capacity", "--trace", str(f), *CAP, "--trace-where", "Model=Claude")
+    assert rc == 2 and "no row" in err
 
 
 def test_estimate_accepts_timed_and_burstgpt(
