@@ -231,3 +231,55 @@ def test_flag_errors_exit_2(
     assert rc == 2 and "--model" in err
     rc, _, err = run(capsys, "simulate", "--trace", str(small), "--deployment", str(small))
     assert rc == 2 and "--deployment" in err
+
+
+def test_simulate_replays_a_plan_json(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    """A static plan from ``planner plan`` replays with its replicas in every window."""
+    rc, out, err = run(
+        capsys,
+        "plan",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100",
+        "--max-gpus",
+        "4",
+        "--isl",
+        "1000",
+        "--osl",
+        "200",
+        "--rate",
+        "8",
+        "--ttft-ms",
+        "500",
+        "--tpot-ms",
+        "25",
+        "--mode",
+        "agg",
+        "--format",
+        "json",
+    )
+    assert rc == 0, err
+    plan_json = tmp_path / "plan.json"
+    plan_json.write_text(out)
+    workers = json.loads(out)["best"]["deployment"]["agg"]["workers"]
+    rc, out, err = run(
+        capsys,
+        "simulate",
+        "--trace",
+        str(small),
+        "--deployment",
+        str(plan_json),
+        "--window",
+        "30m",
+        "--windows",
+        "0-1",
+        "--format",
+        "json",
+    )
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert [w["replicas"] for w in rep["windows"]] == [workers, workers]
+    assert rep["slo"]["ttft_ms"] == 500 and rep["overall"]["requests"] > 0
