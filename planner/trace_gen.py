@@ -7,7 +7,8 @@ seeded random times that do not overlap. Arrivals come from time rescaling (Cinl
 unit-rate renewal process mapped through the inverse of Lambda(t) = integral of lambda has rate
 lambda(t)): gaps of Gamma(1/cv^2, cv^2) in the rescaled time give Poisson arrivals for cv = 1 and
 burstier ones (the BurstGPT study fits Gamma gaps, CV above 1, to its API traffic) for cv > 1.
-Prompt and answer lengths are lognormal with the given mean and CV. The bursts are a change of
+Prompt and answer lengths are lognormal with the given CV around a mean that may follow the day
+(``length_daily_swing``; production lengths shift with the hour, BurstGPT sec. 3). The bursts are a change of
 rate over minutes, not the gap distribution the analytic sizing assumes for one rate.
 """
 
@@ -52,6 +53,13 @@ class TraceSpec(BaseModel):
     isl_cv: float = Field(default=0.5, ge=0, le=4, description="CV of prompt lengths (lognormal).")
     osl_mean: float = Field(default=256.0, ge=1, le=1e6, description="Mean answer length, tokens.")
     osl_cv: float = Field(default=0.5, ge=0, le=4, description="CV of answer lengths (lognormal).")
+    length_daily_swing: float = Field(
+        default=0.0,
+        ge=0,
+        le=0.9,
+        description="Mean lengths move by this share over the day: (1 - s) x at the trough, "
+        "(1 + s) x at the peak.",
+    )
     seed: int = Field(default=0, ge=0, description="Random seed (same seed, same trace).")
 
 
@@ -62,11 +70,15 @@ class Generated(BaseModel):
     bursts: tuple[tuple[float, float], ...] = Field(description="(start_s, end_s) of every burst.")
 
 
+def _daily(spec: TraceSpec, t: np.ndarray) -> np.ndarray:
+    """The daily cycle at times ``t`` (s): -1 at the trough hour, +1 twelve hours later."""
+    return -np.cos(2.0 * np.pi * (t / SECONDS_PER_DAY - spec.trough_hour / 24.0))
+
+
 def base_rate(spec: TraceSpec, t: np.ndarray) -> np.ndarray:
     """Daily-cycle rate at times ``t`` (s), requests/s, without bursts."""
     trough = spec.peak_rate / spec.daily_ratio
-    phase = 2.0 * np.pi * (t / SECONDS_PER_DAY - spec.trough_hour / 24.0)
-    return trough + (spec.peak_rate - trough) * (1.0 - np.cos(phase)) / 2.0
+    return trough + (spec.peak_rate - trough) * (1.0 + _daily(spec, t)) / 2.0
 
 
 def burst_windows(spec: TraceSpec, rng: np.random.Generator) -> tuple[tuple[float, float], ...]:
@@ -89,9 +101,9 @@ def rate(spec: TraceSpec, t: np.ndarray, bursts: tuple[tuple[float, float], ...]
     return lam
 
 
-def _lengths(rng: np.random.Generator, n: int, mean: float, cv: float) -> np.ndarray:
+def _lengths(rng: np.random.Generator, n: int, mean: np.ndarray, cv: float) -> np.ndarray:
     if cv == 0:
-        return np.full(n, max(int(round(mean)), 1), dtype=np.int64)
+        return np.maximum(np.round(mean), 1).astype(np.int64)
     s2 = np.log1p(cv * cv)
     x = rng.lognormal(np.log(mean) - s2 / 2.0, np.sqrt(s2), n)
     return np.maximum(np.round(x), 1).astype(np.int64)
@@ -113,7 +125,8 @@ def generate(spec: TraceSpec) -> tuple[Trace, Generated]:
     u = u[u < cum[-1]]
     t = np.interp(u, cum, grid)
     n = t.shape[0]
-    isl = _lengths(rng, n, spec.isl_mean, spec.isl_cv)
-    osl = _lengths(rng, n, spec.osl_mean, spec.osl_cv)
+    swing = 1.0 + spec.length_daily_swing * _daily(spec, t)
+    isl = _lengths(rng, n, spec.isl_mean * swing, spec.isl_cv)
+    osl = _lengths(rng, n, spec.osl_mean * swing, spec.osl_cv)
     desc = f"synthetic seed {spec.seed}"
     return Trace(t, isl, osl, source=desc, layout="synthetic"), Generated(bursts=bursts)

@@ -105,6 +105,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         ("isl-cv", float, "CV of prompt tokens, lognormal (default 0.5)"),
         ("osl-mean", positive_float, "mean answer tokens (default 256)"),
         ("osl-cv", float, "CV of answer tokens, lognormal (default 0.5)"),
+        ("length-daily-swing", float, "mean lengths x (1 -/+ s) at trough/peak (default 0)"),
     ):
         g.add_argument(f"--{name}", type=kind, default=None, help=helptext)
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -235,6 +236,7 @@ def cmd_gen_trace(args: argparse.Namespace) -> int:
             "isl_cv",
             "osl_mean",
             "osl_cv",
+            "length_daily_swing",
         )
     }
     spec = TraceSpec(seed=args.seed, **{k: v for k, v in given.items() if v is not None})

@@ -67,3 +67,15 @@ def test_window_stats_see_bursts_as_rate() -> None:
     assert w.local_cv == pytest.approx(1.0, abs=0.1)
     assert w.arrival_cv > max(x.arrival_cv for x in calm)
     assert all(x.design_rate == pytest.approx(4.0, rel=0.25) for x in calm)
+
+
+def test_lengths_follow_the_day() -> None:
+    spec = TraceSpec(
+        hours=24, peak_rate=2.0, osl_mean=300, osl_cv=0.3, length_daily_swing=0.5, seed=4
+    )
+    tr, _ = generate(spec)
+    hour = tr.arrival_s // 3600
+    trough, peak = tr.osl[hour == 4].mean(), tr.osl[hour == 16].mean()
+    assert trough == pytest.approx(150, rel=0.08) and peak == pytest.approx(450, rel=0.08)
+    flat, _ = generate(spec.model_copy(update={"length_daily_swing": 0.0}))
+    assert np.array_equal(flat.arrival_s, tr.arrival_s)
