@@ -22,5 +22,6 @@ pages = [
     st.Page(VIEWS / "compare.py", title="Compare GPUs", url_path="compare"),
     st.Page(VIEWS / "fleet.py", title="Fleet", url_path="fleet"),
     st.Page(VIEWS / "kernels.py", title="Kernels", url_path="kernels"),
+    st.Page(VIEWS / "traffic.py", title="Traffic", url_path="traffic"),
 ]
 st.navigation(pages).run()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCH_MODULES = ("tests.bench_kernels", "tests.bench_serving", "tests.bench_solvers", "tests.bench_ui")
+BENCH_MODULES = ("tests.bench_kernels", "tests.bench_serving", "tests.bench_solvers", "tests.bench_ui",
+                "tests.bench_capacity")
 
 TARGETS: dict[str, str] = {
     "gemm_lookup_100k_s": "<= 0.5 s",
@@ -20,6 +21,7 @@ TARGETS: dict[str, str] = {
     "plan_4096_gpus_s": "<= 5 s",
     "plan_4096_gpus_peak_mb": "<= 1536 MB",
     "ui_plan_s": "<= 2 s",
+    "capacity_1m_requests_24h_s": "<= 10 s",
 }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
+from planner.cli.cmd_capacity import add_replay_args
 from planner.cli.common import (
     EXIT_SATURATED,
     add_model_arg,
@@ -27,16 +28,17 @@ from planner.deployment import Parallelism, WorkerConfig
 from planner.errors import PlannerInputError
 from planner.estimate import estimate
 from planner.reports.present import label
-from planner.workload import LengthSpec, SpecDecode, Workload, read_trace
+from planner.traces import trace_lengths
+from planner.workload import LengthSpec, SpecDecode, Workload
 
 MAX_SIM_REQUESTS = 200_000
 """Most requests ``planner simulate`` replays (about a minute of simulation)."""
 length_cv = float_in(0, 4)
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
-    add_model_arg(p)
-    p.add_argument("--gpu", required=True, help="GPU key or alias, e.g. h200")
+def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
+    add_model_arg(p, required)
+    p.add_argument("--gpu", required=required, help="GPU key or alias, e.g. h200")
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
     for flag in ("tp", "pp", "dp", "ep"):
         size = shard_size if flag in ("tp", "pp") else gpu_count
@@ -48,8 +50,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="ISL coefficient of variation (lognormal)")
     p.add_argument("--osl-cv", type=length_cv, default=0.0,
                    help="OSL coefficient of variation (lognormal)")
-    p.add_argument("--trace", type=Path, help="CSV with isl,osl columns (overrides --isl/--osl)")
-    load = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--trace", type=Path,
+                   help="CSV with isl,osl (or arrival_s,isl,osl, or BurstGPT) columns; only the "
+                   "lengths are used (overrides --isl/--osl)")
+    load = p.add_mutually_exclusive_group(required=required)
     load.add_argument("--concurrency", type=client_count, help="closed loop: concurrent clients")
     load.add_argument("--rate", type=request_rate, help="open loop: requests/s")
     p.add_argument("--bench-requests", type=client_count, default=None,
@@ -79,7 +83,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 def workload_from(args: argparse.Namespace) -> Workload:
     """Workload from CLI flags."""
     if args.trace is not None:
-        isl, osl = read_trace(args.trace)
+        try:
+            isl, osl = trace_lengths(args.trace)
+        except PlannerInputError as exc:  # the reader names file:line:field; say which flag too
+            raise PlannerInputError("--trace", str(exc)) from exc
     else:
         isl = LengthSpec(mean=args.isl, dist="lognormal" if args.isl_cv else "fixed", cv=args.isl_cv)
         osl = LengthSpec(mean=args.osl, dist="lognormal" if args.osl_cv else "fixed", cv=args.osl_cv)
@@ -130,6 +137,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from planner.simulator import simulate_cli
 
+    if args.deployment is not None:
+        from planner.cli.cmd_capacity import cmd_simulate_trace
+
+        return cmd_simulate_trace(args)
+    for flag, val in (("--model", args.model), ("--gpu", args.gpu)):
+        if val is None:
+            raise PlannerInputError(flag, "required (or replay a timed trace: --trace FILE --deployment JSON)")
+
     if args.bench_requests is not None and args.bench_requests > MAX_SIM_REQUESTS:
         raise PlannerInputError("--bench-requests", f"simulate replays at most "
                                 f"{MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}")
@@ -174,7 +189,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     _add_common(p)
     p.set_defaults(func=cmd_estimate)
     s = sub.add_parser("simulate", help="discrete-event simulation of the same step model (cross-check)")
-    _add_common(s)
+    _add_common(s, required=False)
+    add_replay_args(s)
     s.add_argument("--requests", type=int_in(1, MAX_SIM_REQUESTS), default=2000,
                    help="requests to simulate (with --bench-requests: that run, no warm-up "
                         "dropped)")

@@ -88,9 +88,9 @@ def add_hardware_dir(p: argparse.ArgumentParser) -> None:
                    help="extra folder of GPU YAML specs (may repeat)")
 
 
-def add_model_arg(p: argparse.ArgumentParser) -> None:
+def add_model_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
     """``--model`` and ``--model-id`` (the identity of the weights of a local config.json)."""
-    p.add_argument("--model", required=True,
+    p.add_argument("--model", required=required,
                    help="bundled checkpoint (name or HF id, see `planner models`) or a path to a "
                    "config.json (ModelOpt's hf_quant_config.json next to it is read too)")
     p.add_argument("--model-id", default=None, metavar="HF_ID_OR_PATH",

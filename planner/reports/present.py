@@ -237,8 +237,8 @@ def split_text(parallel: Mapping[str, Any]) -> str:
 
 def _whole(value: Any, field: str) -> int:
     """A count from a plan file; anything but a whole number >= 1 is one input error."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != int(value) \
-            or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value != int(value) or value < 1:
         raise PlannerInputError(f"plan: {field}", f"must be a whole number >= 1, got {value!r}")
     return int(value)
 

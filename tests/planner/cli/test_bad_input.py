@@ -217,8 +217,8 @@ def test_simulate_flags_in_range(
 @pytest.mark.parametrize(
     "content, needle",
     [
-        (b"isl,osl\n100,20\ninf,5\n", ":3: isl"),
-        (b"isl,osl\n100,20\n7\n", ":3: has 1 cells"),
+        (b"isl,osl\n100,20\ninf,5\n", ":3:isl"),
+        (b"isl,osl\n100,20\n7\n", ":3: 1 fields"),
         (b"isl,osl\n100,\xff20\n", "not UTF-8"),
     ],
 )

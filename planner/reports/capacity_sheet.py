@@ -1,0 +1,162 @@
+"""The Capacity sheet: windows of a ``planner capacity`` answer, the fleet comparison and a native
+chart of the arrival rate with the GPUs per window on a second axis.
+
+``add_capacity_sheet(workbook, capacity_dict)`` adds the sheet to any xlsxwriter workbook (the
+plan report can call it); ``capacity_xlsx(capacity_dict)`` builds a workbook holding only it.
+Cells are typed writes: strings never become formulas or links, non-finite numbers stay blank.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import xlsxwriter
+from xlsxwriter.workbook import Workbook
+from xlsxwriter.worksheet import Worksheet
+
+SHEET = "Capacity"
+FLEET_ROW = 3
+"""Row of the fleet comparison's header (the windows table starts below it)."""
+
+
+def window_columns(pct: str) -> list[tuple[str, str]]:
+    """(header, key) of the windows table; keys are dotted paths into a window of the JSON."""
+    return [
+        ("window", "#"),
+        ("start (h)", "start_h"),
+        ("requests", "requests"),
+        ("rate (req/s)", "rate"),
+        ("design rate (req/s)", "design_rate"),
+        ("gap CV", "arrival_cv"),
+        ("ISL mean (tokens)", "isl_mean"),
+        ("OSL mean (tokens)", "osl_mean"),
+        ("replicas", "replicas"),
+        ("GPUs", "gpus"),
+        (f"TTFT {pct} (ms)", f"ttft_ms.{pct}"),
+        (f"TPOT {pct} (ms)", f"tpot_ms.{pct}"),
+        ("meets SLO", "meets_slo"),
+        ("config", "config"),
+    ]
+
+
+def _get(row: dict[str, Any], key: str) -> Any:
+    cur: Any = row
+    for part in key.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def _write(ws: Worksheet, r: int, c: int, value: Any) -> None:
+    """Typed write: bool and str as text, finite numbers as numbers, the rest blank."""
+    if isinstance(value, bool) or isinstance(value, str):
+        ws.write_string(r, c, str(value))
+    elif isinstance(value, int | float) and math.isfinite(float(value)):
+        ws.write_number(r, c, float(value))
+    else:
+        ws.write_blank(r, c, None)
+
+
+def _fleet(ws: Worksheet, cap: dict[str, Any], bold: Any) -> None:
+    heads = ["deployment", "GPUs (max)", "GPU-hours", "cost ($)", "windows violating SLO"]
+    for c, h in enumerate(heads):
+        ws.write_string(FLEET_ROW, c, h, bold)
+    for r, (name, key) in enumerate(
+        (
+            ("autoscaled", "autoscaled"),
+            ("static peak", "static_peak"),
+            ("static mean", "static_mean"),
+        ),
+        start=FLEET_ROW + 1,
+    ):
+        f = cap[key]
+        for c, v in enumerate(
+            (name, f["gpus"], f["gpu_hours"], f["cost"], f.get("windows_violating", 0))
+        ):
+            _write(ws, r, c, v)
+
+
+def _chart(wb: Workbook, first: int, last: int, rate_col: int, gpu_col: int) -> Any:
+    chart = wb.add_chart({"type": "column"})
+    chart.add_series(
+        {
+            "name": "arrival rate (req/s)",
+            "categories": [SHEET, first, 1, last, 1],
+            "values": [SHEET, first, rate_col, last, rate_col],
+            "gap": 10,
+        }
+    )
+    line = wb.add_chart({"type": "line"})
+    line.add_series(
+        {
+            "name": "GPUs",
+            "categories": [SHEET, first, 1, last, 1],
+            "values": [SHEET, first, gpu_col, last, gpu_col],
+            "y2_axis": True,
+        }
+    )
+    chart.combine(line)
+    chart.set_title({"name": "Arrival rate and GPUs per window"})
+    chart.set_x_axis({"name": "window start (h)"})
+    chart.set_y_axis({"name": "requests/s"})
+    line.set_y2_axis({"name": "GPUs"})
+    chart.set_size({"width": 900, "height": 360})
+    return chart
+
+
+def add_capacity_sheet(wb: Workbook, cap: dict[str, Any]) -> Worksheet:
+    """Add the Capacity sheet for ``cap`` (the JSON of ``planner capacity``) to ``wb``."""
+    ws = wb.add_worksheet(SHEET)
+    bold = wb.add_format({"bold": True})
+    slo = cap["slo"]
+    pct = str(slo["percentile"])
+    ws.write_string(
+        0,
+        0,
+        f"{cap['model']} on {cap['gpu']} ({cap['backend']}): SLO {pct} TTFT <= "
+        f"{slo['ttft_ms']:g} ms, TPOT <= {slo['tpot_ms']:g} ms; windows of "
+        f"{cap['window_s'] / 60:g} min; scale-up {cap['scale_up_s']:g} s",
+        bold,
+    )
+    ws.write_string(
+        1,
+        0,
+        f"trace {cap['trace']['source']}: {cap['trace']['requests']} requests; "
+        f"${cap['price_per_gpu_hour']:g} per GPU-hour",
+    )
+    _fleet(ws, cap, bold)
+    top = FLEET_ROW + 6
+    cols = window_columns(pct)
+    for c, (head, _) in enumerate(cols):
+        ws.write_string(top, c, head, bold)
+    for i, w in enumerate(cap["windows"]):
+        row = {**w, "#": i, "start_h": w["start_s"] / 3600.0}
+        for c, (_, key) in enumerate(cols):
+            _write(ws, top + 1 + i, c, _get(row, key))
+    ws.set_column(0, len(cols) - 2, 12)
+    ws.set_column(len(cols) - 1, len(cols) - 1, 48)
+    if cap["windows"]:
+        keys = [k for _, k in cols]
+        chart = _chart(
+            wb, top + 1, top + len(cap["windows"]), keys.index("rate"), keys.index("gpus")
+        )
+        ws.insert_chart(top, len(cols) + 1, chart)
+    return ws
+
+
+def capacity_xlsx(cap: dict[str, Any]) -> bytes:
+    """A workbook with the Capacity sheet only, as bytes."""
+    buf = io.BytesIO()
+    wb = xlsxwriter.Workbook(
+        buf,
+        {
+            "in_memory": True,
+            "strings_to_formulas": False,
+            "strings_to_urls": False,
+            "strings_to_numbers": False,
+        },
+    )
+    add_capacity_sheet(wb, cap)
+    wb.close()
+    return buf.getvalue()

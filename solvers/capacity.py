@@ -1,0 +1,451 @@
+"""GPUs per window for a timed trace: autoscaled against static peak and static mean.
+
+Usage::
+
+    from solvers.capacity import CapacityRequest, capacity
+    res = capacity(trace, CapacityRequest(model="llama-3.1-8b", gpus=("h100",), ttft_ms=1000,
+                                          tpot_ms=50, percentile="p90", window_s=900))
+    res.windows[0].gpus, res.autoscaled.gpu_hours, res.static_mean.windows_violating
+
+Steps: split the trace into windows (:mod:`planner.trace_windows`); pick the worker shape once with
+``planner plan`` (aggregated, cheapest per output token within the SLO at the trace's mean
+lengths); then, per window, predict that worker replicated 1..R times in one vectorized
+:func:`planner.batch_eval.evaluate_batch` call at the window's design rate (the rate its bursts
+reach), its measured local gap CV (Kingman's G/G/1 wait, not Poisson) and its own length samples,
+plus the wait for a running slot when the replicas' ``max_num_seqs`` fill (``slot_wait``), and
+keep the fewest replicas meeting both SLOs at the percentile. Replicas change only between
+windows; a scale-up starts the new replicas ``scale_up_s`` before their window (billed from then).
+Static peak: the most replicas any window needs, all day. Static mean: sized for the trace's mean
+rate as Poisson traffic with its overall lengths (the constant-rate sizing), then checked window by
+window against the same predictions.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from hardware.catalog import get_gpu
+from hardware.errors import InfeasibleError, PlannerInputError
+from planner import queueing
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
+from planner.deployment import Deployment, WorkerConfig
+from planner.model_spec import ModelSpec
+from planner.models import load_model
+from planner.replay import Progress
+from planner.trace_windows import Window, split
+from planner.traces import Trace
+from planner.workload import LengthSpec, Workload
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+SECONDS_PER_HOUR = 3600.0
+QUANTILE = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+METHOD = (
+    "Each window is sized at its design rate (the one-minute arrival rate that all but the SLO "
+    "percentile's share of its requests arrive under) with its measured gap CV (Kingman G/G/1 "
+    "for the prefill queue) and the wait for a running slot (Erlang C with the Allen-Cunneen "
+    "correction), on replicas of one aggregated worker shape; replicas change between windows, "
+    "a scale-up is billed from scale_up_s before its window. Static peak: the most replicas of "
+    "any window; static mean: sized for the mean rate as Poisson traffic."
+)
+"""How the answer was reached, carried in the JSON."""
+SHAPE_MAX_GPUS = 16
+"""Default largest worker shape searched (two 8-GPU nodes); the fleet grows by replicas of it."""
+CV_RANGE = (0.05, 10.0)
+"""Gap CVs are clipped to this range before queueing (Workload.arrival_cv's bounds)."""
+
+
+class CapacityRequest(BaseModel):
+    """What ``planner capacity`` is asked."""
+
+    model_config = _FROZEN
+    model: str = Field(description="Bundled model name, HF id or config.json path.")
+    gpus: tuple[str, ...] = Field(min_length=1, description="GPU types the worker shape may use.")
+    ttft_ms: float = Field(gt=0, description="TTFT SLO, ms.")
+    tpot_ms: float = Field(gt=0, description="TPOT SLO, ms.")
+    percentile: Literal["p50", "p90", "p99"] = "p90"
+    window_s: float = Field(default=900.0, ge=60, le=86400, description="Window length, seconds.")
+    scale_up_s: float = Field(
+        default=0.0, ge=0, le=86400, description="Seconds a new replica needs before it serves."
+    )
+    max_gpus: int = Field(default=256, ge=1, le=100000, description="Most GPUs of any window.")
+    worker_max_gpus: int = Field(
+        default=SHAPE_MAX_GPUS, ge=1, le=1024, description="Most GPUs of one replica."
+    )
+    min_replicas: int = Field(
+        default=1, ge=0, description="Replicas kept in every window, even idle ones."
+    )
+    backend: str = Field(default="vllm", description="Engine calibration.")
+    price_per_gpu_hour: float | None = Field(
+        default=None, gt=0, description="Override of the GPU's $/hour."
+    )
+    hardware_dirs: tuple[str, ...] = ()
+
+
+class Stats(BaseModel):
+    """Mean and percentiles, ms (null when not predicted)."""
+
+    model_config = _FROZEN
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+class WindowPlan(BaseModel):
+    """One window: its traffic and the deployment sized for it."""
+
+    model_config = _FROZEN
+    start_s: float = Field(description="Window start, seconds on the trace's clock.")
+    duration_s: float = Field(description="Window length, seconds (the last may be shorter).")
+    requests: int
+    rate: float = Field(description="Mean arrival rate, requests/s.")
+    arrival_cv: float | None = Field(description="CV of inter-arrival gaps in the window.")
+    local_cv: float | None = Field(
+        description="CV of gaps scaled by their one-minute rate (used for queueing)."
+    )
+    design_rate: float = Field(
+        description="Request-weighted one-minute rate at the SLO percentile, requests/s."
+    )
+    isl_mean: float | None
+    osl_mean: float | None
+    replicas: int
+    gpus: int
+    config: str
+    ttft_ms: Stats
+    tpot_ms: Stats
+    meets_slo: bool = Field(
+        description="Predicted to meet both SLOs (false: even the most replicas do not)."
+    )
+
+
+class Fleet(BaseModel):
+    """GPU-hours and cost of one way of running the trace."""
+
+    model_config = _FROZEN
+    replicas: int | None = Field(
+        default=None, description="Constant replicas (static deployments)."
+    )
+    gpus: int = Field(description="Most GPUs at once.")
+    gpu_hours: float
+    cost: float = Field(description="USD.")
+    windows_violating: int = Field(default=0, description="Windows predicted to miss the SLO.")
+    violating_windows: tuple[int, ...] = Field(default=(), description="Their indices.")
+
+
+class CapacityResult(BaseModel):
+    """The answer of ``planner capacity``."""
+
+    model_config = _FROZEN
+    model: str
+    gpu: str
+    backend: str
+    slo: dict[str, float | str]
+    window_s: float
+    scale_up_s: float
+    price_per_gpu_hour: float
+    trace: dict[str, float | int | str]
+    deployment: Deployment = Field(description="One replica of the worker shape (workers = 1).")
+    windows: tuple[WindowPlan, ...]
+    autoscaled: Fleet
+    static_peak: Fleet
+    static_mean: Fleet
+    method: str
+    seconds: float
+
+
+def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
+    """The aggregated worker shape (one replica) with the lowest cost per output token within the
+    SLO at the trace's mean lengths (``planner plan`` without a load, up to ``worker_max_gpus``
+    GPUs, over every GPU type given), and its GPU's $/hour."""
+    from solvers.plan import PlanRequest, plan
+
+    isl, osl = int(round(float(np.mean(trace.isl)))), int(round(float(np.mean(trace.osl))))
+    pr = PlanRequest(
+        model=req.model,
+        gpus=req.gpus,
+        max_gpus=min(req.max_gpus, req.worker_max_gpus),
+        isl=isl,
+        osl=osl,
+        ttft_ms=req.ttft_ms,
+        tpot_ms=req.tpot_ms,
+        percentile=req.percentile,
+        mode="agg",
+        backend=req.backend,
+        objective="cost",
+        price_per_gpu_hour=req.price_per_gpu_hour,
+        hardware_dirs=req.hardware_dirs,
+    )
+    best = plan(pr).best
+    assert best.deployment.agg is not None
+    dep = best.deployment.model_copy(
+        update={"agg": best.deployment.agg.model_copy(update={"workers": 1})}
+    )
+    gpu = get_gpu(best.gpu, req.hardware_dirs)
+    return dep, req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
+
+
+def _candidates(w: WorkerConfig, max_replicas: int) -> CandidateArrays:
+    p = w.parallel
+    return CandidateArrays.from_lists(
+        tp=p.tp,
+        pp=p.pp,
+        dp=p.dp,
+        ep=p.ep,
+        max_num_seqs=w.max_num_seqs,
+        max_num_batched_tokens=w.max_num_batched_tokens,
+        weight_quant=WEIGHT_QUANTS.index(w.weight_quant),
+        kv_dtype=KV_DTYPES.index(w.kv_dtype),
+        workers=np.arange(1, max_replicas + 1, dtype=float),
+    )
+
+
+class _Predictor:
+    """Predictions of 1..R replicas of one worker for a workload (one vectorized call)."""
+
+    def __init__(
+        self, m: ModelSpec, req: CapacityRequest, dep: Deployment, max_replicas: int
+    ) -> None:
+        assert dep.agg is not None
+        self.m, self.req, self.worker = m, req, dep.agg
+        self.gpu = get_gpu(dep.gpu, req.hardware_dirs)
+        self.cands = _candidates(dep.agg, max_replicas)
+
+    def __call__(
+        self, isl: LengthSpec, osl: LengthSpec, rate: float, cv: float
+    ) -> dict[str, np.ndarray]:
+        cv = float(np.clip(cv if math.isfinite(cv) else 1.0, *CV_RANGE))
+        wl = Workload(isl=isl, osl=osl, rate_per_s=max(rate, 1e-9), arrival="gamma", arrival_cv=cv)
+        r = evaluate_batch(
+            self.m,
+            self.gpu,
+            self.cands,
+            wl,
+            backend=self.req.backend,
+            gpu_memory_utilization=self.worker.gpu_memory_utilization,
+        )
+        p = self.req.percentile
+        out: dict[str, np.ndarray] = {
+            f"{k}_{s}": np.asarray(getattr(r, f"{k}_{s}_s")) * 1e3
+            for k in ("ttft", "tpot")
+            for s in ("mean", "p50", "p90", "p99")
+        }
+        slots = np.minimum(self.worker.max_num_seqs * self.worker.parallel.dp, r.seq_capacity)
+        hold = r.ttft_mean_s + np.maximum(osl.mean - 1.0, 0.0) * r.tpot_mean_s
+        osl_cs2 = osl.second_moment / osl.mean**2 - 1.0
+        waits = slot_wait(rate / self.cands.workers, hold, slots, cv * cv, osl_cs2)
+        for s, w in waits.items():
+            out[f"ttft_{s}"] = out[f"ttft_{s}"] + w * 1e3
+        ok = (
+            r.feasible
+            & (out[f"ttft_{p}"] <= self.req.ttft_ms)
+            & (out[f"tpot_{p}"] <= self.req.tpot_ms)
+        )
+        out["ok"] = np.asarray(ok, dtype=bool)
+        return out
+
+
+def erlang_c(a: np.ndarray, c: int) -> np.ndarray:
+    """Probability that an arrival waits in M/M/c with offered load ``a`` (Erlangs), by the Erlang B
+    recursion B_k = a·B_{k-1} / (k + a·B_{k-1}) and C = c·B / (c - a·(1 - B)); 1 where
+    a >= c."""
+    b = np.ones_like(a)
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = c * b / (c - a * (1.0 - b))
+    return np.where(a < c, np.clip(out, 0.0, 1.0), 1.0)
+
+
+def slot_wait(
+    rate: np.ndarray, hold_s: np.ndarray, slots: np.ndarray, ca2: float, cs2: float
+) -> dict[str, np.ndarray]:
+    """Wait for a running slot (s), mean and percentiles, of an open loop at ``rate`` per replica.
+
+    The serving model prices the prefill queue; a replica also admits at most ``slots`` requests
+    at once (max_num_seqs per DP rank, or KV capacity), each holding its slot ``hold_s``. Near that
+    limit requests queue for slots: G/G/c by Allen-Cunneen, Erlang C's M/M/c wait scaled by
+    (ca2 + cs2)/2 (Allen 1990, "Probability, Statistics and Queueing Theory", sec. 6.3), with the
+    M/M/c tail P(W > w) = C·exp(-C·w / E[W]) for percentiles. ``slots`` is one value for all
+    replicas.
+    """
+    c = int(max(np.min(slots), 1.0))
+    a = np.nan_to_num(rate * hold_s, nan=np.inf, posinf=np.inf)
+    a = np.where(np.isfinite(a), a, float(c))
+    pw = erlang_c(a, c)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(a < c, pw * hold_s / (c - a) * (ca2 + max(cs2, 0.0)) / 2.0, np.inf)
+    out = {"mean": mean}
+    for name, q in queueing.QUANTILES.items():
+        out[name] = np.where(
+            a < c, queueing.wait_quantile(mean, np.clip(pw, 1e-12, 1.0), q), np.inf
+        )
+    return out
+
+
+def _fewest(ok: np.ndarray, floor: int) -> tuple[int, bool]:
+    """(fewest replicas meeting the SLO, at least ``floor``; met?); the most replicas when none
+    does."""
+    hit = np.flatnonzero(ok[max(floor, 1) - 1 :])
+    if hit.size:
+        return int(hit[0]) + max(floor, 1), True
+    return ok.size, False
+
+
+def _stats(pred: dict[str, np.ndarray], key: str, n: int) -> Stats:
+    vals = {s: float(pred[f"{key}_{s}"][n - 1]) for s in ("mean", "p50", "p90", "p99")}
+    return Stats(**{k: (v if math.isfinite(v) else None) for k, v in vals.items()})
+
+
+def _config(w: WorkerConfig, n: int) -> str:
+    p = w.parallel
+    extra = (f" dp{p.dp}" if p.dp > 1 else "") + (f" ep{p.ep}" if p.ep > 1 else "")
+    return (
+        f"{n} x agg tp{p.tp} pp{p.pp}{extra}, seqs {w.max_num_seqs}, "
+        f"chunk {w.max_num_batched_tokens}, "
+        f"kv {w.kv_dtype}, {w.weight_quant}"
+    )
+
+
+def _nan_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _plan_window(
+    win: Window, predict: _Predictor, req: CapacityRequest, gpw: int
+) -> tuple[WindowPlan, np.ndarray | None]:
+    """The window's plan and its ok-by-replica-count array (None for an empty window)."""
+    common = dict(
+        start_s=win.start_s,
+        duration_s=win.duration_s,
+        requests=win.requests,
+        rate=win.rate,
+        arrival_cv=_nan_none(win.arrival_cv),
+        local_cv=_nan_none(win.local_cv),
+        design_rate=win.design_rate,
+        isl_mean=_nan_none(win.isl_mean),
+        osl_mean=_nan_none(win.osl_mean),
+    )
+    if win.requests == 0:
+        n = req.min_replicas
+        return WindowPlan(
+            **common,
+            replicas=n,
+            gpus=n * gpw,
+            config=_config(predict.worker, n),
+            ttft_ms=Stats(),
+            tpot_ms=Stats(),
+            meets_slo=True,
+        ), None
+    isl, osl = win.lengths()
+    pred = predict(isl, osl, win.design_rate, win.local_cv)
+    n, met = _fewest(pred["ok"], req.min_replicas)
+    return WindowPlan(
+        **common,
+        replicas=n,
+        gpus=n * gpw,
+        config=_config(predict.worker, n),
+        ttft_ms=_stats(pred, "ttft", n),
+        tpot_ms=_stats(pred, "tpot", n),
+        meets_slo=met,
+    ), pred["ok"]
+
+
+def _autoscaled(plans: list[WindowPlan], gpw: int, scale_up_s: float, price: float) -> Fleet:
+    hours, prev = 0.0, plans[0].replicas
+    for w in plans:
+        hours += w.replicas * gpw * w.duration_s / SECONDS_PER_HOUR
+        hours += max(w.replicas - prev, 0) * gpw * scale_up_s / SECONDS_PER_HOUR
+        prev = w.replicas
+    bad = tuple(i for i, w in enumerate(plans) if not w.meets_slo)
+    return Fleet(
+        gpus=max(w.gpus for w in plans),
+        gpu_hours=hours,
+        cost=hours * price,
+        windows_violating=len(bad),
+        violating_windows=bad,
+    )
+
+
+def _static(
+    n: int, plans: list[WindowPlan], oks: list[np.ndarray | None], gpw: int, price: float
+) -> Fleet:
+    hours = n * gpw * sum(w.duration_s for w in plans) / SECONDS_PER_HOUR
+    bad = tuple(
+        i for i, ok in enumerate(oks) if ok is not None and (n < 1 or n > ok.size or not ok[n - 1])
+    )
+    return Fleet(
+        replicas=n,
+        gpus=n * gpw,
+        gpu_hours=hours,
+        cost=hours * price,
+        windows_violating=len(bad),
+        violating_windows=bad,
+    )
+
+
+def _mean_replicas(trace: Trace, predict: _Predictor, floor: int) -> int:
+    """Replicas sized for the trace's mean rate as Poisson arrivals with its overall lengths."""
+    step = max(1, math.ceil(len(trace) / 4096))
+    isl = LengthSpec(
+        mean=float(np.mean(trace.isl)), samples=tuple(int(v) for v in trace.isl[::step])
+    )
+    osl = LengthSpec(
+        mean=float(np.mean(trace.osl)), samples=tuple(int(v) for v in trace.osl[::step])
+    )
+    rate = len(trace) / max(trace.duration_s, 1e-9)
+    return _fewest(predict(isl, osl, rate, 1.0)["ok"], floor)[0]
+
+
+def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
+    """Size every window of ``trace`` (see module docstring)."""
+    if not trace.timed:
+        raise PlannerInputError(
+            "--trace", "capacity needs arrival times (arrival_s or BurstGPT's Timestamp)"
+        )
+    t0 = time.perf_counter()
+    wins = split(trace, req.window_s, QUANTILE[req.percentile])
+    dep, price = _shape(req, trace)
+    assert dep.agg is not None
+    gpw = dep.agg.parallel.gpus
+    max_replicas = max(req.max_gpus // gpw, 1)
+    if max_replicas < req.min_replicas:
+        raise InfeasibleError(
+            "--max-gpus",
+            f"{req.min_replicas} replicas of {gpw} GPUs exceed --max-gpus {req.max_gpus}",
+        )
+    predict = _Predictor(load_model(req.model), req, dep, max_replicas)
+    pairs, progress = [], Progress()
+    for w in wins:
+        pairs.append(_plan_window(w, predict, req, gpw))
+        progress(f"capacity: sized {w.index + 1}/{len(wins)} windows")
+    plans, oks = [p for p, _ in pairs], [ok for _, ok in pairs]
+    peak = max(p.replicas for p in plans)
+    mean_n = _mean_replicas(trace, predict, req.min_replicas)
+    return CapacityResult(
+        model=dep.model,
+        gpu=dep.gpu,
+        backend=req.backend,
+        slo={"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms, "percentile": req.percentile},
+        window_s=req.window_s,
+        scale_up_s=req.scale_up_s,
+        price_per_gpu_hour=price,
+        trace={
+            "source": trace.source,
+            "layout": trace.layout,
+            "requests": len(trace),
+            "duration_s": trace.duration_s,
+            "zero_token_rows": trace.zero_token_rows,
+        },
+        deployment=dep,
+        windows=tuple(plans),
+        autoscaled=_autoscaled(plans, gpw, req.scale_up_s, price),
+        static_peak=_static(peak, plans, oks, gpw, price),
+        static_mean=_static(mean_n, plans, oks, gpw, price),
+        method=METHOD,
+        seconds=time.perf_counter() - t0,
+    )

@@ -1,0 +1,87 @@
+"""Traffic page: opens on the default generated day; its numbers are ``planner capacity``'s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from app.ui import fmt_money
+from planner.cli.output import to_jsonable
+from planner.reports.capacity_sheet import capacity_xlsx
+from planner.trace_gen import TraceSpec, generate
+from solvers.capacity import CapacityRequest, capacity
+from tests.app.conftest import no_errors, page, widget
+
+
+def test_default_day_equals_library() -> None:
+    at = page("traffic")
+    no_errors(at)
+    spec = TraceSpec(
+        hours=24,
+        peak_rate=4.0,
+        daily_ratio=4.0,
+        bursts_per_day=6,
+        burst_minutes=10,
+        burst_factor=3,
+        isl_mean=2000,
+        osl_mean=400,
+        seed=7,
+    )
+    want = to_jsonable(
+        capacity(
+            generate(spec)[0],
+            CapacityRequest(
+                model="llama-3.1-70b",
+                gpus=("h100_sxm",),
+                ttft_ms=800,
+                tpot_ms=30,
+                percentile="p90",
+                window_s=900,
+                scale_up_s=300,
+                worker_max_gpus=4,
+                backend="vllm",
+            ),
+        )
+    )
+    assert at.metric[0].value == fmt_money(want["autoscaled"]["cost"])
+    assert at.metric[1].value == fmt_money(want["static_peak"]["cost"])
+    fleet = at.dataframe[0].value.set_index("deployment")
+    assert (
+        fleet.loc["static mean", "windows violating SLO"]
+        == want["static_mean"]["windows_violating"]
+    )
+    windows = at.dataframe[1].value
+    assert windows["GPUs"].tolist() == [w["gpus"] for w in want["windows"]]
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_capacity_sheet(tmp_path: Path) -> None:
+    tr = generate(TraceSpec(hours=2, peak_rate=3, isl_mean=1000, osl_mean=200, seed=1))[0]
+    cap = to_jsonable(
+        capacity(
+            tr,
+            CapacityRequest(
+                model="llama-3.1-8b", gpus=("h100",), ttft_ms=500, tpot_ms=25, worker_max_gpus=1
+            ),
+        )
+    )
+    cap["trace"]["source"] = '=HYPERLINK("x")'
+    path = tmp_path / "c.xlsx"
+    path.write_bytes(capacity_xlsx(cap))
+    ws = openpyxl.load_workbook(path)["Capacity"]
+    assert ws.cell(2, 1).value.startswith("trace =HYPERLINK")  # a string, never a formula
+    heads = [c.value for c in ws[10]]
+    rows = list(ws.iter_rows(min_row=11, values_only=True))
+    assert len(rows) == len(cap["windows"])
+    assert [r[heads.index("GPUs")] for r in rows] == [w["gpus"] for w in cap["windows"]]
+    assert ws.cell(5, 3).value == pytest.approx(cap["autoscaled"]["gpu_hours"])
+
+
+def test_upload_mode_waits_for_a_file() -> None:
+    at = page("traffic")
+    widget(at.radio, "traffic_source").set_value("Upload CSV").run()
+    no_errors(at)
+    assert any("Upload a trace" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
