@@ -41,6 +41,7 @@ class _Req:
     first: float = -1.0
     finish: float = -1.0
     done_tokens: int = 0
+    warm: bool = False  # a steady-state start's request already running at t = 0 (not measured)
 
 
 @dataclass
@@ -97,8 +98,7 @@ def simulate(m: ModelSpec, gpu_key: str, w: Workload, worker: WorkerConfig, *, b
     done: list[_Req] = []
     now, steps, chunk = 0.0, 0, float(worker.max_num_batched_tokens)
     if closed:
-        for _ in range(min(w.concurrency or 0, requests)):
-            waiting.append(pending.popleft())
+        _start_clients(w, worker, pending, waiting, running, rng, steady=w.bench_requests is None)
     while len(done) < requests:
         while not closed and pending and pending[0].arrival <= now:
             waiting.append(pending.popleft())
@@ -136,11 +136,30 @@ def simulate(m: ModelSpec, gpu_key: str, w: Workload, worker: WorkerConfig, *, b
                 else:
                     r.finish = now
                     done.append(r)
-    keep = sorted(done, key=lambda r: r.arrival)[int(warmup_frac * requests):]
+    measured = [r for r in done if not r.warm]
+    keep = sorted(measured, key=lambda r: r.arrival)[int(warmup_frac * len(measured)):]
     finish = np.array([r.first for r in keep])
     ttft = finish - np.array([r.arrival for r in keep]) + clock.cal.request_overhead_s.value
     span = max(now - keep[0].arrival, 1e-9)
     return SimResult(ttft_s=ttft, tpot_s=_tpots(keep), requests_per_s=len(keep) / span, steps=steps)
+
+
+def _start_clients(w: Workload, worker: WorkerConfig, pending: deque[_Req], waiting: deque[_Req],
+                   running: list[_Req], rng: np.random.Generator, *, steady: bool) -> None:
+    """The N clients' first requests. A benchmark run (``steady`` False) starts them together, the
+    lockstep start-up wave. The steady state starts from a random phase instead: up to
+    max_num_seqs requests already decoding, each at a uniform point of its answer (the state a
+    long run reaches once fixed lengths no longer keep clients in step), the rest waiting; those
+    in-flight requests are not measured."""
+    n = min(w.concurrency or 0, len(pending))
+    for i in range(n):
+        r = pending.popleft()
+        if steady and i < worker.max_num_seqs and r.osl > 1:
+            r.left, r.first, r.warm = 0, 0.0, True
+            r.done_tokens = int(rng.integers(1, r.osl))
+            running.append(r)
+        else:
+            waiting.append(r)
 
 
 def _tpots(reqs: list[_Req]) -> np.ndarray:

@@ -126,7 +126,10 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
         seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
         cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=eng.max_num_batched_tokens.value)
-        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, fixed(int(isl), int(osl), concurrency=1), backend=str(backend), calibration=eng)
+        # a benchmark run: its lockstep start-up wave priced with the engine's fitted share
+        bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update={"startup_wave": True})
+        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, bench,
+                             backend=str(backend), calibration=eng)
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
         out.loc[idx, "pred_tok_s_per_gpu"] = res.output_tok_s_per_gpu
