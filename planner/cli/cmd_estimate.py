@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from hardware.catalog import get_gpu
 from planner.cli.common import add_model_arg, model_of
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
-from planner.estimate import estimate
+from planner.estimate import Estimate, estimate
 from planner.workload import LengthSpec, SpecDecode, Workload, read_trace
 
 
@@ -73,14 +74,45 @@ def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
             "decode": WorkerConfig(parallel=dec_par, workers=args.decode_workers or 1, **common)}
 
 
+def fmt_sig(v: float, digits: int = 3) -> str:
+    """``v`` to ``digits`` significant figures with thousands separators (1,250; 32.8; 0.512)."""
+    if not math.isfinite(v):
+        return "-"
+    if v == 0:
+        return "0"
+    r = round(v, digits - 1 - int(math.floor(math.log10(abs(v)))))
+    return f"{r:,.0f}" if abs(r) >= 10 ** (digits - 1) else f"{r:,.{max(digits - 1 - int(math.floor(math.log10(abs(r)))), 0)}f}"
+
+
+def fmt_band(v: float, lo: float, hi: float, unit: str = "") -> str:
+    """``923 ms (700-1,250)``: the value and its band."""
+    return f"{fmt_sig(v)}{' ' + unit if unit else ''} ({fmt_sig(lo)}-{fmt_sig(hi)})"
+
+
+def band_rows(est: Estimate) -> list[dict[str, str]]:
+    """TTFT and TPOT table rows: each statistic with its calibrated band."""
+    rows = []
+    for name, unit in (("ttft_ms", "ms"), ("tpot_ms", "ms")):
+        p = getattr(est, name)
+        row = {"metric": name}
+        for stat in ("mean", "p50", "p90", "p99"):
+            edge = getattr(p.band, stat) if p.band else None
+            row[stat] = fmt_band(getattr(p, stat), edge.lo, edge.hi, unit) if edge else fmt_sig(getattr(p, stat))
+        rows.append(row)
+    return rows
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     est = estimate(model_of(args), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
     if args.format == "json":
         print_json(est)
         return 0
-    rows = [{"metric": k, **getattr(est, k).model_dump()} for k in ("ttft_ms", "tpot_ms")]
-    print(render_table(rows))
-    print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
+    print(render_table(band_rows(est)))
+    if est.ttft_ms.band:
+        print(f"(in brackets: the {est.ttft_ms.band.level:.0%} band, calibrated on measured deployments; {est.provenance.get('bands', '')})")
+    tok = est.output_tok_s_per_gpu_band
+    tok_s = fmt_band(est.output_tok_s_per_gpu, tok.lo, tok.hi) if tok else fmt_sig(est.output_tok_s_per_gpu)
+    print(render_kv({"output tok/s per GPU": tok_s, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))
     print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
     return 0
