@@ -46,9 +46,19 @@ def load_bucket(prefill_utilization: np.ndarray | float) -> np.ndarray:
     return np.asarray(names[np.searchsorted(edges, u, side="right")])
 
 
+_TIERS: dict[tuple[str, str, str, str, str], str] = {}
+
+
 def provenance_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str = "bf16") -> str:
     """The provenance tier (kernels_db ``PROVENANCE``) that prices most of the reference step's
-    kernel time for this model on this GPU with these dtypes."""
+    kernel time for this model on this GPU with these dtypes (memoised per name and dtypes)."""
+    key = (m.name, m.hf_id, gpu.name, weight_quant, kv_dtype)
+    if key not in _TIERS:
+        _TIERS[key] = _dominant_tier(m, gpu, weight_quant, kv_dtype)
+    return _TIERS[key]
+
+
+def _dominant_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str) -> str:
     from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
     from planner.estimate import source_shares
     from planner.kernels_adapter import default_pricer
@@ -141,20 +151,27 @@ def deployment_bands(m: ModelSpec, gpu: GpuSpec, engine: str, mode: str, prefill
     return t.lookup(key, gpu=gpu.name, model=_model_name(m)), f"{how}; {BANDS_FILE.name} level {t.level}"
 
 
+def candidate_bands(m: ModelSpec, gpu: GpuSpec, engine: str, mode: int, prefill_utilization: float,
+                    weight_quant: int, kv_dtype: int, table: BandTable | None = None) -> dict[str, LogBand]:
+    """Bands (``ttft``, ``tpot``) of one candidate (mode 0 agg / 1 disagg, quant and KV codes as in
+    ``CandidateArrays``)."""
+    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
+
+    t = table or load_bands()
+    key = {"engine": engine, "mode": "disagg" if mode else "agg", "load": str(load_bucket(prefill_utilization)),
+           "tier": provenance_tier(m, gpu, WEIGHT_QUANTS[weight_quant], KV_DTYPES[kv_dtype])}
+    return t.lookup(key, gpu=gpu.name, model=_model_name(m))
+
+
 def upper_factor(m: ModelSpec, gpu: GpuSpec, engine: str, modes: np.ndarray, utils: np.ndarray,
                  weight_quants: np.ndarray, kv_dtypes: np.ndarray, metric: str, table: BandTable | None = None) -> np.ndarray:
     """Per candidate, exp(hi) of ``metric``'s band (the band's upper edge / the prediction);
     ``modes`` 0 agg / 1 disagg, quant and KV codes as in ``CandidateArrays``."""
-    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-
-    t = table or load_bands()
-    buckets = load_bucket(utils)
-    out = np.ones(len(modes))
-    tiers: dict[tuple[int, int], str] = {}
-    for i in range(len(modes)):
-        q = (int(weight_quants[i]), int(kv_dtypes[i]))
-        if q not in tiers:
-            tiers[q] = provenance_tier(m, gpu, WEIGHT_QUANTS[q[0]], KV_DTYPES[q[1]])
-        key = {"engine": engine, "mode": "disagg" if modes[i] else "agg", "load": str(buckets[i]), "tier": tiers[q]}
-        out[i] = np.exp(t.lookup(key, gpu=gpu.name, model=_model_name(m))[metric].hi)
-    return out
+    names = [n for n, _ in LOAD_BUCKETS]
+    edge = {n: u for n, u in zip(names, (0.0, 0.5, 0.9), strict=True)}  # a utilisation inside each bucket
+    bucket = np.array([names.index(str(b)) for b in np.atleast_1d(load_bucket(utils))], dtype=int)
+    combos = np.stack([np.asarray(modes, int), bucket, np.asarray(weight_quants, int), np.asarray(kv_dtypes, int)], axis=1)
+    uniq, inverse = np.unique(combos, axis=0, return_inverse=True)
+    factors = np.array([np.exp(candidate_bands(m, gpu, engine, int(mode), edge[names[b]], int(q), int(kv), table)[metric].hi)
+                        for mode, b, q, kv in uniq])
+    return np.asarray(factors[np.ravel(inverse)])

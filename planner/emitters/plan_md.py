@@ -25,6 +25,13 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value).replace("|", "\\|")
 
 
+def _band_cell(value: Any) -> Any:
+    """A band edge pair {lo, hi} as ``lo-hi``; other values unchanged."""
+    if isinstance(value, dict) and {"lo", "hi"} <= set(value):
+        return f"{value['lo']:.4g}-{value['hi']:.4g}"
+    return value
+
+
 def deployment_section(ctx: EmitContext) -> list[str]:
     dep = ctx.deployment
     header = ("role", "replicas", "TP", "PP", "DP", "EP", "max running", "chunk tokens",
@@ -43,8 +50,12 @@ def predicted_section(plan: PlanFile) -> list[str]:
     scalars = {k: v for k, v in pred.items() if not isinstance(v, dict)}
     lines = ["## Predicted", ""]
     if nested:
-        lines += _table(("metric", *_PERCENTILES), ((k, *(v.get(p) for p in _PERCENTILES))
+        lines += _table(("metric", *_PERCENTILES), ((k, *(_band_cell(v.get(p)) for p in _PERCENTILES))
                                                     for k, v in nested.items()))
+        level = next((v["level"] for k, v in nested.items() if k.endswith("_band") and "level" in v), None)
+        if level is not None:
+            lines += ["", f"`*_band` rows: the {level:.0%} prediction band (low-high), calibrated on measured "
+                      "deployments (planner/calibration/bands.yaml)."]
         lines.append("")
     scalars["gpus"] = plan.best.gpus
     scalars["cost_per_million_output_tokens"] = plan.best.cost_per_million_output_tokens
