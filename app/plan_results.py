@@ -54,6 +54,23 @@ def pct_value(stats: Any, pct: str) -> float | None:
     return as_float(stats)
 
 
+def band_caption(plan: Mapping[str, Any], pct: str) -> str:
+    """The calibrated prediction bands of the recommendation and its SLO headroom, in one line."""
+    best = plan["best"]
+    pred, head = best.get("predicted", {}), best.get("headroom", {})
+    parts = []
+    for metric, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
+        band = pred.get(f"{metric}_band")
+        if isinstance(band, Mapping) and isinstance(band.get(pct), Mapping):
+            edge = head.get(metric[:4], {}) if isinstance(head, Mapping) else {}
+            ratio = f" (SLO / band edge {fmt(edge.get('slo_over_band_edge'))})" if edge else ""
+            parts.append(f"{name} {pct} {fmt(band[pct].get('lo'))}-{fmt(band[pct].get('hi'))} ms{ratio}")
+    if not parts:
+        return ""
+    level = pred.get("ttft_ms_band", {}).get("level", 0.8)
+    return f"{level:.0%} prediction band, calibrated on measured deployments: " + "; ".join(parts)
+
+
 def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
     """The card: configuration, predicted latency at the SLO percentile, throughput, cost, binding."""
     best = plan["best"]
@@ -67,6 +84,9 @@ def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
         cols[1].metric(f"TPOT {pct}", f"{fmt(pct_value(pred.get('tpot_ms'), pct))} ms")
         cols[2].metric("Output tok/s per GPU", fmt(pred.get(PER_GPU)))
         cols[3].metric("Output tok/s per user", fmt(pred.get(PER_USER)))
+        band = band_caption(plan, pct)
+        if band:
+            st.caption(band)
         cols = st.columns(4)
         cols[0].metric("Cost per 1M output tokens", fmt_money(best.get("cost_per_million_output_tokens")))
         cols[1].metric("GPUs", fmt(best.get("gpus")))
@@ -78,6 +98,17 @@ def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
 
 def _hover(row: Mapping[str, Any]) -> str:
     return "<br>".join(f"{k}: {fmt(v) if isinstance(v, float) else v}" for k, v in row.items())
+
+
+def _per_user_band(pred: Mapping[str, Any], per_user: float) -> dict[str, Any] | None:
+    """Error bar of tokens/s per user from the mean TPOT band (tokens/s per user = 1000 / TPOT ms)."""
+    band = pred.get("tpot_ms_band")
+    mean = band.get("mean") if isinstance(band, Mapping) else None
+    lo, hi = (as_float(mean.get("lo")), as_float(mean.get("hi"))) if isinstance(mean, Mapping) else (None, None)
+    if not lo or not hi:
+        return None
+    return {"type": "data", "symmetric": False, "array": [max(1000.0 / lo - per_user, 0.0)],
+            "arrayminus": [max(per_user - 1000.0 / hi, 0.0)], "visible": True}
 
 
 def pareto_chart(view: PlanView) -> go.Figure:
@@ -94,7 +125,8 @@ def pareto_chart(view: PlanView) -> go.Figure:
     if bx is not None and by is not None:
         fig.add_scatter(x=[bx], y=[by], mode="markers", name="recommended",
                         text=[config_text(view.best.deployment)], hovertemplate="%{text}<extra>recommended</extra>",
-                        marker={"size": 18, "symbol": "star", "color": "#d62728", "line": {"width": 1}})
+                        marker={"size": 18, "symbol": "star", "color": "#d62728", "line": {"width": 1}},
+                        error_x=_per_user_band(pred, bx))
     fig.update_layout(xaxis_title="output tokens/s per user", yaxis_title="output tokens/s per GPU",
                       height=440, margin={"t": 30}, legend={"orientation": "h", "y": 1.08})
     return fig
