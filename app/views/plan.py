@@ -28,7 +28,7 @@ def _inputs() -> planning.PlanInputs | None:
         isl, osl, load = ui_in.workload_input("plan")
     with right:
         st.markdown("##### Targets and engine")
-        slo = ui_in.slo_input("plan")
+        slo = ui_in.slo_input("plan", robust_option=True)
         mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get, key="plan_mode")
         backend = st.selectbox("Backend", planning.BACKENDS, key="plan_backend")
         objective = st.selectbox("Objective", planning.OBJECTIVES, key="plan_objective")

@@ -145,7 +145,9 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
         print_json(report)
         return
     print(render_kv({"rows": report["rows"], "modelled": report["modelled"], **{f"skipped {k}": v for k, v in report["skipped"].items()}}))
-    rows = [{"by": g["by"], "key": g["key"], "n": g["n"], **{f"{m} {s}": g[m][s] for m in metrics for s in ("median_ape_pct", "p90_ape_pct")}} for g in report["groups"]]
+    stats = ("median_ape_pct", "p90_ape_pct", "band_coverage_pct")
+    rows = [{"by": g["by"], "key": g["key"], "n": g["n"], **{f"{m} {s}": g[m][s] for m in metrics for s in stats if s in g[m]}}
+            for g in report["groups"]]
     print(render_table(rows))
 
 

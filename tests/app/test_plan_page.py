@@ -17,8 +17,9 @@ from planner.models import MAX_CONFIG_BYTES, bundled_models
 from solvers.plan import PlanRequest, plan
 from tests.app.conftest import no_errors, page, widget
 
+# the UI plans at the point prediction unless its band-edge box is ticked (confidence 0)
 DEFAULT = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8, "isl": 4000, "osl": 500,
-           "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 30.0, "percentile": "p90"}
+           "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 30.0, "percentile": "p90", "confidence": 0.0}
 
 
 def metrics(at) -> dict[str, str]:  # type: ignore[no-untyped-def]
