@@ -51,7 +51,7 @@ class SloChoice:
     ttft_ms: float
     tpot_ms: float
     percentile: Literal["p50", "p90", "p99"]
-    confidence: float = 0.0  # > 0: meet the SLO at the upper edge of the prediction band of this level
+    confidence: float = 0.0  # > 0: meet the SLO at the upper edge of the band of this level
 
 
 @st.cache_resource(show_spinner=False)
@@ -193,8 +193,10 @@ def slo_input(page: str, robust_option: bool = False) -> SloChoice:
     tpot = cols[1].number_input("TPOT SLO (ms)", min_value=0.001, max_value=1e6, value=DEFAULT_TPOT_MS,
                                 step=5.0, key=f"{page}_tpot")
     pct = cols[2].selectbox("Percentile", PERCENTILES, index=1, key=f"{page}_pct")
-    robust = robust_option and st.checkbox("Meet the SLO at the upper edge of the 80% prediction band (as `planner plan` does)",
-                         value=False, key=f"{page}_robust",
-                         help="Off: the SLO is checked against the point prediction; the band and the headroom "
-                         "to its edge are shown with the recommendation either way.")
-    return SloChoice(ttft_ms=float(ttft), tpot_ms=float(tpot), percentile=pct, confidence=0.8 if robust else 0.0)
+    robust = robust_option and st.checkbox(
+        "Meet the SLO at the upper edge of the 80% prediction band (as `planner plan` does)",
+        value=False, key=f"{page}_robust",
+        help="Off: the SLO is checked against the point prediction; the band and the headroom "
+        "to its edge are shown with the recommendation either way.")
+    return SloChoice(ttft_ms=float(ttft), tpot_ms=float(tpot), percentile=pct,
+                     confidence=0.8 if robust else 0.0)

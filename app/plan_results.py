@@ -64,7 +64,8 @@ def band_caption(plan: Mapping[str, Any], pct: str) -> str:
         if isinstance(band, Mapping) and isinstance(band.get(pct), Mapping):
             edge = head.get(metric[:4], {}) if isinstance(head, Mapping) else {}
             ratio = f" (SLO / band edge {fmt(edge.get('slo_over_band_edge'))})" if edge else ""
-            parts.append(f"{name} {pct} {fmt(band[pct].get('lo'))}-{fmt(band[pct].get('hi'))} ms{ratio}")
+            lo, hi = fmt(band[pct].get("lo")), fmt(band[pct].get("hi"))
+            parts.append(f"{name} {pct} {lo}-{hi} ms{ratio}")
     if not parts:
         return ""
     level = pred.get("ttft_ms_band", {}).get("level", 0.8)
@@ -101,10 +102,12 @@ def _hover(row: Mapping[str, Any]) -> str:
 
 
 def _per_user_band(pred: Mapping[str, Any], per_user: float) -> dict[str, Any] | None:
-    """Error bar of tokens/s per user from the mean TPOT band (tokens/s per user = 1000 / TPOT ms)."""
+    """Error bar of tokens/s per user from the mean TPOT band (tokens/s per user = 1000 / TPOT)."""
     band = pred.get("tpot_ms_band")
     mean = band.get("mean") if isinstance(band, Mapping) else None
-    lo, hi = (as_float(mean.get("lo")), as_float(mean.get("hi"))) if isinstance(mean, Mapping) else (None, None)
+    if not isinstance(mean, Mapping):
+        return None
+    lo, hi = as_float(mean.get("lo")), as_float(mean.get("hi"))
     if not lo or not hi:
         return None
     return {"type": "data", "symmetric": False, "array": [max(1000.0 / lo - per_user, 0.0)],
@@ -125,7 +128,8 @@ def pareto_chart(view: PlanView) -> go.Figure:
     if bx is not None and by is not None:
         fig.add_scatter(x=[bx], y=[by], mode="markers", name="recommended",
                         text=[config_text(view.best.deployment)], hovertemplate="%{text}<extra>recommended</extra>",
-                        marker={"size": 18, "symbol": "star", "color": "#d62728", "line": {"width": 1}},
+                        marker={"size": 18, "symbol": "star", "color": "#d62728",
+                                "line": {"width": 1}},
                         error_x=_per_user_band(pred, bx))
     fig.update_layout(xaxis_title="output tokens/s per user", yaxis_title="output tokens/s per GPU",
                       height=440, margin={"t": 30}, legend={"orientation": "h", "y": 1.08})

@@ -1,6 +1,7 @@
 """Calibrated prediction bands: how far measured TTFT/TPOT fall from the prediction.
 
-The band table (``planner/calibration/bands.yaml``, rebuilt by ``python -m planner.validation.bands``)
+The band table (``planner/calibration/bands.yaml``, rebuilt by
+``python -m planner.validation.bands``)
 holds split-conformal quantiles of the log residual ln(measured / predicted) of the end-to-end
 validation rows, fitted per group of what predicts the error: engine, agg/disagg, load relative to
 capacity (the prefill stage's utilisation, ``LOAD_BUCKETS``) and the provenance tier of the ops
@@ -27,9 +28,19 @@ from planner.model_spec import ModelSpec
 
 BANDS_FILE = Path(__file__).with_name("calibration") / "bands.yaml"
 KEYS: tuple[str, ...] = ("engine", "mode", "load", "tier")
-LEVELS: tuple[tuple[str, ...], ...] = (KEYS, ("engine", "mode", "load"), ("engine", "mode"), ("mode",), ())
+LEVELS: tuple[tuple[str, ...], ...] = (
+    KEYS,
+    ("engine", "mode", "load"),
+    ("engine", "mode"),
+    ("mode",),
+    (),
+)
 """Group keys from the most specific to the pooled table; a lookup takes the first group present."""
-LOAD_BUCKETS: tuple[tuple[str, float], ...] = (("light", 0.5), ("busy", 0.9), ("at_capacity", np.inf))
+LOAD_BUCKETS: tuple[tuple[str, float], ...] = (
+    ("light", 0.5),
+    ("busy", 0.9),
+    ("at_capacity", np.inf),
+)
 """Load relative to capacity: the prefill stage's utilisation below 0.5, below 0.9, above."""
 REFERENCE_BATCH = 32.0
 REFERENCE_CTX = 2048.0
@@ -66,10 +77,22 @@ def _dominant_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str)
     from planner.step_model import price_step
 
     one = np.ones(1)
-    par = parallel_arrays(gpu, one, one, one, one, np.array([float(WEIGHT_QUANTS.index(weight_quant))]),
-                          np.array([float(KV_DTYPES.index(kv_dtype))]))
-    mix = StepMix(np.array([REFERENCE_BATCH]), np.array([REFERENCE_CTX]), np.array([REFERENCE_PREFILL]),
-                  np.array([REFERENCE_PREFILL]), np.zeros(1))
+    par = parallel_arrays(
+        gpu,
+        one,
+        one,
+        one,
+        one,
+        np.array([float(WEIGHT_QUANTS.index(weight_quant))]),
+        np.array([float(KV_DTYPES.index(kv_dtype))]),
+    )
+    mix = StepMix(
+        np.array([REFERENCE_BATCH]),
+        np.array([REFERENCE_CTX]),
+        np.array([REFERENCE_PREFILL]),
+        np.array([REFERENCE_PREFILL]),
+        np.zeros(1),
+    )
     shares = source_shares(price_step(m, par, mix, default_pricer(gpu)))
     return max(shares, key=lambda k: shares[k]) if shares else "roofline_uncalibrated"
 
@@ -103,7 +126,11 @@ class BandTable:
         widest band of the tier when the GPU or model has no rows in the data."""
         if (gpu and gpu not in self.gpus) or (model and model not in self.models):
             tier = key.get("tier", "")
-            for name in (f"{key.get('engine', '')}/{key.get('mode', '')}/{tier}", f"{key.get('mode', '')}/{tier}", tier):
+            for name in (
+                f"{key.get('engine', '')}/{key.get('mode', '')}/{tier}",
+                f"{key.get('mode', '')}/{tier}",
+                tier,
+            ):
                 if name in self.widest_by_tier:
                     return self.widest_by_tier[name]
             return self.widest_by_tier["*"]
@@ -122,8 +149,14 @@ def table_from_dict(raw: dict[str, Any]) -> BandTable:
     """A ``BandTable`` from the YAML layout written by ``planner.validation.bands``."""
     groups = {tuple((k, str(v)) for k, v in g["key"].items()): _bands(g) for g in raw["groups"]}
     widest = {str(t): _bands(b) for t, b in raw["widest_by_tier"].items()}
-    return BandTable(float(raw["level"]), groups, widest, frozenset(raw["gpus"]), frozenset(raw["models"]),
-                     dict(raw.get("provenance", {})))
+    return BandTable(
+        float(raw["level"]),
+        groups,
+        widest,
+        frozenset(raw["gpus"]),
+        frozenset(raw["models"]),
+        dict(raw.get("provenance", {})),
+    )
 
 
 @lru_cache(maxsize=2)
@@ -139,39 +172,96 @@ def _model_name(m: ModelSpec) -> str:
     return m.name
 
 
-def deployment_bands(m: ModelSpec, gpu: GpuSpec, engine: str, mode: str, prefill_utilization: float,
-                     weight_quant: str, kv_dtype: str, table: BandTable | None = None) -> tuple[dict[str, LogBand], str]:
+def deployment_bands(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    engine: str,
+    mode: str,
+    prefill_utilization: float,
+    weight_quant: str,
+    kv_dtype: str,
+    table: BandTable | None = None,
+) -> tuple[dict[str, LogBand], str]:
     """(bands of ``ttft`` and ``tpot``, a one-line account of the group they came from) for one
     deployment."""
     t = table or load_bands()
-    key = {"engine": engine, "mode": mode, "load": str(load_bucket(prefill_utilization)),
-           "tier": provenance_tier(m, gpu, weight_quant, kv_dtype)}
+    key = {
+        "engine": engine,
+        "mode": mode,
+        "load": str(load_bucket(prefill_utilization)),
+        "tier": provenance_tier(m, gpu, weight_quant, kv_dtype),
+    }
     seen = gpu.name in t.gpus and _model_name(m) in t.models
-    how = "group " + " ".join(f"{k}={v}" for k, v in key.items()) + ("" if seen else " (no data for this GPU/model: widest band of its tier)")
-    return t.lookup(key, gpu=gpu.name, model=_model_name(m)), f"{how}; {BANDS_FILE.name} level {t.level}"
+    how = (
+        "group "
+        + " ".join(f"{k}={v}" for k, v in key.items())
+        + ("" if seen else " (no data for this GPU/model: widest band of its tier)")
+    )
+    return t.lookup(
+        key, gpu=gpu.name, model=_model_name(m)
+    ), f"{how}; {BANDS_FILE.name} level {t.level}"
 
 
-def candidate_bands(m: ModelSpec, gpu: GpuSpec, engine: str, mode: int, prefill_utilization: float,
-                    weight_quant: int, kv_dtype: int, table: BandTable | None = None) -> dict[str, LogBand]:
+def candidate_bands(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    engine: str,
+    mode: int,
+    prefill_utilization: float,
+    weight_quant: int,
+    kv_dtype: int,
+    table: BandTable | None = None,
+) -> dict[str, LogBand]:
     """Bands (``ttft``, ``tpot``) of one candidate (mode 0 agg / 1 disagg, quant and KV codes as in
     ``CandidateArrays``)."""
     from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 
     t = table or load_bands()
-    key = {"engine": engine, "mode": "disagg" if mode else "agg", "load": str(load_bucket(prefill_utilization)),
-           "tier": provenance_tier(m, gpu, WEIGHT_QUANTS[weight_quant], KV_DTYPES[kv_dtype])}
+    key = {
+        "engine": engine,
+        "mode": "disagg" if mode else "agg",
+        "load": str(load_bucket(prefill_utilization)),
+        "tier": provenance_tier(m, gpu, WEIGHT_QUANTS[weight_quant], KV_DTYPES[kv_dtype]),
+    }
     return t.lookup(key, gpu=gpu.name, model=_model_name(m))
 
 
-def upper_factor(m: ModelSpec, gpu: GpuSpec, engine: str, modes: np.ndarray, utils: np.ndarray,
-                 weight_quants: np.ndarray, kv_dtypes: np.ndarray, metric: str, table: BandTable | None = None) -> np.ndarray:
+def upper_factor(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    engine: str,
+    modes: np.ndarray,
+    utils: np.ndarray,
+    weight_quants: np.ndarray,
+    kv_dtypes: np.ndarray,
+    metric: str,
+    table: BandTable | None = None,
+) -> np.ndarray:
     """Per candidate, exp(hi) of ``metric``'s band (the band's upper edge / the prediction);
     ``modes`` 0 agg / 1 disagg, quant and KV codes as in ``CandidateArrays``."""
     names = [n for n, _ in LOAD_BUCKETS]
-    edge = {n: u for n, u in zip(names, (0.0, 0.5, 0.9), strict=True)}  # a utilisation inside each bucket
+    edge = {
+        n: u for n, u in zip(names, (0.0, 0.5, 0.9), strict=True)
+    }  # a utilisation inside each bucket
     bucket = np.array([names.index(str(b)) for b in np.atleast_1d(load_bucket(utils))], dtype=int)
-    combos = np.stack([np.asarray(modes, int), bucket, np.asarray(weight_quants, int), np.asarray(kv_dtypes, int)], axis=1)
+    combos = np.stack(
+        [
+            np.asarray(modes, int),
+            bucket,
+            np.asarray(weight_quants, int),
+            np.asarray(kv_dtypes, int),
+        ],
+        axis=1,
+    )
     uniq, inverse = np.unique(combos, axis=0, return_inverse=True)
-    factors = np.array([np.exp(candidate_bands(m, gpu, engine, int(mode), edge[names[b]], int(q), int(kv), table)[metric].hi)
-                        for mode, b, q, kv in uniq])
+    factors = np.array(
+        [
+            np.exp(
+                candidate_bands(m, gpu, engine, int(mode), edge[names[b]], int(q), int(kv), table)[
+                    metric
+                ].hi
+            )
+            for mode, b, q, kv in uniq
+        ]
+    )
     return np.asarray(factors[np.ravel(inverse)])

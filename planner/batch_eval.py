@@ -175,7 +175,8 @@ def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration,
         return np.clip(np.nan_to_num(concurrency / w.bench_requests, nan=0.0), 0.0, 1.0)
     if not w.startup_wave:
         return np.zeros(concurrency.shape)
-    return np.where(disagg, cal.disagg_burst_fraction.value, np.full(concurrency.shape, cal.burst_fraction.value))
+    share = np.full(concurrency.shape, cal.burst_fraction.value)
+    return np.where(disagg, cal.disagg_burst_fraction.value, share)
 
 
 def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray, workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration, util: float | np.ndarray, burst: np.ndarray) -> WorkerArrays:
@@ -211,12 +212,13 @@ def steady_ttft_quantile(s: ServingArrays, load: LoadArrays, q: float) -> np.nda
     b = np.clip(s.wave_share, 0.0, 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         steady_wait = np.where(b < 1.0, (s.wait_s - b * s.wave_wait_s) / (1.0 - b), 0.0)
-    steady_wait = np.where(np.isfinite(s.wait_s), np.maximum(np.nan_to_num(steady_wait), 0.0), np.inf)
+    steady_wait = np.maximum(np.nan_to_num(steady_wait), 0.0)
+    steady_wait = np.where(np.isfinite(s.wait_s), steady_wait, np.inf)
     return np.asarray(own + admit + queueing.wait_quantile(steady_wait, rho, q))
 
 
-def mixture_quantiles(steady: dict[str, np.ndarray], atoms_steady: np.ndarray, atoms_wave: np.ndarray,
-                      share: np.ndarray) -> dict[str, np.ndarray]:
+def mixture_quantiles(steady: dict[str, np.ndarray], atoms_steady: np.ndarray,
+                      atoms_wave: np.ndarray, share: np.ndarray) -> dict[str, np.ndarray]:
     """Quantiles of a run whose requests are the steady state (atoms ``atoms_steady``, shape (A, K),
     equal weights) with probability 1 - ``share`` and the start-up wave (``atoms_wave``) with
     ``share``; candidates with no wave keep the steady-state quantiles ``steady``."""
@@ -300,7 +302,8 @@ def evaluate_batch(
         gpus = np.where(disagg, total, gpus)
         fits = fits & (~disagg | (pre.seq_capacity >= 1))
         xs = np.where(disagg, res.requests_per_s, xs)
-    load = replace(load, request_overhead_s=np.where(disagg, cal.disagg_request_overhead_s.value, load.request_overhead_s))
+    overhead = np.where(disagg, cal.disagg_request_overhead_s.value, load.request_overhead_s)
+    load = replace(load, request_overhead_s=overhead)
     return _results(res, load, xs, gpus, fits, dec.seq_capacity)
 
 

@@ -76,7 +76,8 @@ class Percentiles(BaseModel):
             lo, hi = b.apply(v)
             return Interval(lo=float(lo), hi=float(hi))
 
-        band = PercentileBand(level=level, mean=edge(self.mean), p50=edge(self.p50), p90=edge(self.p90), p99=edge(self.p99))
+        band = PercentileBand(level=level, mean=edge(self.mean), p50=edge(self.p50),
+                              p90=edge(self.p90), p99=edge(self.p99))
         return self.model_copy(update={"band": band})
 
 
@@ -94,8 +95,9 @@ class Estimate(BaseModel):
     ttft_ms: Percentiles
     tpot_ms: Percentiles
     output_tok_s_per_gpu: float
-    output_tok_s_per_gpu_band: ValueBand | None = Field(default=None, description="Band of output tok/s per GPU (from the TPOT band; "
-                                                        "an open loop's throughput is its offered rate).")
+    output_tok_s_per_gpu_band: ValueBand | None = Field(
+        default=None, description="Band of output tok/s per GPU (from the TPOT band; an open "
+        "loop's throughput is its offered rate).")
     output_tok_s_per_user: float
     requests_per_s: float
     decode_batch: float = Field(description="Mean decode requests per step of one (decode) worker.")
@@ -176,8 +178,9 @@ def estimate(
     if r.infeasible_reason[0] == 1:
         raise InfeasibleError("memory", f"{m.name} leaves no room for one sequence of KV on {gpu.name}", binding_constraint="memory")
     shares, prov, pmix = _breakdown(m, gpu, main, backend, float(r.decode_batch[0]), wl.isl.mean + wl.osl.mean / 2)
-    bands, prov["bands"] = deployment_bands(m, gpu, backend, "disagg" if disagg else "agg", float(r.prefill_utilization[0]),
-                                            main.weight_quant, main.kv_dtype)
+    bands, prov["bands"] = deployment_bands(m, gpu, backend, "disagg" if disagg else "agg",
+                                            float(r.prefill_utilization[0]), main.weight_quant,
+                                            main.kv_dtype)
     est = Estimate(
         model=m.name, model_id=m.hf_id, checkpoint_quant=m.quant.weight_format, gpu=gpu.name,
         backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
@@ -200,7 +203,10 @@ def with_bands(est: Estimate, bands: dict[str, LogBand], closed_loop: bool) -> E
     level = load_bands().level
     tok = est.output_tok_s_per_gpu
     tpot = bands["tpot"]
-    lo, hi = (tok * float(np.exp(-tpot.hi)), tok * float(np.exp(-tpot.lo))) if closed_loop else (tok, tok)
+    lo, hi = (tok, tok)
+    if closed_loop:
+        lo, hi = tok * float(np.exp(-tpot.hi)), tok * float(np.exp(-tpot.lo))
     return est.model_copy(update={
-        "ttft_ms": est.ttft_ms.with_band(bands["ttft"], level), "tpot_ms": est.tpot_ms.with_band(tpot, level),
+        "ttft_ms": est.ttft_ms.with_band(bands["ttft"], level),
+        "tpot_ms": est.tpot_ms.with_band(tpot, level),
         "output_tok_s_per_gpu_band": ValueBand(level=level, lo=lo, hi=hi)})

@@ -94,7 +94,7 @@ class ServingArrays:
     decode_batch: np.ndarray  # decode requests per worker step
     kv_transfer_s: np.ndarray
     saturated: np.ndarray  # open loop beyond capacity (latencies are inf)
-    wave_share: np.ndarray  # share of the requests in a closed-loop run's lockstep start-up wave (0: steady state)
+    wave_share: np.ndarray  # share of a closed-loop run's requests in its lockstep start-up wave
     wave_wait_s: np.ndarray  # mean prefill wait of a request of that wave (``queueing.burst_wait``)
 
 

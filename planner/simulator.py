@@ -10,8 +10,9 @@ model). Used to cross-check the analytical queueing and tails.
 A closed loop runs in steady state by default: the clients start from a random phase (requests
 already decoding at uniform points of their answers), as ``estimate`` prices it; with
 ``Workload.bench_requests`` it is that benchmark run instead, its N clients starting together
-(the lockstep start-up wave) and no warm-up dropped. ``tests/planner/test_consistent_percentiles.py``
-checks the two agree within 15% on mean and p90 up to a prefill utilisation of 0.8.
+(the lockstep start-up wave) and no warm-up dropped.
+``tests/planner/test_consistent_percentiles.py`` checks the two agree within 15% on mean and p90 up
+to a prefill utilisation of 0.8.
 """
 
 from __future__ import annotations

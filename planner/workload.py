@@ -94,8 +94,10 @@ class Workload(BaseModel):
     prefix_hit: float = Field(default=0.0, ge=0, lt=1, description="Fraction of prompt tokens served from the prefix cache.")
     spec_decode: SpecDecode | None = None
     bench_requests: int | None = Field(default=None, ge=1, description="Closed loop: requests the benchmark run sends in all (its N clients start together).")
-    startup_wave: bool = Field(default=False, description="Closed loop: price the benchmark run's lockstep start-up wave with the "
-                               "engine's fitted share (replaying benchmarks of an unrecorded protocol); default: steady state.")
+    startup_wave: bool = Field(
+        default=False, description="Closed loop: price the benchmark run's lockstep start-up wave "
+        "with the engine's fitted share (replaying benchmarks of an unrecorded protocol); "
+        "default: steady state.")
 
     @model_validator(mode="after")
     def _one_load(self) -> Workload:

@@ -60,8 +60,9 @@ class FleetSpec(BaseModel):
     gpus: tuple[GpuPool, ...] = Field(min_length=1)
     max_gpus_per_replica: int = Field(default=8, ge=1)
     backend: str = "vllm"
-    confidence: float = Field(default=0.0, ge=0, le=1, description="Meet each class's SLO at the upper edge of the "
-                              "prediction band of this level (planner.bands); 0: at the point prediction.")
+    confidence: float = Field(
+        default=0.0, ge=0, le=1, description="Meet each class's SLO at the upper edge of the "
+        "prediction band of this level (planner.bands); 0: at the point prediction.")
 
 
 class Options(BaseModel):

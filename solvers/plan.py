@@ -58,8 +58,9 @@ class PlanRequest(BaseModel):
     price_per_gpu_hour: float | None = Field(default=None, gt=0, description="Override of every GPU's $/hour.")
     objective: Objective = "throughput-per-gpu"
     weight_quants: tuple[str, ...] = Field(default=(), description="Weight dtypes allowed besides the checkpoint's.")
-    confidence: float = Field(default=0.8, ge=0, le=1, description="Meet the SLO at the upper edge of the prediction band "
-                              "of this level (planner.bands); 0: at the point prediction.")
+    confidence: float = Field(
+        default=0.8, ge=0, le=1, description="Meet the SLO at the upper edge of the prediction "
+        "band of this level (planner.bands); 0: at the point prediction.")
     node_gpus: int | None = Field(default=None, ge=1, description="Count GPUs in whole nodes of this size.")
     hardware_dirs: tuple[str, ...] = ()
 
@@ -76,8 +77,9 @@ class Choice(BaseModel):
     gpus: int
     cost_per_million_output_tokens: float
     cost_per_hour_usd: float
-    headroom: dict[str, Any] = Field(default_factory=dict, description="SLO / predicted and SLO / band edge per metric, "
-                                     "and the constraint that binds at the band edge.")
+    headroom: dict[str, Any] = Field(
+        default_factory=dict, description="SLO / predicted and SLO / band edge per metric, and "
+        "the constraint that binds at the band edge.")
 
 
 class ParetoPoint(BaseModel):
@@ -151,7 +153,8 @@ def plan(req: PlanRequest) -> PlanResult:
     bind = binding_constraint(score, ev.within_budget & (ev.ttft_edge <= req.ttft_ms),
                               ev.within_budget & (ev.tpot_edge <= req.tpot_ms), best, ev.kv_full)
     if req.rate_per_s is not None and bind == "GPU budget" and ev.gpus[best] < req.max_gpus:
-        bind = "TPOT" if ev.tpot_edge[best] / req.tpot_ms >= ev.ttft_edge[best] / req.ttft_ms else "TTFT"
+        tpot_tighter = ev.tpot_edge[best] / req.tpot_ms >= ev.ttft_edge[best] / req.ttft_ms
+        bind = "TPOT" if tpot_tighter else "TTFT"
     alts: dict[str, Choice | None] = {}
     for mode in ("agg", "disagg"):
         mask = ok & (ev.mode_code == (0 if mode == "agg" else 1))
@@ -160,7 +163,8 @@ def plan(req: PlanRequest) -> PlanResult:
     seconds = time.perf_counter() - t0
     return PlanResult(
         request=req, model=ev.model.name, gpu=ev.gpu_of(best), workload=_workload(req, ev, best),
-        slo={"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms, "percentile": req.percentile, "confidence": req.confidence},
+        slo={"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms, "percentile": req.percentile,
+             "confidence": req.confidence},
         best=ev.choice(best), pareto=pareto, binding_constraint=bind, candidates_evaluated=ev.evaluated,
         search_seconds=round(seconds, 4), alternatives=alts, milp=ev.milp_info or None,
     )

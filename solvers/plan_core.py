@@ -58,8 +58,10 @@ class Evaluated:
         self.within_budget = self.gpus <= self.req.max_gpus
         self.kv_full = cat([b.res.seq_capacity < b.limit for b in self.blocks])
         # upper edges of the prediction bands; the SLO must hold there unless --confidence 0
-        self.ttft_band = self.ttft * cat([band_factor(self.model, b, self.req.backend, "ttft") for b in self.blocks])
-        self.tpot_band = self.tpot * cat([band_factor(self.model, b, self.req.backend, "tpot") for b in self.blocks])
+        backend = self.req.backend
+        m, blocks = self.model, self.blocks
+        self.ttft_band = self.ttft * cat([band_factor(m, b, backend, "ttft") for b in blocks])
+        self.tpot_band = self.tpot * cat([band_factor(m, b, backend, "tpot") for b in blocks])
         robust = self.req.confidence > 0
         self.ttft_edge = self.ttft_band if robust else self.ttft
         self.tpot_edge = self.tpot_band if robust else self.tpot
@@ -71,13 +73,15 @@ class Evaluated:
                 & (self.tpot_edge <= self.req.tpot_ms))
 
     def headroom(self, i: int) -> dict[str, Any]:
-        """SLO / predicted and SLO / band edge of TTFT and TPOT, and which binds at the band edge."""
+        """SLO / predicted and SLO / band edge of TTFT and TPOT, and which binds at the edge."""
         r = self.req
         out: dict[str, Any] = {"confidence": r.confidence, "percentile": r.percentile}
-        for name, pred, edge, slo in (("ttft", self.ttft, self.ttft_band, r.ttft_ms), ("tpot", self.tpot, self.tpot_band, r.tpot_ms)):
-            out[name] = {"slo_over_predicted": float(slo / pred[i]), "slo_over_band_edge": float(slo / edge[i]),
-                         "band_edge_ms": float(edge[i])}
-        out["binding_at_band_edge"] = "TTFT" if out["ttft"]["slo_over_band_edge"] <= out["tpot"]["slo_over_band_edge"] else "TPOT"
+        for name, pred, edge, slo in (("ttft", self.ttft, self.ttft_band, r.ttft_ms),
+                                      ("tpot", self.tpot, self.tpot_band, r.tpot_ms)):
+            out[name] = {"slo_over_predicted": float(slo / pred[i]),
+                         "slo_over_band_edge": float(slo / edge[i]), "band_edge_ms": float(edge[i])}
+        ttft_tighter = out["ttft"]["slo_over_band_edge"] <= out["tpot"]["slo_over_band_edge"]
+        out["binding_at_band_edge"] = "TTFT" if ttft_tighter else "TPOT"
         return out
 
     def score(self, objective: str) -> np.ndarray:
@@ -145,12 +149,14 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
         need = int(np.min(np.where(slo_ok, ev.gpus, np.iinfo(np.int64).max)))
         return infeasible_budget(req.rate_per_s, best_rate, need, req.max_gpus)
     where = f"of {req.model} on up to {req.max_gpus} x {'/'.join(req.gpus)}"
-    pct = req.percentile if req.confidence == 0 else f"{req.percentile} (upper edge of the {req.confidence:.0%} band)"
+    pct: str = req.percentile
+    if req.confidence > 0:
+        pct = f"{req.percentile} (upper edge of the {req.confidence:.0%} band)"
     return infeasible_slo(ev.ttft_edge, ev.tpot_edge, req.ttft_ms, req.tpot_ms, pct, where)
 
 
 def band_factor(m: ModelSpec, b: Block, backend: str, metric: str) -> np.ndarray:
-    """Per candidate of ``b``, the upper edge of ``metric``'s prediction band over the prediction."""
+    """Per candidate of ``b``, the upper edge of ``metric``'s band over the prediction."""
     from planner.bands import upper_factor
 
     if b.mode == "agg":
@@ -163,7 +169,8 @@ def band_factor(m: ModelSpec, b: Block, backend: str, metric: str) -> np.ndarray
     return upper_factor(m, b.gpu, backend, modes, b.res.prefill_utilization, q, kv, metric)
 
 
-def band_predictions(m: ModelSpec, b: Block, j: int, backend: str, pred: dict[str, Any]) -> dict[str, Any]:
+def band_predictions(m: ModelSpec, b: Block, j: int, backend: str,
+                     pred: dict[str, Any]) -> dict[str, Any]:
     """``ttft_ms_band`` / ``tpot_ms_band`` (level, and lo/hi of the mean and each percentile, as
     ``planner estimate`` reports them) of candidate ``j`` of ``b``."""
     from planner.bands import candidate_bands, load_bands
@@ -172,8 +179,8 @@ def band_predictions(m: ModelSpec, b: Block, j: int, backend: str, pred: dict[st
     w = b.workers if b.mode == "agg" else b.decode
     assert w is not None
     k = j if b.mode == "agg" else int(b.units.d[j]) if b.units is not None else j
-    bands = candidate_bands(m, b.gpu, backend, 0 if b.mode == "agg" else 1, float(b.res.prefill_utilization[j]),
-                            int(w.quant[k]), int(w.kv[k]))
+    bands = candidate_bands(m, b.gpu, backend, 0 if b.mode == "agg" else 1,
+                            float(b.res.prefill_utilization[j]), int(w.quant[k]), int(w.kv[k]))
     level = load_bands().level
     out = {}
     for metric in ("ttft", "tpot"):
@@ -192,8 +199,8 @@ def check_confidence(confidence: float) -> None:
 
     level = load_bands().level
     if abs(confidence - level) > 1e-9:
-        raise PlannerInputError("--confidence", f"{confidence:g} not allowed: 0 (point prediction) or {level:g} "
-                                "(the level of planner/calibration/bands.yaml)")
+        raise PlannerInputError("--confidence", f"{confidence:g} not allowed: 0 (point prediction) "
+                                f"or {level:g} (the level of planner/calibration/bands.yaml)")
 
 
 def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:

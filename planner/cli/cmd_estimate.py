@@ -81,7 +81,10 @@ def fmt_sig(v: float, digits: int = 3) -> str:
     if v == 0:
         return "0"
     r = round(v, digits - 1 - int(math.floor(math.log10(abs(v)))))
-    return f"{r:,.0f}" if abs(r) >= 10 ** (digits - 1) else f"{r:,.{max(digits - 1 - int(math.floor(math.log10(abs(r)))), 0)}f}"
+    if abs(r) >= 10 ** (digits - 1):
+        return f"{r:,.0f}"
+    decimals = max(digits - 1 - int(math.floor(math.log10(abs(r)))), 0)
+    return f"{r:,.{decimals}f}"
 
 
 def fmt_band(v: float, lo: float, hi: float, unit: str = "") -> str:
@@ -97,7 +100,8 @@ def band_rows(est: Estimate) -> list[dict[str, str]]:
         row = {"metric": name}
         for stat in ("mean", "p50", "p90", "p99"):
             edge = getattr(p.band, stat) if p.band else None
-            row[stat] = fmt_band(getattr(p, stat), edge.lo, edge.hi, unit) if edge else fmt_sig(getattr(p, stat))
+            v = getattr(p, stat)
+            row[stat] = fmt_band(v, edge.lo, edge.hi, unit) if edge else fmt_sig(v)
         rows.append(row)
     return rows
 
@@ -109,9 +113,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         return 0
     print(render_table(band_rows(est)))
     if est.ttft_ms.band:
-        print(f"(in brackets: the {est.ttft_ms.band.level:.0%} band, calibrated on measured deployments; {est.provenance.get('bands', '')})")
+        print(f"(in brackets: the {est.ttft_ms.band.level:.0%} band, calibrated on measured "
+              f"deployments; {est.provenance.get('bands', '')})")
     tok = est.output_tok_s_per_gpu_band
-    tok_s = fmt_band(est.output_tok_s_per_gpu, tok.lo, tok.hi) if tok else fmt_sig(est.output_tok_s_per_gpu)
+    per_gpu = est.output_tok_s_per_gpu
+    tok_s = fmt_band(per_gpu, tok.lo, tok.hi) if tok else fmt_sig(per_gpu)
     print(render_kv({"output tok/s per GPU": tok_s, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))
     print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
@@ -146,7 +152,8 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
         return
     print(render_kv({"rows": report["rows"], "modelled": report["modelled"], **{f"skipped {k}": v for k, v in report["skipped"].items()}}))
     stats = ("median_ape_pct", "p90_ape_pct", "band_coverage_pct")
-    rows = [{"by": g["by"], "key": g["key"], "n": g["n"], **{f"{m} {s}": g[m][s] for m in metrics for s in stats if s in g[m]}}
+    rows = [{"by": g["by"], "key": g["key"], "n": g["n"],
+             **{f"{m} {s}": g[m][s] for m in metrics for s in stats if s in g[m]}}
             for g in report["groups"]]
     print(render_table(rows))
 

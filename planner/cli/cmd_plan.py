@@ -31,8 +31,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--tpot-ms", type=positive_float, required=True, help="TPOT SLO (ms)")
     p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
     p.add_argument("--confidence", type=float, default=0.8,
-                   help="meet the SLO at the upper edge of the prediction band of this level (0.8, the committed "
-                   "band table's level); 0: at the point prediction")
+                   help="meet the SLO at the upper edge of the prediction band of this level "
+                   "(0.8, the committed band table's level); 0: at the point prediction")
     p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"),
                    help="engine: its calibration, the worker shapes it can launch, and the configs "
@@ -68,7 +68,8 @@ def _request(args: argparse.Namespace) -> Any:
         model=args.model, model_id=args.model_id or "", shape_rules=shape_rules(args.backend),
         gpus=tuple(g.strip() for g in args.gpu.split(",") if g.strip()), max_gpus=args.max_gpus,
         isl=args.isl, osl=args.osl, rate_per_s=args.rate, concurrency=args.concurrency, ttft_ms=args.ttft_ms,
-        tpot_ms=args.tpot_ms, percentile=args.percentile, confidence=args.confidence, mode=args.mode, backend=args.backend,
+        tpot_ms=args.tpot_ms, percentile=args.percentile, confidence=args.confidence, mode=args.mode,
+        backend=args.backend,
         price_per_gpu_hour=args.price_per_gpu_hour, objective=args.objective,
         weight_quants=tuple(args.weight_quant), node_gpus=args.node_gpus, hardware_dirs=tuple(args.hardware_dir),
     )
@@ -107,9 +108,11 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
     """SLO headroom at the point prediction and at the band edge (the SLO must hold at the edge)."""
     if not h:
         return {}
-    conf = f"{h['confidence']:.0%} band edge" if h["confidence"] else "band edge (not required: --confidence 0)"
+    conf = (f"{h['confidence']:.0%} band edge" if h["confidence"]
+            else "band edge (not required: --confidence 0)")
     out = {f"{m.upper()} headroom: SLO/predicted, SLO/{conf}":
-           f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}" for m in ("ttft", "tpot")}
+           f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}"
+           for m in ("ttft", "tpot")}
     return {**out, "binds at the band edge": h["binding_at_band_edge"]}
 
 

@@ -50,12 +50,13 @@ def predicted_section(plan: PlanFile) -> list[str]:
     scalars = {k: v for k, v in pred.items() if not isinstance(v, dict)}
     lines = ["## Predicted", ""]
     if nested:
-        lines += _table(("metric", *_PERCENTILES), ((k, *(_band_cell(v.get(p)) for p in _PERCENTILES))
-                                                    for k, v in nested.items()))
-        level = next((v["level"] for k, v in nested.items() if k.endswith("_band") and "level" in v), None)
+        rows = ((k, *(_band_cell(v.get(p)) for p in _PERCENTILES)) for k, v in nested.items())
+        lines += _table(("metric", *_PERCENTILES), rows)
+        level = next((v["level"] for k, v in nested.items()
+                      if k.endswith("_band") and "level" in v), None)
         if level is not None:
-            lines += ["", f"`*_band` rows: the {level:.0%} prediction band (low-high), calibrated on measured "
-                      "deployments (planner/calibration/bands.yaml)."]
+            lines += ["", f"`*_band` rows: the {level:.0%} prediction band (low-high), calibrated "
+                      "on measured deployments (planner/calibration/bands.yaml)."]
         lines.append("")
     scalars["gpus"] = plan.best.gpus
     scalars["cost_per_million_output_tokens"] = plan.best.cost_per_million_output_tokens

@@ -44,7 +44,8 @@ def choice_summary(choice: Mapping[str, Any]) -> dict[str, Any]:
             out[metric] = stats
         band = pred.get(f"{metric}_band")  # the calibrated prediction band (planner.bands)
         if isinstance(band, Mapping) and isinstance(band.get("level"), float):
-            out.update({f"{metric} {p} {band['level']:.0%} band": f"{band[p]['lo']:.4g}-{band[p]['hi']:.4g}"
+            name = f"{band['level']:.0%} band"
+            out.update({f"{metric} {p} {name}": f"{band[p]['lo']:.4g}-{band[p]['hi']:.4g}"
                         for p in _PCT if isinstance(band.get(p), Mapping)})
     for key in _HEADLINE_PREDICTIONS[2:]:
         out[key] = pred.get(key)
@@ -72,7 +73,8 @@ def workload_pairs(view: PlanView) -> dict[str, Any]:
 
 def _other_predictions(view: PlanView) -> dict[str, Any]:
     """Scalar predictions not already in the headline block."""
-    skip = set(_HEADLINE_PREDICTIONS) | set(_NOT_SCALAR_PREDICTIONS) | {"ttft_ms_band", "tpot_ms_band"}
+    skip = set(_HEADLINE_PREDICTIONS) | set(_NOT_SCALAR_PREDICTIONS)
+    skip |= {"ttft_ms_band", "tpot_ms_band"}  # in the headline block
     return flatten({k: v for k, v in view.best.predicted.items() if k not in skip})
 
 

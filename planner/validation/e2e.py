@@ -144,7 +144,9 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
 def band_coverage_pct(meas: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
     """Share (%) of measured values inside their band [lo, hi]."""
     ok = np.isfinite(meas) & np.isfinite(lo) & np.isfinite(hi)
-    return float(np.mean((meas[ok] >= lo[ok]) & (meas[ok] <= hi[ok])) * 100.0) if ok.any() else float("nan")
+    if not ok.any():
+        return float("nan")
+    return float(np.mean((meas[ok] >= lo[ok]) & (meas[ok] <= hi[ok])) * 100.0)
 
 
 def error_stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:

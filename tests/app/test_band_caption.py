@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from app.plan_results import _per_user_band, band_caption
 
-PLAN = {"best": {"predicted": {
-    "ttft_ms_band": {"level": 0.8, "p90": {"lo": 200.0, "hi": 500.0}, "mean": {"lo": 180.0, "hi": 450.0}},
-    "tpot_ms_band": {"level": 0.8, "p90": {"lo": 20.0, "hi": 40.0}, "mean": {"lo": 20.0, "hi": 40.0}}},
-    "headroom": {"ttft": {"slo_over_band_edge": 2.0}, "tpot": {"slo_over_band_edge": 1.25}}}}
+PLAN = {
+    "best": {
+        "predicted": {
+            "ttft_ms_band": {
+                "level": 0.8,
+                "p90": {"lo": 200.0, "hi": 500.0},
+                "mean": {"lo": 180.0, "hi": 450.0},
+            },
+            "tpot_ms_band": {
+                "level": 0.8,
+                "p90": {"lo": 20.0, "hi": 40.0},
+                "mean": {"lo": 20.0, "hi": 40.0},
+            },
+        },
+        "headroom": {"ttft": {"slo_over_band_edge": 2.0}, "tpot": {"slo_over_band_edge": 1.25}},
+    }
+}
 
 
 def test_caption_names_level_bands_and_headroom() -> None:

@@ -1,5 +1,5 @@
-"""Calibrated prediction bands (issue 17, part 2): the committed table, its lookup and the estimate's
-band fields."""
+"""Calibrated prediction bands (issue 17, part 2): the committed table, its lookup and the
+estimate's band fields."""
 
 from __future__ import annotations
 
@@ -32,7 +32,12 @@ def test_conformal_band_covers_its_level() -> None:
 
 
 def test_load_buckets() -> None:
-    assert list(load_bucket(np.array([0.1, 0.6, 0.95, np.nan]))) == ["light", "busy", "at_capacity", "at_capacity"]
+    assert list(load_bucket(np.array([0.1, 0.6, 0.95, np.nan]))) == [
+        "light",
+        "busy",
+        "at_capacity",
+        "at_capacity",
+    ]
     assert [n for n, _ in LOAD_BUCKETS] == ["light", "busy", "at_capacity"]
 
 
@@ -62,8 +67,12 @@ def test_lookup_levels_go_from_specific_to_pooled() -> None:
 
 
 def test_estimate_reports_bands() -> None:
-    e = estimate(load_model("llama-3.1-70b"), H200, fixed(4000, 500, concurrency=32),
-                 agg=WorkerConfig(parallel=Parallelism(tp=4)))
+    e = estimate(
+        load_model("llama-3.1-70b"),
+        H200,
+        fixed(4000, 500, concurrency=32),
+        agg=WorkerConfig(parallel=Parallelism(tp=4)),
+    )
     for p in (e.ttft_ms, e.tpot_ms):
         assert p.band is not None and p.band.level == 0.8
         for stat in ("mean", "p50", "p90", "p99"):

@@ -23,14 +23,22 @@ H200 = get_gpu("h200")
 SIM_RTOL = 0.15
 """Issue 17: simulate and estimate agree within 15% on mean and p90 where utilisation <= 0.8."""
 MAX_UTIL = 0.8
-GRID = [("llama-3.1-8b", 1, 1024, 128), ("llama-3.1-8b", 1, 4000, 128), ("llama-3.1-8b", 1, 4000, 500),
-        ("llama-3.1-70b", 4, 1024, 128), ("llama-3.1-70b", 4, 4000, 500)]
+GRID = [
+    ("llama-3.1-8b", 1, 1024, 128),
+    ("llama-3.1-8b", 1, 4000, 128),
+    ("llama-3.1-8b", 1, 4000, 500),
+    ("llama-3.1-70b", 4, 1024, 128),
+    ("llama-3.1-70b", 4, 4000, 500),
+]
 CONCURRENCY = (8, 32, 96)
 
 
 def _lognormal(isl: int, osl: int, n: int, cv: float = 0.3) -> Workload:
-    return Workload(isl=LengthSpec(mean=isl, dist="lognormal", cv=cv),
-                    osl=LengthSpec(mean=osl, dist="lognormal", cv=cv), concurrency=n)
+    return Workload(
+        isl=LengthSpec(mean=isl, dist="lognormal", cv=cv),
+        osl=LengthSpec(mean=osl, dist="lognormal", cv=cv),
+        concurrency=n,
+    )
 
 
 @pytest.mark.parametrize(("model", "tp", "isl", "osl"), GRID)
@@ -71,9 +79,17 @@ def test_startup_wave_only_when_asked() -> None:
     (a named run length, or the fitted share of an unrecorded protocol)."""
     m, wc = load_model("llama-3.1-70b"), WorkerConfig(parallel=Parallelism(tp=4))
     steady = estimate(m, H200, fixed(4000, 500, concurrency=32), agg=wc)
-    run = estimate(m, H200, Workload(isl=LengthSpec(mean=4000), osl=LengthSpec(mean=500), concurrency=32,
-                                     bench_requests=320), agg=wc)
-    fitted = estimate(m, H200, fixed(4000, 500, concurrency=32).model_copy(update={"startup_wave": True}), agg=wc)
+    run = estimate(
+        m,
+        H200,
+        Workload(
+            isl=LengthSpec(mean=4000), osl=LengthSpec(mean=500), concurrency=32, bench_requests=320
+        ),
+        agg=wc,
+    )
+    fitted = estimate(
+        m, H200, fixed(4000, 500, concurrency=32).model_copy(update={"startup_wave": True}), agg=wc
+    )
     assert run.ttft_ms.mean > 1.5 * steady.ttft_ms.mean
     assert fitted.ttft_ms.mean > 1.2 * steady.ttft_ms.mean
     assert run.ttft_ms.p99 > 5 * steady.ttft_ms.p99
@@ -82,25 +98,44 @@ def test_startup_wave_only_when_asked() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(isl=st.sampled_from([128, 1024, 4000, 16000]), osl=st.sampled_from([16, 256, 1000]),
-       cv=st.sampled_from([0.0, 0.3, 1.0]), seqs=st.sampled_from([8, 64, 256]),
-       wave=st.sampled_from(["steady", "fitted", "run"]), disagg=st.booleans(), open_loop=st.booleans())
-def test_percentiles_ordered(isl: int, osl: int, cv: float, seqs: int, wave: str, disagg: bool,
-                             open_loop: bool) -> None:
+@given(
+    isl=st.sampled_from([128, 1024, 4000, 16000]),
+    osl=st.sampled_from([16, 256, 1000]),
+    cv=st.sampled_from([0.0, 0.3, 1.0]),
+    seqs=st.sampled_from([8, 64, 256]),
+    wave=st.sampled_from(["steady", "fitted", "run"]),
+    disagg=st.booleans(),
+    open_loop=st.booleans(),
+)
+def test_percentiles_ordered(
+    isl: int, osl: int, cv: float, seqs: int, wave: str, disagg: bool, open_loop: bool
+) -> None:
     """p50 <= p90 <= p99 for TTFT and TPOT over closed loops of 1-512 clients and open loops up to
     saturation, agg and disagg, steady state or with a start-up wave."""
     conc = np.array([1, 4, 16, 64, 256, 512], dtype=float)
     dist = "lognormal" if cv else "fixed"
-    lengths = {"isl": LengthSpec(mean=isl, dist=dist, cv=cv), "osl": LengthSpec(mean=osl, dist=dist, cv=cv)}
+    lengths = {
+        "isl": LengthSpec(mean=isl, dist=dist, cv=cv),
+        "osl": LengthSpec(mean=osl, dist=dist, cv=cv),
+    }
     if open_loop:
         w = Workload(**lengths, rate_per_s=2.0)
         conc = np.full(conc.shape, np.nan)
     else:
-        w = Workload(**lengths, concurrency=1, startup_wave=wave == "fitted",
-                     bench_requests=1024 if wave == "run" else None)
+        w = Workload(
+            **lengths,
+            concurrency=1,
+            startup_wave=wave == "fitted",
+            bench_requests=1024 if wave == "run" else None,
+        )
     k = conc.size
-    c = CandidateArrays.from_lists(concurrency=conc, max_num_seqs=np.full(k, seqs), mode=np.full(k, int(disagg)),
-                                   prefill_tp=np.full(k, 2.0), tp=np.full(k, 2.0))
+    c = CandidateArrays.from_lists(
+        concurrency=conc,
+        max_num_seqs=np.full(k, seqs),
+        mode=np.full(k, int(disagg)),
+        prefill_tp=np.full(k, 2.0),
+        tp=np.full(k, 2.0),
+    )
     r = evaluate_batch(load_model("llama-3.1-8b"), H200, c, w)
     for name in ("ttft", "tpot"):
         p50, p90, p99 = (getattr(r, f"{name}_{p}_s") for p in ("p50", "p90", "p99"))
@@ -116,5 +151,7 @@ def test_no_p90_below_p50_on_validation_shapes() -> None:
     for isl, osl in itertools.product((128, 2048, 8192), (128, 1024)):
         conc = np.array([1, 8, 64, 256], dtype=float)
         c = CandidateArrays.from_lists(concurrency=conc)
-        r = evaluate_batch(m, H200, c, fixed(isl, osl, concurrency=1).model_copy(update={"startup_wave": True}))
+        r = evaluate_batch(
+            m, H200, c, fixed(isl, osl, concurrency=1).model_copy(update={"startup_wave": True})
+        )
         assert np.all(r.ttft_p50_s <= r.ttft_p90_s) and np.all(r.ttft_p90_s <= r.ttft_p99_s)

@@ -12,13 +12,23 @@ from solvers.plan_core import evaluate_request, pick_best
 
 # 70B on up to 8 H200, 32 clients, 4000/500: at the point prediction a 4-GPU disaggregated
 # deployment meets p90 TTFT <= 1000 ms (~800 ms), but the upper edge of its band does not.
-CASE = dict(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500, concurrency=32,
-            ttft_ms=1000, tpot_ms=50)
+CASE = dict(
+    model="llama-3.1-70b",
+    gpus=("h200",),
+    max_gpus=8,
+    isl=4000,
+    osl=500,
+    concurrency=32,
+    ttft_ms=1000,
+    tpot_ms=50,
+)
 
 
 def _edges_ok(choice: object) -> bool:
     h = choice.headroom  # type: ignore[attr-defined]
-    return bool(h["ttft"]["slo_over_band_edge"] >= 1 - 1e-9 and h["tpot"]["slo_over_band_edge"] >= 1 - 1e-9)
+    return bool(
+        h["ttft"]["slo_over_band_edge"] >= 1 - 1e-9 and h["tpot"]["slo_over_band_edge"] >= 1 - 1e-9
+    )
 
 
 def test_band_edge_changes_the_pick() -> None:
@@ -37,7 +47,7 @@ def test_band_edge_changes_the_pick() -> None:
 
 
 def test_confidence_zero_keeps_the_point_prediction_pick() -> None:
-    """--confidence 0: the best candidate among those that meet both SLOs at the point prediction."""
+    """--confidence 0: the best candidate of those meeting both SLOs at the point prediction."""
     req = PlanRequest(**CASE, confidence=0)
     ev = evaluate_request(req)
     ok = ev.within_budget & ev.predicted_ok & (ev.ttft <= req.ttft_ms) & (ev.tpot <= req.tpot_ms)

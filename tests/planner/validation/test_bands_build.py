@@ -13,7 +13,14 @@ from planner.bands import table_from_dict
 from planner.validation import bands
 from planner.validation.e2e import validate_e2e
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "validation" / "e2e" / "silicon_measured.csv"
+DATA = (
+    Path(__file__).resolve().parents[3]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
 SLICE_ROWS = 400
 
 
@@ -21,7 +28,9 @@ def _slice(tmp_path: Path) -> Path:
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     df = pd.read_csv(DATA)
-    agg = df[df["mode"] == "agg"].iloc[::4].head(SLICE_ROWS)  # every 4th row: several campaigns and engines
+    agg = (
+        df[df["mode"] == "agg"].iloc[::4].head(SLICE_ROWS)
+    )  # every 4th row: several campaigns and engines
     out = tmp_path / "slice.csv"
     agg.to_csv(out, index=False)
     return out
@@ -56,12 +65,16 @@ def test_builder_writes_a_loadable_table_with_provenance(tmp_path: Path) -> None
 
 
 def test_builder_refuses_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert bands.main(["--data", str(tmp_path / "none.csv"), "--out", str(tmp_path / "b.yaml")]) == 2
+    assert (
+        bands.main(["--data", str(tmp_path / "none.csv"), "--out", str(tmp_path / "b.yaml")]) == 2
+    )
     assert "--data" in capsys.readouterr().err
     assert bands.main(["--data", "x", "--out", "y", "--folds", "1"]) == 2
     assert bands.main(["--data", "x", "--out", "y", "--level", "0.99"]) == 2
 
 
 def test_campaign_folds_deal_sorted_campaigns_round_robin() -> None:
-    rows = pd.DataFrame({"silicon_data_source": ["b; config_id=1", "a; config_id=2", "c", "a; config_id=3"]})
+    rows = pd.DataFrame(
+        {"silicon_data_source": ["b; config_id=1", "a; config_id=2", "c", "a; config_id=3"]}
+    )
     assert list(bands.campaign_folds(rows, 2)) == [1, 0, 0, 0]
