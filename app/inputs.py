@@ -28,7 +28,7 @@ DEFAULT_OSL = 500
 DEFAULT_TTFT_MS = 5000.0
 """p90 TTFT SLO of the default plan: 64 clients of 4000-token prompts on 8 GPUs queue for prefill (start-up
 wave and closed-loop queueing), so about 3 s is the best a 70B model reaches on 8 x H200."""
-DEFAULT_TPOT_MS = 30.0
+DEFAULT_TPOT_MS = 40.0
 PERCENTILES = ("p50", "p90", "p99")
 LENGTH_SHAPES: tuple[LengthDist, ...] = ("fixed", "uniform", "normal", "lognormal")
 
@@ -51,6 +51,7 @@ class SloChoice:
     ttft_ms: float
     tpot_ms: float
     percentile: Literal["p50", "p90", "p99"]
+    confidence: float = 0.0  # > 0: meet the SLO at the upper edge of the band of this level
 
 
 @st.cache_resource(show_spinner=False)
@@ -184,7 +185,7 @@ def make_workload(isl: LengthSpec, osl: LengthSpec, load: dict[str, float | int]
     return Workload(isl=isl, osl=osl, **load)  # type: ignore[arg-type]
 
 
-def slo_input(page: str) -> SloChoice:
+def slo_input(page: str, robust_option: bool = False) -> SloChoice:
     """TTFT and TPOT targets at one percentile."""
     cols = st.columns(3)
     ttft = cols[0].number_input("TTFT SLO (ms)", min_value=0.001, max_value=1e7, value=DEFAULT_TTFT_MS,
@@ -192,4 +193,10 @@ def slo_input(page: str) -> SloChoice:
     tpot = cols[1].number_input("TPOT SLO (ms)", min_value=0.001, max_value=1e6, value=DEFAULT_TPOT_MS,
                                 step=5.0, key=f"{page}_tpot")
     pct = cols[2].selectbox("Percentile", PERCENTILES, index=1, key=f"{page}_pct")
-    return SloChoice(ttft_ms=float(ttft), tpot_ms=float(tpot), percentile=pct)
+    robust = robust_option and st.checkbox(
+        "Meet the SLO at the upper edge of the 80% prediction band (as `planner plan` does)",
+        value=False, key=f"{page}_robust",
+        help="Off: the SLO is checked against the point prediction; the band and the headroom "
+        "to its edge are shown with the recommendation either way.")
+    return SloChoice(ttft_ms=float(ttft), tpot_ms=float(tpot), percentile=pct,
+                     confidence=0.8 if robust else 0.0)

@@ -44,11 +44,22 @@ def pct_value(stats: Any, pct: str) -> float | None:
     return as_float(stats)
 
 
-def band_caption(pred: Mapping[str, Any], pct: str) -> str | None:
-    """The prediction bands of the card's latencies, when the plan carries them (issue 17)."""
-    parts = [f"{name} {pct} {text} ms" for key, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
-             if (text := rt.band_text(pred.get(key), pct))]
-    return ("Bands: " + "; ".join(parts)) if parts else None
+def band_caption(plan: Mapping[str, Any], pct: str) -> str:
+    """The calibrated prediction bands of the recommendation and its SLO headroom, in one line."""
+    best = plan["best"]
+    pred, head = best.get("predicted", {}), best.get("headroom", {})
+    parts = []
+    for metric, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
+        band = pred.get(f"{metric}_band")
+        if isinstance(band, Mapping) and isinstance(band.get(pct), Mapping):
+            edge = head.get(metric[:4], {}) if isinstance(head, Mapping) else {}
+            ratio = f" (SLO / band edge {fmt(edge.get('slo_over_band_edge'))})" if edge else ""
+            lo, hi = fmt(band[pct].get("lo")), fmt(band[pct].get("hi"))
+            parts.append(f"{name} {pct} {lo}-{hi} ms{ratio}")
+    if not parts:
+        return ""
+    level = pred.get("ttft_ms_band", {}).get("level", 0.8)
+    return f"{level:.0%} prediction band, calibrated on measured deployments: " + "; ".join(parts)
 
 
 def headroom_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
@@ -89,7 +100,7 @@ def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
         sentence = plan.get("binding", {}).get("sentence")
         if sentence:
             st.markdown(f"**Why this and not more:** {sentence}")
-        bands = band_caption(pred, pct)
+        bands = band_caption(plan, pct)
         if bands:
             st.caption(bands)
         st.dataframe(headroom_frame(plan), hide_index=True, key="headroom_table")
@@ -100,6 +111,19 @@ def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
 def _hover(row: Mapping[str, Any], pct: str = "") -> str:
     return "<br>".join(f"{pr.label(k, pct)}: {pr.show(k, v)}" for k, v in row.items()
                        if v is not None)
+
+
+def _per_user_band(pred: Mapping[str, Any], per_user: float) -> dict[str, Any] | None:
+    """Error bar of tokens/s per user from the mean TPOT band (tokens/s per user = 1000 / TPOT)."""
+    band = pred.get("tpot_ms_band")
+    mean = band.get("mean") if isinstance(band, Mapping) else None
+    if not isinstance(mean, Mapping):
+        return None
+    lo, hi = as_float(mean.get("lo")), as_float(mean.get("hi"))
+    if not lo or not hi:
+        return None
+    return {"type": "data", "symmetric": False, "array": [max(1000.0 / lo - per_user, 0.0)],
+            "arrayminus": [max(per_user - 1000.0 / hi, 0.0)], "visible": True}
 
 
 def pareto_chart(view: PlanView) -> go.Figure:

@@ -102,6 +102,7 @@ def request(given: PlanInputs) -> PlanRequest:
         shape_rules=shape_rules(given.backend), gpus=given.gpus, max_gpus=given.max_gpus, isl=isl, osl=osl,
         rate_per_s=given.load.get("rate_per_s"), concurrency=given.load.get("concurrency"),  # type: ignore[arg-type]
         ttft_ms=given.slo.ttft_ms, tpot_ms=given.slo.tpot_ms, percentile=given.slo.percentile,
+        confidence=given.slo.confidence,
         mode=given.mode, backend=given.backend, price_per_gpu_hour=given.price_per_gpu_hour,  # type: ignore[arg-type]
         objective=given.objective,  # type: ignore[arg-type]
     )

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy import special
 
 from hardware.spec import GpuSpec
 from planner import memory_batch, queueing
@@ -185,15 +186,18 @@ def constant(cal: EngineCalibration, name: str, k: int,
 def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration,
                    disagg: bool | np.ndarray = False,
                    constants: Constants | None = None) -> np.ndarray:
-    """Share of a closed loop's requests in the benchmark's first, lockstep wave: N/P when the
-    workload names the run's request count P (``Workload.bench_requests``), else the engine's fitted
-    ``burst_fraction`` (``disagg_burst_fraction`` where ``disagg``; the calibration data do not
-    record their benchmark protocol)."""
-    if w.bench_requests is None:
-        k = concurrency.shape[0]
-        agg = constant(cal, "burst_fraction", k, constants)
-        return np.where(disagg, constant(cal, "disagg_burst_fraction", k, constants), agg)
-    return np.clip(np.nan_to_num(concurrency / w.bench_requests, nan=0.0), 0.0, 1.0)
+    """Share of a closed loop's requests in the benchmark's first, lockstep wave: 0 for the steady
+    state (the default), N/P when the workload names the run's request count P
+    (``Workload.bench_requests``), the engine's fitted ``burst_fraction`` when it asks for the
+    start-up wave of an unrecorded protocol (``Workload.startup_wave``; ``disagg_burst_fraction``
+    where ``disagg``; the calibration data do not record their benchmark protocol)."""
+    if w.bench_requests is not None:
+        return np.clip(np.nan_to_num(concurrency / w.bench_requests, nan=0.0), 0.0, 1.0)
+    if not w.startup_wave:
+        return np.zeros(concurrency.shape)
+    k = concurrency.shape[0]
+    agg = constant(cal, "burst_fraction", k, constants)
+    return np.where(disagg, constant(cal, "disagg_burst_fraction", k, constants), agg)
 
 
 def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray,
@@ -206,16 +210,78 @@ def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, c
                         constant(cal, "step_overhead_s", k, constants), workers, burst)
 
 
-def percentiles(s: ServingArrays) -> dict[str, np.ndarray]:
-    """TTFT and TPOT quantiles from the queueing tails (see ``planner.queueing``): TTFT = own prefill
-    + admission wait (near-deterministic, normal spread from OSL variability) + prefill queueing wait
-    (exponential tail at the prefill utilization). Quantiles of a sum taken as the sum of quantiles:
-    exact when the admission wait is deterministic, an upper bound otherwise."""
+MIX_ATOMS = 64
+"""Equal-probability atoms per component when a quantile of the steady-state / start-up-wave
+mixture is taken (``mixture_quantiles``): quantiles within 1/64 of a probability."""
+
+
+def _lognormal_ratio(cs2: np.ndarray, z: float) -> np.ndarray:
+    """Quantile / mean of a lognormal length with squared CV ``cs2`` (1 for fixed lengths)."""
+    sigma2 = np.log1p(np.maximum(cs2, 0.0))
+    return np.asarray(np.exp(-sigma2 / 2.0 + z * np.sqrt(sigma2)))
+
+
+def steady_ttft_quantile(s: ServingArrays, load: LoadArrays, q: float) -> np.ndarray:
+    """Steady-state TTFT q-quantile (s): the request's own prefill at the q-quantile of the prompt
+    length (its prefill part scales with the tokens; lognormal with the ISL's CV), plus the
+    admission wait (near-deterministic, normal spread from OSL variability), plus the prefill
+    queueing wait in steady state (the start-up wave excluded; exponential tail at the prefill
+    utilization). Quantiles of a sum taken as the sum of quantiles: exact when all but one part
+    are deterministic, an upper bound otherwise; every part is non-decreasing in q."""
+    z = float(special.ndtri(q))
     rho = np.clip(s.prefill_rho, 1e-9, 0.999)
-    out: dict[str, np.ndarray] = {}
+    fixed_part = np.minimum(load.request_overhead_s, s.ttft_own_s)
+    own = fixed_part + (s.ttft_own_s - fixed_part) * _lognormal_ratio(load.cs2, z)
+    admit = queueing.admission_wait_quantile(s.admission_wait_s, s.admission_ahead, s.hold_cs2, z)
+    b = np.clip(s.wave_share, 0.0, 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        steady_wait = np.where(b < 1.0, (s.wait_s - b * s.wave_wait_s) / (1.0 - b), 0.0)
+    steady_wait = np.maximum(np.nan_to_num(steady_wait), 0.0)
+    steady_wait = np.where(np.isfinite(s.wait_s), steady_wait, np.inf)
+    return np.asarray(own + admit + queueing.wait_quantile(steady_wait, rho, q))
+
+
+def mixture_quantiles(steady: dict[str, np.ndarray], atoms_steady: np.ndarray,
+                      atoms_wave: np.ndarray, share: np.ndarray) -> dict[str, np.ndarray]:
+    """Quantiles of a run whose requests are the steady state (atoms ``atoms_steady``, shape (A, K),
+    equal weights) with probability 1 - ``share`` and the start-up wave (``atoms_wave``) with
+    ``share``; candidates with no wave keep the steady-state quantiles ``steady``."""
+    a = atoms_steady.shape[0]
+    atoms = np.concatenate([atoms_steady, atoms_wave])
+    w = np.concatenate([np.broadcast_to((1.0 - share) / a, atoms_steady.shape),
+                        np.broadcast_to(share / a, atoms_wave.shape)])
+    order = np.argsort(atoms, axis=0, kind="stable")
+    xs, cw = np.take_along_axis(atoms, order, 0), np.cumsum(np.take_along_axis(w, order, 0), axis=0)
+    out = {}
     for name, q in queueing.QUANTILES.items():
-        admit = queueing.admission_wait_quantile(s.admission_wait_s, s.admission_ahead, s.hold_cs2, queueing.Z_SCORES[name])
-        out[f"ttft_{name}_s"] = s.ttft_own_s + admit + queueing.wait_quantile(s.wait_s, rho, q)
+        idx = np.minimum((cw < q - 1e-12).sum(axis=0), xs.shape[0] - 1)
+        mixed = np.take_along_axis(xs, idx[None, :], 0)[0]
+        out[name] = np.where(share > 0.0, mixed, steady[name])
+    return out
+
+
+def ttft_quantiles(s: ServingArrays, load: LoadArrays) -> dict[str, np.ndarray]:
+    """TTFT p50/p90/p99 (s): the steady state, or, when the run's lockstep start-up wave is priced
+    (``ServingArrays.wave_share`` > 0), the mixture of the steady state and the wave, whose k-th
+    of N requests waits for the prefills ahead of it (uniform over 0..2x its mean wait)."""
+    steady = {name: steady_ttft_quantile(s, load, q) for name, q in queueing.QUANTILES.items()}
+    if not (s.wave_share > 0).any():
+        return steady
+    grid = (np.arange(MIX_ATOMS) + 0.5) / MIX_ATOMS
+    atoms_steady = np.stack([steady_ttft_quantile(s, load, float(q)) for q in grid])
+    zero = np.zeros_like(s.wait_s)
+    alone = replace(s, admission_wait_s=zero, wait_s=zero, wave_share=zero)
+    own = np.stack([steady_ttft_quantile(alone, load, float(q)) for q in grid])
+    atoms_wave = own + s.admission_wait_s + 2.0 * s.wave_wait_s * grid[:, None]
+    return mixture_quantiles(steady, atoms_steady, atoms_wave, np.clip(s.wave_share, 0.0, 1.0))
+
+
+def percentiles(s: ServingArrays, load: LoadArrays) -> dict[str, np.ndarray]:
+    """TTFT and TPOT p50/p90/p99 (s), the one definition ``estimate``, ``plan`` and the solvers
+    share: TTFT from ``ttft_quantiles``, TPOT from the prefill interference its steps meet
+    (``queueing.tpot_quantile``). Every quantile is non-decreasing in the percentile."""
+    out = {f"ttft_{name}_s": v for name, v in ttft_quantiles(s, load).items()}
+    for name in queueing.QUANTILES:
         out[f"tpot_{name}_s"] = queueing.tpot_quantile(s.tpot_s, s.tpot_interference_s, s.interference_events, queueing.Z_SCORES[name])
     return out
 
@@ -266,11 +332,13 @@ def evaluate_batch(
         gpus = np.where(disagg, total, gpus)
         fits = fits & (~disagg | (pre.seq_capacity >= 1))
         xs = np.where(disagg, res.requests_per_s, xs)
+    overhead = np.where(disagg, cal.disagg_request_overhead_s.value, load.request_overhead_s)
+    load = replace(load, request_overhead_s=overhead)
     return _results(res, load, xs, gpus, fits, dec.seq_capacity)
 
 
 def _results(res: ServingArrays, load: LoadArrays, x: np.ndarray, gpus: np.ndarray, fits: np.ndarray, cap: np.ndarray) -> ResultArrays:
-    pct = percentiles(res)
+    pct = percentiles(res, load)
     feasible = fits & ~res.saturated
     reason = np.where(~fits, 1, np.where(res.saturated, 2, 0))
     return ResultArrays(

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import InfeasibleError
 from hardware.spec import GpuSpec
+from planner.bands import LogBand, deployment_bands
 from planner.batch_eval import (
     KV_DTYPES,
     REASONS,
@@ -36,14 +37,53 @@ from planner.workload import Workload
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
+class Interval(BaseModel):
+    """Low and high edge of a band."""
+
+    model_config = _FROZEN
+    lo: float
+    hi: float
+
+
+class PercentileBand(BaseModel):
+    """Calibrated band (``planner.bands``) of the mean and of each percentile, milliseconds."""
+
+    model_config = _FROZEN
+    level: float = Field(description="Share of measured values the band is calibrated to hold.")
+    mean: Interval
+    p50: Interval
+    p90: Interval
+    p99: Interval
+
+
+class ValueBand(BaseModel):
+    """Calibrated band of one number."""
+
+    model_config = _FROZEN
+    level: float
+    lo: float
+    hi: float
+
+
 class Percentiles(BaseModel):
-    """Mean and percentiles, milliseconds."""
+    """Mean and percentiles, milliseconds, with their calibrated band."""
 
     model_config = _FROZEN
     mean: float
     p50: float
     p90: float
     p99: float
+    band: PercentileBand | None = None
+
+    def with_band(self, b: LogBand, level: float) -> Percentiles:
+        """These numbers with the band ``b`` (log quantiles of measured / predicted) around each."""
+        def edge(v: float) -> Interval:
+            lo, hi = b.apply(v)
+            return Interval(lo=float(lo), hi=float(hi))
+
+        band = PercentileBand(level=level, mean=edge(self.mean), p50=edge(self.p50),
+                              p90=edge(self.p90), p99=edge(self.p99))
+        return self.model_copy(update={"band": band})
 
 
 class Estimate(BaseModel):
@@ -60,6 +100,9 @@ class Estimate(BaseModel):
     ttft_ms: Percentiles
     tpot_ms: Percentiles
     output_tok_s_per_gpu: float
+    output_tok_s_per_gpu_band: ValueBand | None = Field(
+        default=None, description="Band of output tok/s per GPU (from the TPOT band; an open "
+        "loop's throughput is its offered rate).")
     output_tok_s_per_user: float
     requests_per_s: float
     decode_batch: float = Field(description="Mean decode requests per step of one (decode) worker.")
@@ -196,7 +239,10 @@ def estimate(
                     ttft_p90_s=r.ttft_p90_s, ttft_p99_s=r.ttft_p99_s, tpot_mean_s=r.tpot_mean_s,
                     tpot_p50_s=r.tpot_p50_s, tpot_p90_s=r.tpot_p90_s, tpot_p99_s=r.tpot_p99_s)
     steps, decode_cost = step_breakdowns(m, gpu, main, pre, backend, r, wl, disagg)
-    return Estimate(
+    bands, bands_source = deployment_bands(m, gpu, backend, "disagg" if disagg else "agg",
+                                           float(r.prefill_utilization[0]), main.weight_quant,
+                                           main.kv_dtype)
+    est = Estimate(
         model=m.name, model_id=m.hf_id, checkpoint_quant=m.quant.weight_format, gpu=gpu.name,
         backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
         ttft_ms=_pct(r.ttft_mean_s, r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s),
@@ -205,11 +251,30 @@ def estimate(
         requests_per_s=float(r.requests_per_s[0]), decode_batch=float(r.decode_batch[0]),
         prefill_utilization=float(r.prefill_utilization[0]), kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
         step_breakdown=steps, memory=mem, prefill_memory=pmem,
-        provenance=_provenance(backend, decode_cost),
+        provenance={**_provenance(backend, decode_cost), "bands": bands_source},
         provenance_mix=source_shares(decode_cost),
         saturated=capacity is not None, offered_requests_per_s=wl.rate_per_s,
         capacity_requests_per_s=capacity,
     )
+    return with_bands(est, bands, wl.closed_loop)
+
+
+def with_bands(est: Estimate, bands: dict[str, LogBand], closed_loop: bool) -> Estimate:
+    """``est`` with calibrated bands on TTFT, TPOT and output tok/s per GPU. A closed loop's
+    throughput moves inversely with the time per token (its band is the TPOT band inverted); an
+    open loop's is the offered rate."""
+    from planner.bands import load_bands
+
+    level = load_bands().level
+    tok = est.output_tok_s_per_gpu
+    tpot = bands["tpot"]
+    lo, hi = (tok, tok)
+    if closed_loop:
+        lo, hi = tok * float(np.exp(-tpot.hi)), tok * float(np.exp(-tpot.lo))
+    return est.model_copy(update={
+        "ttft_ms": est.ttft_ms.with_band(bands["ttft"], level),
+        "tpot_ms": est.tpot_ms.with_band(tpot, level),
+        "output_tok_s_per_gpu_band": ValueBand(level=level, lo=lo, hi=hi)})
 
 
 SATURATION_STEPS = 40

@@ -9,7 +9,8 @@ answer: prefix-cache hit fraction (skips that share of prefill compute) and spec
 linear approximation for small acceptance). A closed-loop benchmark run may name its request count
 ``bench_requests`` P (``vllm bench serve --num-prompts``): its N clients start together, so the run
 is W = P/N waves of which the first arrives in lockstep; without it the serving model uses the
-engine's fitted lockstep share (``burst_fraction``, the unrecorded protocol of the calibration data).
+engine's fitted lockstep share (``burst_fraction``, the unrecorded protocol of the calibration data)
+when ``startup_wave`` asks for it. Without either, latencies are those of the steady state.
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ class Workload(BaseModel):
     prefix_hit: float = Field(default=0.0, ge=0, lt=1, description="Fraction of prompt tokens served from the prefix cache.")
     spec_decode: SpecDecode | None = None
     bench_requests: int | None = Field(default=None, ge=1, description="Closed loop: requests the benchmark run sends in all (its N clients start together).")
+    startup_wave: bool = Field(
+        default=False, description="Closed loop: price the benchmark run's lockstep start-up wave "
+        "with the engine's fitted share (replaying benchmarks of an unrecorded protocol); "
+        "default: steady state.")
 
     @model_validator(mode="after")
     def _one_load(self) -> Workload:

@@ -61,6 +61,9 @@ class FleetSpec(BaseModel):
     gpus: tuple[GpuPool, ...] = Field(min_length=1)
     max_gpus_per_replica: int = Field(default=8, ge=1, le=1_024)
     backend: str = "vllm"
+    confidence: float = Field(
+        default=0.0, ge=0, le=1, description="Meet each class's SLO at the upper edge of the "
+        "prediction band of this level (planner.bands); 0: at the point prediction.")
 
 
 class Options(BaseModel):
@@ -124,7 +127,7 @@ def build_options(spec: FleetSpec) -> Options:
         for t, pool in enumerate(spec.gpus):
             req = PlanRequest(model=c.model, gpus=(pool.gpu,), max_gpus=spec.max_gpus_per_replica, isl=c.isl, osl=c.osl,
                               ttft_ms=c.ttft_ms, tpot_ms=c.tpot_ms, percentile=c.percentile, mode="agg",  # type: ignore[arg-type]
-                              backend=spec.backend)
+                              backend=spec.backend, confidence=spec.confidence)
             ev = evaluate_request(req)
             ok = ev.feasible()
             if not ok.any():

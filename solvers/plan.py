@@ -69,6 +69,10 @@ class PlanRequest(BaseModel):
     price_per_gpu_hour: float | None = Field(default=None, gt=0, description="Override of every GPU's $/hour.")
     objective: Objective = "throughput-per-gpu"
     weight_quants: tuple[str, ...] = Field(default=(), description="Weight dtypes allowed besides the checkpoint's.")
+    confidence: float = Field(
+        default=0.0, ge=0, le=1, description="Meet the SLO at the upper edge of the prediction "
+        "band of this level (planner.bands); 0: at the point prediction. The library, UI, fleet "
+        "and sweep default to 0; `planner plan --confidence` defaults to the band level.")
     node_gpus: int | None = Field(default=None, ge=1, description="Count GPUs in whole nodes of this size.")
     hardware_dirs: tuple[str, ...] = ()
 
@@ -85,6 +89,9 @@ class Choice(BaseModel):
     gpus: int
     cost_per_million_output_tokens: float
     cost_per_hour_usd: float
+    headroom: dict[str, Any] = Field(
+        default_factory=dict, description="SLO / predicted and SLO / band edge per metric, and "
+        "the constraint that binds at the band edge.")
 
 
 class ParetoPoint(BaseModel):
@@ -175,7 +182,8 @@ def plan(req: PlanRequest) -> PlanResult:
     seconds = time.perf_counter() - t0
     return PlanResult(
         request=req, model=ev.model.name, gpu=ev.gpu_of(best), workload=_workload(req, ev, best),
-        slo={"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms, "percentile": req.percentile},
+        slo={"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms, "percentile": req.percentile,
+             "confidence": req.confidence},
         best=ev.choice(best), pareto=pareto, binding_constraint=binding["constraint"],
         candidates_evaluated=ev.evaluated, search_seconds=round(seconds, 4), alternatives=alts,
         milp=ev.milp_info or None, binding=binding, candidates=tuple(top_candidates(ev, ok, front)),

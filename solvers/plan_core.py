@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hardware.catalog import get_gpu
-from hardware.errors import InfeasibleError
+from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
 from planner.deployment import Parallelism
 from planner.memory import plan_memory
@@ -62,10 +62,32 @@ class Evaluated:
         self.cost_per_mtok = price / (SECONDS_PER_HOUR * np.maximum(self.tok_per_gpu, 1e-12)) * 1e6
         self.within_budget = self.gpus <= self.req.max_gpus
         self.kv_full = cat([b.res.seq_capacity < b.limit for b in self.blocks])
+        # upper edges of the prediction bands; the SLO must hold there unless --confidence 0
+        backend = self.req.backend
+        m, blocks = self.model, self.blocks
+        self.ttft_band = self.ttft * cat([band_factor(m, b, backend, "ttft") for b in blocks])
+        self.tpot_band = self.tpot * cat([band_factor(m, b, backend, "tpot") for b in blocks])
+        robust = self.req.confidence > 0
+        self.ttft_edge = self.ttft_band if robust else self.ttft
+        self.tpot_edge = self.tpot_band if robust else self.tpot
 
     def feasible(self) -> np.ndarray:
-        """Candidates within budget and both SLOs at the requested percentile."""
-        return self.within_budget & self.predicted_ok & (self.ttft <= self.req.ttft_ms) & (self.tpot <= self.req.tpot_ms)
+        """Candidates within budget and both SLOs at the requested percentile, at the upper edge of
+        the prediction band (``PlanRequest.confidence``; the point prediction when 0)."""
+        return (self.within_budget & self.predicted_ok & (self.ttft_edge <= self.req.ttft_ms)
+                & (self.tpot_edge <= self.req.tpot_ms))
+
+    def headroom(self, i: int) -> dict[str, Any]:
+        """SLO / predicted and SLO / band edge of TTFT and TPOT, and which binds at the edge."""
+        r = self.req
+        out: dict[str, Any] = {"confidence": r.confidence, "percentile": r.percentile}
+        for name, pred, edge, slo in (("ttft", self.ttft, self.ttft_band, r.ttft_ms),
+                                      ("tpot", self.tpot, self.tpot_band, r.tpot_ms)):
+            out[name] = {"slo_over_predicted": float(slo / pred[i]),
+                         "slo_over_band_edge": float(slo / edge[i]), "band_edge_ms": float(edge[i])}
+        ttft_tighter = out["ttft"]["slo_over_band_edge"] <= out["tpot"]["slo_over_band_edge"]
+        out["binding_at_band_edge"] = "TTFT" if ttft_tighter else "TPOT"
+        return out
 
     def score(self, objective: str) -> np.ndarray:
         """Higher is better; -inf outside the GPU budget. Ties broken by tok/s/GPU."""
@@ -109,9 +131,10 @@ class Evaluated:
 
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
         pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.backend)
+        pred |= band_predictions(self.model, b, j, self.req.backend, pred)
         return Choice(mode=b.mode, gpu=b.gpu.key, config=self.summary(i), deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
                       predicted=pred, gpus=int(self.gpus[i]), cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
-                      cost_per_hour_usd=float(self.cost_per_hour[i]))
+                      cost_per_hour_usd=float(self.cost_per_hour[i]), headroom=self.headroom(i))
 
 
 def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
@@ -147,20 +170,71 @@ def _saturation_rate(ev: Evaluated) -> float:
 
 def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     req = ev.req
-    slo_ok = (ev.ttft <= req.ttft_ms) & (ev.tpot <= req.tpot_ms)
+    slo_ok = (ev.ttft_edge <= req.ttft_ms) & (ev.tpot_edge <= req.tpot_ms)
     if req.rate_per_s is not None and slo_ok.any():
         per_gpu = ev.rps / np.maximum(ev.gpus, 1)
         best_rate = float(np.max(np.where(slo_ok, per_gpu, 0.0))) * req.max_gpus
         need = int(np.min(np.where(slo_ok, ev.gpus, np.iinfo(np.int64).max)))
         return infeasible_budget(req.rate_per_s, best_rate, need, req.max_gpus)
     where = f"of {req.model} on up to {req.max_gpus} x {'/'.join(req.gpus)}"
+    pct: str = req.percentile
+    if req.confidence > 0:
+        pct = f"{req.percentile} (upper edge of the {req.confidence:.0%} band)"
     finite = np.isfinite(ev.ttft) & np.isfinite(ev.tpot) & ev.within_budget
     if req.rate_per_s is not None and not finite.any():  # every deployment saturates at this rate
         return infeasible_throughput(req.rate_per_s, _saturation_rate(ev), req.max_gpus, where)
     if finite.any():
-        return infeasible_slo(ev.ttft[finite], ev.tpot[finite], req.ttft_ms, req.tpot_ms,
-                              req.percentile, where)
-    return infeasible_slo(ev.ttft, ev.tpot, req.ttft_ms, req.tpot_ms, req.percentile, where)
+        return infeasible_slo(ev.ttft_edge[finite], ev.tpot_edge[finite], req.ttft_ms,
+                              req.tpot_ms, pct, where)
+    return infeasible_slo(ev.ttft_edge, ev.tpot_edge, req.ttft_ms, req.tpot_ms, pct, where)
+
+
+def band_factor(m: ModelSpec, b: Block, backend: str, metric: str) -> np.ndarray:
+    """Per candidate of ``b``, the upper edge of ``metric``'s band over the prediction."""
+    from planner.bands import upper_factor
+
+    if b.mode == "agg":
+        assert b.workers is not None
+        q, kv = b.workers.quant, b.workers.kv
+    else:
+        assert b.decode is not None and b.units is not None
+        q, kv = b.decode.quant[b.units.d], b.decode.kv[b.units.d]
+    modes = np.full(b.size, 0 if b.mode == "agg" else 1)
+    return upper_factor(m, b.gpu, backend, modes, b.res.prefill_utilization, q, kv, metric)
+
+
+def band_predictions(m: ModelSpec, b: Block, j: int, backend: str,
+                     pred: dict[str, Any]) -> dict[str, Any]:
+    """``ttft_ms_band`` / ``tpot_ms_band`` (level, and lo/hi of the mean and each percentile, as
+    ``planner estimate`` reports them) of candidate ``j`` of ``b``."""
+    from planner.bands import candidate_bands, load_bands
+    from planner.estimate import Percentiles
+
+    w = b.workers if b.mode == "agg" else b.decode
+    assert w is not None
+    k = j if b.mode == "agg" else int(b.units.d[j]) if b.units is not None else j
+    bands = candidate_bands(m, b.gpu, backend, 0 if b.mode == "agg" else 1,
+                            float(b.res.prefill_utilization[j]), int(w.quant[k]), int(w.kv[k]))
+    level = load_bands().level
+    out = {}
+    for metric in ("ttft", "tpot"):
+        stats = {s: float(pred[f"{metric}_ms"][s]) for s in ("mean", "p50", "p90", "p99")}
+        band = Percentiles(**stats).with_band(bands[metric], level).band
+        assert band is not None
+        out[f"{metric}_ms_band"] = band.model_dump()
+    return out
+
+
+def check_confidence(confidence: float) -> None:
+    """``--confidence`` is 0 (the point prediction) or the level of the committed band table."""
+    if confidence == 0:
+        return
+    from planner.bands import load_bands
+
+    level = load_bands().level
+    if abs(confidence - level) > 1e-9:
+        raise PlannerInputError("--confidence", f"{confidence:g} not allowed: 0 (point prediction) "
+                                f"or {level:g} (the level of planner/calibration/bands.yaml)")
 
 
 def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:
@@ -194,6 +268,7 @@ def _distinct_gpus(req: PlanRequest) -> list[GpuSpec]:
 def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Evaluated:
     """Every candidate of every GPU type and mode, evaluated (progress on stderr when slow)."""
     t0 = time.perf_counter()
+    check_confidence(req.confidence)
     model = load_model(req.model, req.model_id)
     gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)

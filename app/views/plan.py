@@ -57,7 +57,7 @@ def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
         load = ui_in.load_input("plan")
     with right:
         st.markdown("##### Targets and engine")
-        slo = ui_in.slo_input("plan")
+        slo = ui_in.slo_input("plan", robust_option=True)
         mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get,
                             key="plan_mode")
         backend = st.selectbox("Backend", planning.BACKENDS, key="plan_backend")

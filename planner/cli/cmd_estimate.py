@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,7 @@ from planner.cli.common import (
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
 from planner.errors import PlannerInputError
-from planner.estimate import estimate
-from planner.reports.present import label
+from planner.estimate import Estimate, estimate
 from planner.traces import trace_lengths
 from planner.workload import LengthSpec, SpecDecode, Workload
 
@@ -109,6 +109,38 @@ def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
             "decode": WorkerConfig(parallel=dec_par, workers=args.decode_workers or 1, **common)}
 
 
+def fmt_sig(v: float, digits: int = 3) -> str:
+    """``v`` to ``digits`` significant figures with thousands separators (1,250; 32.8; 0.512)."""
+    if not math.isfinite(v):
+        return "-"
+    if v == 0:
+        return "0"
+    r = round(v, digits - 1 - int(math.floor(math.log10(abs(v)))))
+    if abs(r) >= 10 ** (digits - 1):
+        return f"{r:,.0f}"
+    decimals = max(digits - 1 - int(math.floor(math.log10(abs(r)))), 0)
+    return f"{r:,.{decimals}f}"
+
+
+def fmt_band(v: float, lo: float, hi: float, unit: str = "") -> str:
+    """``923 ms (700-1,250)``: the value and its band."""
+    return f"{fmt_sig(v)}{' ' + unit if unit else ''} ({fmt_sig(lo)}-{fmt_sig(hi)})"
+
+
+def band_rows(est: Estimate) -> list[dict[str, str]]:
+    """TTFT and TPOT table rows: each statistic with its calibrated band."""
+    rows = []
+    for name, unit in (("ttft_ms", "ms"), ("tpot_ms", "ms")):
+        p = getattr(est, name)
+        row = {"metric": name}
+        for stat in ("mean", "p50", "p90", "p99"):
+            edge = getattr(p.band, stat) if p.band else None
+            v = getattr(p, stat)
+            row[stat] = fmt_band(v, edge.lo, edge.hi, unit) if edge else fmt_sig(v)
+        rows.append(row)
+    return rows
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     est = estimate(model_of(args), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
     rc = EXIT_SATURATED if est.saturated else 0
@@ -120,11 +152,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
               f"{est.capacity_requests_per_s:,.3g} requests/s; at capacity "
               f"{est.output_tok_s_per_gpu:,.4g} output tok/s per GPU (TTFT/TPOT grow without "
               "bound; exit code 3)")
-    rows = [{"metric": label(k).removesuffix(" (ms)"),
-             **{f"{s} (ms)": v for s, v in getattr(est, k).model_dump().items()}}
-            for k in ("ttft_ms", "tpot_ms")]
-    print(render_table(rows))
-    print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
+    print(render_table(band_rows(est)))
+    if est.ttft_ms.band:
+        print(f"(in brackets: the {est.ttft_ms.band.level:.0%} band, calibrated on measured "
+              f"deployments; {est.provenance.get('bands', '')})")
+    tok = est.output_tok_s_per_gpu_band
+    per_gpu = est.output_tok_s_per_gpu
+    tok_s = fmt_band(per_gpu, tok.lo, tok.hi) if tok else fmt_sig(per_gpu)
+    print(render_kv({"output tok/s per GPU": tok_s, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))
     for role, kinds in est.step_breakdown.items():
         total = sum(kinds.values()) or 1.0
@@ -180,7 +215,8 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
         h = report["holdout"]
         head["held out"] = f"{h['folds']} folds of {h['campaigns']} measurement campaigns"
     print(render_kv(head))
-    rows = [{"by": g["by"], "key": g["key"], "n": g["n"], **{f"{m} {s}": g[m][s] for m in metrics for s in ("median_ape_pct", "p90_ape_pct")}} for g in report["groups"]]
+    stats = ("median_ape_pct", "p90_ape_pct", "band_coverage_pct")
+    rows = [{"by": g["by"], "key": g["key"], "n": g["n"], **{f"{m} {s}": g[m][s] for m in metrics for s in stats if s in g[m]}} for g in report["groups"]]
     print(render_table(rows))
 
 

@@ -37,6 +37,10 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--ttft-ms", type=slo_ms, required=True, help="TTFT SLO (ms)")
     p.add_argument("--tpot-ms", type=slo_ms, required=True, help="TPOT SLO (ms)")
     p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
+    p.add_argument("--confidence", type=float, default=0.0,
+                   help="meet the SLO at the upper edge of the prediction band of this level "
+                   "(0.8, the committed band table's level); 0 (default for now: the "
+                   "out-of-campaign bands are about 2x wide): at the point prediction")
     p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"),
                    help="engine: its calibration, the worker shapes it can launch, and the configs "
@@ -79,7 +83,8 @@ def _request(args: argparse.Namespace) -> Any:
         model=args.model, model_id=args.model_id or "", shape_rules=shape_rules(args.backend),
         gpus=tuple(g.strip() for g in args.gpu.split(",") if g.strip()), max_gpus=args.max_gpus,
         isl=args.isl, osl=args.osl, rate_per_s=args.rate, concurrency=args.concurrency, ttft_ms=args.ttft_ms,
-        tpot_ms=args.tpot_ms, percentile=args.percentile, mode=args.mode, backend=args.backend,
+        tpot_ms=args.tpot_ms, percentile=args.percentile, confidence=args.confidence, mode=args.mode,
+        backend=args.backend,
         price_per_gpu_hour=args.price_per_gpu_hour, objective=args.objective,
         weight_quants=tuple(args.weight_quant), node_gpus=args.node_gpus, hardware_dirs=tuple(args.hardware_dir),
     )
@@ -117,6 +122,18 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
     }
 
 
+def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
+    """SLO headroom at the point prediction and at the band edge (the SLO must hold at the edge)."""
+    if not h:
+        return {}
+    conf = (f"{h['confidence']:.0%} band edge" if h["confidence"]
+            else "band edge (not required: --confidence 0)")
+    out = {f"{m.upper()} headroom: SLO/predicted, SLO/{conf}":
+           f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}"
+           for m in ("ttft", "tpot")}
+    return {**out, "binds at the band edge": h["binding_at_band_edge"]}
+
+
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
     pct = r.slo["percentile"]
@@ -126,7 +143,8 @@ def plan_table(r: Any) -> str:
             f"TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms")
     parts = [head, ""]
     rows = {"mode": r.best.mode, **_choice_rows(r.best, pct),
-            "binding constraint": r.binding.get("sentence") or r.binding_constraint}
+            "binding constraint": r.binding.get("sentence") or r.binding_constraint,
+            **_headroom_rows(r.best.headroom)}
     parts.append(render_kv(rows, "Recommended deployment"))
     for mode, c in r.alternatives.items():
         if c is not None and c.mode != r.best.mode:

@@ -26,6 +26,13 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value).replace("|", "\\|")
 
 
+def _band_cell(value: Any) -> Any:
+    """A band edge pair {lo, hi} as ``lo-hi``; other values unchanged."""
+    if isinstance(value, dict) and {"lo", "hi"} <= set(value):
+        return f"{value['lo']:.4g}-{value['hi']:.4g}"
+    return value
+
+
 def deployment_section(ctx: EmitContext) -> list[str]:
     dep = ctx.deployment
     header = ("role", "replicas", "TP", "PP", "DP", "EP", "max running", "chunk tokens",

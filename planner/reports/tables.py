@@ -34,12 +34,13 @@ def _stat(stats: Any, which: str) -> float | None:
     return as_float(stats.get(which)) if isinstance(stats, Mapping) else as_float(stats)
 
 
-def band_text(stats: Any, which: str) -> str | None:
+def band_text(stats: Any, which: str, band: Any = None) -> str | None:
     """The prediction band of one percentile ('700-1,250'), None while the plan carries none.
 
     Issue 17 adds ``{"band": {"level", "<stat>": {"lo", "hi"}}}`` to ``ttft_ms`` / ``tpot_ms``.
     """
-    band = stats.get("band") if isinstance(stats, Mapping) else None
+    if band is None:
+        band = stats.get("band") if isinstance(stats, Mapping) else None
     one = band.get(which) if isinstance(band, Mapping) else None
     if not isinstance(one, Mapping):
         return None
@@ -77,7 +78,7 @@ def predictions_table(view: PlanView) -> Table:
             value = _stat(stats, which)
             room = 1 - value / limit if value is not None and limit and which == pct else None
             rows.append((pr.label(key, which), value, limit if which == pct else None, room,
-                         band_text(stats, which)))
+                         band_text(stats, which, pred.get(f"{key}_band"))))
     for key in (PER_GPU, PER_USER, "requests_per_s"):
         rows.append((pr.label(key), as_float(pred.get(key)), None, None, None))
     has_band = any(r[4] for r in rows)

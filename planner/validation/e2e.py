@@ -158,7 +158,7 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
     """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows; ``const_<name>``
     columns (``with_constants``) replace the engines' fitted constants row by row."""
     out = rows.copy()
-    for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu"):
+    for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu", "pred_prefill_util"):
         out[col] = np.nan
     groups = list(out.groupby(["model_path", "system", "backend", "isl", "osl"]).groups.items())
     for n, ((model, system, backend, isl, osl), idx) in enumerate(groups):
@@ -168,17 +168,27 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
         seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
         cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=eng.max_num_batched_tokens.value)
-        wl = fixed(int(isl), int(osl), concurrency=1)
-        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, wl,
+        # a benchmark run: its lockstep start-up wave priced with the engine's fitted share
+        bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update={"startup_wave": True})
+        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, bench,
                              backend=str(backend), calibration=eng, constants=_row_constants(sub))
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
         out.loc[idx, "pred_tok_s_per_gpu"] = res.output_tok_s_per_gpu
+        out.loc[idx, "pred_prefill_util"] = res.prefill_utilization  # load bucket of the bands
         if progress and (n % 50 == 0 or n == len(groups) - 1):
             sys.stderr.write(f"\rvalidate e2e: group {n + 1}/{len(groups)}")
     if progress:
         sys.stderr.write("\n")
     return out
+
+
+def band_coverage_pct(meas: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Share (%) of measured values inside their band [lo, hi]."""
+    ok = np.isfinite(meas) & np.isfinite(lo) & np.isfinite(hi)
+    if not ok.any():
+        return float("nan")
+    return float(np.mean((meas[ok] >= lo[ok]) & (meas[ok] <= hi[ok])) * 100.0)
 
 
 def error_stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
@@ -190,14 +200,22 @@ def error_stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
     return {"median_ape_pct": float(np.median(np.abs(signed))), "p90_ape_pct": float(np.percentile(np.abs(signed), 90)), "median_signed_pct": float(np.median(signed))}
 
 
+def _stats(sub: pd.DataFrame, m: str) -> dict[str, float]:
+    meas = sub[f"silicon_{m}_ms"].to_numpy(float)
+    out = error_stats(sub[f"pred_{m}_ms"].to_numpy(float), meas)
+    if f"pred_{m}_ms_lo" in sub:
+        out["band_coverage_pct"] = band_coverage_pct(meas, sub[f"pred_{m}_ms_lo"].to_numpy(float),
+                                                     sub[f"pred_{m}_ms_hi"].to_numpy(float))
+    return out
+
+
 def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
     """Error groups: overall, then by backend, mode, system and model."""
     frame = pred.assign(model=pred["model_path"])
 
     def one(by: str, key: str, sub: pd.DataFrame) -> dict[str, object]:
         return {"by": by, "key": key, "n": int(len(sub)),
-                "ttft": error_stats(sub["pred_ttft_ms"].to_numpy(float), sub["silicon_ttft_ms"].to_numpy(float)),
-                "tpot": error_stats(sub["pred_tpot_ms"].to_numpy(float), sub["silicon_tpot_ms"].to_numpy(float))}
+                **{m: _stats(sub, m) for m in ("ttft", "tpot")}}
 
     groups = [one("overall", "all", frame)]
     for by in GROUP_BY:
@@ -268,6 +286,10 @@ def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool
         pred, extra = campaign_holdout(prep.rows, folds, progress)
     else:
         raise PlannerInputError("--holdout", f"'{holdout}' not one of ['campaign', 'none']")
+    if not pred.empty:  # the committed prediction bands (planner.bands) around every prediction
+        from planner.validation.bands import with_band_columns
+
+        pred = with_band_columns(pred)
     good, skipped = modelled(pred, prep.skipped)
     if predictions_out is not None:
         pred.drop(columns=[c for c in pred.columns if c.startswith(CONST_PREFIX)]).to_csv(predictions_out, index=False)

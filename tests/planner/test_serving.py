@@ -110,8 +110,11 @@ def test_more_benchmark_waves_lower_the_mean_ttft() -> None:
                      agg=w).ttft_ms.mean for p in (64, 128, 320, 1280, 64000)]
     assert all(a > b for a, b in zip(ttft, ttft[1:], strict=False))
     steady = estimate(m, H100, fixed(2048, 256, concurrency=64), agg=w).ttft_ms.mean
+    wave = fixed(2048, 256, concurrency=64).model_copy(update={"startup_wave": True})
+    fitted = estimate(m, H100, wave, agg=w).ttft_ms.mean
     assert ttft[0] > 3 * ttft[-1]
-    assert ttft[-1] < steady  # the fitted default keeps an unknown protocol's lockstep share
+    assert ttft[-1] < fitted  # asked for: the fitted share of an unknown protocol's lockstep wave
+    assert ttft[-1] == pytest.approx(steady, rel=0.03)  # the default is the steady state
 
 
 @pytest.mark.parametrize(("argv", "field"), [

@@ -12,7 +12,8 @@ from solvers.describe import deployment
 from solvers.plan import PlanRequest, plan
 from solvers.plan_core import Evaluated, evaluate_request
 
-ACCEPT = dict(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500, ttft_ms=1000, tpot_ms=30)
+ACCEPT = dict(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500, ttft_ms=1000, tpot_ms=30,
+              confidence=0)  # the point prediction (the band edge: tests/solvers/test_plan_confidence.py)
 REL = 1e-9
 
 

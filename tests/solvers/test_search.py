@@ -20,7 +20,8 @@ from solvers.plan import PlanRequest, plan
 from solvers.plan_core import evaluate_request
 from solvers.space import SearchSpace, Workers
 
-ACCEPT = dict(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500, ttft_ms=1000, tpot_ms=30)
+ACCEPT = dict(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500, ttft_ms=1000, tpot_ms=30,
+              confidence=0)  # the point prediction (the band edge: tests/solvers/test_plan_confidence.py)
 
 
 def test_pareto_equals_brute_force() -> None:
@@ -38,7 +39,7 @@ SMALL = dict(max_num_seqs=(16, 64), chunk_tokens=(1024, 4096), mem_fractions=(0.
 def test_search_equals_brute_force_on_small_space() -> None:
     """The vectorized search's best equals a one-by-one loop over the space through ``planner estimate``."""
     req = PlanRequest(model="llama-3.1-8b", gpus=("h100",), max_gpus=1, isl=1000, osl=200, ttft_ms=400, tpot_ms=25,
-                      mode="agg")
+                      mode="agg", confidence=0)
     m, gpu = load_model(req.model), get_gpu("h100")
     space = SearchSpace(gpus=(gpu.key,), max_gpus=1, modes=("agg",), **SMALL)  # type: ignore[arg-type]
     ev = evaluate_request(req, space)

@@ -19,7 +19,7 @@ from planner.reports.present import COUNT_NAMES, TEXT_NAMES
 from solvers.plan import PlanRequest, plan
 
 DEFAULT = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8, "isl": 4000, "osl": 500,
-           "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 30.0, "percentile": "p90"}
+           "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 40.0, "percentile": "p90"}
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*\.(\d+)(?![\w.])")
 SCIENTIFIC = re.compile(r"\d\.?\d*e[+-]\d+", re.IGNORECASE)
 UNIT = re.compile(r"\([^)]+\)|/s\b|\bper 1M\b")

@@ -1,0 +1,267 @@
+"""Calibrated prediction bands: how far measured TTFT/TPOT fall from the prediction.
+
+The band table (``planner/calibration/bands.yaml``, rebuilt by
+``python -m planner.validation.bands``)
+holds split-conformal quantiles of the log residual ln(measured / predicted) of the end-to-end
+validation rows, fitted per group of what predicts the error: engine, agg/disagg, load relative to
+capacity (the prefill stage's utilisation, ``LOAD_BUCKETS``) and the provenance tier of the ops
+that dominate the step (``provenance_tier``). A prediction's band at the table's level (80 %) is
+[pred·exp(lo), pred·exp(hi)] with the quantiles of the most specific group that has enough rows
+(``Band table`` lookup order in ``LEVELS``); a GPU or model without rows in the data gets the
+widest band of its tier. The same multiplicative band is applied to the mean and to p50/p90/p99:
+the data measure the central number, and the model's error on it is what the band states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from hardware.errors import PlannerInputError
+from hardware.spec import GpuSpec
+from planner.model_spec import ModelSpec
+
+BANDS_FILE = Path(__file__).with_name("calibration") / "bands.yaml"
+KEYS: tuple[str, ...] = ("engine", "mode", "load", "tier")
+LEVELS: tuple[tuple[str, ...], ...] = (
+    KEYS,
+    ("engine", "mode", "load"),
+    ("engine", "mode"),
+    ("mode",),
+    (),
+)
+"""Group keys from the most specific to the pooled table; a lookup takes the first group present."""
+LOAD_BUCKETS: tuple[tuple[str, float], ...] = (
+    ("light", 0.5),
+    ("busy", 0.9),
+    ("at_capacity", np.inf),
+)
+"""Load relative to capacity: the prefill stage's utilisation below 0.5, below 0.9, above."""
+REFERENCE_BATCH = 32.0
+REFERENCE_CTX = 2048.0
+REFERENCE_PREFILL = 2048.0
+"""The step whose op times name a deployment's provenance tier: 32 decode requests at 2048 tokens of
+context plus a 2048-token prefill chunk, one GPU (the tier depends on the model, GPU and dtypes)."""
+
+
+def load_bucket(prefill_utilization: np.ndarray | float) -> np.ndarray:
+    """``LOAD_BUCKETS`` name of each utilisation (NaN: the busiest bucket)."""
+    u = np.nan_to_num(np.asarray(prefill_utilization, dtype=float), nan=np.inf)
+    names = np.array([n for n, _ in LOAD_BUCKETS])
+    edges = np.array([e for _, e in LOAD_BUCKETS[:-1]])
+    return np.asarray(names[np.searchsorted(edges, u, side="right")])
+
+
+_TIERS: dict[tuple[str, str, str, str, str], str] = {}
+
+
+def provenance_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str = "bf16") -> str:
+    """The provenance tier (kernels_db ``PROVENANCE``) that prices most of the reference step's
+    kernel time for this model on this GPU with these dtypes (memoised per name and dtypes)."""
+    key = (m.name, m.hf_id, gpu.name, weight_quant, kv_dtype)
+    if key not in _TIERS:
+        _TIERS[key] = _dominant_tier(m, gpu, weight_quant, kv_dtype)
+    return _TIERS[key]
+
+
+def _dominant_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str) -> str:
+    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
+    from planner.estimate import source_shares
+    from planner.kernels_adapter import default_pricer
+    from planner.opgraph import StepMix
+    from planner.step_model import price_step
+
+    one = np.ones(1)
+    par = parallel_arrays(
+        gpu,
+        one,
+        one,
+        one,
+        one,
+        np.array([float(WEIGHT_QUANTS.index(weight_quant))]),
+        np.array([float(KV_DTYPES.index(kv_dtype))]),
+    )
+    mix = StepMix(
+        np.array([REFERENCE_BATCH]),
+        np.array([REFERENCE_CTX]),
+        np.array([REFERENCE_PREFILL]),
+        np.array([REFERENCE_PREFILL]),
+        np.zeros(1),
+    )
+    shares = source_shares(price_step(m, par, mix, default_pricer(gpu)))
+    return max(shares, key=lambda k: shares[k]) if shares else "roofline_uncalibrated"
+
+
+@dataclass(frozen=True)
+class LogBand:
+    """Quantiles (natural log of measured / predicted) of one metric's residuals."""
+
+    lo: float
+    hi: float
+
+    def apply(self, pred: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) edges of the band around ``pred`` (inf stays inf)."""
+        p = np.asarray(pred, dtype=float)
+        return p * np.exp(self.lo), p * np.exp(self.hi)
+
+
+@dataclass(frozen=True)
+class BandTable:
+    """A loaded band table (see module docstring)."""
+
+    level: float
+    groups: dict[tuple[tuple[str, str], ...], dict[str, LogBand]]
+    widest_by_tier: dict[str, dict[str, LogBand]]
+    gpus: frozenset[str]
+    models: frozenset[str]
+    provenance: dict[str, Any]
+
+    def lookup(self, key: dict[str, str], gpu: str = "", model: str = "") -> dict[str, LogBand]:
+        """Bands (``ttft``, ``tpot``) of the most specific group of ``key`` with enough rows; the
+        widest band of the tier when the GPU or model has no rows in the data."""
+        if (gpu and gpu not in self.gpus) or (model and model not in self.models):
+            tier = key.get("tier", "")
+            for name in (
+                f"{key.get('engine', '')}/{key.get('mode', '')}/{tier}",
+                f"{key.get('mode', '')}/{tier}",
+                tier,
+            ):
+                if name in self.widest_by_tier:
+                    return self.widest_by_tier[name]
+            return self.widest_by_tier["*"]
+        for names in LEVELS:
+            g = self.groups.get(tuple((n, key[n]) for n in names))
+            if g is not None:
+                return g
+        raise KeyError("band table has no pooled group")
+
+
+def _bands(raw: dict[str, Any]) -> dict[str, LogBand]:
+    return {m: LogBand(float(raw[m]["lo"]), float(raw[m]["hi"])) for m in ("ttft", "tpot")}
+
+
+def table_from_dict(raw: dict[str, Any]) -> BandTable:
+    """A ``BandTable`` from the YAML layout written by ``planner.validation.bands``."""
+    groups = {tuple((k, str(v)) for k, v in g["key"].items()): _bands(g) for g in raw["groups"]}
+    widest = {str(t): _bands(b) for t, b in raw["widest_by_tier"].items()}
+    return BandTable(
+        float(raw["level"]),
+        groups,
+        widest,
+        frozenset(raw["gpus"]),
+        frozenset(raw["models"]),
+        dict(raw.get("provenance", {})),
+    )
+
+
+@lru_cache(maxsize=2)
+def load_bands(path: Path = BANDS_FILE) -> BandTable:
+    """The committed band table (an input error naming the file when it is unreadable)."""
+    try:
+        return table_from_dict(yaml.safe_load(path.read_text()))
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+        raise PlannerInputError("bands", f"{path}: not a band table ({exc})") from exc
+
+
+def _model_name(m: ModelSpec) -> str:
+    return m.name
+
+
+def deployment_bands(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    engine: str,
+    mode: str,
+    prefill_utilization: float,
+    weight_quant: str,
+    kv_dtype: str,
+    table: BandTable | None = None,
+) -> tuple[dict[str, LogBand], str]:
+    """(bands of ``ttft`` and ``tpot``, a one-line account of the group they came from) for one
+    deployment."""
+    t = table or load_bands()
+    key = {
+        "engine": engine,
+        "mode": mode,
+        "load": str(load_bucket(prefill_utilization)),
+        "tier": provenance_tier(m, gpu, weight_quant, kv_dtype),
+    }
+    seen = gpu.name in t.gpus and _model_name(m) in t.models
+    how = (
+        "group "
+        + " ".join(f"{k}={v}" for k, v in key.items())
+        + ("" if seen else " (no data for this GPU/model: widest band of its tier)")
+    )
+    return t.lookup(
+        key, gpu=gpu.name, model=_model_name(m)
+    ), f"{how}; {BANDS_FILE.name} level {t.level}"
+
+
+def candidate_bands(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    engine: str,
+    mode: int,
+    prefill_utilization: float,
+    weight_quant: int,
+    kv_dtype: int,
+    table: BandTable | None = None,
+) -> dict[str, LogBand]:
+    """Bands (``ttft``, ``tpot``) of one candidate (mode 0 agg / 1 disagg, quant and KV codes as in
+    ``CandidateArrays``)."""
+    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
+
+    t = table or load_bands()
+    key = {
+        "engine": engine,
+        "mode": "disagg" if mode else "agg",
+        "load": str(load_bucket(prefill_utilization)),
+        "tier": provenance_tier(m, gpu, WEIGHT_QUANTS[weight_quant], KV_DTYPES[kv_dtype]),
+    }
+    return t.lookup(key, gpu=gpu.name, model=_model_name(m))
+
+
+def upper_factor(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    engine: str,
+    modes: np.ndarray,
+    utils: np.ndarray,
+    weight_quants: np.ndarray,
+    kv_dtypes: np.ndarray,
+    metric: str,
+    table: BandTable | None = None,
+) -> np.ndarray:
+    """Per candidate, exp(hi) of ``metric``'s band (the band's upper edge / the prediction);
+    ``modes`` 0 agg / 1 disagg, quant and KV codes as in ``CandidateArrays``."""
+    names = [n for n, _ in LOAD_BUCKETS]
+    edge = {
+        n: u for n, u in zip(names, (0.0, 0.5, 0.9), strict=True)
+    }  # a utilisation inside each bucket
+    bucket = np.array([names.index(str(b)) for b in np.atleast_1d(load_bucket(utils))], dtype=int)
+    combos = np.stack(
+        [
+            np.asarray(modes, int),
+            bucket,
+            np.asarray(weight_quants, int),
+            np.asarray(kv_dtypes, int),
+        ],
+        axis=1,
+    )
+    uniq, inverse = np.unique(combos, axis=0, return_inverse=True)
+    factors = np.array(
+        [
+            np.exp(
+                candidate_bands(m, gpu, engine, int(mode), edge[names[b]], int(q), int(kv), table)[
+                    metric
+                ].hi
+            )
+            for mode, b, q, kv in uniq
+        ]
+    )
+    return np.asarray(factors[np.ravel(inverse)])

@@ -1,0 +1,108 @@
+"""Calibrated prediction bands (issue 17, part 2): the committed table, its lookup and the
+estimate's band fields."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hardware.catalog import get_gpu
+from planner.bands import LEVELS, LOAD_BUCKETS, load_bands, load_bucket
+from planner.cli.cmd_estimate import fmt_band, fmt_sig
+from planner.deployment import Parallelism, WorkerConfig
+from planner.estimate import estimate
+from planner.models import load_model
+from planner.validation.bands import conformal_band
+from planner.workload import fixed
+
+H200 = get_gpu("h200")
+COVERAGE_RANGE = (75.0, 85.0)
+
+
+def test_conformal_band_covers_its_level() -> None:
+    """Exchangeable residuals: the split-conformal band from 2000 draws covers ~80% of new draws."""
+    rng = np.random.default_rng(0)
+    b = conformal_band(rng.normal(0.1, 0.3, 2000), 0.8)
+    new = rng.normal(0.1, 0.3, 20000)
+    cov = np.mean((new >= b.lo) & (new <= b.hi))
+    assert 0.77 <= cov <= 0.83
+    assert b.lo < 0.1 < b.hi
+
+
+def test_load_buckets() -> None:
+    assert list(load_bucket(np.array([0.1, 0.6, 0.95, np.nan]))) == [
+        "light",
+        "busy",
+        "at_capacity",
+        "at_capacity",
+    ]
+    assert [n for n, _ in LOAD_BUCKETS] == ["light", "busy", "at_capacity"]
+
+
+def test_committed_table_has_provenance_and_pooled_group() -> None:
+    t = load_bands()
+    assert t.level == 0.8
+    for field in ("data", "data_sha256", "data_rows", "rows_used", "folds", "date", "command"):
+        assert field in t.provenance
+    assert "planner.validation.bands" in t.provenance["command"]
+    assert () in t.groups  # the pooled group: every lookup ends somewhere
+    for bands in t.groups.values():
+        for b in bands.values():
+            assert np.isfinite(b.lo) and np.isfinite(b.hi) and b.lo < b.hi
+
+
+def test_unseen_gpu_gets_the_widest_band_of_its_tier() -> None:
+    t = load_bands()
+    key = {"engine": "vllm", "mode": "agg", "load": "light", "tier": "fitted"}
+    seen = t.lookup(key, gpu=sorted(t.gpus)[0], model=sorted(t.models)[0])
+    unseen = t.lookup(key, gpu="NoSuchGPU", model=sorted(t.models)[0])
+    for m in ("ttft", "tpot"):
+        assert unseen[m].hi - unseen[m].lo >= seen[m].hi - seen[m].lo
+
+
+def test_lookup_levels_go_from_specific_to_pooled() -> None:
+    assert LEVELS[0] == ("engine", "mode", "load", "tier") and LEVELS[-1] == ()
+
+
+def test_estimate_reports_bands() -> None:
+    e = estimate(
+        load_model("llama-3.1-70b"),
+        H200,
+        fixed(4000, 500, concurrency=32),
+        agg=WorkerConfig(parallel=Parallelism(tp=4)),
+    )
+    for p in (e.ttft_ms, e.tpot_ms):
+        assert p.band is not None and p.band.level == 0.8
+        for stat in ("mean", "p50", "p90", "p99"):
+            edge, v = getattr(p.band, stat), getattr(p, stat)
+            assert 0 < edge.lo < edge.hi
+            assert edge.hi / v == pytest.approx(p.band.mean.hi / p.mean)  # one multiplicative band
+    tb = e.output_tok_s_per_gpu_band
+    assert tb is not None and tb.lo < tb.hi
+    assert "group engine=vllm mode=agg" in e.provenance["bands"]
+    js = json.loads(e.model_dump_json())
+    assert set(js["ttft_ms"]["band"]) == {"level", "mean", "p50", "p90", "p99"}
+    assert set(js["output_tok_s_per_gpu_band"]) == {"level", "lo", "hi"}
+
+
+def test_text_format() -> None:
+    assert fmt_band(923.4, 700.2, 1249.6, "ms") == "923 ms (700-1,250)"
+    assert fmt_sig(32.77) == "32.8" and fmt_sig(0.5123) == "0.512" and fmt_sig(12345.0) == "12,300"
+
+
+def test_recorded_out_of_fold_coverage() -> None:
+    """The committed table records its pooled out-of-fold coverage (campaign folds) per group;
+    overall TPOT coverage of the 80% band is within 75-85% (TTFT: see the README; reported, not
+    asserted, as the table is rebuilt from data this test does not read)."""
+    raw = load_bands().provenance
+    assert raw["folds"] >= 2
+    import yaml
+
+    from planner.bands import BANDS_FILE
+
+    table = yaml.safe_load(BANDS_FILE.read_text())
+    overall = next(g for g in table["out_of_fold"] if g["by"] == "overall")
+    assert COVERAGE_RANGE[0] <= overall["tpot"]["coverage_pct"] <= COVERAGE_RANGE[1]
+    assert overall["ttft"]["coverage_pct"] >= COVERAGE_RANGE[0]

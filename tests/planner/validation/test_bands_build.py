@@ -1,0 +1,80 @@
+"""The band-table builder and the validator's band columns on a slice of the measured data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from planner.bands import table_from_dict
+from planner.validation import bands
+from planner.validation.e2e import validate_e2e
+
+DATA = (
+    Path(__file__).resolve().parents[3]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
+SLICE_ROWS = 400
+
+
+def _slice(tmp_path: Path) -> Path:
+    if not DATA.is_file():
+        pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
+    df = pd.read_csv(DATA)
+    agg = (
+        df[df["mode"] == "agg"].iloc[::4].head(SLICE_ROWS)
+    )  # every 4th row: several campaigns and engines
+    out = tmp_path / "slice.csv"
+    agg.to_csv(out, index=False)
+    return out
+
+
+@pytest.mark.validation
+def test_validator_reports_band_columns_and_coverage(tmp_path: Path) -> None:
+    data = _slice(tmp_path)
+    pred_out = tmp_path / "pred.csv"
+    r = validate_e2e(data, pred_out, progress=False)
+    overall = r["groups"][0]
+    for m in ("ttft", "tpot"):
+        assert 0.0 <= overall[m]["band_coverage_pct"] <= 100.0
+    p = pd.read_csv(pred_out)
+    for m in ("ttft", "tpot"):
+        lo, hi, v = (p[f"pred_{m}_ms{s}"].to_numpy(float) for s in ("_lo", "_hi", ""))
+        ok = np.isfinite(v)
+        assert np.all(lo[ok] < hi[ok]) and np.all(lo[ok] > 0)
+
+
+@pytest.mark.validation
+def test_builder_writes_a_loadable_table_with_provenance(tmp_path: Path) -> None:
+    data = _slice(tmp_path)
+    out = tmp_path / "bands.yaml"
+    assert bands.main(["--data", str(data), "--out", str(out), "--folds", "3"]) == 0
+    raw = yaml.safe_load(out.read_text())
+    t = table_from_dict(raw)
+    assert t.level == 0.8 and t.provenance["folds"] == 3 and t.provenance["data_rows"] > 0
+    assert "--folds 3" in t.provenance["command"]
+    assert raw["out_of_fold"][0]["by"] == "overall"
+    assert bands.main(["--data", str(data), "--out", str(out)]) == 2  # exists: needs --force
+
+
+def test_builder_refuses_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        bands.main(["--data", str(tmp_path / "none.csv"), "--out", str(tmp_path / "b.yaml")]) == 2
+    )
+    assert "--data" in capsys.readouterr().err
+    assert bands.main(["--data", "x", "--out", "y", "--folds", "1"]) == 2
+    assert bands.main(["--data", "x", "--out", "y", "--level", "0.99"]) == 2
+
+
+def test_campaign_folds_deal_sorted_campaigns_round_robin() -> None:
+    rows = pd.DataFrame(
+        {"silicon_data_source": ["b; config_id=1", "a; config_id=2", "c", "a; config_id=3"]}
+    )
+    assert list(bands.campaign_folds(rows, 2)) == [1, 0, 0, 0]
