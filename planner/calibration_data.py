@@ -26,6 +26,7 @@ and skipped: the end-to-end fit replays closed loops.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -87,6 +88,10 @@ def read_text(path: Path, what: str) -> str:
         raise PlannerInputError("--data", f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise PlannerInputError("--data", f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _json_objects(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
@@ -232,7 +237,8 @@ def result_row(where: str, obj: dict[str, Any], side: Sidecar) -> dict[str, Any]
 
 def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[dict[str, Any]]:
     """Rows of one native result file (``.json``: vLLM/TRT-LLM, ``.jsonl``: SGLang)."""
-    objs = _json_objects(path, read_text(path, "a benchmark result file"))
+    text = read_text(path, "a benchmark result file")
+    objs = _json_objects(path, text)
     rows = []
     for line, obj in objs:
         row = result_row(f"{path}:{line}", obj, side)
@@ -241,7 +247,8 @@ def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[dict[str, 
         else:
             rows.append(row)
     fmt = "sglang bench_serving JSONL" if path.suffix == ".jsonl" else "vllm bench serve JSON"
-    data.sources.append({"file": str(path), "format": fmt, "sidecar": str(side.path),
+    data.sources.append({"file": str(path), "sha256": _digest(text), "format": fmt,
+                         "sidecar": str(side.path),
                          "backend": side.backend, "engine_version": side.engine_version,
                          "rows": len(rows)})
     return rows
@@ -249,8 +256,9 @@ def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[dict[str, 
 
 def read_csv_rows(path: Path, data: LoadedData) -> pd.DataFrame:
     """A validation-layout CSV, its required columns and numbers checked (``file:line:field``)."""
+    text = read_text(path, "a measurement CSV")
     try:
-        df = pd.read_csv(io.StringIO(read_text(path, "a measurement CSV")))
+        df = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise PlannerInputError("--data", f"{path}: not a CSV ({exc})") from None
     missing = sorted(set(CSV_COLUMNS) - set(df.columns))
@@ -265,7 +273,8 @@ def read_csv_rows(path: Path, data: LoadedData) -> pd.DataFrame:
             raise PlannerInputError("--data", f"{path}:{i + 2}:{col}: expected a positive finite "
                                     f"number, got {df[col].iloc[i]!r}")
     df = df.assign(campaign=f"{path}")
-    data.sources.append({"file": str(path), "format": "validation CSV", "rows": int(len(df))})
+    data.sources.append({"file": str(path), "sha256": _digest(text), "format": "validation CSV",
+                         "rows": int(len(df))})
     return df
 
 

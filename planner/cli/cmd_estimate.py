@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
+from planner.cli.cmd_calibrate_e2e import add_calibration, use_profile
 from planner.cli.common import add_model_arg, model_of
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
@@ -45,6 +46,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     for flag in ("prefill-tp", "prefill-pp", "prefill-dp", "prefill-ep", "prefill-workers", "decode-workers", "decode-tp"):
         p.add_argument(f"--{flag}", type=int, default=None, help=f"disaggregated: {flag}")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    add_calibration(p)
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
@@ -74,6 +76,7 @@ def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    label = use_profile(args, get_gpu(args.gpu).key)
     est = estimate(model_of(args), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
     if args.format == "json":
         print_json(est)
@@ -83,20 +86,27 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     print(render_kv({"output tok/s per GPU": est.output_tok_s_per_gpu, "output tok/s per user": est.output_tok_s_per_user,
                      "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))
     print(render_kv({k: f"{v:.1%}" for k, v in est.step_breakdown.items()}, title="step time by op kind"))
+    if label:
+        print(f"engine constants: {label}")
     return 0
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from planner.simulator import simulate_cli
 
+    use_profile(args, get_gpu(args.gpu).key)
     return simulate_cli(args, workload_from(args), _workers(args))
 
 
 def cmd_validate_e2e(args: argparse.Namespace) -> int:
     from planner.validation.e2e import validate_e2e
 
+    label = use_profile(args)
     report = validate_e2e(args.data, args.predictions_out)
+    report["calibration"] = label or "planner/calibration/engines.yaml"
     _print_report(report, args.format, ("ttft", "tpot"))
+    if args.format == "table":
+        print(f"engine constants: {report['calibration']}")
     return 0
 
 
@@ -132,4 +142,6 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         v.add_argument("--data", type=Path, required=True)
         v.add_argument("--predictions-out", type=Path, default=None)
         v.add_argument("--format", choices=("table", "json"), default="table")
+        if verb == "e2e":
+            add_calibration(v)
         v.set_defaults(func=func)

@@ -11,6 +11,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from planner.cli import (
+    cmd_calibrate_e2e,
     cmd_catalog,
     cmd_emit,
     cmd_estimate,
@@ -28,6 +29,7 @@ EXIT_BAD_INPUT = 2
 # of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     cmd_catalog, cmd_memory, cmd_kernels, cmd_estimate, cmd_plan, cmd_emit, cmd_report, cmd_ui,
+    cmd_calibrate_e2e,
 )
 GROUPS: dict[str, str] = {
     "validate": "compare predictions with measurements",

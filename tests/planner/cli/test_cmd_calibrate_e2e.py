@@ -1,0 +1,85 @@
+"""``planner calibrate e2e`` round trip: emit -> native result files -> profile -> estimate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.cli.main import main
+from planner.engine_calibration import use_calibration
+from tests.planner.calibration_fixtures import OSL, SHIFT, shifted_constants, small_plan, write_results
+
+
+@pytest.fixture(autouse=True)
+def _reset_profile() -> object:
+    yield
+    use_calibration({}, "")
+
+
+def _bundle(tmp_path: Path, backend: str) -> Path:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(small_plan()))
+    out = tmp_path / "bundle"
+    assert main(["emit", "--plan", str(plan), "--backend", backend, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_round_trip_recovers_shifted_constants(tmp_path: Path, backend: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = _bundle(tmp_path, backend)
+    script = (bundle / "benchmark.sh").read_text()
+    assert "results/latest" in script and "planner calibrate e2e --data results" in script
+    meas = write_results(bundle, backend)
+    prof_path = tmp_path / "profile.yaml"
+    capsys.readouterr()
+    assert main(["calibrate", "e2e", "--data", str(bundle / "results"), "--out", str(prof_path)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    fit = yaml.safe_load(prof_path.read_text())["engines"][backend]["all_gpus"]
+    assert fit["rows_used"] == len(meas) and set(SHIFT) <= set(fit["fitted"])
+    for name, want in shifted_constants(backend).items():
+        assert fit["constants"][name] == pytest.approx(want, rel=0.10), name
+    assert fit["residuals_after"]["agg_ttft_median_ape_pct"] < fit["residuals_before"]["agg_ttft_median_ape_pct"]
+    for _, row in meas.iloc[[1, 6]].iterrows():  # estimate reproduces the synthetic measurements
+        capsys.readouterr()
+        argv = ["estimate", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm", "--backend", backend,
+                "--isl", str(int(row["isl"])), "--osl", str(OSL), "--concurrency", str(int(row["c_concurrency"])),
+                "--calibration", str(prof_path), "--format", "json"]
+        assert main(argv) == 0
+        est = json.loads(capsys.readouterr().out)
+        assert est["ttft_ms"]["mean"] == pytest.approx(row["pred_ttft_ms"], rel=0.10)
+        assert est["tpot_ms"]["mean"] == pytest.approx(row["pred_tpot_ms"], rel=0.10)
+        assert str(prof_path) in est["provenance"][f"{backend}.kernel_scale"]
+
+
+def test_profile_is_not_overwritten_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prof = tmp_path / "p.yaml"
+    prof.write_text("keep")
+    data = tmp_path / "none"
+    data.mkdir()
+    assert main(["calibrate", "e2e", "--data", str(data), "--out", str(prof)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out") and "--force" in err and err.count("\n") == 1
+    assert prof.read_text() == "keep"
+
+
+def test_profile_never_goes_into_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    import planner
+
+    target = Path(planner.__file__).parent / "calibration" / "mine.yaml"
+    assert main(["calibrate", "e2e", "--data", ".", "--out", str(target)]) == 2
+    assert "inside the planner package" in capsys.readouterr().err
+    assert not target.exists()
+
+
+def test_bad_profile_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("format: planner-calibration-profile/1\n")
+    argv = ["estimate", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm", "--concurrency", "4",
+            "--calibration", str(bad)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --calibration") and str(bad) in err and err.count("\n") == 1
