@@ -71,23 +71,24 @@ class LoadedData:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
-def read_text(path: Path, what: str) -> str:
+def read_text(path: Path, what: str, flag: str = "--data") -> str:
     """The text of ``path``: a regular file of at most ``MAX_BYTES``, UTF-8."""
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise PlannerInputError("--data", f"cannot read {path}: {exc.strerror or exc}") from None
+        raise PlannerInputError(flag, f"cannot read {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise PlannerInputError("--data", f"{path} is not a regular file; expected {what}")
+        raise PlannerInputError(flag, f"{path} is not a regular file; expected {what}")
     if st.st_size > MAX_BYTES:
-        raise PlannerInputError("--data", f"{path} is {st.st_size:,} bytes; {what} may be at "
-                                f"most {MAX_BYTES // 2**20} MB")
+        cap = f"{MAX_BYTES // 2**20} MB" if MAX_BYTES >= 2**20 else f"{MAX_BYTES} bytes"
+        raise PlannerInputError(flag, f"{path} is {st.st_size:,} bytes; {what} may be at "
+                                f"most {cap}")
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PlannerInputError("--data", f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise PlannerInputError(flag, f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
-        raise PlannerInputError("--data", f"cannot read {path}: {exc.strerror or exc}") from None
+        raise PlannerInputError(flag, f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _digest(text: str) -> str:

@@ -276,7 +276,7 @@ def profile_text(profile: Profile) -> str:
 
 def load_profile(path: Path) -> Profile:
     """Read and check a profile: its format, engines, and every constant finite and in range."""
-    text = read_text(path, "a calibration profile")
+    text = read_text(path, "a calibration profile", "--calibration")
     try:
         raw = yaml.safe_load(text)
         prof = Profile.model_validate(raw)
