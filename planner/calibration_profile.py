@@ -69,8 +69,9 @@ RULE = ("fitted when the rows hold at least N distinct (model, GPU, ISL, OSL, co
 GRID_SWEEPS = 1
 """Sweeps of the grid stage (the packaged fit uses ``fit_engines.SWEEPS``; the refinement after it
 moves each constant off the grid anyway)."""
-SOFT_L1_SCALE = 0.05
-"""Log error (about 5 %) beyond which a row's residual counts linearly, not quadratically."""
+ROBUST_SCALE = 0.1
+"""Log error (about 10 %) beyond which a row's residual weighs less and less (Cauchy loss): rows the
+model cannot follow do not drag the constants away from the rows it can."""
 MAX_EVALS = 200
 """Most model evaluations of the refinement."""
 
@@ -176,18 +177,13 @@ def _grid_stage(rows: pd.DataFrame, backend: str, names: list[str],
     return values
 
 
-def soft_l1_cost(err: np.ndarray) -> float:
-    """scipy's soft-L1 cost of residuals ``err`` (to compare the start with the result)."""
-    z = (err / SOFT_L1_SCALE) ** 2
-    return float(0.5 * SOFT_L1_SCALE**2 * np.sum(2 * (np.sqrt(1 + z) - 1)))
-
-
 def fit_constants(rows: pd.DataFrame, backend: str, names: list[str],
                   base: EngineCalibration) -> dict[str, float]:
     """THE adapter (rows -> constants): ``names`` fitted on prepared ``rows`` of ``backend``, the
     other constants kept from ``base``. Grid stage: the packaged fitter's coordinate search; then
-    a bounded robust least-squares refinement (soft-L1 on the log errors of TTFT and TPOT, so a
-    few outlying rows weigh little) inside ``BOUNDS``."""
+    a bounded robust least-squares refinement (Cauchy loss on the log errors of TTFT and TPOT)
+    inside ``BOUNDS``; of the two, the one with the lower packaged loss (``fit_engines.loss``,
+    median |log error|) is kept."""
     from scipy.optimize import least_squares
 
     start = _grid_stage(rows, backend, names, base)
@@ -199,10 +195,12 @@ def fit_constants(rows: pd.DataFrame, backend: str, names: list[str],
         return dict(zip(names, (lo + np.clip(x, 0, 1) * span).tolist(), strict=True))
 
     x0 = np.clip((np.array([start[n] for n in names]) - lo) / span, 0, 1)
-    res = least_squares(lambda x: errors(unscale(x)), x0, bounds=(0.0, 1.0), loss="soft_l1",
-                        f_scale=SOFT_L1_SCALE, diff_step=1e-3, max_nfev=MAX_EVALS)
-    better = res.cost <= soft_l1_cost(errors(unscale(x0)))
-    return unscale(res.x if better else x0)
+    res = least_squares(lambda x: errors(unscale(x)), x0, bounds=(0.0, 1.0), loss="cauchy",
+                        f_scale=ROBUST_SCALE, diff_step=1e-3, max_nfev=MAX_EVALS)
+    refined = unscale(res.x)
+    scores = [fit_engines.loss(rows, backend, with_constants(base, v, "fit"))
+              for v in (start, refined)]
+    return refined if scores[1] <= scores[0] else start
 
 
 def residuals(pred: pd.DataFrame) -> Residuals:
