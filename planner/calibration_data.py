@@ -49,11 +49,22 @@ MAX_BYTES = 256 * 1024 * 1024
 MAX_FILES = 10_000
 """Most data files taken from one folder."""
 SIDECAR = "deployment.json"
-CSV_COLUMNS = ("backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms",
-               "silicon_tpot_ms")
+CSV_COLUMNS = (
+    "backend",
+    "model_path",
+    "system",
+    "mode",
+    "isl",
+    "osl",
+    "silicon_ttft_ms",
+    "silicon_tpot_ms",
+)
 RESULT_FIELDS: dict[str, tuple[float, float]] = {
-    "completed": (1, 1e9), "total_input_tokens": (1, 1e13), "total_output_tokens": (1, 1e13),
-    "mean_ttft_ms": (1e-3, 1e7), "mean_tpot_ms": (1e-3, 1e6),
+    "completed": (1, 1e9),
+    "total_input_tokens": (1, 1e13),
+    "total_output_tokens": (1, 1e13),
+    "mean_ttft_ms": (1e-3, 1e7),
+    "mean_tpot_ms": (1e-3, 1e6),
 }
 """Fields every result must carry, with the accepted range (counts, milliseconds)."""
 LENGTH_RANGE = (1, 10_000_000)
@@ -81,8 +92,9 @@ def read_text(path: Path, what: str, flag: str = "--data") -> str:
         raise PlannerInputError(flag, f"{path} is not a regular file; expected {what}")
     if st.st_size > MAX_BYTES:
         cap = f"{MAX_BYTES // 2**20} MB" if MAX_BYTES >= 2**20 else f"{MAX_BYTES} bytes"
-        raise PlannerInputError(flag, f"{path} is {st.st_size:,} bytes; {what} may be at "
-                                f"most {cap}")
+        raise PlannerInputError(
+            flag, f"{path} is {st.st_size:,} bytes; {what} may be at most {cap}"
+        )
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -101,8 +113,9 @@ def _json_objects(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         whole = json.loads(text)
         if isinstance(whole, dict):
             return [(1, whole)]
-        raise PlannerInputError("--data", f"{path}:1: expected a JSON object, got "
-                                f"{type(whole).__name__}")
+        raise PlannerInputError(
+            "--data", f"{path}:1: expected a JSON object, got {type(whole).__name__}"
+        )
     except json.JSONDecodeError:
         pass
     out = []
@@ -126,11 +139,13 @@ def _number(where: str, obj: dict[str, Any], key: str, lo: float, hi: float) -> 
         raise PlannerInputError("--data", f"{where}: field '{key}' is missing")
     v = obj[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise PlannerInputError("--data", f"{where}: field '{key}' must be a finite number, "
-                                f"got {v!r}")
+        raise PlannerInputError(
+            "--data", f"{where}: field '{key}' must be a finite number, got {v!r}"
+        )
     if not lo <= v <= hi:
-        raise PlannerInputError("--data", f"{where}: field '{key}' = {v} is outside [{lo:g}, "
-                                f"{hi:g}]")
+        raise PlannerInputError(
+            "--data", f"{where}: field '{key}' = {v} is outside [{lo:g}, {hi:g}]"
+        )
     return float(v)
 
 
@@ -147,8 +162,11 @@ class Sidecar:
 def read_sidecar(path: Path) -> Sidecar:
     """``deployment.json``: deployment object, backend and engine version, checked."""
     if not path.exists():
-        raise PlannerInputError("--data", f"{path.parent}: results without a {SIDECAR} sidecar "
-                                "(benchmark.sh writes one next to its results)")
+        raise PlannerInputError(
+            "--data",
+            f"{path.parent}: results without a {SIDECAR} sidecar "
+            "(benchmark.sh writes one next to its results)",
+        )
     text = read_text(path, f"a {SIDECAR} sidecar")
     try:
         raw = json.loads(text)
@@ -160,14 +178,17 @@ def read_sidecar(path: Path) -> Sidecar:
         if key not in raw:
             raise PlannerInputError("--data", f"{path}: field '{key}' is missing")
     if raw["backend"] not in BACKENDS:
-        raise PlannerInputError("--data", f"{path}: field 'backend' = {raw['backend']!r} is not "
-                                f"one of {list(BACKENDS)}")
+        raise PlannerInputError(
+            "--data", f"{path}: field 'backend' = {raw['backend']!r} is not one of {list(BACKENDS)}"
+        )
     try:
         dep = Deployment.model_validate(raw["deployment"])
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
-        raise PlannerInputError("--data", f"{path}: field 'deployment.{loc}': {err['msg']}") from None
+        raise PlannerInputError(
+            "--data", f"{path}: field 'deployment.{loc}': {err['msg']}"
+        ) from None
     _check_model(path, dep)
     return Sidecar(dep, str(raw["backend"]), str(raw["engine_version"]), path)
 
@@ -179,33 +200,53 @@ def _check_model(path: Path, dep: Deployment) -> None:
     except PlannerInputError as exc:
         raise PlannerInputError("--data", f"{path}: field 'deployment.model': {exc}") from None
     if dep.hf_id and spec.hf_id and spec.hf_id != dep.hf_id:
-        raise PlannerInputError("--data", f"{path}: field 'deployment.hf_id' = {dep.hf_id!r} does "
-                                f"not match the model {dep.model!r} ({spec.hf_id})")
-    if dep.mode == "agg" and dep.agg is None or dep.mode == "disagg" and (
-            dep.prefill is None or dep.decode is None):
-        raise PlannerInputError("--data", f"{path}: field 'deployment': mode {dep.mode} without "
-                                "its workers")
+        raise PlannerInputError(
+            "--data",
+            f"{path}: field 'deployment.hf_id' = {dep.hf_id!r} does "
+            f"not match the model {dep.model!r} ({spec.hf_id})",
+        )
+    if (
+        dep.mode == "agg"
+        and dep.agg is None
+        or dep.mode == "disagg"
+        and (dep.prefill is None or dep.decode is None)
+    ):
+        raise PlannerInputError(
+            "--data", f"{path}: field 'deployment': mode {dep.mode} without its workers"
+        )
 
 
 def _parallel_columns(prefix: str, w: WorkerConfig) -> dict[str, Any]:
     p = w.parallel
-    return {f"{prefix}tp_size": p.tp, f"{prefix}pp_size": p.pp, f"{prefix}attention_dp_size": p.dp,
-            f"{prefix}moe_ep_size": p.ep}
+    return {
+        f"{prefix}tp_size": p.tp,
+        f"{prefix}pp_size": p.pp,
+        f"{prefix}attention_dp_size": p.dp,
+        f"{prefix}moe_ep_size": p.ep,
+    }
 
 
 def deployment_columns(dep: Deployment, concurrency: float) -> dict[str, Any]:
     """The deployment part of a validation-layout row (workers per role, parallelism, batch)."""
     main = dep.agg if dep.mode == "agg" else dep.decode
     assert main is not None
-    cols: dict[str, Any] = {"gemm_quant_mode": GEMM_MODES[main.weight_quant],
-                            "kv_dtype": main.kv_dtype, "max_num_seqs": main.max_num_seqs}
+    cols: dict[str, Any] = {
+        "gemm_quant_mode": GEMM_MODES[main.weight_quant],
+        "kv_dtype": main.kv_dtype,
+        "max_num_seqs": main.max_num_seqs,
+    }
     if dep.mode == "agg":
         return cols | {"batch_size": concurrency, **_parallel_columns("", main)}
     pre = dep.prefill
     assert pre is not None
-    return cols | {"prefill_batch_size": pre.max_num_seqs, "prefill_num_workers": pre.workers,
-                   **_parallel_columns("prefill_", pre), "decode_batch_size": main.max_num_seqs,
-                   "decode_num_workers": main.workers, **_parallel_columns("decode_", main)}
+    return cols | {
+        "prefill_batch_size": pre.max_num_seqs,
+        "prefill_num_workers": pre.workers,
+        **_parallel_columns("prefill_", pre),
+        "decode_batch_size": main.max_num_seqs,
+        "decode_num_workers": main.workers,
+        **_parallel_columns("decode_", main),
+    }
 
 
 def result_row(where: str, obj: dict[str, Any], side: Sidecar) -> dict[str, Any] | str:
@@ -213,27 +254,45 @@ def result_row(where: str, obj: dict[str, Any], side: Sidecar) -> dict[str, Any]
     dep = side.deployment
     model_id = obj.get("model_id")
     if model_id not in (None, "") and str(model_id) not in (dep.hf_id, dep.model):
-        raise PlannerInputError("--data", f"{where}: field 'model_id' = {model_id!r} does not "
-                                f"match the deployment in {side.path} ({dep.hf_id or dep.model})")
+        raise PlannerInputError(
+            "--data",
+            f"{where}: field 'model_id' = {model_id!r} does not "
+            f"match the deployment in {side.path} ({dep.hf_id or dep.model})",
+        )
     rate = obj.get("request_rate", "inf")
     if rate not in ("inf", None) and not (isinstance(rate, float) and math.isinf(rate)):
         return "open_loop_run"
     if obj.get("max_concurrency") is None:
-        raise PlannerInputError("--data", f"{where}: field 'max_concurrency' is missing (a "
-                                "closed-loop run needs --max-concurrency)")
+        raise PlannerInputError(
+            "--data",
+            f"{where}: field 'max_concurrency' is missing (a "
+            "closed-loop run needs --max-concurrency)",
+        )
     conc = _number(where, obj, "max_concurrency", *CONCURRENCY_RANGE)
     vals = {k: _number(where, obj, k, *r) for k, r in RESULT_FIELDS.items()}
     isl, osl = (round(vals[f"total_{k}_tokens"] / vals["completed"]) for k in ("input", "output"))
     for name, v in (("input", isl), ("output", osl)):
         if not LENGTH_RANGE[0] <= v <= LENGTH_RANGE[1]:
-            raise PlannerInputError("--data", f"{where}: mean {name} length {v} tokens is outside "
-                                    f"{list(LENGTH_RANGE)}")
+            raise PlannerInputError(
+                "--data", f"{where}: mean {name} length {v} tokens is outside {list(LENGTH_RANGE)}"
+            )
     source = f"{where}; silicon_concurrency={int(conc)}; num_prompts={obj.get('num_prompts', '')}"
-    return {"id": where, "silicon_data_source": source, "campaign": str(side.path.parent),
-            "backend": side.backend, "backend_version": side.engine_version,
-            "model_path": dep.model, "model_id": dep.hf_id, "system": dep.gpu, "mode": dep.mode,
-            "isl": isl, "osl": osl, **deployment_columns(dep, conc),
-            "silicon_ttft_ms": vals["mean_ttft_ms"], "silicon_tpot_ms": vals["mean_tpot_ms"]}
+    return {
+        "id": where,
+        "silicon_data_source": source,
+        "campaign": str(side.path.parent),
+        "backend": side.backend,
+        "backend_version": side.engine_version,
+        "model_path": dep.model,
+        "model_id": dep.hf_id,
+        "system": dep.gpu,
+        "mode": dep.mode,
+        "isl": isl,
+        "osl": osl,
+        **deployment_columns(dep, conc),
+        "silicon_ttft_ms": vals["mean_ttft_ms"],
+        "silicon_tpot_ms": vals["mean_tpot_ms"],
+    }
 
 
 def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[dict[str, Any]]:
@@ -248,10 +307,17 @@ def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[dict[str, 
         else:
             rows.append(row)
     fmt = "sglang bench_serving JSONL" if path.suffix == ".jsonl" else "vllm bench serve JSON"
-    data.sources.append({"file": str(path), "sha256": _digest(text), "format": fmt,
-                         "sidecar": str(side.path),
-                         "backend": side.backend, "engine_version": side.engine_version,
-                         "rows": len(rows)})
+    data.sources.append(
+        {
+            "file": str(path),
+            "sha256": _digest(text),
+            "format": fmt,
+            "sidecar": str(side.path),
+            "backend": side.backend,
+            "engine_version": side.engine_version,
+            "rows": len(rows),
+        }
+    )
     return rows
 
 
@@ -264,26 +330,40 @@ def read_csv_rows(path: Path, data: LoadedData) -> pd.DataFrame:
         raise PlannerInputError("--data", f"{path}: not a CSV ({exc})") from None
     missing = sorted(set(CSV_COLUMNS) - set(df.columns))
     if missing:
-        raise PlannerInputError("--data", f"{path}: lacks columns {missing} (the layout of "
-                                "silicon_measured.csv)")
+        raise PlannerInputError(
+            "--data", f"{path}: lacks columns {missing} (the layout of silicon_measured.csv)"
+        )
     for col in ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"):
         num = pd.to_numeric(df[col], errors="coerce")
         bad = ~(num.abs() < 1e9) | (num <= 0)
         if bad.any():
             i = int(bad.to_numpy().nonzero()[0][0])
-            raise PlannerInputError("--data", f"{path}:{i + 2}:{col}: expected a positive finite "
-                                    f"number, got {df[col].iloc[i]!r}")
+            raise PlannerInputError(
+                "--data",
+                f"{path}:{i + 2}:{col}: expected a positive finite number, got {df[col].iloc[i]!r}",
+            )
     df = df.assign(campaign=f"{path}")
-    data.sources.append({"file": str(path), "sha256": _digest(text), "format": "validation CSV",
-                         "rows": int(len(df))})
+    data.sources.append(
+        {
+            "file": str(path),
+            "sha256": _digest(text),
+            "format": "validation CSV",
+            "rows": int(len(df)),
+        }
+    )
     return df
 
 
 def _data_files(root: Path) -> list[Path]:
     if root.is_file() or not root.is_dir():
         return [root]
-    files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl", ".csv")
-                   and p.name != SIDECAR and not p.name.startswith("."))
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.suffix in (".json", ".jsonl", ".csv")
+        and p.name != SIDECAR
+        and not p.name.startswith(".")
+    )
     if not files:
         raise PlannerInputError("--data", f"{root}: no result files (*.json, *.jsonl, *.csv)")
     if len(files) > MAX_FILES:
@@ -307,8 +387,11 @@ def load_data(root: Path, backend: str | None = None) -> LoadedData:
     if backend is not None and len(rows):
         rows = rows[rows["backend"] == backend].reset_index(drop=True)
     if not len(rows):
-        raise PlannerInputError("--data", f"{root}: no closed-loop rows"
-                                + (f" of backend {backend}" if backend else "")
-                                + (f" (skipped: {data.skipped})" if data.skipped else ""))
+        raise PlannerInputError(
+            "--data",
+            f"{root}: no closed-loop rows"
+            + (f" of backend {backend}" if backend else "")
+            + (f" (skipped: {data.skipped})" if data.skipped else ""),
+        )
     data.rows = rows
     return data

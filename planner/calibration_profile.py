@@ -32,7 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.batch_eval import KV_DTYPES
 from planner.calibration_data import LoadedData, read_text
-from planner.engine_calibration import BACKENDS, EngineCalibration, Sourced, load_engines, use_calibration
+from planner.engine_calibration import (
+    BACKENDS,
+    EngineCalibration,
+    Sourced,
+    load_engines,
+    use_calibration,
+)
 from planner.errors import PlannerInputError
 from planner.validation import fit_engines
 from planner.validation.e2e import error_stats, predict, prepare
@@ -63,9 +69,11 @@ TIERS: tuple[tuple[str, str, int], ...] = (
 """(constant, rows it is fitted from, least distinct load points): a constant is fitted when the
 rows of that mode hold at least that many distinct (model, GPU, ISL, OSL, concurrency) points;
 the others keep the packaged value."""
-RULE = ("fitted when the rows hold at least N distinct (model, GPU, ISL, OSL, concurrency) load "
-        "points: kernel_scale and the request overheads N=1, step_overhead_s N=3, the lockstep "
-        "shares N=4 (of their mode), seq_overhead_s N=6; the rest keep the packaged value")
+RULE = (
+    "fitted when the rows hold at least N distinct (model, GPU, ISL, OSL, concurrency) load "
+    "points: kernel_scale and the request overheads N=1, step_overhead_s N=3, the lockstep "
+    "shares N=4 (of their mode), seq_overhead_s N=6; the rest keep the packaged value"
+)
 GRID_SWEEPS = 1
 """Sweeps of the grid stage (the packaged fit uses ``fit_engines.SWEEPS``; the refinement after it
 moves each constant off the grid anyway)."""
@@ -145,7 +153,9 @@ def constants_to_fit(rows: pd.DataFrame) -> list[str]:
     return [name for name, mode, least in TIERS if load_points(rows, mode) >= least]
 
 
-def with_constants(base: EngineCalibration, values: dict[str, float], source: str) -> EngineCalibration:
+def with_constants(
+    base: EngineCalibration, values: dict[str, float], source: str
+) -> EngineCalibration:
     """``base`` with ``values`` replaced, each tagged ``source``."""
     return fit_engines.with_values(base, values, source)
 
@@ -156,29 +166,34 @@ def _log_errors(rows: pd.DataFrame, backend: str, base: EngineCalibration) -> An
     def errors(values: dict[str, float]) -> np.ndarray:
         cal = with_constants(base, values, "fit")
         pred = predict(rows, progress=False, overrides={backend: cal})
-        err = [np.log(pred[f"pred_{m}_ms"] / pred[f"silicon_{m}_ms"]).to_numpy(float)
-               for m in ("ttft", "tpot")]
+        err = [
+            np.log(pred[f"pred_{m}_ms"] / pred[f"silicon_{m}_ms"]).to_numpy(float)
+            for m in ("ttft", "tpot")
+        ]
         return np.nan_to_num(np.concatenate(err), nan=5.0, posinf=5.0, neginf=-5.0)
 
     return errors
 
 
-def _grid_stage(rows: pd.DataFrame, backend: str, names: list[str],
-                base: EngineCalibration) -> dict[str, float]:
+def _grid_stage(
+    rows: pd.DataFrame, backend: str, names: list[str], base: EngineCalibration
+) -> dict[str, float]:
     """The packaged fitter's coordinate search (``fit_engines.GRID``, ``fit_engines.loss``)."""
     values = {k: float(getattr(base, k).value) for k in names}
     for _ in range(GRID_SWEEPS):
         for name in names:
             grid = sorted({*fit_engines.GRID[name], values[name]})
-            scores = [fit_engines.loss(rows, backend,
-                                       with_constants(base, {**values, name: v}, "fit"))
-                      for v in grid]
+            scores = [
+                fit_engines.loss(rows, backend, with_constants(base, {**values, name: v}, "fit"))
+                for v in grid
+            ]
             values[name] = grid[int(np.argmin(scores))]
     return values
 
 
-def fit_constants(rows: pd.DataFrame, backend: str, names: list[str],
-                  base: EngineCalibration) -> dict[str, float]:
+def fit_constants(
+    rows: pd.DataFrame, backend: str, names: list[str], base: EngineCalibration
+) -> dict[str, float]:
     """THE adapter (rows -> constants): ``names`` fitted on prepared ``rows`` of ``backend``, the
     other constants kept from ``base``. Grid stage: the packaged fitter's coordinate search; then
     a bounded robust least-squares refinement (Cauchy loss on the log errors of TTFT and TPOT)
@@ -195,11 +210,19 @@ def fit_constants(rows: pd.DataFrame, backend: str, names: list[str],
         return dict(zip(names, (lo + np.clip(x, 0, 1) * span).tolist(), strict=True))
 
     x0 = np.clip((np.array([start[n] for n in names]) - lo) / span, 0, 1)
-    res = least_squares(lambda x: errors(unscale(x)), x0, bounds=(0.0, 1.0), loss="cauchy",
-                        f_scale=ROBUST_SCALE, diff_step=1e-3, max_nfev=MAX_EVALS)
+    res = least_squares(
+        lambda x: errors(unscale(x)),
+        x0,
+        bounds=(0.0, 1.0),
+        loss="cauchy",
+        f_scale=ROBUST_SCALE,
+        diff_step=1e-3,
+        max_nfev=MAX_EVALS,
+    )
     refined = unscale(res.x)
-    scores = [fit_engines.loss(rows, backend, with_constants(base, v, "fit"))
-              for v in (start, refined)]
+    scores = [
+        fit_engines.loss(rows, backend, with_constants(base, v, "fit")) for v in (start, refined)
+    ]
     return refined if scores[1] <= scores[0] else start
 
 
@@ -208,21 +231,45 @@ def residuals(pred: pd.DataFrame) -> Residuals:
     out: dict[str, float | None] = {}
     for mode, sub in pred.groupby("mode"):
         for m in ("ttft", "tpot"):
-            ape = error_stats(sub[f"pred_{m}_ms"].to_numpy(float),
-                              sub[f"silicon_{m}_ms"].to_numpy(float))["median_ape_pct"]
+            ape = error_stats(
+                sub[f"pred_{m}_ms"].to_numpy(float), sub[f"silicon_{m}_ms"].to_numpy(float)
+            )["median_ape_pct"]
             out[f"{mode}_{m}_median_ape_pct"] = None if math.isnan(ape) else round(ape, 3)
     return Residuals(**out)
 
 
 def _row_records(before: pd.DataFrame, after: pd.DataFrame) -> list[dict[str, Any]]:
-    keep = ["id", "model_path", "system", "mode", "isl", "osl", "c_concurrency",
-            "silicon_ttft_ms", "silicon_tpot_ms"]
+    keep = [
+        "id",
+        "model_path",
+        "system",
+        "mode",
+        "isl",
+        "osl",
+        "c_concurrency",
+        "silicon_ttft_ms",
+        "silicon_tpot_ms",
+    ]
     recs = before[[c for c in keep if c in before]].rename(columns={"c_concurrency": "concurrency"})
-    recs = recs.assign(pred_before_ttft_ms=before["pred_ttft_ms"], pred_before_tpot_ms=before["pred_tpot_ms"],
-                       pred_after_ttft_ms=after["pred_ttft_ms"], pred_after_tpot_ms=after["pred_tpot_ms"])
-    return [{k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else
-                 int(v) if isinstance(v, np.integer) else str(v)) for k, v in r.items()}
-            for r in recs.to_dict("records")]
+    recs = recs.assign(
+        pred_before_ttft_ms=before["pred_ttft_ms"],
+        pred_before_tpot_ms=before["pred_tpot_ms"],
+        pred_after_ttft_ms=after["pred_ttft_ms"],
+        pred_after_tpot_ms=after["pred_tpot_ms"],
+    )
+    return [
+        {
+            k: (
+                round(float(v), 4)
+                if isinstance(v, (float, np.floating))
+                else int(v)
+                if isinstance(v, np.integer)
+                else str(v)
+            )
+            for k, v in r.items()
+        }
+        for r in recs.to_dict("records")
+    ]
 
 
 def fit_engine(rows: pd.DataFrame, backend: str) -> Fit:
@@ -234,11 +281,17 @@ def fit_engine(rows: pd.DataFrame, backend: str) -> Fit:
     before = predict(rows, progress=False, overrides={backend: base})
     after = predict(rows, progress=False, overrides={backend: cal})
     constants = {k: round(float(getattr(cal, k).value), 9) for k in BOUNDS}
-    return Fit(gpus=sorted(set(rows["system"].astype(str))), rows_used=len(rows),
-               load_points=load_points(rows), fitted=names,
-               kept_packaged=[k for k in BOUNDS if k not in names], constants=constants,
-               residuals_before=residuals(before), residuals_after=residuals(after),
-               rows=_row_records(before, after))
+    return Fit(
+        gpus=sorted(set(rows["system"].astype(str))),
+        rows_used=len(rows),
+        load_points=load_points(rows),
+        fitted=names,
+        kept_packaged=[k for k in BOUNDS if k not in names],
+        constants=constants,
+        residuals_before=residuals(before),
+        residuals_after=residuals(after),
+        rows=_row_records(before, after),
+    )
 
 
 def calibrate(data: LoadedData, progress: bool = True) -> Profile:
@@ -257,18 +310,27 @@ def calibrate(data: LoadedData, progress: bool = True) -> Profile:
             for gpu in gpus:
                 if progress:
                     sys.stderr.write(f"calibrate e2e: {backend} on {gpu}\n")
-                by_gpu[gpu] = fit_engine(sub[sub["system"] == gpu].reset_index(drop=True), str(backend))
+                by_gpu[gpu] = fit_engine(
+                    sub[sub["system"] == gpu].reset_index(drop=True), str(backend)
+                )
         engines[str(backend)] = EngineProfile(all_gpus=fit_engine(sub, str(backend)), by_gpu=by_gpu)
     prov = {"files": data.sources, "skipped_rows": {**data.skipped, **skipped}}
-    return Profile(format=FORMAT, created_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                   rule=RULE, data=prov, engines=engines)
+    return Profile(
+        format=FORMAT,
+        created_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        rule=RULE,
+        data=prov,
+        engines=engines,
+    )
 
 
 def profile_text(profile: Profile) -> str:
     """The profile as YAML with a header naming what it is."""
-    head = ("# planner calibration profile: end-to-end engine constants fitted to measured rows\n"
-            "# by `planner calibrate e2e`; use with --calibration on estimate/plan/simulate/"
-            "validate e2e.\n")
+    head = (
+        "# planner calibration profile: end-to-end engine constants fitted to measured rows\n"
+        "# by `planner calibrate e2e`; use with --calibration on estimate/plan/simulate/"
+        "validate e2e.\n"
+    )
     return head + yaml.safe_dump(profile.model_dump(mode="json"), sort_keys=False, width=100)
 
 
@@ -285,11 +347,14 @@ def load_profile(path: Path) -> Profile:
         loc = ".".join(str(p) for p in err["loc"])
         raise PlannerInputError("--calibration", f"{path}: field '{loc}': {err['msg']}") from None
     if prof.format != FORMAT:
-        raise PlannerInputError("--calibration", f"{path}: format {prof.format!r}, expected {FORMAT}")
+        raise PlannerInputError(
+            "--calibration", f"{path}: format {prof.format!r}, expected {FORMAT}"
+        )
     for backend, eng in prof.engines.items():
         if backend not in BACKENDS:
-            raise PlannerInputError("--calibration", f"{path}: engine {backend!r} not one of "
-                                    f"{list(BACKENDS)}")
+            raise PlannerInputError(
+                "--calibration", f"{path}: engine {backend!r} not one of {list(BACKENDS)}"
+            )
         for scope, fit in [("all_gpus", eng.all_gpus), *eng.by_gpu.items()]:
             _check_constants(path, f"engines.{backend}.{scope}", fit.constants)
     return prof
@@ -298,15 +363,21 @@ def load_profile(path: Path) -> Profile:
 def _check_constants(path: Path, where: str, constants: dict[str, float]) -> None:
     for name, value in constants.items():
         if name not in BOUNDS:
-            raise PlannerInputError("--calibration", f"{path}: {where}.constants.{name}: unknown "
-                                    f"constant (allowed: {sorted(BOUNDS)})")
+            raise PlannerInputError(
+                "--calibration",
+                f"{path}: {where}.constants.{name}: unknown constant (allowed: {sorted(BOUNDS)})",
+            )
         lo, hi = BOUNDS[name]
         if not (math.isfinite(value) and lo <= value <= hi):
-            raise PlannerInputError("--calibration", f"{path}: {where}.constants.{name} = {value} "
-                                    f"is outside [{lo:g}, {hi:g}]")
+            raise PlannerInputError(
+                "--calibration",
+                f"{path}: {where}.constants.{name} = {value} is outside [{lo:g}, {hi:g}]",
+            )
 
 
-def profile_engines(prof: Profile, label: str, gpu: str | None = None) -> dict[str, EngineCalibration]:
+def profile_engines(
+    prof: Profile, label: str, gpu: str | None = None
+) -> dict[str, EngineCalibration]:
     """Engine calibrations of ``prof``: the per-GPU fit for ``gpu`` when there is one, else the
     fit on all GPUs; each constant's source names the profile."""
     base = load_engines()
@@ -314,10 +385,16 @@ def profile_engines(prof: Profile, label: str, gpu: str | None = None) -> dict[s
     for backend, eng in prof.engines.items():
         fit = eng.by_gpu.get(gpu, eng.all_gpus) if gpu else eng.all_gpus
         scope = f"on {gpu}" if gpu in eng.by_gpu else f"on {', '.join(fit.gpus)}"
-        out[backend] = base[backend].model_copy(update={
-            k: Sourced(value=v, source=f"{label}: {'fitted' if k in fit.fitted else 'packaged'} "
-                       f"({fit.rows_used} rows {scope})")
-            for k, v in fit.constants.items()})
+        out[backend] = base[backend].model_copy(
+            update={
+                k: Sourced(
+                    value=v,
+                    source=f"{label}: {'fitted' if k in fit.fitted else 'packaged'} "
+                    f"({fit.rows_used} rows {scope})",
+                )
+                for k, v in fit.constants.items()
+            }
+        )
     return out
 
 

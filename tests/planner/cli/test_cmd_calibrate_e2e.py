@@ -10,7 +10,13 @@ import yaml
 
 from planner.cli.main import main
 from planner.engine_calibration import use_calibration
-from tests.planner.calibration_fixtures import OSL, SHIFT, shifted_constants, small_plan, write_results
+from tests.planner.calibration_fixtures import (
+    OSL,
+    SHIFT,
+    shifted_constants,
+    small_plan,
+    write_results,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -28,26 +34,48 @@ def _bundle(tmp_path: Path, backend: str) -> Path:
 
 
 @pytest.mark.parametrize("backend", ["vllm", "sglang"])
-def test_round_trip_recovers_shifted_constants(tmp_path: Path, backend: str,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_round_trip_recovers_shifted_constants(
+    tmp_path: Path, backend: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     bundle = _bundle(tmp_path, backend)
     script = (bundle / "benchmark.sh").read_text()
     assert "results/latest" in script and "planner calibrate e2e --data results" in script
     meas = write_results(bundle, backend)
     prof_path = tmp_path / "profile.yaml"
     capsys.readouterr()
-    assert main(["calibrate", "e2e", "--data", str(bundle / "results"), "--out", str(prof_path)]) == 0
+    assert (
+        main(["calibrate", "e2e", "--data", str(bundle / "results"), "--out", str(prof_path)]) == 0
+    )
     assert "wrote" in capsys.readouterr().out
     fit = yaml.safe_load(prof_path.read_text())["engines"][backend]["all_gpus"]
     assert fit["rows_used"] == len(meas) and set(SHIFT) <= set(fit["fitted"])
     for name, want in shifted_constants(backend).items():
         assert fit["constants"][name] == pytest.approx(want, rel=0.10), name
-    assert fit["residuals_after"]["agg_ttft_median_ape_pct"] < fit["residuals_before"]["agg_ttft_median_ape_pct"]
+    assert (
+        fit["residuals_after"]["agg_ttft_median_ape_pct"]
+        < fit["residuals_before"]["agg_ttft_median_ape_pct"]
+    )
     for _, row in meas.iloc[[1, 6]].iterrows():  # estimate reproduces the synthetic measurements
         capsys.readouterr()
-        argv = ["estimate", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm", "--backend", backend,
-                "--isl", str(int(row["isl"])), "--osl", str(OSL), "--concurrency", str(int(row["c_concurrency"])),
-                "--calibration", str(prof_path), "--format", "json"]
+        argv = [
+            "estimate",
+            "--model",
+            "llama-3.1-8b-instruct",
+            "--gpu",
+            "h100_sxm",
+            "--backend",
+            backend,
+            "--isl",
+            str(int(row["isl"])),
+            "--osl",
+            str(OSL),
+            "--concurrency",
+            str(int(row["c_concurrency"])),
+            "--calibration",
+            str(prof_path),
+            "--format",
+            "json",
+        ]
         assert main(argv) == 0
         est = json.loads(capsys.readouterr().out)
         assert est["ttft_ms"]["mean"] == pytest.approx(row["pred_ttft_ms"], rel=0.10)
@@ -55,7 +83,9 @@ def test_round_trip_recovers_shifted_constants(tmp_path: Path, backend: str,
         assert str(prof_path) in est["provenance"][f"{backend}.kernel_scale"]
 
 
-def test_profile_is_not_overwritten_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_profile_is_not_overwritten_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     prof = tmp_path / "p.yaml"
     prof.write_text("keep")
     data = tmp_path / "none"
@@ -78,8 +108,17 @@ def test_profile_never_goes_into_the_package(capsys: pytest.CaptureFixture[str])
 def test_bad_profile_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("format: planner-calibration-profile/1\n")
-    argv = ["estimate", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm", "--concurrency", "4",
-            "--calibration", str(bad)]
+    argv = [
+        "estimate",
+        "--model",
+        "llama-3.1-8b-instruct",
+        "--gpu",
+        "h100_sxm",
+        "--concurrency",
+        "4",
+        "--calibration",
+        str(bad),
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --calibration") and str(bad) in err and err.count("\n") == 1

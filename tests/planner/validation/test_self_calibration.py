@@ -14,7 +14,14 @@ from planner.engine_calibration import use_calibration
 from planner.validation.protocol import campaign
 from planner.validation.self_calibration import self_calibration_report, split_alternate
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "validation" / "e2e" / "silicon_measured.csv"
+DATA = (
+    Path(__file__).resolve().parents[3]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
 CAMPAIGN = "db-dump/2026-04-27; vllm/vllm-openai:v0.18.0"
 """A vLLM campaign of 18 aggregated rows (several models and concurrencies)."""
 
@@ -33,15 +40,17 @@ def _campaign_rows() -> pd.DataFrame:
 
 
 def test_split_alternates_by_concurrency() -> None:
-    rows = pd.DataFrame({"c_concurrency": [64, 1, 16, 4, 8, 2], "isl": 1000, "osl": 100,
-                         "id": list("abcdef")})
+    rows = pd.DataFrame(
+        {"c_concurrency": [64, 1, 16, 4, 8, 2], "isl": 1000, "osl": 100, "id": list("abcdef")}
+    )
     fit, test = split_alternate(rows)
     assert list(fit["c_concurrency"]) == [1, 4, 16] and list(test["c_concurrency"]) == [2, 8, 64]
 
 
 @pytest.mark.validation
-def test_profile_moves_held_out_rows_toward_measurements(tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_profile_moves_held_out_rows_toward_measurements(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rows = _campaign_rows()
     rows = rows.assign(_c=rows["batch_size"]).sort_values(["_c", "isl", "osl", "id"], kind="stable")
     rows = rows.drop(columns="_c")
@@ -54,8 +63,17 @@ def test_profile_moves_held_out_rows_toward_measurements(tmp_path: Path,
     for name, extra in (("shipped", []), ("own", ["--calibration", str(prof)])):
         capsys.readouterr()
         pred_csv = tmp_path / f"pred_{name}.csv"
-        argv = ["validate", "e2e", "--data", str(test_csv), "--format", "json",
-                "--predictions-out", str(pred_csv), *extra]
+        argv = [
+            "validate",
+            "e2e",
+            "--data",
+            str(test_csv),
+            "--format",
+            "json",
+            "--predictions-out",
+            str(pred_csv),
+            *extra,
+        ]
         assert main(argv) == 0
         reports[name] = (json.loads(capsys.readouterr().out), pd.read_csv(pred_csv))
         use_calibration({}, "")
