@@ -14,7 +14,18 @@ from typing import Any
 import pandas as pd
 
 from planner.calibration_data import deployment_columns
-from planner.calibration_profile import prepared, with_constants
+from planner.calibration_profile import (
+    BOUNDS,
+    FORMAT,
+    RULE,
+    EngineProfile,
+    Fit,
+    Profile,
+    Residuals,
+    prepared,
+    profile_text,
+    with_constants,
+)
 from planner.deployment import Deployment
 from planner.engine_calibration import load_engines
 from planner.validation.e2e import predict
@@ -155,3 +166,18 @@ def write_results(bundle: Path, backend: str) -> pd.DataFrame:
         else:
             (run / "client0.json").write_text(json.dumps(res, indent=2))
     return meas
+
+
+def write_profile(path: Path, backend: str, factors: dict[str, float]) -> Path:
+    """A profile (as ``calibrate e2e`` writes it) whose constants are the packaged ones times
+    ``factors``, fitted from nothing: for tests of ``--calibration`` itself."""
+    base = load_engines()[backend]
+    consts = {k: float(getattr(base, k).value) * factors.get(k, 1.0) for k in BOUNDS}
+    none = Residuals()
+    fit = Fit(gpus=["h100_sxm"], rows_used=1, load_points=1, fitted=sorted(factors),
+              kept_packaged=[k for k in BOUNDS if k not in factors], constants=consts,
+              residuals_before=none, residuals_after=none)
+    prof = Profile(format=FORMAT, created_utc="2026-11-30T12:00:00Z", rule=RULE, data={},
+                   engines={backend: EngineProfile(all_gpus=fit)})
+    path.write_text(profile_text(prof))
+    return path

@@ -15,6 +15,7 @@ from tests.planner.calibration_fixtures import (
     SHIFT,
     shifted_constants,
     small_plan,
+    write_profile,
     write_results,
 )
 
@@ -122,3 +123,27 @@ def test_bad_profile_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --calibration") and str(bad) in err and err.count("\n") == 1
+
+
+def _json_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    capsys.readouterr()
+    assert main(argv) == 0
+    use_calibration({}, "")
+    out = json.loads(capsys.readouterr().out)
+    assert isinstance(out, dict)
+    return out
+
+
+def test_simulate_and_plan_name_the_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prof = write_profile(tmp_path / "p.yaml", "vllm", {"kernel_scale": 1.5, "step_overhead_s": 2.0})
+    sim = ["simulate", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm", "--concurrency", "8",
+           "--requests", "200", "--format", "json"]
+    plain, calibrated = _json_of(sim, capsys), _json_of([*sim, "--calibration", str(prof)], capsys)
+    assert plain["engine_calibration"] == "planner/calibration/engines.yaml"
+    assert str(prof) in str(calibrated["engine_calibration"])
+    assert calibrated["tpot_ms"]["mean"] > 1.3 * plain["tpot_ms"]["mean"]  # type: ignore[index]
+    plan = ["plan", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm", "--max-gpus", "1",
+            "--isl", "1000", "--osl", "200", "--ttft-ms", "2000", "--tpot-ms", "100",
+            "--concurrency", "8", "--format", "json", "--calibration", str(prof)]
+    best = _json_of(plan, capsys)["best"]
+    assert str(prof) in best["predicted"]["provenance"]["engine_calibration"]  # type: ignore[index]
