@@ -4,13 +4,14 @@ Three inputs, each read as a regular UTF-8 file of at most ``MAX_BYTES``:
 
 * our validation CSV (the columns of ``../shared/validation/e2e/silicon_measured.csv``, see the
   README's validation section), read as it is;
-* ``vllm bench serve --save-result`` JSON (``*.json``; also ``--append-result``, one object per
-  line). The fields are those of the result dict in vLLM's ``vllm/benchmarks/serve.py``
+* ``vllm bench serve --save-result`` JSON (``*.json``: one object, or several, one per line). The fields are those of the result dict in vLLM's ``vllm/benchmarks/serve.py``
   (github:vllm-project/vllm @009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1): ``model_id``,
   ``num_prompts``, ``request_rate`` (a number or the text ``"inf"``), ``max_concurrency``,
   ``completed``, ``total_input_tokens``, ``total_output_tokens``, ``mean_ttft_ms``,
-  ``mean_tpot_ms`` (plus ``median_*``/``p99_*``). TensorRT-LLM's ``benchmark_serving`` is
-  derived from it and writes the same fields with ``--save-result``;
+  ``mean_tpot_ms`` (plus ``median_*``/``p99_*``). TensorRT-LLM's
+  ``tensorrt_llm/serve/scripts/benchmark_serving.py`` (github:NVIDIA/TensorRT-LLM
+  @0228a71223416496ff056a157936bad2e42c762f) is derived from it and writes the same fields with
+  ``--save-result``;
 * SGLang ``bench_serving --output-file`` JSONL (``*.jsonl``, one object appended per run): the
   ``result`` dict of ``python/sglang/bench_serving.py`` (github:sgl-project/sglang
   @0033168f0f58b2bc05aa0273bd475d9c01bafb1c): ``request_rate`` (``Infinity`` for a closed loop),
