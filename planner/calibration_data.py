@@ -356,7 +356,12 @@ def read_csv_rows(path: Path, data: LoadedData) -> pd.DataFrame:
 
 
 def _data_files(root: Path) -> list[Path]:
-    if root.is_file() or not root.is_dir():
+    if not root.exists():
+        raise PlannerInputError("--data", f"{root} does not exist")
+    if not root.is_dir():
+        if root.suffix not in (".json", ".jsonl", ".csv"):
+            raise PlannerInputError("--data", f"{root}: expected a results folder, a .json / "
+                                    ".jsonl result file or a .csv")
         return [root]
     files = sorted(
         p

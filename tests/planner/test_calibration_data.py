@@ -179,3 +179,14 @@ def test_csv_rows_checked_by_line(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_folder_without_results(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "results").mkdir()
     _expect_exit_2(tmp_path, capsys, str(tmp_path / "results"), "no result files")
+
+
+def test_missing_or_unknown_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "p.yaml"
+    for data, message in ((tmp_path / "none", "does not exist"), (tmp_path / "r.txt", "expected a")):
+        if data.suffix:
+            data.write_text("x")
+        assert main(["calibrate", "e2e", "--data", str(data), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --data") and message in err and err.count("\n") == 1
+    assert not out.exists()
