@@ -67,10 +67,10 @@ TIERS: tuple[tuple[str, str, int], ...] = (
     ("seq_overhead_s", "all", 6),
 )
 """(constant, rows it is fitted from, least distinct load points): a constant is fitted when the
-rows of that mode hold at least that many distinct (model, GPU, ISL, OSL, concurrency) points;
+rows of that mode hold at least that many distinct (model, GPU, mode, ISL, OSL, concurrency) points;
 the others keep the packaged value."""
 RULE = (
-    "fitted when the rows hold at least N distinct (model, GPU, ISL, OSL, concurrency) load "
+    "fitted when the rows hold at least N distinct (model, GPU, mode, ISL, OSL, concurrency) load "
     "points: kernel_scale and the request overheads N=1, step_overhead_s N=3, the lockstep "
     "shares N=4 (of their mode), seq_overhead_s N=6; the rest keep the packaged value"
 )
@@ -143,9 +143,9 @@ def prepared(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
 
 
 def load_points(rows: pd.DataFrame, mode: str = "all") -> int:
-    """Distinct (model, GPU, ISL, OSL, concurrency) points among ``rows`` (of ``mode``)."""
+    """Distinct (model, GPU, mode, ISL, OSL, concurrency) points among ``rows`` (of ``mode``)."""
     sub = rows if mode == "all" else rows[rows["mode"] == mode]
-    return int(len(sub[["model_path", "system", "isl", "osl", "c_concurrency"]].drop_duplicates()))
+    return int(len(sub[["model_path", "system", "mode", "isl", "osl", "c_concurrency"]].drop_duplicates()))
 
 
 def constants_to_fit(rows: pd.DataFrame) -> list[str]:
