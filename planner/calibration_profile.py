@@ -145,7 +145,8 @@ def prepared(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
 def load_points(rows: pd.DataFrame, mode: str = "all") -> int:
     """Distinct (model, GPU, mode, ISL, OSL, concurrency) points among ``rows`` (of ``mode``)."""
     sub = rows if mode == "all" else rows[rows["mode"] == mode]
-    return int(len(sub[["model_path", "system", "mode", "isl", "osl", "c_concurrency"]].drop_duplicates()))
+    keys = ["model_path", "system", "mode", "isl", "osl", "c_concurrency"]
+    return int(len(sub[keys].drop_duplicates()))
 
 
 def constants_to_fit(rows: pd.DataFrame) -> list[str]:

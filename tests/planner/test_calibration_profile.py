@@ -62,7 +62,8 @@ def test_activate_replaces_and_names_the_engine_constants(tmp_path: Path) -> Non
      "constants.warp_speed: unknown constant"),
     (lambda d: d.update(engines={"tgi": d["engines"]["vllm"]}), "engine 'tgi' not one of"),
     (lambda d: d.update(format="other/2"), "format 'other/2'"),
-    (lambda d: d["engines"]["vllm"]["all_gpus"].pop("rows_used"), "field 'engines.vllm.all_gpus.rows_used'"),
+    (lambda d: d["engines"]["vllm"]["all_gpus"].pop("rows_used"),
+     "field 'engines.vllm.all_gpus.rows_used'"),
 ])
 def test_bad_profile_names_the_field(tmp_path: Path, edit: object, message: str) -> None:
     path = write_profile(tmp_path / "p.yaml", "vllm", {"kernel_scale": 1.2})
