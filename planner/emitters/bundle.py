@@ -109,7 +109,8 @@ def _results_blocks() -> tuple[list[str], list[str]]:
     after = [
         'run="results/run-$(date -u +%Y%m%dT%H%M%SZ)"\n'
         f'mv {RESULTS_RUN} "$run"\n'
-        'echo "results in $run; next: planner calibrate e2e --data results --out calibration.yaml"',
+        'echo "results in $PWD/$run; next: planner calibrate e2e --data $PWD/results '
+        '--out calibration.yaml"',
     ]
     return before, after
 

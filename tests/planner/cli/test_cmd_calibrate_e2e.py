@@ -40,7 +40,7 @@ def test_round_trip_recovers_shifted_constants(
 ) -> None:
     bundle = _bundle(tmp_path, backend)
     script = (bundle / "benchmark.sh").read_text()
-    assert "results/latest" in script and "planner calibrate e2e --data results" in script
+    assert "results/latest" in script and "planner calibrate e2e --data $PWD/results" in script
     meas = write_results(bundle, backend)
     prof_path = tmp_path / "profile.yaml"
     capsys.readouterr()
@@ -147,3 +147,47 @@ def test_simulate_and_plan_name_the_profile(tmp_path: Path, capsys: pytest.Captu
             "--concurrency", "8", "--format", "json", "--calibration", str(prof)]
     best = _json_of(plan, capsys)["best"]
     assert str(prof) in best["predicted"]["provenance"]["engine_calibration"]  # type: ignore[index]
+
+
+FAKE_VLLM = '''#!{python}
+"""Stands in for `vllm bench serve`: writes a --save-result file where the flags say."""
+import json, os, sys
+sys.path.insert(0, {root!r})
+from tests.planner.calibration_fixtures import native_result
+args = sys.argv[1:]
+val = {{a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}}
+res = native_result("vllm", val["--model"], int(val["--random-input-len"]),
+                    int(val["--max-concurrency"]), 150.0, 14.0)
+os.makedirs(val["--result-dir"], exist_ok=True)
+with open(os.path.join(val["--result-dir"], val["--result-filename"]), "w") as fh:
+    json.dump(res, fh)
+'''
+
+
+def test_benchmark_sh_leaves_the_layout_calibrate_reads(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+
+    bundle = _bundle(tmp_path, "vllm")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "vllm"
+    root = str(Path(__file__).resolve().parents[3])
+    fake.write_text(FAKE_VLLM.format(python=sys.executable, root=root))
+    fake.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    for _ in range(2):  # two runs: two run folders (renamed by time, so one second apart)
+        done = subprocess.run(["bash", str(bundle / "benchmark.sh")], env=env, text=True,
+                              capture_output=True, check=True, cwd=tmp_path)
+        assert "next: planner calibrate e2e --data" in done.stdout
+        subprocess.run(["sleep", "1.1"], check=True)
+    runs = sorted((bundle / "results").iterdir())
+    assert len(runs) == 2 and all(r.name.startswith("run-") for r in runs)
+    assert all(sorted(p.name for p in r.iterdir()) == ["client0.json", "deployment.json"]
+               for r in runs)
+    prof = tmp_path / "p.yaml"
+    assert main(["calibrate", "e2e", "--data", str(bundle / "results"), "--out", str(prof)]) == 0
+    fit = yaml.safe_load(prof.read_text())["engines"]["vllm"]["all_gpus"]
+    assert fit["rows_used"] == 2 and fit["load_points"] == 1
+    assert fit["fitted"] == ["kernel_scale", "request_overhead_s"]

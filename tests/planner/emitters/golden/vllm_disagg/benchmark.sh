@@ -31,4 +31,4 @@ vllm bench serve \
 
 run="results/run-$(date -u +%Y%m%dT%H%M%SZ)"
 mv results/latest "$run"
-echo "results in $run; next: planner calibrate e2e --data results --out calibration.yaml"
+echo "results in $PWD/$run; next: planner calibrate e2e --data $PWD/results --out calibration.yaml"
