@@ -93,7 +93,8 @@ def sidecar_file(ctx: EmitContext, flags: Flags) -> OutFile:
     version); benchmark.sh copies it next to each run's result files."""
     sidecar = {"deployment": ctx.deployment.model_dump(mode="json"), "backend": flags.engine,
                "engine_version": flags.version_text}
-    return OutFile(name="deployment.json", text=json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(sidecar, indent=2, sort_keys=True) + "\n"
+    return OutFile(name="deployment.json", text=text)
 
 
 def _results_blocks() -> tuple[list[str], list[str]]:
