@@ -4,7 +4,8 @@ Three inputs, each read as a regular UTF-8 file of at most ``MAX_BYTES``:
 
 * our validation CSV (the columns of ``../shared/validation/e2e/silicon_measured.csv``, see the
   README's validation section), read as it is;
-* ``vllm bench serve --save-result`` JSON (``*.json``: one object, or several, one per line). The fields are those of the result dict in vLLM's ``vllm/benchmarks/serve.py``
+* ``vllm bench serve --save-result`` JSON (``*.json``: one object, or several, one per line).
+  The fields are those of the result dict in vLLM's ``vllm/benchmarks/serve.py``
   (github:vllm-project/vllm @009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1): ``model_id``,
   ``num_prompts``, ``request_rate`` (a number or the text ``"inf"``), ``max_concurrency``,
   ``completed``, ``total_input_tokens``, ``total_output_tokens``, ``mean_ttft_ms``,

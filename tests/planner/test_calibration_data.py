@@ -183,7 +183,8 @@ def test_folder_without_results(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_missing_or_unknown_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "p.yaml"
-    for data, message in ((tmp_path / "none", "does not exist"), (tmp_path / "r.txt", "expected a")):
+    cases = ((tmp_path / "none", "does not exist"), (tmp_path / "r.txt", "expected a"))
+    for data, message in cases:
         if data.suffix:
             data.write_text("x")
         assert main(["calibrate", "e2e", "--data", str(data), "--out", str(out)]) == 2

@@ -138,8 +138,8 @@ def test_simulate_and_plan_name_the_profile(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     factors = {"kernel_scale": 1.5, "step_overhead_s": 2.0}
     prof = write_profile(tmp_path / "p.yaml", "vllm", factors)
-    sim = ["simulate", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm", "--concurrency", "8",
-           "--requests", "200", "--format", "json"]
+    sim = ["simulate", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm",
+           "--concurrency", "8", "--requests", "200", "--format", "json"]
     plain, calibrated = _json_of(sim, capsys), _json_of([*sim, "--calibration", str(prof)], capsys)
     assert plain["engine_calibration"] == "planner/calibration/engines.yaml"
     assert str(prof) in str(calibrated["engine_calibration"])
