@@ -161,10 +161,16 @@ def with_constants(
     return fit_engines.with_values(base, values, source)
 
 
-def _log_errors(rows: pd.DataFrame, backend: str, base: EngineCalibration) -> Any:
-    """values -> log(pred/measured) of TTFT and of TPOT of every row (5 where unmodelled)."""
+def _log_errors(rows: pd.DataFrame, backend: str, base: EngineCalibration,
+                progress: str = "") -> Any:
+    """values -> log(pred/measured) of TTFT and of TPOT of every row (5 where unmodelled); with
+    ``progress``, the count of evaluations goes to stderr."""
+    count = [0]
 
     def errors(values: dict[str, float]) -> np.ndarray:
+        count[0] += 1
+        if progress and count[0] % 5 == 0:
+            sys.stderr.write(f"\r{progress}: refinement, {count[0]} model evaluations")
         cal = with_constants(base, values, "fit")
         pred = predict(rows, progress=False, overrides={backend: cal})
         err = [
@@ -193,19 +199,22 @@ def _grid_stage(
 
 
 def fit_constants(
-    rows: pd.DataFrame, backend: str, names: list[str], base: EngineCalibration
+    rows: pd.DataFrame, backend: str, names: list[str], base: EngineCalibration,
+    progress: str = "",
 ) -> dict[str, float]:
     """THE adapter (rows -> constants): ``names`` fitted on prepared ``rows`` of ``backend``, the
     other constants kept from ``base``. Grid stage: the packaged fitter's coordinate search; then
     a bounded robust least-squares refinement (Cauchy loss on the log errors of TTFT and TPOT)
     inside ``BOUNDS``; of the two, the one with the lower packaged loss (``fit_engines.loss``,
-    median |log error|) is kept."""
+    median |log error|) is kept. ``progress``: a label for progress lines on stderr."""
     from scipy.optimize import least_squares
 
+    if progress:
+        sys.stderr.write(f"{progress}: grid stage over {', '.join(names)}\n")
     start = _grid_stage(rows, backend, names, base)
     lo = np.array([BOUNDS[n][0] for n in names])
     span = np.array([BOUNDS[n][1] - BOUNDS[n][0] for n in names])
-    errors = _log_errors(rows, backend, base)
+    errors = _log_errors(rows, backend, base, progress)
 
     def unscale(x: np.ndarray) -> dict[str, float]:
         return dict(zip(names, (lo + np.clip(x, 0, 1) * span).tolist(), strict=True))
@@ -220,6 +229,8 @@ def fit_constants(
         diff_step=1e-3,
         max_nfev=MAX_EVALS,
     )
+    if progress:
+        sys.stderr.write("\n")
     refined = unscale(res.x)
     scores = [
         fit_engines.loss(rows, backend, with_constants(base, v, "fit")) for v in (start, refined)
@@ -273,11 +284,11 @@ def _row_records(before: pd.DataFrame, after: pd.DataFrame) -> list[dict[str, An
     ]
 
 
-def fit_engine(rows: pd.DataFrame, backend: str) -> Fit:
+def fit_engine(rows: pd.DataFrame, backend: str, progress: str = "") -> Fit:
     """Fit one engine's constants on prepared ``rows`` (all of that engine)."""
     base = load_engines()[backend]
     names = constants_to_fit(rows)
-    values = fit_constants(rows, backend, names, base)
+    values = fit_constants(rows, backend, names, base, progress)
     cal = with_constants(base, values, "fit")
     before = predict(rows, progress=False, overrides={backend: base})
     after = predict(rows, progress=False, overrides={backend: cal})
@@ -307,14 +318,13 @@ def calibrate(data: LoadedData, progress: bool = True) -> Profile:
             sys.stderr.write(f"calibrate e2e: {backend}: {len(sub)} rows\n")
         by_gpu: dict[str, Fit] = {}
         gpus = sorted(set(sub["system"].astype(str)))
+        label = f"calibrate e2e: {backend}" if progress else ""
         if len(gpus) > 1:
             for gpu in gpus:
-                if progress:
-                    sys.stderr.write(f"calibrate e2e: {backend} on {gpu}\n")
-                by_gpu[gpu] = fit_engine(
-                    sub[sub["system"] == gpu].reset_index(drop=True), str(backend)
-                )
-        engines[str(backend)] = EngineProfile(all_gpus=fit_engine(sub, str(backend)), by_gpu=by_gpu)
+                one = sub[sub["system"] == gpu].reset_index(drop=True)
+                by_gpu[gpu] = fit_engine(one, str(backend), label and f"{label} on {gpu}")
+        all_gpus = fit_engine(sub, str(backend), label and f"{label} on {', '.join(gpus)}")
+        engines[str(backend)] = EngineProfile(all_gpus=all_gpus, by_gpu=by_gpu)
     prov = {"files": data.sources, "skipped_rows": {**data.skipped, **skipped}}
     return Profile(
         format=FORMAT,
