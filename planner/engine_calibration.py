@@ -17,6 +17,7 @@ value in engines.yaml. Engine names appear only here and in the emitters.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -79,8 +80,29 @@ def load_engines(path: Path = ENGINES_FILE) -> dict[str, EngineCalibration]:
     return {name: EngineCalibration.model_validate(v) for name, v in raw.items()}
 
 
+_ACTIVE: dict[str, tuple[EngineCalibration, str]] = {}
+"""Engines replaced for this process by a user's calibration profile (``--calibration``), each with
+the profile's name; see :func:`use_calibration`."""
+
+
+def use_calibration(engines: Mapping[str, EngineCalibration], label: str) -> None:
+    """From now on :func:`engine` returns ``engines[b]`` for each ``b`` given (a user's profile,
+    ``planner.calibration_profile``); ``label`` names it in provenance. An empty mapping resets."""
+    _ACTIVE.clear()
+    _ACTIVE.update({b: (cal, label) for b, cal in engines.items()})
+
+
+def calibration_label(backend: str) -> str:
+    """Where ``backend``'s constants come from: the active profile or the packaged file."""
+    active = _ACTIVE.get(backend)
+    return active[1] if active else "planner/calibration/engines.yaml"
+
+
 def engine(backend: str) -> EngineCalibration:
-    """Calibration of ``backend``; unknown names are an input error listing the choices."""
+    """Calibration of ``backend`` (a profile set by :func:`use_calibration` first); unknown names
+    are an input error listing the choices."""
+    if backend in _ACTIVE:
+        return _ACTIVE[backend][0]
     engines = load_engines()
     if backend not in engines:
         raise PlannerInputError("--backend", f"'{backend}' not one of {sorted(engines)}")

@@ -27,7 +27,7 @@ from hardware.catalog import get_gpu
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
 from planner.cli.output import print_json, render_table
 from planner.deployment import WorkerConfig
-from planner.engine_calibration import engine
+from planner.engine_calibration import calibration_label, engine
 from planner.kernels_adapter import default_pricer
 from planner.model_spec import ModelSpec
 from planner.models import load_model
@@ -181,9 +181,11 @@ def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, Worke
     res = simulate(load_model(args.model, getattr(args, "model_id", None) or ""), args.gpu, w, worker, backend=args.backend, seed=args.seed, **run)
     summary = {f"{name}_ms": {"mean": float(np.mean(x)) * 1e3, **{f"p{q}": float(np.percentile(x, q)) * 1e3 for q in (50, 90, 99)}}
                for name, x in (("ttft", res.ttft_s), ("tpot", res.tpot_s)) if x.size}
-    out = {**summary, "requests_per_s": res.requests_per_s, "steps": res.steps}
+    out = {**summary, "requests_per_s": res.requests_per_s, "steps": res.steps,
+           "engine_calibration": calibration_label(args.backend)}
     if args.format == "json":
         print_json(out)
     else:
         print(render_table([{"metric": k, **v} for k, v in summary.items()]))
+        print(f"engine constants: {out['engine_calibration']}")
     return 0

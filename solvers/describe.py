@@ -9,7 +9,7 @@ import numpy as np
 from hardware.spec import GpuSpec
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, op_pricer, parallel_arrays
 from planner.deployment import Deployment, Parallelism, WorkerConfig
-from planner.engine_calibration import engine
+from planner.engine_calibration import calibration_label, engine
 from planner.memory import plan_memory
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
@@ -94,6 +94,6 @@ def predicted(m: ModelSpec, b: Block, i: int, isl: int, osl: int, backend: str) 
         "step_breakdown": {"decode_step_ms": step_breakdown(m, b.gpu, backend, main, running, isl + osl / 2.0)},
         "memory": mem,
         "provenance": {"step_model": "planner.step_model (op graph priced through planner.batch_eval.op_pricer)",
-                       "engine_calibration": f"{backend}: planner/calibration/engines.yaml",
+                       "engine_calibration": f"{backend}: {calibration_label(backend)}",
                        "serving": "planner.batch_eval.evaluate_batch (the model behind planner estimate)"},
     }

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
+from planner.cli.cmd_calibrate_e2e import add_calibration, use_profile
 from planner.cli.cmd_capacity import add_replay_args
 from planner.cli.common import (
     EXIT_SATURATED,
@@ -78,6 +79,7 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
         kind = shard_size if flag.endswith(("-tp", "-pp")) else gpu_count
         p.add_argument(f"--{flag}", type=kind, default=None, help=f"disaggregated: {flag}")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    add_calibration(p)
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
@@ -142,6 +144,7 @@ def band_rows(est: Estimate) -> list[dict[str, str]]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    label = use_profile(args, get_gpu(args.gpu).key)
     est = estimate(model_of(args), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
     rc = EXIT_SATURATED if est.saturated else 0
     if args.format == "json":
@@ -166,6 +169,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         name = role.removesuffix("_ms").replace("_", " ")
         print(render_kv({k: f"{v:.4g} ms ({v / total:.1%})" for k, v in kinds.items()},
                         title=f"{name} by op kind ({total:.4g} ms)"))
+    if label:
+        print(f"engine constants: {label}")
     return rc
 
 
@@ -183,14 +188,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.bench_requests is not None and args.bench_requests > MAX_SIM_REQUESTS:
         raise PlannerInputError("--bench-requests", f"simulate replays at most "
                                 f"{MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}")
+    use_profile(args, get_gpu(args.gpu).key)
     return simulate_cli(args, workload_from(args), _workers(args))
 
 
 def cmd_validate_e2e(args: argparse.Namespace) -> int:
     from planner.validation.e2e import validate_e2e
 
+    label = use_profile(args)
     report = validate_e2e(args.data, args.predictions_out, holdout=args.holdout, folds=args.folds)
+    report["calibration"] = label or "planner/calibration/engines.yaml"
     _print_report(report, args.format, ("ttft", "tpot"))
+    if args.format == "table":
+        print(f"engine constants: {report['calibration']}")
     return 0
 
 
@@ -245,4 +255,5 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
                                 "constants (in-sample)")
             v.add_argument("--folds", type=int, default=5,
                            help="--holdout campaign: number of folds (2-50)")
+            add_calibration(v)
         v.set_defaults(func=func)

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from planner.cli.cmd_calibrate_e2e import add_calibration, use_profile
 from planner.cli.common import (
     add_format,
     add_hardware_dir,
@@ -57,6 +58,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
                    help="write plan.json and the engine configs here (an empty or new folder)")
     p.add_argument("--force", action="store_true", help="with --out: write into a non-empty folder")
     add_format(p)
+    add_calibration(p)
     p.set_defaults(func=cmd_plan)
 
     f = sub.add_parser("fleet", help="cheapest fleet for several workload classes and GPU types (MILP)")
@@ -158,8 +160,11 @@ def plan_table(r: Any) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from hardware.catalog import get_gpu
     from solvers.plan import plan
 
+    gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
+    use_profile(args, get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None)
     result = plan(_request(args))
     plan_dict = result.to_plan_dict()
     written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []

@@ -12,6 +12,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from planner.cli import (
+    cmd_calibrate_e2e,
     cmd_capacity,
     cmd_catalog,
     cmd_emit,
@@ -31,7 +32,7 @@ from planner.errors import PlannerInputError
 # of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     cmd_catalog, cmd_memory, cmd_kernels, cmd_estimate, cmd_plan, cmd_emit, cmd_report, cmd_ui,
-    cmd_validate_data, cmd_sweep, cmd_capacity,
+    cmd_validate_data, cmd_sweep, cmd_capacity, cmd_calibrate_e2e,
 )
 GROUPS: dict[str, str] = {
     "validate": "compare predictions with measurements",

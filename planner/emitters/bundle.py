@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ EMITTERS = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}
 ROUNDS_PER_CLIENT = 5  # requests per closed-loop client, as in TensorRT-LLM's benchmark guide
 RATE_WINDOW_S = 120.0  # open-loop run length used to size --num-prompts
 MIN_PROMPTS = 100
+RESULTS_RUN = "results/latest"  # benchmark.sh: the run in progress; renamed results/run-<UTC time>
 
 
 def launch_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFile:
@@ -72,19 +74,60 @@ def bench_command(ctx: EmitContext, flags: Flags, host: str, port: int, index: i
         prompts = max(prompts, math.ceil(values["bench_rate"] * RATE_WINDOW_S))
     values["bench_num_prompts"] = max(prompts, MIN_PROMPTS)
     values["bench_ignore_eos"] = True
+    values |= _result_values(flags, index)
     return Command(program=flags.words("bench_program", "bench"),
                    args=render(flags, values, "bench").args, comment=f"client {index} -> {host}:{port}")
 
 
+def _result_values(flags: Flags, index: int) -> dict[str, Any]:
+    """Where client ``index`` writes its native result file (the layout ``planner calibrate e2e``
+    reads): vLLM / TensorRT-LLM ``--save-result`` JSON, SGLang ``--output-file`` JSON lines."""
+    if flags.find("bench_result_dir", "bench") is not None:
+        return {"bench_save_result": True, "bench_result_dir": RESULTS_RUN,
+                "bench_result_file": f"client{index}.json"}
+    return {"bench_result_file": f"{RESULTS_RUN}/client{index}.jsonl"}
+
+
+def sidecar_file(ctx: EmitContext, flags: Flags) -> OutFile:
+    """``deployment.json``: what the results were measured on (the plan's deployment, engine and
+    version); benchmark.sh copies it next to each run's result files."""
+    sidecar = {"deployment": ctx.deployment.model_dump(mode="json"), "backend": flags.engine,
+               "engine_version": flags.version_text}
+    text = json.dumps(sidecar, indent=2, sort_keys=True) + "\n"
+    return OutFile(name="deployment.json", text=text)
+
+
+def _results_blocks() -> tuple[list[str], list[str]]:
+    """Shell blocks before the clients (the run folder with a copy of ``deployment.json``) and
+    after them (the run folder renamed by time, the next command printed)."""
+    before = [
+        'cd "$(dirname "$0")"',
+        f'if [ -e {RESULTS_RUN} ]; then\n'
+        f'    echo "{RESULTS_RUN} exists (an interrupted run?); move it away first" >&2\n'
+        '    exit 1\nfi',
+        f"mkdir -p {RESULTS_RUN}\ncp deployment.json {RESULTS_RUN}/deployment.json",
+    ]
+    after = [
+        'run="results/run-$(date -u +%Y%m%dT%H%M%SZ)"\n'
+        f'mv {RESULTS_RUN} "$run"\n'
+        'echo "results in $PWD/$run; next: planner calibrate e2e --data $PWD/results '
+        '--out calibration.yaml"',
+    ]
+    return before, after
+
+
 def benchmark_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFile:
-    """``benchmark.sh``: the engine's load generator with the plan's ISL/OSL and load."""
+    """``benchmark.sh``: the engine's load generator with the plan's ISL/OSL and load; each run's
+    native result files and a ``deployment.json`` go to ``results/run-<UTC time>/``."""
     n = len(build.endpoints)
     cmds = [bench_command(ctx, flags, h, p, i, n) for i, (h, p) in enumerate(build.endpoints)]
     blocks = [shell_line(c, background=n > 1) for c in cmds] + (["wait"] if n > 1 else [])
+    before, after = _results_blocks()
     wl = ctx.workload
     load = f"concurrency {wl.concurrency}" if wl.concurrency is not None else f"rate {wl.rate} req/s"
     title = f"Replay ISL {wl.isl} / OSL {wl.osl}, {load}, against launch.sh; compare with PLAN.md"
-    return OutFile(name="benchmark.sh", text=script(title, blocks), executable=True)
+    text = script(title, [*before, *blocks, *after])
+    return OutFile(name="benchmark.sh", text=text, executable=True)
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> set[str]:
@@ -160,7 +203,7 @@ def build_bundle(plan: PlanFile, backend: str, version: str | None = None,
     module = EMITTERS[backend]
     launch, bench = launch_file(ctx, flags, build), benchmark_file(ctx, flags, build)
     rows = used_rows(flags, bundle_commands(ctx, flags, build), build.configs)
-    files = (launch, *build.configs, bench)
+    files = (launch, *build.configs, bench, sidecar_file(ctx, flags))
     first = {s.role: s for s in reversed(ctx.slots)}
     missing = {str(role): unmapped(flags, module.serve_values(ctx, slot))
                for role, slot in sorted(first.items(), reverse=True)}

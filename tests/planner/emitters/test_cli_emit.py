@@ -88,7 +88,8 @@ def test_unknown_backend_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_write_engine_configs_for_the_plan_command(tmp_path: Path) -> None:
     paths = write_engine_configs(default_agg_plan(), "trtllm", tmp_path / "cfg", version="1.1")
-    assert [p.name for p in paths] == ["launch.sh", "trtllm-config.yaml", "benchmark.sh", "PLAN.md"]
+    assert [p.name for p in paths] == ["launch.sh", "trtllm-config.yaml", "benchmark.sh",
+                                       "deployment.json", "PLAN.md"]
     assert all(p.is_file() for p in paths)
 
 

@@ -32,7 +32,8 @@ def commands(text: str) -> Iterator[list[str]]:
     joined = text.replace("\\\n", " ")
     for line in joined.splitlines():
         words = shlex.split(line, comments=True)
-        if words and words[0] not in {"set", "cd", "if", "fi", "wait"}:
+        if words and words[0] not in {"set", "cd", "if", "fi", "wait", "echo", "exit", "mkdir",
+                                      "cp", "mv"} and not words[0].startswith("run="):
             yield [w for w in words if "=" not in w or w.startswith("-")]
 
 

@@ -2,6 +2,16 @@
 # Replay ISL 4000 / OSL 500, concurrency 64, against launch.sh; compare with PLAN.md
 set -euo pipefail
 
+cd "$(dirname "$0")"
+
+if [ -e results/latest ]; then
+    echo "results/latest exists (an interrupted run?); move it away first" >&2
+    exit 1
+fi
+
+mkdir -p results/latest
+cp deployment.json results/latest/deployment.json
+
 # client 0 -> 127.0.0.1:30000
 python -m sglang.benchmark.serving \
     --backend sglang \
@@ -13,7 +23,8 @@ python -m sglang.benchmark.serving \
     --random-output-len 500 \
     --random-range-ratio 1.0 \
     --max-concurrency 32 \
-    --num-prompts 160 &
+    --num-prompts 160 \
+    --output-file results/latest/client0.jsonl &
 
 # client 1 -> 127.0.0.1:30001
 python -m sglang.benchmark.serving \
@@ -26,6 +37,11 @@ python -m sglang.benchmark.serving \
     --random-output-len 500 \
     --random-range-ratio 1.0 \
     --max-concurrency 32 \
-    --num-prompts 160 &
+    --num-prompts 160 \
+    --output-file results/latest/client1.jsonl &
 
 wait
+
+run="results/run-$(date -u +%Y%m%dT%H%M%SZ)"
+mv results/latest "$run"
+echo "results in $PWD/$run; next: planner calibrate e2e --data $PWD/results --out calibration.yaml"

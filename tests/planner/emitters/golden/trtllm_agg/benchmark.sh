@@ -2,6 +2,16 @@
 # Replay ISL 4000 / OSL 500, concurrency 64, against launch.sh; compare with PLAN.md
 set -euo pipefail
 
+cd "$(dirname "$0")"
+
+if [ -e results/latest ]; then
+    echo "results/latest exists (an interrupted run?); move it away first" >&2
+    exit 1
+fi
+
+mkdir -p results/latest
+cp deployment.json results/latest/deployment.json
+
 # client 0 -> 127.0.0.1:8001
 python -m tensorrt_llm.serve.scripts.benchmark_serving \
     --backend openai \
@@ -14,7 +24,10 @@ python -m tensorrt_llm.serve.scripts.benchmark_serving \
     --random-prefix-len 0 \
     --max-concurrency 32 \
     --num-prompts 160 \
-    --ignore-eos &
+    --ignore-eos \
+    --save-result \
+    --result-dir results/latest \
+    --result-filename client0.json &
 
 # client 1 -> 127.0.0.1:8002
 python -m tensorrt_llm.serve.scripts.benchmark_serving \
@@ -28,6 +41,13 @@ python -m tensorrt_llm.serve.scripts.benchmark_serving \
     --random-prefix-len 0 \
     --max-concurrency 32 \
     --num-prompts 160 \
-    --ignore-eos &
+    --ignore-eos \
+    --save-result \
+    --result-dir results/latest \
+    --result-filename client1.json &
 
 wait
+
+run="results/run-$(date -u +%Y%m%dT%H%M%SZ)"
+mv results/latest "$run"
+echo "results in $PWD/$run; next: planner calibrate e2e --data $PWD/results --out calibration.yaml"

@@ -1,0 +1,193 @@
+"""Readers of a user's benchmark results: good files become rows, bad files one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planner.calibration_data as cd
+from planner.calibration_data import load_data
+from planner.cli.main import main
+from tests.planner.calibration_fixtures import native_result, small_plan
+
+MODEL_ID = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _sidecar(backend: str = "vllm", **dep: Any) -> dict[str, Any]:
+    deployment = {**small_plan()["best"]["deployment"], **dep}
+    return {"deployment": deployment, "backend": backend, "engine_version": "0.33.0"}
+
+
+def _run(
+    folder: Path,
+    backend: str = "vllm",
+    sidecar: dict[str, Any] | None = None,
+    results: list[dict[str, Any]] | None = None,
+) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    if sidecar is not None:
+        (folder / "deployment.json").write_text(json.dumps(sidecar))
+    res = results or [native_result(backend, MODEL_ID, 1000, 8, 120.0, 12.0)]
+    if backend == "sglang":
+        (folder / "client0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in res))
+    else:
+        (folder / "client0.json").write_text(json.dumps(res[0], indent=2))
+    return folder
+
+
+def test_vllm_and_sglang_results_become_rows(tmp_path: Path) -> None:
+    _run(tmp_path / "a", "vllm", _sidecar())
+    two = [native_result("sglang", "", 2000, c, 200.0, 15.0) for c in (4, 32)]
+    _run(tmp_path / "b", "sglang", _sidecar("sglang"), two)
+    data = load_data(tmp_path)
+    rows = data.rows.sort_values("batch_size")
+    assert list(rows["backend"]) == ["sglang", "vllm", "sglang"]
+    assert list(rows["batch_size"]) == [4, 8, 32] and list(rows["isl"]) == [2000, 1000, 2000]
+    assert set(rows["osl"]) == {500} and set(rows["system"]) == {"h100_sxm"}
+    assert rows["silicon_ttft_ms"].tolist() == [200.0, 120.0, 200.0]
+    assert [s["rows"] for s in data.sources] == [1, 2] and all(
+        len(s["sha256"]) == 64 for s in data.sources
+    )
+    assert len(load_data(tmp_path, "sglang").rows) == 2
+
+
+def test_open_loop_runs_are_counted_not_fitted(tmp_path: Path) -> None:
+    closed = native_result("vllm", MODEL_ID, 1000, 8, 120.0, 12.0)
+    _run(tmp_path / "a", "vllm", _sidecar(), [{**closed, "request_rate": 4.0}])
+    _run(tmp_path / "b", "vllm", _sidecar())
+    data = load_data(tmp_path)
+    assert len(data.rows) == 1 and data.skipped == {"open_loop_run": 1}
+
+
+def _drop(key: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda r: {k: v for k, v in r.items() if k != key}
+
+
+BAD_RESULTS: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]], str]] = [
+    ("missing TTFT", _drop("mean_ttft_ms"), "field 'mean_ttft_ms' is missing"),
+    ("missing concurrency", _drop("max_concurrency"), "field 'max_concurrency' is missing"),
+    (
+        "text for a number",
+        lambda r: {**r, "completed": "many"},
+        "field 'completed' must be a finite number",
+    ),
+    (
+        "negative TPOT",
+        lambda r: {**r, "mean_tpot_ms": -3.0},
+        "field 'mean_tpot_ms' = -3.0 is outside",
+    ),
+    ("other model", lambda r: {**r, "model_id": "Qwen/Qwen3-32B"}, "does not match the deployment"),
+]
+
+
+@pytest.mark.parametrize(("what", "edit", "message"), BAD_RESULTS, ids=[b[0] for b in BAD_RESULTS])
+def test_bad_result_is_one_line_naming_the_file(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    what: str,
+    edit: Callable[[dict[str, Any]], dict[str, Any]],
+    message: str,
+) -> None:
+    good = native_result("vllm", MODEL_ID, 1000, 8, 120.0, 12.0)
+    folder = _run(tmp_path / "results" / "run-1", "vllm", _sidecar(), [edit(good)])
+    _expect_exit_2(tmp_path, capsys, str(folder / "client0.json"), message)
+
+
+def _expect_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], names: str, message: str
+) -> None:
+    out = tmp_path / "profile.yaml"
+    assert main(["calibrate", "e2e", "--data", str(tmp_path / "results"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --data") and err.count("\n") == 1, err
+    assert names in err and message in err, err
+    assert not out.exists()
+
+
+BAD_SIDECARS: list[tuple[str, dict[str, Any] | None, str]] = [
+    ("no sidecar", None, "without a deployment.json sidecar"),
+    ("hf id of another model", _sidecar(hf_id="Qwen/Qwen3-32B"), "field 'deployment.hf_id'"),
+    ("unknown model", _sidecar(model="no-such-model"), "field 'deployment.model'"),
+    ("unknown backend", {**_sidecar(), "backend": "tgi"}, "field 'backend' = 'tgi'"),
+    (
+        "no version",
+        {k: v for k, v in _sidecar().items() if k != "engine_version"},
+        "'engine_version' is missing",
+    ),
+    (
+        "bad parallelism",
+        _sidecar(agg={"parallel": {"tp": 0}}),
+        "field 'deployment.agg.parallel.tp'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("what", "sidecar", "message"), BAD_SIDECARS, ids=[b[0] for b in BAD_SIDECARS]
+)
+def test_bad_sidecar_is_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    what: str,
+    sidecar: dict[str, Any] | None,
+    message: str,
+) -> None:
+    folder = _run(tmp_path / "results" / "run-1", "vllm", sidecar)
+    _expect_exit_2(tmp_path, capsys, str(folder), message)
+
+
+def test_unreadable_files_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _run(tmp_path / "results" / "run-1", "vllm", _sidecar())
+    (folder / "client0.json").write_bytes(b'{"completed": "\xff"}')
+    _expect_exit_2(tmp_path, capsys, str(folder / "client0.json"), "not UTF-8")
+    (folder / "client0.json").write_text("{not json")
+    _expect_exit_2(tmp_path, capsys, str(folder / "client0.json"), "not JSON")
+    (folder / "client0.json").unlink()
+    os.mkfifo(folder / "client0.json")
+    _expect_exit_2(tmp_path, capsys, str(folder / "client0.json"), "not a regular file")
+    (folder / "client0.json").unlink()
+    _run(folder, "vllm")
+    assert (
+        (folder / "client0.json").stat().st_size > 500 > (folder / "deployment.json").stat().st_size
+    )
+    monkeypatch.setattr(cd, "MAX_BYTES", 500)
+    _expect_exit_2(tmp_path, capsys, str(folder / "client0.json"), "may be at most")
+
+
+def test_csv_rows_checked_by_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    res = tmp_path / "results"
+    res.mkdir()
+    head = "backend,model_path,system,mode,isl,osl,batch_size,silicon_ttft_ms,silicon_tpot_ms\n"
+    (res / "m.csv").write_text(
+        head + "vllm,llama-3.1-8b-instruct,h100_sxm,agg,1000,500,8,120,12\n"
+        "vllm,llama-3.1-8b-instruct,h100_sxm,agg,1000,500,8,fast,12\n"
+    )
+    _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:3:silicon_ttft_ms", "positive finite number")
+    (res / "m.csv").write_text("backend,isl\nvllm,1000\n")
+    _expect_exit_2(tmp_path, capsys, str(res / "m.csv"), "lacks columns")
+    (res / "m.csv").write_text(head + "vllm,llama-3.1-8b-instruct,h100_sxm,agg,1000,500,8,120,12\n")
+    assert len(load_data(res).rows) == 1
+
+
+def test_folder_without_results(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "results").mkdir()
+    _expect_exit_2(tmp_path, capsys, str(tmp_path / "results"), "no result files")
+
+
+def test_missing_or_unknown_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "p.yaml"
+    cases = ((tmp_path / "none", "does not exist"), (tmp_path / "r.txt", "expected a"))
+    for data, message in cases:
+        if data.suffix:
+            data.write_text("x")
+        assert main(["calibrate", "e2e", "--data", str(data), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --data") and message in err and err.count("\n") == 1
+    assert not out.exists()
