@@ -421,6 +421,7 @@ def profile_engines(
 def activate(path: Path | None, gpu: str | None = None) -> str | None:
     """Apply the profile at ``path`` to this process (``--calibration``); its label, or None."""
     if path is None:
+        use_calibration({}, "")  # the packaged constants (a profile never outlives its command)
         return None
     prof = load_profile(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
