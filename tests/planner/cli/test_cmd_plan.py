@@ -31,8 +31,9 @@ def test_plan_table_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_infeasible_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*ARGS[:-4], "--tpot-ms", "1", "--format", "json"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: TPOT") and "closest achievable" in err and err.count("\n") == 1
+    # progress lines ("plan: evaluated ...") may precede the error on a slow machine
+    lines = [x for x in capsys.readouterr().err.splitlines() if not x.startswith("plan: ")]
+    assert len(lines) == 1 and lines[0].startswith("error: TPOT") and "closest achievable" in lines[0]
 
 
 def test_fleet_example(capsys: pytest.CaptureFixture[str]) -> None:
