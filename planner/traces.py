@@ -18,6 +18,7 @@ A problem is one :class:`PlannerInputError` naming ``file:line:field`` and what 
 from __future__ import annotations
 
 import csv
+import io
 import os
 import stat
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from hardware.errors import PlannerInputError
+from planner.safe_files import check_new_file, write_new_file
 from planner.workload import LengthSpec
 
 MAX_TRACE_BYTES = 10**9
@@ -267,32 +269,22 @@ def read_trace(
 
 
 def check_out(path: str | Path, force: bool, field: str = "--out") -> Path:
-    """An output path we may write: not a symlink, not an existing file unless ``force``, in an
-    existing folder. (A local check; the lead's shared safe writer replaces it when merged.)"""
+    """An output path we may write (``planner.safe_files``): never a link or a folder, no
+    existing file unless ``force``, in an existing folder."""
     path = Path(path)
     if path.is_symlink():
         raise PlannerInputError(field, f"{path} is a symbolic link; refusing to write through it")
-    if path.exists() and (not force or not path.is_file()):
-        raise PlannerInputError(
-            field,
-            f"{path} exists; pass --force to overwrite"
-            if path.is_file()
-            else f"{path} is not a file",
-        )
     if not path.parent.is_dir():
         raise PlannerInputError(field, f"folder {path.parent} does not exist")
+    check_new_file(path, force, field)
     return path
 
 
 def write_bytes(
     path: str | Path, data: bytes, *, force: bool = False, field: str = "--out"
 ) -> Path:
-    """Write ``data`` whole (temporary file, then rename) after ``check_out``."""
-    path = check_out(path, force, field)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return path
+    """Write ``data`` whole through a fresh temporary file and a rename (no link followed)."""
+    return write_new_file(check_out(path, force, field), data, force, field)
 
 
 def write_text(path: str | Path, text: str, *, force: bool = False, field: str = "--out") -> Path:
@@ -302,14 +294,12 @@ def write_text(path: str | Path, text: str, *, force: bool = False, field: str =
 
 def write_trace(trace: Trace, path: str | Path, *, force: bool = False) -> Path:
     """Write ``arrival_s,isl,osl`` (times to the microsecond) whole, after ``check_out``."""
-    path = check_out(path, force)
     body = np.column_stack([trace.arrival_s, trace.isl, trace.osl])
-    tmp = path.with_name(f".{path.name}.tmp")
+    buf = io.BytesIO()
     np.savetxt(
-        tmp, body, fmt=("%.6f", "%d", "%d"), delimiter=",", header=",".join(OURS), comments=""
+        buf, body, fmt=("%.6f", "%d", "%d"), delimiter=",", header=",".join(OURS), comments=""
     )
-    os.replace(tmp, path)
-    return path
+    return write_bytes(path, buf.getvalue(), force=force)
 
 
 def trace_lengths(path: str | Path, field: str = "--trace") -> tuple[LengthSpec, LengthSpec]:

@@ -28,6 +28,7 @@ import pandas as pd
 
 from hardware.errors import PlannerInputError
 from planner.engine_calibration import ENGINES_FILE, EngineCalibration, load_engines
+from planner.safe_files import write_new_file
 from planner.validation.e2e import predict, prepare, read_rows, with_constants
 
 DEFAULT_DATA = (
@@ -271,9 +272,7 @@ def _write(out: Path, text: str, force: bool) -> None:
         raise PlannerInputError("--out", f"{out} is a symbolic link; refusing to follow it")
     if out.exists() and out.resolve() != ENGINES_FILE.resolve() and not force:
         raise PlannerInputError("--out", f"{out} exists; pass --force to overwrite it")
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
+    write_new_file(out, text.encode(), force=True)  # temporary file + rename, no link followed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ from planner.emitters.engine_args.argwalk import Walker
 from planner.emitters.engine_args.astlib import Source, const, find_function
 from planner.emitters.engine_args.sglang_rules import dataclass_hook
 from planner.emitters.engine_args.vllm_rules import VllmFields
+from planner.safe_files import write_new_file
 
 HERE = Path(__file__).resolve().parent
 
@@ -213,9 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         meta["source"]["commit"] = recorded_commit(args.root, PACKAGES[args.engine])
     text = render(args.engine, meta, tools, extra)
     yaml.safe_load(text)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    write_new_file(out, text.encode("utf-8"), force=True)  # temporary file + rename
     counts = ", ".join(f"{k}: {len(v['arguments'])} arguments" for k, v in tools.items())
     print(f"extract: wrote {out} ({counts})")
     return 0
