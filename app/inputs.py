@@ -66,7 +66,9 @@ def _uploaded_spec(text: str, name: str, model_id: str) -> ModelSpec:
 
 def _upload_text(data: bytes, name: str) -> str:
     if len(data) > MAX_CONFIG_BYTES:  # refuse before decoding megabytes
-        raise PlannerInputError("config.json", f"{name} is larger than {MAX_CONFIG_BYTES} bytes; not a config.json")
+        raise PlannerInputError(
+            "config.json", f"{name} is larger than {MAX_CONFIG_BYTES} bytes; not a config.json"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -75,14 +77,23 @@ def _upload_text(data: bytes, name: str) -> str:
 
 def model_input(page: str) -> ModelChoice | None:
     """Bundled model or an uploaded ``config.json``; None until a file is uploaded."""
-    source = st.radio("Model", ["Bundled", "Upload config.json"], horizontal=True, key=f"{page}_model_src")
+    source = st.radio(
+        "Model", ["Bundled", "Upload config.json"], horizontal=True, key=f"{page}_model_src"
+    )
     if source == "Bundled":
         names = model_names()
         keys = list(names)
-        key = st.selectbox("Bundled model", keys, index=keys.index(DEFAULT_MODEL),
-                           format_func=lambda k: names[k], key=f"{page}_model")
+        key = st.selectbox(
+            "Bundled model",
+            keys,
+            index=keys.index(DEFAULT_MODEL),
+            format_func=lambda k: names[k],
+            key=f"{page}_model",
+        )
         return ModelChoice(ref=key, spec=_bundled_spec(key), uploaded=False)
-    upload = st.file_uploader("config.json (Hugging Face format)", type=["json"], key=f"{page}_model_file")
+    upload = st.file_uploader(
+        "config.json (Hugging Face format)", type=["json"], key=f"{page}_model_file"
+    )
     if upload is None:
         st.info("Upload a config.json to plan for it.")
         return None
@@ -90,28 +101,44 @@ def model_input(page: str) -> ModelChoice | None:
         "Model id of these weights (HF id such as Qwen/Qwen3-32B-FP8, or a local path)",
         key=f"{page}_model_id",
         help="The identity the engine configs load. Without it the plan is shown but no engine "
-        "configs are written: a config.json alone does not say whose weights it describes.").strip()
+        "configs are written: a config.json alone does not say whose weights it describes.",
+    ).strip()
     text = _upload_text(upload.getvalue(), upload.name)
     spec = _uploaded_spec(text, upload.name, model_id)
-    st.caption(f"Uploaded: {spec.name} ({spec.family}, {spec.num_layers} layers, "
-               f"{spec.quant.weight_format} weights)")
-    return ModelChoice(ref=upload.name, spec=spec, uploaded=True, raw_text=text,
-                       model_id=spec.hf_id)
+    st.caption(
+        f"Uploaded: {spec.name} ({spec.family}, {spec.num_layers} layers, "
+        f"{spec.quant.weight_format} weights)"
+    )
+    return ModelChoice(
+        ref=upload.name, spec=spec, uploaded=True, raw_text=text, model_id=spec.hf_id
+    )
 
 
 def gpu_input(page: str, label: str = "GPU type") -> str:
     """One GPU key."""
     names = gpu_names()
     keys = list(names)
-    return st.selectbox(label, keys, index=keys.index(DEFAULT_GPU), format_func=lambda k: names[k],
-                        key=f"{page}_gpu")
+    return st.selectbox(
+        label,
+        keys,
+        index=keys.index(DEFAULT_GPU),
+        format_func=lambda k: names[k],
+        key=f"{page}_gpu",
+    )
 
 
-def gpus_input(page: str, default: tuple[str, ...] = (DEFAULT_GPU,), label: str = "GPU types") -> list[str]:
+def gpus_input(
+    page: str, default: tuple[str, ...] = (DEFAULT_GPU,), label: str = "GPU types"
+) -> list[str]:
     """Several GPU keys (at least one)."""
     names = gpu_names()
-    chosen = st.multiselect(label, list(names), default=list(default), format_func=lambda k: names[k],
-                            key=f"{page}_gpus")
+    chosen = st.multiselect(
+        label,
+        list(names),
+        default=list(default),
+        format_func=lambda k: names[k],
+        key=f"{page}_gpus",
+    )
     if not chosen:
         raise PlannerInputError("GPU types", "choose at least one GPU type")
     return list(chosen)
@@ -119,8 +146,14 @@ def gpus_input(page: str, default: tuple[str, ...] = (DEFAULT_GPU,), label: str 
 
 def price_input(page: str, gpus: list[str]) -> float | None:
     """Price per GPU-hour override in USD (None = each GPU's catalog price, listed below it)."""
-    price = st.number_input("Price per GPU-hour (USD, 0 = catalog price)", min_value=0.0, value=0.0,
-                            step=0.1, format="%.2f", key=f"{page}_price")
+    price = st.number_input(
+        "Price per GPU-hour (USD, 0 = catalog price)",
+        min_value=0.0,
+        value=0.0,
+        step=0.1,
+        format="%.2f",
+        key=f"{page}_price",
+    )
     catalog = ", ".join(f"{get_gpu(g).name} ${get_gpu(g).price_per_gpu_hour_usd:.2f}" for g in gpus)
     st.caption(f"Catalog prices: {catalog}")
     return float(price) if price > 0 else None
@@ -128,11 +161,26 @@ def price_input(page: str, gpus: list[str]) -> float | None:
 
 def _length_input(page: str, which: str, default: int) -> LengthSpec:
     cols = st.columns(3)
-    mean = cols[0].number_input(f"{which.upper()} mean (tokens)", min_value=1, max_value=1_000_000,
-                                value=default, step=100, key=f"{page}_{which}")
-    shape = cols[1].selectbox(f"{which.upper()} distribution", LENGTH_SHAPES, key=f"{page}_{which}_dist")
-    cv = cols[2].number_input(f"{which.upper()} CV", min_value=0.0, max_value=4.0, value=0.0 if shape == "fixed" else 0.5,
-                              step=0.1, disabled=shape == "fixed", key=f"{page}_{which}_cv_{shape == 'fixed'}")
+    mean = cols[0].number_input(
+        f"{which.upper()} mean (tokens)",
+        min_value=1,
+        max_value=1_000_000,
+        value=default,
+        step=100,
+        key=f"{page}_{which}",
+    )
+    shape = cols[1].selectbox(
+        f"{which.upper()} distribution", LENGTH_SHAPES, key=f"{page}_{which}_dist"
+    )
+    cv = cols[2].number_input(
+        f"{which.upper()} CV",
+        min_value=0.0,
+        max_value=4.0,
+        value=0.0 if shape == "fixed" else 0.5,
+        step=0.1,
+        disabled=shape == "fixed",
+        key=f"{page}_{which}_cv_{shape == 'fixed'}",
+    )
     return LengthSpec(mean=float(mean), dist=shape, cv=0.0 if shape == "fixed" else float(cv))
 
 
@@ -147,11 +195,14 @@ def lengths_input(page: str) -> tuple[LengthSpec, LengthSpec]:
     """ISL and OSL: fixed values, distributions, or a CSV trace with columns isl,osl."""
     how = st.radio("Lengths", ["Values", "CSV trace"], horizontal=True, key=f"{page}_len_src")
     if how == "CSV trace":
-        upload = st.file_uploader("Trace CSV (columns isl,osl; one request per row)", type=["csv"],
-                                  key=f"{page}_trace")
+        upload = st.file_uploader(
+            "Trace CSV (columns isl,osl; one request per row)", type=["csv"], key=f"{page}_trace"
+        )
         if upload is not None:
             isl, osl = _trace_lengths(upload.getvalue())
-            st.caption(f"Trace: {len(isl.samples)} requests, mean ISL {isl.mean:.0f}, mean OSL {osl.mean:.0f}")
+            st.caption(
+                f"Trace: {len(isl.samples)} requests, mean ISL {isl.mean:.0f}, mean OSL {osl.mean:.0f}"
+            )
             return isl, osl
         st.caption("No trace uploaded yet: using the values below.")
     return _length_input(page, "isl", DEFAULT_ISL), _length_input(page, "osl", DEFAULT_OSL)
@@ -160,25 +211,43 @@ def lengths_input(page: str) -> tuple[LengthSpec, LengthSpec]:
 def load_input(page: str, default_mode: str = "Concurrency") -> dict[str, float | int]:
     """Closed loop (concurrent clients) or open loop (requests/s); returns Workload keyword args."""
     modes = ["Concurrency", "Rate", "Best throughput"]
-    mode = st.radio("Load", modes, index=modes.index(default_mode), horizontal=True, key=f"{page}_load")
+    mode = st.radio(
+        "Load", modes, index=modes.index(default_mode), horizontal=True, key=f"{page}_load"
+    )
     if mode == "Concurrency":
-        n = st.number_input("Concurrent clients", min_value=1, max_value=100_000, value=64, step=8,
-                            key=f"{page}_conc")
+        n = st.number_input(
+            "Concurrent clients",
+            min_value=1,
+            max_value=100_000,
+            value=64,
+            step=8,
+            key=f"{page}_conc",
+        )
         return {"concurrency": int(n)}
     if mode == "Rate":
-        r = st.number_input("Arrival rate (requests/s, Poisson)", min_value=0.01, max_value=100_000.0,
-                            value=5.0, step=1.0, key=f"{page}_rate")
+        r = st.number_input(
+            "Arrival rate (requests/s, Poisson)",
+            min_value=0.01,
+            max_value=100_000.0,
+            value=5.0,
+            step=1.0,
+            key=f"{page}_rate",
+        )
         return {"rate_per_s": float(r)}
     return {}
 
 
-def workload_input(page: str, default_load: str = "Concurrency") -> tuple[LengthSpec, LengthSpec, dict[str, float | int]]:
+def workload_input(
+    page: str, default_load: str = "Concurrency"
+) -> tuple[LengthSpec, LengthSpec, dict[str, float | int]]:
     """Lengths and load of the workload (the load is empty for 'best throughput')."""
     isl, osl = lengths_input(page)
     return isl, osl, load_input(page, default_load)
 
 
-def make_workload(isl: LengthSpec, osl: LengthSpec, load: dict[str, float | int]) -> Workload | None:
+def make_workload(
+    isl: LengthSpec, osl: LengthSpec, load: dict[str, float | int]
+) -> Workload | None:
     """A library ``Workload``, or None when no load was given (plan for best throughput)."""
     if not load:
         return None
@@ -188,15 +257,30 @@ def make_workload(isl: LengthSpec, osl: LengthSpec, load: dict[str, float | int]
 def slo_input(page: str, robust_option: bool = False) -> SloChoice:
     """TTFT and TPOT targets at one percentile."""
     cols = st.columns(3)
-    ttft = cols[0].number_input("TTFT SLO (ms)", min_value=0.001, max_value=1e7, value=DEFAULT_TTFT_MS,
-                                step=100.0, key=f"{page}_ttft")
-    tpot = cols[1].number_input("TPOT SLO (ms)", min_value=0.001, max_value=1e6, value=DEFAULT_TPOT_MS,
-                                step=5.0, key=f"{page}_tpot")
+    ttft = cols[0].number_input(
+        "TTFT SLO (ms)",
+        min_value=0.001,
+        max_value=1e7,
+        value=DEFAULT_TTFT_MS,
+        step=100.0,
+        key=f"{page}_ttft",
+    )
+    tpot = cols[1].number_input(
+        "TPOT SLO (ms)",
+        min_value=0.001,
+        max_value=1e6,
+        value=DEFAULT_TPOT_MS,
+        step=5.0,
+        key=f"{page}_tpot",
+    )
     pct = cols[2].selectbox("Percentile", PERCENTILES, index=1, key=f"{page}_pct")
     robust = robust_option and st.checkbox(
         "Meet the SLO at the upper edge of the 80% prediction band (as `planner plan` does)",
-        value=False, key=f"{page}_robust",
+        value=False,
+        key=f"{page}_robust",
         help="Off: the SLO is checked against the point prediction; the band and the headroom "
-        "to its edge are shown with the recommendation either way.")
-    return SloChoice(ttft_ms=float(ttft), tpot_ms=float(tpot), percentile=pct,
-                     confidence=0.8 if robust else 0.0)
+        "to its edge are shown with the recommendation either way.",
+    )
+    return SloChoice(
+        ttft_ms=float(ttft), tpot_ms=float(tpot), percentile=pct, confidence=0.8 if robust else 0.0
+    )

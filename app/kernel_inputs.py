@@ -20,29 +20,82 @@ from kernels_db.lookup import KernelDB, OpCost
 from kernels_db.schema import OP_KEYS, STRING_COLUMNS
 from kernels_db.tables import KernelTable, read_meta
 
-OPS: Final[tuple[str, ...]] = ("gemm", "attention_decode", "attention_prefill", "moe", "comm", "memcpy",
-                               "mla_decode", "mla_prefill")
+OPS: Final[tuple[str, ...]] = (
+    "gemm",
+    "attention_decode",
+    "attention_prefill",
+    "moe",
+    "comm",
+    "memcpy",
+    "mla_decode",
+    "mla_prefill",
+)
 SWEEP: Final[dict[str, tuple[str, int, int]]] = {
-    "gemm": ("m", 1, 16384), "attention_decode": ("kv_len", 128, 131072),
-    "attention_prefill": ("seq", 128, 32768), "moe": ("tokens", 1, 16384), "comm": ("bytes", 1024, 1 << 30),
-    "memcpy": ("bytes", 1024, 1 << 30), "mla_decode": ("kv_len", 128, 131072), "mla_prefill": ("seq", 128, 32768),
+    "gemm": ("m", 1, 16384),
+    "attention_decode": ("kv_len", 128, 131072),
+    "attention_prefill": ("seq", 128, 32768),
+    "moe": ("tokens", 1, 16384),
+    "comm": ("bytes", 1024, 1 << 30),
+    "memcpy": ("bytes", 1024, 1 << 30),
+    "mla_decode": ("kv_len", 128, 131072),
+    "mla_prefill": ("seq", 128, 32768),
 }
 """Op family -> (size key swept, default low, default high)."""
 DEFAULTS: Final[dict[str, dict[str, Any]]] = {
     "gemm": {"m": 1024, "n": 8192, "k": 8192, "dtype": "bf16"},
-    "attention_decode": {"batch": 32, "kv_len": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "kv_dtype": "bf16"},
-    "attention_prefill": {"batch": 1, "seq": 4096, "prior": 0, "heads": 32, "kv_heads": 8, "head_dim": 128,
-                          "dtype": "bf16", "kv_dtype": "bf16", "window": 0},
-    "moe": {"tokens": 1024, "hidden": 4096, "inter": 1536, "topk": 8, "experts": 128, "ep": 1, "dtype": "bf16"},
+    "attention_decode": {
+        "batch": 32,
+        "kv_len": 4096,
+        "heads": 32,
+        "kv_heads": 8,
+        "head_dim": 128,
+        "kv_dtype": "bf16",
+    },
+    "attention_prefill": {
+        "batch": 1,
+        "seq": 4096,
+        "prior": 0,
+        "heads": 32,
+        "kv_heads": 8,
+        "head_dim": 128,
+        "dtype": "bf16",
+        "kv_dtype": "bf16",
+        "window": 0,
+    },
+    "moe": {
+        "tokens": 1024,
+        "hidden": 4096,
+        "inter": 1536,
+        "topk": 8,
+        "experts": 128,
+        "ep": 1,
+        "dtype": "bf16",
+    },
     "comm": {"collective": "all_reduce", "n_gpus": 8, "bytes": 1 << 20, "link": "nvlink"},
     "memcpy": {"bytes": 1 << 20},
-    "mla_decode": {"batch": 32, "kv_len": 4096, "heads": 128, "kv_lora_rank": 512, "rope_dim": 64, "kv_dtype": "bf16"},
-    "mla_prefill": {"batch": 1, "seq": 4096, "prior": 0, "heads": 128, "kv_lora_rank": 512, "rope_dim": 64,
-                    "dtype": "bf16"},
+    "mla_decode": {
+        "batch": 32,
+        "kv_len": 4096,
+        "heads": 128,
+        "kv_lora_rank": 512,
+        "rope_dim": 64,
+        "kv_dtype": "bf16",
+    },
+    "mla_prefill": {
+        "batch": 1,
+        "seq": 4096,
+        "prior": 0,
+        "heads": 128,
+        "kv_lora_rank": 512,
+        "rope_dim": 64,
+        "dtype": "bf16",
+    },
 }
 """Fixed values of a Llama-3.1-8B-like layer (GQA 32/8) and a DeepSeek-V3-like MLA layer."""
 POINTS: Final[int] = 25
-EXTERNAL_DATA: Final[Path] = Path(__file__).resolve().parents[2] / "shared" / "validation" / "kernels"
+EXTERNAL_DATA: Final[Path] = (
+    Path(__file__).resolve().parents[2] / "shared" / "validation" / "kernels"
+)
 """Public measured tables next to the checkout (AIConfigurator layout), when present."""
 
 
@@ -75,8 +128,11 @@ def lookup_db(gpu_key: str, folder: str) -> tuple[KernelDB, str]:
         return db, f"bundled tables ({where})" if db.tables else "no bundled measured tables"
     tables = folder_tables(folder)
     if gpu_key not in tables:
-        raise PlannerInputError("tables folder", f"{folder} holds no tables for {gpu_key}; it has: "
-                                f"{', '.join(sorted(tables)) or 'none'}")
+        raise PlannerInputError(
+            "tables folder",
+            f"{folder} holds no tables for {gpu_key}; it has: "
+            f"{', '.join(sorted(tables)) or 'none'}",
+        )
     return KernelDB(db.spec, tables[gpu_key], db.fit), f"tables in {folder}"
 
 
@@ -115,8 +171,11 @@ def fixed_inputs(op: str, table: KernelTable | None) -> tuple[dict[str, Any], np
             elif key in STRING_COLUMNS:
                 fixed[key] = st.text_input(key, value=str(default), key=f"kernels_{op}_{key}")
             else:
-                fixed[key] = int(st.number_input(key, min_value=0, value=int(default), step=1,
-                                                 key=f"kernels_{op}_{key}"))
+                fixed[key] = int(
+                    st.number_input(
+                        key, min_value=0, value=int(default), step=1, key=f"kernels_{op}_{key}"
+                    )
+                )
         if table is not None and mask is not None:
             mask &= table.keys[key] == fixed[key]
     return fixed, mask
@@ -127,17 +186,25 @@ def provenance_lines(db: KernelDB, gpu_key: str, folder: str) -> list[str]:
     lines = []
     fit = db.fit
     if fit is None:
-        lines.append(f"No fitted parameters for {gpu_key}: the model is the roofline with default "
-                     "efficiencies (flagged roofline_uncalibrated).")
+        lines.append(
+            f"No fitted parameters for {gpu_key}: the model is the roofline with default "
+            "efficiencies (flagged roofline_uncalibrated)."
+        )
     else:
-        lines.append(f"Fitted parameters: {paths.fitted_path(gpu_key)} (fitted {fit.date}; `{fit.command}`).")
+        lines.append(
+            f"Fitted parameters: {paths.fitted_path(gpu_key)} (fitted {fit.date}; `{fit.command}`)."
+        )
         for name, fam in fit.families.items():
-            lines.append(f"- {name}: fitted to {fam.fitted_to.rows} rows of {', '.join(fam.fitted_to.files)}; "
-                         f"median error {fam.fit_error.median_ape_pct:.1f}%, p90 {fam.fit_error.p90_ape_pct:.1f}%")
+            lines.append(
+                f"- {name}: fitted to {fam.fitted_to.rows} rows of {', '.join(fam.fitted_to.files)}; "
+                f"median error {fam.fit_error.median_ape_pct:.1f}%, p90 {fam.fit_error.p90_ape_pct:.1f}%"
+            )
     meta = read_meta(paths.table_dir(gpu_key)) if not folder else {}
     if meta:
         lines.append("Measured tables: " + ", ".join(f"{k}={v}" for k, v in meta.items()))
-    lines.append(f"Unfitted defaults: {', '.join(sorted(fitted.DEFAULT_PARAMS))} (kernels_db/fitted.py).")
+    lines.append(
+        f"Unfitted defaults: {', '.join(sorted(fitted.DEFAULT_PARAMS))} (kernels_db/fitted.py)."
+    )
     return lines
 
 
@@ -145,7 +212,9 @@ def roofline_bound(db: KernelDB, op: str, cols: dict[str, Any]) -> np.ndarray:
     """Lower bound at 100% of peak FLOP/s and bandwidth (links: full bandwidth, no latency), seconds."""
     if op == "comm":
         prm = cm.default_params(db.spec, int(cols["n_gpus"]), cols["link"])
-        factor = cm.algo_factor(cols["collective"], np.asarray(cols["n_gpus"]), nvls=cols["link"] == "nvls")
+        factor = cm.algo_factor(
+            cols["collective"], np.asarray(cols["n_gpus"]), nvls=cols["link"] == "nvls"
+        )
         full_bw = prm.bus_bandwidth_bytes_per_s / fitted.DEFAULT_COMM_BW_EFF
         return cm.alpha_beta(cols["bytes"], factor, 0.0, full_bw)
     return costs.peak_bound(costs.counts(op, cols, db.spec), db.spec.hbm_bandwidth_bytes_per_s)

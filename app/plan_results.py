@@ -64,10 +64,15 @@ def band_caption(plan: Mapping[str, Any], pct: str) -> str:
 
 def headroom_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
     """Every limit of the recommendation: predicted value, limit, headroom."""
-    rows = [{"Limit": h["limit_name"], "Predicted": f"{pr.num(h['value'])} {h['unit']}",
-             "Limit value": f"{pr.num(h['limit'])} {h['unit']}",
-             "Headroom (%)": pr.pct(h.get("headroom"))}
-            for h in plan.get("binding", {}).get("headroom", [])]
+    rows = [
+        {
+            "Limit": h["limit_name"],
+            "Predicted": f"{pr.num(h['value'])} {h['unit']}",
+            "Limit value": f"{pr.num(h['limit'])} {h['unit']}",
+            "Headroom (%)": pr.pct(h.get("headroom")),
+        }
+        for h in plan.get("binding", {}).get("headroom", [])
+    ]
     return pd.DataFrame(rows, columns=["Limit", "Predicted", "Limit value", "Headroom (%)"])
 
 
@@ -84,17 +89,25 @@ def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
         cols = st.columns(4)
         for col, key in zip(cols[:2], ("ttft_ms", "tpot_ms"), strict=True):
             value, limit = pct_value(pred.get(key), pct), as_float(slo.get(key))
-            room = (f"{pr.pct(1 - value / limit)} headroom to {pr.ms(limit)}"
-                    if value and limit else None)
+            room = (
+                f"{pr.pct(1 - value / limit)} headroom to {pr.ms(limit)}"
+                if value and limit
+                else None
+            )
             col.metric(pr.label(key, pct), f"{fmt(value)} ms", room, delta_color="off")
         cols[2].metric(pr.label(PER_GPU), fmt(pred.get(PER_GPU)))
         cols[3].metric(pr.label(PER_USER), fmt(pred.get(PER_USER)))
         cols = st.columns(4)
-        cols[0].metric("Cost per 1M output tokens",
-                       fmt_money(best.get("cost_per_million_output_tokens")))
+        cols[0].metric(
+            "Cost per 1M output tokens", fmt_money(best.get("cost_per_million_output_tokens"))
+        )
         budget = plan.get("max_gpus")
-        cols[1].metric("GPUs", fmt(best.get("gpus")),
-                       f"of {budget} in the budget" if budget else None, delta_color="off")
+        cols[1].metric(
+            "GPUs",
+            fmt(best.get("gpus")),
+            f"of {budget} in the budget" if budget else None,
+            delta_color="off",
+        )
         cols[2].metric("Requests/s", fmt(pred.get("requests_per_s")))
         cols[3].metric("Binding constraint", str(plan.get("binding_constraint") or "-"))
         sentence = plan.get("binding", {}).get("sentence")
@@ -104,13 +117,16 @@ def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
         if bands:
             st.caption(bands)
         st.dataframe(headroom_frame(plan), hide_index=True, key="headroom_table")
-        st.caption(f"{fmt(plan.get('candidates_evaluated'))} candidates evaluated in "
-                   f"{fmt(plan.get('search_seconds'))} s.")
+        st.caption(
+            f"{fmt(plan.get('candidates_evaluated'))} candidates evaluated in "
+            f"{fmt(plan.get('search_seconds'))} s."
+        )
 
 
 def _hover(row: Mapping[str, Any], pct: str = "") -> str:
-    return "<br>".join(f"{pr.label(k, pct)}: {pr.show(k, v)}" for k, v in row.items()
-                       if v is not None)
+    return "<br>".join(
+        f"{pr.label(k, pct)}: {pr.show(k, v)}" for k, v in row.items() if v is not None
+    )
 
 
 def _per_user_band(pred: Mapping[str, Any], per_user: float) -> dict[str, Any] | None:
@@ -122,8 +138,13 @@ def _per_user_band(pred: Mapping[str, Any], per_user: float) -> dict[str, Any] |
     lo, hi = as_float(mean.get("lo")), as_float(mean.get("hi"))
     if not lo or not hi:
         return None
-    return {"type": "data", "symmetric": False, "array": [max(1000.0 / lo - per_user, 0.0)],
-            "arrayminus": [max(per_user - 1000.0 / hi, 0.0)], "visible": True}
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [max(1000.0 / lo - per_user, 0.0)],
+        "arrayminus": [max(per_user - 1000.0 / hi, 0.0)],
+        "visible": True,
+    }
 
 
 def pareto_chart(view: PlanView) -> go.Figure:
@@ -136,24 +157,44 @@ def pareto_chart(view: PlanView) -> go.Figure:
     cands = [(rt.metric_xy(c), c) for c in view.candidates]
     cands = [(xy, c) for xy, c in cands if None not in xy]
     if cands:
-        fig.add_scatter(x=[xy[0] for xy, _ in cands], y=[xy[1] for xy, _ in cands], mode="markers",
-                        name="top candidates", text=[_hover(c, pct) for _, c in cands],
-                        hovertemplate="%{text}<extra></extra>",
-                        marker={"size": 6, "color": "#9db4cc"})
-    fig.add_scatter(x=[xy[0] for xy, _ in pts], y=[xy[1] for xy, _ in pts], mode="lines+markers",
-                    name="Pareto front", text=[_hover(r, pct) for _, r in pts],
-                    hovertemplate="%{text}<extra></extra>",
-                    marker={"size": 9}, line={"shape": "hv", "width": 1})
+        fig.add_scatter(
+            x=[xy[0] for xy, _ in cands],
+            y=[xy[1] for xy, _ in cands],
+            mode="markers",
+            name="top candidates",
+            text=[_hover(c, pct) for _, c in cands],
+            hovertemplate="%{text}<extra></extra>",
+            marker={"size": 6, "color": "#9db4cc"},
+        )
+    fig.add_scatter(
+        x=[xy[0] for xy, _ in pts],
+        y=[xy[1] for xy, _ in pts],
+        mode="lines+markers",
+        name="Pareto front",
+        text=[_hover(r, pct) for _, r in pts],
+        hovertemplate="%{text}<extra></extra>",
+        marker={"size": 9},
+        line={"shape": "hv", "width": 1},
+    )
     pred = view.best.predicted
     bx, by = as_float(pred.get(PER_USER)), as_float(pred.get(PER_GPU))
     if bx is not None and by is not None:
-        fig.add_scatter(x=[bx], y=[by], mode="markers", name="recommended",
-                        text=[config_text(view.best.deployment, view.best.gpus)],
-                        hovertemplate="%{text}<extra>recommended</extra>",
-                        marker={"size": 18, "symbol": "star", "color": "#d62728",
-                                "line": {"width": 1}})
-    fig.update_layout(xaxis_title=pr.label(PER_USER), yaxis_title=pr.label(PER_GPU),
-                      height=440, margin={"t": 30}, legend={"orientation": "h", "y": 1.08})
+        fig.add_scatter(
+            x=[bx],
+            y=[by],
+            mode="markers",
+            name="recommended",
+            text=[config_text(view.best.deployment, view.best.gpus)],
+            hovertemplate="%{text}<extra>recommended</extra>",
+            marker={"size": 18, "symbol": "star", "color": "#d62728", "line": {"width": 1}},
+        )
+    fig.update_layout(
+        xaxis_title=pr.label(PER_USER),
+        yaxis_title=pr.label(PER_GPU),
+        height=440,
+        margin={"t": 30},
+        legend={"orientation": "h", "y": 1.08},
+    )
     return fig
 
 
@@ -169,8 +210,10 @@ def table_frame(table: rt.Table) -> pd.DataFrame:
 
 def latency_frame(breakdown: Any) -> pd.DataFrame:
     """Step time per op kind for each step the plan reports, without op kinds that take no time."""
-    rows = [{"Step": step, "Op kind": op, "Time (ms)": ms, "Share of step (%)": share}
-            for step, op, ms, share in pr.step_rows(breakdown)]
+    rows = [
+        {"Step": step, "Op kind": op, "Time (ms)": ms, "Share of step (%)": share}
+        for step, op, ms, share in pr.step_rows(breakdown)
+    ]
     return pd.DataFrame(rows, columns=["Step", "Op kind", "Time (ms)", "Share of step (%)"])
 
 
@@ -178,11 +221,21 @@ def latency_chart(frame: pd.DataFrame) -> go.Figure:
     """Horizontal bars of ms per op kind, one trace per step kind."""
     fig = go.Figure()
     for step, part in frame.groupby("Step", sort=False):
-        fig.add_bar(y=part["Op kind"], x=part["Time (ms)"], orientation="h", name=str(step),
-                    customdata=part["Share of step (%)"],
-                    hovertemplate="%{y}: %{x:.3g} ms (%{customdata:.1%})")
-    fig.update_layout(xaxis_title="time per step (ms)", yaxis_autorange="reversed", barmode="group",
-                      height=120 + 26 * max(frame["Op kind"].nunique(), 6), margin={"t": 20})
+        fig.add_bar(
+            y=part["Op kind"],
+            x=part["Time (ms)"],
+            orientation="h",
+            name=str(step),
+            customdata=part["Share of step (%)"],
+            hovertemplate="%{y}: %{x:.3g} ms (%{customdata:.1%})",
+        )
+    fig.update_layout(
+        xaxis_title="time per step (ms)",
+        yaxis_autorange="reversed",
+        barmode="group",
+        height=120 + 26 * max(frame["Op kind"].nunique(), 6),
+        margin={"t": 20},
+    )
     return fig
 
 
@@ -194,8 +247,20 @@ def latency_display(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-CANDIDATE_KEYS = ("mode", "gpu", "gpus", "ttft_ms", "tpot_ms", PER_GPU, PER_USER, "requests_per_s",
-                  "cost_per_million_output_tokens", "clients_per_worker", "pareto", "config")
+CANDIDATE_KEYS = (
+    "mode",
+    "gpu",
+    "gpus",
+    "ttft_ms",
+    "tpot_ms",
+    PER_GPU,
+    PER_USER,
+    "requests_per_s",
+    "cost_per_million_output_tokens",
+    "clients_per_worker",
+    "pareto",
+    "config",
+)
 
 
 def candidates_frame(view: PlanView) -> pd.DataFrame:
@@ -205,8 +270,13 @@ def candidates_frame(view: PlanView) -> pd.DataFrame:
     return frame[keys]
 
 
-def top_n(view: PlanView, n: int, sort_by: str = PER_GPU, modes: tuple[str, ...] = (),
-          gpus: tuple[str, ...] = ()) -> pd.DataFrame:
+def top_n(
+    view: PlanView,
+    n: int,
+    sort_by: str = PER_GPU,
+    modes: tuple[str, ...] = (),
+    gpus: tuple[str, ...] = (),
+) -> pd.DataFrame:
     """The first ``n`` candidates by ``sort_by`` (descending; ascending for latency and cost)."""
     frame = candidates_frame(view)
     if modes:
@@ -226,15 +296,25 @@ def candidates_section(view: PlanView) -> None:
     keys = (PER_GPU, PER_USER, "ttft_ms", "tpot_ms", "cost_per_million_output_tokens", "gpus")
     sortable = [k for k in keys if k in frame]
     cols = st.columns(4)
-    sort_by = cols[0].selectbox("Sort by", sortable, format_func=lambda k: pr.label(k, pct),
-                                key="top_sort")
+    sort_by = cols[0].selectbox(
+        "Sort by", sortable, format_func=lambda k: pr.label(k, pct), key="top_sort"
+    )
     modes = cols[1].multiselect("Mode", sorted(frame["mode"].unique()), key="top_modes")
     gpus = cols[2].multiselect("GPU type", sorted(frame["gpu"].unique()), key="top_gpus")
-    n = int(cols[3].number_input("Rows", min_value=1, max_value=max(len(frame), 1),
-                                 value=min(TOP_N, max(len(frame), 1)), key="top_rows"))
+    n = int(
+        cols[3].number_input(
+            "Rows",
+            min_value=1,
+            max_value=max(len(frame), 1),
+            value=min(TOP_N, max(len(frame), 1)),
+            key="top_rows",
+        )
+    )
     shown = top_n(view, n, sort_by, tuple(modes), tuple(gpus))
-    st.markdown(f"#### Top {len(shown)} of {len(frame)} candidates kept "
-                f"({fmt(view.candidates_evaluated)} evaluated)")
+    st.markdown(
+        f"#### Top {len(shown)} of {len(frame)} candidates kept "
+        f"({fmt(view.candidates_evaluated)} evaluated)"
+    )
     st.dataframe(readable(shown, percentile=pct), hide_index=True, key="top_n")
 
 
@@ -246,20 +326,32 @@ def why_not_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
     for gpu, entry in plan.get("per_gpu_type", {}).items():
         best = entry.get("best") or {}
         noun = _OBJECTIVE_NOUN.get(plan.get("objective"), "points")
-        verdict = ("recommended" if entry.get("chosen") else
-                   entry.get("reason") or f"fewer {noun} than the recommendation")
-        rows.append({"GPU type": names.get(gpu, gpu), "GPUs": pr.count(best.get("gpus")),
-                     pr.label("ttft_ms", pct): pr.num(best.get(f"ttft_{pct}_ms")),
-                     pr.label("tpot_ms", pct): pr.num(best.get(f"tpot_{pct}_ms")),
-                     pr.label(PER_GPU): pr.num(best.get(PER_GPU)),
-                     pr.label("cost_per_million_output_tokens"):
-                         pr.num(best.get("cost_per_million_output_tokens")),
-                     "Why not": verdict})
+        verdict = (
+            "recommended"
+            if entry.get("chosen")
+            else entry.get("reason") or f"fewer {noun} than the recommendation"
+        )
+        rows.append(
+            {
+                "GPU type": names.get(gpu, gpu),
+                "GPUs": pr.count(best.get("gpus")),
+                pr.label("ttft_ms", pct): pr.num(best.get(f"ttft_{pct}_ms")),
+                pr.label("tpot_ms", pct): pr.num(best.get(f"tpot_{pct}_ms")),
+                pr.label(PER_GPU): pr.num(best.get(PER_GPU)),
+                pr.label("cost_per_million_output_tokens"): pr.num(
+                    best.get("cost_per_million_output_tokens")
+                ),
+                "Why not": verdict,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-_OBJECTIVE_NOUN = {"throughput-per-gpu": "output tokens/s per GPU", "cost": "savings",
-                   "gpus": "GPUs saved"}
+_OBJECTIVE_NOUN = {
+    "throughput-per-gpu": "output tokens/s per GPU",
+    "cost": "savings",
+    "gpus": "GPUs saved",
+}
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -292,22 +384,32 @@ def downloads(plan: Mapping[str, Any], backend: str) -> None:
     """Plan JSON, engine configs (zip) for the chosen backend, and the xlsx report."""
     plan_json = json.dumps(plan, indent=1, sort_keys=False, default=str)
     cols = st.columns(3)
-    cols[0].download_button("Plan (JSON)", plan_json, file_name="plan.json", mime="application/json",
-                            key="dl_plan")
+    cols[0].download_button(
+        "Plan (JSON)", plan_json, file_name="plan.json", mime="application/json", key="dl_plan"
+    )
     if not plan.get("best", {}).get("deployment", {}).get("hf_id"):
-        cols[1].info("Engine configs need the model id of the uploaded config's weights "
-                     "(the field next to the upload).")
+        cols[1].info(
+            "Engine configs need the model id of the uploaded config's weights "
+            "(the field next to the upload)."
+        )
     else:
         with cols[1], guarded("engine configs"):
-            cols[1].download_button(f"Engine configs ({backend}, zip)", engine_zip(plan_json, backend),
-                                    file_name=f"{backend}_configs.zip", mime="application/zip",
-                                    key="dl_zip")
+            cols[1].download_button(
+                f"Engine configs ({backend}, zip)",
+                engine_zip(plan_json, backend),
+                file_name=f"{backend}_configs.zip",
+                mime="application/zip",
+                key="dl_zip",
+            )
     if reports_available():
         with cols[2], guarded("report"):
-            cols[2].download_button("Report (xlsx)", xlsx_report(plan_json),
-                                    file_name="plan_report.xlsx",
-                                    mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                                    key="dl_xlsx")
+            cols[2].download_button(
+                "Report (xlsx)",
+                xlsx_report(plan_json),
+                file_name="plan_report.xlsx",
+                mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                key="dl_xlsx",
+            )
 
 
 def details(view: PlanView, plan: Mapping[str, Any]) -> None:
@@ -328,20 +430,24 @@ def details(view: PlanView, plan: Mapping[str, Any]) -> None:
         st.plotly_chart(memory_figure(view), key="memory_chart")
         st.dataframe(table_display(rt.memory_table(view)), hide_index=True, key="memory_table")
     with st.expander("Provenance of the numbers", expanded=False):
-        st.dataframe(table_display(rt.provenance_table(view)), hide_index=True,
-                     key="provenance_table")
+        st.dataframe(
+            table_display(rt.provenance_table(view)), hide_index=True, key="provenance_table"
+        )
     with st.expander("Alternatives per mode and assumptions", expanded=False):
         alt = rt.alternatives_table(view)
         if alt is not None:
             st.dataframe(table_display(alt), hide_index=True, key="alternatives_table")
-        st.dataframe(table_display(rt.assumptions_table(view)), hide_index=True,
-                     key="assumptions_table")
+        st.dataframe(
+            table_display(rt.assumptions_table(view)), hide_index=True, key="assumptions_table"
+        )
 
 
 def table_display(table: rt.Table) -> pd.DataFrame:
     """A report table as text cells, rounded the way the HTML report rounds them."""
-    rows = [[_cell(table, i, c, v) for c, v in zip(table.columns, row, strict=True)]
-            for i, row in enumerate(table.rows)]
+    rows = [
+        [_cell(table, i, c, v) for c, v in zip(table.columns, row, strict=True)]
+        for i, row in enumerate(table.rows)
+    ]
     return pd.DataFrame(rows, columns=list(table.columns))
 
 
@@ -362,5 +468,3 @@ def show_plan(plan: Mapping[str, Any], gpu_label: str, backend: str) -> None:
         st.plotly_chart(pareto_chart(view), key="pareto")
     downloads(plan, backend)
     details(view, plan)
-
-

@@ -82,10 +82,12 @@ def check_fleet_models(spec: FleetSpec, uploaded: set[str]) -> FleetSpec:
     (``uploaded``): a fleet YAML must not make the server read a file of its own disk."""
     for i, c in enumerate(spec.classes):
         if find_bundled(c.model) is None and c.model not in uploaded:
-            raise PlannerInputError(f"fleet YAML: classes[{i}].model",
-                                    f"'{c.model[:80]}' is not a bundled model (choose one of "
-                                    f"{', '.join(sorted(bundled_models()))}) or a config.json "
-                                    "uploaded on the Plan page")
+            raise PlannerInputError(
+                f"fleet YAML: classes[{i}].model",
+                f"'{c.model[:80]}' is not a bundled model (choose one of "
+                f"{', '.join(sorted(bundled_models()))}) or a config.json "
+                "uploaded on the Plan page",
+            )
     return spec
 
 
@@ -98,12 +100,22 @@ def request(given: PlanInputs) -> PlanRequest:
     """The library request for the page's inputs."""
     isl, osl = planned_lengths(given.isl, given.osl)
     return PlanRequest(
-        model=model_ref(given.model), model_id=given.model.model_id,
-        shape_rules=shape_rules(given.backend), gpus=given.gpus, max_gpus=given.max_gpus, isl=isl, osl=osl,
-        rate_per_s=given.load.get("rate_per_s"), concurrency=given.load.get("concurrency"),  # type: ignore[arg-type]
-        ttft_ms=given.slo.ttft_ms, tpot_ms=given.slo.tpot_ms, percentile=given.slo.percentile,
+        model=model_ref(given.model),
+        model_id=given.model.model_id,
+        shape_rules=shape_rules(given.backend),
+        gpus=given.gpus,
+        max_gpus=given.max_gpus,
+        isl=isl,
+        osl=osl,
+        rate_per_s=given.load.get("rate_per_s"),
+        concurrency=given.load.get("concurrency"),  # type: ignore[arg-type]
+        ttft_ms=given.slo.ttft_ms,
+        tpot_ms=given.slo.tpot_ms,
+        percentile=given.slo.percentile,
         confidence=given.slo.confidence,
-        mode=given.mode, backend=given.backend, price_per_gpu_hour=given.price_per_gpu_hour,  # type: ignore[arg-type]
+        mode=given.mode,
+        backend=given.backend,
+        price_per_gpu_hour=given.price_per_gpu_hour,  # type: ignore[arg-type]
         objective=given.objective,  # type: ignore[arg-type]
     )
 

@@ -20,11 +20,19 @@ from planner.models import bundled_models
 from planner.reports import present
 
 FLAG_WORDS = {
-    "--ttft-ms": "TTFT SLO", "--tpot-ms": "TPOT SLO", "--max-gpus": "GPU budget",
+    "--ttft-ms": "TTFT SLO",
+    "--tpot-ms": "TPOT SLO",
+    "--max-gpus": "GPU budget",
     "--gpu": "GPU types",
-    "--model": "Model", "--isl": "ISL", "--osl": "OSL", "--rate": "Arrival rate",
-    "--concurrency": "Concurrent clients", "--trace": "Trace CSV", "--spec": "Fleet YAML",
-    "--price-per-gpu-hour": "Price per GPU-hour", "--percentile": "Percentile",
+    "--model": "Model",
+    "--isl": "ISL",
+    "--osl": "OSL",
+    "--rate": "Arrival rate",
+    "--concurrency": "Concurrent clients",
+    "--trace": "Trace CSV",
+    "--spec": "Fleet YAML",
+    "--price-per-gpu-hour": "Price per GPU-hour",
+    "--percentile": "Percentile",
 }
 """CLI flag -> the UI field that sets it (errors raised by the library name the CLI flag)."""
 _SCI = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?e[+-]?\d+(?![\w.])")

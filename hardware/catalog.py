@@ -28,7 +28,9 @@ def load_spec_file(path: Path) -> GpuSpec:
     text = read_text(path, "GPU YAML", "hardware file")
     raw = parse_yaml(text, where)
     if not isinstance(raw, dict):
-        raise PlannerInputError(where, "must hold a mapping of GPU fields (name, key, memory_bytes, ...)")
+        raise PlannerInputError(
+            where, "must hold a mapping of GPU fields (name, key, memory_bytes, ...)"
+        )
     try:
         return GpuSpec.model_validate(raw)
     except ValidationError as exc:
@@ -53,7 +55,8 @@ def _load_dirs(dirs: tuple[str, ...], _stamp: tuple[tuple[str, int], ...]) -> di
             spec = load_spec_file(path)
             if spec.key in seen:
                 raise PlannerInputError(
-                    f"hardware file {path}: key", f"'{spec.key}' is also defined in {seen[spec.key]}"
+                    f"hardware file {path}: key",
+                    f"'{spec.key}' is also defined in {seen[spec.key]}",
                 )
             seen[spec.key] = path
             specs[spec.key] = spec  # later folders override bundled specs
@@ -85,7 +88,9 @@ def get_gpu(name: str, extra_dirs: Iterable[str | Path] = ()) -> GpuSpec:
         return specs[names[wanted]]
     close = difflib.get_close_matches(wanted, list(names), n=1) if wanted else []
     hint = f" (did you mean '{names[close[0]]}'?)" if close else ""
-    raise PlannerInputError("--gpu", f"unknown GPU '{name}'{hint}; known: {', '.join(sorted(specs))}")
+    raise PlannerInputError(
+        "--gpu", f"unknown GPU '{name}'{hint}; known: {', '.join(sorted(specs))}"
+    )
 
 
 _MEMORY_IN_LABEL = re.compile(r"(\d+(?:\.\d+)?)\s*G(?:i?B)?\b", re.IGNORECASE)
@@ -130,4 +135,6 @@ def resolve_label(label: str, extra_dirs: Iterable[str | Path] = ()) -> GpuSpec:
             if conflict:
                 raise PlannerInputError("gpu", f"'{label}': {conflict}")
             return specs[key]
-    raise PlannerInputError("gpu", f"'{label}': no GPU of the catalog matches; known: {', '.join(sorted(specs))}")
+    raise PlannerInputError(
+        "gpu", f"'{label}': no GPU of the catalog matches; known: {', '.join(sorted(specs))}"
+    )

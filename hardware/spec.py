@@ -19,10 +19,15 @@ class ScaleUpLink(BaseModel):
     model_config = _FROZEN
     name: str = Field(description="Link technology, e.g. 'NVLink4'.")
     bandwidth_bytes_per_s: float = Field(
-        gt=0, description="Per-GPU bandwidth in one direction, bytes/s (half the 'bidirectional' figure)."
+        gt=0,
+        description="Per-GPU bandwidth in one direction, bytes/s (half the 'bidirectional' figure).",
     )
-    domain_size: int = Field(ge=1, description="GPUs reachable over this link (8 for HGX, 72 for NVL72).")
-    latency_s: float = Field(default=2e-6, ge=0, description="Per-message start-up latency, seconds.")
+    domain_size: int = Field(
+        ge=1, description="GPUs reachable over this link (8 for HGX, 72 for NVL72)."
+    )
+    latency_s: float = Field(
+        default=2e-6, ge=0, description="Per-message start-up latency, seconds."
+    )
     nvls: bool = Field(default=False, description="NVLink SHARP (in-switch reductions) available.")
 
 
@@ -57,12 +62,18 @@ class GpuSpec(BaseModel):
 
     model_config = _FROZEN
     name: str = Field(description="Canonical name, e.g. 'H200-SXM'.")
-    key: str = Field(pattern=r"^[a-z0-9_]+$", description="Lower-case id used on the CLI, e.g. 'h200_sxm'.")
-    aliases: tuple[str, ...] = Field(default=(), description="Other accepted names (case-insensitive).")
+    key: str = Field(
+        pattern=r"^[a-z0-9_]+$", description="Lower-case id used on the CLI, e.g. 'h200_sxm'."
+    )
+    aliases: tuple[str, ...] = Field(
+        default=(), description="Other accepted names (case-insensitive)."
+    )
     vendor: Literal["nvidia", "amd", "intel", "google", "other"]
     architecture: str = Field(description="Chip generation, e.g. 'hopper'.")
     memory_bytes: float = Field(gt=0, description="Device memory, bytes.")
-    hbm_bandwidth_bytes_per_s: float = Field(gt=0, description="Peak device-memory bandwidth, bytes/s.")
+    hbm_bandwidth_bytes_per_s: float = Field(
+        gt=0, description="Peak device-memory bandwidth, bytes/s."
+    )
     peak_flops_per_s: dict[Dtype, PositiveFlops] = Field(
         description="Dense (non-sparse) tensor-core peak per dtype, FLOP/s (OP/s for int types)."
     )
@@ -77,10 +88,14 @@ class GpuSpec(BaseModel):
     scale_out_bandwidth_bytes_per_s: float = Field(
         gt=0, description="Scale-out NIC bandwidth per GPU, one direction, bytes/s."
     )
-    pcie_bandwidth_bytes_per_s: float = Field(gt=0, description="Host PCIe bandwidth per direction, bytes/s.")
+    pcie_bandwidth_bytes_per_s: float = Field(
+        gt=0, description="Host PCIe bandwidth per direction, bytes/s."
+    )
     l2_cache_bytes: float | None = Field(
-        default=None, gt=0, description="Last-level on-chip cache a kernel's working set can stay resident in, "
-        "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the kernel model."
+        default=None,
+        gt=0,
+        description="Last-level on-chip cache a kernel's working set can stay resident in, "
+        "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the kernel model.",
     )
     sources: dict[str, str] = Field(
         description="Field name -> where its number comes from; 'field.sub' (e.g. 'peak_flops_per_s.fp4', "
@@ -97,7 +112,9 @@ class GpuSpec(BaseModel):
 
     @field_validator("sources")
     @classmethod
-    def _every_number_has_a_source(cls, sources: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+    def _every_number_has_a_source(
+        cls, sources: dict[str, str], info: ValidationInfo
+    ) -> dict[str, str]:
         """Every numeric field is cited; every citation is non-empty and names a real field."""
         missing = [f for f in _NEEDS_SOURCE if f not in sources]
         missing += [f for f in _SOURCE_IF_SET if info.data.get(f) is not None and f not in sources]

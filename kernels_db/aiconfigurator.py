@@ -24,20 +24,41 @@ from kernels_db.tables import plain
 
 MS_TO_S: Final[float] = 1e-3
 DTYPE_NAMES: Final[dict[str, str]] = {
-    "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
-    "fp8": "fp8", "fp8_block": "fp8", "float8_e4m3fn": "fp8", "nvfp4": "fp4", "int8": "int8",
-    "float32": "fp32", "float": "fp32",
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "fp16": "fp16",
+    "fp8": "fp8",
+    "fp8_block": "fp8",
+    "float8_e4m3fn": "fp8",
+    "nvfp4": "fp4",
+    "int8": "int8",
+    "float32": "fp32",
+    "float": "fp32",
 }
 ELEMENT_BYTES: Final[dict[str, int]] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp32": 4}
 COLLECTIVE_NAMES: Final[dict[str, str]] = {
-    "all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
-    "alltoall": "all_to_all", "all_to_all": "all_to_all",
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "all_to_all": "all_to_all",
 }
 # kind -> columns that identify it
 SIGNATURES: Final[dict[str, tuple[str, ...]]] = {
     "gemm": ("gemm_dtype", "m", "n", "k", "latency"),
-    "attention": ("op_name", "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim",
-                  "kv_cache_dtype", "step", "latency"),
+    "attention": (
+        "op_name",
+        "batch_size",
+        "isl",
+        "num_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "kv_cache_dtype",
+        "step",
+        "latency",
+    ),
     "nccl": ("op_name", "nccl_dtype", "num_gpus", "message_size", "latency"),
     "custom_allreduce": ("allreduce_dtype", "num_gpus", "message_size", "latency"),
 }
@@ -106,8 +127,9 @@ def _check_raw(df: pd.DataFrame, path: Path, kind: str) -> None:
         if bad.any():
             i = int(bad.argmax())
             value = plain(vals.iloc[i])
-            raise PlannerInputError("kernel table",
-                                    f"{path} row {i + 2}: bad '{col}' value {value!r}")
+            raise PlannerInputError(
+                "kernel table", f"{path} row {i + 2}: bad '{col}' value {value!r}"
+            )
 
 
 def _dtype(series: pd.Series) -> pd.Series:
@@ -115,18 +137,25 @@ def _dtype(series: pd.Series) -> pd.Series:
 
 
 def _gemm(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    out = pd.DataFrame({"m": df["m"], "n": df["n"], "k": df["k"], "dtype": _dtype(df["gemm_dtype"])})
+    out = pd.DataFrame(
+        {"m": df["m"], "n": df["n"], "k": df["k"], "dtype": _dtype(df["gemm_dtype"])}
+    )
     return {"gemm": out}
 
 
 def _attention(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     common = {
-        "batch": df["batch_size"], "heads": df["num_heads"], "kv_heads": df["num_key_value_heads"],
-        "head_dim": df["head_dim"], "kv_dtype": _dtype(df["kv_cache_dtype"]),
+        "batch": df["batch_size"],
+        "heads": df["num_heads"],
+        "kv_heads": df["num_key_value_heads"],
+        "head_dim": df["head_dim"],
+        "kv_dtype": _dtype(df["kv_cache_dtype"]),
     }
     window = df["window_size"] if "window_size" in df.columns else 0
     dtype = _dtype(df["attn_dtype"]) if "attn_dtype" in df.columns else "bf16"
-    prefill = pd.DataFrame({**common, "seq": df["isl"], "prior": df["step"], "dtype": dtype, "window": window})
+    prefill = pd.DataFrame(
+        {**common, "seq": df["isl"], "prior": df["step"], "dtype": dtype, "window": window}
+    )
     decode = pd.DataFrame({**common, "kv_len": df["isl"] + df["step"]})
     is_ctx = df["op_name"].astype(str).str.startswith("context").to_numpy()
     return {"attention_prefill": prefill[is_ctx], "attention_decode": decode[~is_ctx]}
@@ -135,10 +164,15 @@ def _attention(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def _comm(df: pd.DataFrame, dtype_col: str, collective: pd.Series) -> dict[str, pd.DataFrame]:
     dtype = _dtype(df[dtype_col])
     nbytes = df["message_size"] * dtype.map(ELEMENT_BYTES)
-    out = pd.DataFrame({
-        "collective": collective, "n_gpus": df["num_gpus"], "bytes": nbytes, "link": "nvlink",
-        "dtype": dtype,
-    })
+    out = pd.DataFrame(
+        {
+            "collective": collective,
+            "n_gpus": df["num_gpus"],
+            "bytes": nbytes,
+            "link": "nvlink",
+            "dtype": dtype,
+        }
+    )
     return {"comm": out}
 
 
@@ -164,9 +198,14 @@ def convert(df: pd.DataFrame, path: Path, gpu: str | None, result: Imported) -> 
             continue
         if op == "comm":
             part = part.assign(link=gpus[part.index].map(_link_of))
-        part = part.assign(latency_s=lat[part.index], kernel_source=df.get("kernel_source", kind),
-                           source=_source(df, path)[part.index], gpu=gpus[part.index],
-                           file=path.name, line=part.index + 2)  # input CSV line, for messages
+        part = part.assign(
+            latency_s=lat[part.index],
+            kernel_source=df.get("kernel_source", kind),
+            source=_source(df, path)[part.index],
+            gpu=gpus[part.index],
+            file=path.name,
+            line=part.index + 2,
+        )  # input CSV line, for messages
         known = part.notna().all(axis=1)
         result.skip(f"{path.name}: dtype or collective not modelled", int((~known).sum()))
         for g, rows in part[known].groupby("gpu", sort=True):

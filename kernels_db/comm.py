@@ -32,7 +32,9 @@ def algo_factor(collective: str, n_gpus: np.ndarray, nvls: bool = False) -> np.n
     return frac
 
 
-def alpha_beta(nbytes: Any, factor: Any, latency_s: Any, bus_bandwidth_bytes_per_s: Any) -> np.ndarray:
+def alpha_beta(
+    nbytes: Any, factor: Any, latency_s: Any, bus_bandwidth_bytes_per_s: Any
+) -> np.ndarray:
     """Seconds of one collective; zero where the factor is zero (one GPU)."""
     t = latency_s + np.asarray(nbytes, dtype=float) * factor / bus_bandwidth_bytes_per_s
     return np.asarray(np.where(np.asarray(factor) > 0, t, 0.0))
@@ -58,12 +60,16 @@ def default_params(spec: GpuSpec, n_gpus: int, link: str) -> CommParams:
     elif link == "pcie":
         bw, lat = spec.pcie_bandwidth_bytes_per_s, DEFAULT_COMM_LATENCY_S
     else:
-        bw, lat = spec.scale_up.bandwidth_bytes_per_s, max(DEFAULT_COMM_LATENCY_S, spec.scale_up.latency_s)
+        bw, lat = (
+            spec.scale_up.bandwidth_bytes_per_s,
+            max(DEFAULT_COMM_LATENCY_S, spec.scale_up.latency_s),
+        )
     return CommParams(latency_s=lat, bus_bandwidth_bytes_per_s=bw * DEFAULT_COMM_BW_EFF)
 
 
-def fitted_params(fit: CommFamilyFit | None, collective: str, n_gpus: int,
-                  spec: GpuSpec) -> CommParams | None:
+def fitted_params(
+    fit: CommFamilyFit | None, collective: str, n_gpus: int, spec: GpuSpec
+) -> CommParams | None:
     """Fitted parameters for (collective, n) inside the scale-up domain; nearest fitted GPU count."""
     if fit is None or n_gpus > spec.scale_up.domain_size:
         return None

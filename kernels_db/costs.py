@@ -20,8 +20,13 @@ from kernels_db.fitted import RooflineParams
 Cols = Mapping[str, Any]
 # which key names the dtype that selects the parameters and the peak of each family
 PARAM_KEY: Final[dict[str, str]] = {
-    "gemm": "dtype", "attention_prefill": "dtype", "attention_decode": "kv_dtype", "mla_prefill": "dtype",
-    "mla_decode": "kv_dtype", "moe": "dtype", "memcpy": "",
+    "gemm": "dtype",
+    "attention_prefill": "dtype",
+    "attention_decode": "kv_dtype",
+    "mla_prefill": "dtype",
+    "mla_decode": "kv_dtype",
+    "moe": "dtype",
+    "memcpy": "",
 }
 DECODE_MATH_DTYPE: Final[str] = "bf16"  # decode kernels dequantize fp8 KV and compute in 16-bit
 MEMCPY_KEY: Final[str] = "any"
@@ -135,32 +140,75 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     if op == "gemm":
         eb = _elem_bytes(c["dtype"])
         b = rf.gemm_bytes(c["m"], c["n"], c["k"], eb)
-        return Counts(rf.gemm_flops(c["m"], c["n"], c["k"]), b, _peak(spec, c["dtype"]),
-                      np.asarray(2.0 * c["n"] * c["k"], dtype=float),
-                      resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes))
+        return Counts(
+            rf.gemm_flops(c["m"], c["n"], c["k"]),
+            b,
+            _peak(spec, c["dtype"]),
+            np.asarray(2.0 * c["n"] * c["k"], dtype=float),
+            resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes),
+        )
     if op == "attention_prefill":
-        f = rf.prefill_attention_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["head_dim"], c["window"])
-        b = rf.prefill_attention_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_heads"], c["head_dim"],
-                                       _elem_bytes(c["dtype"]), _elem_bytes(c["kv_dtype"]))
-        return Counts(f, b, _peak(spec, c["dtype"]), np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"] * c["seq"], dtype=float))
+        f = rf.prefill_attention_flops(
+            c["batch"], c["seq"], c["prior"], c["heads"], c["head_dim"], c["window"]
+        )
+        b = rf.prefill_attention_bytes(
+            c["batch"],
+            c["seq"],
+            c["prior"],
+            c["heads"],
+            c["kv_heads"],
+            c["head_dim"],
+            _elem_bytes(c["dtype"]),
+            _elem_bytes(c["kv_dtype"]),
+        )
+        return Counts(
+            f,
+            b,
+            _peak(spec, c["dtype"]),
+            np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"] * c["seq"], dtype=float),
+        )
     if op == "attention_decode":
         f = rf.decode_attention_flops(c["batch"], c["kv_len"], c["heads"], c["head_dim"])
-        b = rf.decode_attention_bytes(c["batch"], c["kv_len"], c["heads"], c["kv_heads"], c["head_dim"],
-                                      _elem_bytes(c["kv_dtype"]))
+        b = rf.decode_attention_bytes(
+            c["batch"],
+            c["kv_len"],
+            c["heads"],
+            c["kv_heads"],
+            c["head_dim"],
+            _elem_bytes(c["kv_dtype"]),
+        )
         units = np.maximum(np.asarray(c["batch"] * c["kv_heads"], dtype=float), 1.0)
         heads = np.maximum(np.asarray(c["heads"], dtype=float), 1.0)
-        return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
-                      np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"], dtype=float), units,
-                      rf.decode_issued_heads(c["heads"], c["kv_heads"]) / heads,
-                      rf.l2_resident_fraction(b, spec.l2_cache_bytes))
+        return Counts(
+            f,
+            b,
+            np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
+            np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"], dtype=float),
+            units,
+            rf.decode_issued_heads(c["heads"], c["kv_heads"]) / heads,
+            rf.l2_resident_fraction(b, spec.l2_cache_bytes),
+        )
     if op == "mla_prefill":
-        f = rf.mla_prefill_flops(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"])
-        b = rf.mla_prefill_bytes(c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"],
-                                 _elem_bytes(c["dtype"]))
+        f = rf.mla_prefill_flops(
+            c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"]
+        )
+        b = rf.mla_prefill_bytes(
+            c["batch"],
+            c["seq"],
+            c["prior"],
+            c["heads"],
+            c["kv_lora_rank"],
+            c["rope_dim"],
+            _elem_bytes(c["dtype"]),
+        )
         return Counts(f, b, _peak(spec, c["dtype"]), zero)
     if op == "mla_decode":
-        f = rf.mla_decode_flops(c["batch"], c["kv_len"], c["heads"], c["kv_lora_rank"], c["rope_dim"])
-        b = rf.mla_decode_bytes(c["batch"], c["kv_len"], c["kv_lora_rank"], c["rope_dim"], _elem_bytes(c["kv_dtype"]))
+        f = rf.mla_decode_flops(
+            c["batch"], c["kv_len"], c["heads"], c["kv_lora_rank"], c["rope_dim"]
+        )
+        b = rf.mla_decode_bytes(
+            c["batch"], c["kv_len"], c["kv_lora_rank"], c["rope_dim"], _elem_bytes(c["kv_dtype"])
+        )
         return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), zero)
     if op == "moe":
         eb = _elem_bytes(c["dtype"])
@@ -172,11 +220,14 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     raise KeyError(op)
 
 
-def model_time(cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: Any = 0.0) -> np.ndarray:
+def model_time(
+    cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: Any = 0.0
+) -> np.ndarray:
     """Seconds under parameters ``p`` (rows of ``RooflineParams.as_array``)."""
     flops = (cnt.flops + cnt.row_flops * pad_rows) * cnt.issue_scale
-    return rf.roofline_time(flops, cnt.nbytes, cnt.peak_flops_per_s, bandwidth_bytes_per_s, p, cnt.units,
-                            cnt.resident)
+    return rf.roofline_time(
+        flops, cnt.nbytes, cnt.peak_flops_per_s, bandwidth_bytes_per_s, p, cnt.units, cnt.resident
+    )
 
 
 def param_labels(op: str, c: Cols) -> Any:
@@ -209,13 +260,17 @@ def param_label_set(op: str, c: Cols) -> Any:
 
 def peak_bound(cnt: Counts, bandwidth_bytes_per_s: float) -> np.ndarray:
     """Plain roofline at 100% of peak and no launch cost (a lower bound), seconds."""
-    return np.asarray(np.maximum(cnt.flops / cnt.peak_flops_per_s, cnt.nbytes / bandwidth_bytes_per_s))
+    return np.asarray(
+        np.maximum(cnt.flops / cnt.peak_flops_per_s, cnt.nbytes / bandwidth_bytes_per_s)
+    )
 
 
 ParamEntry = tuple[np.ndarray, float, bool]
 
 
-def param_entry(table: Mapping[str, RooflineParams], default: RooflineParams, name: str) -> ParamEntry:
+def param_entry(
+    table: Mapping[str, RooflineParams], default: RooflineParams, name: str
+) -> ParamEntry:
     """(parameter array (7,), pad rows, fitted or not) of parameter set ``name``: its own entry, the
     entry without ``MHA_SUFFIX``, else ``default``."""
     base = name.removesuffix(MHA_SUFFIX)
@@ -225,8 +280,12 @@ def param_entry(table: Mapping[str, RooflineParams], default: RooflineParams, na
     return arr, prm.pad_rows, name in table or base in table
 
 
-def gather_params(table: Mapping[str, RooflineParams], default: RooflineParams, keys: Any,
-                  entry: Callable[[str], ParamEntry] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gather_params(
+    table: Mapping[str, RooflineParams],
+    default: RooflineParams,
+    keys: Any,
+    entry: Callable[[str], ParamEntry] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-row parameter array (7, ...), pad rows, and a mask of rows that found a fitted entry;
     ``entry`` (name -> ``param_entry``) may be a cached version of ``param_entry`` on these tables."""
     pick = entry or (lambda name: param_entry(table, default, name))

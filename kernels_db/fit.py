@@ -27,15 +27,24 @@ from kernels_db.fitted import (
 )
 from kernels_db.tables import KernelTable
 
-ROOFLINE_FAMILIES: Final[tuple[str, ...]] = ("gemm", "attention_prefill", "attention_decode", "mla_prefill",
-                                             "mla_decode", "moe", "memcpy")
+ROOFLINE_FAMILIES: Final[tuple[str, ...]] = (
+    "gemm",
+    "attention_prefill",
+    "attention_decode",
+    "mla_prefill",
+    "mla_decode",
+    "moe",
+    "memcpy",
+)
 # log-space bounds: launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, pad_rows,
 # parallel_half_units, cache_speedup (up to 10x: L2 vs DRAM bandwidth, e.g. ~5.5 vs 0.86 TB/s on L40S)
 LOWER: Final[np.ndarray] = np.log([1e-7, 1e-3, 1.0, 0.02, 1.0, 0.01, 1e-3, 1.0])
 UPPER: Final[np.ndarray] = np.log([2e-4, 1.0, 1e13, 1.2, 1e10, 1e5, 1e4, 10.0])
 PADDED: Final[frozenset[str]] = frozenset({"gemm", "attention_prefill", "attention_decode"})
 OCCUPANCY: Final[frozenset[str]] = frozenset({"attention_decode"})
-CACHED: Final[frozenset[str]] = frozenset({"gemm", "attention_decode"})  # read a re-usable working set
+CACHED: Final[frozenset[str]] = frozenset(
+    {"gemm", "attention_decode"}
+)  # read a re-usable working set
 PAD_STARTS: Final[tuple[float, ...]] = (1.0, 64.0, 4096.0)  # several starts: the max() has kinks
 UNIT_STARTS: Final[tuple[float, ...]] = (0.1, 4.0)
 CACHE_START: Final[float] = 2.0
@@ -69,8 +78,11 @@ def fit_error(predicted: np.ndarray, measured: np.ndarray) -> FitError:
     e = ape_pct(predicted, measured)
     if e.size == 0:
         return FitError(n=0, median_ape_pct=0.0, p90_ape_pct=0.0)
-    return FitError(n=int(e.size), median_ape_pct=round(float(np.median(e)), 2),
-                    p90_ape_pct=round(float(np.percentile(e, 90)), 2))
+    return FitError(
+        n=int(e.size),
+        median_ape_pct=round(float(np.median(e)), 2),
+        p90_ape_pct=round(float(np.percentile(e, 90)), 2),
+    )
 
 
 def _free(op: str) -> np.ndarray:
@@ -81,15 +93,32 @@ def _free(op: str) -> np.ndarray:
 
 def _params_from(v: np.ndarray) -> RooflineParams:
     r = [float(f"{x:.4g}") for x in v]
-    return RooflineParams(launch_s=r[0], compute_eff=r[1], compute_half_flops=r[2], memory_eff=r[3],
-                          memory_half_bytes=r[4], pad_rows=r[5], parallel_half_units=r[6],
-                          cache_speedup=max(r[7], 1.0))
+    return RooflineParams(
+        launch_s=r[0],
+        compute_eff=r[1],
+        compute_half_flops=r[2],
+        memory_eff=r[3],
+        memory_half_bytes=r[4],
+        pad_rows=r[5],
+        parallel_half_units=r[6],
+        cache_speedup=max(r[7], 1.0),
+    )
 
 
 def _starts(op: str) -> list[np.ndarray]:
     d = DEFAULT_PARAMS[op]
-    base = np.log([d.launch_s, d.compute_eff, max(d.compute_half_flops, 1.0), d.memory_eff,
-                   max(d.memory_half_bytes, 1.0), 1.0, 1.0, CACHE_START])
+    base = np.log(
+        [
+            d.launch_s,
+            d.compute_eff,
+            max(d.compute_half_flops, 1.0),
+            d.memory_eff,
+            max(d.memory_half_bytes, 1.0),
+            1.0,
+            1.0,
+            CACHE_START,
+        ]
+    )
     out = []
     for pad0 in PAD_STARTS if op in PADDED else (1.0,):
         for units0 in UNIT_STARTS if op in OCCUPANCY else (1.0,):
@@ -99,7 +128,9 @@ def _starts(op: str) -> list[np.ndarray]:
     return out
 
 
-def fit_roofline_params(op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: float) -> RooflineParams:
+def fit_roofline_params(
+    op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: float
+) -> RooflineParams:
     """Least-squares fit of one family and dtype; padded families also fit ``pad_rows``, decode
     attention ``parallel_half_units``."""
     free = _free(op)
@@ -115,8 +146,9 @@ def fit_roofline_params(op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: f
 
     best = None
     for x0 in _starts(op):
-        res = least_squares(resid, x0[free], bounds=(LOWER[free], UPPER[free]), loss="soft_l1",
-                            f_scale=ROBUST_SCALE)
+        res = least_squares(
+            resid, x0[free], bounds=(LOWER[free], UPPER[free]), loss="soft_l1", f_scale=ROBUST_SCALE
+        )
         if best is None or res.cost < best.cost:
             best = res
     assert best is not None
@@ -124,14 +156,21 @@ def fit_roofline_params(op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: f
 
 
 def _fitted_to(table: KernelTable, rows: int, sources: tuple[str, ...] = ()) -> FittedTo:
-    return FittedTo(files=(Path(p).name for p in table.source.split("+")), rows=rows,  # type: ignore[arg-type]
-                    sources=sources)
+    return FittedTo(
+        files=(Path(p).name for p in table.source.split("+")),
+        rows=rows,  # type: ignore[arg-type]
+        sources=sources,
+    )
 
 
-def fit_roofline_family(table: KernelTable, spec: GpuSpec, sources: tuple[str, ...] = ()) -> RooflineFamilyFit:
+def fit_roofline_family(
+    table: KernelTable, spec: GpuSpec, sources: tuple[str, ...] = ()
+) -> RooflineFamilyFit:
     """Fit one compute family, one parameter set per dtype key."""
     op = table.op
-    groups = np.broadcast_to(np.asarray(costs.param_labels(op, table.keys), dtype=object), (len(table),))
+    groups = np.broadcast_to(
+        np.asarray(costs.param_labels(op, table.keys), dtype=object), (len(table),)
+    )
     bw = spec.hbm_bandwidth_bytes_per_s
     params: dict[str, RooflineParams] = {}
     pred = np.empty(len(table))
@@ -142,13 +181,18 @@ def fit_roofline_family(table: KernelTable, spec: GpuSpec, sources: tuple[str, .
         prm = fit_roofline_params(op, cnt, sub.latency_s, bw)
         params[str(name)] = prm
         pred[mask] = costs.model_time(cnt, prm.as_array(), bw, prm.pad_rows)
-    return RooflineFamilyFit(params=params, fitted_to=_fitted_to(table, len(table), sources),
-                             fit_error=fit_error(pred, table.latency_s))
+    return RooflineFamilyFit(
+        params=params,
+        fitted_to=_fitted_to(table, len(table), sources),
+        fit_error=fit_error(pred, table.latency_s),
+    )
 
 
 def fit_comm_params(nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarray) -> CommParams:
     """Alpha-beta fit of one collective at one GPU count."""
-    x0 = np.log([max(latency_s.min() * 0.8, 1e-7), max(float(np.max(nbytes * factor / latency_s)), 1e6)])
+    x0 = np.log(
+        [max(latency_s.min() * 0.8, 1e-7), max(float(np.max(nbytes * factor / latency_s)), 1e6)]
+    )
 
     def resid(x: np.ndarray) -> np.ndarray:
         return np.log(cm.alpha_beta(nbytes, factor, np.exp(x[0]), np.exp(x[1]))) - np.log(latency_s)
@@ -158,8 +202,9 @@ def fit_comm_params(nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarra
     return CommParams(latency_s=float(f"{lat:.4g}"), bus_bandwidth_bytes_per_s=float(f"{bw:.4g}"))
 
 
-def plausible_bus_bandwidth(nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarray,
-                            link_bytes_per_s: float | None) -> bool:
+def plausible_bus_bandwidth(
+    nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarray, link_bytes_per_s: float | None
+) -> bool:
     """Whether the largest message of one (collective, GPU count) reaches ``MIN_BUS_FRACTION`` of the
     link's bandwidth (always true without a link bandwidth)."""
     if not link_bytes_per_s or not nbytes.size:
@@ -183,13 +228,19 @@ def implausible_comm_rows(table: KernelTable, link_bytes_per_s: float | None) ->
     out = np.zeros(len(table), dtype=bool)
     nbytes = table.keys["bytes"].astype(float)
     for c, g, mask in _comm_groups(table):
-        if not plausible_bus_bandwidth(nbytes[mask], cm.algo_factor(c, np.full(mask.sum(), g)), table.latency_s[mask],
-                                       link_bytes_per_s):
+        if not plausible_bus_bandwidth(
+            nbytes[mask],
+            cm.algo_factor(c, np.full(mask.sum(), g)),
+            table.latency_s[mask],
+            link_bytes_per_s,
+        ):
             out |= mask
     return out
 
 
-def fit_comm(table: KernelTable, sources: tuple[str, ...] = (), link_bytes_per_s: float | None = None) -> CommFamilyFit:
+def fit_comm(
+    table: KernelTable, sources: tuple[str, ...] = (), link_bytes_per_s: float | None = None
+) -> CommFamilyFit:
     """Fit alpha and bus bandwidth per collective and GPU count (rows on the scale-up link); groups
     whose bus bandwidth is implausibly low for a link of ``link_bytes_per_s`` are left out."""
     nbytes_all = table.keys["bytes"].astype(float)
@@ -210,8 +261,11 @@ def fit_comm(table: KernelTable, sources: tuple[str, ...] = (), link_bytes_per_s
         pred[mask] = cm.alpha_beta(nbytes, factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
         fitted |= mask
     ok = np.isfinite(pred)
-    return CommFamilyFit(params=params, fitted_to=_fitted_to(table, int(fitted.sum()), sources),
-                         fit_error=fit_error(pred[ok], table.latency_s[ok]))
+    return CommFamilyFit(
+        params=params,
+        fitted_to=_fitted_to(table, int(fitted.sum()), sources),
+        fit_error=fit_error(pred[ok], table.latency_s[ok]),
+    )
 
 
 def spec_used(spec: GpuSpec) -> dict[str, float]:
@@ -223,12 +277,31 @@ def spec_used(spec: GpuSpec) -> dict[str, float]:
     return out
 
 
-def fit_gpu(tables: dict[str, KernelTable], spec: GpuSpec, command: str,
-            sources: dict[str, tuple[str, ...]] | None = None, notes: str = "") -> FittedGpu:
+def fit_gpu(
+    tables: dict[str, KernelTable],
+    spec: GpuSpec,
+    command: str,
+    sources: dict[str, tuple[str, ...]] | None = None,
+    notes: str = "",
+) -> FittedGpu:
     """Fit every family present in ``tables``."""
     sources = sources or {}
-    families = {op: fit_roofline_family(t, spec, sources.get(op, ()))
-                for op, t in sorted(tables.items()) if op in ROOFLINE_FAMILIES and len(t)}
-    comm = fit_comm(tables["comm"], sources.get("comm", ()), spec.scale_up.bandwidth_bytes_per_s) if "comm" in tables else None
-    return FittedGpu(gpu=spec.key, date=dt.date.today().isoformat(), command=command,
-                     spec_used=spec_used(spec), families=families, comm=comm, notes=notes)
+    families = {
+        op: fit_roofline_family(t, spec, sources.get(op, ()))
+        for op, t in sorted(tables.items())
+        if op in ROOFLINE_FAMILIES and len(t)
+    }
+    comm = (
+        fit_comm(tables["comm"], sources.get("comm", ()), spec.scale_up.bandwidth_bytes_per_s)
+        if "comm" in tables
+        else None
+    )
+    return FittedGpu(
+        gpu=spec.key,
+        date=dt.date.today().isoformat(),
+        command=command,
+        spec_used=spec_used(spec),
+        families=families,
+        comm=comm,
+        notes=notes,
+    )

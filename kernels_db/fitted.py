@@ -27,23 +27,48 @@ class RooflineParams(BaseModel):
 
     model_config = _FROZEN
     launch_s: float = Field(ge=0, description="Fixed cost per kernel (launch + tail), seconds.")
-    compute_eff: float = Field(gt=0, le=1.2, description="Asymptotic fraction of dense peak FLOP/s.")
-    compute_half_flops: float = Field(ge=0, description="FLOPs at which compute efficiency is half its maximum.")
-    memory_eff: float = Field(gt=0, le=1.5, description="Asymptotic fraction of peak HBM bandwidth.")
-    memory_half_bytes: float = Field(ge=0, description="Bytes at which memory efficiency is half its maximum.")
-    pad_rows: float = Field(default=0.0, ge=0, description="GEMM only: rows of m wasted by tile padding, on average.")
+    compute_eff: float = Field(
+        gt=0, le=1.2, description="Asymptotic fraction of dense peak FLOP/s."
+    )
+    compute_half_flops: float = Field(
+        ge=0, description="FLOPs at which compute efficiency is half its maximum."
+    )
+    memory_eff: float = Field(
+        gt=0, le=1.5, description="Asymptotic fraction of peak HBM bandwidth."
+    )
+    memory_half_bytes: float = Field(
+        ge=0, description="Bytes at which memory efficiency is half its maximum."
+    )
+    pad_rows: float = Field(
+        default=0.0, ge=0, description="GEMM only: rows of m wasted by tile padding, on average."
+    )
     parallel_half_units: float = Field(
-        default=0.0, ge=0, description="Decode attention: parallel work units (batch x kv heads) at which the "
-        "achieved bandwidth is half its maximum; 0 = bandwidth always saturated.")
+        default=0.0,
+        ge=0,
+        description="Decode attention: parallel work units (batch x kv heads) at which the "
+        "achieved bandwidth is half its maximum; 0 = bandwidth always saturated.",
+    )
     cache_speedup: float = Field(
-        default=1.0, ge=1.0, description="Decode attention: how many times faster than DRAM a working set "
-        "resident in the GPU's last-level cache (``l2_cache_bytes``) is read; 1 = no cache term.")
+        default=1.0,
+        ge=1.0,
+        description="Decode attention: how many times faster than DRAM a working set "
+        "resident in the GPU's last-level cache (``l2_cache_bytes``) is read; 1 = no cache term.",
+    )
 
     def as_array(self) -> np.ndarray:
         """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, parallel_half_units,
         cache_speedup)."""
-        return np.array([self.launch_s, self.compute_eff, self.compute_half_flops, self.memory_eff,
-                         self.memory_half_bytes, self.parallel_half_units, self.cache_speedup])
+        return np.array(
+            [
+                self.launch_s,
+                self.compute_eff,
+                self.compute_half_flops,
+                self.memory_eff,
+                self.memory_half_bytes,
+                self.parallel_half_units,
+                self.cache_speedup,
+            ]
+        )
 
 
 class CommParams(BaseModel):
@@ -51,7 +76,9 @@ class CommParams(BaseModel):
 
     model_config = _FROZEN
     latency_s: float = Field(ge=0, description="Start-up latency (alpha), seconds.")
-    bus_bandwidth_bytes_per_s: float = Field(gt=0, description="Achieved bus bandwidth (nccl-tests busbw), bytes/s.")
+    bus_bandwidth_bytes_per_s: float = Field(
+        gt=0, description="Achieved bus bandwidth (nccl-tests busbw), bytes/s."
+    )
 
 
 class FitError(BaseModel):
@@ -60,7 +87,9 @@ class FitError(BaseModel):
     model_config = _FROZEN
     n: int = Field(ge=0, description="Rows compared.")
     median_ape_pct: float = Field(ge=0, description="Median absolute percentage error, percent.")
-    p90_ape_pct: float = Field(ge=0, description="90th percentile absolute percentage error, percent.")
+    p90_ape_pct: float = Field(
+        ge=0, description="90th percentile absolute percentage error, percent."
+    )
 
 
 class FittedTo(BaseModel):
@@ -97,8 +126,12 @@ class FittedGpu(BaseModel):
     gpu: str = Field(description="GPU key, e.g. 'h200_sxm'.")
     date: str = Field(description="Date of the fit, ISO format.")
     command: str = Field(description="Command that reproduces the fit.")
-    spec_used: dict[str, float] = Field(description="Peak FLOP/s and bandwidths the efficiencies are relative to.")
-    families: dict[str, RooflineFamilyFit] = Field(default_factory=dict, description="Compute op families.")
+    spec_used: dict[str, float] = Field(
+        description="Peak FLOP/s and bandwidths the efficiencies are relative to."
+    )
+    families: dict[str, RooflineFamilyFit] = Field(
+        default_factory=dict, description="Compute op families."
+    )
     comm: CommFamilyFit | None = None
     notes: str = ""
 
@@ -107,15 +140,37 @@ class FittedGpu(BaseModel):
 # H200, B200, A100; L40S left out as an outlier; decode: the GQA bf16 fits). ASSUMPTION for any GPU
 # without its own fit.
 DEFAULT_PARAMS: Final[dict[str, RooflineParams]] = {
-    "gemm": RooflineParams(launch_s=4e-6, compute_eff=0.75, compute_half_flops=5e8, memory_eff=0.8,
-                           memory_half_bytes=2e6, pad_rows=16.0),
-    "attention_prefill": RooflineParams(launch_s=1e-5, compute_eff=0.5, compute_half_flops=2e9,
-                                        memory_eff=0.6, memory_half_bytes=4e6),
-    "attention_decode": RooflineParams(launch_s=8e-6, compute_eff=0.19, compute_half_flops=1e8,
-                                       memory_eff=0.85, memory_half_bytes=1.2e7, pad_rows=260.0,
-                                       parallel_half_units=0.7),
-    "memcpy": RooflineParams(launch_s=3e-6, compute_eff=1.0, compute_half_flops=0.0, memory_eff=0.8,
-                             memory_half_bytes=1e6),
+    "gemm": RooflineParams(
+        launch_s=4e-6,
+        compute_eff=0.75,
+        compute_half_flops=5e8,
+        memory_eff=0.8,
+        memory_half_bytes=2e6,
+        pad_rows=16.0,
+    ),
+    "attention_prefill": RooflineParams(
+        launch_s=1e-5,
+        compute_eff=0.5,
+        compute_half_flops=2e9,
+        memory_eff=0.6,
+        memory_half_bytes=4e6,
+    ),
+    "attention_decode": RooflineParams(
+        launch_s=8e-6,
+        compute_eff=0.19,
+        compute_half_flops=1e8,
+        memory_eff=0.85,
+        memory_half_bytes=1.2e7,
+        pad_rows=260.0,
+        parallel_half_units=0.7,
+    ),
+    "memcpy": RooflineParams(
+        launch_s=3e-6,
+        compute_eff=1.0,
+        compute_half_flops=0.0,
+        memory_eff=0.8,
+        memory_half_bytes=1e6,
+    ),
 }
 DEFAULT_PARAMS["mla_prefill"] = DEFAULT_PARAMS["attention_prefill"]
 DEFAULT_PARAMS["mla_decode"] = DEFAULT_PARAMS["attention_decode"]
@@ -142,13 +197,19 @@ def _grouped(prm: RooflineParams) -> RooflineParams:
 
 DEFAULT_PARAMS["moe"] = _grouped(DEFAULT_PARAMS["gemm"])
 # Families without their own fit borrow the fit of a measured one.
-BORROW: Final[dict[str, str]] = {"mla_prefill": "attention_prefill", "mla_decode": "attention_decode", "moe": "gemm"}
+BORROW: Final[dict[str, str]] = {
+    "mla_prefill": "attention_prefill",
+    "mla_decode": "attention_decode",
+    "moe": "gemm",
+}
 
 
 def borrowed(op: str, params: dict[str, RooflineParams]) -> dict[str, RooflineParams]:
     """The parameters family ``op`` takes from the fit of ``BORROW[op]``: as fitted, except grouped
     expert GEMMs (``moe``) at ``GROUPED_GEMM_COMPUTE_FRACTION`` of the dense compute efficiency."""
     return {name: _grouped(prm) for name, prm in params.items()} if op == "moe" else params
+
+
 # ASSUMPTION: NCCL small-message latency inside one node, ~10 us (order of the fitted alphas), and
 # 80% of the link bandwidth as bus bandwidth.
 DEFAULT_COMM_LATENCY_S: Final[float] = 1e-5

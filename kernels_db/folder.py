@@ -56,7 +56,9 @@ def read_folder(folder: Path, gpu: str | None = None) -> TableSet:
             out.skipped_files.append(path.name)
     frames_to_tables(imported, out)
     if not out.tables:
-        raise PlannerInputError("--data", f"no kernel tables (our schema or AIConfigurator layout) in {folder}")
+        raise PlannerInputError(
+            "--data", f"no kernel tables (our schema or AIConfigurator layout) in {folder}"
+        )
     return out
 
 
@@ -64,5 +66,7 @@ def read_aic_file(path: Path, gpu: str | None) -> dict[tuple[str, str], pd.DataF
     """One AIConfigurator file converted to frames in our schema, keyed by (gpu, op)."""
     imported = aic.Imported()
     if not aic.read_file(path, gpu, imported):
-        raise PlannerInputError("PATH", f"{path}: columns do not match any AIConfigurator table (row 1)")
+        raise PlannerInputError(
+            "PATH", f"{path}: columns do not match any AIConfigurator table (row 1)"
+        )
     return aic.merged(imported)

@@ -74,7 +74,9 @@ class Partition:
     rows on one node are averaged)."""
 
     def __init__(self, coords: np.ndarray, values: np.ndarray) -> None:
-        self.vary = np.array([np.unique(coords[:, j]).size > 1 for j in range(coords.shape[1])], dtype=bool)
+        self.vary = np.array(
+            [np.unique(coords[:, j]).size > 1 for j in range(coords.shape[1])], dtype=bool
+        )
         self.fixed = coords[0, ~self.vary]
         pts = coords[:, self.vary]
         self.axes = [np.unique(pts[:, j]) for j in range(pts.shape[1])]
@@ -89,7 +91,9 @@ class Partition:
         self.grid = np.where(self.count > 0, total / np.maximum(self.count, 1.0), np.nan)
         self.lines = [_nearest_valid(np.isfinite(self.grid), a) for a in range(len(self.axes))]
 
-    def _bracket(self, pts: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
+    def _bracket(
+        self, pts: np.ndarray
+    ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
         """Per axis: lower index, upper index, weight of the upper; and rows inside the grid's box."""
         lo_i, hi_i, ts = [], [], []
         inside = np.ones(len(pts), dtype=bool)
@@ -104,7 +108,9 @@ class Partition:
             ts.append(np.clip(t, 0.0, 1.0))
         return lo_i, hi_i, ts, inside
 
-    def _multilinear(self, lo: list[np.ndarray], hi: list[np.ndarray], ts: list[np.ndarray]) -> np.ndarray:
+    def _multilinear(
+        self, lo: list[np.ndarray], hi: list[np.ndarray], ts: list[np.ndarray]
+    ) -> np.ndarray:
         """Multilinear value per row; NaN where a corner with weight > 0 was not measured."""
         out = np.zeros(lo[0].size)
         for corner in itertools.product((0, 1), repeat=len(lo)):
@@ -147,14 +153,22 @@ class Partition:
             node = tuple(h if j == a else np.where(others, lo[j], 0) for j in range(len(lo)))
             below, above = self.lines[a]
             # between two grid values, a measured node at the upper one is itself the upper neighbour
-            up = np.where(np.isfinite(self.grid[node]) & (ax[h] > pts[:, a] + EXACT_TOL), h, above[node])
+            up = np.where(
+                np.isfinite(self.grid[node]) & (ax[h] > pts[:, a] + EXACT_TOL), h, above[node]
+            )
             v, w = self._line_estimate_between(node, a, pts[:, a], below[node], up)
             num += np.where(others, v * w, 0.0)
             den += np.where(others, w, 0.0)
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
-    def _line_estimate_between(self, node: tuple[np.ndarray, ...], axis: int, x: np.ndarray,
-                               below: np.ndarray, above: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _line_estimate_between(
+        self,
+        node: tuple[np.ndarray, ...],
+        axis: int,
+        x: np.ndarray,
+        below: np.ndarray,
+        above: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(value, weight) of linear interpolation at ``x`` between nodes ``below`` and ``above`` on a line."""
         ok = (below >= 0) & (above >= 0)
         ax = self.axes[axis]
@@ -186,11 +200,15 @@ class Partition:
 
 def size_coords(op: str, cols: Mapping[str, Any], n: int) -> np.ndarray:
     """(n, d) log(1 + size) coordinates of the size keys of ``op`` (``interp_space`` for the grid's)."""
-    return np.stack([np.log1p(np.broadcast_to(np.asarray(cols[k], dtype=float), (n,))) for k in SIZE_KEYS[op]],
-                    axis=1)
+    return np.stack(
+        [np.log1p(np.broadcast_to(np.asarray(cols[k], dtype=float), (n,))) for k in SIZE_KEYS[op]],
+        axis=1,
+    )
 
 
-def category_labels(op: str, cols: Mapping[str, Any], n: int, keys: tuple[str, ...] | None = None) -> np.ndarray:
+def category_labels(
+    op: str, cols: Mapping[str, Any], n: int, keys: tuple[str, ...] | None = None
+) -> np.ndarray:
     """One string label per row joining its category keys (rows with equal labels share a grid)."""
     keys = category_keys(op) if keys is None else keys
     if not keys:
@@ -208,11 +226,18 @@ def _col(cols: Mapping[str, Any], key: str, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(cols[key]), (n,))
 
 
-def _pooled_space(cols: Mapping[str, Any], n: int, units: np.ndarray, sizes: tuple[str, ...],
-                  labels: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def _pooled_space(
+    cols: Mapping[str, Any],
+    n: int,
+    units: np.ndarray,
+    sizes: tuple[str, ...],
+    labels: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray]:
     """Labels joined from ``labels``; coords log1p of ``units`` then of the ``sizes`` columns."""
     lab = category_labels("", labels, n, keys=tuple(labels))
-    coords = [np.log1p(units.astype(float))] + [np.log1p(_col(cols, k, n).astype(float)) for k in sizes]
+    coords = [np.log1p(units.astype(float))] + [
+        np.log1p(_col(cols, k, n).astype(float)) for k in sizes
+    ]
     return lab, np.stack(coords, axis=1)
 
 
@@ -227,14 +252,29 @@ def interp_space(op: str, cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, 
     if op == "attention_decode":
         heads, kv_heads = _col(cols, "heads", n), _col(cols, "kv_heads", n)
         kind = np.where(heads == kv_heads, "mha", "gqa").astype(object)
-        return _pooled_space(cols, n, _col(cols, "batch", n) * kv_heads, ("kv_len",),
-                             {"head_dim": cols["head_dim"], "kv_dtype": cols["kv_dtype"], "kind": kind})
+        return _pooled_space(
+            cols,
+            n,
+            _col(cols, "batch", n) * kv_heads,
+            ("kv_len",),
+            {"head_dim": cols["head_dim"], "kv_dtype": cols["kv_dtype"], "kind": kind},
+        )
     if op == "attention_prefill":
         heads, kv_heads = _col(cols, "heads", n), _col(cols, "kv_heads", n)
         group = heads // np.maximum(kv_heads, 1)
-        return _pooled_space(cols, n, _col(cols, "batch", n) * heads, ("seq", "prior"),
-                             {"head_dim": cols["head_dim"], "dtype": cols["dtype"], "kv_dtype": cols["kv_dtype"],
-                              "group": group, "window": cols["window"]})
+        return _pooled_space(
+            cols,
+            n,
+            _col(cols, "batch", n) * heads,
+            ("seq", "prior"),
+            {
+                "head_dim": cols["head_dim"],
+                "dtype": cols["dtype"],
+                "kv_dtype": cols["kv_dtype"],
+                "group": group,
+                "window": cols["window"],
+            },
+        )
     return category_labels(op, cols, n), size_coords(op, cols, n)
 
 
@@ -253,7 +293,9 @@ def loo_log_ratio(op: str, keys: Mapping[str, np.ndarray], log_ratio: np.ndarray
 class TableInterpolator:
     """Interpolates log(measured / model) of one table; built once per table and model."""
 
-    def __init__(self, table: KernelTable, model_seconds: Callable[[Mapping[str, Any], int], np.ndarray]) -> None:
+    def __init__(
+        self, table: KernelTable, model_seconds: Callable[[Mapping[str, Any], int], np.ndarray]
+    ) -> None:
         n = len(table)
         self.op = table.op
         base = model_seconds(table.keys, n)

@@ -70,12 +70,17 @@ class KernelDB:
     """Key of the GPU whose fit was transferred (``kernels_db.transfer``); None for an own fit."""
     _interp: dict[str, TableInterpolator] = field(default_factory=dict, repr=False)
     _params: dict[tuple[str, str], costs.ParamEntry] = field(default_factory=dict, repr=False)
-    _families: dict[str, tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]] = field(default_factory=dict, repr=False)
-    _comm_prm: dict[tuple[str, int, str], tuple[fitted.CommParams, int]] = field(default_factory=dict, repr=False)
+    _families: dict[str, tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]] = field(
+        default_factory=dict, repr=False
+    )
+    _comm_prm: dict[tuple[str, int, str], tuple[fitted.CommParams, int]] = field(
+        default_factory=dict, repr=False
+    )
 
     @classmethod
-    def for_gpu(cls, spec: GpuSpec, data_dir: Path | None = None,
-                fitted_dir: Path | None = None) -> KernelDB:
+    def for_gpu(
+        cls, spec: GpuSpec, data_dir: Path | None = None, fitted_dir: Path | None = None
+    ) -> KernelDB:
         """The tables and fit of ``spec`` (the user's data folder first, then the bundled ones,
         unless folders are given); cached per GPU and folders."""
         data_dir = data_dir or paths.tables_root(spec.key)
@@ -95,8 +100,12 @@ class KernelDB:
         the fit is a sibling's)."""
         if self.transfer_from is None:
             return _PROV
-        return np.array([transfer.provenance_tag(self.transfer_from) if p == "fitted" else p
-                         for p in PROVENANCE])
+        return np.array(
+            [
+                transfer.provenance_tag(self.transfer_from) if p == "fitted" else p
+                for p in PROVENANCE
+            ]
+        )
 
     @property
     def calibrated(self) -> bool:
@@ -104,12 +113,16 @@ class KernelDB:
         return self.fit is not None or bool(self.tables)
 
     # ---- compute families -------------------------------------------------------------------
-    def _family_params(self, op: str) -> tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]:
+    def _family_params(
+        self, op: str
+    ) -> tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]:
         got = self._families.get(op)
         if got is None:
             fams = self.fit.families if self.fit else {}
             own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
-            table = own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
+            table = (
+                own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
+            )
             got = self._families[op] = (table, fitted.DEFAULT_PARAMS[op])
         return got
 
@@ -128,12 +141,18 @@ class KernelDB:
             self._params[(op, name)] = entry
         return entry
 
-    def model(self, op: str, cols: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
+    def model(
+        self, op: str, cols: Mapping[str, Any]
+    ) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
         """(seconds, fitted-or-not mask, counts) of the roofline model alone."""
         table, default = self._family_params(op)
         cols = costs.factorize(cols)
-        p, pad, found = costs.gather_params(table, default, costs.param_label_set(op, cols),
-                                            lambda name: self._param_entry(op, name))
+        p, pad, found = costs.gather_params(
+            table,
+            default,
+            costs.param_label_set(op, cols),
+            lambda name: self._param_entry(op, name),
+        )
         cnt = costs.counts(op, cols, self.spec)
         return costs.model_time(cnt, p, self.spec.hbm_bandwidth_bytes_per_s, pad), found, cnt
 
@@ -141,11 +160,14 @@ class KernelDB:
         if op not in self.tables:
             return None
         if op not in self._interp:
-            self._interp[op] = TableInterpolator(self.tables[op], lambda c, n: np.broadcast_to(
-                self.model(op, c)[0], (n,)))
+            self._interp[op] = TableInterpolator(
+                self.tables[op], lambda c, n: np.broadcast_to(self.model(op, c)[0], (n,))
+            )
         return self._interp[op]
 
-    def price_codes(self, op: str, **kw: Any) -> tuple[np.ndarray, np.ndarray, costs.Counts, tuple[int, ...]]:
+    def price_codes(
+        self, op: str, **kw: Any
+    ) -> tuple[np.ndarray, np.ndarray, costs.Counts, tuple[int, ...]]:
         """(seconds, provenance codes = indices into ``PROVENANCE``, counts, broadcast shape) of op
         family ``op``: ``price`` without building string tags (the serving model's hot path).
         Seconds and codes may be read-only broadcast views."""
@@ -154,17 +176,32 @@ class KernelDB:
             if (v < 0).any() if isinstance(v, np.ndarray) else np.any(np.asarray(v) < 0):
                 raise PlannerInputError(name, "sizes must be >= 0")
         shapes = {v.shape for v in kw.values() if isinstance(v, np.ndarray)}
-        shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*(np.shape(v) for v in kw.values()))
+        shape = (
+            shapes.pop()
+            if len(shapes) == 1
+            else np.broadcast_shapes(*(np.shape(v) for v in kw.values()))
+        )
         seconds, found, cnt = self.model(op, kw)
-        prov = np.where(found, FITTED, UNCALIBRATED) if found.ndim else np.full(shape, FITTED if found else UNCALIBRATED)
+        prov = (
+            np.where(found, FITTED, UNCALIBRATED)
+            if found.ndim
+            else np.full(shape, FITTED if found else UNCALIBRATED)
+        )
         interp = self._interpolator(op)
         if interp is not None:
             n = int(np.prod(shape)) if shape else 1
-            flat = {k: (np.broadcast_to(v, shape).reshape(n) if np.ndim(v) else v) for k, v in kw.items()}
+            flat = {
+                k: (np.broadcast_to(v, shape).reshape(n) if np.ndim(v) else v)
+                for k, v in kw.items()
+            }
             hit = interp.query(flat, n)
             base = np.broadcast_to(seconds, shape).reshape(n)
             seconds = np.where(hit.inside, base * np.exp(hit.log_ratio), base).reshape(shape)
-            code = np.where(hit.exact, MEASURED, np.where(hit.inside, INTERPOLATED, np.broadcast_to(prov, shape).reshape(n)))
+            code = np.where(
+                hit.exact,
+                MEASURED,
+                np.where(hit.inside, INTERPOLATED, np.broadcast_to(prov, shape).reshape(n)),
+            )
             prov = code.reshape(shape)
         seconds = np.asarray(seconds, dtype=float)
         if seconds.shape != shape:
@@ -174,42 +211,126 @@ class KernelDB:
     def price(self, op: str, **kw: Any) -> OpCost:
         """Price op family ``op`` for keyword columns (arrays broadcast together)."""
         seconds, prov, cnt, shape = self.price_codes(op, **kw)
-        return OpCost(seconds.astype(float), self.labels[prov],
-                      np.broadcast_to(cnt.flops, shape).astype(float), np.broadcast_to(cnt.nbytes, shape).astype(float))
+        return OpCost(
+            seconds.astype(float),
+            self.labels[prov],
+            np.broadcast_to(cnt.flops, shape).astype(float),
+            np.broadcast_to(cnt.nbytes, shape).astype(float),
+        )
 
     def gemm(self, m: Any, n: Any, k: Any, dtype: Any = "bf16") -> OpCost:
         """(m x k) @ (k x n) in ``dtype``; output 16-bit."""
         return self.price("gemm", m=m, n=n, k=k, dtype=dtype)
 
-    def attention_prefill(self, batch: Any, seq: Any, prior: Any, heads: Any, kv_heads: Any, head_dim: Any,
-                          dtype: Any = "bf16", kv_dtype: Any = "bf16", window: Any = 0) -> OpCost:
+    def attention_prefill(
+        self,
+        batch: Any,
+        seq: Any,
+        prior: Any,
+        heads: Any,
+        kv_heads: Any,
+        head_dim: Any,
+        dtype: Any = "bf16",
+        kv_dtype: Any = "bf16",
+        window: Any = 0,
+    ) -> OpCost:
         """Causal attention of ``seq`` new tokens over ``prior`` cached ones, per sequence of ``batch``."""
-        return self.price("attention_prefill", batch=batch, seq=seq, prior=prior, heads=heads, kv_heads=kv_heads,
-                          head_dim=head_dim, dtype=dtype, kv_dtype=kv_dtype, window=window)
+        return self.price(
+            "attention_prefill",
+            batch=batch,
+            seq=seq,
+            prior=prior,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            dtype=dtype,
+            kv_dtype=kv_dtype,
+            window=window,
+        )
 
-    def attention_decode(self, batch: Any, kv_len: Any, heads: Any, kv_heads: Any, head_dim: Any,
-                         kv_dtype: Any = "bf16") -> OpCost:
+    def attention_decode(
+        self,
+        batch: Any,
+        kv_len: Any,
+        heads: Any,
+        kv_heads: Any,
+        head_dim: Any,
+        kv_dtype: Any = "bf16",
+    ) -> OpCost:
         """One decode step of ``batch`` sequences of ``kv_len`` cached tokens each."""
-        return self.price("attention_decode", batch=batch, kv_len=kv_len, heads=heads, kv_heads=kv_heads,
-                          head_dim=head_dim, kv_dtype=kv_dtype)
+        return self.price(
+            "attention_decode",
+            batch=batch,
+            kv_len=kv_len,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            kv_dtype=kv_dtype,
+        )
 
-    def mla_prefill(self, batch: Any, seq: Any, prior: Any, heads: Any, kv_lora_rank: Any, rope_dim: Any,
-                    dtype: Any = "bf16") -> OpCost:
+    def mla_prefill(
+        self,
+        batch: Any,
+        seq: Any,
+        prior: Any,
+        heads: Any,
+        kv_lora_rank: Any,
+        rope_dim: Any,
+        dtype: Any = "bf16",
+    ) -> OpCost:
         """Multi-head latent attention (DeepSeek) prefill."""
-        return self.price("mla_prefill", batch=batch, seq=seq, prior=prior, heads=heads,
-                          kv_lora_rank=kv_lora_rank, rope_dim=rope_dim, dtype=dtype)
+        return self.price(
+            "mla_prefill",
+            batch=batch,
+            seq=seq,
+            prior=prior,
+            heads=heads,
+            kv_lora_rank=kv_lora_rank,
+            rope_dim=rope_dim,
+            dtype=dtype,
+        )
 
-    def mla_decode(self, batch: Any, kv_len: Any, heads: Any, kv_lora_rank: Any, rope_dim: Any,
-                   kv_dtype: Any = "bf16") -> OpCost:
+    def mla_decode(
+        self,
+        batch: Any,
+        kv_len: Any,
+        heads: Any,
+        kv_lora_rank: Any,
+        rope_dim: Any,
+        kv_dtype: Any = "bf16",
+    ) -> OpCost:
         """Multi-head latent attention decode (weight-absorbed)."""
-        return self.price("mla_decode", batch=batch, kv_len=kv_len, heads=heads, kv_lora_rank=kv_lora_rank,
-                          rope_dim=rope_dim, kv_dtype=kv_dtype)
+        return self.price(
+            "mla_decode",
+            batch=batch,
+            kv_len=kv_len,
+            heads=heads,
+            kv_lora_rank=kv_lora_rank,
+            rope_dim=rope_dim,
+            kv_dtype=kv_dtype,
+        )
 
-    def moe(self, tokens: Any, hidden: Any, inter: Any, topk: Any, experts: Any, ep: Any = 1,
-            dtype: Any = "bf16") -> OpCost:
+    def moe(
+        self,
+        tokens: Any,
+        hidden: Any,
+        inter: Any,
+        topk: Any,
+        experts: Any,
+        ep: Any = 1,
+        dtype: Any = "bf16",
+    ) -> OpCost:
         """Grouped expert GEMMs of one MoE layer on one GPU (its ``experts/ep`` share), no all-to-all."""
-        return self.price("moe", tokens=tokens, hidden=hidden, inter=inter, topk=topk, experts=experts, ep=ep,
-                          dtype=dtype)
+        return self.price(
+            "moe",
+            tokens=tokens,
+            hidden=hidden,
+            inter=inter,
+            topk=topk,
+            experts=experts,
+            ep=ep,
+            dtype=dtype,
+        )
 
     def memcpy(self, nbytes: Any) -> OpCost:
         """Device-local copy of ``nbytes`` bytes."""
@@ -232,7 +353,9 @@ def _comm_params(db: KernelDB, collective: str, n: int, link: str) -> tuple[fitt
     fit = db.fit.comm if db.fit else None
     on_fabric = link in (cm.scale_up_link(db.spec), "nvls")
     prm = cm.fitted_params(fit, collective, n, db.spec) if on_fabric else None
-    found = db._comm_prm[key] = (prm, FITTED) if prm is not None else (cm.default_params(db.spec, n, link), UNCALIBRATED)
+    found = db._comm_prm[key] = (
+        (prm, FITTED) if prm is not None else (cm.default_params(db.spec, n, link), UNCALIBRATED)
+    )
     return found
 
 
@@ -249,8 +372,9 @@ def _gpu_counts(n_arr: np.ndarray) -> list[int]:
     return [int(n) for n in np.unique(n_arr[n_arr > 1])]
 
 
-def _alpha_beta_params(db: KernelDB, collective: str, n_arr: np.ndarray,
-                       link: str) -> tuple[np.ndarray | float, np.ndarray | float, np.ndarray]:
+def _alpha_beta_params(
+    db: KernelDB, collective: str, n_arr: np.ndarray, link: str
+) -> tuple[np.ndarray | float, np.ndarray | float, np.ndarray]:
     """Per row: latency, bus bandwidth (scalars when every row has the same GPU count > 1) and
     provenance code; rows of one GPU get (0, 1) and ``MEASURED`` (they move nothing)."""
     counts = _gpu_counts(n_arr)
@@ -272,11 +396,14 @@ def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str
     return OpCost(seconds, db.labels[prov], np.zeros(b_arr.shape), b_arr)
 
 
-def comm_codes(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any,
-               link: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def comm_codes(
+    db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seconds, provenance codes, message bytes) of ``comm_cost`` (codes index ``PROVENANCE``)."""
     if collective not in COLLECTIVES:
-        raise PlannerInputError("collective", f"unknown '{collective}'; allowed: {', '.join(COLLECTIVES)}")
+        raise PlannerInputError(
+            "collective", f"unknown '{collective}'; allowed: {', '.join(COLLECTIVES)}"
+        )
     link = link or cm.scale_up_link(db.spec)
     if link not in LINKS:
         raise PlannerInputError("link", f"unknown '{link}'; allowed: {', '.join(LINKS)}")
@@ -290,10 +417,19 @@ def comm_codes(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any,
     seconds = cm.alpha_beta(b_arr, factor, lat, bw)
     table = db.tables.get("comm")
     if table is not None and seconds.size:
-        interp = db._interp.get("comm") or TableInterpolator(table, lambda c, k: _comm_model(db, c, k))
+        interp = db._interp.get("comm") or TableInterpolator(
+            table, lambda c, k: _comm_model(db, c, k)
+        )
         db._interp["comm"] = interp
-        hit = interp.query({"collective": collective, "n_gpus": n_arr.ravel(), "bytes": b_arr.ravel(), "link": link},
-                           n_arr.size)
+        hit = interp.query(
+            {
+                "collective": collective,
+                "n_gpus": n_arr.ravel(),
+                "bytes": b_arr.ravel(),
+                "link": link,
+            },
+            n_arr.size,
+        )
         adj = (hit.inside & (n_arr.ravel() > 1)).reshape(n_arr.shape)
         seconds = np.where(adj, seconds * np.exp(hit.log_ratio.reshape(n_arr.shape)), seconds)
         prov = np.where(adj, np.where(hit.exact.reshape(n_arr.shape), MEASURED, INTERPOLATED), prov)
@@ -309,8 +445,11 @@ def _comm_model(db: KernelDB, cols: Mapping[str, Any], n: int) -> np.ndarray:
     nbytes = np.broadcast_to(np.asarray(cols["bytes"], dtype=float), (n,))
     for c, g, lk in set(zip(coll.tolist(), gpus.tolist(), links.tolist(), strict=True)):
         sel = (coll == c) & (gpus == g) & (links == lk)
-        prm, _ = _comm_params(db, c, int(g), lk) if g > 1 else (fitted.CommParams(
-            latency_s=1e-6, bus_bandwidth_bytes_per_s=1e9), 0)
+        prm, _ = (
+            _comm_params(db, c, int(g), lk)
+            if g > 1
+            else (fitted.CommParams(latency_s=1e-6, bus_bandwidth_bytes_per_s=1e9), 0)
+        )
         factor = cm.algo_factor(c, np.full(int(sel.sum()), max(int(g), 2)))
         out[sel] = cm.alpha_beta(nbytes[sel], factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
     return out

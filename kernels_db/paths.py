@@ -35,8 +35,11 @@ def check_gpu_key(key: str, field: str = "--gpu") -> str:
     from hardware.errors import PlannerInputError
 
     if not re.fullmatch(GPU_KEY_PATTERN, key) or ".." in key:
-        raise PlannerInputError(field, f"'{key[:60]}' cannot name a GPU folder: use lower-case "
-                                       "letters, digits, '_', '.' and '-' (at most 64, no '..')")
+        raise PlannerInputError(
+            field,
+            f"'{key[:60]}' cannot name a GPU folder: use lower-case "
+            "letters, digits, '_', '.' and '-' (at most 64, no '..')",
+        )
     return key
 
 

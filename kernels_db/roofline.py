@@ -21,7 +21,14 @@ import numpy as np
 
 ArrayLike = np.ndarray | float | int
 DTYPE_BYTES: Final[dict[str, float]] = {
-    "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5,
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "fp4": 0.5,
+    "int4": 0.5,
 }
 OUT_BYTES: Final[float] = 2.0  # GEMM / attention outputs are written in 16-bit
 DECODE_MMA_ROWS: Final[float] = 16.0  # M rows of the mma.m16n8k16 tile (PTX ISA, "Matrix shape")
@@ -46,7 +53,9 @@ def l2_resident_fraction(nbytes: ArrayLike, cache_bytes: float | None) -> np.nda
     1 / (1 + (nbytes / cache)^CACHE_RESIDENCY_POWER), non-increasing in ``nbytes``."""
     if not cache_bytes:
         return np.zeros(np.shape(nbytes))
-    return np.asarray(1.0 / (1.0 + np.power(np.asarray(nbytes, dtype=float) / cache_bytes, CACHE_RESIDENCY_POWER)))
+    return np.asarray(
+        1.0 / (1.0 + np.power(np.asarray(nbytes, dtype=float) / cache_bytes, CACHE_RESIDENCY_POWER))
+    )
 
 
 def cached_read_factor(resident: ArrayLike, cache_speedup: ArrayLike) -> np.ndarray:
@@ -54,9 +63,15 @@ def cached_read_factor(resident: ArrayLike, cache_speedup: ArrayLike) -> np.ndar
     return np.asarray(1.0 - np.asarray(resident) * (1.0 - 1.0 / np.maximum(cache_speedup, 1.0)))
 
 
-def roofline_time(flops: ArrayLike, nbytes: ArrayLike, peak_flops_per_s: ArrayLike,
-                  bandwidth_bytes_per_s: float, p: np.ndarray, units: ArrayLike = np.inf,
-                  resident: ArrayLike = 0.0) -> np.ndarray:
+def roofline_time(
+    flops: ArrayLike,
+    nbytes: ArrayLike,
+    peak_flops_per_s: ArrayLike,
+    bandwidth_bytes_per_s: float,
+    p: np.ndarray,
+    units: ArrayLike = np.inf,
+    resident: ArrayLike = 0.0,
+) -> np.ndarray:
     """Seconds of one op. ``p`` rows: launch_s, compute_eff, compute_half_flops, memory_eff,
     memory_half_bytes, parallel_half_units, cache_speedup (each broadcastable against the sizes);
     ``units`` >= 1; ``resident`` = cached share of the bytes (``l2_resident_fraction``)."""
@@ -76,25 +91,39 @@ def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, elem_bytes: ArrayLike) 
     return np.asarray((m * k + k * n) * elem_bytes + m * n * OUT_BYTES)
 
 
-def prefill_attention_flops(batch: ArrayLike, seq: ArrayLike, prior: ArrayLike, heads: ArrayLike,
-                            head_dim: ArrayLike, window: ArrayLike) -> np.ndarray:
+def prefill_attention_flops(
+    batch: ArrayLike,
+    seq: ArrayLike,
+    prior: ArrayLike,
+    heads: ArrayLike,
+    head_dim: ArrayLike,
+    window: ArrayLike,
+) -> np.ndarray:
     """Causal FLOPs 4·b·h·d·s·(c + s/2); a sliding window (>0) caps the keys per query."""
     keys = np.asarray(prior + seq / 2.0, dtype=float)
     keys = np.where(np.asarray(window) > 0, np.minimum(keys, window), keys)
     return np.asarray(4.0 * batch * heads * head_dim * seq * keys)
 
 
-def prefill_attention_bytes(batch: ArrayLike, seq: ArrayLike, prior: ArrayLike, heads: ArrayLike,
-                            kv_heads: ArrayLike, head_dim: ArrayLike, elem_bytes: ArrayLike,
-                            kv_bytes: ArrayLike) -> np.ndarray:
+def prefill_attention_bytes(
+    batch: ArrayLike,
+    seq: ArrayLike,
+    prior: ArrayLike,
+    heads: ArrayLike,
+    kv_heads: ArrayLike,
+    head_dim: ArrayLike,
+    elem_bytes: ArrayLike,
+    kv_bytes: ArrayLike,
+) -> np.ndarray:
     """Read Q, write O (16-bit) and read K and V of prior + new tokens."""
     qo = 2.0 * batch * seq * heads * head_dim * elem_bytes
     kv = 2.0 * batch * (prior + seq) * kv_heads * head_dim * kv_bytes
     return np.asarray(qo + kv)
 
 
-def decode_attention_flops(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike,
-                           head_dim: ArrayLike) -> np.ndarray:
+def decode_attention_flops(
+    batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike, head_dim: ArrayLike
+) -> np.ndarray:
     """One new token per sequence attends to ``kv_len`` keys: 4·b·h·d·kv_len."""
     return np.asarray(4.0 * batch * heads * head_dim * kv_len)
 
@@ -108,17 +137,33 @@ def decode_issued_heads(heads: ArrayLike, kv_heads: ArrayLike) -> np.ndarray:
     h = np.asarray(heads, dtype=float)
     kvh = np.maximum(np.asarray(kv_heads, dtype=float), 1.0)
     group = h / kvh
-    return np.asarray(np.where(group <= 1.0, h, kvh * DECODE_MMA_ROWS * np.ceil(group / DECODE_MMA_ROWS)))
+    return np.asarray(
+        np.where(group <= 1.0, h, kvh * DECODE_MMA_ROWS * np.ceil(group / DECODE_MMA_ROWS))
+    )
 
 
-def decode_attention_bytes(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike,
-                           head_dim: ArrayLike, kv_bytes: ArrayLike) -> np.ndarray:
+def decode_attention_bytes(
+    batch: ArrayLike,
+    kv_len: ArrayLike,
+    heads: ArrayLike,
+    kv_heads: ArrayLike,
+    head_dim: ArrayLike,
+    kv_bytes: ArrayLike,
+) -> np.ndarray:
     """Read K and V of every context plus Q and O of one token each."""
-    return np.asarray(batch * (2.0 * kv_len * kv_heads * head_dim * kv_bytes + 2.0 * heads * head_dim * OUT_BYTES))
+    return np.asarray(
+        batch * (2.0 * kv_len * kv_heads * head_dim * kv_bytes + 2.0 * heads * head_dim * OUT_BYTES)
+    )
 
 
-def mla_prefill_flops(batch: ArrayLike, seq: ArrayLike, prior: ArrayLike, heads: ArrayLike,
-                      kv_lora_rank: ArrayLike, rope_dim: ArrayLike) -> np.ndarray:
+def mla_prefill_flops(
+    batch: ArrayLike,
+    seq: ArrayLike,
+    prior: ArrayLike,
+    heads: ArrayLike,
+    kv_lora_rank: ArrayLike,
+    rope_dim: ArrayLike,
+) -> np.ndarray:
     """Decompressed (MHA-form) MLA prefill; ASSUMPTION: no-rope q/k and v head dims = kv_lora_rank/4
     (DeepSeek-V2/V3: 512/4 = 128). FLOPs 2·b·h·s·(c + s/2)·(d_qk + d_v)."""
     d_qk = kv_lora_rank / 4.0 + rope_dim
@@ -126,39 +171,69 @@ def mla_prefill_flops(batch: ArrayLike, seq: ArrayLike, prior: ArrayLike, heads:
     return np.asarray(2.0 * batch * heads * seq * (prior + seq / 2.0) * (d_qk + d_v))
 
 
-def mla_prefill_bytes(batch: ArrayLike, seq: ArrayLike, prior: ArrayLike, heads: ArrayLike,
-                      kv_lora_rank: ArrayLike, rope_dim: ArrayLike, elem_bytes: ArrayLike) -> np.ndarray:
+def mla_prefill_bytes(
+    batch: ArrayLike,
+    seq: ArrayLike,
+    prior: ArrayLike,
+    heads: ArrayLike,
+    kv_lora_rank: ArrayLike,
+    rope_dim: ArrayLike,
+    elem_bytes: ArrayLike,
+) -> np.ndarray:
     """Read the latent cache (rank + rope per token) of prior + new tokens, read Q and write O."""
     latent = batch * (prior + seq) * (kv_lora_rank + rope_dim) * elem_bytes
     qo = batch * seq * heads * (kv_lora_rank / 2.0 + rope_dim) * elem_bytes
     return np.asarray(latent + qo)
 
 
-def mla_decode_flops(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike, kv_lora_rank: ArrayLike,
-                     rope_dim: ArrayLike) -> np.ndarray:
+def mla_decode_flops(
+    batch: ArrayLike,
+    kv_len: ArrayLike,
+    heads: ArrayLike,
+    kv_lora_rank: ArrayLike,
+    rope_dim: ArrayLike,
+) -> np.ndarray:
     """Weight-absorbed MLA decode (FlashMLA form): 2·b·h·kv_len·(2·rank + rope)."""
     return np.asarray(2.0 * batch * heads * kv_len * (2.0 * kv_lora_rank + rope_dim))
 
 
-def mla_decode_bytes(batch: ArrayLike, kv_len: ArrayLike, kv_lora_rank: ArrayLike, rope_dim: ArrayLike,
-                     kv_bytes: ArrayLike) -> np.ndarray:
+def mla_decode_bytes(
+    batch: ArrayLike,
+    kv_len: ArrayLike,
+    kv_lora_rank: ArrayLike,
+    rope_dim: ArrayLike,
+    kv_bytes: ArrayLike,
+) -> np.ndarray:
     """Read the latent cache once per sequence (shared by all heads)."""
     return np.asarray(batch * kv_len * (kv_lora_rank + rope_dim) * kv_bytes)
 
 
-def moe_active_experts(tokens: ArrayLike, topk: ArrayLike, experts: ArrayLike, ep: ArrayLike) -> np.ndarray:
+def moe_active_experts(
+    tokens: ArrayLike, topk: ArrayLike, experts: ArrayLike, ep: ArrayLike
+) -> np.ndarray:
     """Expected local experts hit by at least one token under uniform routing: (E/ep)·(1-(1-1/E)^(T·k))."""
-    miss = np.power(1.0 - 1.0 / np.asarray(experts, dtype=float), np.asarray(tokens * topk, dtype=float))
+    miss = np.power(
+        1.0 - 1.0 / np.asarray(experts, dtype=float), np.asarray(tokens * topk, dtype=float)
+    )
     return np.asarray(experts / ep * (1.0 - miss))
 
 
-def moe_flops(tokens: ArrayLike, hidden: ArrayLike, inter: ArrayLike, topk: ArrayLike, ep: ArrayLike) -> np.ndarray:
+def moe_flops(
+    tokens: ArrayLike, hidden: ArrayLike, inter: ArrayLike, topk: ArrayLike, ep: ArrayLike
+) -> np.ndarray:
     """Gated expert MLP (gate, up, down = 3·H·I MACs per routed token) on this GPU's share."""
     return np.asarray(2.0 * 3.0 * tokens * topk / ep * hidden * inter)
 
 
-def moe_bytes(tokens: ArrayLike, hidden: ArrayLike, inter: ArrayLike, topk: ArrayLike, experts: ArrayLike,
-              ep: ArrayLike, elem_bytes: ArrayLike) -> np.ndarray:
+def moe_bytes(
+    tokens: ArrayLike,
+    hidden: ArrayLike,
+    inter: ArrayLike,
+    topk: ArrayLike,
+    experts: ArrayLike,
+    ep: ArrayLike,
+    elem_bytes: ArrayLike,
+) -> np.ndarray:
     """Weights of the local experts that are hit, plus activations in and out (16-bit)."""
     weights = moe_active_experts(tokens, topk, experts, ep) * 3.0 * hidden * inter * elem_bytes
     acts = tokens * topk / ep * (2.0 * hidden + 2.0 * inter) * OUT_BYTES

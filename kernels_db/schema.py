@@ -14,7 +14,15 @@ from typing import Final
 OP_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "gemm": ("m", "n", "k", "dtype"),
     "attention_prefill": (
-        "batch", "seq", "prior", "heads", "kv_heads", "head_dim", "dtype", "kv_dtype", "window",
+        "batch",
+        "seq",
+        "prior",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "dtype",
+        "kv_dtype",
+        "window",
     ),
     "attention_decode": ("batch", "kv_len", "heads", "kv_heads", "head_dim", "kv_dtype"),
     "mla_prefill": ("batch", "seq", "prior", "heads", "kv_lora_rank", "rope_dim", "dtype"),
@@ -41,7 +49,12 @@ LATENCY_COLUMN: Final[str] = "latency_s"
 OPTIONAL_COLUMNS: Final[tuple[str, ...]] = ("kernel_source", "source")
 # ``custom_all_reduce`` = the engines' own one-/two-shot NVLink all-reduce kernels (not NCCL).
 COLLECTIVES: Final[tuple[str, ...]] = (
-    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "custom_all_reduce",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "send_recv",
+    "custom_all_reduce",
 )
 LINKS: Final[tuple[str, ...]] = ("nvlink", "pcie", "xgmi", "ib", "nvls", "local")
 OP_FAMILIES: Final[tuple[str, ...]] = tuple(OP_KEYS)

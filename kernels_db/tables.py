@@ -47,8 +47,12 @@ class KernelTable:
     def subset(self, mask: np.ndarray) -> KernelTable:
         """Rows where ``mask`` is true."""
         return KernelTable(
-            self.op, self.gpu, {k: v[mask] for k, v in self.keys.items()},
-            self.latency_s[mask], self.source, self.lines[mask],
+            self.op,
+            self.gpu,
+            {k: v[mask] for k, v in self.keys.items()},
+            self.latency_s[mask],
+            self.source,
+            self.lines[mask],
         )
 
 
@@ -80,8 +84,9 @@ def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> 
         if bad.any():
             i = int(bad.argmax())
             got = plain(df[col].iloc[i])
-            raise _row_error(source, int(lines[i]),
-                             f"'{col}' must be a non-negative integer, got {got}")
+            raise _row_error(
+                source, int(lines[i]), f"'{col}' must be a non-negative integer, got {got}"
+            )
     dup = df.duplicated(subset=list(OP_KEYS[op]), keep="first").to_numpy()
     if dup.any():
         i = int(dup.argmax())
@@ -95,12 +100,18 @@ def table_from_frame(df: pd.DataFrame, op: str, gpu: str, source: str) -> Kernel
         raise PlannerInputError("op", f"unknown op family '{op}'; known: {', '.join(OP_FAMILIES)}")
     missing = [c for c in columns(op) if c not in df.columns]
     if missing:
-        raise PlannerInputError("kernel table", f"{source}: missing column(s) {', '.join(missing)} (row 1)")
+        raise PlannerInputError(
+            "kernel table", f"{source}: missing column(s) {', '.join(missing)} (row 1)"
+        )
     # an imported frame carries the CSV line of each input row; a table read as is, its position
     lines = df["line"].to_numpy() if "line" in df.columns else np.arange(len(df)) + 2
     _check_values(df, op, source, lines)
     keys = {
-        c: (df[c].astype(str).to_numpy(dtype=object) if c in STRING_COLUMNS else df[c].to_numpy(dtype=np.int64))
+        c: (
+            df[c].astype(str).to_numpy(dtype=object)
+            if c in STRING_COLUMNS
+            else df[c].to_numpy(dtype=np.int64)
+        )
         for c in OP_KEYS[op]
     }
     lat = df[LATENCY_COLUMN].to_numpy(dtype=float)
@@ -123,7 +134,9 @@ def is_our_table(path: Path) -> bool:
 
 def read_gpu_folder(folder: Path, gpu: str) -> dict[str, KernelTable]:
     """All tables in ``folder`` (one GPU), keyed by op family."""
-    return {p.stem: read_table(p, gpu) for p in sorted(folder.glob("*.csv")) if p.stem in OP_FAMILIES}
+    return {
+        p.stem: read_table(p, gpu) for p in sorted(folder.glob("*.csv")) if p.stem in OP_FAMILIES
+    }
 
 
 def write_table(df: pd.DataFrame, path: Path) -> None:

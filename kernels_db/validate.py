@@ -28,8 +28,13 @@ def model_seconds(db: KernelDB, table: KernelTable) -> np.ndarray:
     if table.op == "comm":
         out = _comm_model(db, table.keys, n)
         custom = np.asarray(table.keys["collective"]).astype(str) == CUSTOM_ALL_REDUCE
-        if custom.any():  # the engine's all-reduce: the faster of its custom kernel and NCCL (comm.py)
-            nccl = {**table.keys, "collective": np.where(custom, "all_reduce", table.keys["collective"])}
+        if (
+            custom.any()
+        ):  # the engine's all-reduce: the faster of its custom kernel and NCCL (comm.py)
+            nccl = {
+                **table.keys,
+                "collective": np.where(custom, "all_reduce", table.keys["collective"]),
+            }
             out = np.where(custom, np.minimum(out, _comm_model(db, nccl, n)), out)
         return out
     return np.broadcast_to(db.model(table.op, table.keys)[0], (n,)).astype(float)
@@ -45,7 +50,10 @@ def _groups(table: KernelTable) -> dict[str, np.ndarray]:
     """Rows per reported group: the op family, or one group per collective for comm."""
     if table.op != "comm":
         return {table.op: np.ones(len(table), dtype=bool)}
-    return {f"comm_{c}": table.keys["collective"] == c for c in sorted(set(table.keys["collective"].tolist()))}
+    return {
+        f"comm_{c}": table.keys["collective"] == c
+        for c in sorted(set(table.keys["collective"].tolist()))
+    }
 
 
 def _summary(op: str, gpu: str, method: str, pred: np.ndarray, meas: np.ndarray) -> dict[str, Any]:
@@ -53,10 +61,19 @@ def _summary(op: str, gpu: str, method: str, pred: np.ndarray, meas: np.ndarray)
     e = ape_pct(pred[ok], meas[ok])
     med = round(float(np.median(e)), 2) if e.size else None
     p90 = round(float(np.percentile(e, 90)), 2) if e.size else None
-    return {"op": op, "gpu": gpu, "method": method, "n": int(e.size), "median_ape_pct": med, "p90_ape_pct": p90}
+    return {
+        "op": op,
+        "gpu": gpu,
+        "method": method,
+        "n": int(e.size),
+        "median_ape_pct": med,
+        "p90_ape_pct": p90,
+    }
 
 
-def evaluate_gpu(spec: GpuSpec, tables: dict[str, KernelTable], fit: FittedGpu | None = None) -> list[dict[str, Any]]:
+def evaluate_gpu(
+    spec: GpuSpec, tables: dict[str, KernelTable], fit: FittedGpu | None = None
+) -> list[dict[str, Any]]:
     """Groups (op, gpu, method, n, median/p90 APE) for one GPU's tables."""
     fit = fit or fit_gpu(tables, spec, command="validate (in-sample fit)")
     db = KernelDB(spec, {}, fit)
@@ -65,11 +82,26 @@ def evaluate_gpu(spec: GpuSpec, tables: dict[str, KernelTable], fit: FittedGpu |
         base = model_seconds(db, table)
         loo = loo_predictions(table, base)
         # comm groups the fit leaves out as implausible (fit.MIN_BUS_FRACTION) are reported apart
-        bad = implausible_comm_rows(table, spec.scale_up.bandwidth_bytes_per_s) if table.op == "comm" \
+        bad = (
+            implausible_comm_rows(table, spec.scale_up.bandwidth_bytes_per_s)
+            if table.op == "comm"
             else np.zeros(len(table), dtype=bool)
+        )
         for name, mask in _groups(table).items():
-            rows.append(_summary(name, spec.key, "loo_interpolation", loo[mask], table.latency_s[mask]))
-            rows.append(_summary(name, spec.key, "fitted", base[mask & ~bad], table.latency_s[mask & ~bad]))
+            rows.append(
+                _summary(name, spec.key, "loo_interpolation", loo[mask], table.latency_s[mask])
+            )
+            rows.append(
+                _summary(name, spec.key, "fitted", base[mask & ~bad], table.latency_s[mask & ~bad])
+            )
             if (mask & bad).any():
-                rows.append(_summary(name, spec.key, "fitted_implausible_data", base[mask & bad], table.latency_s[mask & bad]))
+                rows.append(
+                    _summary(
+                        name,
+                        spec.key,
+                        "fitted_implausible_data",
+                        base[mask & bad],
+                        table.latency_s[mask & bad],
+                    )
+                )
     return rows

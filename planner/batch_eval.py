@@ -52,7 +52,9 @@ on average; TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler admits
 when ISL + max new tokens fit (batch_manager capacity scheduler docs), so it holds the full OSL."""
 
 
-def kv_tokens_held(isl: np.ndarray | float, osl: np.ndarray | float, backend: str) -> np.ndarray | float:
+def kv_tokens_held(
+    isl: np.ndarray | float, osl: np.ndarray | float, backend: str
+) -> np.ndarray | float:
     """KV tokens one running request holds on average (``KV_HELD_OSL_FRACTION``): the serving
     model's KV-capacity count, shared with the solvers' slot caps so both agree."""
     return isl + osl * KV_HELD_OSL_FRACTION.get(backend, 1.0)
@@ -85,29 +87,56 @@ class CandidateArrays:
     kv_dtype: np.ndarray  # index into KV_DTYPES
     concurrency: np.ndarray
     mode: np.ndarray = field(default_factory=lambda: np.zeros(0))  # 0 agg, 1 disagg
-    workers: np.ndarray = field(default_factory=lambda: np.zeros(0))  # agg replicas / decode workers
+    workers: np.ndarray = field(
+        default_factory=lambda: np.zeros(0)
+    )  # agg replicas / decode workers
     prefill_tp: np.ndarray = field(default_factory=lambda: np.zeros(0))
     prefill_pp: np.ndarray = field(default_factory=lambda: np.zeros(0))
     prefill_dp: np.ndarray = field(default_factory=lambda: np.zeros(0))
     prefill_ep: np.ndarray = field(default_factory=lambda: np.zeros(0))
     prefill_workers: np.ndarray = field(default_factory=lambda: np.zeros(0))
     prefill_max_num_batched_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    prefill_max_num_seqs: np.ndarray = field(default_factory=lambda: np.zeros(0))  # prompts per prefill step (per DP rank)
+    prefill_max_num_seqs: np.ndarray = field(
+        default_factory=lambda: np.zeros(0)
+    )  # prompts per prefill step (per DP rank)
 
     @classmethod
     def from_lists(cls, **cols: object) -> CandidateArrays:
         """Build from lists/arrays/scalars; missing columns take defaults (tp 1, chunk 8192...)."""
         k = max((np.size(np.asarray(v)) for v in cols.values()), default=1)
-        d = {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "max_num_seqs": 256, "max_num_batched_tokens": 8192,
-             "weight_quant": 0, "kv_dtype": 0, "concurrency": np.nan, "mode": 0, "workers": 1, "prefill_workers": 1}
+        d = {
+            "tp": 1,
+            "pp": 1,
+            "dp": 1,
+            "ep": 1,
+            "max_num_seqs": 256,
+            "max_num_batched_tokens": 8192,
+            "weight_quant": 0,
+            "kv_dtype": 0,
+            "concurrency": np.nan,
+            "mode": 0,
+            "workers": 1,
+            "prefill_workers": 1,
+        }
         full = {f: _arr(cols.get(f), k, d.get(f, np.nan)) for f in cls.__dataclass_fields__}
-        for f, v in d.items():  # NaN in a given column means "default" (e.g. agg rows of a mixed frame)
+        for (
+            f,
+            v,
+        ) in d.items():  # NaN in a given column means "default" (e.g. agg rows of a mixed frame)
             if f != "concurrency":
                 full[f] = np.where(np.isnan(full[f]), v, full[f])
         for f in ("prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep"):
             full[f] = np.where(np.isnan(full[f]), full[f.removeprefix("prefill_")], full[f])
-        full["prefill_max_num_batched_tokens"] = np.where(np.isnan(full["prefill_max_num_batched_tokens"]), full["max_num_batched_tokens"], full["prefill_max_num_batched_tokens"])
-        full["prefill_max_num_seqs"] = np.where(np.isnan(full["prefill_max_num_seqs"]), full["max_num_seqs"], full["prefill_max_num_seqs"])
+        full["prefill_max_num_batched_tokens"] = np.where(
+            np.isnan(full["prefill_max_num_batched_tokens"]),
+            full["max_num_batched_tokens"],
+            full["prefill_max_num_batched_tokens"],
+        )
+        full["prefill_max_num_seqs"] = np.where(
+            np.isnan(full["prefill_max_num_seqs"]),
+            full["max_num_seqs"],
+            full["prefill_max_num_seqs"],
+        )
         return cls(**full)
 
     def __len__(self) -> int:
@@ -139,7 +168,15 @@ class ResultArrays:
     infeasible_reason: np.ndarray  # index into REASONS
 
 
-def parallel_arrays(gpu: GpuSpec, tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, ep: np.ndarray, wq: np.ndarray, kvd: np.ndarray) -> ParallelArrays:
+def parallel_arrays(
+    gpu: GpuSpec,
+    tp: np.ndarray,
+    pp: np.ndarray,
+    dp: np.ndarray,
+    ep: np.ndarray,
+    wq: np.ndarray,
+    kvd: np.ndarray,
+) -> ParallelArrays:
     """ParallelArrays with bytes and peaks looked up from the quant/KV codes."""
     wq_i, kv_i = wq.astype(int), kvd.astype(int)
     wbytes = np.array([WEIGHT_BYTES[q] for q in WEIGHT_QUANTS])[wq_i]
@@ -149,8 +186,9 @@ def parallel_arrays(gpu: GpuSpec, tp: np.ndarray, pp: np.ndarray, dp: np.ndarray
     return ParallelArrays(tp, pp, dp, ep, wbytes, kvbytes, peaks, dtypes)
 
 
-def load_arrays(w: Workload, k: int, concurrency: np.ndarray,
-                request_overhead_s: float | np.ndarray) -> LoadArrays:
+def load_arrays(
+    w: Workload, k: int, concurrency: np.ndarray, request_overhead_s: float | np.ndarray
+) -> LoadArrays:
     """Workload summary as arrays (closed loop where ``concurrency`` is finite)."""
     isl, osl = w.isl.mean, w.osl.mean
     cs2 = w.isl.second_moment / isl**2 - 1.0
@@ -159,8 +197,13 @@ def load_arrays(w: Workload, k: int, concurrency: np.ndarray,
     closed = np.isfinite(concurrency)
     rate = np.where(closed, np.nan, w.rate_per_s if w.rate_per_s is not None else np.nan)
     return LoadArrays(
-        isl=np.full(k, isl), osl=np.full(k, osl), isl_compute=np.full(k, max(isl * (1 - w.prefix_hit), 1.0)),
-        concurrency=concurrency, rate_per_s=rate, ca2=np.full(k, w.arrival_cv2), cs2=np.full(k, max(cs2, 0.0)),
+        isl=np.full(k, isl),
+        osl=np.full(k, osl),
+        isl_compute=np.full(k, max(isl * (1 - w.prefix_hit), 1.0)),
+        concurrency=concurrency,
+        rate_per_s=rate,
+        ca2=np.full(k, w.arrival_cv2),
+        cs2=np.full(k, max(cs2, 0.0)),
         osl_cs2=np.full(k, max(osl_cs2, 0.0)),
         tokens_per_step=np.full(k, sd.tokens_per_step if sd else 1.0),
         step_multiplier=np.full(k, 1.0 + sd.draft_len * sd.draft_cost_ratio if sd else 1.0),
@@ -174,8 +217,9 @@ name; they replace the calibration's single value (the engine-constant fit price
 of a constant in one call)."""
 
 
-def constant(cal: EngineCalibration, name: str, k: int,
-             constants: Constants | None = None) -> np.ndarray:
+def constant(
+    cal: EngineCalibration, name: str, k: int, constants: Constants | None = None
+) -> np.ndarray:
     """The fitted constant ``name`` for K candidates: ``constants[name]`` when given, else the
     calibration's value."""
     if constants is not None and name in constants:
@@ -183,9 +227,13 @@ def constant(cal: EngineCalibration, name: str, k: int,
     return np.full(k, float(getattr(cal, name).value))
 
 
-def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration,
-                   disagg: bool | np.ndarray = False,
-                   constants: Constants | None = None) -> np.ndarray:
+def lockstep_share(
+    w: Workload,
+    concurrency: np.ndarray,
+    cal: EngineCalibration,
+    disagg: bool | np.ndarray = False,
+    constants: Constants | None = None,
+) -> np.ndarray:
     """Share of a closed loop's requests in the benchmark's first, lockstep wave: 0 for the steady
     state (the default), N/P when the workload names the run's request count P
     (``Workload.bench_requests``), the engine's fitted ``burst_fraction`` when it asks for the
@@ -200,14 +248,31 @@ def lockstep_share(w: Workload, concurrency: np.ndarray, cal: EngineCalibration,
     return np.where(disagg, constant(cal, "disagg_burst_fraction", k, constants), agg)
 
 
-def _worker(m: ModelSpec, gpu: GpuSpec, par: ParallelArrays, seqs: np.ndarray, chunk: np.ndarray,
-            workers: np.ndarray, tokens: np.ndarray, cal: EngineCalibration,
-            util: float | np.ndarray, burst: np.ndarray,
-            constants: Constants | None = None) -> WorkerArrays:
+def _worker(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    par: ParallelArrays,
+    seqs: np.ndarray,
+    chunk: np.ndarray,
+    workers: np.ndarray,
+    tokens: np.ndarray,
+    cal: EngineCalibration,
+    util: float | np.ndarray,
+    burst: np.ndarray,
+    constants: Constants | None = None,
+) -> WorkerArrays:
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
-    return WorkerArrays(par, seqs, chunk, cap, constant(cal, "kernel_scale", k, constants),
-                        constant(cal, "step_overhead_s", k, constants), workers, burst)
+    return WorkerArrays(
+        par,
+        seqs,
+        chunk,
+        cap,
+        constant(cal, "kernel_scale", k, constants),
+        constant(cal, "step_overhead_s", k, constants),
+        workers,
+        burst,
+    )
 
 
 MIX_ATOMS = 64
@@ -241,15 +306,23 @@ def steady_ttft_quantile(s: ServingArrays, load: LoadArrays, q: float) -> np.nda
     return np.asarray(own + admit + queueing.wait_quantile(steady_wait, rho, q))
 
 
-def mixture_quantiles(steady: dict[str, np.ndarray], atoms_steady: np.ndarray,
-                      atoms_wave: np.ndarray, share: np.ndarray) -> dict[str, np.ndarray]:
+def mixture_quantiles(
+    steady: dict[str, np.ndarray],
+    atoms_steady: np.ndarray,
+    atoms_wave: np.ndarray,
+    share: np.ndarray,
+) -> dict[str, np.ndarray]:
     """Quantiles of a run whose requests are the steady state (atoms ``atoms_steady``, shape (A, K),
     equal weights) with probability 1 - ``share`` and the start-up wave (``atoms_wave``) with
     ``share``; candidates with no wave keep the steady-state quantiles ``steady``."""
     a = atoms_steady.shape[0]
     atoms = np.concatenate([atoms_steady, atoms_wave])
-    w = np.concatenate([np.broadcast_to((1.0 - share) / a, atoms_steady.shape),
-                        np.broadcast_to(share / a, atoms_wave.shape)])
+    w = np.concatenate(
+        [
+            np.broadcast_to((1.0 - share) / a, atoms_steady.shape),
+            np.broadcast_to(share / a, atoms_wave.shape),
+        ]
+    )
     order = np.argsort(atoms, axis=0, kind="stable")
     xs, cw = np.take_along_axis(atoms, order, 0), np.cumsum(np.take_along_axis(w, order, 0), axis=0)
     out = {}
@@ -282,7 +355,9 @@ def percentiles(s: ServingArrays, load: LoadArrays) -> dict[str, np.ndarray]:
     (``queueing.tpot_quantile``). Every quantile is non-decreasing in the percentile."""
     out = {f"ttft_{name}_s": v for name, v in ttft_quantiles(s, load).items()}
     for name in queueing.QUANTILES:
-        out[f"tpot_{name}_s"] = queueing.tpot_quantile(s.tpot_s, s.tpot_interference_s, s.interference_events, queueing.Z_SCORES[name])
+        out[f"tpot_{name}_s"] = queueing.tpot_quantile(
+            s.tpot_s, s.tpot_interference_s, s.interference_events, queueing.Z_SCORES[name]
+        )
     return out
 
 
@@ -292,8 +367,15 @@ def op_pricer(gpu: GpuSpec, pricer: OpPricer | None = None) -> OpPricer:
 
 
 def evaluate_batch(
-    m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, w: Workload, *, backend: str = "vllm",
-    pricer: OpPricer | None = None, gpu_memory_utilization: float | np.ndarray = 0.9, calibration: EngineCalibration | None = None,
+    m: ModelSpec,
+    gpu: GpuSpec,
+    c: CandidateArrays,
+    w: Workload,
+    *,
+    backend: str = "vllm",
+    pricer: OpPricer | None = None,
+    gpu_memory_utilization: float | np.ndarray = 0.9,
+    calibration: EngineCalibration | None = None,
     constants: Constants | None = None,
 ) -> ResultArrays:
     """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
@@ -302,33 +384,82 @@ def evaluate_batch(
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
-    conc = np.where(np.isfinite(c.concurrency), c.concurrency, w.concurrency if w.concurrency else np.nan)
+    conc = np.where(
+        np.isfinite(c.concurrency), c.concurrency, w.concurrency if w.concurrency else np.nan
+    )
     load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, constants))
     tokens = np.asarray(kv_tokens_held(load.isl, load.osl, backend))
     disagg = c.mode.astype(bool) if c.mode.size else np.zeros(k, dtype=bool)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     burst = lockstep_share(w, conc, cal, constants=constants)
-    dec = _worker(m, gpu, dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens, cal,
-                  gpu_memory_utilization, burst, constants)
+    dec = _worker(
+        m,
+        gpu,
+        dec_par,
+        c.max_num_seqs,
+        c.max_num_batched_tokens,
+        c.workers,
+        tokens,
+        cal,
+        gpu_memory_utilization,
+        burst,
+        constants,
+    )
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
-    agg_load = LoadArrays(**{f: getattr(load, f) / (c.workers if f in ("concurrency", "rate_per_s") else 1.0) for f in LoadArrays.__dataclass_fields__})
+    agg_load = LoadArrays(
+        **{
+            f: getattr(load, f) / (c.workers if f in ("concurrency", "rate_per_s") else 1.0)
+            for f in LoadArrays.__dataclass_fields__
+        }
+    )
     res = solve_agg(m, pricer, dec, agg_load)
     gpus = c.tp * c.pp * c.dp * c.workers
     fits = dec.seq_capacity >= 1
     xs = res.requests_per_s * c.workers
     if disagg.any():
-        pre_par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
-        pre = _worker(m, gpu, pre_par, c.prefill_max_num_seqs, c.prefill_max_num_batched_tokens,
-                      c.prefill_workers, load.isl + 1, cal, gpu_memory_utilization, burst,
-                      constants)
-        total = c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers + c.tp * c.pp * c.dp * c.workers
-        bw = np.where(total <= gpu.scale_up.domain_size, gpu.scale_up.bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
+        pre_par = parallel_arrays(
+            gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
+        )
+        pre = _worker(
+            m,
+            gpu,
+            pre_par,
+            c.prefill_max_num_seqs,
+            c.prefill_max_num_batched_tokens,
+            c.prefill_workers,
+            load.isl + 1,
+            cal,
+            gpu_memory_utilization,
+            burst,
+            constants,
+        )
+        total = (
+            c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers
+            + c.tp * c.pp * c.dp * c.workers
+        )
+        bw = np.where(
+            total <= gpu.scale_up.domain_size,
+            gpu.scale_up.bandwidth_bytes_per_s,
+            gpu.scale_out_bandwidth_bytes_per_s,
+        )
         t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
         d_overhead = constant(cal, "disagg_request_overhead_s", k, constants)
         dload = replace(load, request_overhead_s=d_overhead)
         dburst = lockstep_share(w, conc, cal, disagg=True, constants=constants)
-        dres = solve_disagg(m, pricer, replace(pre, burst_fraction=dburst), replace(dec, burst_fraction=dburst), dload, t_kv)
-        res = ServingArrays(*(np.where(disagg, getattr(dres, f), getattr(res, f)) for f in ServingArrays.__dataclass_fields__))
+        dres = solve_disagg(
+            m,
+            pricer,
+            replace(pre, burst_fraction=dburst),
+            replace(dec, burst_fraction=dburst),
+            dload,
+            t_kv,
+        )
+        res = ServingArrays(
+            *(
+                np.where(disagg, getattr(dres, f), getattr(res, f))
+                for f in ServingArrays.__dataclass_fields__
+            )
+        )
         gpus = np.where(disagg, total, gpus)
         fits = fits & (~disagg | (pre.seq_capacity >= 1))
         xs = np.where(disagg, res.requests_per_s, xs)
@@ -337,14 +468,30 @@ def evaluate_batch(
     return _results(res, load, xs, gpus, fits, dec.seq_capacity)
 
 
-def _results(res: ServingArrays, load: LoadArrays, x: np.ndarray, gpus: np.ndarray, fits: np.ndarray, cap: np.ndarray) -> ResultArrays:
+def _results(
+    res: ServingArrays,
+    load: LoadArrays,
+    x: np.ndarray,
+    gpus: np.ndarray,
+    fits: np.ndarray,
+    cap: np.ndarray,
+) -> ResultArrays:
     pct = percentiles(res, load)
     feasible = fits & ~res.saturated
     reason = np.where(~fits, 1, np.where(res.saturated, 2, 0))
     return ResultArrays(
-        ttft_mean_s=res.ttft_s, tpot_mean_s=res.tpot_s, **pct, requests_per_s=x,
-        output_tok_s_per_gpu=x * load.osl / gpus, output_tok_s_per_user=1.0 / res.tpot_s,
-        decode_batch=res.decode_batch, mixed_prefill_tokens=res.mixed_prefill_tokens,
-        prefill_utilization=res.prefill_rho, kv_transfer_s=res.kv_transfer_s,
-        seq_capacity=cap, gpus=gpus, feasible=feasible, infeasible_reason=reason,
+        ttft_mean_s=res.ttft_s,
+        tpot_mean_s=res.tpot_s,
+        **pct,
+        requests_per_s=x,
+        output_tok_s_per_gpu=x * load.osl / gpus,
+        output_tok_s_per_user=1.0 / res.tpot_s,
+        decode_batch=res.decode_batch,
+        mixed_prefill_tokens=res.mixed_prefill_tokens,
+        prefill_utilization=res.prefill_rho,
+        kv_transfer_s=res.kv_transfer_s,
+        seq_capacity=cap,
+        gpus=gpus,
+        feasible=feasible,
+        infeasible_reason=reason,
     )

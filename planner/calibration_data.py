@@ -361,8 +361,10 @@ def _data_files(root: Path) -> list[Path]:
         raise PlannerInputError("--data", f"{root} does not exist")
     if not root.is_dir():
         if root.suffix not in (".json", ".jsonl", ".csv"):
-            raise PlannerInputError("--data", f"{root}: expected a results folder, a .json / "
-                                    ".jsonl result file or a .csv")
+            raise PlannerInputError(
+                "--data",
+                f"{root}: expected a results folder, a .json / .jsonl result file or a .csv",
+            )
         return [root]
     files = sorted(
         p

@@ -156,9 +156,12 @@ def with_constants(
     base: EngineCalibration, values: dict[str, float], source: str
 ) -> EngineCalibration:
     """``base`` with ``values`` replaced, each tagged ``source``."""
-    return base.model_copy(update={
-        k: Sourced(value=v, source=source, unit=getattr(base, k).unit, bounds=BOUNDS.get(k))
-        for k, v in values.items()})
+    return base.model_copy(
+        update={
+            k: Sourced(value=v, source=source, unit=getattr(base, k).unit, bounds=BOUNDS.get(k))
+            for k, v in values.items()
+        }
+    )
 
 
 def _loss(rows: pd.DataFrame, backend: str, cal: EngineCalibration) -> float:
@@ -170,8 +173,9 @@ GRID: dict[str, tuple[float, ...]] = {c.name: c.grid for c in fit_engines.CONSTA
 """The packaged fit's search grid of each constant (``fit_engines.CONSTANTS``)."""
 
 
-def _log_errors(rows: pd.DataFrame, backend: str, base: EngineCalibration,
-                progress: str = "") -> Any:
+def _log_errors(
+    rows: pd.DataFrame, backend: str, base: EngineCalibration, progress: str = ""
+) -> Any:
     """values -> log(pred/measured) of TTFT and of TPOT of every row (5 where unmodelled); with
     ``progress``, the count of evaluations goes to stderr."""
     count = [0]
@@ -200,15 +204,17 @@ def _grid_stage(
         for name in names:
             grid = sorted({*GRID[name], values[name]})
             scores = [
-                _loss(rows, backend, with_constants(base, {**values, name: v}, "fit"))
-                for v in grid
+                _loss(rows, backend, with_constants(base, {**values, name: v}, "fit")) for v in grid
             ]
             values[name] = grid[int(np.argmin(scores))]
     return values
 
 
 def fit_constants(
-    rows: pd.DataFrame, backend: str, names: list[str], base: EngineCalibration,
+    rows: pd.DataFrame,
+    backend: str,
+    names: list[str],
+    base: EngineCalibration,
     progress: str = "",
 ) -> dict[str, float]:
     """THE adapter (rows -> constants): ``names`` fitted on prepared ``rows`` of ``backend``, the
@@ -241,9 +247,7 @@ def fit_constants(
     if progress:
         sys.stderr.write("\n")
     refined = unscale(res.x)
-    scores = [
-        _loss(rows, backend, with_constants(base, v, "fit")) for v in (start, refined)
-    ]
+    scores = [_loss(rows, backend, with_constants(base, v, "fit")) for v in (start, refined)]
     return refined if scores[1] <= scores[0] else start
 
 

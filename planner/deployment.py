@@ -19,8 +19,12 @@ class Parallelism(BaseModel):
     model_config = _FROZEN
     tp: int = Field(default=1, ge=1, le=1024, description="Tensor parallel size.")
     pp: int = Field(default=1, ge=1, le=1024, description="Pipeline parallel size.")
-    dp: int = Field(default=1, ge=1, le=100_000,
-                    description="Attention data-parallel ranks inside the worker (DP-attention).")
+    dp: int = Field(
+        default=1,
+        ge=1,
+        le=100_000,
+        description="Attention data-parallel ranks inside the worker (DP-attention).",
+    )
     ep: int = Field(default=1, ge=1, le=100_000, description="Expert parallel size for MoE layers.")
 
     @property
@@ -34,11 +38,15 @@ class WorkerConfig(BaseModel):
 
     model_config = _FROZEN
     parallel: Parallelism = Parallelism()
-    max_num_seqs: int = Field(default=256, ge=1, le=10_000_000,
-                              description="Max running requests per worker.")
-    max_num_batched_tokens: int = Field(default=8192, ge=16, le=10_000_000,
-                                        description="Token budget per step (chunk size).")
-    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Fraction of memory the engine may use.")
+    max_num_seqs: int = Field(
+        default=256, ge=1, le=10_000_000, description="Max running requests per worker."
+    )
+    max_num_batched_tokens: int = Field(
+        default=8192, ge=16, le=10_000_000, description="Token budget per step (chunk size)."
+    )
+    gpu_memory_utilization: float = Field(
+        default=0.9, gt=0, le=1, description="Fraction of memory the engine may use."
+    )
     kv_dtype: KvDtype = "bf16"
     weight_quant: WeightQuant = "bf16"
     workers: int = Field(default=1, ge=1, le=100_000, description="Replicas of this worker.")
@@ -49,21 +57,31 @@ class Deployment(BaseModel):
 
     model_config = _FROZEN
     model: str = Field(description="Bundled model name or HF id.")
-    hf_id: str = Field(default="", description=(
-        "The model's identity: the HF repository id (or local weights path) the engine loads; "
-        "empty for a local config.json given without --model-id (such a plan cannot be emitted)."))
-    checkpoint_quant: CheckpointFormat = Field(default="", description=(
-        "Weight format the checkpoint stores, from its quantization_config (bf16, fp8, mxfp4, "
-        "nvfp4, int4, int8); empty in plan files written before it was recorded."))
+    hf_id: str = Field(
+        default="",
+        description=(
+            "The model's identity: the HF repository id (or local weights path) the engine loads; "
+            "empty for a local config.json given without --model-id (such a plan cannot be emitted)."
+        ),
+    )
+    checkpoint_quant: CheckpointFormat = Field(
+        default="",
+        description=(
+            "Weight format the checkpoint stores, from its quantization_config (bf16, fp8, mxfp4, "
+            "nvfp4, int4, int8); empty in plan files written before it was recorded."
+        ),
+    )
     gpu: str = Field(description="GPU key, e.g. 'h200_sxm'.")
     mode: Literal["agg", "disagg"] = "agg"
     agg: WorkerConfig | None = Field(default=None, description="Aggregated worker (mode agg).")
     prefill: WorkerConfig | None = Field(default=None, description="Prefill role (mode disagg).")
     decode: WorkerConfig | None = Field(default=None, description="Decode role (mode disagg).")
-    max_model_len: int = Field(default=8192, ge=16, le=1_000_000_000,
-                               description="Longest ISL+OSL the engine must accept.")
-    cuda_graph_max_batch: int = Field(default=256, ge=1, le=10_000_000,
-                                      description="Largest batch captured in CUDA graphs.")
+    max_model_len: int = Field(
+        default=8192, ge=16, le=1_000_000_000, description="Longest ISL+OSL the engine must accept."
+    )
+    cuda_graph_max_batch: int = Field(
+        default=256, ge=1, le=10_000_000, description="Largest batch captured in CUDA graphs."
+    )
 
     @property
     def total_gpus(self) -> int:
@@ -76,10 +94,16 @@ class ShapeRules(BaseModel):
     capability table by ``planner.emitters.capabilities.shape_rules``; the solvers read only this)."""
 
     model_config = _FROZEN
-    expert_parallel: Literal["divides", "all_ranks"] = Field(default="divides", description=(
-        "'divides': any EP size dividing tp*dp; 'all_ranks': EP is 1 or tp*dp."))
-    attention_dp_tp: Literal["any", "one"] = Field(default="any", description=(
-        "'any': attention-DP ranks may use TP > 1; 'one': attention DP runs attention at TP 1."))
+    expert_parallel: Literal["divides", "all_ranks"] = Field(
+        default="divides",
+        description=("'divides': any EP size dividing tp*dp; 'all_ranks': EP is 1 or tp*dp."),
+    )
+    attention_dp_tp: Literal["any", "one"] = Field(
+        default="any",
+        description=(
+            "'any': attention-DP ranks may use TP > 1; 'one': attention DP runs attention at TP 1."
+        ),
+    )
     source: str = Field(default="", description="Where the rule was checked.")
 
     def problem(self, p: Parallelism) -> str | None:
@@ -88,8 +112,10 @@ class ShapeRules(BaseModel):
         if ranks % p.ep:
             return f"ep {p.ep} does not divide tp*dp = {ranks}"
         if self.expert_parallel == "all_ranks" and p.ep not in (1, ranks):
-            return (f"expert parallelism spans all tp*dp = {ranks} ranks or none, "
-                    f"so ep {p.ep} cannot be expressed")
+            return (
+                f"expert parallelism spans all tp*dp = {ranks} ranks or none, "
+                f"so ep {p.ep} cannot be expressed"
+            )
         if self.attention_dp_tp == "one" and p.dp > 1 and p.tp > 1:
             return f"attention DP runs attention at TP 1, so tp {p.tp} with dp {p.dp} cannot be expressed"
         return None

@@ -38,11 +38,13 @@ class Sourced(BaseModel):
 
     model_config = _FROZEN
     value: float = Field(description="the number, in ``unit``")
-    source: str = Field(min_length=1,
-                        description="what it is and which command fitted it on which data")
+    source: str = Field(
+        min_length=1, description="what it is and which command fitted it on which data"
+    )
     unit: str | None = Field(default=None, description="unit of ``value`` (fitted constants)")
-    bounds: tuple[float, float] | None = Field(default=None,
-                                               description="physical range [lo, hi] of ``value``")
+    bounds: tuple[float, float] | None = Field(
+        default=None, description="physical range [lo, hi] of ``value``"
+    )
 
     @model_validator(mode="after")
     def _inside_bounds(self) -> Sourced:

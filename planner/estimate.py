@@ -77,12 +77,18 @@ class Percentiles(BaseModel):
 
     def with_band(self, b: LogBand, level: float) -> Percentiles:
         """These numbers with the band ``b`` (log quantiles of measured / predicted) around each."""
+
         def edge(v: float) -> Interval:
             lo, hi = b.apply(v)
             return Interval(lo=float(lo), hi=float(hi))
 
-        band = PercentileBand(level=level, mean=edge(self.mean), p50=edge(self.p50),
-                              p90=edge(self.p90), p99=edge(self.p99))
+        band = PercentileBand(
+            level=level,
+            mean=edge(self.mean),
+            p50=edge(self.p50),
+            p90=edge(self.p90),
+            p99=edge(self.p99),
+        )
         return self.model_copy(update={"band": band})
 
 
@@ -101,8 +107,10 @@ class Estimate(BaseModel):
     tpot_ms: Percentiles
     output_tok_s_per_gpu: float
     output_tok_s_per_gpu_band: ValueBand | None = Field(
-        default=None, description="Band of output tok/s per GPU (from the TPOT band; an open "
-        "loop's throughput is its offered rate).")
+        default=None,
+        description="Band of output tok/s per GPU (from the TPOT band; an open "
+        "loop's throughput is its offered rate).",
+    )
     output_tok_s_per_user: float
     requests_per_s: float
     decode_batch: float = Field(description="Mean decode requests per step of one (decode) worker.")
@@ -110,34 +118,59 @@ class Estimate(BaseModel):
     kv_transfer_ms: float = Field(description="KV transfer per request (disaggregated), ms.")
     step_breakdown: dict[str, dict[str, float]] = Field(
         description="Milliseconds per op kind of the mixed step (aggregated), one prompt's prefill "
-                    "and a decode-only step: mixed_step_ms, prefill_ms, decode_step_ms "
-                    "(see step_breakdowns).")
+        "and a decode-only step: mixed_step_ms, prefill_ms, decode_step_ms "
+        "(see step_breakdowns)."
+    )
     memory: MemoryPlan
     prefill_memory: MemoryPlan | None = None
     provenance: dict[str, str] = Field(description="Op or constant -> where its number came from.")
-    provenance_mix: dict[str, float] = Field(default_factory=dict, description="Share of the decode-worker step's kernel time per provenance "
-                                             "(measured / interpolated / fitted / roofline_uncalibrated).")
+    provenance_mix: dict[str, float] = Field(
+        default_factory=dict,
+        description="Share of the decode-worker step's kernel time per provenance "
+        "(measured / interpolated / fitted / roofline_uncalibrated).",
+    )
     saturated: bool = Field(
-        default=False, description="Open loop: the offered rate exceeds what the deployment can "
-        "serve (queues grow without bound; TTFT/TPOT not finite).")
+        default=False,
+        description="Open loop: the offered rate exceeds what the deployment can "
+        "serve (queues grow without bound; TTFT/TPOT not finite).",
+    )
     offered_requests_per_s: float | None = Field(
-        default=None, description="Open loop: the offered arrival rate, requests/s.")
+        default=None, description="Open loop: the offered arrival rate, requests/s."
+    )
     capacity_requests_per_s: float | None = Field(
-        default=None, description="Open loop, saturated: the highest arrival rate the deployment "
-        "sustains, requests/s (3 significant figures).")
+        default=None,
+        description="Open loop, saturated: the highest arrival rate the deployment "
+        "sustains, requests/s (3 significant figures).",
+    )
 
 
 def _pct(mean: np.ndarray, p50: np.ndarray, p90: np.ndarray, p99: np.ndarray) -> Percentiles:
-    return Percentiles(mean=float(mean[0]) * 1e3, p50=float(p50[0]) * 1e3, p90=float(p90[0]) * 1e3, p99=float(p99[0]) * 1e3)
+    return Percentiles(
+        mean=float(mean[0]) * 1e3,
+        p50=float(p50[0]) * 1e3,
+        p90=float(p90[0]) * 1e3,
+        p99=float(p99[0]) * 1e3,
+    )
 
 
 def _memory(m: ModelSpec, gpu: GpuSpec, w: WorkerConfig, wl: Workload) -> MemoryPlan:
-    return plan_memory(m, gpu, w.parallel, weight_quant=w.weight_quant, kv_dtype=w.kv_dtype,
-                       max_num_batched_tokens=w.max_num_batched_tokens, max_num_seqs=w.max_num_seqs,
-                       gpu_memory_utilization=w.gpu_memory_utilization, isl=int(wl.isl.mean), osl=int(wl.osl.mean))
+    return plan_memory(
+        m,
+        gpu,
+        w.parallel,
+        weight_quant=w.weight_quant,
+        kv_dtype=w.kv_dtype,
+        max_num_batched_tokens=w.max_num_batched_tokens,
+        max_num_seqs=w.max_num_seqs,
+        gpu_memory_utilization=w.gpu_memory_utilization,
+        isl=int(wl.isl.mean),
+        osl=int(wl.osl.mean),
+    )
 
 
-def provenance_mix(m: ModelSpec, par: ParallelArrays, mix: StepMix, pricer: OpPricer) -> dict[str, float]:
+def provenance_mix(
+    m: ModelSpec, par: ParallelArrays, mix: StepMix, pricer: OpPricer
+) -> dict[str, float]:
     """Share of one step's kernel time (candidate 0) priced from each provenance tier."""
     times: dict[str, float] = {}
     ops = step_ops(m, par, mix)
@@ -166,13 +199,23 @@ def _par(gpu: GpuSpec, w: WorkerConfig) -> ParallelArrays:
 
 def _kinds_ms(cost: StepCost, times: float = 1.0) -> dict[str, float]:
     """Milliseconds per op kind of candidate 0, times ``times``; kinds taking no time left out."""
-    return {k: float(cost.by_kind_s[i, 0]) * 1e3 * times
-            for i, k in enumerate(KINDS_WITH_OVERHEAD) if cost.by_kind_s[i, 0] > 0}
+    return {
+        k: float(cost.by_kind_s[i, 0]) * 1e3 * times
+        for i, k in enumerate(KINDS_WITH_OVERHEAD)
+        if cost.by_kind_s[i, 0] > 0
+    }
 
 
-def step_breakdowns(m: ModelSpec, gpu: GpuSpec, main: WorkerConfig, pre: WorkerConfig, backend: str,
-                    r: ResultArrays, wl: Workload,
-                    disagg: bool) -> tuple[dict[str, dict[str, float]], StepCost]:
+def step_breakdowns(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    main: WorkerConfig,
+    pre: WorkerConfig,
+    backend: str,
+    r: ResultArrays,
+    wl: Workload,
+    disagg: bool,
+) -> tuple[dict[str, dict[str, float]], StepCost]:
     """Milliseconds by op kind of the steps the answer is made of (DESIGN.md "Step breakdowns"):
     ``mixed_step_ms`` (aggregated: the priced step that carries a prefill chunk next to the running
     decodes), ``prefill_ms`` (one prompt's whole prefill, all its chunks, on the prefill worker when
@@ -210,8 +253,14 @@ def _provenance(backend: str, cost: StepCost) -> dict[str, str]:
 
 
 def estimate(
-    m: ModelSpec, gpu: GpuSpec, wl: Workload, *, backend: str = "vllm", agg: WorkerConfig | None = None,
-    prefill: WorkerConfig | None = None, decode: WorkerConfig | None = None,
+    m: ModelSpec,
+    gpu: GpuSpec,
+    wl: Workload,
+    *,
+    backend: str = "vllm",
+    agg: WorkerConfig | None = None,
+    prefill: WorkerConfig | None = None,
+    decode: WorkerConfig | None = None,
 ) -> Estimate:
     """Aggregated when ``agg`` is given (default: one worker, tp 1), disaggregated with prefill+decode."""
     disagg = prefill is not None and decode is not None
@@ -221,39 +270,89 @@ def estimate(
     pmem = _memory(m, gpu, prefill, wl) if disagg and prefill is not None else None
     pre = prefill or main
     c = CandidateArrays.from_lists(
-        tp=main.parallel.tp, pp=main.parallel.pp, dp=main.parallel.dp, ep=main.parallel.ep, max_num_seqs=main.max_num_seqs,
-        max_num_batched_tokens=main.max_num_batched_tokens, weight_quant=WEIGHT_QUANTS.index(main.weight_quant),
-        kv_dtype=KV_DTYPES.index(main.kv_dtype), concurrency=wl.concurrency if wl.concurrency else np.nan,
-        mode=int(disagg), workers=main.workers, prefill_tp=pre.parallel.tp, prefill_pp=pre.parallel.pp, prefill_dp=pre.parallel.dp,
-        prefill_ep=pre.parallel.ep, prefill_workers=pre.workers, prefill_max_num_batched_tokens=pre.max_num_batched_tokens)
-    r = evaluate_batch(m, gpu, c, wl, backend=backend, gpu_memory_utilization=main.gpu_memory_utilization)
+        tp=main.parallel.tp,
+        pp=main.parallel.pp,
+        dp=main.parallel.dp,
+        ep=main.parallel.ep,
+        max_num_seqs=main.max_num_seqs,
+        max_num_batched_tokens=main.max_num_batched_tokens,
+        weight_quant=WEIGHT_QUANTS.index(main.weight_quant),
+        kv_dtype=KV_DTYPES.index(main.kv_dtype),
+        concurrency=wl.concurrency if wl.concurrency else np.nan,
+        mode=int(disagg),
+        workers=main.workers,
+        prefill_tp=pre.parallel.tp,
+        prefill_pp=pre.parallel.pp,
+        prefill_dp=pre.parallel.dp,
+        prefill_ep=pre.parallel.ep,
+        prefill_workers=pre.workers,
+        prefill_max_num_batched_tokens=pre.max_num_batched_tokens,
+    )
+    r = evaluate_batch(
+        m, gpu, c, wl, backend=backend, gpu_memory_utilization=main.gpu_memory_utilization
+    )
     if r.infeasible_reason[0] == 1:
-        raise InfeasibleError("memory", f"{m.name} leaves no room for one sequence of KV on {gpu.name}", binding_constraint="memory")
+        raise InfeasibleError(
+            "memory",
+            f"{m.name} leaves no room for one sequence of KV on {gpu.name}",
+            binding_constraint="memory",
+        )
     capacity = None
     if r.infeasible_reason[0] == REASONS.index("saturated") and wl.rate_per_s is not None:
         capacity = saturation_capacity(m, gpu, c, wl, backend, main.gpu_memory_utilization)
-        at_cap = evaluate_batch(m, gpu, c, wl.model_copy(update={"rate_per_s": capacity}),
-                                backend=backend, gpu_memory_utilization=main.gpu_memory_utilization)
+        at_cap = evaluate_batch(
+            m,
+            gpu,
+            c,
+            wl.model_copy(update={"rate_per_s": capacity}),
+            backend=backend,
+            gpu_memory_utilization=main.gpu_memory_utilization,
+        )
         # throughput at capacity; latencies stay those of the offered load (not finite)
-        r = replace(at_cap, ttft_mean_s=r.ttft_mean_s, ttft_p50_s=r.ttft_p50_s,
-                    ttft_p90_s=r.ttft_p90_s, ttft_p99_s=r.ttft_p99_s, tpot_mean_s=r.tpot_mean_s,
-                    tpot_p50_s=r.tpot_p50_s, tpot_p90_s=r.tpot_p90_s, tpot_p99_s=r.tpot_p99_s)
+        r = replace(
+            at_cap,
+            ttft_mean_s=r.ttft_mean_s,
+            ttft_p50_s=r.ttft_p50_s,
+            ttft_p90_s=r.ttft_p90_s,
+            ttft_p99_s=r.ttft_p99_s,
+            tpot_mean_s=r.tpot_mean_s,
+            tpot_p50_s=r.tpot_p50_s,
+            tpot_p90_s=r.tpot_p90_s,
+            tpot_p99_s=r.tpot_p99_s,
+        )
     steps, decode_cost = step_breakdowns(m, gpu, main, pre, backend, r, wl, disagg)
-    bands, bands_source = deployment_bands(m, gpu, backend, "disagg" if disagg else "agg",
-                                           float(r.prefill_utilization[0]), main.weight_quant,
-                                           main.kv_dtype)
+    bands, bands_source = deployment_bands(
+        m,
+        gpu,
+        backend,
+        "disagg" if disagg else "agg",
+        float(r.prefill_utilization[0]),
+        main.weight_quant,
+        main.kv_dtype,
+    )
     est = Estimate(
-        model=m.name, model_id=m.hf_id, checkpoint_quant=m.quant.weight_format, gpu=gpu.name,
-        backend=backend, mode="disagg" if disagg else "agg", gpus=int(r.gpus[0]),
+        model=m.name,
+        model_id=m.hf_id,
+        checkpoint_quant=m.quant.weight_format,
+        gpu=gpu.name,
+        backend=backend,
+        mode="disagg" if disagg else "agg",
+        gpus=int(r.gpus[0]),
         ttft_ms=_pct(r.ttft_mean_s, r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s),
         tpot_ms=_pct(r.tpot_mean_s, r.tpot_p50_s, r.tpot_p90_s, r.tpot_p99_s),
-        output_tok_s_per_gpu=float(r.output_tok_s_per_gpu[0]), output_tok_s_per_user=float(r.output_tok_s_per_user[0]),
-        requests_per_s=float(r.requests_per_s[0]), decode_batch=float(r.decode_batch[0]),
-        prefill_utilization=float(r.prefill_utilization[0]), kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
-        step_breakdown=steps, memory=mem, prefill_memory=pmem,
+        output_tok_s_per_gpu=float(r.output_tok_s_per_gpu[0]),
+        output_tok_s_per_user=float(r.output_tok_s_per_user[0]),
+        requests_per_s=float(r.requests_per_s[0]),
+        decode_batch=float(r.decode_batch[0]),
+        prefill_utilization=float(r.prefill_utilization[0]),
+        kv_transfer_ms=float(r.kv_transfer_s[0]) * 1e3,
+        step_breakdown=steps,
+        memory=mem,
+        prefill_memory=pmem,
         provenance={**_provenance(backend, decode_cost), "bands": bands_source},
         provenance_mix=source_shares(decode_cost),
-        saturated=capacity is not None, offered_requests_per_s=wl.rate_per_s,
+        saturated=capacity is not None,
+        offered_requests_per_s=wl.rate_per_s,
         capacity_requests_per_s=capacity,
     )
     return with_bands(est, bands, wl.closed_loop)
@@ -271,23 +370,34 @@ def with_bands(est: Estimate, bands: dict[str, LogBand], closed_loop: bool) -> E
     lo, hi = (tok, tok)
     if closed_loop:
         lo, hi = tok * float(np.exp(-tpot.hi)), tok * float(np.exp(-tpot.lo))
-    return est.model_copy(update={
-        "ttft_ms": est.ttft_ms.with_band(bands["ttft"], level),
-        "tpot_ms": est.tpot_ms.with_band(tpot, level),
-        "output_tok_s_per_gpu_band": ValueBand(level=level, lo=lo, hi=hi)})
+    return est.model_copy(
+        update={
+            "ttft_ms": est.ttft_ms.with_band(bands["ttft"], level),
+            "tpot_ms": est.tpot_ms.with_band(tpot, level),
+            "output_tok_s_per_gpu_band": ValueBand(level=level, lo=lo, hi=hi),
+        }
+    )
 
 
 SATURATION_STEPS = 40
 """Bisection steps of ``saturation_capacity`` (geometric: the rate to 3 significant figures)."""
 
 
-def saturation_capacity(m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, wl: Workload, backend: str,
-                        util: float) -> float:
+def saturation_capacity(
+    m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, wl: Workload, backend: str, util: float
+) -> float:
     """The highest open-loop arrival rate (requests/s, below ``wl.rate_per_s``) at which the serving
     model of candidate ``c`` is not saturated, by geometric bisection on the model itself."""
+
     def saturated(rate: float) -> bool:
-        r = evaluate_batch(m, gpu, c, wl.model_copy(update={"rate_per_s": rate}), backend=backend,
-                           gpu_memory_utilization=util)
+        r = evaluate_batch(
+            m,
+            gpu,
+            c,
+            wl.model_copy(update={"rate_per_s": rate}),
+            backend=backend,
+            gpu_memory_utilization=util,
+        )
         return bool(r.infeasible_reason[0] == REASONS.index("saturated"))
 
     hi = float(wl.rate_per_s or 0.0)

@@ -56,7 +56,9 @@ def weakest(tags: np.ndarray) -> str:
         known |= hit
         if hit.any():
             found.append(tag)
-    if not known.all():  # a transferred fit ranks with 'fitted': only the default roofline is weaker
+    if (
+        not known.all()
+    ):  # a transferred fit ranks with 'fitted': only the default roofline is weaker
         return UNCALIBRATED if UNCALIBRATED in found else str(np.asarray(tags)[~known][0])
     return max(found, key=PROVENANCE_RANK.__getitem__)
 
@@ -108,7 +110,10 @@ class KernelDbPricer:
                 seconds = c.seconds
                 if op.collective == "all_reduce" and link == self.link:
                     # engines pick the faster of NCCL and their custom (one-/two-shot) all-reduce
-                    seconds = np.minimum(seconds, self.db.comm(CUSTOM_ALL_REDUCE, n_int[sel], message[sel], link).seconds)
+                    seconds = np.minimum(
+                        seconds,
+                        self.db.comm(CUSTOM_ALL_REDUCE, n_int[sel], message[sel], link).seconds,
+                    )
                 t[sel] = seconds * op.kernels
                 tags.append(c.provenance[n_int[sel] > 1])
         moved = np.concatenate(tags) if tags else np.array([PROVENANCE[0]])
@@ -127,26 +132,40 @@ class KernelDbPricer:
         for key, idx in groups.items():
             sub = [ops[i] for i in idx]
             sizes = [_rows(op) for op in sub]
-            t, tags = self._comm_many(sub, sizes) if key.startswith("comm:") else self._compute_many(key, sub, sizes)
+            t, tags = (
+                self._comm_many(sub, sizes)
+                if key.startswith("comm:")
+                else self._compute_many(key, sub, sizes)
+            )
             if len(sub) == 1:
                 busy = (sub[0].flops > 0) | (sub[0].nbytes > 0)
             else:
-                busy = (np.concatenate([op.flops for op in sub]) > 0) | (np.concatenate([op.nbytes for op in sub]) > 0)
+                busy = (np.concatenate([op.flops for op in sub]) > 0) | (
+                    np.concatenate([op.nbytes for op in sub]) > 0
+                )
             t = np.where(busy, t, 0.0)
             a = 0
             for i, k, tag in zip(idx, sizes, tags, strict=True):
-                out[i] = (t[a:a + k], tag)
+                out[i] = (t[a : a + k], tag)
                 a += k
         return out
 
-    def _compute_many(self, family: str, ops: Sequence[Op], sizes: list[int]) -> tuple[np.ndarray, list[str]]:
+    def _compute_many(
+        self, family: str, ops: Sequence[Op], sizes: list[int]
+    ) -> tuple[np.ndarray, list[str]]:
         """``_compute`` of ops of one kernels_db family in one ``price_codes`` call: seconds of all
         their rows end to end, and each op's provenance tag."""
         shapes = [dict(op.shape) for op in ops]
         scale = _concat([s.pop("imbalance", 1.0) for s in shapes], sizes)
-        cols = shapes[0] if len(ops) == 1 else {k: _concat([s[k] for s in shapes], sizes) for k in shapes[0]}
+        cols = (
+            shapes[0]
+            if len(ops) == 1
+            else {k: _concat([s[k] for s in shapes], sizes) for k in shapes[0]}
+        )
         seconds, codes, _, _ = self.db.price_codes(family, **cols)
-        t = seconds if _is_one(scale) else seconds * np.asarray(scale, dtype=float)  # x * 1.0 == x exactly
+        t = (
+            seconds if _is_one(scale) else seconds * np.asarray(scale, dtype=float)
+        )  # x * 1.0 == x exactly
         if family in MESSAGE_DIVIDED:
             reps = [op.kernels for op in ops]
             t = t * (reps[0] if len(set(reps)) == 1 else np.repeat(reps, sizes))
@@ -155,7 +174,12 @@ class KernelDbPricer:
     def _comm_many(self, ops: Sequence[Op], sizes: list[int]) -> tuple[np.ndarray, list[str]]:
         """``_comm`` of collectives of one kind, priced in one ``comm_codes`` call per link: seconds of
         all their rows end to end (0 for rows of one GPU), and each op's provenance tag."""
-        n = np.concatenate([np.broadcast_to(np.asarray(op.n_gpus, dtype=float), (k,)) for op, k in zip(ops, sizes, strict=True)])
+        n = np.concatenate(
+            [
+                np.broadcast_to(np.asarray(op.n_gpus, dtype=float), (k,))
+                for op, k in zip(ops, sizes, strict=True)
+            ]
+        )
         collective = ops[0].collective
         if collective == "none" or not (n > 1).any():
             return np.zeros(n.shape), [PROVENANCE[0]] * len(ops)
@@ -164,11 +188,14 @@ class KernelDbPricer:
         if collective == "all_to_all":  # op bytes already exclude the rank's own share
             message = message / np.maximum(1.0 - 1.0 / np.maximum(n, 1.0), 1e-9)
         t, codes, n_int = self._comm_rows(collective, n, message, kernels)
-        codes = np.where(n_int > 1, codes, 0)  # single-GPU rows move nothing: they do not weaken the tag
+        codes = np.where(
+            n_int > 1, codes, 0
+        )  # single-GPU rows move nothing: they do not weaken the tag
         return t, _tags(codes, sizes, self.db.labels)
 
-    def _comm_rows(self, collective: str, n: np.ndarray, message: np.ndarray,
-                   kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _comm_rows(
+        self, collective: str, n: np.ndarray, message: np.ndarray, kernels: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(seconds, provenance codes, GPU counts) per row: scale-up link inside the domain, NIC beyond."""
         inside = n <= self.gpu.scale_up.domain_size
         n_int = np.maximum(np.round(n), 1).astype(np.int64)
@@ -181,7 +208,9 @@ class KernelDbPricer:
                 seconds, c, _ = comm_codes(self.db, collective, n_sel, m_sel, link)
                 if collective == "all_reduce" and link == self.link:
                     # engines pick the faster of NCCL and their custom (one-/two-shot) all-reduce
-                    seconds = np.minimum(seconds, comm_codes(self.db, CUSTOM_ALL_REDUCE, n_sel, m_sel, link)[0])
+                    seconds = np.minimum(
+                        seconds, comm_codes(self.db, CUSTOM_ALL_REDUCE, n_sel, m_sel, link)[0]
+                    )
                 if whole:
                     t, codes = seconds * kernels, c
                 else:
@@ -192,7 +221,12 @@ class KernelDbPricer:
 def _rows(op: Op) -> int:
     """Candidates K of an op whose work arrays have shape (K,); -1 otherwise (priced alone)."""
     flops, nbytes = op.flops, op.nbytes
-    if isinstance(flops, np.ndarray) and isinstance(nbytes, np.ndarray) and nbytes.ndim == 1 and flops.shape == nbytes.shape:
+    if (
+        isinstance(flops, np.ndarray)
+        and isinstance(nbytes, np.ndarray)
+        and nbytes.ndim == 1
+        and flops.shape == nbytes.shape
+    ):
         return int(nbytes.shape[0])
     return -1
 
@@ -205,14 +239,25 @@ def _is_one(v: object) -> bool:
 def _concat(values: list[Any], sizes: list[int]) -> Any:
     """One key column of several ops: a shared scalar stays scalar, else rows end to end."""
     first = values[0]
-    if not isinstance(first, np.ndarray) and all(not isinstance(v, np.ndarray) and v == first for v in values):
+    if not isinstance(first, np.ndarray) and all(
+        not isinstance(v, np.ndarray) and v == first for v in values
+    ):
         return first
-    return np.concatenate([v if isinstance(v, np.ndarray) and v.shape == (k,) else
-                           np.full(k, v) if np.ndim(v) == 0 else np.broadcast_to(np.asarray(v), (k,))
-                           for v, k in zip(values, sizes, strict=True)])
+    return np.concatenate(
+        [
+            v
+            if isinstance(v, np.ndarray) and v.shape == (k,)
+            else np.full(k, v)
+            if np.ndim(v) == 0
+            else np.broadcast_to(np.asarray(v), (k,))
+            for v, k in zip(values, sizes, strict=True)
+        ]
+    )
 
 
-def _tags(codes: np.ndarray, sizes: list[int], labels: Sequence[str] | np.ndarray = PROVENANCE) -> list[str]:
+def _tags(
+    codes: np.ndarray, sizes: list[int], labels: Sequence[str] | np.ndarray = PROVENANCE
+) -> list[str]:
     """Weakest provenance (``PROVENANCE`` order: the highest code) of each block of ``sizes`` rows,
     as ``labels`` names the codes (``KernelDB.labels``: a transferred fit's tag for 'fitted')."""
     if not codes.size:
@@ -221,8 +266,10 @@ def _tags(codes: np.ndarray, sizes: list[int], labels: Sequence[str] | np.ndarra
     if lo == hi:
         return [str(labels[hi])] * len(sizes)
     starts = np.cumsum([0, *sizes[:-1]])
-    return [str(labels[int(c)]) if k else str(labels[0])
-            for c, k in zip(np.maximum.reduceat(codes, starts), sizes, strict=True)]
+    return [
+        str(labels[int(c)]) if k else str(labels[0])
+        for c, k in zip(np.maximum.reduceat(codes, starts), sizes, strict=True)
+    ]
 
 
 _PRICERS: dict[tuple[str, int], KernelDbPricer] = {}

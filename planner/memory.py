@@ -26,7 +26,13 @@ KV_BLOCK_TOKENS = 16
 # Bytes per weight element including block-scale overhead:
 # fp8 with 128x128 fp32 block scales: 1 + 4/16384; NVFP4 (16-element groups, fp8 scale): 0.5 + 1/16;
 # int4 AWQ/GPTQ (128-element groups, fp16 scale + zero): 0.5 + 4/128.
-WEIGHT_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0 + 4 / 16384, "fp4": 0.5 + 1 / 16, "int4": 0.5 + 4 / 128}
+WEIGHT_BYTES: dict[str, float] = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0 + 4 / 16384,
+    "fp4": 0.5 + 1 / 16,
+    "int4": 0.5 + 4 / 128,
+}
 KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
 
 CUDA_CONTEXT_BYTES = 0.75 * GIB
@@ -53,37 +59,63 @@ class MemoryPlan(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     gpu_memory_bytes: float = Field(description="Device memory, bytes.")
-    budget_bytes_per_gpu: float = Field(description="gpu_memory_utilization x device memory, bytes.")
+    budget_bytes_per_gpu: float = Field(
+        description="gpu_memory_utilization x device memory, bytes."
+    )
     weights_bytes_per_gpu: float
-    activation_bytes_per_gpu: float = Field(description="Peak activation workspace for one step, bytes.")
-    reserved_bytes_per_gpu: float = Field(description="CUDA context, CUDA graphs, comm buffers, bytes.")
+    activation_bytes_per_gpu: float = Field(
+        description="Peak activation workspace for one step, bytes."
+    )
+    reserved_bytes_per_gpu: float = Field(
+        description="CUDA context, CUDA graphs, comm buffers, bytes."
+    )
     kv_budget_bytes_per_gpu: float = Field(description="Bytes left for KV blocks.")
-    total_bytes_per_gpu: float = Field(description="Everything the engine holds (= budget when it fits).")
-    kv_bytes_per_token_per_gpu: float = Field(description="KV of one token of context on one GPU (all layers of the stage, full attention).")
-    state_bytes_per_seq_per_gpu: float = Field(description="Fixed recurrent state per sequence (linear attention), bytes.")
-    kv_capacity_tokens: int = Field(description="Tokens of context the worker can hold (all attention-DP ranks).")
-    max_concurrency: int | None = Field(description="Sequences of isl+osl that fit at once (None without isl/osl).")
+    total_bytes_per_gpu: float = Field(
+        description="Everything the engine holds (= budget when it fits)."
+    )
+    kv_bytes_per_token_per_gpu: float = Field(
+        description="KV of one token of context on one GPU (all layers of the stage, full attention)."
+    )
+    state_bytes_per_seq_per_gpu: float = Field(
+        description="Fixed recurrent state per sequence (linear attention), bytes."
+    )
+    kv_capacity_tokens: int = Field(
+        description="Tokens of context the worker can hold (all attention-DP ranks)."
+    )
+    max_concurrency: int | None = Field(
+        description="Sequences of isl+osl that fit at once (None without isl/osl)."
+    )
     tokens_per_seq: int | None = None
     weight_quant: str
     kv_dtype: str
     parallel: Parallelism
-    source: str = "analytical memory model (planner/memory.py); reserve terms are stated assumptions"
+    source: str = (
+        "analytical memory model (planner/memory.py); reserve terms are stated assumptions"
+    )
 
 
 def check_parallelism(m: ModelSpec, p: Parallelism) -> None:
     """Reject splits the model cannot take; the message names the flag and what is allowed."""
     heads_ok = [d for d in range(1, m.num_heads + 1) if m.num_heads % d == 0]
     if m.num_heads % p.tp:
-        raise PlannerInputError("--tp", f"{p.tp} must divide the {m.num_heads} attention heads of {m.name}; allowed: {heads_ok}")
+        raise PlannerInputError(
+            "--tp",
+            f"{p.tp} must divide the {m.num_heads} attention heads of {m.name}; allowed: {heads_ok}",
+        )
     if m.mla is None and p.tp > m.num_kv_heads and p.tp % m.num_kv_heads:
-        raise PlannerInputError("--tp", f"{p.tp} must be a multiple of the {m.num_kv_heads} KV heads when larger")
+        raise PlannerInputError(
+            "--tp", f"{p.tp} must be a multiple of the {m.num_kv_heads} KV heads when larger"
+        )
     if p.pp > m.num_layers:
         raise PlannerInputError("--pp", f"{p.pp} exceeds the {m.num_layers} layers")
     if p.ep > 1:
         if m.moe is None:
             raise PlannerInputError("--ep", f"{m.name} has no experts; use --ep 1")
         if m.moe.num_experts % p.ep or (p.tp * p.dp) % p.ep:
-            raise PlannerInputError("--ep", f"{p.ep} must divide the {m.moe.num_experts} experts and tp*dp={p.tp * p.dp}")
+            raise PlannerInputError(
+                "--ep",
+                f"{p.ep} must divide the {m.moe.num_experts} experts and tp*dp={p.tp * p.dp}",
+            )
 
 
 def stage_layers(m: ModelSpec, pp: int) -> list[tuple[LayerSpec, ...]]:
@@ -97,7 +129,9 @@ def stage_layers(m: ModelSpec, pp: int) -> list[tuple[LayerSpec, ...]]:
     return stages
 
 
-def weight_bytes_per_gpu(m: ModelSpec, p: Parallelism, quant: str, layers: tuple[LayerSpec, ...], with_embed: bool) -> float:
+def weight_bytes_per_gpu(
+    m: ModelSpec, p: Parallelism, quant: str, layers: tuple[LayerSpec, ...], with_embed: bool
+) -> float:
     """Weights one GPU holds: attention / tp, dense FFN and experts / (tp*dp), embeddings / tp."""
     wq = WEIGHT_BYTES[quant]
     total = 0.0
@@ -129,17 +163,25 @@ def state_bytes_per_seq(m: ModelSpec, layer: LayerSpec, tp: Any) -> Any:
         return 0.0
     la = m.linear_attn
     ssm = la.num_value_heads * la.key_head_dim * la.value_head_dim * 4.0
-    conv = (2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim) * (la.conv_kernel - 1) * 2.0
+    conv = (
+        (2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim)
+        * (la.conv_kernel - 1)
+        * 2.0
+    )
     return (ssm + conv) / tp
 
 
-def seq_kv_bytes(m: ModelSpec, layers: tuple[LayerSpec, ...], tp: int, kv_dtype: str, tokens: int) -> float:
+def seq_kv_bytes(
+    m: ModelSpec, layers: tuple[LayerSpec, ...], tp: int, kv_dtype: str, tokens: int
+) -> float:
     """KV + state bytes of one sequence of ``tokens`` on one GPU, windows and block rounding included."""
     total = 0.0
     for layer in layers:
         held = min(tokens, layer.window) if layer.window else tokens
         held = math.ceil(held / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
-        total += kv_bytes_per_token(m, layer, tp, kv_dtype) * held + state_bytes_per_seq(m, layer, tp)
+        total += kv_bytes_per_token(m, layer, tp, kv_dtype) * held + state_bytes_per_seq(
+            m, layer, tp
+        )
     return total
 
 
@@ -164,7 +206,11 @@ def activation_bytes(m: ModelSpec, p: Split, max_num_batched_tokens: Any, max_nu
 
 def reserved_bytes(p: Parallelism, cuda_graphs: bool = True) -> float:
     """CUDA context, CUDA-graph pool and comm buffers per GPU (stated assumptions above)."""
-    return CUDA_CONTEXT_BYTES + (CUDA_GRAPH_BYTES if cuda_graphs else 0.0) + (NCCL_BYTES if p.gpus > 1 else 0.0)
+    return (
+        CUDA_CONTEXT_BYTES
+        + (CUDA_GRAPH_BYTES if cuda_graphs else 0.0)
+        + (NCCL_BYTES if p.gpus > 1 else 0.0)
+    )
 
 
 def _check_sizes(**sizes: float | None) -> None:
@@ -187,9 +233,13 @@ def plan_memory(
     osl: int | None = None,
 ) -> MemoryPlan:
     """Memory of the fullest GPU; raises InfeasibleError (out of memory) when weights do not fit."""
-    _check_sizes(max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, isl=isl, osl=osl)
+    _check_sizes(
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, isl=isl, osl=osl
+    )
     if not 0 < gpu_memory_utilization <= 1:
-        raise PlannerInputError("--gpu-memory-utilization", f"must be in (0, 1], got {gpu_memory_utilization}")
+        raise PlannerInputError(
+            "--gpu-memory-utilization", f"must be in (0, 1], got {gpu_memory_utilization}"
+        )
     quant = weight_quant or m.weight_dtype
     if quant not in WEIGHT_BYTES:
         raise PlannerInputError("--weight-quant", f"'{quant}' not one of {sorted(WEIGHT_BYTES)}")
@@ -224,9 +274,19 @@ def plan_memory(
         per_seq = max(seq_kv_bytes(m, layers, p.tp, kv_dtype, tokens) for layers in stages)
         conc = int(kv_budget // per_seq) * p.dp
     return MemoryPlan(
-        gpu_memory_bytes=gpu.memory_bytes, budget_bytes_per_gpu=budget, weights_bytes_per_gpu=weights,
-        activation_bytes_per_gpu=act, reserved_bytes_per_gpu=reserve, kv_budget_bytes_per_gpu=kv_budget,
-        total_bytes_per_gpu=budget, kv_bytes_per_token_per_gpu=kv_tok, state_bytes_per_seq_per_gpu=state,
-        kv_capacity_tokens=capacity, max_concurrency=conc, tokens_per_seq=tokens,
-        weight_quant=quant, kv_dtype=kv_dtype, parallel=p,
+        gpu_memory_bytes=gpu.memory_bytes,
+        budget_bytes_per_gpu=budget,
+        weights_bytes_per_gpu=weights,
+        activation_bytes_per_gpu=act,
+        reserved_bytes_per_gpu=reserve,
+        kv_budget_bytes_per_gpu=kv_budget,
+        total_bytes_per_gpu=budget,
+        kv_bytes_per_token_per_gpu=kv_tok,
+        state_bytes_per_seq_per_gpu=state,
+        kv_capacity_tokens=capacity,
+        max_concurrency=conc,
+        tokens_per_seq=tokens,
+        weight_quant=quant,
+        kv_dtype=kv_dtype,
+        parallel=p,
     )

@@ -30,7 +30,11 @@ def weights_per_gpu(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
     total = np.zeros_like(p.tp)
     for g in layer_groups(m):
         lp = layer_params(m, LayerSpec(attention=g.attention, window=g.window, moe=g.moe))  # type: ignore[arg-type]
-        per = lp.attention / p.tp + (lp.dense_ffn + lp.routed_experts) / (p.tp * p.dp) + lp.shared_experts / p.tp
+        per = (
+            lp.attention / p.tp
+            + (lp.dense_ffn + lp.routed_experts) / (p.tp * p.dp)
+            + lp.shared_experts / p.tp
+        )
         total += g.count * (per * p.weight_bytes + lp.router * WEIGHT_BYTES["bf16"])
     return total * stage_frac + embedding_params(m) * WEIGHT_BYTES["bf16"] / p.tp
 
@@ -55,19 +59,41 @@ def seq_bytes_per_gpu(m: ModelSpec, p: ParallelArrays, tokens: np.ndarray) -> np
     return total * stage_frac
 
 
-def activation_bytes(m: ModelSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray) -> np.ndarray:
+def activation_bytes(
+    m: ModelSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray
+) -> np.ndarray:
     """Activation workspace per candidate (``planner.memory.activation_bytes`` over arrays)."""
     return np.asarray(memory.activation_bytes(m, p, chunk, max_num_seqs), dtype=float)
 
 
-def kv_budget_per_gpu(m: ModelSpec, gpu: GpuSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray, util: float | np.ndarray) -> np.ndarray:
+def kv_budget_per_gpu(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    p: ParallelArrays,
+    chunk: np.ndarray,
+    max_num_seqs: np.ndarray,
+    util: float | np.ndarray,
+) -> np.ndarray:
     """Bytes left for KV on the fullest GPU (<= 0: does not fit)."""
     gpus = p.tp * p.pp * p.dp
     reserve = CUDA_CONTEXT_BYTES + CUDA_GRAPH_BYTES + NCCL_BYTES * (gpus > 1)
-    return gpu.memory_bytes * util - weights_per_gpu(m, p) - activation_bytes(m, p, chunk, max_num_seqs) - reserve
+    return (
+        gpu.memory_bytes * util
+        - weights_per_gpu(m, p)
+        - activation_bytes(m, p, chunk, max_num_seqs)
+        - reserve
+    )
 
 
-def seq_capacity(m: ModelSpec, gpu: GpuSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray, tokens: np.ndarray, util: float | np.ndarray) -> np.ndarray:
+def seq_capacity(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    p: ParallelArrays,
+    chunk: np.ndarray,
+    max_num_seqs: np.ndarray,
+    tokens: np.ndarray,
+    util: float | np.ndarray,
+) -> np.ndarray:
     """Sequences of ``tokens`` that fit in the worker's KV budget (0 when weights do not fit)."""
     budget = kv_budget_per_gpu(m, gpu, p, chunk, max_num_seqs, util)
     per_seq = np.maximum(seq_bytes_per_gpu(m, p, tokens), 1.0)
@@ -80,4 +106,3 @@ def kv_transfer_bytes_per_gpu(m: ModelSpec, p: ParallelArrays, isl: np.ndarray) 
     per = seq_bytes_per_gpu(m, p, tok)
     mla = m.mla is not None
     return per / p.tp if mla else per
-

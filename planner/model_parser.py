@@ -19,8 +19,17 @@ from planner.quantization import read_quantization
 
 DENSE_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "qwen3_vl_text", "qwen3_5_text"})
 MOE_TYPES = frozenset(
-    {"mixtral", "qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text", "minimax_m2", "gpt_oss",
-     "llama4_text", "qwen3_5_moe_text", "qwen3_next"}
+    {
+        "mixtral",
+        "qwen2_moe",
+        "qwen3_moe",
+        "qwen3_vl_moe_text",
+        "minimax_m2",
+        "gpt_oss",
+        "llama4_text",
+        "qwen3_5_moe_text",
+        "qwen3_next",
+    }
 )
 MLA_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"})
 SUPPORTED_TYPES = DENSE_TYPES | MOE_TYPES | MLA_TYPES | {"gptj"}
@@ -37,9 +46,15 @@ def _gptj_as_dense(cfg: dict[str, Any]) -> dict[str, Any]:
     priced in sequence (the same ops and bytes)."""
     hidden = _int(cfg, "n_embd")
     inner = _int(cfg, "n_inner", default=GPTJ_MLP_RATIO * hidden)
-    return {**cfg, "model_type": GPTJ_TYPE, "hidden_size": hidden, "num_hidden_layers": _int(cfg, "n_layer"),
-            "num_attention_heads": _int(cfg, "n_head"), "max_position_embeddings": _int(cfg, "n_positions"),
-            "intermediate_size": round(2 * inner / 3)}
+    return {
+        **cfg,
+        "model_type": GPTJ_TYPE,
+        "hidden_size": hidden,
+        "num_hidden_layers": _int(cfg, "n_layer"),
+        "num_attention_heads": _int(cfg, "n_head"),
+        "max_position_embeddings": _int(cfg, "n_positions"),
+        "intermediate_size": round(2 * inner / 3),
+    }
 
 
 def _get(cfg: dict[str, Any], *keys: str, default: Any = None, required: bool = True) -> Any:
@@ -60,8 +75,13 @@ MAX_POSITIONS = 1_000_000_000
 """Largest ``max_position_embeddings`` accepted (public models stay under 2^24)."""
 
 
-def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, minimum: int = 1,
-         maximum: int = MAX_DIM) -> int:
+def _int(
+    cfg: dict[str, Any],
+    *keys: str,
+    default: int | None = None,
+    minimum: int = 1,
+    maximum: int = MAX_DIM,
+) -> int:
     val = _get(cfg, *keys, default=default)
     return int(check_number(val, f"config.json: {keys[0]}", minimum, maximum, integer=True))
 
@@ -86,13 +106,18 @@ def _check_types(cfg: dict[str, Any]) -> None:
     """Fields read as objects or lists must be of that type (a string there is a broken config)."""
     q = cfg.get("quantization_config")
     if q is not None and not isinstance(q, dict):
-        raise PlannerInputError("config.json: quantization_config",
-                                f"must be an object (quant_method, ...), got {type(q).__name__}")
+        raise PlannerInputError(
+            "config.json: quantization_config",
+            f"must be an object (quant_method, ...), got {type(q).__name__}",
+        )
     types = cfg.get("layer_types")
-    if types is not None and not (isinstance(types, list)
-                                  and all(isinstance(t, str) for t in types)):
-        raise PlannerInputError("config.json: layer_types", "must be a list of strings "
-                                "(full_attention, sliding_attention, ...)")
+    if types is not None and not (
+        isinstance(types, list) and all(isinstance(t, str) for t in types)
+    ):
+        raise PlannerInputError(
+            "config.json: layer_types",
+            "must be a list of strings (full_attention, sliding_attention, ...)",
+        )
 
 
 def text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -111,10 +136,15 @@ def text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
 
 def _moe_dims(cfg: dict[str, Any], model_type: str) -> MoeDims:
     experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
-    inter_key = "intermediate_size" if model_type in {"mixtral", "gpt_oss", "minimax_m2", "llama4_text"} else "moe_intermediate_size"
+    inter_key = (
+        "intermediate_size"
+        if model_type in {"mixtral", "gpt_oss", "minimax_m2", "llama4_text"}
+        else "moe_intermediate_size"
+    )
     shared = _opt_int(cfg, "n_shared_experts")
-    shared_inter = (_opt_int(cfg, "shared_expert_intermediate_size")
-                    or _opt_int(cfg, "shared_intermediate_size"))
+    shared_inter = _opt_int(cfg, "shared_expert_intermediate_size") or _opt_int(
+        cfg, "shared_intermediate_size"
+    )
     if model_type == "llama4_text":
         shared = 1
         shared_inter = _int(cfg, "intermediate_size")
@@ -153,21 +183,31 @@ def _attention_layers(cfg: dict[str, Any], model_type: str, n: int) -> list[tupl
     if model_type in HYBRID_LINEAR_TYPES:
         if not types:
             interval = _int(cfg, "full_attention_interval")
-            types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
+            types = [
+                "full_attention" if (i + 1) % interval == 0 else "linear_attention"
+                for i in range(n)
+            ]
         return [("linear", 0) if t == "linear_attention" else ("gqa", 0) for t in types]
     if model_type == "llama4_text":
         chunk = _opt_int(cfg, "attention_chunk_size", MAX_POSITIONS)
         nope = _int_list(cfg, "no_rope_layers")
         if nope and len(nope) < n:
-            raise PlannerInputError("config.json: no_rope_layers",
-                                    f"has {len(nope)} entries, expected {n}")
+            raise PlannerInputError(
+                "config.json: no_rope_layers", f"has {len(nope)} entries, expected {n}"
+            )
         # Llama-4: every 4th layer is global NoPE attention, the others attend within chunks.
-        global_layer = [bool(nope[i]) is False for i in range(n)] if nope else [(i + 1) % 4 == 0 for i in range(n)]
+        global_layer = (
+            [bool(nope[i]) is False for i in range(n)]
+            if nope
+            else [(i + 1) % 4 == 0 for i in range(n)]
+        )
         return [("gqa", 0) if g else ("gqa", chunk) for g in global_layer]
     window = _opt_int(cfg, "sliding_window", MAX_POSITIONS)
     if types:
         if len(types) != n:
-            raise PlannerInputError("config.json: layer_types", f"has {len(types)} entries, expected {n}")
+            raise PlannerInputError(
+                "config.json: layer_types", f"has {len(types)} entries, expected {n}"
+            )
         return [("gqa", window) if t == "sliding_attention" else ("gqa", 0) for t in types]
     if window and cfg.get("use_sliding_window", model_type == "mistral"):
         return [("gqa", window)] * n
@@ -203,8 +243,12 @@ def _family(model_type: str, any_moe: bool) -> str:
     return "moe" if any_moe else "dense"
 
 
-def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "",
-                 hf_quant_config: dict[str, Any] | None = None) -> ModelSpec:
+def parse_config(
+    raw: dict[str, Any],
+    name: str = "",
+    hf_id: str = "",
+    hf_quant_config: dict[str, Any] | None = None,
+) -> ModelSpec:
     """Build a :class:`ModelSpec` from a HF config dict; refuses architectures it cannot model.
 
     ``hf_quant_config`` is ModelOpt's ``hf_quant_config.json`` of the same checkpoint, when it
@@ -226,12 +270,23 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "",
     heads = _int(cfg, "num_attention_heads")
     kv_heads = _int(cfg, "num_key_value_heads", default=heads)
     if heads % kv_heads:
-        raise PlannerInputError("config.json: num_key_value_heads", f"{kv_heads} must divide num_attention_heads={heads}")
+        raise PlannerInputError(
+            "config.json: num_key_value_heads",
+            f"{kv_heads} must divide num_attention_heads={heads}",
+        )
     mla = _mla_dims(cfg) if model_type in MLA_TYPES else None
-    head_dim = (mla.qk_nope_head_dim + mla.qk_rope_head_dim) if mla else _int(cfg, "head_dim", default=hidden // heads)
-    moe_flags = _moe_flags(cfg, model_type, n) if model_type in MOE_TYPES | MLA_TYPES else [False] * n
+    head_dim = (
+        (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+        if mla
+        else _int(cfg, "head_dim", default=hidden // heads)
+    )
+    moe_flags = (
+        _moe_flags(cfg, model_type, n) if model_type in MOE_TYPES | MLA_TYPES else [False] * n
+    )
     attn = _attention_layers(cfg, model_type, n)
-    layers = tuple(LayerSpec(attention=a, window=w, moe=m) for (a, w), m in zip(attn, moe_flags, strict=True))  # type: ignore[arg-type]
+    layers = tuple(
+        LayerSpec(attention=a, window=w, moe=m) for (a, w), m in zip(attn, moe_flags, strict=True)
+    )  # type: ignore[arg-type]
     notes: list[str] = []
     if raw.get("vision_config"):
         notes.append("vision encoder not modelled (text decoder only)")
@@ -249,20 +304,26 @@ def parse_config(raw: dict[str, Any], name: str = "", hf_id: str = "",
         num_heads=heads,
         num_kv_heads=heads if mla else kv_heads,
         head_dim=head_dim,
-        intermediate_size=_int(cfg, "intermediate_size_mlp", "intermediate_size", "moe_intermediate_size"),
+        intermediate_size=_int(
+            cfg, "intermediate_size_mlp", "intermediate_size", "moe_intermediate_size"
+        ),
         vocab_size=_int(cfg, "vocab_size"),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         attention_output_gate=bool(cfg.get("attn_output_gate", False)),
-        qk_norm_across_heads=bool(cfg.get("use_qk_norm", False)) and cfg.get("qk_norm_type") == "per_layer",
+        qk_norm_across_heads=bool(cfg.get("use_qk_norm", False))
+        and cfg.get("qk_norm_type") == "per_layer",
         layers=layers,
         mla=mla,
         moe=_moe_dims(cfg, model_type) if any(moe_flags) else None,
         linear_attn=_linear_dims(cfg) if any(a == "linear" for a, _ in attn) else None,
-        max_position_embeddings=_int(cfg, "max_position_embeddings", default=4096,
-                                     maximum=MAX_POSITIONS),
+        max_position_embeddings=_int(
+            cfg, "max_position_embeddings", default=4096, maximum=MAX_POSITIONS
+        ),
         weight_dtype=quant.pricing_dtype,
         quant=quant,
-        mtp_layers=(_opt_int(cfg, "num_nextn_predict_layers", MAX_LAYERS)
-                    or _opt_int(cfg, "mtp_num_hidden_layers", MAX_LAYERS)),
+        mtp_layers=(
+            _opt_int(cfg, "num_nextn_predict_layers", MAX_LAYERS)
+            or _opt_int(cfg, "mtp_num_hidden_layers", MAX_LAYERS)
+        ),
         notes=tuple(notes),
     )

@@ -27,7 +27,9 @@ class MlaDims(BaseModel):
     qk_nope_head_dim: int = Field(gt=0, description="Per-head non-rotary query/key dim.")
     qk_rope_head_dim: int = Field(gt=0, description="Rotary dim (cached once per token, shared).")
     v_head_dim: int = Field(gt=0, description="Per-head value dim.")
-    index_topk: int = Field(default=0, ge=0, description="Sparse-attention (DSA) keys per query; 0 = dense.")
+    index_topk: int = Field(
+        default=0, ge=0, description="Sparse-attention (DSA) keys per query; 0 = dense."
+    )
 
 
 class LinearAttnDims(BaseModel):
@@ -49,7 +51,9 @@ class MoeDims(BaseModel):
     top_k: int = Field(gt=0, description="Experts per token.")
     expert_intermediate: int = Field(gt=0, description="FFN width of one routed expert.")
     shared_experts: int = Field(default=0, ge=0, description="Always-on shared experts.")
-    shared_intermediate: int = Field(default=0, ge=0, description="FFN width of each shared expert.")
+    shared_intermediate: int = Field(
+        default=0, ge=0, description="FFN width of each shared expert."
+    )
 
 
 class LayerSpec(BaseModel):
@@ -57,7 +61,9 @@ class LayerSpec(BaseModel):
 
     model_config = _FROZEN
     attention: AttentionKind
-    window: int = Field(default=0, ge=0, description="Sliding/chunked attention span in tokens; 0 = full.")
+    window: int = Field(
+        default=0, ge=0, description="Sliding/chunked attention span in tokens; 0 = full."
+    )
     moe: bool = Field(description="True when the FFN is a mixture of experts.")
 
 
@@ -73,21 +79,35 @@ class ModelSpec(BaseModel):
     hidden_size: int = Field(gt=0)
     num_heads: int = Field(gt=0, description="Query heads.")
     num_kv_heads: int = Field(gt=0, description="KV heads (== num_heads for MHA and MLA).")
-    head_dim: int = Field(gt=0, description="Per-head dim of softmax attention (q/k for MLA: nope+rope).")
+    head_dim: int = Field(
+        gt=0, description="Per-head dim of softmax attention (q/k for MLA: nope+rope)."
+    )
     intermediate_size: int = Field(gt=0, description="FFN width of dense layers.")
     vocab_size: int = Field(gt=0)
     tie_word_embeddings: bool = False
-    attention_output_gate: bool = Field(default=False, description="Extra gate projection on attention output.")
-    qk_norm_across_heads: bool = Field(default=False, description=(
-        "QK-norm over all heads of a layer at once (MiniMax-M2 qk_norm_type 'per_layer'): under TP each rank "
-        "holds some heads, so the norm's mean square is all-reduced over the TP ranks every layer."))
+    attention_output_gate: bool = Field(
+        default=False, description="Extra gate projection on attention output."
+    )
+    qk_norm_across_heads: bool = Field(
+        default=False,
+        description=(
+            "QK-norm over all heads of a layer at once (MiniMax-M2 qk_norm_type 'per_layer'): under TP each rank "
+            "holds some heads, so the norm's mean square is all-reduced over the TP ranks every layer."
+        ),
+    )
     layers: tuple[LayerSpec, ...]
     mla: MlaDims | None = None
     moe: MoeDims | None = None
     linear_attn: LinearAttnDims | None = None
     max_position_embeddings: int = Field(gt=0)
-    weight_dtype: str = Field(default="bf16", description="Dtype the checkpoint's linear weights are priced at.")
-    quant: CheckpointQuant = Field(default_factory=CheckpointQuant,
-                                   description="The checkpoint's quantization, from its config.")
-    mtp_layers: int = Field(default=0, ge=0, description="Multi-token-prediction (draft) layers shipped.")
+    weight_dtype: str = Field(
+        default="bf16", description="Dtype the checkpoint's linear weights are priced at."
+    )
+    quant: CheckpointQuant = Field(
+        default_factory=CheckpointQuant,
+        description="The checkpoint's quantization, from its config.",
+    )
+    mtp_layers: int = Field(
+        default=0, ge=0, description="Multi-token-prediction (draft) layers shipped."
+    )
     notes: tuple[str, ...] = Field(default=(), description="Approximations made while parsing.")

@@ -47,9 +47,12 @@ def check_model_id(value: str, field: str = "--model-id") -> str:
         return value
     if (value.startswith(("/", "./", "~/")) or Path(value).is_absolute()) and _PATH.match(value):
         return value
-    raise PlannerInputError(field, f"{value!r} is not a Hugging Face id (owner/name: letters, "
-                            "digits, '.', '_', '-') or a local path (starting with /, ./ or ~/, "
-                            "no control or shell characters)")
+    raise PlannerInputError(
+        field,
+        f"{value!r} is not a Hugging Face id (owner/name: letters, "
+        "digits, '.', '_', '-') or a local path (starting with /, ./ or ~/, "
+        "no control or shell characters)",
+    )
 
 
 @lru_cache(maxsize=1)
@@ -59,8 +62,12 @@ def bundled_models() -> dict[str, BundledModel]:
     for path in sorted(BUNDLED_DIR.glob("*.json")):
         meta = json.loads(path.read_text())["_bundled"]
         out[meta["key"]] = BundledModel(
-            key=meta["key"], name=meta["name"], hf_id=meta["hf_id"],
-            aliases=tuple(meta.get("aliases", ())), source=meta["source"], path=path,
+            key=meta["key"],
+            name=meta["name"],
+            hf_id=meta["hf_id"],
+            aliases=tuple(meta.get("aliases", ())),
+            source=meta["source"],
+            path=path,
         )
     return out
 
@@ -113,8 +120,9 @@ def parse_config_text(text: str, name: str = "uploaded config", model_id: str = 
 
 def _bundled_spec(bundled: BundledModel) -> ModelSpec:
     raw = json.loads(bundled.path.read_text())
-    return parse_config(raw, name=bundled.name, hf_id=bundled.hf_id,
-                        hf_quant_config=raw.get("_hf_quant_config"))
+    return parse_config(
+        raw, name=bundled.name, hf_id=bundled.hf_id, hf_quant_config=raw.get("_hf_quant_config")
+    )
 
 
 @lru_cache(maxsize=64)
@@ -131,16 +139,20 @@ def load_model(ref: str, model_id: str = "") -> ModelSpec:
     bundled = find_bundled(ref)
     if bundled is not None:
         if ident and ident != bundled.hf_id:
-            raise PlannerInputError("--model-id", f"'{ref}' is the bundled checkpoint "
-                                    f"{bundled.hf_id}; --model-id {ident} names other weights "
-                                    "(give that checkpoint's config.json with --model PATH)")
+            raise PlannerInputError(
+                "--model-id",
+                f"'{ref}' is the bundled checkpoint "
+                f"{bundled.hf_id}; --model-id {ident} names other weights "
+                "(give that checkpoint's config.json with --model PATH)",
+            )
         return _bundled_spec(bundled)
     path = Path(ref).expanduser()
     if path.exists() or ref.endswith(".json"):
         raw = read_config_file(path)
         name = ident or (path.stem if path.is_file() else path.name)
-        return parse_config(raw, name=name, hf_id=ident,
-                            hf_quant_config=_sibling_quant_config(path))
+        return parse_config(
+            raw, name=name, hf_id=ident, hf_quant_config=_sibling_quant_config(path)
+        )
     choices = sorted(bundled_models())
     close = difflib.get_close_matches(ref.lower(), choices, n=1, cutoff=0.5)
     hint = f" (did you mean '{close[0]}'?)" if close else ""

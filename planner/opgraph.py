@@ -53,13 +53,17 @@ class ParallelArrays:
     weight_bytes: np.ndarray  # bytes per linear-weight element (incl. block scales)
     kv_bytes: np.ndarray  # bytes per KV element
     gemm_peak_flops_per_s: np.ndarray  # tensor-core peak for the weight dtype
-    gemm_dtype: np.ndarray | None = None  # tensor-core dtype names (str); None: derived from weight_bytes
+    gemm_dtype: np.ndarray | None = (
+        None  # tensor-core dtype names (str); None: derived from weight_bytes
+    )
 
     def gemm_dtypes(self) -> np.ndarray:
         """Tensor-core dtype of the linear layers per candidate ('bf16', 'fp8', 'fp4')."""
         if self.gemm_dtype is not None:
             return self.gemm_dtype
-        return np.where(self.weight_bytes >= 2.0, "bf16", np.where(self.weight_bytes >= 1.0, "fp8", "fp4"))
+        return np.where(
+            self.weight_bytes >= 2.0, "bf16", np.where(self.weight_bytes >= 1.0, "fp8", "fp4")
+        )
 
     def kv_dtypes(self) -> np.ndarray:
         """KV-cache dtype per candidate ('bf16' or 'fp8')."""
@@ -150,12 +154,30 @@ def attention_proj_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix
     w = g.attn_params / p.tp
     nbytes = w * p.weight_bytes + ta * m.hidden_size * 4 * ACT_BYTES
     shape = _gemm_shape(ta, w / m.hidden_size, m.hidden_size, p)
-    return Op("attn_proj", "gemm", "gemm", g.count, 2.0 * ta * w, nbytes, p.gemm_peak_flops_per_s, kernels=3.0, shape=shape, lookup="gemm")
+    return Op(
+        "attn_proj",
+        "gemm",
+        "gemm",
+        g.count,
+        2.0 * ta * w,
+        nbytes,
+        p.gemm_peak_flops_per_s,
+        kernels=3.0,
+        shape=shape,
+        lookup="gemm",
+    )
 
 
-def _gemm_shape(rows: np.ndarray, n: np.ndarray | float, k: float, p: ParallelArrays, dtype: str | None = None) -> tuple[tuple[str, object], ...]:
+def _gemm_shape(
+    rows: np.ndarray, n: np.ndarray | float, k: float, p: ParallelArrays, dtype: str | None = None
+) -> tuple[tuple[str, object], ...]:
     """kernels_db GEMM key: (rows x k) @ (k x n) in the weight dtype (or ``dtype``)."""
-    return (("m", rows), ("n", np.broadcast_to(n, np.shape(rows))), ("k", float(k)), ("dtype", dtype or p.gemm_dtypes()))
+    return (
+        ("m", rows),
+        ("n", np.broadcast_to(n, np.shape(rows))),
+        ("k", float(k)),
+        ("dtype", dtype or p.gemm_dtypes()),
+    )
 
 
 def _kv_elems_per_token(m: ModelSpec, g: LayerGroup, tp: np.ndarray) -> np.ndarray:
@@ -191,21 +213,59 @@ def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Step
         span = np.minimum(span, g.window)
     if g.attention == "linear":
         state = _linear_state_bytes(m, p.tp)
-        flops = chunks * chunk * state  # chunked delta rule: ~2 FLOPs per state element per token / 2 bytes
+        flops = (
+            chunks * chunk * state
+        )  # chunked delta rule: ~2 FLOPs per state element per token / 2 bytes
         nbytes = chunks * (2.0 * state + chunk * m.hidden_size * 3 * ACT_BYTES / p.tp)
         return Op("attn_prefill", "attention", "attention_prefill", g.count, flops, nbytes, 0.0)
     dqk, dv = _qk_v_dims(m, g)
     flops = chunks * 2.0 * heads * (dqk + dv) * chunk * span
     kv = _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
     nbytes = chunks * ((s.prefill_prior + chunk) * kv + chunk * heads * (dqk + dv) * 2 * ACT_BYTES)
-    common = (("batch", chunks), ("seq", chunk * (chunks > 0)), ("prior", s.prefill_prior), ("heads", heads))
+    common = (
+        ("batch", chunks),
+        ("seq", chunk * (chunks > 0)),
+        ("prior", s.prefill_prior),
+        ("heads", heads),
+    )
     if g.attention == "mla":
         assert m.mla is not None
-        mla = (*common, ("kv_lora_rank", float(m.mla.kv_lora_rank)), ("rope_dim", float(m.mla.qk_rope_head_dim)), ("dtype", "bf16"))
-        return Op("attn_prefill", "attention", "attention_prefill", g.count, flops, nbytes, 0.0, shape=mla, lookup="mla_prefill")
-    shape = (*common, ("kv_heads", np.ceil(m.num_kv_heads / p.tp)), ("head_dim", float(m.head_dim)), ("dtype", "bf16"),
-             ("kv_dtype", p.kv_dtypes()), ("window", float(g.window)))
-    return Op("attn_prefill", "attention", "attention_prefill", g.count, flops, nbytes, 0.0, shape=shape, lookup="attention_prefill")
+        mla = (
+            *common,
+            ("kv_lora_rank", float(m.mla.kv_lora_rank)),
+            ("rope_dim", float(m.mla.qk_rope_head_dim)),
+            ("dtype", "bf16"),
+        )
+        return Op(
+            "attn_prefill",
+            "attention",
+            "attention_prefill",
+            g.count,
+            flops,
+            nbytes,
+            0.0,
+            shape=mla,
+            lookup="mla_prefill",
+        )
+    shape = (
+        *common,
+        ("kv_heads", np.ceil(m.num_kv_heads / p.tp)),
+        ("head_dim", float(m.head_dim)),
+        ("dtype", "bf16"),
+        ("kv_dtype", p.kv_dtypes()),
+        ("window", float(g.window)),
+    )
+    return Op(
+        "attn_prefill",
+        "attention",
+        "attention_prefill",
+        g.count,
+        flops,
+        nbytes,
+        0.0,
+        shape=shape,
+        lookup="attention_prefill",
+    )
 
 
 def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
@@ -215,7 +275,15 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
     ctx = np.minimum(s.decode_ctx, g.window) if g.window else s.decode_ctx
     if g.attention == "linear":
         state = _linear_state_bytes(m, p.tp)
-        return Op("attn_decode", "attention", "attention_decode", g.count, reqs * state, reqs * 2.0 * state, 0.0)
+        return Op(
+            "attn_decode",
+            "attention",
+            "attention_decode",
+            g.count,
+            reqs * state,
+            reqs * 2.0 * state,
+            0.0,
+        )
     if g.attention == "mla":
         assert m.mla is not None
         flops = reqs * ctx * 2.0 * heads * (2 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
@@ -224,18 +292,60 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
     nbytes = reqs * ctx * _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
     if g.attention == "mla":
         assert m.mla is not None
-        shape: tuple[tuple[str, object], ...] = (("batch", reqs), ("kv_len", ctx * (reqs > 0)), ("heads", heads), ("kv_lora_rank", float(m.mla.kv_lora_rank)),
-                                                 ("rope_dim", float(m.mla.qk_rope_head_dim)), ("kv_dtype", p.kv_dtypes()))
-        return Op("attn_decode", "attention", "attention_decode", g.count, flops, nbytes, 0.0, shape=shape, lookup="mla_decode")
-    shape = (("batch", reqs), ("kv_len", ctx * (reqs > 0)), ("heads", heads), ("kv_heads", np.ceil(m.num_kv_heads / p.tp)),
-             ("head_dim", float(m.head_dim)), ("kv_dtype", p.kv_dtypes()))
-    return Op("attn_decode", "attention", "attention_decode", g.count, flops, nbytes, 0.0, shape=shape, lookup="attention_decode")
+        shape: tuple[tuple[str, object], ...] = (
+            ("batch", reqs),
+            ("kv_len", ctx * (reqs > 0)),
+            ("heads", heads),
+            ("kv_lora_rank", float(m.mla.kv_lora_rank)),
+            ("rope_dim", float(m.mla.qk_rope_head_dim)),
+            ("kv_dtype", p.kv_dtypes()),
+        )
+        return Op(
+            "attn_decode",
+            "attention",
+            "attention_decode",
+            g.count,
+            flops,
+            nbytes,
+            0.0,
+            shape=shape,
+            lookup="mla_decode",
+        )
+    shape = (
+        ("batch", reqs),
+        ("kv_len", ctx * (reqs > 0)),
+        ("heads", heads),
+        ("kv_heads", np.ceil(m.num_kv_heads / p.tp)),
+        ("head_dim", float(m.head_dim)),
+        ("kv_dtype", p.kv_dtypes()),
+    )
+    return Op(
+        "attn_decode",
+        "attention",
+        "attention_decode",
+        g.count,
+        flops,
+        nbytes,
+        0.0,
+        shape=shape,
+        lookup="attention_decode",
+    )
 
 
 def all_reduce_op(name: str, m: ModelSpec, count: float, p: ParallelArrays, s: StepMix) -> Op:
     """TP all-reduce of the hidden states of a rank's tokens (bf16)."""
     nbytes = _tokens_per_rank(p, s) * m.hidden_size * ACT_BYTES
-    return Op(name, "comm", "comm", count, np.zeros_like(nbytes), nbytes, 0.0, collective="all_reduce", n_gpus=p.tp)
+    return Op(
+        name,
+        "comm",
+        "comm",
+        count,
+        np.zeros_like(nbytes),
+        nbytes,
+        0.0,
+        collective="all_reduce",
+        n_gpus=p.tp,
+    )
 
 
 QK_NORM_STATS_BYTES = 2 * 4
@@ -247,7 +357,17 @@ def qk_norm_all_reduce_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Ste
     """All-reduce of the QK-norm statistics of a rank's tokens when the norm spans all heads
     (``ModelSpec.qk_norm_across_heads``): latency-bound, one per layer under TP."""
     nbytes = _tokens_per_rank(p, s) * QK_NORM_STATS_BYTES
-    return Op("tp_all_reduce_qk_norm", "comm", "comm", g.count, np.zeros_like(nbytes), nbytes, 0.0, collective="all_reduce", n_gpus=p.tp)
+    return Op(
+        "tp_all_reduce_qk_norm",
+        "comm",
+        "comm",
+        g.count,
+        np.zeros_like(nbytes),
+        nbytes,
+        0.0,
+        collective="all_reduce",
+        n_gpus=p.tp,
+    )
 
 
 def ffn_all_reduce_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
@@ -256,7 +376,17 @@ def ffn_all_reduce_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix
     tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
     a2a = (p.dp > 1) & (p.ep > 1) & g.moe
     nbytes = np.where(a2a, 0.0, tokens * m.hidden_size * ACT_BYTES / np.where(p.dp > 1, 1.0, p.dp))
-    return Op("tp_all_reduce_ffn", "comm", "comm", g.count, np.zeros_like(nbytes), nbytes, 0.0, collective="all_reduce", n_gpus=p.tp * p.dp)
+    return Op(
+        "tp_all_reduce_ffn",
+        "comm",
+        "comm",
+        g.count,
+        np.zeros_like(nbytes),
+        nbytes,
+        0.0,
+        collective="all_reduce",
+        n_gpus=p.tp * p.dp,
+    )
 
 
 def dense_ffn_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
@@ -264,9 +394,22 @@ def dense_ffn_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> 
     tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
     w = 3.0 * m.hidden_size * m.intermediate_size / (p.tp * p.dp)
     ta = tokens / p.dp
-    nbytes = w * p.weight_bytes + ta * (2 * m.hidden_size + 3 * m.intermediate_size / p.tp) * ACT_BYTES
+    nbytes = (
+        w * p.weight_bytes + ta * (2 * m.hidden_size + 3 * m.intermediate_size / p.tp) * ACT_BYTES
+    )
     shape = _gemm_shape(tokens, w / m.hidden_size, m.hidden_size, p)
-    return Op("mlp", "gemm", "gemm", g.count, 2.0 * tokens * w, nbytes, p.gemm_peak_flops_per_s, kernels=2.0, shape=shape, lookup="gemm")
+    return Op(
+        "mlp",
+        "gemm",
+        "gemm",
+        g.count,
+        2.0 * tokens * w,
+        nbytes,
+        p.gemm_peak_flops_per_s,
+        kernels=2.0,
+        shape=shape,
+        lookup="gemm",
+    )
 
 
 def moe_imbalance(pairs: np.ndarray, ep: np.ndarray) -> np.ndarray:
@@ -281,24 +424,85 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
     e, h = m.moe, m.hidden_size
     tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
     ta = tokens / p.dp
-    router = Op("router", "moe", "gemm", g.count, 2.0 * ta * h * e.num_experts, h * e.num_experts * ACT_BYTES + ta * h * ACT_BYTES,
-                p.gemm_peak_flops_per_s, shape=_gemm_shape(ta, float(e.num_experts), h, p, "bf16"), lookup="gemm")
+    router = Op(
+        "router",
+        "moe",
+        "gemm",
+        g.count,
+        2.0 * ta * h * e.num_experts,
+        h * e.num_experts * ACT_BYTES + ta * h * ACT_BYTES,
+        p.gemm_peak_flops_per_s,
+        shape=_gemm_shape(ta, float(e.num_experts), h, p, "bf16"),
+        lookup="gemm",
+    )
     pairs = tokens * e.top_k
     moe_tp = p.tp * p.dp / p.ep
     expert_w = 3.0 * h * e.expert_intermediate / moe_tp
     touched = (e.num_experts / p.ep) * (1.0 - (1.0 - e.top_k / e.num_experts) ** tokens)
-    flops = 2.0 * pairs / p.ep * 3.0 * h * e.expert_intermediate / moe_tp * moe_imbalance(pairs, p.ep)
-    nbytes = touched * expert_w * p.weight_bytes + pairs / p.ep * (2 * h + 3 * e.expert_intermediate / moe_tp) * ACT_BYTES
-    shape = (("tokens", tokens), ("hidden", float(h)), ("inter", e.expert_intermediate / moe_tp), ("topk", float(e.top_k)),
-             ("experts", float(e.num_experts)), ("ep", p.ep), ("dtype", p.gemm_dtypes()), ("imbalance", moe_imbalance(pairs, p.ep)))
-    ops = [router, Op("experts", "moe", "moe", g.count, flops, nbytes, p.gemm_peak_flops_per_s, kernels=3.0, shape=shape, lookup="moe")]
+    flops = (
+        2.0 * pairs / p.ep * 3.0 * h * e.expert_intermediate / moe_tp * moe_imbalance(pairs, p.ep)
+    )
+    nbytes = (
+        touched * expert_w * p.weight_bytes
+        + pairs / p.ep * (2 * h + 3 * e.expert_intermediate / moe_tp) * ACT_BYTES
+    )
+    shape = (
+        ("tokens", tokens),
+        ("hidden", float(h)),
+        ("inter", e.expert_intermediate / moe_tp),
+        ("topk", float(e.top_k)),
+        ("experts", float(e.num_experts)),
+        ("ep", p.ep),
+        ("dtype", p.gemm_dtypes()),
+        ("imbalance", moe_imbalance(pairs, p.ep)),
+    )
+    ops = [
+        router,
+        Op(
+            "experts",
+            "moe",
+            "moe",
+            g.count,
+            flops,
+            nbytes,
+            p.gemm_peak_flops_per_s,
+            kernels=3.0,
+            shape=shape,
+            lookup="moe",
+        ),
+    ]
     if e.shared_experts:
         ws = 3.0 * h * e.shared_intermediate * e.shared_experts / p.tp
-        ops.append(Op("shared_expert", "moe", "gemm", g.count, 2.0 * ta * ws, ws * p.weight_bytes + ta * h * 2 * ACT_BYTES, p.gemm_peak_flops_per_s,
-                      kernels=2.0, shape=_gemm_shape(ta, ws / h, h, p), lookup="gemm"))
+        ops.append(
+            Op(
+                "shared_expert",
+                "moe",
+                "gemm",
+                g.count,
+                2.0 * ta * ws,
+                ws * p.weight_bytes + ta * h * 2 * ACT_BYTES,
+                p.gemm_peak_flops_per_s,
+                kernels=2.0,
+                shape=_gemm_shape(ta, ws / h, h, p),
+                lookup="gemm",
+            )
+        )
     # tokens replicated on the tp ranks (dp = 1) need no dispatch: experts' outputs are all-reduced
     a2a = 2.0 * ta * e.top_k * h * ACT_BYTES * (1.0 - 1.0 / p.ep) * (p.dp > 1)
-    ops.append(Op("ep_all_to_all", "comm", "comm", g.count, np.zeros_like(a2a), a2a, 0.0, kernels=2.0, collective="all_to_all", n_gpus=p.ep))
+    ops.append(
+        Op(
+            "ep_all_to_all",
+            "comm",
+            "comm",
+            g.count,
+            np.zeros_like(a2a),
+            a2a,
+            0.0,
+            kernels=2.0,
+            collective="all_to_all",
+            n_gpus=p.ep,
+        )
+    )
     return ops
 
 
@@ -322,8 +526,18 @@ def elementwise_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -
     ``ELEMENTWISE_KERNELS`` kernels is priced as a copy of half its share of the traffic."""
     nbytes = _tokens_per_rank(p, s) * elementwise_elems_per_token(m, g, p) * ACT_BYTES
     shape = (("bytes", nbytes / 2.0 / ELEMENTWISE_KERNELS),)
-    return Op("elementwise", "elementwise", "elementwise", g.count, np.zeros_like(nbytes), nbytes, 0.0,
-              kernels=ELEMENTWISE_KERNELS, shape=shape, lookup="memcpy")
+    return Op(
+        "elementwise",
+        "elementwise",
+        "elementwise",
+        g.count,
+        np.zeros_like(nbytes),
+        nbytes,
+        0.0,
+        kernels=ELEMENTWISE_KERNELS,
+        shape=shape,
+        lookup="memcpy",
+    )
 
 
 def lm_head_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
@@ -332,7 +546,18 @@ def lm_head_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
     w = m.hidden_size * m.vocab_size / p.tp
     nbytes = w * ACT_BYTES + rows * m.vocab_size / p.tp * 4.0
     shape = _gemm_shape(rows, m.vocab_size / p.tp, m.hidden_size, p, "bf16")
-    return Op("lm_head", "lm_head", "gemm", 1.0, 2.0 * rows * w, nbytes, p.gemm_peak_flops_per_s, kernels=2.0, shape=shape, lookup="gemm")
+    return Op(
+        "lm_head",
+        "lm_head",
+        "gemm",
+        1.0,
+        2.0 * rows * w,
+        nbytes,
+        p.gemm_peak_flops_per_s,
+        kernels=2.0,
+        shape=shape,
+        lookup="gemm",
+    )
 
 
 def pp_send_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
@@ -340,7 +565,17 @@ def pp_send_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
     nbytes = _tokens_per_rank(p, s) * m.hidden_size * ACT_BYTES
     hops = float(np.max(p.pp)) - 1.0
     scale = (p.pp - 1.0) / max(hops, 1.0)
-    return Op("pp_send", "comm", "comm", max(hops, 0.0), np.zeros_like(nbytes), nbytes * scale, 0.0, collective="send_recv", n_gpus=2.0 * (p.pp > 1))
+    return Op(
+        "pp_send",
+        "comm",
+        "comm",
+        max(hops, 0.0),
+        np.zeros_like(nbytes),
+        nbytes * scale,
+        0.0,
+        collective="send_recv",
+        n_gpus=2.0 * (p.pp > 1),
+    )
 
 
 def step_ops(m: ModelSpec, p: ParallelArrays, s: StepMix) -> list[Op]:

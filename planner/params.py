@@ -29,8 +29,14 @@ def attention_params(m: ModelSpec, layer: LayerSpec) -> float:
         assert m.mla is not None
         d = m.mla
         qk = d.qk_nope_head_dim + d.qk_rope_head_dim
-        q = h * d.q_lora_rank + d.q_lora_rank * m.num_heads * qk if d.q_lora_rank else h * m.num_heads * qk
-        kv = h * (d.kv_lora_rank + d.qk_rope_head_dim) + d.kv_lora_rank * m.num_heads * (d.qk_nope_head_dim + d.v_head_dim)
+        q = (
+            h * d.q_lora_rank + d.q_lora_rank * m.num_heads * qk
+            if d.q_lora_rank
+            else h * m.num_heads * qk
+        )
+        kv = h * (d.kv_lora_rank + d.qk_rope_head_dim) + d.kv_lora_rank * m.num_heads * (
+            d.qk_nope_head_dim + d.v_head_dim
+        )
         return float(q + kv + m.num_heads * d.v_head_dim * h)
     if layer.attention == "linear":
         assert m.linear_attn is not None

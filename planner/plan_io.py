@@ -21,7 +21,9 @@ def read_plan_json(path: str | Path, field: str = "--plan") -> Any:
 def validate_plan(data: Any, model: type[T]) -> T:
     """Validate a decoded plan against ``model``; the first problem becomes one error naming the field."""
     if not isinstance(data, dict):
-        raise PlannerInputError("plan", f"not a plan file: expected a JSON object, got {type(data).__name__}")
+        raise PlannerInputError(
+            "plan", f"not a plan file: expected a JSON object, got {type(data).__name__}"
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:

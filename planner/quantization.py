@@ -24,7 +24,12 @@ WeightFormat = Literal["bf16", "fp8", "mxfp4", "nvfp4", "int4", "int8"]
 scales per 16 values; int4 / int8: integer weights (AWQ, GPTQ, compressed-tensors)."""
 
 PRICING_DTYPE: dict[str, str] = {
-    "bf16": "bf16", "fp8": "fp8", "mxfp4": "fp4", "nvfp4": "fp4", "int4": "int4", "int8": "fp8",
+    "bf16": "bf16",
+    "fp8": "fp8",
+    "mxfp4": "fp4",
+    "nvfp4": "fp4",
+    "int4": "int4",
+    "int8": "fp8",
 }
 """Weight dtype the cost model prices a format at (int8 GEMMs run at the fp8 peak on the GPUs we
 model: H100/H200 dense int8 TOPS equal their fp8 TFLOPS)."""
@@ -39,7 +44,9 @@ class CheckpointQuant(BaseModel):
     method: str = Field(default="none", description="quant_method / producer, 'none' if absent.")
     weight_format: WeightFormat = Field(default="bf16", description="Format of the linear weights.")
     activation_bits: int = Field(default=16, ge=4, le=16, description="Activation precision.")
-    group_size: int = Field(default=0, ge=0, description="Values per scale; 0 = per tensor/channel.")
+    group_size: int = Field(
+        default=0, ge=0, description="Values per scale; 0 = per tensor/channel."
+    )
     ignored: tuple[str, ...] = Field(default=(), description="Modules left unquantized.")
     kv_cache: str = Field(default="", description="KV-cache scheme the checkpoint ships ('fp8').")
     source: str = Field(default="", description="Which file and field this was read from.")
@@ -70,27 +77,40 @@ def _modelopt(q: dict[str, Any], where: str) -> CheckpointQuant:
     """ModelOpt's ``quantization`` block (``quant_algo``, ``kv_cache_quant_algo``...)."""
     algo = str(q.get("quant_algo") or "").upper()
     formats: dict[str, tuple[WeightFormat, int, int]] = {
-        "FP8": ("fp8", 8, 0), "FP8_PER_CHANNEL_PER_TOKEN": ("fp8", 8, 0),
-        "FP8_BLOCK_SCALES": ("fp8", 8, 128), "NVFP4": ("nvfp4", 4, 16),
-        "W4A16_AWQ": ("int4", 16, 128), "W4A8_AWQ": ("int4", 8, 128),
-        "W8A16": ("int8", 16, 0), "W8A8_SQ_PER_CHANNEL": ("int8", 8, 0),
+        "FP8": ("fp8", 8, 0),
+        "FP8_PER_CHANNEL_PER_TOKEN": ("fp8", 8, 0),
+        "FP8_BLOCK_SCALES": ("fp8", 8, 128),
+        "NVFP4": ("nvfp4", 4, 16),
+        "W4A16_AWQ": ("int4", 16, 128),
+        "W4A8_AWQ": ("int4", 8, 128),
+        "W8A16": ("int8", 16, 0),
+        "W8A8_SQ_PER_CHANNEL": ("int8", 8, 0),
         "MIXED_PRECISION": ("nvfp4", 4, 16),
     }
     if algo not in formats:
-        raise PlannerInputError(f"{where}.quant_algo",
-                                f"'{algo}' is not supported; supported: {', '.join(sorted(formats))}")
+        raise PlannerInputError(
+            f"{where}.quant_algo",
+            f"'{algo}' is not supported; supported: {', '.join(sorted(formats))}",
+        )
     fmt, act, group = formats[algo]
     kv = str(q.get("kv_cache_quant_algo") or "").lower()
     return CheckpointQuant(
-        method="modelopt", weight_format=fmt, activation_bits=act,
+        method="modelopt",
+        weight_format=fmt,
+        activation_bits=act,
         group_size=int(q.get("group_size") or group),
         ignored=_str_list(q.get("exclude_modules"), "exclude_modules"),
-        kv_cache="fp8" if kv == "fp8" else kv, source=f"{where}.quant_algo",
+        kv_cache="fp8" if kv == "fp8" else kv,
+        source=f"{where}.quant_algo",
     )
 
 
 _CT_FORMATS: dict[tuple[Any, str], WeightFormat] = {
-    (4, "int"): "int4", (8, "int"): "int8", (8, "float"): "fp8", (4, "float"): "nvfp4"}
+    (4, "int"): "int4",
+    (8, "int"): "int8",
+    (8, "float"): "fp8",
+    (4, "float"): "nvfp4",
+}
 
 
 def _compressed_tensors(q: dict[str, Any]) -> CheckpointQuant:
@@ -106,47 +126,74 @@ def _compressed_tensors(q: dict[str, Any]) -> CheckpointQuant:
         bits, kind = weights.get("num_bits"), str(weights.get("type", "int"))
         fmt = _CT_FORMATS.get((bits, kind))
         if fmt is None:
-            raise PlannerInputError(_field(f"config_groups.{name}.weights"),
-                                    f"{bits}-bit {kind} weights are not supported; supported: "
-                                    "4/8-bit int, 8-bit float, 4-bit float")
+            raise PlannerInputError(
+                _field(f"config_groups.{name}.weights"),
+                f"{bits}-bit {kind} weights are not supported; supported: "
+                "4/8-bit int, 8-bit float, 4-bit float",
+            )
         acts = group.get("input_activations")
         act = int(acts.get("num_bits", 16)) if isinstance(acts, dict) else 16
         seen.append((fmt, act, int(weights.get("group_size") or 0)))
     fmt, act, group_size = max(seen, key=lambda s: ("int4", "nvfp4", "int8", "fp8").index(s[0]))
     kv = q.get("kv_cache_scheme")
     kv_text = "fp8" if isinstance(kv, (dict, str)) and "8" in str(kv) else ""
-    return CheckpointQuant(method="compressed-tensors", weight_format=fmt,
-                           activation_bits=min(16, max(4, act)), group_size=group_size,
-                           ignored=_str_list(q.get("ignore"), "ignore"), kv_cache=kv_text,
-                           source="config.json: quantization_config.config_groups")
+    return CheckpointQuant(
+        method="compressed-tensors",
+        weight_format=fmt,
+        activation_bits=min(16, max(4, act)),
+        group_size=group_size,
+        ignored=_str_list(q.get("ignore"), "ignore"),
+        kv_cache=kv_text,
+        source="config.json: quantization_config.config_groups",
+    )
 
 
 def _hf_method(q: dict[str, Any], method: str) -> CheckpointQuant:
     """Hugging Face quantizers named by ``quant_method``."""
     src = "config.json: quantization_config.quant_method"
-    ignored = _str_list(q.get("modules_to_not_convert") or q.get("ignored_layers"),
-                        "modules_to_not_convert")
+    ignored = _str_list(
+        q.get("modules_to_not_convert") or q.get("ignored_layers"), "modules_to_not_convert"
+    )
     if method in ("fp8", "fbgemm_fp8"):
         block = q.get("weight_block_size")
         group = int(block[0]) if isinstance(block, list) and block else 0
         static = str(q.get("activation_scheme", "dynamic")) == "static"
-        return CheckpointQuant(method=method, weight_format="fp8", activation_bits=8,
-                               group_size=group, ignored=ignored, source=src,
-                               kv_cache="fp8" if static and q.get("kv_cache_scheme") else "")
+        return CheckpointQuant(
+            method=method,
+            weight_format="fp8",
+            activation_bits=8,
+            group_size=group,
+            ignored=ignored,
+            source=src,
+            kv_cache="fp8" if static and q.get("kv_cache_scheme") else "",
+        )
     if method == "mxfp4":
-        return CheckpointQuant(method=method, weight_format="mxfp4", activation_bits=16,
-                               group_size=32, ignored=ignored, source=src)
+        return CheckpointQuant(
+            method=method,
+            weight_format="mxfp4",
+            activation_bits=16,
+            group_size=32,
+            ignored=ignored,
+            source=src,
+        )
     bits = q.get("bits", q.get("w_bit"))
     if bits not in (4, 8):
-        raise PlannerInputError(_field("bits"), f"{method} with {bits!r}-bit weights is not "
-                                "supported; supported: 4, 8")
-    return CheckpointQuant(method=method, weight_format="int4" if bits == 4 else "int8",
-                           activation_bits=16, group_size=int(q.get("group_size") or 0),
-                           ignored=ignored, source=src)
+        raise PlannerInputError(
+            _field("bits"), f"{method} with {bits!r}-bit weights is not supported; supported: 4, 8"
+        )
+    return CheckpointQuant(
+        method=method,
+        weight_format="int4" if bits == 4 else "int8",
+        activation_bits=16,
+        group_size=int(q.get("group_size") or 0),
+        ignored=ignored,
+        source=src,
+    )
 
 
-def read_quantization(cfg: dict[str, Any],
-                      hf_quant_config: dict[str, Any] | None = None) -> CheckpointQuant:
+def read_quantization(
+    cfg: dict[str, Any], hf_quant_config: dict[str, Any] | None = None
+) -> CheckpointQuant:
     """The checkpoint's quantization; unquantized (bf16) when neither record is present."""
     q = cfg.get("quantization_config")
     if q is None and hf_quant_config is not None:
@@ -165,11 +212,16 @@ def read_quantization(cfg: dict[str, Any],
             return _modelopt(hf_quant_config["quantization"], "hf_quant_config.json: quantization")
         if q.get("quant_algo"):
             return _modelopt(q, "config.json: quantization_config")
-        raise PlannerInputError("hf_quant_config.json", "a ModelOpt checkpoint needs its "
-                                "hf_quant_config.json next to config.json (quant_algo is there)")
+        raise PlannerInputError(
+            "hf_quant_config.json",
+            "a ModelOpt checkpoint needs its "
+            "hf_quant_config.json next to config.json (quant_algo is there)",
+        )
     if method == "compressed-tensors" or (not method and "config_groups" in q):
         return _compressed_tensors(q)
     if method in READABLE_METHODS:
         return _hf_method(q, method)
-    raise PlannerInputError(_field("quant_method"), f"'{method or '?'}' is not supported; "
-                            f"supported: {', '.join(READABLE_METHODS)}")
+    raise PlannerInputError(
+        _field("quant_method"),
+        f"'{method or '?'}' is not supported; supported: {', '.join(READABLE_METHODS)}",
+    )

@@ -32,7 +32,9 @@ Z_SCORES: dict[str, float] = {"p50": 0.0, "p90": 1.2815515655446004, "p99": 2.32
 QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
-def closed_loop_response(t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray) -> np.ndarray:
+def closed_loop_response(
+    t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray
+) -> np.ndarray:
     """Steady-state prefill-stage response R (s) of a closed loop of ``n`` clients: the asymptotic
     bound R = max(t_own, N·work - Z) (Lazowska et al. 1984, ch. 5, one queueing centre and a delay Z).
 
@@ -60,15 +62,23 @@ def burst_wait(work: np.ndarray, n: np.ndarray, group: np.ndarray | float = 1.0)
     return work * np.maximum(n + group - 2.0, 0.0) / 2.0
 
 
-def wave_mix_response(t_own: np.ndarray, r_steady: np.ndarray, work: np.ndarray, n: np.ndarray, burst: np.ndarray | float,
-                      group: np.ndarray | float = 1.0) -> np.ndarray:
+def wave_mix_response(
+    t_own: np.ndarray,
+    r_steady: np.ndarray,
+    work: np.ndarray,
+    n: np.ndarray,
+    burst: np.ndarray | float,
+    group: np.ndarray | float = 1.0,
+) -> np.ndarray:
     """Run-mean response (s) of a closed-loop benchmark of W waves (N·W requests) whose first wave
     starts in lockstep: a share ``burst`` = 1/W of the requests waits ``burst_wait`` (and not the
     steady-state wait as well), the rest the steady-state wait r_steady - t_own."""
     return t_own + (1.0 - burst) * (r_steady - t_own) + burst_wait(work * burst, n, group)
 
 
-def mg1_wait(rate: np.ndarray, work: np.ndarray, cs2: np.ndarray | float, ca2: np.ndarray | float) -> np.ndarray:
+def mg1_wait(
+    rate: np.ndarray, work: np.ndarray, cs2: np.ndarray | float, ca2: np.ndarray | float
+) -> np.ndarray:
     """Mean queueing delay (s): Kingman (ca2 + cs2)/2 · rho/(1-rho) · E[S]; = P-K for Poisson arrivals."""
     rho = rate * work
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -84,14 +94,18 @@ def wait_quantile(mean_wait: np.ndarray, rho: np.ndarray, q: float) -> np.ndarra
     return np.where(rho > 1.0 - q, np.nan_to_num(w, nan=np.inf, posinf=np.inf), 0.0)
 
 
-def admission_wait_quantile(mean_wait: np.ndarray, queued_ahead: np.ndarray, hold_cs2: np.ndarray, z: float) -> np.ndarray:
+def admission_wait_quantile(
+    mean_wait: np.ndarray, queued_ahead: np.ndarray, hold_cs2: np.ndarray, z: float
+) -> np.ndarray:
     """Quantile (s) of the admission wait: mean·(1 + z·cs/sqrt(k)) with k = ``queued_ahead`` releases
     awaited and ``hold_cs2`` the squared CV of the slot holding time (see module docstring), >= 0."""
     spread = np.sqrt(np.maximum(hold_cs2, 0.0) / np.maximum(queued_ahead, 1.0))
     return np.maximum(mean_wait * (1.0 + z * spread), 0.0)
 
 
-def tpot_quantile(mean_tpot: np.ndarray, interference: np.ndarray, events: np.ndarray, z: float) -> np.ndarray:
+def tpot_quantile(
+    mean_tpot: np.ndarray, interference: np.ndarray, events: np.ndarray, z: float
+) -> np.ndarray:
     """TPOT quantile of one request: its steps meet a Poisson(``events``) number of prefills whose
     cost adds ``interference`` seconds per step on average, so TPOT ~ mean + z·interference/sqrt(events)."""
     return mean_tpot + z * interference / np.sqrt(np.maximum(events, 1.0))

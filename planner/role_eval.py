@@ -44,8 +44,14 @@ class PrefillRole:
 
 
 def prefill_role(
-    m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, w: Workload, *, backend: str = "vllm",
-    pricer: OpPricer | None = None, gpu_memory_utilization: float | np.ndarray = 0.9,
+    m: ModelSpec,
+    gpu: GpuSpec,
+    c: CandidateArrays,
+    w: Workload,
+    *,
+    backend: str = "vllm",
+    pricer: OpPricer | None = None,
+    gpu_memory_utilization: float | np.ndarray = 0.9,
     calibration: EngineCalibration | None = None,
 ) -> PrefillRole:
     """The prefill role of ``c`` (its ``prefill_*`` columns), priced as ``solve_disagg`` prices it."""
@@ -53,14 +59,30 @@ def prefill_role(
     k = len(c)
     load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
     zero = np.zeros(k)
-    par = parallel_arrays(gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype)
-    pre = _worker(m, gpu, par, c.max_num_seqs, c.prefill_max_num_batched_tokens, c.prefill_workers, load.isl + 1,
-                  cal, gpu_memory_utilization, lockstep_share(w, load.concurrency, cal))
+    par = parallel_arrays(
+        gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
+    )
+    pre = _worker(
+        m,
+        gpu,
+        par,
+        c.max_num_seqs,
+        c.prefill_max_num_batched_tokens,
+        c.prefill_workers,
+        load.isl + 1,
+        cal,
+        gpu_memory_utilization,
+        lockstep_share(w, load.concurrency, cal),
+    )
     free = np.maximum(pre.chunk_tokens, 1.0)
     chunks, own = _prefill_plan(load.isl_compute, free)
     prior = (chunks - 1.0) / 2.0 * own
-    t_full, t_one = _steps(m, op_pricer(gpu, pricer), pre,
-                           [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)])
+    t_full, t_one = _steps(
+        m,
+        op_pricer(gpu, pricer),
+        pre,
+        [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)],
+    )
     return PrefillRole(chunks * t_one, load.isl_compute * t_full / free, pre.seq_capacity >= 1)
 
 
@@ -73,8 +95,15 @@ class DecodeRole:
 
 
 def decode_role(
-    m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, w: Workload, batch: np.ndarray, *, backend: str = "vllm",
-    pricer: OpPricer | None = None, gpu_memory_utilization: float | np.ndarray = 0.9,
+    m: ModelSpec,
+    gpu: GpuSpec,
+    c: CandidateArrays,
+    w: Workload,
+    batch: np.ndarray,
+    *,
+    backend: str = "vllm",
+    pricer: OpPricer | None = None,
+    gpu_memory_utilization: float | np.ndarray = 0.9,
     calibration: EngineCalibration | None = None,
 ) -> DecodeRole:
     """The decode role of ``c`` (its main columns) at ``batch`` running requests per worker."""
@@ -83,8 +112,18 @@ def decode_role(
     load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
     zero = np.zeros(k)
     par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
-    dec = _worker(m, gpu, par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, load.isl + load.osl, cal,
-                  gpu_memory_utilization, lockstep_share(w, load.concurrency, cal))
+    dec = _worker(
+        m,
+        gpu,
+        par,
+        c.max_num_seqs,
+        c.max_num_batched_tokens,
+        c.workers,
+        load.isl + load.osl,
+        cal,
+        gpu_memory_utilization,
+        lockstep_share(w, load.concurrency, cal),
+    )
     mix = StepMix(np.maximum(batch, 1.0), load.isl + load.osl / 2.0, zero, zero, zero)
     t = _steps(m, op_pricer(gpu, pricer), dec, [mix])[0]
     return DecodeRole(t * load.step_multiplier, dec.seq_capacity)

@@ -26,13 +26,19 @@ def prepare_out_dir(out_dir: str | Path, force: bool, flag: str = "--out") -> Pa
     """The output folder, created if missing; a non-empty folder or a link needs ``force``."""
     out = Path(out_dir)
     if out.is_symlink() and not force:
-        raise PlannerInputError(flag, f"{str(out)!r} is a symbolic link; refusing to write "
-                                "through it (pass --force to accept)")
+        raise PlannerInputError(
+            flag,
+            f"{str(out)!r} is a symbolic link; refusing to write "
+            "through it (pass --force to accept)",
+        )
     if out.exists() and not out.is_dir():
         raise PlannerInputError(flag, f"{str(out)!r} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
-        raise PlannerInputError(flag, f"folder {str(out)!r} is not empty; choose an empty folder "
-                                "or pass --force to overwrite the files it would write")
+        raise PlannerInputError(
+            flag,
+            f"folder {str(out)!r} is not empty; choose an empty folder "
+            "or pass --force to overwrite the files it would write",
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -48,8 +54,9 @@ def check_new_file(path: Path, force: bool, flag: str) -> None:
         raise PlannerInputError(flag, f"{str(path)!r} already exists; pass --force to replace it")
 
 
-def write_new_file(path: Path, data: bytes, force: bool = False, flag: str = "--out",
-                   executable: bool = False) -> Path:
+def write_new_file(
+    path: Path, data: bytes, force: bool = False, flag: str = "--out", executable: bool = False
+) -> Path:
     """Write ``data`` to ``path`` through a fresh temporary file and a rename."""
     check_new_file(path, force, flag)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -64,8 +71,9 @@ def write_new_file(path: Path, data: bytes, force: bool = False, flag: str = "--
     return path
 
 
-def write_all_new(outputs: Mapping[Path, bytes], force: bool = False,
-                  flags: Mapping[Path, str] | None = None) -> list[Path]:
+def write_all_new(
+    outputs: Mapping[Path, bytes], force: bool = False, flags: Mapping[Path, str] | None = None
+) -> list[Path]:
     """Check every target first, then write them all (nothing is written when one is refused)."""
     names = flags or {}
     for path in outputs:

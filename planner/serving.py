@@ -82,8 +82,12 @@ class ServingArrays:
     ttft_s: np.ndarray
     ttft_own_s: np.ndarray  # prefill (+ KV transfer) of the request itself, no queueing
     wait_s: np.ndarray  # mean queueing delay for prefill inside the engine (exponential tail)
-    admission_wait_s: np.ndarray  # mean wait for a running slot when clients exceed slots (near-deterministic)
-    admission_ahead: np.ndarray  # requests queued ahead of a new one for admission (N - slots, closed loop)
+    admission_wait_s: (
+        np.ndarray
+    )  # mean wait for a running slot when clients exceed slots (near-deterministic)
+    admission_ahead: (
+        np.ndarray
+    )  # requests queued ahead of a new one for admission (N - slots, closed loop)
     hold_cs2: np.ndarray  # squared CV of a slot's holding time (spread of the admission wait)
     prefill_rho: np.ndarray  # utilization of the prefill stage
     mixed_prefill_tokens: np.ndarray  # prompt tokens of a step carrying prefill (agg; 0 disagg)
@@ -111,11 +115,19 @@ def _tiled(w: WorkerArrays, n: int) -> _Tiled:
     return par, np.tile(w.kernel_scale, n), np.tile(w.overhead_s, n)
 
 
-def _steps(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, mixes: list[StepMix], tiled: _Tiled | None = None) -> list[np.ndarray]:
+def _steps(
+    m: ModelSpec,
+    pricer: OpPricer,
+    w: WorkerArrays,
+    mixes: list[StepMix],
+    tiled: _Tiled | None = None,
+) -> list[np.ndarray]:
     """Price several mixes of the same K candidates in one vectorized call; ``tiled`` is
     ``_tiled(w, len(mixes))`` when the caller prices the same worker repeatedly."""
     k = w.max_num_seqs.shape[0]
-    cat = StepMix(*(np.concatenate([getattr(s, f) for s in mixes]) for f in StepMix.__dataclass_fields__))
+    cat = StepMix(
+        *(np.concatenate([getattr(s, f) for s in mixes]) for f in StepMix.__dataclass_fields__)
+    )
     n = len(mixes)
     par, ks, oh = tiled or _tiled(w, n)
     t = step_time(m, par, cat, pricer, kernel_scale=ks, overhead_s=oh)
@@ -140,12 +152,22 @@ def prompt_chunks(isl_c: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.n
     return chunks, own, (chunks - 1.0) / 2.0 * own
 
 
-def _closed_or_open(load: LoadArrays, burst: np.ndarray, t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray, x: np.ndarray,
-                    group: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def _closed_or_open(
+    load: LoadArrays,
+    burst: np.ndarray,
+    t_own: np.ndarray,
+    work: np.ndarray,
+    z: np.ndarray,
+    n: np.ndarray,
+    x: np.ndarray,
+    group: np.ndarray | float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """(prefill-stage response R, new throughput X) for closed (N clients) or open (rate) loops;
     ``group``: prompts of a lockstep wave prefilled in one step (``queueing.burst_wait``)."""
     closed = np.isfinite(load.concurrency)
-    r_closed = queueing.wave_mix_response(t_own, queueing.closed_loop_response(t_own, work, z, n), work, n, burst, group)
+    r_closed = queueing.wave_mix_response(
+        t_own, queueing.closed_loop_response(t_own, work, z, n), work, n, burst, group
+    )
     rate = np.where(closed, x, load.rate_per_s)
     r_open = t_own + queueing.mg1_wait(rate, work, load.cs2, load.ca2)
     r = np.where(closed, r_closed, r_open)
@@ -159,17 +181,33 @@ def _engine_cap(w: WorkerArrays) -> np.ndarray:
     return np.maximum(np.minimum(w.max_num_seqs * w.par.dp, w.seq_capacity), 1.0)
 
 
-def _finish(load: LoadArrays, r: np.ndarray, t_own: np.ndarray, z: np.ndarray, x: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _finish(
+    load: LoadArrays,
+    r: np.ndarray,
+    t_own: np.ndarray,
+    z: np.ndarray,
+    x: np.ndarray,
+    cap: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """TTFT including the wait outside the engine when more clients than slots (Little's law:
     N = X·(TTFT + Z)); saturation flag."""
     closed = np.isfinite(load.concurrency)
-    outside = np.where(closed & (load.concurrency > cap), load.concurrency / np.maximum(x, 1e-12) - z, r)
+    outside = np.where(
+        closed & (load.concurrency > cap), load.concurrency / np.maximum(x, 1e-12) - z, r
+    )
     saturated = ~closed & (~np.isfinite(r) | (load.rate_per_s * (r + z) > cap))
     ttft = np.where(saturated, np.inf, np.maximum(outside, r))
     return ttft, saturated
 
 
-def _waits(load: LoadArrays, ttft: np.ndarray, r: np.ndarray, t_own: np.ndarray, z: np.ndarray, cap: np.ndarray) -> dict[str, np.ndarray]:
+def _waits(
+    load: LoadArrays,
+    ttft: np.ndarray,
+    r: np.ndarray,
+    t_own: np.ndarray,
+    z: np.ndarray,
+    cap: np.ndarray,
+) -> dict[str, np.ndarray]:
     """Split TTFT - t_own into the admission wait (slots full; TTFT - R) and the prefill queueing wait
     (R - t_own), with what the admission wait's spread needs (see ``queueing``)."""
     closed = np.isfinite(load.concurrency)
@@ -179,17 +217,24 @@ def _waits(load: LoadArrays, ttft: np.ndarray, r: np.ndarray, t_own: np.ndarray,
         hold_cs2 = load.osl_cs2 * (z / np.maximum(r + z, 1e-12)) ** 2
         wait = np.maximum(np.minimum(ttft, r) - t_own, 0.0)
         admission = np.where(np.isfinite(ttft), np.maximum(ttft - r, 0.0), np.inf)
-    return {"wait_s": np.where(np.isfinite(ttft), wait, np.inf), "admission_wait_s": admission,
-            "admission_ahead": ahead, "hold_cs2": np.nan_to_num(hold_cs2)}
+    return {
+        "wait_s": np.where(np.isfinite(ttft), wait, np.inf),
+        "admission_wait_s": admission,
+        "admission_ahead": ahead,
+        "hold_cs2": np.nan_to_num(hold_cs2),
+    }
 
 
-def _wave(load: LoadArrays, burst: np.ndarray, work: np.ndarray, n: np.ndarray,
-          group: np.ndarray | float) -> dict[str, np.ndarray]:
+def _wave(
+    load: LoadArrays, burst: np.ndarray, work: np.ndarray, n: np.ndarray, group: np.ndarray | float
+) -> dict[str, np.ndarray]:
     """The lockstep start-up wave of a closed loop (zero share for open loops): its share of the
     run's requests and the mean prefill wait of one of its requests, for the TTFT percentiles."""
     closed = np.isfinite(load.concurrency)
-    return {"wave_share": np.where(closed, burst, 0.0),
-            "wave_wait_s": np.where(closed, queueing.burst_wait(work, n, group), 0.0)}
+    return {
+        "wave_share": np.where(closed, burst, 0.0),
+        "wave_wait_s": np.where(closed, queueing.burst_wait(work, n, group), 0.0),
+    }
 
 
 def lockstep_group(chunk: np.ndarray, isl_c: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -198,7 +243,9 @@ def lockstep_group(chunk: np.ndarray, isl_c: np.ndarray, n: np.ndarray) -> np.nd
     return np.clip(np.floor(chunk / np.maximum(isl_c, 1.0)), 1.0, np.maximum(n, 1.0))
 
 
-def prefill_step_tokens(rate: np.ndarray, isl_c: np.ndarray, own: np.ndarray, free: np.ndarray, t: np.ndarray) -> np.ndarray:
+def prefill_step_tokens(
+    rate: np.ndarray, isl_c: np.ndarray, own: np.ndarray, free: np.ndarray, t: np.ndarray
+) -> np.ndarray:
     """Prompt tokens of a step that carries a given prompt's chunk: its own chunk ``own`` plus the
     prompts that arrived during the step before it (rate·ISL·t on average: they join the same
     step), at most the free chunk budget. (Counting only max(own, rate·ISL·t) put the simulated
@@ -206,7 +253,9 @@ def prefill_step_tokens(rate: np.ndarray, isl_c: np.ndarray, own: np.ndarray, fr
     return np.minimum(own + rate * isl_c * t, free)
 
 
-def prefill_step_fraction(rate: np.ndarray, isl_c: np.ndarray, p: np.ndarray, t: np.ndarray) -> np.ndarray:
+def prefill_step_fraction(
+    rate: np.ndarray, isl_c: np.ndarray, p: np.ndarray, t: np.ndarray
+) -> np.ndarray:
     """Fraction of steps that carry a prefill chunk: prefill steps per second (rate·ISL/p) times the
     mean step time, at most 1."""
     return np.minimum(rate * isl_c * t / np.maximum(p, 1.0), 1.0)
@@ -217,7 +266,9 @@ def mean_step(t_dec: np.ndarray, t_pre: np.ndarray, f: np.ndarray) -> np.ndarray
     return (1.0 - f) * t_dec + f * t_pre
 
 
-def own_prefill_time(t_dec: np.ndarray, t_pre: np.ndarray, chunks: np.ndarray, request_overhead: np.ndarray) -> np.ndarray:
+def own_prefill_time(
+    t_dec: np.ndarray, t_pre: np.ndarray, chunks: np.ndarray, request_overhead: np.ndarray
+) -> np.ndarray:
     """TTFT of a prompt with no prefill queued ahead (s): half a decode step to the next step
     boundary, its ``chunks`` prefill steps, and the per-request overhead (below the knee most steps
     carry no prefill; checked against ``planner simulate``, see ``queueing``)."""
@@ -251,8 +302,17 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         free = free_chunk(w.chunk_tokens, b)
         chunks, own, prior = prompt_chunks(load.isl_compute, free)
         p = prefill_step_tokens(x, load.isl_compute, own, free, t)
-        t_pre, t_full, t_dec = _steps(m, pricer, w, [
-            StepMix(b, ctx, p, own, prior), StepMix(b, ctx, free, own, prior), StepMix(b, ctx, zero, zero, zero)], tiled3)
+        t_pre, t_full, t_dec = _steps(
+            m,
+            pricer,
+            w,
+            [
+                StepMix(b, ctx, p, own, prior),
+                StepMix(b, ctx, free, own, prior),
+                StepMix(b, ctx, zero, zero, zero),
+            ],
+            tiled3,
+        )
         f = prefill_step_fraction(x, load.isl_compute, p, t)
         t_new = mean_step(t_dec, t_pre, f) * load.step_multiplier
         work = load.isl_compute * t_full / free
@@ -267,11 +327,22 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     x, t, b, t_pre, t_dec, f, work, t_own, z, r, p = conv.result(state)
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
-        ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
-        mixed_prefill_tokens=p, tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
+        ttft_s=ttft,
+        ttft_own_s=t_own,
+        **_waits(load, ttft, r, t_own, z, cap),
+        prefill_rho=x * work,
+        mixed_prefill_tokens=p,
+        tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
         # the mean share of TPOT that mixed-in prefills add: a fraction f of steps carry one
-        tpot_interference_s=f * np.maximum(t_pre - t_dec, 0.0) * load.step_multiplier / load.tokens_per_step,
-        interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=zero, saturated=saturated,
+        tpot_interference_s=f
+        * np.maximum(t_pre - t_dec, 0.0)
+        * load.step_multiplier
+        / load.tokens_per_step,
+        interference_events=x * z,
+        requests_per_s=x,
+        decode_batch=b,
+        kv_transfer_s=zero,
+        saturated=saturated,
         **_wave(load, w.burst_fraction, work, n, wave_group),
     )
 
@@ -306,7 +377,11 @@ class _SecantHistory:
             self.pos = np.where(h > 0, v, self.pos)
             self.neg = np.where(h < 0, v, self.neg)
             lo, hi = np.minimum(self.pos, self.neg), np.maximum(self.pos, self.neg)
-            nxt = np.where(np.isfinite(lo) & np.isfinite(hi) & ((nxt <= lo) | (nxt >= hi)), (lo + hi) / 2.0, nxt)
+            nxt = np.where(
+                np.isfinite(lo) & np.isfinite(hi) & ((nxt <= lo) | (nxt >= hi)),
+                (lo + hi) / 2.0,
+                nxt,
+            )
             ok = np.isfinite(nxt)
             self.v, self.h = v, h
             return np.where(ok, np.exp(nxt), s + DAMPING * (s_new - s))
@@ -325,7 +400,9 @@ class _Convergence:
     def record(self, state: tuple[np.ndarray, ...], s: np.ndarray, s_new: np.ndarray) -> bool:
         """Hold the state of candidates that settled now; True once every candidate has."""
         now = ~self.done & _settled(s_new, s)
-        self.held = tuple(np.where(now, v, h) for v, h in zip(state, self.held or state, strict=True))
+        self.held = tuple(
+            np.where(now, v, h) for v, h in zip(state, self.held or state, strict=True)
+        )
         self.done |= now
         return bool(self.done.all())
 
@@ -346,7 +423,14 @@ def kv_transfer_s(kv_bytes_per_gpu: np.ndarray, link_bw: np.ndarray) -> np.ndarr
     return KV_TRANSFER_LATENCY_S + kv_bytes_per_gpu / (link_bw * KV_TRANSFER_BW_EFFICIENCY)
 
 
-def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArrays, load: LoadArrays, t_kv: np.ndarray) -> ServingArrays:
+def solve_disagg(
+    m: ModelSpec,
+    pricer: OpPricer,
+    wp: WorkerArrays,
+    wd: WorkerArrays,
+    load: LoadArrays,
+    t_kv: np.ndarray,
+) -> ServingArrays:
     """Disaggregated xPyD (see module docstring); ``t_kv`` is the KV transfer time per request."""
     cap = _engine_cap(wd) * wd.workers
     closed = np.isfinite(load.concurrency)
@@ -355,10 +439,14 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
     ctx = load.isl + load.osl / 2.0
     zero = np.zeros_like(ctx)
     # a prefill step holds at most max_num_seqs prompts (the prefill worker's batch size)
-    free = np.maximum(np.minimum(wp.chunk_tokens, wp.max_num_seqs * wp.par.dp * load.isl_compute), 1.0)
+    free = np.maximum(
+        np.minimum(wp.chunk_tokens, wp.max_num_seqs * wp.par.dp * load.isl_compute), 1.0
+    )
     chunks, own = _prefill_plan(load.isl_compute, free)
     prior = (chunks - 1.0) / 2.0 * own
-    t_full, t_one = _steps(m, pricer, wp, [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)])
+    t_full, t_one = _steps(
+        m, pricer, wp, [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)]
+    )
     work = load.isl_compute * t_full / free / wp.workers
     b = n / wd.workers
     t = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
@@ -387,10 +475,18 @@ def solve_disagg(m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, wd: WorkerArr
     x, t, b, t_own, z, r = conv.result(state)
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     return ServingArrays(
-        ttft_s=ttft, ttft_own_s=t_own, **_waits(load, ttft, r, t_own, z, cap), prefill_rho=x * work,
-        mixed_prefill_tokens=zero, tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
+        ttft_s=ttft,
+        ttft_own_s=t_own,
+        **_waits(load, ttft, r, t_own, z, cap),
+        prefill_rho=x * work,
+        mixed_prefill_tokens=zero,
+        tpot_s=np.where(saturated, np.inf, t / load.tokens_per_step),
         tpot_interference_s=zero,
-        interference_events=x * z, requests_per_s=x, decode_batch=b, kv_transfer_s=t_kv, saturated=saturated,
+        interference_events=x * z,
+        requests_per_s=x,
+        decode_batch=b,
+        kv_transfer_s=t_kv,
+        saturated=saturated,
         **_wave(load, wd.burst_fraction, work, n, 1.0),
     )
 

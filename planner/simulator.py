@@ -63,11 +63,21 @@ class SimResult:
 
 
 class _StepClock:
-    def __init__(self, m: ModelSpec, gpu_key: str, w: WorkerConfig, backend: str, ctx: float) -> None:
+    def __init__(
+        self, m: ModelSpec, gpu_key: str, w: WorkerConfig, backend: str, ctx: float
+    ) -> None:
         gpu = get_gpu(gpu_key)
         p = w.parallel
         one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
-        self.par = parallel_arrays(gpu, one[0], one[1], one[2], one[3], np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]), np.array([float(KV_DTYPES.index(w.kv_dtype))]))
+        self.par = parallel_arrays(
+            gpu,
+            one[0],
+            one[1],
+            one[2],
+            one[3],
+            np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]),
+            np.array([float(KV_DTYPES.index(w.kv_dtype))]),
+        )
         self.m, self.pricer, self.cal, self.ctx = m, default_pricer(gpu), engine(backend), ctx
         self.cache: dict[tuple[int, int, int], float] = {}
 
@@ -77,7 +87,9 @@ class _StepClock:
         if key not in self.cache:
             a = lambda v: np.array([float(v)])  # noqa: E731
             mix = StepMix(a(b), a(self.ctx), a(p), a(max(p / max(prompts, 1), 1.0)), a(0))
-            self.cache[key] = float(step_time(self.m, self.par, mix, self.pricer, **self.cal.step_kwargs())[0])
+            self.cache[key] = float(
+                step_time(self.m, self.par, mix, self.pricer, **self.cal.step_kwargs())[0]
+            )
         return self.cache[key]
 
 
@@ -91,7 +103,17 @@ def _arrivals(w: Workload, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.cumsum(gaps)
 
 
-def simulate(m: ModelSpec, gpu_key: str, w: Workload, worker: WorkerConfig, *, backend: str = "vllm", requests: int = 2000, seed: int = 0, warmup_frac: float = 0.1) -> SimResult:
+def simulate(
+    m: ModelSpec,
+    gpu_key: str,
+    w: Workload,
+    worker: WorkerConfig,
+    *,
+    backend: str = "vllm",
+    requests: int = 2000,
+    seed: int = 0,
+    warmup_frac: float = 0.1,
+) -> SimResult:
     """Simulate ``requests`` requests (open loop at w.rate_per_s, or a closed loop of w.concurrency)."""
     rng = np.random.default_rng(seed)
     isl = w.isl.draw(requests, seed).astype(int)
@@ -99,7 +121,10 @@ def simulate(m: ModelSpec, gpu_key: str, w: Workload, worker: WorkerConfig, *, b
     clock = _StepClock(m, gpu_key, worker, backend, w.isl.mean + w.osl.mean / 2)
     closed = w.concurrency is not None
     arr = np.zeros(requests) if closed else _arrivals(w, requests, rng)
-    pending = deque(_Req(float(arr[i]), int(isl[i]), int(osl[i]), int(isl[i] * (1 - w.prefix_hit)) or 1) for i in range(requests))
+    pending = deque(
+        _Req(float(arr[i]), int(isl[i]), int(osl[i]), int(isl[i] * (1 - w.prefix_hit)) or 1)
+        for i in range(requests)
+    )
     waiting: deque[_Req] = deque()
     running: list[_Req] = []
     done: list[_Req] = []
@@ -144,15 +169,23 @@ def simulate(m: ModelSpec, gpu_key: str, w: Workload, worker: WorkerConfig, *, b
                     r.finish = now
                     done.append(r)
     measured = [r for r in done if not r.warm]
-    keep = sorted(measured, key=lambda r: r.arrival)[int(warmup_frac * len(measured)):]
+    keep = sorted(measured, key=lambda r: r.arrival)[int(warmup_frac * len(measured)) :]
     finish = np.array([r.first for r in keep])
     ttft = finish - np.array([r.arrival for r in keep]) + clock.cal.request_overhead_s.value
     span = max(now - keep[0].arrival, 1e-9)
     return SimResult(ttft_s=ttft, tpot_s=_tpots(keep), requests_per_s=len(keep) / span, steps=steps)
 
 
-def _start_clients(w: Workload, worker: WorkerConfig, pending: deque[_Req], waiting: deque[_Req],
-                   running: list[_Req], rng: np.random.Generator, *, steady: bool) -> None:
+def _start_clients(
+    w: Workload,
+    worker: WorkerConfig,
+    pending: deque[_Req],
+    waiting: deque[_Req],
+    running: list[_Req],
+    rng: np.random.Generator,
+    *,
+    steady: bool,
+) -> None:
     """The N clients' first requests. A benchmark run (``steady`` False) starts them together, the
     lockstep start-up wave. The steady state starts from a random phase instead: up to
     max_num_seqs requests already decoding, each at a uniform point of its answer (the state a
@@ -177,12 +210,34 @@ def _tpots(reqs: list[_Req]) -> np.ndarray:
 def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, WorkerConfig]) -> int:
     worker = workers.get("agg") or workers["decode"]
     # with --bench-requests, the benchmark run itself: P requests, its first wave included
-    run = {"requests": w.bench_requests, "warmup_frac": 0.0} if w.bench_requests is not None else {"requests": args.requests}
-    res = simulate(load_model(args.model, getattr(args, "model_id", None) or ""), args.gpu, w, worker, backend=args.backend, seed=args.seed, **run)
-    summary = {f"{name}_ms": {"mean": float(np.mean(x)) * 1e3, **{f"p{q}": float(np.percentile(x, q)) * 1e3 for q in (50, 90, 99)}}
-               for name, x in (("ttft", res.ttft_s), ("tpot", res.tpot_s)) if x.size}
-    out = {**summary, "requests_per_s": res.requests_per_s, "steps": res.steps,
-           "engine_calibration": calibration_label(args.backend)}
+    run = (
+        {"requests": w.bench_requests, "warmup_frac": 0.0}
+        if w.bench_requests is not None
+        else {"requests": args.requests}
+    )
+    res = simulate(
+        load_model(args.model, getattr(args, "model_id", None) or ""),
+        args.gpu,
+        w,
+        worker,
+        backend=args.backend,
+        seed=args.seed,
+        **run,
+    )
+    summary = {
+        f"{name}_ms": {
+            "mean": float(np.mean(x)) * 1e3,
+            **{f"p{q}": float(np.percentile(x, q)) * 1e3 for q in (50, 90, 99)},
+        }
+        for name, x in (("ttft", res.ttft_s), ("tpot", res.tpot_s))
+        if x.size
+    }
+    out = {
+        **summary,
+        "requests_per_s": res.requests_per_s,
+        "steps": res.steps,
+        "engine_calibration": calibration_label(args.backend),
+    }
     if args.format == "json":
         print_json(out)
     else:

@@ -100,15 +100,22 @@ class RooflinePricer:
         compute = op.flops / (np.maximum(peak, 1.0) * e.compute)
         memory = op.nbytes / (self.gpu.hbm_bandwidth_bytes_per_s * e.memory)
         busy = (op.flops > 0) | (op.nbytes > 0)
-        return np.maximum(compute, memory) + e.launch_s * op.kernels * busy, "roofline (uncalibrated)"
+        return np.maximum(
+            compute, memory
+        ) + e.launch_s * op.kernels * busy, "roofline (uncalibrated)"
 
     def comm_time(self, op: Op) -> np.ndarray:
         """alpha-beta time of one collective; zero where a single GPU is involved or nothing moves."""
         n = np.asarray(op.n_gpus, dtype=float) * np.ones_like(op.nbytes)
         link = self.gpu.scale_up
         inside = n <= link.domain_size
-        bw = np.where(inside, link.bandwidth_bytes_per_s, self.gpu.scale_out_bandwidth_bytes_per_s) * COMM_BW_EFFICIENCY
-        alpha = COMM_LATENCY_S[op.collective] * op.kernels + np.where(inside, 0.0, INTER_NODE_LATENCY_S)
+        bw = (
+            np.where(inside, link.bandwidth_bytes_per_s, self.gpu.scale_out_bandwidth_bytes_per_s)
+            * COMM_BW_EFFICIENCY
+        )
+        alpha = COMM_LATENCY_S[op.collective] * op.kernels + np.where(
+            inside, 0.0, INTER_NODE_LATENCY_S
+        )
         t = alpha + op.nbytes * algo_factor(op.collective, n) / bw
         return np.where((n > 1) & (op.nbytes > 0), t, 0.0)
 
@@ -127,15 +134,26 @@ class StepCost:
 KINDS_WITH_OVERHEAD: tuple[str, ...] = (*OP_KINDS, "overhead")
 
 
-def engine_overhead(p: ParallelArrays, s: StepMix, overhead_s: np.ndarray | float, seq_overhead_s: np.ndarray | float) -> np.ndarray:
+def engine_overhead(
+    p: ParallelArrays,
+    s: StepMix,
+    overhead_s: np.ndarray | float,
+    seq_overhead_s: np.ndarray | float,
+) -> np.ndarray:
     """CPU time of one step not hidden behind the GPU (s): a fixed part plus a part per running request
     of one scheduler (each attention-DP rank schedules its own share of the batch)."""
     return np.asarray(overhead_s + seq_overhead_s * s.decode_reqs / np.maximum(p.dp, 1.0))
 
 
 def price_step(
-    m: ModelSpec, p: ParallelArrays, s: StepMix, pricer: OpPricer, *, kernel_scale: np.ndarray | float = 1.0,
-    overhead_s: np.ndarray | float = 0.0, seq_overhead_s: np.ndarray | float = 0.0,
+    m: ModelSpec,
+    p: ParallelArrays,
+    s: StepMix,
+    pricer: OpPricer,
+    *,
+    kernel_scale: np.ndarray | float = 1.0,
+    overhead_s: np.ndarray | float = 0.0,
+    seq_overhead_s: np.ndarray | float = 0.0,
 ) -> StepCost:
     """Sum the priced ops of one step; ``kernel_scale``, ``overhead_s`` and ``seq_overhead_s`` are the
     engine calibration (``engine_overhead``)."""
@@ -154,8 +172,14 @@ def price_step(
 
 
 def step_time(
-    m: ModelSpec, p: ParallelArrays, s: StepMix, pricer: OpPricer, *, kernel_scale: np.ndarray | float = 1.0,
-    overhead_s: np.ndarray | float = 0.0, seq_overhead_s: np.ndarray | float = 0.0,
+    m: ModelSpec,
+    p: ParallelArrays,
+    s: StepMix,
+    pricer: OpPricer,
+    *,
+    kernel_scale: np.ndarray | float = 1.0,
+    overhead_s: np.ndarray | float = 0.0,
+    seq_overhead_s: np.ndarray | float = 0.0,
 ) -> np.ndarray:
     """Seconds of one step (the fast path: no breakdown kept)."""
     total = np.zeros(np.shape(s.decode_reqs)[0])

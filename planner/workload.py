@@ -40,7 +40,9 @@ class LengthSpec(BaseModel):
     dist: LengthDist = Field(default="fixed", description="Shape of the distribution.")
     cv: float = Field(default=0.0, ge=0, le=4, description="Coefficient of variation (std/mean).")
     min_tokens: int = Field(default=1, ge=1, description="Lengths are clipped to at least this.")
-    samples: tuple[int, ...] = Field(default=(), description="Explicit lengths (trace); overrides dist.")
+    samples: tuple[int, ...] = Field(
+        default=(), description="Explicit lengths (trace); overrides dist."
+    )
 
     def draw(self, n: int = SAMPLE_COUNT, seed: int = SAMPLE_SEED) -> np.ndarray:
         """``n`` lengths (tokens, float array)."""
@@ -72,7 +74,12 @@ class SpecDecode(BaseModel):
     model_config = _FROZEN
     draft_len: int = Field(ge=1, le=16, description="Tokens proposed per step.")
     acceptance: float = Field(ge=0, le=1, description="Per-token acceptance probability.")
-    draft_cost_ratio: float = Field(default=0.05, ge=0, le=1, description="Draft step cost / target step cost per proposed token (MTP head ~ one layer of 61).")
+    draft_cost_ratio: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="Draft step cost / target step cost per proposed token (MTP head ~ one layer of 61).",
+    )
 
     @property
     def tokens_per_step(self) -> float:
@@ -87,27 +94,57 @@ class Workload(BaseModel):
     model_config = _FROZEN
     isl: LengthSpec
     osl: LengthSpec
-    concurrency: int | None = Field(default=None, ge=1, description="Closed loop: concurrent clients.")
-    rate_per_s: float | None = Field(default=None, gt=0, description="Open loop: mean arrival rate, requests/s.")
-    arrival: Literal["poisson", "gamma"] = Field(default="poisson", description="Open-loop arrival process.")
-    arrival_cv: float = Field(default=1.0, gt=0, le=10, description="Gamma arrivals: CV of inter-arrival gaps (1 = Poisson).")
-    prefix_hit: float = Field(default=0.0, ge=0, lt=1, description="Fraction of prompt tokens served from the prefix cache.")
+    concurrency: int | None = Field(
+        default=None, ge=1, description="Closed loop: concurrent clients."
+    )
+    rate_per_s: float | None = Field(
+        default=None, gt=0, description="Open loop: mean arrival rate, requests/s."
+    )
+    arrival: Literal["poisson", "gamma"] = Field(
+        default="poisson", description="Open-loop arrival process."
+    )
+    arrival_cv: float = Field(
+        default=1.0,
+        gt=0,
+        le=10,
+        description="Gamma arrivals: CV of inter-arrival gaps (1 = Poisson).",
+    )
+    prefix_hit: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="Fraction of prompt tokens served from the prefix cache.",
+    )
     spec_decode: SpecDecode | None = None
-    bench_requests: int | None = Field(default=None, ge=1, description="Closed loop: requests the benchmark run sends in all (its N clients start together).")
+    bench_requests: int | None = Field(
+        default=None,
+        ge=1,
+        description="Closed loop: requests the benchmark run sends in all (its N clients start together).",
+    )
     startup_wave: bool = Field(
-        default=False, description="Closed loop: price the benchmark run's lockstep start-up wave "
+        default=False,
+        description="Closed loop: price the benchmark run's lockstep start-up wave "
         "with the engine's fitted share (replaying benchmarks of an unrecorded protocol); "
-        "default: steady state.")
+        "default: steady state.",
+    )
 
     @model_validator(mode="after")
     def _one_load(self) -> Workload:
         if (self.concurrency is None) == (self.rate_per_s is None):
-            raise PlannerInputError("--concurrency/--rate", "give exactly one of --concurrency N or --rate R")
+            raise PlannerInputError(
+                "--concurrency/--rate", "give exactly one of --concurrency N or --rate R"
+            )
         if self.bench_requests is not None:
             if self.concurrency is None:
-                raise PlannerInputError("--bench-requests", "applies to a closed loop only: give --concurrency N, not --rate")
+                raise PlannerInputError(
+                    "--bench-requests",
+                    "applies to a closed loop only: give --concurrency N, not --rate",
+                )
             if self.bench_requests < self.concurrency:
-                raise PlannerInputError("--bench-requests", f"must be >= --concurrency ({self.concurrency}): every client sends at least one request")
+                raise PlannerInputError(
+                    "--bench-requests",
+                    f"must be >= --concurrency ({self.concurrency}): every client sends at least one request",
+                )
         return self
 
     @property
@@ -120,9 +157,16 @@ class Workload(BaseModel):
         return 1.0 if self.arrival == "poisson" else self.arrival_cv**2
 
 
-def fixed(isl: int, osl: int, *, concurrency: int | None = None, rate_per_s: float | None = None) -> Workload:
+def fixed(
+    isl: int, osl: int, *, concurrency: int | None = None, rate_per_s: float | None = None
+) -> Workload:
     """Fixed ISL/OSL workload (the common benchmark case)."""
-    return Workload(isl=LengthSpec(mean=isl), osl=LengthSpec(mean=osl), concurrency=concurrency, rate_per_s=rate_per_s)
+    return Workload(
+        isl=LengthSpec(mean=isl),
+        osl=LengthSpec(mean=osl),
+        concurrency=concurrency,
+        rate_per_s=rate_per_s,
+    )
 
 
 def read_trace(path: Path) -> tuple[LengthSpec, LengthSpec]:
@@ -135,9 +179,13 @@ def read_trace(path: Path) -> tuple[LengthSpec, LengthSpec]:
         isl.append(_trace_length(row["isl"], f"--trace {path}:{line}: isl"))
         osl.append(_trace_length(row["osl"], f"--trace {path}:{line}: osl"))
     if not isl:
-        raise PlannerInputError("--trace", f"{path} needs a header with columns isl,osl and at least one row")
-    return (LengthSpec(mean=float(np.mean(isl)), samples=tuple(isl)),
-            LengthSpec(mean=float(np.mean(osl)), samples=tuple(osl)))
+        raise PlannerInputError(
+            "--trace", f"{path} needs a header with columns isl,osl and at least one row"
+        )
+    return (
+        LengthSpec(mean=float(np.mean(isl)), samples=tuple(isl)),
+        LengthSpec(mean=float(np.mean(osl)), samples=tuple(osl)),
+    )
 
 
 MAX_TRACE_TOKENS = 10_000_000

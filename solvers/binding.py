@@ -30,10 +30,16 @@ GAIN = 1.01
 """A plan must beat the pick by more than 1% of the objective to count as better."""
 TOP_CANDIDATES = 50
 """Feasible candidates kept in the plan file, best first."""
-_OBJECTIVE_WORDS = {"throughput-per-gpu": "more output tokens/s per GPU",
-                    "cost": "a lower cost per 1M output tokens", "gpus": "fewer GPUs"}
-_GAIN_WORDS = {"throughput-per-gpu": "more output tokens/s per GPU",
-               "cost": "lower cost per 1M output tokens", "gpus": "fewer GPUs"}
+_OBJECTIVE_WORDS = {
+    "throughput-per-gpu": "more output tokens/s per GPU",
+    "cost": "a lower cost per 1M output tokens",
+    "gpus": "fewer GPUs",
+}
+_GAIN_WORDS = {
+    "throughput-per-gpu": "more output tokens/s per GPU",
+    "cost": "lower cost per 1M output tokens",
+    "gpus": "fewer GPUs",
+}
 
 
 def raw_score(ev: Evaluated, objective: str) -> np.ndarray:
@@ -50,14 +56,27 @@ def headroom(ev: Evaluated, i: int) -> list[dict[str, Any]]:
     """Every limit of candidate ``i``: its value, the limit and the headroom (1 - value/limit)."""
     req = ev.req
     b, j = ev.blocks[ev.block_of[i]], int(ev.local[i])
-    items = [(f"TTFT {req.percentile}", float(ev.ttft[i]), req.ttft_ms, "ms"),
-             (f"TPOT {req.percentile}", float(ev.tpot[i]), req.tpot_ms, "ms"),
-             ("KV capacity", float(b.res.decode_batch[j]), float(b.res.seq_capacity[j]),
-              "running requests per worker"),
-             ("GPU budget", float(ev.gpus[i]), float(req.max_gpus), "GPUs")]
-    return [{"limit_name": n, "value": v, "limit": lim, "unit": u,
-             "headroom": (1.0 - v / lim) if lim > 0 and np.isfinite(v) else None}
-            for n, v, lim, u in items]
+    items = [
+        (f"TTFT {req.percentile}", float(ev.ttft[i]), req.ttft_ms, "ms"),
+        (f"TPOT {req.percentile}", float(ev.tpot[i]), req.tpot_ms, "ms"),
+        (
+            "KV capacity",
+            float(b.res.decode_batch[j]),
+            float(b.res.seq_capacity[j]),
+            "running requests per worker",
+        ),
+        ("GPU budget", float(ev.gpus[i]), float(req.max_gpus), "GPUs"),
+    ]
+    return [
+        {
+            "limit_name": n,
+            "value": v,
+            "limit": lim,
+            "unit": u,
+            "headroom": (1.0 - v / lim) if lim > 0 and np.isfinite(v) else None,
+        }
+        for n, v, lim, u in items
+    ]
 
 
 def _violation(ev: Evaluated, k: int) -> tuple[str, float, float]:
@@ -90,18 +109,34 @@ def _slo_binding(ev: Evaluated, best: int, k: int, gain: float) -> dict[str, Any
     shown = "an unbounded queue" if not np.isfinite(value) else ms(value)
     obj = ev.req.objective
     better = _GAIN_WORDS[obj] if obj == "gpus" else f"{num(gain * 100, 3)}% {_GAIN_WORDS[obj]}"
-    sentence = (f"{name} {pct} binds: the next better plan ({_change(ev, best, k)}; {better}) "
-                f"would push {name} {pct} to {shown}, past the {ms(limit)} SLO.")
-    return {"constraint": name, "value": value if np.isfinite(value) else None, "limit": limit,
-            "unit": "ms", "next_config": ev.summary(k), "sentence": sentence}
+    sentence = (
+        f"{name} {pct} binds: the next better plan ({_change(ev, best, k)}; {better}) "
+        f"would push {name} {pct} to {shown}, past the {ms(limit)} SLO."
+    )
+    return {
+        "constraint": name,
+        "value": value if np.isfinite(value) else None,
+        "limit": limit,
+        "unit": "ms",
+        "next_config": ev.summary(k),
+        "sentence": sentence,
+    }
 
 
 def _budget_binding(ev: Evaluated, best: int, k: int) -> dict[str, Any]:
     req = ev.req
-    sentence = (f"GPU budget binds: a plan with {count(ev.gpus[k])} GPUs would meet the SLOs with "
-                f"{_OBJECTIVE_WORDS[req.objective]}, but the budget is {count(req.max_gpus)} GPUs.")
-    return {"constraint": "GPU budget", "value": float(ev.gpus[k]), "limit": float(req.max_gpus),
-            "unit": "GPUs", "next_config": ev.summary(k), "sentence": sentence}
+    sentence = (
+        f"GPU budget binds: a plan with {count(ev.gpus[k])} GPUs would meet the SLOs with "
+        f"{_OBJECTIVE_WORDS[req.objective]}, but the budget is {count(req.max_gpus)} GPUs."
+    )
+    return {
+        "constraint": "GPU budget",
+        "value": float(ev.gpus[k]),
+        "limit": float(req.max_gpus),
+        "unit": "GPUs",
+        "next_config": ev.summary(k),
+        "sentence": sentence,
+    }
 
 
 def _idle_binding(ev: Evaluated, best: int) -> dict[str, Any]:
@@ -110,21 +145,43 @@ def _idle_binding(ev: Evaluated, best: int) -> dict[str, Any]:
     cap, running = float(b.res.seq_capacity[j]), float(b.res.decode_batch[j])
     used = f"{count(ev.gpus[best])} of {count(req.max_gpus)} GPUs used"
     if bool(ev.kv_full[best]):
-        return {"constraint": "memory", "value": running, "limit": cap,
-                "unit": "running requests per worker", "next_config": None,
-                "sentence": (f"Memory binds: KV-cache capacity caps each worker at {num(cap, 3)} "
-                             f"running requests; no plan within the budget does better ({used}).")}
-    if req.concurrency is not None or req.rate_per_s is not None:
-        load = (f"{count(req.concurrency)} clients" if req.concurrency is not None
-                else f"{num(req.rate_per_s)} requests/s")
-        return {"constraint": "workload", "value": float(ev.gpus[best]),
-                "limit": float(req.max_gpus), "unit": "GPUs", "next_config": None,
-                "sentence": (f"The workload binds: {load} is all there is to serve, and no other "
-                             f"configuration serves it with {_OBJECTIVE_WORDS[req.objective]} "
-                             f"({used}; the SLOs have headroom).")}
-    return {"constraint": "search space", "value": None, "limit": None, "unit": "",
+        return {
+            "constraint": "memory",
+            "value": running,
+            "limit": cap,
+            "unit": "running requests per worker",
             "next_config": None,
-            "sentence": f"No configuration searched does better ({used}; the SLOs have headroom)."}
+            "sentence": (
+                f"Memory binds: KV-cache capacity caps each worker at {num(cap, 3)} "
+                f"running requests; no plan within the budget does better ({used})."
+            ),
+        }
+    if req.concurrency is not None or req.rate_per_s is not None:
+        load = (
+            f"{count(req.concurrency)} clients"
+            if req.concurrency is not None
+            else f"{num(req.rate_per_s)} requests/s"
+        )
+        return {
+            "constraint": "workload",
+            "value": float(ev.gpus[best]),
+            "limit": float(req.max_gpus),
+            "unit": "GPUs",
+            "next_config": None,
+            "sentence": (
+                f"The workload binds: {load} is all there is to serve, and no other "
+                f"configuration serves it with {_OBJECTIVE_WORDS[req.objective]} "
+                f"({used}; the SLOs have headroom)."
+            ),
+        }
+    return {
+        "constraint": "search space",
+        "value": None,
+        "limit": None,
+        "unit": "",
+        "next_config": None,
+        "sentence": f"No configuration searched does better ({used}; the SLOs have headroom).",
+    }
 
 
 def explain_binding(ev: Evaluated, best: int) -> dict[str, Any]:
@@ -153,18 +210,27 @@ def candidate_record(ev: Evaluated, i: int, score: float, on_front: bool) -> dic
     """One candidate as a flat JSON row: names with percentile and unit (full precision)."""
     pct = ev.req.percentile
     clients = ev.clients_of(i)
-    return {"mode": ev.mode_of(i), "gpu": ev.gpu_of(i), "gpus": int(ev.gpus[i]),
-            f"ttft_{pct}_ms": float(ev.ttft[i]), f"tpot_{pct}_ms": float(ev.tpot[i]),
-            "output_tok_s_per_gpu": float(ev.tok_per_gpu[i]),
-            "output_tok_s_per_user": float(ev.tok_per_user[i]), "requests_per_s": float(ev.rps[i]),
-            "cost_per_million_output_tokens": float(ev.cost_per_mtok[i]),
-            "cost_per_hour_usd": float(ev.cost_per_hour[i]),
-            "clients_per_worker": clients if ev.req.rate_per_s is None and clients else None,
-            "pareto": on_front, "score": score, "config": ev.summary(i)}
+    return {
+        "mode": ev.mode_of(i),
+        "gpu": ev.gpu_of(i),
+        "gpus": int(ev.gpus[i]),
+        f"ttft_{pct}_ms": float(ev.ttft[i]),
+        f"tpot_{pct}_ms": float(ev.tpot[i]),
+        "output_tok_s_per_gpu": float(ev.tok_per_gpu[i]),
+        "output_tok_s_per_user": float(ev.tok_per_user[i]),
+        "requests_per_s": float(ev.rps[i]),
+        "cost_per_million_output_tokens": float(ev.cost_per_mtok[i]),
+        "cost_per_hour_usd": float(ev.cost_per_hour[i]),
+        "clients_per_worker": clients if ev.req.rate_per_s is None and clients else None,
+        "pareto": on_front,
+        "score": score,
+        "config": ev.summary(i),
+    }
 
 
-def top_candidates(ev: Evaluated, ok: np.ndarray, front: np.ndarray,
-                   n: int = TOP_CANDIDATES) -> list[dict[str, Any]]:
+def top_candidates(
+    ev: Evaluated, ok: np.ndarray, front: np.ndarray, n: int = TOP_CANDIDATES
+) -> list[dict[str, Any]]:
     """The ``n`` best feasible candidates by the objective, best first (ties by tok/s per GPU)."""
     score = np.where(ok, ev.score(ev.req.objective), -np.inf)
     idx = np.flatnonzero(ok)
@@ -211,5 +277,7 @@ def _why_not(ev: Evaluated, mine: np.ndarray) -> str:
     if not np.isfinite(ratio[i]):
         return "every configuration within the budget is saturated by the load"
     pct = req.percentile
-    return (f"misses the SLOs: the closest plan reaches TTFT {pct} {ms(ev.ttft[i])} "
-            f"(SLO {ms(req.ttft_ms)}) and TPOT {pct} {ms(ev.tpot[i])} (SLO {ms(req.tpot_ms)})")
+    return (
+        f"misses the SLOs: the closest plan reaches TTFT {pct} {ms(ev.ttft[i])} "
+        f"(SLO {ms(req.ttft_ms)}) and TPOT {pct} {ms(ev.tpot[i])} (SLO {ms(req.tpot_ms)})"
+    )

@@ -102,11 +102,23 @@ def percentile_ms(res: ResultArrays, metric: str, percentile: str) -> np.ndarray
     return np.asarray(getattr(res, f"{metric}_{percentile}_s")) * 1e3
 
 
-def capacity(m: ModelSpec, gpu: GpuSpec, tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, ep: np.ndarray,
-             c: CandidateArrays, chunk: np.ndarray, tokens: float, util: np.ndarray) -> np.ndarray:
+def capacity(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    tp: np.ndarray,
+    pp: np.ndarray,
+    dp: np.ndarray,
+    ep: np.ndarray,
+    c: CandidateArrays,
+    chunk: np.ndarray,
+    tokens: float,
+    util: np.ndarray,
+) -> np.ndarray:
     """Sequences of ``tokens`` one worker of this split holds (planner.memory_batch, as evaluate_batch checks)."""
     par = parallel_arrays(gpu, tp, pp, dp, ep, c.weight_quant, c.kv_dtype)
-    return memory_batch.seq_capacity(m, gpu, par, chunk, c.max_num_seqs, np.full(len(c), float(tokens)), util)
+    return memory_batch.seq_capacity(
+        m, gpu, par, chunk, c.max_num_seqs, np.full(len(c), float(tokens)), util
+    )
 
 
 def seq_capacity(m: ModelSpec, gpu: GpuSpec, w: Workers, tokens: float) -> np.ndarray:
@@ -115,8 +127,9 @@ def seq_capacity(m: ModelSpec, gpu: GpuSpec, w: Workers, tokens: float) -> np.nd
     return capacity(m, gpu, c.tp, c.pp, c.dp, c.ep, c, c.max_num_batched_tokens, tokens, w.mem_frac)
 
 
-def fitting_workers(m: ModelSpec, gpu: GpuSpec, space: SearchSpace, gi: int, tokens: float,
-                    **over: tuple) -> tuple[Workers, int]:
+def fitting_workers(
+    m: ModelSpec, gpu: GpuSpec, space: SearchSpace, gi: int, tokens: float, **over: tuple
+) -> tuple[Workers, int]:
     """Enumerate workers and prune by memory: (workers holding one sequence of ``tokens``, enumerated)."""
     w = enumerate_workers(m, space, gi, gpu.scale_up.domain_size, **over)
     if w.size == 0:
@@ -124,7 +137,9 @@ def fitting_workers(m: ModelSpec, gpu: GpuSpec, space: SearchSpace, gi: int, tok
     return w.take(seq_capacity(m, gpu, w, tokens) >= 1), w.size
 
 
-def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: np.ndarray) -> ResultArrays:
+def evaluate(
+    m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: np.ndarray
+) -> ResultArrays:
     """``evaluate_batch`` on candidate columns (see :class:`planner.batch_eval.CandidateArrays`).
 
     max_num_seqs and the memory fraction reach the serving model only through the engine's slot cap
@@ -135,14 +150,37 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
     c = CandidateArrays.from_lists(**cols)
     util = np.broadcast_to(np.asarray(util, dtype=float), (len(c),))
     # the engine's slot cap, counted as the serving model counts it (so equal slots mean equal answers)
-    dec_cap = capacity(m, gpu, c.tp, c.pp, c.dp, c.ep, c, c.max_num_batched_tokens,
-                       float(kv_tokens_held(load.isl, load.osl, load.backend)), util)
-    pre_cap = capacity(m, gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c,
-                       c.prefill_max_num_batched_tokens, load.isl + 1, util)
+    dec_cap = capacity(
+        m,
+        gpu,
+        c.tp,
+        c.pp,
+        c.dp,
+        c.ep,
+        c,
+        c.max_num_batched_tokens,
+        float(kv_tokens_held(load.isl, load.osl, load.backend)),
+        util,
+    )
+    pre_cap = capacity(
+        m,
+        gpu,
+        c.prefill_tp,
+        c.prefill_pp,
+        c.prefill_dp,
+        c.prefill_ep,
+        c,
+        c.prefill_max_num_batched_tokens,
+        load.isl + 1,
+        util,
+    )
     slots = np.maximum(np.minimum(c.max_num_seqs, dec_cap), 1.0)
     fields = [f for f in CandidateArrays.__dataclass_fields__ if f != "max_num_seqs"]
-    key = np.stack([np.nan_to_num(getattr(c, f), nan=-1.0) for f in fields] +
-                   [slots, dec_cap >= 1, (c.mode == 0) | (pre_cap >= 1)], axis=1)
+    key = np.stack(
+        [np.nan_to_num(getattr(c, f), nan=-1.0) for f in fields]
+        + [slots, dec_cap >= 1, (c.mode == 0) | (pre_cap >= 1)],
+        axis=1,
+    )
     _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
     out: dict[str, np.ndarray] = {}
     # one call per (pp, prefill pp): the op graph prices pipeline hops at the batch's largest pp
@@ -152,9 +190,12 @@ def evaluate(m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: n
     for _, group in _groups(hops):
         for rows in np.array_split(group, -(-group.size // EVAL_CHUNK)):
             idx = first[rows]
-            sub = CandidateArrays(**{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__})
-            r = evaluate_batch(m, gpu, sub, load.workload(), backend=load.backend,
-                               gpu_memory_utilization=util[idx])
+            sub = CandidateArrays(
+                **{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__}
+            )
+            r = evaluate_batch(
+                m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[idx]
+            )
             for f in ResultArrays.__dataclass_fields__:
                 v = getattr(r, f)
                 out.setdefault(f, np.empty(first.size, dtype=v.dtype))[rows] = v
@@ -193,7 +234,10 @@ def widest_slots(m: ModelSpec, gpu: GpuSpec, w: Workers, load: Load) -> Workers:
     """
     if w.size == 0:
         return w
-    slots = np.minimum(w.max_num_seqs, seq_capacity(m, gpu, w, float(kv_tokens_held(load.isl, load.osl, load.backend))))
+    slots = np.minimum(
+        w.max_num_seqs,
+        seq_capacity(m, gpu, w, float(kv_tokens_held(load.isl, load.osl, load.backend))),
+    )
     key = np.stack([w.tp, w.pp, w.dp, w.ep, w.quant, w.kv, w.chunk], axis=1)
     order = np.lexsort((w.max_num_seqs, w.mem_frac, -slots, *key.T[::-1]))
     k = key[order]
@@ -209,20 +253,31 @@ class Counter:
     n: int = 0
 
 
-def _agg_check(m: ModelSpec, gpu: GpuSpec, w: Workers, load: Load, slo: Slo, seen: Counter) -> Check:
+def _agg_check(
+    m: ModelSpec, gpu: GpuSpec, w: Workers, load: Load, slo: Slo, seen: Counter
+) -> Check:
     conc = np.nan if load.concurrency is None else float(load.concurrency)
 
     def check(i: np.ndarray, n: np.ndarray) -> np.ndarray:
         ws = w.take(i)
         seen.n += int(i.size)
-        res = evaluate(m, gpu, load, ws.mem_frac, **ws.columns(), concurrency=np.full(i.size, conc),
-                       workers=n.astype(float))
+        res = evaluate(
+            m,
+            gpu,
+            load,
+            ws.mem_frac,
+            **ws.columns(),
+            concurrency=np.full(i.size, conc),
+            workers=n.astype(float),
+        )
         return meets(res, slo)
+
     return check
 
 
-def _agg_sized(m: ModelSpec, gpu: GpuSpec, w: Workers, space: SearchSpace, load: Load, slo: Slo,
-               seen: Counter) -> tuple[np.ndarray, np.ndarray]:
+def _agg_sized(
+    m: ModelSpec, gpu: GpuSpec, w: Workers, space: SearchSpace, load: Load, slo: Slo, seen: Counter
+) -> tuple[np.ndarray, np.ndarray]:
     """(worker, replicas) at a rate or a fixed concurrency.
 
     Replicas share the load evenly, so a worker meets the SLO from some replica count on: per
@@ -235,8 +290,9 @@ def _agg_sized(m: ModelSpec, gpu: GpuSpec, w: Workers, space: SearchSpace, load:
     n_max = space.max_gpus // w.gpus_per_worker
     if load.concurrency is not None:
         n_max = np.minimum(n_max, load.concurrency)
-    n = fewest_counts(n_max, _agg_check(m, gpu, w, load, slo, seen), dense=1,
-                      weight=w.gpus_per_worker)
+    n = fewest_counts(
+        n_max, _agg_check(m, gpu, w, load, slo, seen), dense=1, weight=w.gpus_per_worker
+    )
     feas = np.flatnonzero(n > 0)
     top = feas[np.argsort((n * w.gpus_per_worker)[feas], kind="stable")[:PARETO_WORKERS]]
     ti, tr = around(n[top], n_max[top])
@@ -262,7 +318,9 @@ def _agg_levels(w: Workers, space: SearchSpace) -> tuple[np.ndarray, np.ndarray,
     return idx, (clients * reps).astype(float), reps
 
 
-def agg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, slo: Slo) -> Block | None:
+def agg_block(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, slo: Slo
+) -> Block | None:
     """Aggregated candidates of one GPU type."""
     w, n_enum = fitting_workers(m, gpu, space, gi, load.isl + load.osl)
     if w.size == 0:
@@ -277,6 +335,17 @@ def agg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Loa
         c = np.nan if load.concurrency is None else float(load.concurrency)
         conc = np.full(idx.size, c)
     ws = w.take(idx)
-    res = evaluate(m, gpu, load, ws.mem_frac, **ws.columns(), concurrency=conc, workers=reps.astype(float))
-    return Block("agg", gpu, res, conc, conc / reps, reps, workers=ws, evaluated=seen.n + int(idx.size),
-                 memory_pruned=pruned)
+    res = evaluate(
+        m, gpu, load, ws.mem_frac, **ws.columns(), concurrency=conc, workers=reps.astype(float)
+    )
+    return Block(
+        "agg",
+        gpu,
+        res,
+        conc,
+        conc / reps,
+        reps,
+        workers=ws,
+        evaluated=seen.n + int(idx.size),
+        memory_pruned=pruned,
+    )

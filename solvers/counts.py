@@ -61,13 +61,20 @@ def fewest_counts(
     todo = np.flatnonzero((best == big) & (n_max > dense))
     if todo.size:
         todo = todo[check(todo, n_max[todo])]  # the lightest load the budget allows
-        best[todo] = _gallop(todo, np.full(todo.size, dense), n_max[todo].copy(), check, best,
-                             weight)
+        best[todo] = _gallop(
+            todo, np.full(todo.size, dense), n_max[todo].copy(), check, best, weight
+        )
     return np.where(best == big, 0, best)
 
 
-def _gallop(todo: np.ndarray, lo: np.ndarray, hi: np.ndarray, check: Check, best: np.ndarray,
-            weight: np.ndarray | None) -> np.ndarray:
+def _gallop(
+    todo: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    check: Check,
+    best: np.ndarray,
+    weight: np.ndarray | None,
+) -> np.ndarray:
     """hi after narrowing (lo infeasible, hi feasible) to adjacent counts or giving up (weight)."""
     known = best < np.iinfo(np.int64).max
     dense_gpus = np.inf

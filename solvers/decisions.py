@@ -36,7 +36,13 @@ WITHIN = 0.95
 
 def default_data_path() -> Path:
     """``<repo>/../shared/validation/e2e/silicon_measured.csv``."""
-    return Path(__file__).resolve().parents[2] / "shared" / "validation" / "e2e" / "silicon_measured.csv"
+    return (
+        Path(__file__).resolve().parents[2]
+        / "shared"
+        / "validation"
+        / "e2e"
+        / "silicon_measured.csv"
+    )
 
 
 def deployment_gpus(rows: pd.DataFrame) -> np.ndarray:
@@ -48,7 +54,9 @@ def deployment_gpus(rows: pd.DataFrame) -> np.ndarray:
     return np.where(c("mode") == 1, dec + pre, dec)
 
 
-def closed_loop_tok_per_gpu(rows: pd.DataFrame, ttft_ms: np.ndarray, tpot_ms: np.ndarray) -> np.ndarray:
+def closed_loop_tok_per_gpu(
+    rows: pd.DataFrame, ttft_ms: np.ndarray, tpot_ms: np.ndarray
+) -> np.ndarray:
     """Output tokens/s per GPU of a closed loop of N clients: N / (TTFT + (osl-1)·TPOT) · osl / GPUs."""
     n = rows["c_concurrency"].to_numpy(dtype=float)
     osl = rows["osl"].to_numpy(dtype=float)
@@ -57,7 +65,9 @@ def closed_loop_tok_per_gpu(rows: pd.DataFrame, ttft_ms: np.ndarray, tpot_ms: np
         return n / cycle_s * osl / deployment_gpus(rows)
 
 
-def judge(meas_tok: np.ndarray, meas_ok: np.ndarray, pred_tok: np.ndarray, pred_ok: np.ndarray) -> tuple[bool, bool]:
+def judge(
+    meas_tok: np.ndarray, meas_ok: np.ndarray, pred_tok: np.ndarray, pred_ok: np.ndarray
+) -> tuple[bool, bool]:
     """(top-1, within 5%) for one group (see the module docstring)."""
     best = int(np.argmax(np.where(meas_ok, meas_tok, -np.inf)))
     pool = pred_ok if pred_ok.any() else np.ones_like(pred_ok)
@@ -66,7 +76,9 @@ def judge(meas_tok: np.ndarray, meas_ok: np.ndarray, pred_tok: np.ndarray, pred_
     return pick == best, within or pick == best
 
 
-def validate_decisions(path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tpot_ms: float = DEFAULT_TPOT_MS) -> dict[str, Any]:
+def validate_decisions(
+    path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tpot_ms: float = DEFAULT_TPOT_MS
+) -> dict[str, Any]:
     """``{"groups": G, "top1_pct": ..., "within5_pct": ...}`` plus skip counts and per-group rows."""
     path = Path(path)
     if not path.is_file():
@@ -75,14 +87,21 @@ def validate_decisions(path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tp
     require_columns(df, GROUP_KEYS, f"--data {path}")
     prep = prepare(df)
     if prep.rows.empty:
-        raise PlannerInputError("--data", f"no row of {path} can be modelled "
-                                          f"(skipped: {prep.skipped})")
+        raise PlannerInputError(
+            "--data", f"no row of {path} can be modelled (skipped: {prep.skipped})"
+        )
     rows = predict(prep.rows, progress=False)
     pt, pp = rows["pred_ttft_ms"].to_numpy(dtype=float), rows["pred_tpot_ms"].to_numpy(dtype=float)
-    mt, mp = rows["silicon_ttft_ms"].to_numpy(dtype=float), rows["silicon_tpot_ms"].to_numpy(dtype=float)
-    rows = rows.assign(meas_tok=closed_loop_tok_per_gpu(rows, mt, mp), pred_tok=closed_loop_tok_per_gpu(rows, pt, pp),
-                       meas_ok=(mt <= ttft_ms) & (mp <= tpot_ms),
-                       pred_ok=np.isfinite(pt) & np.isfinite(pp) & (pt <= ttft_ms) & (pp <= tpot_ms))
+    mt, mp = (
+        rows["silicon_ttft_ms"].to_numpy(dtype=float),
+        rows["silicon_tpot_ms"].to_numpy(dtype=float),
+    )
+    rows = rows.assign(
+        meas_tok=closed_loop_tok_per_gpu(rows, mt, mp),
+        pred_tok=closed_loop_tok_per_gpu(rows, pt, pp),
+        meas_ok=(mt <= ttft_ms) & (mp <= tpot_ms),
+        pred_ok=np.isfinite(pt) & np.isfinite(pp) & (pt <= ttft_ms) & (pp <= tpot_ms),
+    )
     out: list[dict[str, Any]] = []
     skipped = 0
     for key, g in rows.groupby(GROUP_KEYS, sort=True):
@@ -90,10 +109,23 @@ def validate_decisions(path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tp
         if len(g) < 2 or not meas_ok.any():
             skipped += 1
             continue
-        top1, within = judge(g["meas_tok"].to_numpy(dtype=float), meas_ok, g["pred_tok"].to_numpy(dtype=float),
-                             g["pred_ok"].to_numpy(dtype=bool))
-        out.append({"group": "/".join(map(str, key)), "rows": len(g), "top1": top1, "within5": within})
+        top1, within = judge(
+            g["meas_tok"].to_numpy(dtype=float),
+            meas_ok,
+            g["pred_tok"].to_numpy(dtype=float),
+            g["pred_ok"].to_numpy(dtype=bool),
+        )
+        out.append(
+            {"group": "/".join(map(str, key)), "rows": len(g), "top1": top1, "within5": within}
+        )
     n = len(out)
     pct = (lambda k: round(100.0 * sum(bool(r[k]) for r in out) / n, 1)) if n else (lambda k: 0.0)
-    return {"groups": n, "top1_pct": pct("top1"), "within5_pct": pct("within5"), "skipped_groups": skipped,
-            "rows_not_modelled": prep.skipped, "slo": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms}, "per_group": out}
+    return {
+        "groups": n,
+        "top1_pct": pct("top1"),
+        "within5_pct": pct("within5"),
+        "skipped_groups": skipped,
+        "rows_not_modelled": prep.skipped,
+        "slo": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms},
+        "per_group": out,
+    }

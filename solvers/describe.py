@@ -22,16 +22,24 @@ def worker_config(w: Workers, i: int, workers: int, mem_frac: float | None = Non
     """The engine settings of worker candidate ``i`` (``mem_frac`` overrides its memory fraction)."""
     return WorkerConfig(
         parallel=Parallelism(tp=int(w.tp[i]), pp=int(w.pp[i]), dp=int(w.dp[i]), ep=int(w.ep[i])),
-        max_num_seqs=int(w.max_num_seqs[i]), max_num_batched_tokens=int(w.chunk[i]),
+        max_num_seqs=int(w.max_num_seqs[i]),
+        max_num_batched_tokens=int(w.chunk[i]),
         gpu_memory_utilization=float(w.mem_frac[i] if mem_frac is None else mem_frac),
-        kv_dtype=KV_DTYPES[int(w.kv[i])], weight_quant=WEIGHT_QUANTS[int(w.quant[i])], workers=workers,  # type: ignore[arg-type]
+        kv_dtype=KV_DTYPES[int(w.kv[i])],
+        weight_quant=WEIGHT_QUANTS[int(w.quant[i])],
+        workers=workers,  # type: ignore[arg-type]
     )
 
 
 def deployment(m: ModelSpec, b: Block, i: int, isl: int, osl: int) -> Deployment:
     """The deployment of candidate ``i`` of block ``b`` (replicas folded into worker counts)."""
-    common: dict[str, Any] = {"model": m.name, "hf_id": m.hf_id, "gpu": b.gpu.key,
-                              "checkpoint_quant": m.quant.weight_format, "max_model_len": isl + osl}
+    common: dict[str, Any] = {
+        "model": m.name,
+        "hf_id": m.hf_id,
+        "gpu": b.gpu.key,
+        "checkpoint_quant": m.quant.weight_format,
+        "max_model_len": isl + osl,
+    }
     if b.mode == "agg":
         assert b.workers is not None
         wc = worker_config(b.workers, i, int(b.replicas[i]))
@@ -42,7 +50,9 @@ def deployment(m: ModelSpec, b: Block, i: int, isl: int, osl: int) -> Deployment
     dec = worker_config(b.decode, d, int(u.y[i]))
     # the serving model runs both roles at the decode role's memory fraction (one engine setting)
     pre = worker_config(b.prefill, p, int(u.x[i]), mem_frac=dec.gpu_memory_utilization)
-    return Deployment(mode="disagg", prefill=pre, decode=dec, cuda_graph_max_batch=dec.max_num_seqs, **common)
+    return Deployment(
+        mode="disagg", prefill=pre, decode=dec, cuda_graph_max_batch=dec.max_num_seqs, **common
+    )
 
 
 def stats(res: Any, metric: str, i: int) -> dict[str, float]:
@@ -50,24 +60,45 @@ def stats(res: Any, metric: str, i: int) -> dict[str, float]:
     return {p: float(percentile_ms(res, metric, p)[i]) for p in PERCENTILE_FIELDS}
 
 
-def step_breakdown(m: ModelSpec, gpu: GpuSpec, backend: str, wc: WorkerConfig, running: float,
-                   ctx: float) -> dict[str, float]:
+def step_breakdown(
+    m: ModelSpec, gpu: GpuSpec, backend: str, wc: WorkerConfig, running: float, ctx: float
+) -> dict[str, float]:
     """Milliseconds by op kind of one decode step of worker ``wc`` at ``running`` requests."""
     cal = engine(backend)
     p = wc.parallel
-    one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep, WEIGHT_QUANTS.index(wc.weight_quant),
-                                          KV_DTYPES.index(wc.kv_dtype))]
+    one = [
+        np.array([float(v)])
+        for v in (
+            p.tp,
+            p.pp,
+            p.dp,
+            p.ep,
+            WEIGHT_QUANTS.index(wc.weight_quant),
+            KV_DTYPES.index(wc.kv_dtype),
+        )
+    ]
     z = np.zeros(1)
     mix = StepMix(np.array([max(running, 1.0)]), np.array([ctx]), z, z, z)
     cost = price_step(m, parallel_arrays(gpu, *one), mix, op_pricer(gpu), **cal.step_kwargs())
     return {k: float(cost.by_kind_s[n, 0] * 1e3) for n, k in enumerate(KINDS_WITH_OVERHEAD)}
 
 
-def memory_summary(m: ModelSpec, gpu: GpuSpec, wc: WorkerConfig, isl: int, osl: int) -> dict[str, Any]:
+def memory_summary(
+    m: ModelSpec, gpu: GpuSpec, wc: WorkerConfig, isl: int, osl: int
+) -> dict[str, Any]:
     """planner.memory's plan of one worker, as JSON-ready values."""
-    plan = plan_memory(m, gpu, wc.parallel, weight_quant=wc.weight_quant, kv_dtype=wc.kv_dtype,
-                       max_num_batched_tokens=wc.max_num_batched_tokens, max_num_seqs=wc.max_num_seqs,
-                       gpu_memory_utilization=wc.gpu_memory_utilization, isl=isl, osl=osl)
+    plan = plan_memory(
+        m,
+        gpu,
+        wc.parallel,
+        weight_quant=wc.weight_quant,
+        kv_dtype=wc.kv_dtype,
+        max_num_batched_tokens=wc.max_num_batched_tokens,
+        max_num_seqs=wc.max_num_seqs,
+        gpu_memory_utilization=wc.gpu_memory_utilization,
+        isl=isl,
+        osl=osl,
+    )
     return plan.model_dump(mode="json")
 
 
@@ -81,19 +112,28 @@ def predicted(m: ModelSpec, b: Block, i: int, isl: int, osl: int, backend: str) 
         mem = {"agg": memory_summary(m, b.gpu, dep.agg, isl, osl)}
     else:
         assert dep.prefill is not None and dep.decode is not None
-        mem = {"prefill": memory_summary(m, b.gpu, dep.prefill, isl, osl),
-               "decode": memory_summary(m, b.gpu, dep.decode, isl, osl)}
+        mem = {
+            "prefill": memory_summary(m, b.gpu, dep.prefill, isl, osl),
+            "decode": memory_summary(m, b.gpu, dep.decode, isl, osl),
+        }
     running = float(r.decode_batch[i])
     return {
-        "ttft_ms": stats(r, "ttft", i), "tpot_ms": stats(r, "tpot", i),
+        "ttft_ms": stats(r, "ttft", i),
+        "tpot_ms": stats(r, "tpot", i),
         "output_tok_s_per_gpu": float(r.output_tok_s_per_gpu[i]),
         "output_tok_s_per_user": float(r.output_tok_s_per_user[i]),
-        "requests_per_s": float(r.requests_per_s[i]), "running_requests_per_worker": running,
+        "requests_per_s": float(r.requests_per_s[i]),
+        "running_requests_per_worker": running,
         "clients_per_worker": int(np.ceil(b.clients[i])) if np.isfinite(b.clients[i]) else 0,
-        "kv_transfer_ms": float(r.kv_transfer_s[i]) * 1e3, "prefill_utilization": float(r.prefill_utilization[i]),
-        "step_breakdown": {"decode_step_ms": step_breakdown(m, b.gpu, backend, main, running, isl + osl / 2.0)},
+        "kv_transfer_ms": float(r.kv_transfer_s[i]) * 1e3,
+        "prefill_utilization": float(r.prefill_utilization[i]),
+        "step_breakdown": {
+            "decode_step_ms": step_breakdown(m, b.gpu, backend, main, running, isl + osl / 2.0)
+        },
         "memory": mem,
-        "provenance": {"step_model": "planner.step_model (op graph priced through planner.batch_eval.op_pricer)",
-                       "engine_calibration": f"{backend}: {calibration_label(backend)}",
-                       "serving": "planner.batch_eval.evaluate_batch (the model behind planner estimate)"},
+        "provenance": {
+            "step_model": "planner.step_model (op graph priced through planner.batch_eval.op_pricer)",
+            "engine_calibration": f"{backend}: {calibration_label(backend)}",
+            "serving": "planner.batch_eval.evaluate_batch (the model behind planner estimate)",
+        },
     }

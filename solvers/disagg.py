@@ -45,37 +45,50 @@ def dtype_key(w: Workers) -> np.ndarray:
     return (w.quant * 10 + w.kv) * 1000 + w.gpus_per_worker
 
 
-def phase_sets(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load,
-               decode_clients: np.ndarray) -> PhaseSets | None:
+def phase_sets(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
+) -> PhaseSets | None:
     """Prefill workers (one max_num_seqs, largest memory fraction) and decode points at ``decode_clients``."""
     pspace = space.model_copy(update={"mem_fractions": (max(space.mem_fractions),)})
-    pw, n_p = fitting_workers(m, gpu, pspace, gi, load.isl + 1, max_num_seqs=(min(space.max_num_seqs),))
-    dspace = space.model_copy(update={"chunk_tokens": (max(*space.max_num_seqs, DECODE_CHUNK_TOKENS),)})
+    pw, n_p = fitting_workers(
+        m, gpu, pspace, gi, load.isl + 1, max_num_seqs=(min(space.max_num_seqs),)
+    )
+    dspace = space.model_copy(
+        update={"chunk_tokens": (max(*space.max_num_seqs, DECODE_CHUNK_TOKENS),)}
+    )
     dw, n_d = fitting_workers(m, gpu, dspace, gi, load.isl + load.osl)
     if pw.size == 0 or dw.size == 0:
         return None
     wl = load.workload()
     pc = CandidateArrays.from_lists(**pw.columns(), **pw.columns("prefill_"))
-    pre_role = prefill_role(m, gpu, pc, wl, backend=load.backend, gpu_memory_utilization=pw.mem_frac)
+    pre_role = prefill_role(
+        m, gpu, pc, wl, backend=load.backend, gpu_memory_utilization=pw.mem_frac
+    )
     idx = np.repeat(np.arange(dw.size), decode_clients.size)
     cl = np.tile(decode_clients, dw.size).astype(float)
     dws = dw.take(idx)
     dc = CandidateArrays.from_lists(**dws.columns())
     batch = np.minimum(cl, dws.max_num_seqs)
-    dec_role = decode_role(m, gpu, dc, wl, batch, backend=load.backend, gpu_memory_utilization=dws.mem_frac)
+    dec_role = decode_role(
+        m, gpu, dc, wl, batch, backend=load.backend, gpu_memory_utilization=dws.mem_frac
+    )
     return PhaseSets(pw, pre_role, dws, cl, dec_role, n_p + n_d, (n_p - pw.size) + (n_d - dw.size))
 
 
 def running(s: PhaseSets) -> np.ndarray:
     """Requests a decode point runs: clients, at most max_num_seqs and the KV capacity."""
-    return np.maximum(np.minimum(np.minimum(s.dec_clients, s.dec.max_num_seqs), s.dec_role.seq_capacity), 1.0)
+    return np.maximum(
+        np.minimum(np.minimum(s.dec_clients, s.dec.max_num_seqs), s.dec_role.seq_capacity), 1.0
+    )
 
 
 def prune_prefill(s: PhaseSets) -> np.ndarray:
     """Prefill workers on the (capacity per GPU, fast alone) front per dtype pair and worker size."""
     gpw = s.pre.gpus_per_worker
     ok = np.flatnonzero(s.pre_role.fits)
-    front = group_pareto(dtype_key(s.pre)[ok], 1.0 / (s.pre_role.work_s[ok] * gpw[ok]), -s.pre_role.alone_s[ok])
+    front = group_pareto(
+        dtype_key(s.pre)[ok], 1.0 / (s.pre_role.work_s[ok] * gpw[ok]), -s.pre_role.alone_s[ok]
+    )
     return ok[front]
 
 
@@ -88,8 +101,14 @@ def prune_decode(s: PhaseSets, tpot_slo_ms: float, per_level: bool = False) -> n
     return ok[group_pareto(keys[ok], per_gpu[ok], 1.0 / step[ok])]
 
 
-def pairs(s: PhaseSets, pi: np.ndarray, dy: tuple[np.ndarray, np.ndarray], xs: np.ndarray,
-          max_gpus: int, osl: int) -> Units:
+def pairs(
+    s: PhaseSets,
+    pi: np.ndarray,
+    dy: tuple[np.ndarray, np.ndarray],
+    xs: np.ndarray,
+    max_gpus: int,
+    osl: int,
+) -> Units:
     """(prefill, decode, x, y) with equal dtypes, x in ``xs``, (decode, y) from ``dy`` and
     x·gp + y·gd <= max_gpus; above a budget of DENSE_COUNTS, x near the prefill need."""
     di, ys = dy
@@ -105,16 +124,18 @@ def pairs(s: PhaseSets, pi: np.ndarray, dy: tuple[np.ndarray, np.ndarray], xs: n
     return Units(p[keep], d[keep], x[keep], y[keep])
 
 
-def near_prefill_need(s: PhaseSets, p: np.ndarray, d: np.ndarray, x: np.ndarray, y: np.ndarray,
-                      osl: int) -> np.ndarray:
+def near_prefill_need(
+    s: PhaseSets, p: np.ndarray, d: np.ndarray, x: np.ndarray, y: np.ndarray, osl: int
+) -> np.ndarray:
     """x within a factor PREFILL_WINDOW of the prefill workers the decode pool's request rate keeps
     busy (y x running / (step x OSL) requests/s x prefill seconds per prompt), or within 1..4."""
     need = y * running(s)[d] / (s.dec_role.step_s[d] * osl) * s.pre_role.work_s[p]
     return (x <= 4) | ((x >= need / PREFILL_WINDOW) & (x <= need * PREFILL_WINDOW + 1))
 
 
-def decode_counts(s: PhaseSets, di: np.ndarray, ys: np.ndarray, concurrency: int | None
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def decode_counts(
+    s: PhaseSets, di: np.ndarray, ys: np.ndarray, concurrency: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     """(decode point, decode workers y): every y of ``ys`` with no load; with N clients, the y of
     ``ys`` whose share ceil(N / y) is that point's clients per worker."""
     d, y = (a.ravel() for a in np.meshgrid(di, ys, indexing="ij"))
@@ -126,19 +147,38 @@ def decode_counts(s: PhaseSets, di: np.ndarray, ys: np.ndarray, concurrency: int
 
 def unit_columns(s: PhaseSets, u: Units) -> dict[str, np.ndarray]:
     """CandidateArrays columns of disaggregated deployments ``u``."""
-    return {**s.dec.take(u.d).columns(), **s.pre.take(u.p).columns("prefill_"), "mode": np.ones(u.p.size),
-            "workers": u.y.astype(float), "prefill_workers": u.x.astype(float)}
+    return {
+        **s.dec.take(u.d).columns(),
+        **s.pre.take(u.p).columns("prefill_"),
+        "mode": np.ones(u.p.size),
+        "workers": u.y.astype(float),
+        "prefill_workers": u.x.astype(float),
+    }
 
 
-def unit_block(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, u: Units, load: Load, conc: np.ndarray,
-               evaluated: int) -> Block:
+def unit_block(
+    m: ModelSpec, gpu: GpuSpec, s: PhaseSets, u: Units, load: Load, conc: np.ndarray, evaluated: int
+) -> Block:
     """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one block."""
     res = evaluate(m, gpu, load, s.dec.mem_frac[u.d], **unit_columns(s, u), concurrency=conc)
-    return Block("disagg", gpu, res, conc, conc / u.y, np.ones(u.p.size, dtype=int), units=u, prefill=s.pre,
-                 decode=s.dec, evaluated=evaluated, memory_pruned=s.pruned)
+    return Block(
+        "disagg",
+        gpu,
+        res,
+        conc,
+        conc / u.y,
+        np.ones(u.p.size, dtype=int),
+        units=u,
+        prefill=s.pre,
+        decode=s.dec,
+        evaluated=evaluated,
+        memory_pruned=s.pruned,
+    )
 
 
-def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, tpot_slo_ms: float) -> Block | None:
+def disagg_block(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, tpot_slo_ms: float
+) -> Block | None:
     """Disaggregated xPyD candidates of one GPU type (no load, or a fixed concurrency).
 
     Worker counts never span the budget: with no load the deployment is a closed loop of y x
@@ -157,8 +197,14 @@ def disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: 
     if s is None:
         return None
     di = prune_decode(s, tpot_slo_ms, load.concurrency is not None)
-    u = pairs(s, prune_prefill(s), decode_counts(s, di, ys, load.concurrency), xs, space.max_gpus,
-              load.osl)
+    u = pairs(
+        s,
+        prune_prefill(s),
+        decode_counts(s, di, ys, load.concurrency),
+        xs,
+        space.max_gpus,
+        load.osl,
+    )
     if load.concurrency is not None:
         conc = np.full(u.p.size, float(load.concurrency))
     else:

@@ -49,8 +49,9 @@ class GpuPool(BaseModel):
     model_config = _FROZEN
     gpu: str
     available: int = Field(ge=0, le=100_000, description="GPUs of this type that can be rented.")
-    price_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e6,
-                                             description="Default: the GPU spec's price.")
+    price_per_gpu_hour: float | None = Field(
+        default=None, gt=0, le=1e6, description="Default: the GPU spec's price."
+    )
 
 
 class FleetSpec(BaseModel):
@@ -62,8 +63,12 @@ class FleetSpec(BaseModel):
     max_gpus_per_replica: int = Field(default=8, ge=1, le=1_024)
     backend: str = "vllm"
     confidence: float = Field(
-        default=0.0, ge=0, le=1, description="Meet each class's SLO at the upper edge of the "
-        "prediction band of this level (planner.bands); 0: at the point prediction.")
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Meet each class's SLO at the upper edge of the "
+        "prediction band of this level (planner.bands); 0: at the point prediction.",
+    )
 
 
 class Options(BaseModel):
@@ -125,9 +130,19 @@ def build_options(spec: FleetSpec) -> Options:
     rows: dict[str, list[Any]] = {k: [] for k in Options.model_fields}
     for k, c in enumerate(spec.classes):
         for t, pool in enumerate(spec.gpus):
-            req = PlanRequest(model=c.model, gpus=(pool.gpu,), max_gpus=spec.max_gpus_per_replica, isl=c.isl, osl=c.osl,
-                              ttft_ms=c.ttft_ms, tpot_ms=c.tpot_ms, percentile=c.percentile, mode="agg",  # type: ignore[arg-type]
-                              backend=spec.backend, confidence=spec.confidence)
+            req = PlanRequest(
+                model=c.model,
+                gpus=(pool.gpu,),
+                max_gpus=spec.max_gpus_per_replica,
+                isl=c.isl,
+                osl=c.osl,
+                ttft_ms=c.ttft_ms,
+                tpot_ms=c.tpot_ms,
+                percentile=c.percentile,
+                mode="agg",  # type: ignore[arg-type]
+                backend=spec.backend,
+                confidence=spec.confidence,
+            )
             ev = evaluate_request(req)
             ok = ev.feasible()
             if not ok.any():
@@ -138,7 +153,20 @@ def build_options(spec: FleetSpec) -> Options:
             for g in np.unique(unit[ok]):
                 sel = np.flatnonzero(ok & (unit == g))
                 i = int(sel[np.argmax(per_rep[sel])])
-                for key, val in zip(rows, (k, t, int(g), float(per_rep[i]), price, ev.summary(i).replace(" x" + str(int(ev.blocks[0].replicas[ev.local[i]])), " x1")), strict=True):
+                for key, val in zip(
+                    rows,
+                    (
+                        k,
+                        t,
+                        int(g),
+                        float(per_rep[i]),
+                        price,
+                        ev.summary(i).replace(
+                            " x" + str(int(ev.blocks[0].replicas[ev.local[i]])), " x1"
+                        ),
+                    ),
+                    strict=True,
+                ):
                     rows[key].append(val)
     return Options(**{k: tuple(v) for k, v in rows.items()})
 
@@ -149,9 +177,17 @@ def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], Any]:
     n = [pulp.LpVariable(f"n_{o}", 0, None, cat="Integer") for o in range(len(opt.gpus))]
     prob += pulp.lpSum(opt.price[o] * opt.gpus[o] * n[o] for o in range(len(n)))
     for k, c in enumerate(spec.classes):
-        prob += pulp.lpSum(opt.rps[o] * n[o] for o in range(len(n)) if opt.klass[o] == k) >= c.rate_per_s, f"rate_{k}"
+        prob += (
+            pulp.lpSum(opt.rps[o] * n[o] for o in range(len(n)) if opt.klass[o] == k)
+            >= c.rate_per_s,
+            f"rate_{k}",
+        )
     for t, pool in enumerate(spec.gpus):
-        prob += pulp.lpSum(opt.gpus[o] * n[o] for o in range(len(n)) if opt.gtype[o] == t) <= pool.available, f"avail_{t}"
+        prob += (
+            pulp.lpSum(opt.gpus[o] * n[o] for o in range(len(n)) if opt.gtype[o] == t)
+            <= pool.available,
+            f"avail_{t}",
+        )
     out = solve(prob)
     return [round(v.value() or 0) for v in n], out
 
@@ -161,25 +197,53 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
     opt = build_options(spec)
     missing = [c.name for k, c in enumerate(spec.classes) if k not in opt.klass]
     if missing:
-        raise InfeasibleError("TPOT", f"class(es) {', '.join(missing)} meet their SLOs on none of the GPU types",
-                              binding_constraint="SLO")
+        raise InfeasibleError(
+            "TPOT",
+            f"class(es) {', '.join(missing)} meet their SLOs on none of the GPU types",
+            binding_constraint="SLO",
+        )
     t0 = time.perf_counter()
     reps, out = solve_options(spec, opt)
     seconds = time.perf_counter() - t0
     if not out.optimal:
-        raise InfeasibleError("GPU budget", f"no fleet serves all classes within the available GPUs (solver: "
-                              f"{out.status}/{out.solution_status})", binding_constraint="GPU budget")
+        raise InfeasibleError(
+            "GPU budget",
+            f"no fleet serves all classes within the available GPUs (solver: "
+            f"{out.status}/{out.solution_status})",
+            binding_constraint="GPU budget",
+        )
     used = {p.gpu: 0 for p in spec.gpus}
     rows = []
     for o, r in enumerate(reps):
         if r <= 0:
             continue
         used[spec.gpus[opt.gtype[o]].gpu] += r * opt.gpus[o]
-        rows.append(Assignment(workload_class=spec.classes[opt.klass[o]].name, gpu=spec.gpus[opt.gtype[o]].gpu,
-                               config=opt.config[o], replicas=r, gpus_per_replica=opt.gpus[o],
-                               requests_per_s_per_replica=opt.rps[o], cost_per_hour_usd=r * opt.gpus[o] * opt.price[o]))
+        rows.append(
+            Assignment(
+                workload_class=spec.classes[opt.klass[o]].name,
+                gpu=spec.gpus[opt.gtype[o]].gpu,
+                config=opt.config[o],
+                replicas=r,
+                gpus_per_replica=opt.gpus[o],
+                requests_per_s_per_replica=opt.rps[o],
+                cost_per_hour_usd=r * opt.gpus[o] * opt.price[o],
+            )
+        )
     full = [p.gpu for p in spec.gpus if p.available and used[p.gpu] >= p.available]
-    bind = f"GPU budget ({', '.join(full)} fully used)" if full else "cost (every class at its cheapest SLO-meeting option)"
-    return FleetResult(assignments=tuple(rows), cost_per_hour_usd=float(out.objective or 0.0), gpus_by_type=used,
-                       solver=out.solver, status=out.status, solution_status=out.solution_status, optimal=out.optimal,
-                       solve_seconds=round(seconds, 4), options=len(opt.gpus), binding_constraint=bind)
+    bind = (
+        f"GPU budget ({', '.join(full)} fully used)"
+        if full
+        else "cost (every class at its cheapest SLO-meeting option)"
+    )
+    return FleetResult(
+        assignments=tuple(rows),
+        cost_per_hour_usd=float(out.objective or 0.0),
+        gpus_by_type=used,
+        solver=out.solver,
+        status=out.status,
+        solution_status=out.solution_status,
+        optimal=out.optimal,
+        solve_seconds=round(seconds, 4),
+        options=len(opt.gpus),
+        binding_constraint=bind,
+    )

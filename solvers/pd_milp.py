@@ -59,15 +59,24 @@ def dominant(o: PhaseOptions) -> np.ndarray:
     return order[first]
 
 
-def _round(total: pulp.LpAffineExpression, node_gpus: int | None, name: str, big: int) -> pulp.LpVariable | pulp.LpAffineExpression:
+def _round(
+    total: pulp.LpAffineExpression, node_gpus: int | None, name: str, big: int
+) -> pulp.LpVariable | pulp.LpAffineExpression:
     if not node_gpus:
         return total
     nodes = pulp.LpVariable(name, 0, math.ceil(big / node_gpus), cat="Integer")
     return nodes * node_gpus
 
 
-def solve_pd(pre: PhaseOptions, dec: PhaseOptions, rate_per_s: float, max_gpus: int, *,
-             node_gpus: int | None = None, objective: Literal["gpus", "cost"] = "gpus") -> PdSolution | None:
+def solve_pd(
+    pre: PhaseOptions,
+    dec: PhaseOptions,
+    rate_per_s: float,
+    max_gpus: int,
+    *,
+    node_gpus: int | None = None,
+    objective: Literal["gpus", "cost"] = "gpus",
+) -> PdSolution | None:
     """Minimum-GPU (or -cost) P/D sizing; None when no combination fits ``max_gpus``."""
     pi, di = dominant(pre), dominant(dec)
     groups = sorted(set(pre.group[pi].tolist()) & set(dec.group[di].tolist()))
@@ -81,8 +90,9 @@ def solve_pd(pre: PhaseOptions, dec: PhaseOptions, rate_per_s: float, max_gpus: 
     y = {j: pulp.LpVariable(f"y_{j}", 0, max_gpus, cat="Integer") for j in b}
     cost_terms, gpu_terms = [], []
     for g in groups:
-        used = pulp.lpSum(int(pre.gpus[i]) * x[i] for i in a if pre.group[i] == g) + \
-            pulp.lpSum(int(dec.gpus[j]) * y[j] for j in b if dec.group[j] == g)
+        used = pulp.lpSum(int(pre.gpus[i]) * x[i] for i in a if pre.group[i] == g) + pulp.lpSum(
+            int(dec.gpus[j]) * y[j] for j in b if dec.group[j] == g
+        )
         billed = _round(used, node_gpus, f"nodes_{g}", max_gpus)
         if node_gpus:
             prob += billed >= used
@@ -113,16 +123,25 @@ def solve_pd(pre: PhaseOptions, dec: PhaseOptions, rate_per_s: float, max_gpus: 
     return PdSolution(int(i), int(j), xi, yj, gpus, gpus * float(pre.price[i]), out)
 
 
-def brute_force_pd(pre: PhaseOptions, dec: PhaseOptions, rate_per_s: float, max_gpus: int, *,
-                   node_gpus: int | None = None, objective: Literal["gpus", "cost"] = "gpus") -> float | None:
+def brute_force_pd(
+    pre: PhaseOptions,
+    dec: PhaseOptions,
+    rate_per_s: float,
+    max_gpus: int,
+    *,
+    node_gpus: int | None = None,
+    objective: Literal["gpus", "cost"] = "gpus",
+) -> float | None:
     """Reference answer by enumeration: the optimal objective value (tests)."""
     best: float | None = None
     for i in range(pre.group.size):
         for j in range(dec.group.size):
             if pre.group[i] != dec.group[j]:
                 continue
-            used = math.ceil(rate_per_s / pre.capacity_per_s[i] - 1e-9) * pre.gpus[i] + \
-                math.ceil(rate_per_s / dec.capacity_per_s[j] - 1e-9) * dec.gpus[j]
+            used = (
+                math.ceil(rate_per_s / pre.capacity_per_s[i] - 1e-9) * pre.gpus[i]
+                + math.ceil(rate_per_s / dec.capacity_per_s[j] - 1e-9) * dec.gpus[j]
+            )
             gpus = math.ceil(used / node_gpus) * node_gpus if node_gpus else used
             if gpus > max_gpus:
                 continue

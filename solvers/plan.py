@@ -44,8 +44,9 @@ class PlanRequest(BaseModel):
     model_config = _FROZEN
     model: str = Field(description="Bundled model name, HF id or config.json path.")
     model_id: str = Field(default="", description="Identity of a local config.json's weights.")
-    shape_rules: ShapeRules = Field(default_factory=ShapeRules,
-                                    description="Worker shapes the target engine can launch.")
+    shape_rules: ShapeRules = Field(
+        default_factory=ShapeRules, description="Worker shapes the target engine can launch."
+    )
     gpus: tuple[str, ...] = Field(min_length=1, description="GPU names to consider.")
     max_gpus: int = Field(default=8, ge=1, description="GPU budget of the deployment.")
 
@@ -53,27 +54,41 @@ class PlanRequest(BaseModel):
     @classmethod
     def _budget(cls, v: int) -> int:
         if v > MAX_BUDGET_GPUS:
-            raise PlannerInputError("--max-gpus", f"{v:,} is above {MAX_BUDGET_GPUS:,}, the largest GPU budget "
-                                    "the search prices")
+            raise PlannerInputError(
+                "--max-gpus",
+                f"{v:,} is above {MAX_BUDGET_GPUS:,}, the largest GPU budget the search prices",
+            )
         return v
 
     isl: int = Field(ge=1, description="Input tokens per request.")
     osl: int = Field(ge=1, description="Output tokens per request.")
-    rate_per_s: float | None = Field(default=None, gt=0, description="Open-loop request rate to serve.")
+    rate_per_s: float | None = Field(
+        default=None, gt=0, description="Open-loop request rate to serve."
+    )
     concurrency: int | None = Field(default=None, ge=1, description="Closed-loop clients to serve.")
     ttft_ms: float = Field(gt=0, description="TTFT SLO, ms.")
     tpot_ms: float = Field(gt=0, description="TPOT SLO, ms.")
     percentile: Percentile = "p90"
     mode: Literal["agg", "disagg", "auto"] = "auto"
     backend: str = Field(default="vllm", description="Engine whose calibration to use.")
-    price_per_gpu_hour: float | None = Field(default=None, gt=0, description="Override of every GPU's $/hour.")
+    price_per_gpu_hour: float | None = Field(
+        default=None, gt=0, description="Override of every GPU's $/hour."
+    )
     objective: Objective = "throughput-per-gpu"
-    weight_quants: tuple[str, ...] = Field(default=(), description="Weight dtypes allowed besides the checkpoint's.")
+    weight_quants: tuple[str, ...] = Field(
+        default=(), description="Weight dtypes allowed besides the checkpoint's."
+    )
     confidence: float = Field(
-        default=0.0, ge=0, le=1, description="Meet the SLO at the upper edge of the prediction "
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Meet the SLO at the upper edge of the prediction "
         "band of this level (planner.bands); 0: at the point prediction. The library, UI, fleet "
-        "and sweep default to 0; `planner plan --confidence` defaults to the band level.")
-    node_gpus: int | None = Field(default=None, ge=1, description="Count GPUs in whole nodes of this size.")
+        "and sweep default to 0; `planner plan --confidence` defaults to the band level.",
+    )
+    node_gpus: int | None = Field(
+        default=None, ge=1, description="Count GPUs in whole nodes of this size."
+    )
     hardware_dirs: tuple[str, ...] = ()
 
 
@@ -90,8 +105,10 @@ class Choice(BaseModel):
     cost_per_million_output_tokens: float
     cost_per_hour_usd: float
     headroom: dict[str, Any] = Field(
-        default_factory=dict, description="SLO / predicted and SLO / band edge per metric, and "
-        "the constraint that binds at the band edge.")
+        default_factory=dict,
+        description="SLO / predicted and SLO / band edge per metric, and "
+        "the constraint that binds at the band edge.",
+    )
 
 
 class ParetoPoint(BaseModel):
@@ -105,8 +122,12 @@ class ParetoPoint(BaseModel):
     ttft_ms: float = Field(description="At the requested percentile.")
     tpot_ms: float = Field(description="At the requested percentile.")
     gpus: int
-    clients_per_worker: int | None = Field(description="Closed-loop clients per worker; None at a rate.")
-    config: str = Field(description="Short description, e.g. 'agg tp4 pp1 x2, seqs 64, chunk 4096'.")
+    clients_per_worker: int | None = Field(
+        description="Closed-loop clients per worker; None at a rate."
+    )
+    config: str = Field(
+        description="Short description, e.g. 'agg tp4 pp1 x2, seqs 64, chunk 4096'."
+    )
 
 
 class PlanResult(BaseModel):
@@ -125,10 +146,15 @@ class PlanResult(BaseModel):
     search_seconds: float
     alternatives: dict[str, Choice | None]
     milp: dict[str, Any] | None = None
-    binding: dict[str, Any] = Field(default_factory=dict, description="solvers.binding.explain_binding.")
-    candidates: tuple[dict[str, Any], ...] = Field(default=(), description="Top feasible candidates.")
-    per_gpu_type: dict[str, dict[str, Any]] = Field(default_factory=dict,
-                                                    description="Best plan or reason, per GPU type.")
+    binding: dict[str, Any] = Field(
+        default_factory=dict, description="solvers.binding.explain_binding."
+    )
+    candidates: tuple[dict[str, Any], ...] = Field(
+        default=(), description="Top feasible candidates."
+    )
+    per_gpu_type: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Best plan or reason, per GPU type."
+    )
     max_gpus: int = Field(default=0, description="The GPU budget of the request.")
 
     def to_plan_dict(self) -> dict[str, Any]:
@@ -143,8 +169,17 @@ def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, Any]:
     if conc is None and req.rate_per_s is None:
         conc = ev.total_clients(i)
     rate = req.rate_per_s if req.rate_per_s is not None else float(ev.rps[i])
-    return {"isl": req.isl, "osl": req.osl, "concurrency": conc, "rate": rate,
-            "load": "rate" if req.rate_per_s else "concurrency" if req.concurrency else "max-throughput-per-gpu"}
+    return {
+        "isl": req.isl,
+        "osl": req.osl,
+        "concurrency": conc,
+        "rate": rate,
+        "load": "rate"
+        if req.rate_per_s
+        else "concurrency"
+        if req.concurrency
+        else "max-throughput-per-gpu",
+    }
 
 
 def _front(ev: Evaluated, ok: Any) -> Any:
@@ -159,11 +194,20 @@ def _front(ev: Evaluated, ok: Any) -> Any:
 
 def _pareto(ev: Evaluated, front: Any) -> tuple[ParetoPoint, ...]:
     rate = ev.req.rate_per_s is not None
-    return tuple(ParetoPoint(mode=ev.mode_of(i), gpu=ev.gpu_of(i), output_tok_s_per_gpu=float(ev.tok_per_gpu[i]),
-                             output_tok_s_per_user=float(ev.tok_per_user[i]), ttft_ms=float(ev.ttft[i]),
-                             tpot_ms=float(ev.tpot[i]), gpus=int(ev.gpus[i]),
-                             clients_per_worker=None if rate else ev.clients_of(i) or None,
-                             config=ev.summary(i)) for i in front)
+    return tuple(
+        ParetoPoint(
+            mode=ev.mode_of(i),
+            gpu=ev.gpu_of(i),
+            output_tok_s_per_gpu=float(ev.tok_per_gpu[i]),
+            output_tok_s_per_user=float(ev.tok_per_user[i]),
+            ttft_ms=float(ev.ttft[i]),
+            tpot_ms=float(ev.tpot[i]),
+            gpus=int(ev.gpus[i]),
+            clients_per_worker=None if rate else ev.clients_of(i) or None,
+            config=ev.summary(i),
+        )
+        for i in front
+    )
 
 
 def plan(req: PlanRequest) -> PlanResult:
@@ -181,11 +225,25 @@ def plan(req: PlanRequest) -> PlanResult:
     pareto = _pareto(ev, front)
     seconds = time.perf_counter() - t0
     return PlanResult(
-        request=req, model=ev.model.name, gpu=ev.gpu_of(best), workload=_workload(req, ev, best),
-        slo={"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms, "percentile": req.percentile,
-             "confidence": req.confidence},
-        best=ev.choice(best), pareto=pareto, binding_constraint=binding["constraint"],
-        candidates_evaluated=ev.evaluated, search_seconds=round(seconds, 4), alternatives=alts,
-        milp=ev.milp_info or None, binding=binding, candidates=tuple(top_candidates(ev, ok, front)),
-        per_gpu_type=per_gpu_type(ev, ok, best), max_gpus=req.max_gpus,
+        request=req,
+        model=ev.model.name,
+        gpu=ev.gpu_of(best),
+        workload=_workload(req, ev, best),
+        slo={
+            "ttft_ms": req.ttft_ms,
+            "tpot_ms": req.tpot_ms,
+            "percentile": req.percentile,
+            "confidence": req.confidence,
+        },
+        best=ev.choice(best),
+        pareto=pareto,
+        binding_constraint=binding["constraint"],
+        candidates_evaluated=ev.evaluated,
+        search_seconds=round(seconds, 4),
+        alternatives=alts,
+        milp=ev.milp_info or None,
+        binding=binding,
+        candidates=tuple(top_candidates(ev, ok, front)),
+        per_gpu_type=per_gpu_type(ev, ok, best),
+        max_gpus=req.max_gpus,
     )

@@ -74,17 +74,26 @@ class Evaluated:
     def feasible(self) -> np.ndarray:
         """Candidates within budget and both SLOs at the requested percentile, at the upper edge of
         the prediction band (``PlanRequest.confidence``; the point prediction when 0)."""
-        return (self.within_budget & self.predicted_ok & (self.ttft_edge <= self.req.ttft_ms)
-                & (self.tpot_edge <= self.req.tpot_ms))
+        return (
+            self.within_budget
+            & self.predicted_ok
+            & (self.ttft_edge <= self.req.ttft_ms)
+            & (self.tpot_edge <= self.req.tpot_ms)
+        )
 
     def headroom(self, i: int) -> dict[str, Any]:
         """SLO / predicted and SLO / band edge of TTFT and TPOT, and which binds at the edge."""
         r = self.req
         out: dict[str, Any] = {"confidence": r.confidence, "percentile": r.percentile}
-        for name, pred, edge, slo in (("ttft", self.ttft, self.ttft_band, r.ttft_ms),
-                                      ("tpot", self.tpot, self.tpot_band, r.tpot_ms)):
-            out[name] = {"slo_over_predicted": float(slo / pred[i]),
-                         "slo_over_band_edge": float(slo / edge[i]), "band_edge_ms": float(edge[i])}
+        for name, pred, edge, slo in (
+            ("ttft", self.ttft, self.ttft_band, r.ttft_ms),
+            ("tpot", self.tpot, self.tpot_band, r.tpot_ms),
+        ):
+            out[name] = {
+                "slo_over_predicted": float(slo / pred[i]),
+                "slo_over_band_edge": float(slo / edge[i]),
+                "band_edge_ms": float(edge[i]),
+            }
         ttft_tighter = out["ttft"]["slo_over_band_edge"] <= out["tpot"]["slo_over_band_edge"]
         out["binding_at_band_edge"] = "TTFT" if ttft_tighter else "TPOT"
         return out
@@ -117,10 +126,16 @@ class Evaluated:
     def summary(self, i: int) -> str:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
         d = deployment(self.model, b, j, self.req.isl, self.req.osl)
+
         def one(role: Any) -> str:
             p = role.parallel
-            return (f"tp{p.tp} pp{p.pp}" + (f" dp{p.dp}" if p.dp > 1 else "") + (f" ep{p.ep}" if p.ep > 1 else "")
-                    + f" x{role.workers} seqs {role.max_num_seqs} chunk {role.max_num_batched_tokens} kv {role.kv_dtype}")
+            return (
+                f"tp{p.tp} pp{p.pp}"
+                + (f" dp{p.dp}" if p.dp > 1 else "")
+                + (f" ep{p.ep}" if p.ep > 1 else "")
+                + f" x{role.workers} seqs {role.max_num_seqs} chunk {role.max_num_batched_tokens} kv {role.kv_dtype}"
+            )
+
         load = f", {self.clients_of(i)} clients/worker" if np.isfinite(b.clients[j]) else ""
         if d.agg is not None:
             return f"agg {one(d.agg)}{load}"
@@ -132,9 +147,17 @@ class Evaluated:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
         pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.backend)
         pred |= band_predictions(self.model, b, j, self.req.backend, pred)
-        return Choice(mode=b.mode, gpu=b.gpu.key, config=self.summary(i), deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
-                      predicted=pred, gpus=int(self.gpus[i]), cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
-                      cost_per_hour_usd=float(self.cost_per_hour[i]), headroom=self.headroom(i))
+        return Choice(
+            mode=b.mode,
+            gpu=b.gpu.key,
+            config=self.summary(i),
+            deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
+            predicted=pred,
+            gpus=int(self.gpus[i]),
+            cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
+            cost_per_hour_usd=float(self.cost_per_hour[i]),
+            headroom=self.headroom(i),
+        )
 
 
 def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
@@ -161,8 +184,9 @@ def _saturation_rate(ev: Evaluated) -> float:
         w, reps = b.workers, b.replicas.astype(float)
         clients = (w.max_num_seqs * w.dp * SATURATION_CLIENTS_PER_SLOT + 1.0) * reps
         load = Load(ev.req.isl, ev.req.osl, concurrency=1, backend=ev.req.backend)
-        res = evaluate(ev.model, b.gpu, load, w.mem_frac, **w.columns(), concurrency=clients,
-                       workers=reps)
+        res = evaluate(
+            ev.model, b.gpu, load, w.mem_frac, **w.columns(), concurrency=clients, workers=reps
+        )
         ok = (res.gpus <= ev.req.max_gpus) & np.isfinite(res.requests_per_s) & res.feasible
         best = max(best, float(np.max(res.requests_per_s, where=ok, initial=0.0)))
     return best
@@ -184,8 +208,9 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     if req.rate_per_s is not None and not finite.any():  # every deployment saturates at this rate
         return infeasible_throughput(req.rate_per_s, _saturation_rate(ev), req.max_gpus, where)
     if finite.any():
-        return infeasible_slo(ev.ttft_edge[finite], ev.tpot_edge[finite], req.ttft_ms,
-                              req.tpot_ms, pct, where)
+        return infeasible_slo(
+            ev.ttft_edge[finite], ev.tpot_edge[finite], req.ttft_ms, req.tpot_ms, pct, where
+        )
     return infeasible_slo(ev.ttft_edge, ev.tpot_edge, req.ttft_ms, req.tpot_ms, pct, where)
 
 
@@ -203,8 +228,9 @@ def band_factor(m: ModelSpec, b: Block, backend: str, metric: str) -> np.ndarray
     return upper_factor(m, b.gpu, backend, modes, b.res.prefill_utilization, q, kv, metric)
 
 
-def band_predictions(m: ModelSpec, b: Block, j: int, backend: str,
-                     pred: dict[str, Any]) -> dict[str, Any]:
+def band_predictions(
+    m: ModelSpec, b: Block, j: int, backend: str, pred: dict[str, Any]
+) -> dict[str, Any]:
     """``ttft_ms_band`` / ``tpot_ms_band`` (level, and lo/hi of the mean and each percentile, as
     ``planner estimate`` reports them) of candidate ``j`` of ``b``."""
     from planner.bands import candidate_bands, load_bands
@@ -213,8 +239,15 @@ def band_predictions(m: ModelSpec, b: Block, j: int, backend: str,
     w = b.workers if b.mode == "agg" else b.decode
     assert w is not None
     k = j if b.mode == "agg" else int(b.units.d[j]) if b.units is not None else j
-    bands = candidate_bands(m, b.gpu, backend, 0 if b.mode == "agg" else 1,
-                            float(b.res.prefill_utilization[j]), int(w.quant[k]), int(w.kv[k]))
+    bands = candidate_bands(
+        m,
+        b.gpu,
+        backend,
+        0 if b.mode == "agg" else 1,
+        float(b.res.prefill_utilization[j]),
+        int(w.quant[k]),
+        int(w.kv[k]),
+    )
     level = load_bands().level
     out = {}
     for metric in ("ttft", "tpot"):
@@ -233,8 +266,11 @@ def check_confidence(confidence: float) -> None:
 
     level = load_bands().level
     if abs(confidence - level) > 1e-9:
-        raise PlannerInputError("--confidence", f"{confidence:g} not allowed: 0 (point prediction) "
-                                f"or {level:g} (the level of planner/calibration/bands.yaml)")
+        raise PlannerInputError(
+            "--confidence",
+            f"{confidence:g} not allowed: 0 (point prediction) "
+            f"or {level:g} (the level of planner/calibration/bands.yaml)",
+        )
 
 
 def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:
@@ -251,9 +287,14 @@ def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:
 
 def _space(req: PlanRequest, gpus: list[GpuSpec]) -> SearchSpace:
     modes = ("agg", "disagg") if req.mode == "auto" else (req.mode,)
-    return SearchSpace(gpus=tuple(g.key for g in gpus), max_gpus=req.max_gpus, modes=modes,
-                       weight_quants=req.weight_quants, node_gpus=req.node_gpus,
-                       shape_rules=req.shape_rules)
+    return SearchSpace(
+        gpus=tuple(g.key for g in gpus),
+        max_gpus=req.max_gpus,
+        modes=modes,
+        weight_quants=req.weight_quants,
+        node_gpus=req.node_gpus,
+        shape_rules=req.shape_rules,
+    )
 
 
 def _distinct_gpus(req: PlanRequest) -> list[GpuSpec]:
@@ -278,21 +319,34 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:
             if mode == "agg":
-                b = agg_block(model, gpu, gi, space, load, (req.ttft_ms, req.tpot_ms, req.percentile))
+                b = agg_block(
+                    model, gpu, gi, space, load, (req.ttft_ms, req.tpot_ms, req.percentile)
+                )
             elif req.rate_per_s is None:
                 b = disagg_block(model, gpu, gi, space, load, req.tpot_ms)
             else:
-                b, sol = rate_disagg_block(model, gpu, gi, space, load, req.ttft_ms, req.tpot_ms, req.percentile, price)
+                b, sol = rate_disagg_block(
+                    model, gpu, gi, space, load, req.ttft_ms, req.tpot_ms, req.percentile, price
+                )
                 if sol is not None:
-                    milp[gpu.key] = {"solver": sol.outcome.solver, "status": sol.outcome.status,
-                                     "solution_status": sol.outcome.solution_status, "prefill_workers": sol.x,
-                                     "decode_workers": sol.y, "gpus": sol.gpus}
+                    milp[gpu.key] = {
+                        "solver": sol.outcome.solver,
+                        "status": sol.outcome.status,
+                        "solution_status": sol.outcome.solution_status,
+                        "prefill_workers": sol.x,
+                        "decode_workers": sol.y,
+                        "gpus": sol.gpus,
+                    }
             if b is not None and b.size:
                 blocks.append(b)
                 prices.append(price)
                 evaluated += b.evaluated
         if time.perf_counter() - t0 > 2.0:
-            sys.stderr.write(f"plan: evaluated {evaluated:,} candidates ({gi + 1}/{len(gpus)} GPU types)\n")
+            sys.stderr.write(
+                f"plan: evaluated {evaluated:,} candidates ({gi + 1}/{len(gpus)} GPU types)\n"
+            )
     if not blocks:
-        raise infeasible_memory(model.name, req.gpus, req.max_gpus, _memory_detail(model, gpus[0], req.max_gpus))
+        raise infeasible_memory(
+            model.name, req.gpus, req.max_gpus, _memory_detail(model, gpus[0], req.max_gpus)
+        )
     return Evaluated(req, model, blocks, prices, evaluated, milp)

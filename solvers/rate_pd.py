@@ -44,29 +44,51 @@ REPAIR_WORKERS = 2
 """Extra workers per role tried when the MILP's pair misses the SLO as a whole."""
 
 
-def _ok(b: Block, ttft_ms: float, tpot_ms: float, percentile: str, roles: str = "both") -> np.ndarray:
+def _ok(
+    b: Block, ttft_ms: float, tpot_ms: float, percentile: str, roles: str = "both"
+) -> np.ndarray:
     """Deployments meeting the SLO (``roles="decode"``: TPOT and a stable queue only)."""
     ok = b.res.feasible & (percentile_ms(b.res, "tpot", percentile) <= tpot_ms)
     return ok if roles == "decode" else ok & (percentile_ms(b.res, "ttft", percentile) <= ttft_ms)
 
 
-def _fewest(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
-            opts: np.ndarray, partner: np.ndarray, partner_n: np.ndarray, by_p: bool, max_gpus: int) -> np.ndarray:
+def _fewest(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    s: PhaseSets,
+    load: Load,
+    slo: tuple[float, float, str],
+    opts: np.ndarray,
+    partner: np.ndarray,
+    partner_n: np.ndarray,
+    by_p: bool,
+    max_gpus: int,
+) -> np.ndarray:
     """Smallest worker count per option meeting the SLO next to ``partner_n`` workers of ``partner``
     (one each per option; 0 when none within the budget); by bisection over all options at once,
     never a grid of counts (:mod:`solvers.counts`)."""
     gpw = (s.pre if by_p else s.dec).gpus_per_worker[opts]
 
     def check(i: np.ndarray, n: np.ndarray) -> np.ndarray:
-        u = Units(opts[i], partner[i], n, partner_n[i]) if by_p else Units(partner[i], opts[i], partner_n[i], n)
+        u = (
+            Units(opts[i], partner[i], n, partner_n[i])
+            if by_p
+            else Units(partner[i], opts[i], partner_n[i], n)
+        )
         b = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
         return _ok(b, *slo, roles="both" if by_p else "decode")
 
     return fewest_counts(max_gpus // gpw, check, dense=DISAGG_DENSE_COUNTS)
 
 
-def _options(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str],
-             max_gpus: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _options(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    s: PhaseSets,
+    load: Load,
+    slo: tuple[float, float, str],
+    max_gpus: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(prefill options, their x, decode options, their y) for one GPU type.
 
     Decode options are sized next to an ample pool of the highest-capacity prefill worker of their
@@ -98,11 +120,23 @@ def _options(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[fl
     return pi[x > 0], x[x > 0], di[y > 0], y[y > 0]
 
 
-def _repair(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[float, float, str], p: int, d: int,
-            x: int, y: int, max_gpus: int) -> Block | None:
+def _repair(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    s: PhaseSets,
+    load: Load,
+    slo: tuple[float, float, str],
+    p: int,
+    d: int,
+    x: int,
+    y: int,
+    max_gpus: int,
+) -> Block | None:
     """The MILP's pair, or the cheapest of up to REPAIR_WORKERS extra workers per role that meets the SLO."""
     extra = np.arange(REPAIR_WORKERS + 1)
-    xs, ys = (a.ravel() + n for a, n in zip(np.meshgrid(extra, extra, indexing="ij"), (x, y), strict=True))
+    xs, ys = (
+        a.ravel() + n for a, n in zip(np.meshgrid(extra, extra, indexing="ij"), (x, y), strict=True)
+    )
     u = Units(np.full(xs.size, p), np.full(xs.size, d), xs, ys)
     b = unit_block(m, gpu, s, u, load, np.full(xs.size, np.nan), 0)
     ok = _ok(b, *slo) & (b.res.gpus <= max_gpus)
@@ -113,8 +147,17 @@ def _repair(m: ModelSpec, gpu: GpuSpec, s: PhaseSets, load: Load, slo: tuple[flo
     return unit_block(m, gpu, s, one, load, np.full(1, np.nan), 0)
 
 
-def rate_disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, slo_ttft_ms: float,
-                      slo_tpot_ms: float, percentile: str, price: float) -> tuple[Block | None, PdSolution | None]:
+def rate_disagg_block(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    gi: int,
+    space: SearchSpace,
+    load: Load,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    percentile: str,
+    price: float,
+) -> tuple[Block | None, PdSolution | None]:
     """Solve the P/D MILP for one GPU type and wrap the verified deployment as a one-candidate block."""
     assert load.rate_per_s is not None
     s = phase_sets(m, gpu, gi, space, load, np.array([max(space.max_num_seqs)]))
@@ -125,14 +168,40 @@ def rate_disagg_block(m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, l
     if pi.size == 0 or di.size == 0:
         return None, None
     rate = load.rate_per_s
-    popt = PhaseOptions(dtype_key(s.pre)[pi] // 1000, s.pre.gpus_per_worker[pi], rate / x, np.full(pi.size, price))
-    dopt = PhaseOptions(dtype_key(s.dec)[di] // 1000, s.dec.gpus_per_worker[di], rate / y, np.full(di.size, price))
+    popt = PhaseOptions(
+        dtype_key(s.pre)[pi] // 1000, s.pre.gpus_per_worker[pi], rate / x, np.full(pi.size, price)
+    )
+    dopt = PhaseOptions(
+        dtype_key(s.dec)[di] // 1000, s.dec.gpus_per_worker[di], rate / y, np.full(di.size, price)
+    )
     sol = solve_pd(popt, dopt, rate, space.max_gpus, node_gpus=space.node_gpus)
     if sol is None:
         return None, None
-    b = _repair(m, gpu, s, load, slo, int(pi[sol.prefill]), int(di[sol.decode]), sol.x, sol.y, space.max_gpus)
+    b = _repair(
+        m,
+        gpu,
+        s,
+        load,
+        slo,
+        int(pi[sol.prefill]),
+        int(di[sol.decode]),
+        sol.x,
+        sol.y,
+        space.max_gpus,
+    )
     if b is None:
         return None, sol
     n = int(s.pre.size + s.dec.size)
-    return Block("disagg", gpu, b.res, b.concurrency, b.clients, b.replicas, units=b.units, prefill=s.pre,
-                 decode=s.dec, evaluated=n, memory_pruned=s.pruned), sol
+    return Block(
+        "disagg",
+        gpu,
+        b.res,
+        b.concurrency,
+        b.clients,
+        b.replicas,
+        units=b.units,
+        prefill=s.pre,
+        decode=s.dec,
+        evaluated=n,
+        memory_pruned=s.pruned,
+    ), sol

@@ -38,21 +38,32 @@ class SearchSpace(BaseModel):
     modes: tuple[Mode, ...] = Field(default=("agg", "disagg"), min_length=1)
     tp: tuple[int, ...] = Field(default=(1, 2, 4, 8), description="Tensor-parallel sizes.")
     pp: tuple[int, ...] = Field(default=(1, 2, 4), description="Pipeline-parallel sizes.")
-    dp: tuple[int, ...] = Field(default=(1, 2, 4, 8), description="Attention-DP sizes (MoE and MLA models only).")
-    max_num_seqs: tuple[int, ...] = Field(default=(8, 16, 32, 64, 128, 256, 512),
-                                          description="Max running requests per worker.")
-    chunk_tokens: tuple[int, ...] = Field(default=(1024, 2048, 4096, 8192, 16384),
-                                          description="max_num_batched_tokens choices.")
-    mem_fractions: tuple[float, ...] = Field(default=(0.85, 0.9, 0.95),
-                                             description="gpu_memory_utilization choices.")
+    dp: tuple[int, ...] = Field(
+        default=(1, 2, 4, 8), description="Attention-DP sizes (MoE and MLA models only)."
+    )
+    max_num_seqs: tuple[int, ...] = Field(
+        default=(8, 16, 32, 64, 128, 256, 512), description="Max running requests per worker."
+    )
+    chunk_tokens: tuple[int, ...] = Field(
+        default=(1024, 2048, 4096, 8192, 16384), description="max_num_batched_tokens choices."
+    )
+    mem_fractions: tuple[float, ...] = Field(
+        default=(0.85, 0.9, 0.95), description="gpu_memory_utilization choices."
+    )
     kv_dtypes: tuple[str, ...] = Field(default=("bf16", "fp8"))
-    weight_quants: tuple[str, ...] = Field(default=(), description="Allowed weight dtypes; () = checkpoint only.")
+    weight_quants: tuple[str, ...] = Field(
+        default=(), description="Allowed weight dtypes; () = checkpoint only."
+    )
     concurrency_per_worker: tuple[int, ...] = Field(
         default=(1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512),
-        description="Closed-loop clients per worker swept when no load is given.")
-    node_gpus: int | None = Field(default=None, ge=1, description="Round GPU counts up to whole nodes of this size.")
-    shape_rules: ShapeRules = Field(default_factory=ShapeRules,
-                                    description="Worker shapes the target engine can launch.")
+        description="Closed-loop clients per worker swept when no load is given.",
+    )
+    node_gpus: int | None = Field(
+        default=None, ge=1, description="Round GPU counts up to whole nodes of this size."
+    )
+    shape_rules: ShapeRules = Field(
+        default_factory=ShapeRules, description="Worker shapes the target engine can launch."
+    )
 
 
 @dataclass(frozen=True)
@@ -80,11 +91,20 @@ class Workers:
 
     def columns(self, prefix: str = "") -> dict[str, np.ndarray]:
         """:class:`planner.batch_eval.CandidateArrays` columns of these workers (``prefix``: ``prefill_``)."""
-        cols = {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "max_num_batched_tokens": self.chunk}
+        cols = {
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "ep": self.ep,
+            "max_num_batched_tokens": self.chunk,
+        }
         out = {prefix + k: v.astype(float) for k, v in cols.items()}
         if not prefix:
-            out |= {"max_num_seqs": self.max_num_seqs.astype(float), "weight_quant": self.quant.astype(float),
-                    "kv_dtype": self.kv.astype(float)}
+            out |= {
+                "max_num_seqs": self.max_num_seqs.astype(float),
+                "weight_quant": self.quant.astype(float),
+                "kv_dtype": self.kv.astype(float),
+            }
         return out
 
     def take(self, idx: np.ndarray) -> Workers:
@@ -100,7 +120,11 @@ def legal_splits(model: ModelSpec, space: SearchSpace, domain_size: int) -> list
             continue
         if dp > 1 and model.moe is None and model.mla is None:
             continue  # attention-DP only pays off with experts to share or a replicated MLA latent cache
-        eps = [e for e in (1, 2, 4, 8, 16, 32, 64) if (tp * dp) % e == 0] if model.moe is not None else [1]
+        eps = (
+            [e for e in (1, 2, 4, 8, 16, 32, 64) if (tp * dp) % e == 0]
+            if model.moe is not None
+            else [1]
+        )
         for ep in eps:
             p = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep)
             if space.shape_rules.problem(p) is not None:
@@ -124,9 +148,14 @@ def _grid(*axes: np.ndarray) -> list[np.ndarray]:
     return [a.ravel() for a in mesh]
 
 
-def enumerate_workers(model: ModelSpec, space: SearchSpace, gpu_index: int, domain_size: int,
-                      max_num_seqs: tuple[int, ...] | None = None,
-                      kv_dtypes: tuple[str, ...] | None = None) -> Workers:
+def enumerate_workers(
+    model: ModelSpec,
+    space: SearchSpace,
+    gpu_index: int,
+    domain_size: int,
+    max_num_seqs: tuple[int, ...] | None = None,
+    kv_dtypes: tuple[str, ...] | None = None,
+) -> Workers:
     """Every legal worker for one GPU type; chunks smaller than max_num_seqs are dropped (engines refuse them)."""
     splits = legal_splits(model, space, domain_size)
     if not splits:
@@ -140,18 +169,31 @@ def enumerate_workers(model: ModelSpec, space: SearchSpace, gpu_index: int, doma
     si, qi, ki, bi, ci, fi = _grid(np.arange(len(splits)), quants, kvs, seqs, chunks, fracs)
     keep = ci >= bi
     si, qi, ki, bi, ci, fi = (a[keep] for a in (si, qi, ki, bi, ci, fi))
-    return Workers(gpu=np.full(si.size, gpu_index), tp=par[si, 0], pp=par[si, 1], dp=par[si, 2],
-                   ep=par[si, 3], quant=qi, kv=ki, max_num_seqs=bi, chunk=ci, mem_frac=fi)
+    return Workers(
+        gpu=np.full(si.size, gpu_index),
+        tp=par[si, 0],
+        pp=par[si, 1],
+        dp=par[si, 2],
+        ep=par[si, 3],
+        quant=qi,
+        kv=ki,
+        max_num_seqs=bi,
+        chunk=ci,
+        mem_frac=fi,
+    )
 
 
 def _empty() -> Workers:
     z = np.zeros(0, dtype=int)
-    return Workers(gpu=z, tp=z, pp=z, dp=z, ep=z, quant=z, kv=z, max_num_seqs=z, chunk=z,
-                   mem_frac=np.zeros(0))
+    return Workers(
+        gpu=z, tp=z, pp=z, dp=z, ep=z, quant=z, kv=z, max_num_seqs=z, chunk=z, mem_frac=np.zeros(0)
+    )
 
 
 def concat(parts: list[Workers]) -> Workers:
     """Join worker arrays (e.g. over GPU types)."""
     if not parts:
         return _empty()
-    return Workers(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in Workers.__dataclass_fields__})
+    return Workers(
+        **{k: np.concatenate([getattr(p, k) for p in parts]) for k in Workers.__dataclass_fields__}
+    )

@@ -9,8 +9,13 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCH_MODULES = ("tests.bench_kernels", "tests.bench_serving", "tests.bench_solvers", "tests.bench_ui",
-                "tests.bench_capacity")
+BENCH_MODULES = (
+    "tests.bench_kernels",
+    "tests.bench_serving",
+    "tests.bench_solvers",
+    "tests.bench_ui",
+    "tests.bench_capacity",
+)
 
 TARGETS: dict[str, str] = {
     "gemm_lookup_100k_s": "<= 0.5 s",

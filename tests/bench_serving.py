@@ -26,9 +26,14 @@ def bench() -> dict[str, float]:
     one = (time.perf_counter() - t0) / n
     rng = np.random.default_rng(0)
     k = 10_000
-    c = CandidateArrays.from_lists(tp=rng.choice([1, 2, 4, 8], k), max_num_seqs=rng.choice([64, 256, 1024], k),
-                                   max_num_batched_tokens=rng.choice([2048, 8192], k), weight_quant=rng.choice([0, 1], k),
-                                   kv_dtype=rng.choice([0, 1], k), concurrency=rng.choice([1, 16, 64, 256], k))
+    c = CandidateArrays.from_lists(
+        tp=rng.choice([1, 2, 4, 8], k),
+        max_num_seqs=rng.choice([64, 256, 1024], k),
+        max_num_batched_tokens=rng.choice([2048, 8192], k),
+        weight_quant=rng.choice([0, 1], k),
+        kv_dtype=rng.choice([0, 1], k),
+        concurrency=rng.choice([1, 16, 64, 256], k),
+    )
     t0 = time.perf_counter()
     evaluate_batch(m, gpu, c, wl)
     return {"estimate_one_ms": one * 1e3, "evaluate_10k_configs_s": time.perf_counter() - t0}

@@ -24,9 +24,17 @@ from solvers.plan import PlanRequest, plan
 
 PLAN_PAGE = Path(__file__).resolve().parents[1] / "app" / "views" / "plan.py"
 DEFAULT_CLIENTS = 64  # the Plan page's default "Concurrent clients"
-DEFAULT = PlanRequest(model=DEFAULT_MODEL, gpus=(DEFAULT_GPU,), max_gpus=8, isl=DEFAULT_ISL, osl=DEFAULT_OSL,
-                      concurrency=DEFAULT_CLIENTS, ttft_ms=DEFAULT_TTFT_MS, tpot_ms=DEFAULT_TPOT_MS,
-                      percentile="p90")
+DEFAULT = PlanRequest(
+    model=DEFAULT_MODEL,
+    gpus=(DEFAULT_GPU,),
+    max_gpus=8,
+    isl=DEFAULT_ISL,
+    osl=DEFAULT_OSL,
+    concurrency=DEFAULT_CLIENTS,
+    ttft_ms=DEFAULT_TTFT_MS,
+    tpot_ms=DEFAULT_TPOT_MS,
+    percentile="p90",
+)
 REPEATS = 3
 
 

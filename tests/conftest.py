@@ -14,8 +14,9 @@ import pytest  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _fresh_user_data_dir(tmp_path_factory: pytest.TempPathFactory,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
+def _fresh_user_data_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each test gets its own empty user data folder: a table or fit one test imports into it
     (``kernels import``, ``calibrate fit``) must not change the predictions of the next."""
     monkeypatch.setenv("PLANNER_DATA_DIR", str(tmp_path_factory.mktemp("planner-data")))

@@ -22,8 +22,10 @@ BUDGET_HELP = f"Up to {MAX_BUDGET_GPUS:,} GPUs, the largest budget the search pr
 DEFAULT_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm")
 
 st.header("Compare GPUs")
-st.caption("The same model, workload and SLOs planned on each GPU type: what it costs per million "
-           "output tokens and how many GPUs it needs.")
+st.caption(
+    "The same model, workload and SLOs planned on each GPU type: what it costs per million "
+    "output tokens and how many GPUs it needs."
+)
 
 
 def _upload_name(key: str) -> str:
@@ -38,23 +40,42 @@ def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
             model = ui_in.model_input("cmp")
         with errors.field("GPU types"):
             gpus = ui_in.gpus_input("cmp", default=DEFAULT_GPUS)
-        max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1, max_value=MAX_BUDGET_GPUS,
-                                       value=8, help=BUDGET_HELP, key="cmp_max_gpus"))
+        max_gpus = int(
+            st.number_input(
+                "GPU budget (max GPUs)",
+                min_value=1,
+                max_value=MAX_BUDGET_GPUS,
+                value=8,
+                help=BUDGET_HELP,
+                key="cmp_max_gpus",
+            )
+        )
     with mid:
         with errors.field("Trace CSV", _upload_name("cmp_trace")):
             lengths = ui_in.lengths_input("cmp")
         load = ui_in.load_input("cmp")
     with right:
         slo = ui_in.slo_input("cmp")
-        mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get,
-                            key="cmp_mode")
+        mode = st.selectbox(
+            "Mode", planning.MODES, format_func=planning.MODE_LABELS.get, key="cmp_mode"
+        )
         backend = st.selectbox("Backend", planning.BACKENDS, key="cmp_backend")
         objective = st.selectbox("Objective", planning.OBJECTIVES, index=1, key="cmp_objective")
     if model is None or not gpus or lengths is None or errors:
         return None
-    return planning.PlanInputs(model=model, gpus=tuple(gpus), max_gpus=max_gpus,
-                               price_per_gpu_hour=None, isl=lengths[0], osl=lengths[1], load=load,
-                               slo=slo, mode=mode, backend=backend, objective=objective)
+    return planning.PlanInputs(
+        model=model,
+        gpus=tuple(gpus),
+        max_gpus=max_gpus,
+        price_per_gpu_hour=None,
+        isl=lengths[0],
+        osl=lengths[1],
+        load=load,
+        slo=slo,
+        mode=mode,
+        backend=backend,
+        objective=objective,
+    )
 
 
 def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
@@ -66,20 +87,26 @@ def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
         try:
             plan = planning.run_plan(dataclasses.replace(given, gpus=(gpu,)))
         except PlannerInputError as exc:
-            rows.append({**row, "binding constraint": "infeasible",
-                         "note": f"no plan: {error_text(exc)}"})
+            rows.append(
+                {**row, "binding constraint": "infeasible", "note": f"no plan: {error_text(exc)}"}
+            )
             continue
         best, pred = plan["best"], plan["best"]["predicted"]
-        rows.append({**row, "GPUs needed": best["gpus"],
-                     "$ per 1M output tokens": best["cost_per_million_output_tokens"],
-                     "$ per hour": best.get("cost_per_hour_usd"),
-                     f"TTFT {pct} (ms)": pct_value(pred.get("ttft_ms"), pct),
-                     f"TPOT {pct} (ms)": pct_value(pred.get("tpot_ms"), pct),
-                     "output tok/s per GPU": pred.get("output_tok_s_per_gpu"),
-                     "output tok/s per user": pred.get("output_tok_s_per_user"),
-                     "binding constraint": plan["binding_constraint"],
-                     "note": plan.get("binding", {}).get("sentence", ""),
-                     "configuration": config_text(best["deployment"], best["gpus"], row["GPU"])})
+        rows.append(
+            {
+                **row,
+                "GPUs needed": best["gpus"],
+                "$ per 1M output tokens": best["cost_per_million_output_tokens"],
+                "$ per hour": best.get("cost_per_hour_usd"),
+                f"TTFT {pct} (ms)": pct_value(pred.get("ttft_ms"), pct),
+                f"TPOT {pct} (ms)": pct_value(pred.get("tpot_ms"), pct),
+                "output tok/s per GPU": pred.get("output_tok_s_per_gpu"),
+                "output tok/s per user": pred.get("output_tok_s_per_user"),
+                "binding constraint": plan["binding_constraint"],
+                "note": plan.get("binding", {}).get("sentence", ""),
+                "configuration": config_text(best["deployment"], best["gpus"], row["GPU"]),
+            }
+        )
     return rows
 
 
@@ -88,27 +115,35 @@ def display_frame(rows: list[dict[str, Any]], pct: str) -> pd.DataFrame:
     out = []
     for r in rows:
         ok = r.get("GPUs needed") is not None
-        out.append({
-            "GPU type": r["GPU"],
-            "Result": "meets the SLOs" if ok else r.get("note", "no plan"),
-            "GPUs needed": present.count(r.get("GPUs needed")),
-            "Cost per 1M output tokens ($)": present.num(r.get("$ per 1M output tokens")),
-            "Cost per hour ($)": present.num(r.get("$ per hour")),
-            f"TTFT {pct} (ms)": present.num(r.get(f"TTFT {pct} (ms)")),
-            f"TPOT {pct} (ms)": present.num(r.get(f"TPOT {pct} (ms)")),
-            "Output tokens/s per GPU": present.num(r.get("output tok/s per GPU")),
-            "Output tokens/s per user": present.num(r.get("output tok/s per user")),
-            "Binding constraint": r.get("binding constraint", "-"),
-            "Configuration": r.get("configuration", "-"),
-        })
+        out.append(
+            {
+                "GPU type": r["GPU"],
+                "Result": "meets the SLOs" if ok else r.get("note", "no plan"),
+                "GPUs needed": present.count(r.get("GPUs needed")),
+                "Cost per 1M output tokens ($)": present.num(r.get("$ per 1M output tokens")),
+                "Cost per hour ($)": present.num(r.get("$ per hour")),
+                f"TTFT {pct} (ms)": present.num(r.get(f"TTFT {pct} (ms)")),
+                f"TPOT {pct} (ms)": present.num(r.get(f"TPOT {pct} (ms)")),
+                "Output tokens/s per GPU": present.num(r.get("output tok/s per GPU")),
+                "Output tokens/s per user": present.num(r.get("output tok/s per user")),
+                "Binding constraint": r.get("binding constraint", "-"),
+                "Configuration": r.get("configuration", "-"),
+            }
+        )
     return pd.DataFrame(out)
 
 
 def _chart(frame: pd.DataFrame) -> go.Figure:
     ok = frame.dropna(subset=["$ per 1M output tokens"])
-    fig = go.Figure(go.Bar(x=ok["GPU"], y=ok["$ per 1M output tokens"], text=ok["GPUs needed"],
-                           texttemplate="%{text} GPUs",
-                           hovertemplate="%{x}: $%{y:.3g} per 1M tokens"))
+    fig = go.Figure(
+        go.Bar(
+            x=ok["GPU"],
+            y=ok["$ per 1M output tokens"],
+            text=ok["GPUs needed"],
+            texttemplate="%{text} GPUs",
+            hovertemplate="%{x}: $%{y:.3g} per 1M tokens",
+        )
+    )
     fig.update_layout(yaxis_title="$ per 1M output tokens", height=360, margin={"t": 20})
     return fig
 
@@ -122,8 +157,10 @@ def _show(rows: list[dict[str, Any]]) -> None:
     if len(ok):
         cheapest = ok.loc[ok["$ per 1M output tokens"].idxmin()]
         with st.container(border=True, key="compare_answer"):
-            st.metric(f"Cheapest: {cheapest['GPU']}",
-                      fmt_money(cheapest["$ per 1M output tokens"]) + " per 1M tokens")
+            st.metric(
+                f"Cheapest: {cheapest['GPU']}",
+                fmt_money(cheapest["$ per 1M output tokens"]) + " per 1M tokens",
+            )
             st.caption(cheapest["configuration"])
         st.plotly_chart(_chart(frame), key="compare_chart")
     else:
@@ -151,8 +188,10 @@ def _page() -> None:
     if rows:
         if given != st.session_state.get("compare_given"):
             st.warning(planning.STALE_TEXT.replace("Plan", "Compare"), icon="⏳")
-            st.markdown("<style>.st-key-compare_results{opacity:0.4;filter:grayscale(1)}</style>",
-                        unsafe_allow_html=True)
+            st.markdown(
+                "<style>.st-key-compare_results{opacity:0.4;filter:grayscale(1)}</style>",
+                unsafe_allow_html=True,
+            )
         with guarded("results"), st.container(key="compare_results"):
             _show(rows)
 

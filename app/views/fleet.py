@@ -17,9 +17,11 @@ CLASS_COLUMNS = ["name", "model", "rate_per_s", "isl", "osl", "ttft_ms", "tpot_m
 POOL_COLUMNS = ["gpu", "available", "price_per_gpu_hour"]
 
 st.header("Fleet")
-st.caption("Several classes of traffic, several GPU types: how many replicas of which configuration "
-           "on which GPU serve every class within its SLOs at the lowest $/hour (a MILP, solved to "
-           "proven optimality).")
+st.caption(
+    "Several classes of traffic, several GPU types: how many replicas of which configuration "
+    "on which GPU serve every class within its SLOs at the lowest $/hour (a MILP, solved to "
+    "proven optimality)."
+)
 
 
 @st.cache_data(show_spinner=False)
@@ -31,7 +33,9 @@ def _spec_from_yaml(data: bytes) -> FleetSpec:
 
 
 def _default_spec() -> FleetSpec:
-    upload = st.file_uploader("Start from a fleet YAML (optional)", type=["yaml", "yml"], key="fleet_yaml")
+    upload = st.file_uploader(
+        "Start from a fleet YAML (optional)", type=["yaml", "yml"], key="fleet_yaml"
+    )
     if upload is not None:
         return _served_models_only(_spec_from_yaml(upload.getvalue()))
     return _spec_from_yaml(EXAMPLE.read_bytes())
@@ -51,14 +55,22 @@ def _none_if_nan(value: object) -> object:
     return None if isinstance(value, float) and value != value else value
 
 
-def _spec(classes: pd.DataFrame, pools: pd.DataFrame, backend: str, max_per_replica: int) -> FleetSpec:
+def _spec(
+    classes: pd.DataFrame, pools: pd.DataFrame, backend: str, max_per_replica: int
+) -> FleetSpec:
     """The library spec from the edited tables (pydantic names the bad cell's field)."""
     return FleetSpec(
-        classes=tuple(WorkloadClass(**{k: _none_if_nan(v) for k, v in row.items()})
-                      for row in classes.dropna(how="all").to_dict("records")),
-        gpus=tuple(GpuPool(**{k: _none_if_nan(v) for k, v in row.items()})
-                   for row in pools.dropna(how="all").to_dict("records")),
-        max_gpus_per_replica=max_per_replica, backend=backend)
+        classes=tuple(
+            WorkloadClass(**{k: _none_if_nan(v) for k, v in row.items()})
+            for row in classes.dropna(how="all").to_dict("records")
+        ),
+        gpus=tuple(
+            GpuPool(**{k: _none_if_nan(v) for k, v in row.items()})
+            for row in pools.dropna(how="all").to_dict("records")
+        ),
+        max_gpus_per_replica=max_per_replica,
+        backend=backend,
+    )
 
 
 def _inputs() -> FleetSpec:
@@ -66,20 +78,47 @@ def _inputs() -> FleetSpec:
     classes, pools = _tables(base)
     st.markdown("##### Workload classes")
     models = list(model_names())
-    classes = st.data_editor(classes, num_rows="dynamic", hide_index=True, key="fleet_classes", column_config={
-        "model": st.column_config.SelectboxColumn("model", options=models, required=True),
-        "percentile": st.column_config.SelectboxColumn("percentile", options=["p50", "p90", "p99"]),
-        "rate_per_s": st.column_config.NumberColumn("rate (req/s)", min_value=0.0),
-    })
+    classes = st.data_editor(
+        classes,
+        num_rows="dynamic",
+        hide_index=True,
+        key="fleet_classes",
+        column_config={
+            "model": st.column_config.SelectboxColumn("model", options=models, required=True),
+            "percentile": st.column_config.SelectboxColumn(
+                "percentile", options=["p50", "p90", "p99"]
+            ),
+            "rate_per_s": st.column_config.NumberColumn("rate (req/s)", min_value=0.0),
+        },
+    )
     st.markdown("##### GPU pools")
-    pools = st.data_editor(pools, num_rows="dynamic", hide_index=True, key="fleet_pools", column_config={
-        "gpu": st.column_config.SelectboxColumn("gpu", options=list(gpu_names()), required=True),
-        "price_per_gpu_hour": st.column_config.NumberColumn("$/GPU-hour (empty = catalog)", min_value=0.0),
-    })
+    pools = st.data_editor(
+        pools,
+        num_rows="dynamic",
+        hide_index=True,
+        key="fleet_pools",
+        column_config={
+            "gpu": st.column_config.SelectboxColumn(
+                "gpu", options=list(gpu_names()), required=True
+            ),
+            "price_per_gpu_hour": st.column_config.NumberColumn(
+                "$/GPU-hour (empty = catalog)", min_value=0.0
+            ),
+        },
+    )
     cols = st.columns(2)
-    backend = cols[0].selectbox("Backend", BACKENDS, index=BACKENDS.index(base.backend), key="fleet_backend")
-    max_per = int(cols[1].number_input("Max GPUs per replica", min_value=1, max_value=72,
-                                       value=base.max_gpus_per_replica, key="fleet_max_per_replica"))
+    backend = cols[0].selectbox(
+        "Backend", BACKENDS, index=BACKENDS.index(base.backend), key="fleet_backend"
+    )
+    max_per = int(
+        cols[1].number_input(
+            "Max GPUs per replica",
+            min_value=1,
+            max_value=72,
+            value=base.max_gpus_per_replica,
+            key="fleet_max_per_replica",
+        )
+    )
     return _served_models_only(_spec(classes, pools, backend, max_per))
 
 
@@ -95,21 +134,28 @@ def _show(result: FleetResult) -> None:
         cols[1].metric("GPUs", fmt(sum(result.gpus_by_type.values())))
         cols[2].metric("Solver status", f"{result.status} ({result.solver})")
         cols[3].metric("Solve time (s)", fmt(result.solve_seconds))
-        st.markdown(f"**Binding constraint:** {result.binding_constraint}  \n"
-                    f"**Proven optimal:** {'yes' if result.optimal else 'no'} ({result.solution_status}); "
-                    f"{result.options:,} options considered.")
+        st.markdown(
+            f"**Binding constraint:** {result.binding_constraint}  \n"
+            f"**Proven optimal:** {'yes' if result.optimal else 'no'} ({result.solution_status}); "
+            f"{result.options:,} options considered."
+        )
     st.markdown("##### Replicas per class")
     frame = pd.DataFrame([a.model_dump() for a in result.assignments])
     st.dataframe(readable(frame), hide_index=True, key="fleet_assignments")
     st.markdown("##### GPUs by type")
     names = gpu_names()
-    st.bar_chart(pd.DataFrame({"GPUs": {names.get(k, k): v for k, v in result.gpus_by_type.items()}}))
+    st.bar_chart(
+        pd.DataFrame({"GPUs": {names.get(k, k): v for k, v in result.gpus_by_type.items()}})
+    )
 
 
 def _page() -> None:
     with guarded("inputs"):
         spec = _inputs()
-        if st.button("Solve fleet", type="primary", key="fleet_button") or "fleet_result" not in st.session_state:
+        if (
+            st.button("Solve fleet", type="primary", key="fleet_button")
+            or "fleet_result" not in st.session_state
+        ):
             st.session_state["fleet_result"] = None  # a failed solve leaves no stale answer behind
             st.session_state["fleet_result"] = _solve(spec.model_dump_json())
     result = st.session_state.get("fleet_result")

@@ -21,8 +21,10 @@ STALE_TEXT = planning.STALE_TEXT
 BUDGET_HELP = f"Up to {MAX_BUDGET_GPUS:,} GPUs, the largest budget the search prices."
 
 st.header("Plan a deployment")
-st.caption("The cheapest configuration that meets your latency targets, the Pareto front of "
-           "throughput per GPU vs per user, and ready-to-run engine configs.")
+st.caption(
+    "The cheapest configuration that meets your latency targets, the Pareto front of "
+    "throughput per GPU vs per user, and ready-to-run engine configs."
+)
 
 
 def _model_column(errors: FieldErrors) -> tuple[object, list[str], int, float | None]:
@@ -32,9 +34,17 @@ def _model_column(errors: FieldErrors) -> tuple[object, list[str], int, float | 
         model = ui_in.model_input("plan")
     with errors.field("GPU types"):
         gpus = ui_in.gpus_input("plan")
-    max_gpus = int(st.number_input("GPU budget (max GPUs)", min_value=1,
-                                   max_value=MAX_BUDGET_GPUS, value=8, help=BUDGET_HELP,
-                                   step=1, key="plan_max_gpus"))
+    max_gpus = int(
+        st.number_input(
+            "GPU budget (max GPUs)",
+            min_value=1,
+            max_value=MAX_BUDGET_GPUS,
+            value=8,
+            help=BUDGET_HELP,
+            step=1,
+            key="plan_max_gpus",
+        )
+    )
     with errors.field("Price per GPU-hour"):
         price = ui_in.price_input("plan", gpus) if gpus else None
     return model, gpus, max_gpus, price
@@ -58,15 +68,26 @@ def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
     with right:
         st.markdown("##### Targets and engine")
         slo = ui_in.slo_input("plan", robust_option=True)
-        mode = st.selectbox("Mode", planning.MODES, format_func=planning.MODE_LABELS.get,
-                            key="plan_mode")
+        mode = st.selectbox(
+            "Mode", planning.MODES, format_func=planning.MODE_LABELS.get, key="plan_mode"
+        )
         backend = st.selectbox("Backend", planning.BACKENDS, key="plan_backend")
         objective = st.selectbox("Objective", planning.OBJECTIVES, key="plan_objective")
     if model is None or not gpus or lengths is None or errors:
         return None
-    return planning.PlanInputs(model=model, gpus=tuple(gpus), max_gpus=max_gpus,  # type: ignore[arg-type]
-                               price_per_gpu_hour=price, isl=lengths[0], osl=lengths[1], load=load,
-                               slo=slo, mode=mode, backend=backend, objective=objective)
+    return planning.PlanInputs(
+        model=model,
+        gpus=tuple(gpus),
+        max_gpus=max_gpus,  # type: ignore[arg-type]
+        price_per_gpu_hour=price,
+        isl=lengths[0],
+        osl=lengths[1],
+        load=load,
+        slo=slo,
+        mode=mode,
+        backend=backend,
+        objective=objective,
+    )
 
 
 def _run(given: planning.PlanInputs) -> None:
@@ -92,13 +113,17 @@ def _results(given: planning.PlanInputs | None) -> None:
     stale = given != used
     if stale:
         st.warning(STALE_TEXT, icon="⏳")
-        st.markdown("<style>.st-key-plan_results{opacity:0.4;filter:grayscale(1)}</style>",
-                    unsafe_allow_html=True)
+        st.markdown(
+            "<style>.st-key-plan_results{opacity:0.4;filter:grayscale(1)}</style>",
+            unsafe_allow_html=True,
+        )
     with st.container(key="plan_results"):
         if used.isl.dist != "fixed" or used.osl.dist != "fixed" or used.isl.samples:
             isl, osl = planning.planned_lengths(used.isl, used.osl)
-            st.info(f"Planned at the mean lengths: ISL {isl:,}, OSL {osl:,} tokens (the planner "
-                    "sizes for one ISL/OSL pair).")
+            st.info(
+                f"Planned at the mean lengths: ISL {isl:,}, OSL {osl:,} tokens (the planner "
+                "sizes for one ISL/OSL pair)."
+            )
         gpu = plan["best"]["deployment"]["gpu"]
         show_plan(plan, gpu_names().get(gpu, gpu), used.backend)
 

@@ -95,8 +95,11 @@ def prefill_cases(s: PrefillShape, dtype: str, device: str, triton: bool | None 
         except RuntimeError:  # a backend without GQA under a lower-right causal bias
             group = s.heads // s.kv_heads
             k_rep, v_rep = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
-            cases = {"torch.sdpa+repeat_kv": lambda: F.scaled_dot_product_attention(
-                q, k_rep, v_rep, attn_mask=mask)}
+            cases = {
+                "torch.sdpa+repeat_kv": lambda: F.scaled_dot_product_attention(
+                    q, k_rep, v_rep, attn_mask=mask
+                )
+            }
     if _want_triton(device, triton):
         from kernels_db.bench.triton_attention import prefill_attention
 
@@ -106,7 +109,11 @@ def prefill_cases(s: PrefillShape, dtype: str, device: str, triton: bool | None 
 
 
 def decode_cases(
-    s: DecodeShape, dtype: str, device: str, sm_count: int = 0, triton: bool | None = None,
+    s: DecodeShape,
+    dtype: str,
+    device: str,
+    sm_count: int = 0,
+    triton: bool | None = None,
 ) -> Cases:
     """One query token per sequence over ``kv_len`` cached tokens: SDPA over a contiguous cache,
     and the Triton split-KV kernel over the same keys laid out in shuffled pages."""
@@ -159,7 +166,10 @@ def moe_cases(s: MoeShape, dtype: str, device: str, triton: bool | None = None) 
         return F.silu(h[:, : s.inter]) * h[:, s.inter :]
 
     def loop() -> torch.Tensor:
-        outs = [act(x[a : a + c] @ w_up[e]) @ w_down[e] for e, (a, c) in enumerate(zip(starts, counts, strict=True))]
+        outs = [
+            act(x[a : a + c] @ w_up[e]) @ w_down[e]
+            for e, (a, c) in enumerate(zip(starts, counts, strict=True))
+        ]
         return torch.cat(outs)
 
     cases: Cases = {"torch.matmul-loop": loop}
@@ -167,7 +177,9 @@ def moe_cases(s: MoeShape, dtype: str, device: str, triton: bool | None = None) 
     if gmm is not None and (device == "cpu" or dt == torch.bfloat16):
         try:
             gmm(x, w_up, offs=ends)
-            cases = {"torch.grouped_mm": lambda: gmm(act(gmm(x, w_up, offs=ends)), w_down, offs=ends)}
+            cases = {
+                "torch.grouped_mm": lambda: gmm(act(gmm(x, w_up, offs=ends)), w_down, offs=ends)
+            }
         except (RuntimeError, TypeError, NotImplementedError):
             pass  # unsupported on this device/dtype: keep the loop
     if _want_triton(device, triton):

@@ -45,7 +45,10 @@ def link_kind(device: str) -> str:
         return "local"
     try:
         text = subprocess.run(
-            ["nvidia-smi", "nvlink", "--status", "-i", "0"], capture_output=True, text=True, timeout=20
+            ["nvidia-smi", "nvlink", "--status", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=20,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return "pcie"
@@ -88,8 +91,16 @@ def _time_collective(fn: Callable[[], object], device: torch.device, iters: int)
     return float(worst.item())
 
 
-def _worker(rank: int, world: int, backend: str, sizes: list[int], port: int, out: str,
-            link: str, iters: int) -> None:
+def _worker(
+    rank: int,
+    world: int,
+    backend: str,
+    sizes: list[int],
+    port: int,
+    out: str,
+    link: str,
+    iters: int,
+) -> None:
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     if backend == "nccl":
@@ -110,10 +121,20 @@ def _worker(rank: int, world: int, backend: str, sizes: list[int], port: int, ou
         for n_bytes in sizes:
             latency = _time_collective(_op(name, n_bytes, world, device), device, iters)
             if rank == 0:
-                rows.append({"collective": name, "n_gpus": world, "bytes": n_bytes, "link": link,
-                             "latency_s": latency, "kernel_source": backend})
-                print(f"  comm {name} n_gpus={world} bytes={n_bytes} {latency * 1e6:.1f} us",
-                      file=sys.stderr)
+                rows.append(
+                    {
+                        "collective": name,
+                        "n_gpus": world,
+                        "bytes": n_bytes,
+                        "link": link,
+                        "latency_s": latency,
+                        "kernel_source": backend,
+                    }
+                )
+                print(
+                    f"  comm {name} n_gpus={world} bytes={n_bytes} {latency * 1e6:.1f} us",
+                    file=sys.stderr,
+                )
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:
@@ -129,12 +150,19 @@ def comm_rows(device: str, sizes: list[int], iters: int) -> tuple[list[Row], lis
     rows: list[Row] = []
     notes: list[str] = []
     for i, world in enumerate(gpu_counts(device), 1):
-        print(f"[{i}/{len(gpu_counts(device))}] comm {backend} n_gpus={world} "
-              f"({len(sizes)} sizes x {len(BENCH_COLLECTIVES)} collectives)", file=sys.stderr)
+        print(
+            f"[{i}/{len(gpu_counts(device))}] comm {backend} n_gpus={world} "
+            f"({len(sizes)} sizes x {len(BENCH_COLLECTIVES)} collectives)",
+            file=sys.stderr,
+        )
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "rows.json"
-            mp.spawn(_worker, args=(world, backend, sizes, _free_port(), str(out), link, iters),
-                     nprocs=world, join=True)
+            mp.spawn(
+                _worker,
+                args=(world, backend, sizes, _free_port(), str(out), link, iters),
+                nprocs=world,
+                join=True,
+            )
             result = json.loads(out.read_text())
         rows += result["rows"]
         notes += result["notes"]

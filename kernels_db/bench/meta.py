@@ -22,7 +22,11 @@ def _cmd(args: list[str], cwd: Path | None = None) -> str:
         res = subprocess.run(args, capture_output=True, text=True, timeout=20, cwd=cwd)
     except (OSError, subprocess.SubprocessError):
         return ""
-    return res.stdout.strip().splitlines()[0].strip() if res.returncode == 0 and res.stdout.strip() else ""
+    return (
+        res.stdout.strip().splitlines()[0].strip()
+        if res.returncode == 0 and res.stdout.strip()
+        else ""
+    )
 
 
 def git_sha() -> str:
@@ -57,7 +61,9 @@ def environment(device: str, device_name: str) -> dict[str, object]:
     """Where and with what the tables were measured."""
     driver = ""
     if device == "cuda":
-        driver = _cmd(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"])
+        driver = _cmd(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"]
+        )
     return {
         "device_name": device_name,
         "driver": driver or "n/a",
@@ -71,12 +77,19 @@ def environment(device: str, device_name: str) -> dict[str, object]:
 
 
 def build_meta(
-    gpu_key: str, device: str, device_name: str, tables: dict[str, list[dict[str, object]]],
-    *, quick: bool, timer: str, notes: list[str],
+    gpu_key: str,
+    device: str,
+    device_name: str,
+    tables: dict[str, list[dict[str, object]]],
+    *,
+    quick: bool,
+    timer: str,
+    notes: list[str],
 ) -> dict[str, object]:
     """The whole ``meta.yaml`` mapping for a folder holding ``tables`` (file name -> rows)."""
     per_table = {
-        name: sorted({str(r["kernel_source"]) for r in rows}) for name, rows in sorted(tables.items())
+        name: sorted({str(r["kernel_source"]) for r in rows})
+        for name, rows in sorted(tables.items())
     }
     sources = sorted({s for v in per_table.values() for s in v})
     return {
@@ -88,9 +101,14 @@ def build_meta(
         "quick": quick,
         "timer": timer,
         "kernel_source": ", ".join(sources),
-        "tables": {name: {"kernel_source": ", ".join(v), "rows": len(tables[name])}
-                   for name, v in per_table.items()},
-        "conventions": {Path(n).stem: shapes.CONVENTIONS[Path(n).stem]
-                        for n in sorted(tables) if Path(n).stem in shapes.CONVENTIONS},
+        "tables": {
+            name: {"kernel_source": ", ".join(v), "rows": len(tables[name])}
+            for name, v in per_table.items()
+        },
+        "conventions": {
+            Path(n).stem: shapes.CONVENTIONS[Path(n).stem]
+            for n in sorted(tables)
+            if Path(n).stem in shapes.CONVENTIONS
+        },
         "notes": notes,
     }

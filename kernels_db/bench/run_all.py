@@ -36,14 +36,21 @@ class _Tee:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernels_db.bench.run_all", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m kernels_db.bench.run_all",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--out", type=Path, default=Path("bench_out"), help="output folder")
     parser.add_argument("--gpu", default="auto", help="auto, cpu or a catalog GPU key")
     parser.add_argument("--ops", default="all", help="comma-separated op families (default all)")
     parser.add_argument("--quick", action="store_true", help="small grid (a smoke test)")
-    parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S,
-                        help="stop starting new shapes after this many seconds")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        help="stop starting new shapes after this many seconds",
+    )
     args = parser.parse_args(argv)
     from kernels_db.bench.runner import run
 
@@ -52,7 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     with (args.out / "run.log").open("w") as log:
         sys.stderr = _Tee(sys.__stderr__, log)  # type: ignore[assignment]
         try:
-            run(args.gpu, args.ops.split(","), args.quick, args.out / "tables", budget_s=args.budget_s)
+            run(
+                args.gpu,
+                args.ops.split(","),
+                args.quick,
+                args.out / "tables",
+                budget_s=args.budget_s,
+            )
             print(f"done in {time.monotonic() - t0:.0f} s -> {args.out}", file=sys.stderr)
         finally:
             sys.stderr = sys.__stderr__

@@ -24,7 +24,12 @@ from kernels_db.bench.timing import CpuTimer, CudaTimer
 from kernels_db.schema import LATENCY_COLUMN, OP_KEYS
 
 SUPPORTED_OPS: tuple[str, ...] = (
-    "gemm", "attention_decode", "attention_prefill", "moe", "memcpy", "comm",
+    "gemm",
+    "attention_decode",
+    "attention_prefill",
+    "moe",
+    "memcpy",
+    "comm",
 )
 OP_ALIASES: dict[str, tuple[str, ...]] = {
     "attention": ("attention_prefill", "attention_decode"),
@@ -74,7 +79,9 @@ def resolve_device(gpu: str) -> tuple[str, str, str]:
             print("no CUDA device visible: timing the CPU references (--gpu cpu)", file=sys.stderr)
         return "cpu", "cpu", meta.cpu_name()
     if not has_cuda:
-        raise PlannerInputError("--gpu", f"'{gpu}' needs a CUDA device and none is visible; use --gpu cpu")
+        raise PlannerInputError(
+            "--gpu", f"'{gpu}' needs a CUDA device and none is visible; use --gpu cpu"
+        )
     name = torch.cuda.get_device_name(0)
     key = _gpu_key(name)
     if want != "auto":
@@ -82,8 +89,11 @@ def resolve_device(gpu: str) -> tuple[str, str, str]:
 
         asked = get_gpu(gpu).key
         if asked != key:
-            print(f"warning: --gpu {gpu} but the visible device is '{name}' ({key}); "
-                  f"tables are labelled {asked}", file=sys.stderr)
+            print(
+                f"warning: --gpu {gpu} but the visible device is '{name}' ({key}); "
+                f"tables are labelled {asked}",
+                file=sys.stderr,
+            )
         key = asked
     return "cuda", key, name
 
@@ -91,12 +101,21 @@ def resolve_device(gpu: str) -> tuple[str, str, str]:
 def _context(device: str, quick: bool, budget_s: float | None) -> SweepContext:
     deadline = time.monotonic() + budget_s if budget_s else float("inf")
     if device == "cpu":
-        return SweepContext("cpu", CpuTimer(target_s=0.02 if quick else 0.1), quick, deadline=deadline)
+        return SweepContext(
+            "cpu", CpuTimer(target_s=0.02 if quick else 0.1), quick, deadline=deadline
+        )
     props = torch.cuda.get_device_properties(0)
     fp8 = (props.major, props.minor) >= (8, 9)
     timer = CudaTimer(warmup_ms=2.0, rep_ms=8.0) if quick else CudaTimer()
-    return SweepContext("cuda", timer, quick, sm_count=props.multi_processor_count, fp8=fp8,
-                        triton=True, deadline=deadline)
+    return SweepContext(
+        "cuda",
+        timer,
+        quick,
+        sm_count=props.multi_processor_count,
+        fp8=fp8,
+        triton=True,
+        deadline=deadline,
+    )
 
 
 def write_csv(path: Path, op: str, rows: list[Row]) -> None:
@@ -127,15 +146,18 @@ def _sweep_all(ops: tuple[str, ...], ctx: SweepContext, notes: list[str]) -> dic
                 notes.append("comm: one GPU visible, no collectives measured")
                 continue
             rows, skipped = collectives.comm_rows(
-                ctx.device, shapes.comm_bytes(ctx.device, ctx.quick), COMM_ITERS[ctx.device])
+                ctx.device, shapes.comm_bytes(ctx.device, ctx.quick), COMM_ITERS[ctx.device]
+            )
             notes.extend(skipped)
             got = {"comm.csv": rows} if rows else {}
         else:
             got = sweep_op(op, ctx)
         for name, rows in got.items():
             tables.setdefault(name, []).extend(rows)
-        print(f"== {op}: {sum(len(r) for r in got.values())} rows in {time.monotonic() - t0:.1f} s",
-              file=sys.stderr)
+        print(
+            f"== {op}: {sum(len(r) for r in got.values())} rows in {time.monotonic() - t0:.1f} s",
+            file=sys.stderr,
+        )
     return tables
 
 
@@ -152,19 +174,32 @@ def run(gpu: str, ops: list[str], quick: bool, out: Path, budget_s: float | None
     torch.manual_seed(0)
     ctx = _context(device, quick, budget_s)
     notes: list[str] = []
-    print(f"calibrate run: {gpu_key} ({device_name}), ops {', '.join(op_list)}"
-          f"{' (quick)' if quick else ''} -> {out}", file=sys.stderr)
+    print(
+        f"calibrate run: {gpu_key} ({device_name}), ops {', '.join(op_list)}"
+        f"{' (quick)' if quick else ''} -> {out}",
+        file=sys.stderr,
+    )
     tables = _sweep_all(op_list, ctx, notes)
     notes += ctx.truncated + [f"skipped: {s}" for s in ctx.skipped]
-    timer = ("triton.testing.do_bench median (CUDA events, L2 flushed)" if device == "cuda"
-             else f"time.perf_counter p25 of repeats after warm-up, torch threads={CPU_THREADS}")
-    groups = {out: {k: v for k, v in tables.items() if not k.startswith("triton/")},
-              out.with_name(out.name + "-triton"):
-                  {k.removeprefix("triton/"): v for k, v in tables.items() if k.startswith("triton/")}}
+    timer = (
+        "triton.testing.do_bench median (CUDA events, L2 flushed)"
+        if device == "cuda"
+        else f"time.perf_counter p25 of repeats after warm-up, torch threads={CPU_THREADS}"
+    )
+    groups = {
+        out: {k: v for k, v in tables.items() if not k.startswith("triton/")},
+        out.with_name(out.name + "-triton"): {
+            k.removeprefix("triton/"): v for k, v in tables.items() if k.startswith("triton/")
+        },
+    }
     for folder, group in groups.items():
         if group or folder == out:
-            doc = meta.build_meta(gpu_key, device, device_name, group, quick=quick, timer=timer, notes=notes)
+            doc = meta.build_meta(
+                gpu_key, device, device_name, group, quick=quick, timer=timer, notes=notes
+            )
             write_folder(folder, group, doc)
-            print(f"wrote {len(group)} tables, {sum(len(r) for r in group.values())} rows -> {folder}",
-                  file=sys.stderr)
+            print(
+                f"wrote {len(group)} tables, {sum(len(r) for r in group.values())} rows -> {folder}",
+                file=sys.stderr,
+            )
     return out

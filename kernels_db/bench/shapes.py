@@ -117,7 +117,11 @@ def gemm_nk(models: list[str], tps: tuple[int, ...]) -> list[tuple[int, int]]:
 
 def head_configs(models: list[str], tps: tuple[int, ...]) -> list[tuple[int, int, int]]:
     """Distinct (heads, kv_heads, head_dim) per GPU of ``models`` at each TP degree."""
-    out = {(*_heads_per_gpu(DENSE_MODELS[m], tp), DENSE_MODELS[m].head_dim) for m in models for tp in tps}
+    out = {
+        (*_heads_per_gpu(DENSE_MODELS[m], tp), DENSE_MODELS[m].head_dim)
+        for m in models
+        for tp in tps
+    }
     return sorted(out)
 
 
@@ -201,7 +205,9 @@ def cpu_prefill(quick: bool) -> list[PrefillShape]:
     seqs = (32, 128, 256) if quick else (32, 128, 256, 512, 1024)
     return [
         PrefillShape(1, seq, prior, h, kv, d, 0)
-        for h, kv, d in heads for seq in seqs for prior in (0, 256)
+        for h, kv, d in heads
+        for seq in seqs
+        for prior in (0, 256)
     ]
 
 
@@ -215,6 +221,5 @@ def cpu_decode(quick: bool) -> list[DecodeShape]:
 def cpu_moe(quick: bool) -> list[MoeShape]:
     tokens = (4, 32, 128) if quick else (4, 32, 128, 512)
     return [
-        MoeShape(t, 256, inter, 2, 8, ep)
-        for inter in (256, 512) for ep in (1, 2) for t in tokens
+        MoeShape(t, 256, inter, 2, 8, ep) for inter in (256, 512) for ep in (1, 2) for t in tokens
     ]

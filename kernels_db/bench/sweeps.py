@@ -56,7 +56,9 @@ def _free(device: str) -> None:
 
 
 def sweep(
-    op: str, items: list[tuple[Row, Callable[[], C.Cases]]], ctx: SweepContext,
+    op: str,
+    items: list[tuple[Row, Callable[[], C.Cases]]],
+    ctx: SweepContext,
 ) -> dict[str, list[Row]]:
     """Time every case of every item; rows carry the keys, ``latency_s`` and ``kernel_source``."""
     tables: dict[str, list[Row]] = {}
@@ -75,7 +77,9 @@ def sweep(
             try:
                 latency = ctx.timer(fn)
             except Exception as exc:  # noqa: BLE001 -- a failed shape must not end the sweep
-                ctx.skipped.append(f"{op} {source} {_label(keys)}: {str(exc).splitlines()[0][:120]}")
+                ctx.skipped.append(
+                    f"{op} {source} {_label(keys)}: {str(exc).splitlines()[0][:120]}"
+                )
                 continue
             tables.setdefault(table_of(op, source), []).append(
                 {**keys, "latency_s": latency, "kernel_source": source}
@@ -94,16 +98,25 @@ def _gemm_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]
     dtypes = [ctx.dtype] + (["fp8"] if ctx.fp8 else [])
     for dtype in dtypes:
         for s in grid:
-            yield ({**s._asdict(), "dtype": dtype}, partial(C.gemm_cases, s, dtype, ctx.device, ctx.triton))
+            yield (
+                {**s._asdict(), "dtype": dtype},
+                partial(C.gemm_cases, s, dtype, ctx.device, ctx.triton),
+            )
 
 
 def _prefill_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
     grid = S.gpu_prefill(ctx.quick) if ctx.device == "cuda" else S.cpu_prefill(ctx.quick)
     for s in grid:
         keys: Row = {
-            "batch": s.batch, "seq": s.seq, "prior": s.prior, "heads": s.heads,
-            "kv_heads": s.kv_heads, "head_dim": s.head_dim, "dtype": ctx.dtype,
-            "kv_dtype": ctx.dtype, "window": s.window,
+            "batch": s.batch,
+            "seq": s.seq,
+            "prior": s.prior,
+            "heads": s.heads,
+            "kv_heads": s.kv_heads,
+            "head_dim": s.head_dim,
+            "dtype": ctx.dtype,
+            "kv_dtype": ctx.dtype,
+            "window": s.window,
         }
         yield keys, partial(C.prefill_cases, s, ctx.dtype, ctx.device, ctx.triton)
 
@@ -120,7 +133,10 @@ def _decode_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases
 def _moe_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:
     grid = S.gpu_moe(ctx.quick) if ctx.device == "cuda" else S.cpu_moe(ctx.quick)
     for s in grid:
-        yield {**s._asdict(), "dtype": ctx.dtype}, partial(C.moe_cases, s, ctx.dtype, ctx.device, ctx.triton)
+        yield (
+            {**s._asdict(), "dtype": ctx.dtype},
+            partial(C.moe_cases, s, ctx.dtype, ctx.device, ctx.triton),
+        )
 
 
 def _memcpy_items(ctx: SweepContext) -> Iterable[tuple[Row, Callable[[], C.Cases]]]:

@@ -23,10 +23,33 @@ LOG2E = 1.4426950408889634
 
 @triton.jit
 def _prefill_kernel(
-    q_ptr, k_ptr, v_ptr, o_ptr,
-    sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, sob, soh, sos,
-    H, S, L, PRIOR, WINDOW, GROUP, qk_scale,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_D: tl.constexpr,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    o_ptr,
+    sqb,
+    sqh,
+    sqs,
+    skb,
+    skh,
+    sks,
+    svb,
+    svh,
+    svs,
+    sob,
+    soh,
+    sos,
+    H,
+    S,
+    L,
+    PRIOR,
+    WINDOW,
+    GROUP,
+    qk_scale,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    HEAD_D: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
     start_m = tl.program_id(0) * BLOCK_M
@@ -37,8 +60,11 @@ def _prefill_kernel(
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_D
-    q = tl.load(q_ptr + b * sqb + h * sqh + offs_m[:, None] * sqs + offs_d[None, :],
-                mask=(offs_m[:, None] < S) & d_ok[None, :], other=0.0)
+    q = tl.load(
+        q_ptr + b * sqb + h * sqh + offs_m[:, None] * sqs + offs_d[None, :],
+        mask=(offs_m[:, None] < S) & d_ok[None, :],
+        other=0.0,
+    )
     if UPCAST:
         q = q.to(tl.float32)
     q_pos = PRIOR + offs_m
@@ -69,13 +95,21 @@ def _prefill_kernel(
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]  # l_i == 0 only on padding rows
-    tl.store(o_ptr + b * sob + h * soh + offs_m[:, None] * sos + offs_d[None, :],
-             acc.to(o_ptr.dtype.element_ty), mask=(offs_m[:, None] < S) & d_ok[None, :])
+    tl.store(
+        o_ptr + b * sob + h * soh + offs_m[:, None] * sos + offs_d[None, :],
+        acc.to(o_ptr.dtype.element_ty),
+        mask=(offs_m[:, None] < S) & d_ok[None, :],
+    )
 
 
 def prefill_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor | None = None, *,
-    window: int = 0, blocks: tuple[int, int] | None = None,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    window: int = 0,
+    blocks: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """Causal GQA attention of q (B, H, S, D) over k, v (B, KVH, prior + S, D); returns (B, H, S, D).
 
@@ -91,11 +125,35 @@ def prefill_attention(
     bm, bn = blocks or ((64, 64) if head_d > 128 else (128, 64))
     grid = (triton.cdiv(seq, bm), bsz * heads)
     _prefill_kernel[grid](
-        q, k, v, out,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2), out.stride(0), out.stride(1), out.stride(2),
-        heads, seq, kv_len, kv_len - seq, window if window > 0 else kv_len + bm, heads // kv_heads, LOG2E / math.sqrt(head_d),
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=triton.next_power_of_2(head_d), HEAD_D=head_d,
-        UPCAST=interpreting(), num_warps=8 if bm >= 128 else 4, num_stages=2,
+        q,
+        k,
+        v,
+        out,
+        q.stride(0),
+        q.stride(1),
+        q.stride(2),
+        k.stride(0),
+        k.stride(1),
+        k.stride(2),
+        v.stride(0),
+        v.stride(1),
+        v.stride(2),
+        out.stride(0),
+        out.stride(1),
+        out.stride(2),
+        heads,
+        seq,
+        kv_len,
+        kv_len - seq,
+        window if window > 0 else kv_len + bm,
+        heads // kv_heads,
+        LOG2E / math.sqrt(head_d),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_D=triton.next_power_of_2(head_d),
+        HEAD_D=head_d,
+        UPCAST=interpreting(),
+        num_warps=8 if bm >= 128 else 4,
+        num_stages=2,
     )
     return out

@@ -18,5 +18,7 @@ def copy(src: torch.Tensor, dst: torch.Tensor, block: int = 4096) -> torch.Tenso
     """``dst[:] = src`` for contiguous tensors of equal size and dtype; returns ``dst``."""
     assert src.is_contiguous() and dst.is_contiguous() and src.numel() == dst.numel()
     n = src.numel()
-    _copy_kernel[(triton.cdiv(n, block),)](src, dst, n, BLOCK=block, num_warps=8 if block >= 4096 else 4)
+    _copy_kernel[(triton.cdiv(n, block),)](
+        src, dst, n, BLOCK=block, num_warps=8 if block >= 4096 else 4
+    )
     return dst

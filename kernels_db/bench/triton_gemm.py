@@ -21,11 +21,24 @@ def interpreting() -> bool:
 
 @triton.jit
 def _gemm_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
     scale,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
@@ -44,11 +57,13 @@ def _gemm_kernel(
         kk = k0 + offs_k
         a = tl.load(
             a_ptr + offs_m[:, None] * stride_am + kk[None, :] * stride_ak,
-            mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0,
+            mask=(offs_m[:, None] < M) & (kk[None, :] < K),
+            other=0.0,
         )
         b = tl.load(
             b_ptr + kk[:, None] * stride_bk + offs_n[None, :] * stride_bn,
-            mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0,
+            mask=(kk[:, None] < K) & (offs_n[None, :] < N),
+            other=0.0,
         )
         if UPCAST:  # the interpreter mis-computes low-precision tl.dot
             a = a.to(tl.float32)
@@ -56,7 +71,9 @@ def _gemm_kernel(
         acc = tl.dot(a, b, acc)
     acc = acc * scale
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    tl.store(
+        c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N)
+    )
 
 
 def gemm_blocks(m: int, fp8: bool) -> tuple[int, int, int, int]:
@@ -72,8 +89,12 @@ def gemm_blocks(m: int, fp8: bool) -> tuple[int, int, int, int]:
 
 
 def gemm(
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
-    scale: float = 1.0, blocks: tuple[int, int, int] | None = None,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    scale: float = 1.0,
+    blocks: tuple[int, int, int] | None = None,
 ) -> torch.Tensor:
     """``out = scale * a @ b`` with the Triton kernel; ``a`` is (M, K), ``b`` is (K, N).
 
@@ -91,9 +112,25 @@ def gemm(
         bm, bn, bk = blocks
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     _gemm_kernel[grid](
-        a, b, out, m, n, k,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-        scale, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, UPCAST=interpreting(),
-        num_warps=warps, num_stages=3,
+        a,
+        b,
+        out,
+        m,
+        n,
+        k,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        out.stride(0),
+        out.stride(1),
+        scale,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        GROUP_M=8,
+        UPCAST=interpreting(),
+        num_warps=warps,
+        num_stages=3,
     )
     return out

@@ -17,9 +17,25 @@ from kernels_db.bench.triton_gemm import interpreting
 
 @triton.jit
 def _grouped_gemm_kernel(
-    a_ptr, w_ptr, c_ptr, tile_e_ptr, tile_lo_ptr, tile_hi_ptr, N, K,
-    stride_am, stride_ak, stride_we, stride_wk, stride_wn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr,
+    a_ptr,
+    w_ptr,
+    c_ptr,
+    tile_e_ptr,
+    tile_lo_ptr,
+    tile_hi_ptr,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_we,
+    stride_wk,
+    stride_wn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     tile = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -35,19 +51,30 @@ def _grouped_gemm_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + offs_k
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + kk[None, :] * stride_ak,
-                    mask=m_ok[:, None] & (kk[None, :] < K), other=0.0)
-        w = tl.load(w_base + kk[:, None] * stride_wk + offs_n[None, :] * stride_wn,
-                    mask=(kk[:, None] < K) & n_ok[None, :], other=0.0)
+        a = tl.load(
+            a_ptr + offs_m[:, None] * stride_am + kk[None, :] * stride_ak,
+            mask=m_ok[:, None] & (kk[None, :] < K),
+            other=0.0,
+        )
+        w = tl.load(
+            w_base + kk[:, None] * stride_wk + offs_n[None, :] * stride_wn,
+            mask=(kk[:, None] < K) & n_ok[None, :],
+            other=0.0,
+        )
         if UPCAST:
             a = a.to(tl.float32)
             w = w.to(tl.float32)
         acc = tl.dot(a, w, acc)
-    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
-             acc.to(c_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+    tl.store(
+        c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
+        acc.to(c_ptr.dtype.element_ty),
+        mask=m_ok[:, None] & n_ok[None, :],
+    )
 
 
-def tile_map(counts: list[int], block_m: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
+def tile_map(
+    counts: list[int], block_m: int, device: torch.device | str
+) -> tuple[torch.Tensor, ...]:
     """(expert, first row, end row) per BLOCK_M row tile for group sizes ``counts``."""
     experts, lo, hi = [], [], []
     start = 0
@@ -57,8 +84,10 @@ def tile_map(counts: list[int], block_m: int, device: torch.device | str) -> tup
             lo.append(r)
             hi.append(start + c)
         start += c
+
     def as_t(x: list[int]) -> torch.Tensor:
         return torch.tensor(x, dtype=torch.int32, device=device)
+
     return as_t(experts), as_t(lo), as_t(hi)
 
 
@@ -72,8 +101,13 @@ def moe_blocks(rows_per_expert: float) -> tuple[int, int, int, int]:
 
 
 def grouped_gemm(
-    a: torch.Tensor, w: torch.Tensor, counts: list[int], out: torch.Tensor | None = None, *,
-    tiles: tuple[torch.Tensor, ...] | None = None, blocks: tuple[int, int, int] | None = None,
+    a: torch.Tensor,
+    w: torch.Tensor,
+    counts: list[int],
+    out: torch.Tensor | None = None,
+    *,
+    tiles: tuple[torch.Tensor, ...] | None = None,
+    blocks: tuple[int, int, int] | None = None,
 ) -> torch.Tensor:
     """C[rows of e] = A[rows of e] @ W[e] for each expert e; ``counts[e]`` rows each, in order.
 
@@ -92,8 +126,26 @@ def grouped_gemm(
         return out
     grid = (tile_e.numel(), triton.cdiv(n, bn))
     _grouped_gemm_kernel[grid](
-        a, w, out, tile_e, tile_lo, tile_hi, n, k,
-        a.stride(0), a.stride(1), w.stride(0), w.stride(1), w.stride(2), out.stride(0), out.stride(1),
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, UPCAST=interpreting(), num_warps=warps, num_stages=3,
+        a,
+        w,
+        out,
+        tile_e,
+        tile_lo,
+        tile_hi,
+        n,
+        k,
+        a.stride(0),
+        a.stride(1),
+        w.stride(0),
+        w.stride(1),
+        w.stride(2),
+        out.stride(0),
+        out.stride(1),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        UPCAST=interpreting(),
+        num_warps=warps,
+        num_stages=3,
     )
     return out

@@ -14,14 +14,26 @@ from planner.emitters.plan_file import load_plan
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
     """Add the ``emit`` sub-command."""
-    p = sub.add_parser("emit", help="write engine launch configs, benchmark.sh and PLAN.md from a plan")
-    p.add_argument("--plan", required=True, help="plan file (the JSON of `planner plan --format json`)")
+    p = sub.add_parser(
+        "emit", help="write engine launch configs, benchmark.sh and PLAN.md from a plan"
+    )
+    p.add_argument(
+        "--plan", required=True, help="plan file (the JSON of `planner plan --format json`)"
+    )
     p.add_argument("--backend", required=True, choices=ENGINES, help="serving engine")
-    p.add_argument("--engine-version", default=None,
-                   help="engine release to target (default: the newest in the flag table)")
-    p.add_argument("--out", required=True, help="directory to write the files into (must be empty or new)")
-    p.add_argument("--force", action="store_true",
-                   help="write into a non-empty DIR (or through a link), replacing its files")
+    p.add_argument(
+        "--engine-version",
+        default=None,
+        help="engine release to target (default: the newest in the flag table)",
+    )
+    p.add_argument(
+        "--out", required=True, help="directory to write the files into (must be empty or new)"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a non-empty DIR (or through a link), replacing its files",
+    )
     add_hardware_dir(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=handler)
@@ -29,8 +41,9 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     """Build every file in memory first (errors leave ``--out`` untouched), then write them."""
-    files = build_bundle(load_plan(args.plan), args.backend, args.engine_version,
-                         tuple(args.hardware_dir))
+    files = build_bundle(
+        load_plan(args.plan), args.backend, args.engine_version, tuple(args.hardware_dir)
+    )
     written = [str(p) for p in write_files(files, args.out, args.force)]
     if args.format == "json":
         print_json({"backend": args.backend, "files": written})

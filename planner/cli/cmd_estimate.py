@@ -43,39 +43,73 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
     for flag in ("tp", "pp", "dp", "ep"):
         size = shard_size if flag in ("tp", "pp") else gpu_count
-        p.add_argument(f"--{flag}", type=size, default=1,
-                       help=f"{flag.upper()} size of the (decode) worker")
+        p.add_argument(
+            f"--{flag}", type=size, default=1, help=f"{flag.upper()} size of the (decode) worker"
+        )
     p.add_argument("--isl", type=token_count, default=1024, help="prompt tokens (mean)")
     p.add_argument("--osl", type=token_count, default=256, help="output tokens (mean)")
-    p.add_argument("--isl-cv", type=length_cv, default=0.0,
-                   help="ISL coefficient of variation (lognormal)")
-    p.add_argument("--osl-cv", type=length_cv, default=0.0,
-                   help="OSL coefficient of variation (lognormal)")
-    p.add_argument("--trace", type=Path,
-                   help="CSV with isl,osl (or arrival_s,isl,osl, or BurstGPT) columns; only the "
-                   "lengths are used (overrides --isl/--osl)")
+    p.add_argument(
+        "--isl-cv", type=length_cv, default=0.0, help="ISL coefficient of variation (lognormal)"
+    )
+    p.add_argument(
+        "--osl-cv", type=length_cv, default=0.0, help="OSL coefficient of variation (lognormal)"
+    )
+    p.add_argument(
+        "--trace",
+        type=Path,
+        help="CSV with isl,osl (or arrival_s,isl,osl, or BurstGPT) columns; only the "
+        "lengths are used (overrides --isl/--osl)",
+    )
     load = p.add_mutually_exclusive_group(required=required)
     load.add_argument("--concurrency", type=client_count, help="closed loop: concurrent clients")
     load.add_argument("--rate", type=request_rate, help="open loop: requests/s")
-    p.add_argument("--bench-requests", type=client_count, default=None,
-                   help="closed loop: requests the benchmark run sends in all (e.g. vllm bench serve --num-prompts); "
-                        "its clients start together, so N/P of them arrive in one lockstep wave (default: the engine's fitted share)")
+    p.add_argument(
+        "--bench-requests",
+        type=client_count,
+        default=None,
+        help="closed loop: requests the benchmark run sends in all (e.g. vllm bench serve --num-prompts); "
+        "its clients start together, so N/P of them arrive in one lockstep wave (default: the engine's fitted share)",
+    )
     p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
-    p.add_argument("--arrival-cv", type=float_in(0, 10, lo_open=True), default=1.0,
-                   help="gamma arrivals: CV of gaps")
-    p.add_argument("--prefix-hit", type=float_in(0, 0.99), default=0.0,
-                   help="prefix-cache hit fraction of prompt tokens")
-    p.add_argument("--spec-draft-len", type=int_in(0, 16), default=0,
-                   help="speculative decoding: draft tokens per step")
-    p.add_argument("--spec-acceptance", type=fraction, default=0.7,
-                   help="speculative decoding: acceptance rate")
+    p.add_argument(
+        "--arrival-cv",
+        type=float_in(0, 10, lo_open=True),
+        default=1.0,
+        help="gamma arrivals: CV of gaps",
+    )
+    p.add_argument(
+        "--prefix-hit",
+        type=float_in(0, 0.99),
+        default=0.0,
+        help="prefix-cache hit fraction of prompt tokens",
+    )
+    p.add_argument(
+        "--spec-draft-len",
+        type=int_in(0, 16),
+        default=0,
+        help="speculative decoding: draft tokens per step",
+    )
+    p.add_argument(
+        "--spec-acceptance",
+        type=fraction,
+        default=0.7,
+        help="speculative decoding: acceptance rate",
+    )
     p.add_argument("--weight-quant", default=None, choices=("bf16", "fp8", "fp4", "int4"))
     p.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
     p.add_argument("--max-num-seqs", type=client_count, default=256)
     p.add_argument("--max-num-batched-tokens", type=chunk_tokens, default=8192)
     p.add_argument("--gpu-memory-utilization", type=memory_fraction, default=0.9)
     p.add_argument("--mode", choices=("agg", "disagg"), default="agg")
-    for flag in ("prefill-tp", "prefill-pp", "prefill-dp", "prefill-ep", "prefill-workers", "decode-workers", "decode-tp"):
+    for flag in (
+        "prefill-tp",
+        "prefill-pp",
+        "prefill-dp",
+        "prefill-ep",
+        "prefill-workers",
+        "decode-workers",
+        "decode-tp",
+    ):
         kind = shard_size if flag.endswith(("-tp", "-pp")) else gpu_count
         p.add_argument(f"--{flag}", type=kind, default=None, help=f"disaggregated: {flag}")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -90,25 +124,55 @@ def workload_from(args: argparse.Namespace) -> Workload:
         except PlannerInputError as exc:  # the reader names file:line:field; say which flag too
             raise PlannerInputError("--trace", str(exc)) from exc
     else:
-        isl = LengthSpec(mean=args.isl, dist="lognormal" if args.isl_cv else "fixed", cv=args.isl_cv)
-        osl = LengthSpec(mean=args.osl, dist="lognormal" if args.osl_cv else "fixed", cv=args.osl_cv)
-    sd = SpecDecode(draft_len=args.spec_draft_len, acceptance=args.spec_acceptance) if args.spec_draft_len else None
-    return Workload(isl=isl, osl=osl, concurrency=args.concurrency, rate_per_s=args.rate, arrival=args.arrival,
-                    arrival_cv=args.arrival_cv, prefix_hit=args.prefix_hit, spec_decode=sd,
-                    bench_requests=args.bench_requests)
+        isl = LengthSpec(
+            mean=args.isl, dist="lognormal" if args.isl_cv else "fixed", cv=args.isl_cv
+        )
+        osl = LengthSpec(
+            mean=args.osl, dist="lognormal" if args.osl_cv else "fixed", cv=args.osl_cv
+        )
+    sd = (
+        SpecDecode(draft_len=args.spec_draft_len, acceptance=args.spec_acceptance)
+        if args.spec_draft_len
+        else None
+    )
+    return Workload(
+        isl=isl,
+        osl=osl,
+        concurrency=args.concurrency,
+        rate_per_s=args.rate,
+        arrival=args.arrival,
+        arrival_cv=args.arrival_cv,
+        prefix_hit=args.prefix_hit,
+        spec_decode=sd,
+        bench_requests=args.bench_requests,
+    )
 
 
 def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
     model = model_of(args)
-    quant = args.weight_quant or (model.weight_dtype if model.weight_dtype in ("bf16", "fp8", "fp4", "int4") else "bf16")
-    common: dict[str, Any] = {"max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
-                              "gpu_memory_utilization": args.gpu_memory_utilization, "kv_dtype": args.kv_dtype, "weight_quant": quant}
+    quant = args.weight_quant or (
+        model.weight_dtype if model.weight_dtype in ("bf16", "fp8", "fp4", "int4") else "bf16"
+    )
+    common: dict[str, Any] = {
+        "max_num_seqs": args.max_num_seqs,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+        "kv_dtype": args.kv_dtype,
+        "weight_quant": quant,
+    }
     dec_par = Parallelism(tp=args.decode_tp or args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
     if args.mode == "agg":
         return {"agg": WorkerConfig(parallel=dec_par, **common)}
-    pre_par = Parallelism(tp=args.prefill_tp or args.tp, pp=args.prefill_pp or 1, dp=args.prefill_dp or 1, ep=args.prefill_ep or 1)
-    return {"prefill": WorkerConfig(parallel=pre_par, workers=args.prefill_workers or 1, **common),
-            "decode": WorkerConfig(parallel=dec_par, workers=args.decode_workers or 1, **common)}
+    pre_par = Parallelism(
+        tp=args.prefill_tp or args.tp,
+        pp=args.prefill_pp or 1,
+        dp=args.prefill_dp or 1,
+        ep=args.prefill_ep or 1,
+    )
+    return {
+        "prefill": WorkerConfig(parallel=pre_par, workers=args.prefill_workers or 1, **common),
+        "decode": WorkerConfig(parallel=dec_par, workers=args.decode_workers or 1, **common),
+    }
 
 
 def fmt_sig(v: float, digits: int = 3) -> str:
@@ -145,30 +209,54 @@ def band_rows(est: Estimate) -> list[dict[str, str]]:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     label = use_profile(args, get_gpu(args.gpu).key)
-    est = estimate(model_of(args), get_gpu(args.gpu), workload_from(args), backend=args.backend, **_workers(args))
+    est = estimate(
+        model_of(args),
+        get_gpu(args.gpu),
+        workload_from(args),
+        backend=args.backend,
+        **_workers(args),
+    )
     rc = EXIT_SATURATED if est.saturated else 0
     if args.format == "json":
         print_json(est)
         return rc
     if est.saturated:
-        print(f"saturated: {est.offered_requests_per_s:,.4g} requests/s offered, capacity "
-              f"{est.capacity_requests_per_s:,.3g} requests/s; at capacity "
-              f"{est.output_tok_s_per_gpu:,.4g} output tok/s per GPU (TTFT/TPOT grow without "
-              "bound; exit code 3)")
+        print(
+            f"saturated: {est.offered_requests_per_s:,.4g} requests/s offered, capacity "
+            f"{est.capacity_requests_per_s:,.3g} requests/s; at capacity "
+            f"{est.output_tok_s_per_gpu:,.4g} output tok/s per GPU (TTFT/TPOT grow without "
+            "bound; exit code 3)"
+        )
     print(render_table(band_rows(est)))
     if est.ttft_ms.band:
-        print(f"(in brackets: the {est.ttft_ms.band.level:.0%} band, calibrated on measured "
-              f"deployments; {est.provenance.get('bands', '')})")
+        print(
+            f"(in brackets: the {est.ttft_ms.band.level:.0%} band, calibrated on measured "
+            f"deployments; {est.provenance.get('bands', '')})"
+        )
     tok = est.output_tok_s_per_gpu_band
     per_gpu = est.output_tok_s_per_gpu
     tok_s = fmt_band(per_gpu, tok.lo, tok.hi) if tok else fmt_sig(per_gpu)
-    print(render_kv({"output tok/s per GPU": tok_s, "output tok/s per user": est.output_tok_s_per_user,
-                     "requests/s": est.requests_per_s, "decode batch": est.decode_batch, "GPUs": est.gpus}, title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})"))
+    print(
+        render_kv(
+            {
+                "output tok/s per GPU": tok_s,
+                "output tok/s per user": est.output_tok_s_per_user,
+                "requests/s": est.requests_per_s,
+                "decode batch": est.decode_batch,
+                "GPUs": est.gpus,
+            },
+            title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})",
+        )
+    )
     for role, kinds in est.step_breakdown.items():
         total = sum(kinds.values()) or 1.0
         name = role.removesuffix("_ms").replace("_", " ")
-        print(render_kv({k: f"{v:.4g} ms ({v / total:.1%})" for k, v in kinds.items()},
-                        title=f"{name} by op kind ({total:.4g} ms)"))
+        print(
+            render_kv(
+                {k: f"{v:.4g} ms ({v / total:.1%})" for k, v in kinds.items()},
+                title=f"{name} by op kind ({total:.4g} ms)",
+            )
+        )
     if label:
         print(f"engine constants: {label}")
     return rc
@@ -183,11 +271,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return cmd_simulate_trace(args)
     for flag, val in (("--model", args.model), ("--gpu", args.gpu)):
         if val is None:
-            raise PlannerInputError(flag, "required (or replay a timed trace: --trace FILE --deployment JSON)")
+            raise PlannerInputError(
+                flag, "required (or replay a timed trace: --trace FILE --deployment JSON)"
+            )
 
     if args.bench_requests is not None and args.bench_requests > MAX_SIM_REQUESTS:
-        raise PlannerInputError("--bench-requests", f"simulate replays at most "
-                                f"{MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}")
+        raise PlannerInputError(
+            "--bench-requests",
+            f"simulate replays at most {MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}",
+        )
     use_profile(args, get_gpu(args.gpu).key)
     return simulate_cli(args, workload_from(args), _workers(args))
 
@@ -226,34 +318,56 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
         head["held out"] = f"{h['folds']} folds of {h['campaigns']} measurement campaigns"
     print(render_kv(head))
     stats = ("median_ape_pct", "p90_ape_pct", "band_coverage_pct")
-    rows = [{"by": g["by"], "key": g["key"], "n": g["n"], **{f"{m} {s}": g[m][s] for m in metrics for s in stats if s in g[m]}} for g in report["groups"]]
+    rows = [
+        {
+            "by": g["by"],
+            "key": g["key"],
+            "n": g["n"],
+            **{f"{m} {s}": g[m][s] for m in metrics for s in stats if s in g[m]},
+        }
+        for g in report["groups"]
+    ]
     print(render_table(rows))
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
-    p = sub.add_parser("estimate", help="predict TTFT/TPOT/throughput of a deployment under a workload")
+    p = sub.add_parser(
+        "estimate", help="predict TTFT/TPOT/throughput of a deployment under a workload"
+    )
     _add_common(p)
     p.set_defaults(func=cmd_estimate)
-    s = sub.add_parser("simulate", help="discrete-event simulation of the same step model (cross-check)")
+    s = sub.add_parser(
+        "simulate", help="discrete-event simulation of the same step model (cross-check)"
+    )
     _add_common(s, required=False)
     add_replay_args(s)
-    s.add_argument("--requests", type=int_in(1, MAX_SIM_REQUESTS), default=2000,
-                   help="requests to simulate (with --bench-requests: that run, no warm-up "
-                        "dropped)")
+    s.add_argument(
+        "--requests",
+        type=int_in(1, MAX_SIM_REQUESTS),
+        default=2000,
+        help="requests to simulate (with --bench-requests: that run, no warm-up dropped)",
+    )
     s.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0)
     s.set_defaults(func=cmd_simulate)
-    for verb, func, helptext in (("e2e", cmd_validate_e2e, "replay measured TTFT/TPOT rows"),
-                                 ("throughput", cmd_validate_throughput, "replay max-throughput rows")):
+    for verb, func, helptext in (
+        ("e2e", cmd_validate_e2e, "replay measured TTFT/TPOT rows"),
+        ("throughput", cmd_validate_throughput, "replay max-throughput rows"),
+    ):
         v = groups["validate"].add_parser(verb, help=helptext)
         v.add_argument("--data", type=Path, required=True)
         v.add_argument("--predictions-out", type=Path, default=None)
         v.add_argument("--format", choices=("table", "json"), default="table")
         if verb == "e2e":
-            v.add_argument("--holdout", choices=("campaign", "none"), default="none",
-                           help="campaign: each fold of measurement campaigns priced with "
-                                "constants refitted on the other folds; none: the shipped "
-                                "constants (in-sample)")
-            v.add_argument("--folds", type=int, default=5,
-                           help="--holdout campaign: number of folds (2-50)")
+            v.add_argument(
+                "--holdout",
+                choices=("campaign", "none"),
+                default="none",
+                help="campaign: each fold of measurement campaigns priced with "
+                "constants refitted on the other folds; none: the shipped "
+                "constants (in-sample)",
+            )
+            v.add_argument(
+                "--folds", type=int, default=5, help="--holdout campaign: number of folds (2-50)"
+            )
             add_calibration(v)
         v.set_defaults(func=func)

@@ -24,8 +24,29 @@ from planner.cli.common import float_in, int_in
 from planner.cli.output import print_json, render_kv, render_table
 from planner.errors import PlannerInputError
 
-SIZE_ARGS = ("m", "n", "k", "batch", "seq", "prior", "heads", "kv_heads", "head_dim", "window", "kv_len",
-             "kv_lora_rank", "rope_dim", "tokens", "hidden", "inter", "topk", "experts", "ep", "n_gpus", "bytes")
+SIZE_ARGS = (
+    "m",
+    "n",
+    "k",
+    "batch",
+    "seq",
+    "prior",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "window",
+    "kv_len",
+    "kv_lora_rank",
+    "rope_dim",
+    "tokens",
+    "hidden",
+    "inter",
+    "topk",
+    "experts",
+    "ep",
+    "n_gpus",
+    "bytes",
+)
 
 OPTIONAL_DEFAULTS: dict[str, Any] = {"prior": 0, "window": 0, "ep": 1, "head_dim": 128}
 MAX_KERNEL_SIZE = 100_000_000
@@ -49,15 +70,26 @@ def _kernel(args: argparse.Namespace) -> int:
         else:
             cols: dict[str, Any] = {**given, "dtype": args.dtype, "kv_dtype": args.kv_dtype}
             cost = db.price(args.op, **_only_keys(args.op, cols))
-            bound = float(peak_bound(counts(args.op, _only_keys(args.op, cols), spec), spec.hbm_bandwidth_bytes_per_s))
+            bound = float(
+                peak_bound(
+                    counts(args.op, _only_keys(args.op, cols), spec), spec.hbm_bandwidth_bytes_per_s
+                )
+            )
     except KeyError as exc:
         if exc.args and exc.args[0] in SIZE_ARGS:
             flag = str(exc.args[0]).replace("_", "-")
             raise PlannerInputError(f"--{flag}", f"required for --op {args.op}") from None
         raise
-    out = {"gpu": spec.key, "op": args.op, **given, "latency_s": float(cost.seconds),
-           "tflops": float(cost.tflops), "provenance": str(cost.provenance),
-           "roofline_bound_s": bound, "bytes_moved": float(cost.bytes)}
+    out = {
+        "gpu": spec.key,
+        "op": args.op,
+        **given,
+        "latency_s": float(cost.seconds),
+        "tflops": float(cost.tflops),
+        "provenance": str(cost.provenance),
+        "roofline_bound_s": bound,
+        "bytes_moved": float(cost.bytes),
+    }
     if args.format == "json":
         print_json(out)
     else:
@@ -112,9 +144,16 @@ def _import(args: argparse.Namespace) -> int:
         dest = paths.table_path(key, op, out_dir)
         write_table(df, dest)
         written.append({"file": str(dest), "op": op, "rows": len(df), "from": f.name})
-    write_meta(paths.table_dir(key, out_dir), {"gpu": key, "tool": "planner kernels import --format aiconfigurator",
-                                               "kernel_source": "aiconfigurator", "date": dt.date.today().isoformat(),
-                                               "imported_from": str(path)})
+    write_meta(
+        paths.table_dir(key, out_dir),
+        {
+            "gpu": key,
+            "tool": "planner kernels import --format aiconfigurator",
+            "kernel_source": "aiconfigurator",
+            "date": dt.date.today().isoformat(),
+            "imported_from": str(path),
+        },
+    )
     if args.format == "json":
         print_json({"written": written, "skipped_files": skipped})
     else:
@@ -130,7 +169,9 @@ def _validate(args: argparse.Namespace) -> int:
     for gpu, tables in sorted(ts.tables.items()):
         groups += evaluate_gpu(get_gpu(gpu), tables)
     if args.format == "json":
-        print_json({"groups": groups, "skipped_files": ts.skipped_files, "skipped_rows": ts.skipped_rows})
+        print_json(
+            {"groups": groups, "skipped_files": ts.skipped_files, "skipped_rows": ts.skipped_rows}
+        )
     else:
         print(render_table(groups))
     return 0
@@ -141,18 +182,26 @@ def _fit(args: argparse.Namespace) -> int:
     ts = read_folder(Path(args.tables))
     tables = ts.tables.get(spec.key)
     if not tables:
-        raise PlannerInputError("--gpu", f"no tables for '{spec.key}' in {args.tables}; found {sorted(ts.tables)}")
+        raise PlannerInputError(
+            "--gpu", f"no tables for '{spec.key}' in {args.tables}; found {sorted(ts.tables)}"
+        )
     sources = {op: ts.sources.get((spec.key, op), ()) for op in tables}
     command = f"planner calibrate fit --gpu {spec.key} --tables {args.tables}"
-    fit = fit_gpu(tables, spec, command, {k: tuple(sorted(set(v))) for k, v in sources.items()},
-                  notes=args.notes)
+    fit = fit_gpu(
+        tables,
+        spec,
+        command,
+        {k: tuple(sorted(set(v))) for k, v in sources.items()},
+        notes=args.notes,
+    )
     path = fitted.save(fit, Path(args.out) if args.out else paths.user_fitted_dir())
     fitted.load.cache_clear()
     rows = [{"family": op, **f.fit_error.model_dump()} for op, f in fit.families.items()]
     if fit.comm:
         rows.append({"family": "comm", **fit.comm.fit_error.model_dump()})
     print_json({"written": str(path), "fit_error": rows}) if args.format == "json" else print(
-        f"wrote {path}\n" + render_table(rows))
+        f"wrote {path}\n" + render_table(rows)
+    )
     return 0
 
 
@@ -160,8 +209,12 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from kernels_db.bench.runner import run
     except ImportError as exc:
-        raise PlannerInputError("calibrate run", f"needs torch/triton ({exc.name}): pip install -e .[bench]") from exc
-    out = run(args.gpu, [o.strip() for o in args.ops.split(",") if o.strip()], args.quick, Path(args.out))
+        raise PlannerInputError(
+            "calibrate run", f"needs torch/triton ({exc.name}): pip install -e .[bench]"
+        ) from exc
+    out = run(
+        args.gpu, [o.strip() for o in args.ops.split(",") if o.strip()], args.quick, Path(args.out)
+    )
     print_json({"written": str(out)}) if args.format == "json" else print(f"wrote {out}")
     return 0
 
@@ -181,30 +234,46 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     _fmt(p)
     p.set_defaults(func=_kernel)
 
-    p = groups["kernels"].add_parser("import", help="import kernel tables from another tool's layout")
+    p = groups["kernels"].add_parser(
+        "import", help="import kernel tables from another tool's layout"
+    )
     p.add_argument("--format", dest="source_format", choices=("aiconfigurator",), required=True)
     p.add_argument("path", help="a CSV file or a folder of them")
     p.add_argument("--gpu", required=True)
-    p.add_argument("--out", default=None, help="data folder (default: the per-user data folder, "
-                   "$PLANNER_DATA_DIR or ~/.local/share/llm-serving-planner, /kernels)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="data folder (default: the per-user data folder, "
+        "$PLANNER_DATA_DIR or ~/.local/share/llm-serving-planner, /kernels)",
+    )
     p.add_argument("--output", dest="format", choices=("table", "json"), default="table")
     p.set_defaults(func=_import)
 
-    p = groups["validate"].add_parser("kernels", help="leave-one-out and fitted-model accuracy of kernel tables")
-    p.add_argument("--data", required=True, help="folder of tables (our schema or AIConfigurator layout)")
+    p = groups["validate"].add_parser(
+        "kernels", help="leave-one-out and fitted-model accuracy of kernel tables"
+    )
+    p.add_argument(
+        "--data", required=True, help="folder of tables (our schema or AIConfigurator layout)"
+    )
     _fmt(p)
     p.set_defaults(func=_validate)
 
     p = groups["calibrate"].add_parser("fit", help="fit efficiency parameters of one GPU to tables")
     p.add_argument("--gpu", required=True)
     p.add_argument("--tables", required=True)
-    p.add_argument("--out", default=None, help="folder for <gpu>.yaml (default: the per-user data "
-                   "folder, $PLANNER_DATA_DIR or ~/.local/share/llm-serving-planner, /fitted)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder for <gpu>.yaml (default: the per-user data "
+        "folder, $PLANNER_DATA_DIR or ~/.local/share/llm-serving-planner, /fitted)",
+    )
     p.add_argument("--notes", default="")
     _fmt(p)
     p.set_defaults(func=_fit)
 
-    p = groups["calibrate"].add_parser("run", help="measure kernel tables on this machine (needs torch)")
+    p = groups["calibrate"].add_parser(
+        "run", help="measure kernel tables on this machine (needs torch)"
+    )
     p.add_argument("--gpu", default="auto", choices=("auto", "cpu"))
     p.add_argument("--ops", default="all", help="comma list of op families, or all")
     p.add_argument("--quick", action="store_true")

@@ -29,8 +29,12 @@ def add_parallel(p: argparse.ArgumentParser) -> None:
 
 
 def add_engine_memory(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--weight-quant", choices=sorted(WEIGHT_BYTES), default=None,
-                   help="weight dtype (default: the checkpoint's)")
+    p.add_argument(
+        "--weight-quant",
+        choices=sorted(WEIGHT_BYTES),
+        default=None,
+        help="weight dtype (default: the checkpoint's)",
+    )
     p.add_argument("--kv-dtype", choices=sorted(KV_BYTES), default="bf16")
     p.add_argument("--max-num-batched-tokens", type=chunk_tokens, default=8192)
     p.add_argument("--max-num-seqs", type=client_count, default=256)
@@ -69,9 +73,16 @@ def cmd_memory(args: argparse.Namespace) -> int:
     model, gpu = resolve_model_gpu(args)
     par = Parallelism(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
     plan = plan_memory(
-        model, gpu, par, weight_quant=args.weight_quant, kv_dtype=args.kv_dtype,
-        max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=args.max_num_seqs,
-        gpu_memory_utilization=args.gpu_memory_utilization, isl=args.isl, osl=args.osl,
+        model,
+        gpu,
+        par,
+        weight_quant=args.weight_quant,
+        kv_dtype=args.kv_dtype,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        max_num_seqs=args.max_num_seqs,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        isl=args.isl,
+        osl=args.osl,
     )
     if args.format == "json":
         print_json({"model": model.name, "gpu": gpu.key, **plan.model_dump(mode="json")})

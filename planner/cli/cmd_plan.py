@@ -31,48 +31,86 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--isl", type=token_count, required=True, help="input tokens per request")
     p.add_argument("--osl", type=token_count, required=True, help="output tokens per request")
     load = p.add_mutually_exclusive_group()
-    load.add_argument("--rate", type=request_rate, default=None,
-                      help="requests/s to serve (open loop)")
-    load.add_argument("--concurrency", type=client_count, default=None,
-                      help="concurrent clients (closed loop)")
+    load.add_argument(
+        "--rate", type=request_rate, default=None, help="requests/s to serve (open loop)"
+    )
+    load.add_argument(
+        "--concurrency", type=client_count, default=None, help="concurrent clients (closed loop)"
+    )
     p.add_argument("--ttft-ms", type=slo_ms, required=True, help="TTFT SLO (ms)")
     p.add_argument("--tpot-ms", type=slo_ms, required=True, help="TPOT SLO (ms)")
     p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
-    p.add_argument("--confidence", type=float, default=0.0,
-                   help="meet the SLO at the upper edge of the prediction band of this level "
-                   "(0.8, the committed band table's level); 0 (default for now: the "
-                   "out-of-campaign bands are about 2x wide): at the point prediction")
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=0.0,
+        help="meet the SLO at the upper edge of the prediction band of this level "
+        "(0.8, the committed band table's level); 0 (default for now: the "
+        "out-of-campaign bands are about 2x wide): at the point prediction",
+    )
     p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
-    p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"),
-                   help="engine: its calibration, the worker shapes it can launch, and the configs "
-                   "--out writes")
-    p.add_argument("--price-per-gpu-hour", type=float_in(0, 1e6, lo_open=True), default=None,
-                   help="override $/GPU-hour")
-    p.add_argument("--objective", choices=("throughput-per-gpu", "cost", "gpus"), default="throughput-per-gpu")
-    p.add_argument("--weight-quant", action="append", default=[],
-                   choices=("bf16", "fp8", "fp4", "int4"),
-                   help="also allow this weight dtype (may repeat)")
-    p.add_argument("--node-gpus", type=shard_size, default=None,
-                   help="count GPUs in whole nodes of this size")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="write plan.json and the engine configs here (an empty or new folder)")
+    p.add_argument(
+        "--backend",
+        default="vllm",
+        choices=("vllm", "sglang", "trtllm"),
+        help="engine: its calibration, the worker shapes it can launch, and the configs "
+        "--out writes",
+    )
+    p.add_argument(
+        "--price-per-gpu-hour",
+        type=float_in(0, 1e6, lo_open=True),
+        default=None,
+        help="override $/GPU-hour",
+    )
+    p.add_argument(
+        "--objective", choices=("throughput-per-gpu", "cost", "gpus"), default="throughput-per-gpu"
+    )
+    p.add_argument(
+        "--weight-quant",
+        action="append",
+        default=[],
+        choices=("bf16", "fp8", "fp4", "int4"),
+        help="also allow this weight dtype (may repeat)",
+    )
+    p.add_argument(
+        "--node-gpus", type=shard_size, default=None, help="count GPUs in whole nodes of this size"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write plan.json and the engine configs here (an empty or new folder)",
+    )
     p.add_argument("--force", action="store_true", help="with --out: write into a non-empty folder")
     add_format(p)
     add_calibration(p)
     p.set_defaults(func=cmd_plan)
 
-    f = sub.add_parser("fleet", help="cheapest fleet for several workload classes and GPU types (MILP)")
+    f = sub.add_parser(
+        "fleet", help="cheapest fleet for several workload classes and GPU types (MILP)"
+    )
     f.add_argument("--spec", required=True, help="fleet YAML (see solvers/examples/fleet.yaml)")
     add_format(f)
     f.set_defaults(func=cmd_fleet)
 
-    v = groups["validate"].add_parser("decisions",
-                                      help="is our top pick the measured best (or within 5%%)?")
-    v.add_argument("--data", default=None, help="silicon_measured.csv (default ../shared/validation/e2e/...)")
-    v.add_argument("--ttft-ms", type=slo_ms, default=None,
-                   help="stated TTFT SLO (default from solvers.decisions)")
-    v.add_argument("--tpot-ms", type=slo_ms, default=None,
-                   help="stated TPOT SLO (default from solvers.decisions)")
+    v = groups["validate"].add_parser(
+        "decisions", help="is our top pick the measured best (or within 5%%)?"
+    )
+    v.add_argument(
+        "--data", default=None, help="silicon_measured.csv (default ../shared/validation/e2e/...)"
+    )
+    v.add_argument(
+        "--ttft-ms",
+        type=slo_ms,
+        default=None,
+        help="stated TTFT SLO (default from solvers.decisions)",
+    )
+    v.add_argument(
+        "--tpot-ms",
+        type=slo_ms,
+        default=None,
+        help="stated TPOT SLO (default from solvers.decisions)",
+    )
     add_format(v)
     v.set_defaults(func=cmd_decisions)
 
@@ -82,13 +120,26 @@ def _request(args: argparse.Namespace) -> Any:
     from solvers.plan import PlanRequest
 
     return PlanRequest(
-        model=args.model, model_id=args.model_id or "", shape_rules=shape_rules(args.backend),
-        gpus=tuple(g.strip() for g in args.gpu.split(",") if g.strip()), max_gpus=args.max_gpus,
-        isl=args.isl, osl=args.osl, rate_per_s=args.rate, concurrency=args.concurrency, ttft_ms=args.ttft_ms,
-        tpot_ms=args.tpot_ms, percentile=args.percentile, confidence=args.confidence, mode=args.mode,
+        model=args.model,
+        model_id=args.model_id or "",
+        shape_rules=shape_rules(args.backend),
+        gpus=tuple(g.strip() for g in args.gpu.split(",") if g.strip()),
+        max_gpus=args.max_gpus,
+        isl=args.isl,
+        osl=args.osl,
+        rate_per_s=args.rate,
+        concurrency=args.concurrency,
+        ttft_ms=args.ttft_ms,
+        tpot_ms=args.tpot_ms,
+        percentile=args.percentile,
+        confidence=args.confidence,
+        mode=args.mode,
         backend=args.backend,
-        price_per_gpu_hour=args.price_per_gpu_hour, objective=args.objective,
-        weight_quants=tuple(args.weight_quant), node_gpus=args.node_gpus, hardware_dirs=tuple(args.hardware_dir),
+        price_per_gpu_hour=args.price_per_gpu_hour,
+        objective=args.objective,
+        weight_quants=tuple(args.weight_quant),
+        node_gpus=args.node_gpus,
+        hardware_dirs=tuple(args.hardware_dir),
     )
 
 
@@ -119,7 +170,9 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         f"TPOT {pct} / mean (ms)": f"{num(pr['tpot_ms'][pct])} / {num(pr['tpot_ms']['mean'])}",
         "Output tokens/s per GPU": pr["output_tok_s_per_gpu"],
         "Output tokens/s per user": pr["output_tok_s_per_user"],
-        "Requests/s": pr["requests_per_s"], "GPUs": c.gpus, "Cost per hour ($)": c.cost_per_hour_usd,
+        "Requests/s": pr["requests_per_s"],
+        "GPUs": c.gpus,
+        "Cost per hour ($)": c.cost_per_hour_usd,
         "Cost per 1M output tokens ($)": c.cost_per_million_output_tokens,
     }
 
@@ -128,11 +181,15 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
     """SLO headroom at the point prediction and at the band edge (the SLO must hold at the edge)."""
     if not h:
         return {}
-    conf = (f"{h['confidence']:.0%} band edge" if h["confidence"]
-            else "band edge (not required: --confidence 0)")
-    out = {f"{m.upper()} headroom: SLO/predicted, SLO/{conf}":
-           f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}"
-           for m in ("ttft", "tpot")}
+    conf = (
+        f"{h['confidence']:.0%} band edge"
+        if h["confidence"]
+        else "band edge (not required: --confidence 0)"
+    )
+    out = {
+        f"{m.upper()} headroom: SLO/predicted, SLO/{conf}": f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}"
+        for m in ("ttft", "tpot")
+    }
     return {**out, "binds at the band edge": h["binding_at_band_edge"]}
 
 
@@ -141,19 +198,33 @@ def plan_table(r: Any) -> str:
     pct = r.slo["percentile"]
     from planner.reports.present import num
 
-    head = (f"{r.model} on {r.gpu}: ISL {num(r.workload['isl'])}, OSL {num(r.workload['osl'])}, SLO {pct} "
-            f"TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms")
+    head = (
+        f"{r.model} on {r.gpu}: ISL {num(r.workload['isl'])}, OSL {num(r.workload['osl'])}, SLO {pct} "
+        f"TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms"
+    )
     parts = [head, ""]
-    rows = {"mode": r.best.mode, **_choice_rows(r.best, pct),
-            "binding constraint": r.binding.get("sentence") or r.binding_constraint,
-            **_headroom_rows(r.best.headroom)}
+    rows = {
+        "mode": r.best.mode,
+        **_choice_rows(r.best, pct),
+        "binding constraint": r.binding.get("sentence") or r.binding_constraint,
+        **_headroom_rows(r.best.headroom),
+    }
     parts.append(render_kv(rows, "Recommended deployment"))
     for mode, c in r.alternatives.items():
         if c is not None and c.mode != r.best.mode:
             parts += ["", render_kv(_choice_rows(c, pct), f"Best {mode} alternative")]
-    front = [{"mode": p.mode, "Output tokens/s per GPU": p.output_tok_s_per_gpu,
-              "Output tokens/s per user": p.output_tok_s_per_user, f"TTFT {pct} (ms)": p.ttft_ms,
-              f"TPOT {pct} (ms)": p.tpot_ms, "GPUs": p.gpus, "configuration": p.config} for p in r.pareto]
+    front = [
+        {
+            "mode": p.mode,
+            "Output tokens/s per GPU": p.output_tok_s_per_gpu,
+            "Output tokens/s per user": p.output_tok_s_per_user,
+            f"TTFT {pct} (ms)": p.ttft_ms,
+            f"TPOT {pct} (ms)": p.tpot_ms,
+            "GPUs": p.gpus,
+            "configuration": p.config,
+        }
+        for p in r.pareto
+    ]
     parts += ["", f"Pareto front ({len(front)} points)", render_table(front)]
     parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.3g} s"]
     return "\n".join(parts)
@@ -186,9 +257,17 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         return 0
     rows = [a.model_dump() for a in result.assignments]
     print(render_table(rows))
-    print(render_kv({"$ per hour": result.cost_per_hour_usd, "GPUs by type": str(result.gpus_by_type),
-                     "solver": f"{result.solver} ({result.status}, {result.solution_status})",
-                     "solve seconds": result.solve_seconds, "binding constraint": result.binding_constraint}))
+    print(
+        render_kv(
+            {
+                "$ per hour": result.cost_per_hour_usd,
+                "GPUs by type": str(result.gpus_by_type),
+                "solver": f"{result.solver} ({result.status}, {result.solution_status})",
+                "solve seconds": result.solve_seconds,
+                "binding constraint": result.binding_constraint,
+            }
+        )
+    )
     return 0
 
 
@@ -201,9 +280,16 @@ def cmd_decisions(args: argparse.Namespace) -> int:
     )
 
     data = args.data or default_data_path()
-    res = validate_decisions(data, ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS, tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS)
+    res = validate_decisions(
+        data, ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS, tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS
+    )
     if args.format == "json":
         print_json(res)
     else:
-        print(render_kv({k: v for k, v in res.items() if not isinstance(v, list)}, "Decision-level validation"))
+        print(
+            render_kv(
+                {k: v for k, v in res.items() if not isinstance(v, list)},
+                "Decision-level validation",
+            )
+        )
     return 0

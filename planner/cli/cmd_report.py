@@ -17,9 +17,14 @@ from planner.reports.xlsx import render_xlsx
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
-    p = sub.add_parser("report", help="xlsx / HTML / CSV report of a plan file",
-                       description="Write the reports of a plan file (the JSON of `planner plan --format json`).")
-    p.add_argument("--plan", required=True, help="plan file written by `planner plan --format json`")
+    p = sub.add_parser(
+        "report",
+        help="xlsx / HTML / CSV report of a plan file",
+        description="Write the reports of a plan file (the JSON of `planner plan --format json`).",
+    )
+    p.add_argument(
+        "--plan", required=True, help="plan file written by `planner plan --format json`"
+    )
     p.add_argument("--xlsx", default=None, help="spreadsheet to write (native charts)")
     p.add_argument("--html", default=None, help="self-contained HTML page to write (plotly charts)")
     p.add_argument("--csv", default=None, help="CSV of the Pareto front / candidates to write")
@@ -44,7 +49,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     }
     outputs: dict[Path, bytes] = {paths[flag]: builders[flag]() for flag in paths}
     write_all(outputs, args.force, {paths[f]: f"--{f}" for f in paths})
-    written = [{"kind": flag, "path": str(paths[flag]), "bytes": len(outputs[paths[flag]])} for flag in paths]
+    written = [
+        {"kind": flag, "path": str(paths[flag]), "bytes": len(outputs[paths[flag]])}
+        for flag in paths
+    ]
     if args.format == "json":
         print_json({"written": written})
     else:

@@ -26,7 +26,8 @@ def int_in(lo: int, hi: int) -> Callable[[str], int]:
             val = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected an integer in [{lo:,}, {hi:,}], got '{text[:40]}'") from None
+                f"expected an integer in [{lo:,}, {hi:,}], got '{text[:40]}'"
+            ) from None
         if not lo <= val <= hi:
             raise argparse.ArgumentTypeError(f"must be an integer in [{lo:,}, {hi:,}], got {val:,}")
         return val
@@ -84,18 +85,30 @@ def add_format(p: argparse.ArgumentParser) -> None:
 
 
 def add_hardware_dir(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hardware-dir", action="append", default=[], metavar="DIR",
-                   help="extra folder of GPU YAML specs (may repeat)")
+    p.add_argument(
+        "--hardware-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra folder of GPU YAML specs (may repeat)",
+    )
 
 
 def add_model_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
     """``--model`` and ``--model-id`` (the identity of the weights of a local config.json)."""
-    p.add_argument("--model", required=required,
-                   help="bundled checkpoint (name or HF id, see `planner models`) or a path to a "
-                   "config.json (ModelOpt's hf_quant_config.json next to it is read too)")
-    p.add_argument("--model-id", default=None, metavar="HF_ID_OR_PATH",
-                   help="for a local config.json: the HF id or local path of its weights, used "
-                   "in emitted configs (without it a plan cannot be emitted)")
+    p.add_argument(
+        "--model",
+        required=required,
+        help="bundled checkpoint (name or HF id, see `planner models`) or a path to a "
+        "config.json (ModelOpt's hf_quant_config.json next to it is read too)",
+    )
+    p.add_argument(
+        "--model-id",
+        default=None,
+        metavar="HF_ID_OR_PATH",
+        help="for a local config.json: the HF id or local path of its weights, used "
+        "in emitted configs (without it a plan cannot be emitted)",
+    )
 
 
 def add_model_gpu(p: argparse.ArgumentParser) -> None:

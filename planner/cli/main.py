@@ -32,8 +32,18 @@ from planner.errors import PlannerInputError
 # Each command module defines ``register(sub, groups)``; ``groups`` holds the nested sub-parsers
 # of commands with verbs (``planner validate kernels``, ``planner calibrate fit``...).
 COMMAND_MODULES: tuple[ModuleType, ...] = (
-    cmd_catalog, cmd_memory, cmd_kernels, cmd_estimate, cmd_plan, cmd_emit, cmd_report, cmd_ui,
-    cmd_validate_data, cmd_sweep, cmd_capacity, cmd_calibrate_e2e,
+    cmd_catalog,
+    cmd_memory,
+    cmd_kernels,
+    cmd_estimate,
+    cmd_plan,
+    cmd_emit,
+    cmd_report,
+    cmd_ui,
+    cmd_validate_data,
+    cmd_sweep,
+    cmd_capacity,
+    cmd_calibrate_e2e,
 )
 GROUPS: dict[str, str] = {
     "validate": "compare predictions with measurements",
@@ -56,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     groups = {}
     for name, help_text in GROUPS.items():
         gp = sub.add_parser(name, help=help_text)
-        groups[name] = gp.add_subparsers(dest=f"{name}_verb", required=True, parser_class=OneLineParser)
+        groups[name] = gp.add_subparsers(
+            dest=f"{name}_verb", required=True, parser_class=OneLineParser
+        )
     for module in COMMAND_MODULES:
         module.register(sub, groups)
     return parser
@@ -65,13 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
 def _validation_line(exc: ValidationError) -> str:
     err = exc.errors()[0]
     raised = err.get("ctx", {}).get("error")
-    if isinstance(raised, PlannerInputError):  # a model validator's own message names the flag already
+    if isinstance(
+        raised, PlannerInputError
+    ):  # a model validator's own message names the flag already
         return str(raised)
     return f"{_flag_of(err['loc']) or exc.title}: {err['msg']}"
 
 
-FLAG_OF_FIELD = {"rate_per_s": "--rate", "gpus": "--gpu", "hardware_dirs": "--hardware-dir",
-                 "weight_quants": "--weight-quant"}
+FLAG_OF_FIELD = {
+    "rate_per_s": "--rate",
+    "gpus": "--gpu",
+    "hardware_dirs": "--hardware-dir",
+    "weight_quants": "--weight-quant",
+}
 """Request fields whose flag is not the field name with dashes."""
 
 

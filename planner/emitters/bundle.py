@@ -36,7 +36,9 @@ def launch_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFile:
     nodes = sorted({slot.node for slot, _ in build.servers} | {build.router_node})
     blocks = []
     for node in nodes:
-        cmds = [shell_line(cmd, background=True) for slot, cmd in build.servers if slot.node == node]
+        cmds = [
+            shell_line(cmd, background=True) for slot, cmd in build.servers if slot.node == node
+        ]
         if build.router is not None and node == build.router_node:
             cmds.append(shell_line(build.router, background=True))
         body = "\n\n".join(cmds)
@@ -44,8 +46,10 @@ def launch_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFile:
             body = f'if [ "${{NODE_RANK:-0}}" = "{node}" ]; then\n{body}\nfi'
         blocks.append(body)
     dep = ctx.deployment
-    what = (f"{shlex.quote(ctx.model_id)} on {dep.total_gpus} x {shlex.quote(dep.gpu)}, "
-            f"{flags.engine} {flags.version_text}, {dep.mode}")
+    what = (
+        f"{shlex.quote(ctx.model_id)} on {dep.total_gpus} x {shlex.quote(dep.gpu)}, "
+        f"{flags.engine} {flags.version_text}, {dep.mode}"
+    )
     title = f"{what}; set NODE_RANK on each node" if len(nodes) > 1 else what
     text = script(title, ['cd "$(dirname "$0")"', *blocks, "wait"])
     return OutFile(name="launch.sh", text=text, executable=True)
@@ -56,13 +60,21 @@ def split(total: float, parts: int, index: int) -> float:
     return total // parts + (1 if index < total % parts else 0)
 
 
-def bench_command(ctx: EmitContext, flags: Flags, host: str, port: int, index: int, n: int) -> Command:
+def bench_command(
+    ctx: EmitContext, flags: Flags, host: str, port: int, index: int, n: int
+) -> Command:
     """One load-generator client against one endpoint, carrying its share of the load."""
     wl = ctx.workload
     values: dict[str, Any] = {
-        "bench_backend": "default", "bench_model": ctx.model_id, "bench_host": host,
-        "bench_port": port, "bench_dataset": "default", "bench_isl": wl.isl, "bench_osl": wl.osl,
-        "bench_range_ratio": "fixed", "bench_prefix_len": 0,
+        "bench_backend": "default",
+        "bench_model": ctx.model_id,
+        "bench_host": host,
+        "bench_port": port,
+        "bench_dataset": "default",
+        "bench_isl": wl.isl,
+        "bench_osl": wl.osl,
+        "bench_range_ratio": "fixed",
+        "bench_prefix_len": 0,
     }
     prompts = 0
     if wl.concurrency is not None:
@@ -75,24 +87,33 @@ def bench_command(ctx: EmitContext, flags: Flags, host: str, port: int, index: i
     values["bench_num_prompts"] = max(prompts, MIN_PROMPTS)
     values["bench_ignore_eos"] = True
     values |= _result_values(flags, index)
-    return Command(program=flags.words("bench_program", "bench"),
-                   args=render(flags, values, "bench").args, comment=f"client {index} -> {host}:{port}")
+    return Command(
+        program=flags.words("bench_program", "bench"),
+        args=render(flags, values, "bench").args,
+        comment=f"client {index} -> {host}:{port}",
+    )
 
 
 def _result_values(flags: Flags, index: int) -> dict[str, Any]:
     """Where client ``index`` writes its native result file (the layout ``planner calibrate e2e``
     reads): vLLM / TensorRT-LLM ``--save-result`` JSON, SGLang ``--output-file`` JSON lines."""
     if flags.find("bench_result_dir", "bench") is not None:
-        return {"bench_save_result": True, "bench_result_dir": RESULTS_RUN,
-                "bench_result_file": f"client{index}.json"}
+        return {
+            "bench_save_result": True,
+            "bench_result_dir": RESULTS_RUN,
+            "bench_result_file": f"client{index}.json",
+        }
     return {"bench_result_file": f"{RESULTS_RUN}/client{index}.jsonl"}
 
 
 def sidecar_file(ctx: EmitContext, flags: Flags) -> OutFile:
     """``deployment.json``: what the results were measured on (the plan's deployment, engine and
     version); benchmark.sh copies it next to each run's result files."""
-    sidecar = {"deployment": ctx.deployment.model_dump(mode="json"), "backend": flags.engine,
-               "engine_version": flags.version_text}
+    sidecar = {
+        "deployment": ctx.deployment.model_dump(mode="json"),
+        "backend": flags.engine,
+        "engine_version": flags.version_text,
+    }
     text = json.dumps(sidecar, indent=2, sort_keys=True) + "\n"
     return OutFile(name="deployment.json", text=text)
 
@@ -102,9 +123,9 @@ def _results_blocks() -> tuple[list[str], list[str]]:
     after them (the run folder renamed by time, the next command printed)."""
     before = [
         'cd "$(dirname "$0")"',
-        f'if [ -e {RESULTS_RUN} ]; then\n'
+        f"if [ -e {RESULTS_RUN} ]; then\n"
         f'    echo "{RESULTS_RUN} exists (an interrupted run?); move it away first" >&2\n'
-        '    exit 1\nfi',
+        "    exit 1\nfi",
         f"mkdir -p {RESULTS_RUN}\ncp deployment.json {RESULTS_RUN}/deployment.json",
     ]
     after = [
@@ -124,7 +145,9 @@ def benchmark_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFil
     blocks = [shell_line(c, background=n > 1) for c in cmds] + (["wait"] if n > 1 else [])
     before, after = _results_blocks()
     wl = ctx.workload
-    load = f"concurrency {wl.concurrency}" if wl.concurrency is not None else f"rate {wl.rate} req/s"
+    load = (
+        f"concurrency {wl.concurrency}" if wl.concurrency is not None else f"rate {wl.rate} req/s"
+    )
     title = f"Replay ISL {wl.isl} / OSL {wl.osl}, {load}, against launch.sh; compare with PLAN.md"
     text = script(title, [*before, *blocks, *after])
     return OutFile(name="benchmark.sh", text=text, executable=True)
@@ -138,8 +161,9 @@ def _flatten(tree: Mapping[str, Any], prefix: str = "") -> set[str]:
     return keys
 
 
-def used_rows(flags: Flags, commands: Mapping[str, list[Command]],
-              configs: tuple[OutFile, ...]) -> list[FlagRow]:
+def used_rows(
+    flags: Flags, commands: Mapping[str, list[Command]], configs: tuple[OutFile, ...]
+) -> list[FlagRow]:
     """The table rows that appear in the bundle, matched per tool (``serve``/``router``/``bench``).
 
     YAML keys are matched against ``yaml`` rows of any tool (the router has its own file).
@@ -155,7 +179,7 @@ def used_rows(flags: Flags, commands: Mapping[str, list[Command]],
         elif row.kind == "program":
             hit = any(" ".join(c.program) == row.flag for c in cmds)
         else:
-            hit = any(row.flag in argv(c)[len(c.program):] for c in cmds)
+            hit = any(row.flag in argv(c)[len(c.program) :] for c in cmds)
         if hit:
             found.append(row)
     return found
@@ -167,16 +191,22 @@ def bundle_commands(ctx: EmitContext, flags: Flags, build: EngineBuild) -> dict[
     return {
         "serve": [c for _, c in build.servers],
         "router": [build.router] if build.router else [],
-        "bench": [bench_command(ctx, flags, h, p, i, n) for i, (h, p) in enumerate(build.endpoints)],
+        "bench": [
+            bench_command(ctx, flags, h, p, i, n) for i, (h, p) in enumerate(build.endpoints)
+        ],
     }
 
 
-def _quant_flags(backend: str, dep: Deployment, hardware_dirs: tuple[str, ...]) -> dict[str, str | None]:
+def _quant_flags(
+    backend: str, dep: Deployment, hardware_dirs: tuple[str, ...]
+) -> dict[str, str | None]:
     """Per role: check the shape and the checkpoint format, and find the --quantization value."""
     try:
         arch = get_gpu(dep.gpu, hardware_dirs).architecture
     except PlannerInputError as exc:
-        raise PlannerInputError("plan.best.deployment.gpu", f"{exc} (custom GPUs: --hardware-dir)") from exc
+        raise PlannerInputError(
+            "plan.best.deployment.gpu", f"{exc} (custom GPUs: --hardware-dir)"
+        ) from exc
     out: dict[str, str | None] = {}
     for role, worker in roles(dep):
         check_shape(backend, role, worker.parallel)
@@ -184,20 +214,26 @@ def _quant_flags(backend: str, dep: Deployment, hardware_dirs: tuple[str, ...]) 
     return out
 
 
-def engine_build(plan: PlanFile, backend: str, version: str | None = None,
-                 hardware_dirs: tuple[str, ...] = ()) -> tuple[EmitContext, Flags, EngineBuild]:
+def engine_build(
+    plan: PlanFile, backend: str, version: str | None = None, hardware_dirs: tuple[str, ...] = ()
+) -> tuple[EmitContext, Flags, EngineBuild]:
     """The checked context, the flag table and the engine's processes and config files."""
     flags = Flags(backend, version)
     module = EMITTERS[backend]
     dep = plan.best.deployment
-    ctx = EmitContext(deployment=dep, model_id=dep.hf_id,
-                      quant=_quant_flags(backend, dep, hardware_dirs),
-                      slots=place(dep, module.BASE_PORT), workload=plan.workload)
+    ctx = EmitContext(
+        deployment=dep,
+        model_id=dep.hf_id,
+        quant=_quant_flags(backend, dep, hardware_dirs),
+        slots=place(dep, module.BASE_PORT),
+        workload=plan.workload,
+    )
     return ctx, flags, module.build(ctx, flags)
 
 
-def build_bundle(plan: PlanFile, backend: str, version: str | None = None,
-                 hardware_dirs: tuple[str, ...] = ()) -> tuple[OutFile, ...]:
+def build_bundle(
+    plan: PlanFile, backend: str, version: str | None = None, hardware_dirs: tuple[str, ...] = ()
+) -> tuple[OutFile, ...]:
     """Every file for ``backend``, built in memory; raises before anything is written."""
     ctx, flags, build = engine_build(plan, backend, version, hardware_dirs)
     module = EMITTERS[backend]
@@ -205,20 +241,28 @@ def build_bundle(plan: PlanFile, backend: str, version: str | None = None,
     rows = used_rows(flags, bundle_commands(ctx, flags, build), build.configs)
     files = (launch, *build.configs, bench, sidecar_file(ctx, flags))
     first = {s.role: s for s in reversed(ctx.slots)}
-    missing = {str(role): unmapped(flags, module.serve_values(ctx, slot))
-               for role, slot in sorted(first.items(), reverse=True)}
+    missing = {
+        str(role): unmapped(flags, module.serve_values(ctx, slot))
+        for role, slot in sorted(first.items(), reverse=True)
+    }
     md = plan_markdown(plan, ctx, flags, build, rows, [f.name for f in files], missing)
     return (*files, OutFile(name="PLAN.md", text=md))
 
 
-def write_files(files: tuple[OutFile, ...], out_dir: str | Path, force: bool = False,
-                flag: str = "--out") -> list[Path]:
+def write_files(
+    files: tuple[OutFile, ...], out_dir: str | Path, force: bool = False, flag: str = "--out"
+) -> list[Path]:
     """Write an already-built bundle into ``out_dir`` (see :mod:`planner.safe_files`)."""
     out = prepare_out_dir(out_dir, force, flag)
     return [write_new_file(out / f.name, f.text.encode(), force, flag, f.executable) for f in files]
 
 
-def write_engine_configs(plan_dict: Mapping[str, Any], backend: str, out_dir: str | Path,
-                         version: str | None = None, force: bool = False) -> list[Path]:
+def write_engine_configs(
+    plan_dict: Mapping[str, Any],
+    backend: str,
+    out_dir: str | Path,
+    version: str | None = None,
+    force: bool = False,
+) -> list[Path]:
     """Validate ``plan_dict``, build the ``backend`` bundle in memory, then write it."""
     return write_files(build_bundle(parse_plan(dict(plan_dict)), backend, version), out_dir, force)

@@ -17,8 +17,14 @@ import yaml
 from planner.deployment import Deployment, Parallelism, ShapeRules
 from planner.errors import PlannerInputError
 
-_PLANNER_DTYPE = {"bf16": "bf16", "fp8": "fp8", "mxfp4": "fp4", "nvfp4": "fp4", "int4": "int4",
-                  "int8": "fp8"}
+_PLANNER_DTYPE = {
+    "bf16": "bf16",
+    "fp8": "fp8",
+    "mxfp4": "fp4",
+    "nvfp4": "fp4",
+    "int4": "int4",
+    "int8": "fp8",
+}
 
 
 @cache
@@ -43,9 +49,10 @@ def check_shape(engine: str, role: str, par: Parallelism) -> None:
     """Refuse a worker shape ``engine`` cannot launch (a plan made for another engine)."""
     problem = shape_rules(engine).problem(par)
     if problem is not None:
-        raise PlannerInputError(f"plan.best.deployment.{role}.parallel",
-                                f"{engine} cannot launch this worker: {problem}; re-plan with "
-                                f"--backend {engine}")
+        raise PlannerInputError(
+            f"plan.best.deployment.{role}.parallel",
+            f"{engine} cannot launch this worker: {problem}; re-plan with --backend {engine}",
+        )
 
 
 def quant_flag(engine: str, dep: Deployment, weight_quant: str, architecture: str) -> str | None:
@@ -59,13 +66,19 @@ def quant_flag(engine: str, dep: Deployment, weight_quant: str, architecture: st
     fmt = dep.checkpoint_quant
     field = "plan.best.deployment.checkpoint_quant"
     if not fmt:
-        raise PlannerInputError(field, "the plan does not record the checkpoint's weight format; "
-                                "re-run `planner plan` to write a current plan file")
+        raise PlannerInputError(
+            field,
+            "the plan does not record the checkpoint's weight format; "
+            "re-run `planner plan` to write a current plan file",
+        )
     archs = caps["checkpoint"].get(fmt, [])
     if architecture not in archs:
         where = ", ".join(archs) or "no GPU"
-        raise PlannerInputError(field, f"{engine} cannot run {fmt} checkpoint {dep.hf_id} on "
-                                f"{architecture} GPUs ({dep.gpu}); it runs {fmt} on: {where}")
+        raise PlannerInputError(
+            field,
+            f"{engine} cannot run {fmt} checkpoint {dep.hf_id} on "
+            f"{architecture} GPUs ({dep.gpu}); it runs {fmt} on: {where}",
+        )
     if weight_quant == _PLANNER_DTYPE[fmt]:
         return None
     online = caps.get("online") or {}
@@ -75,4 +88,5 @@ def quant_flag(engine: str, dep: Deployment, weight_quant: str, architecture: st
         "plan.best.deployment.weight_quant",
         f"the plan prices {weight_quant} weights but checkpoint {dep.hf_id} stores {fmt}; "
         f"{engine} cannot convert it while loading (online: {', '.join(online) or 'none'} from "
-        "bf16); plan with the checkpoint's format or pick the checkpoint with those weights")
+        "bf16); plan with the checkpoint's format or pick the checkpoint with those weights",
+    )

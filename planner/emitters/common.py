@@ -37,16 +37,26 @@ def place(deployment: Deployment, base_port: int) -> tuple[Slot, ...]:
                 offset += GPUS_PER_NODE - offset % GPUS_PER_NODE  # do not straddle nodes
             node, local = divmod(offset, GPUS_PER_NODE)
             gpu_ids = tuple(range(local, local + width)) if width <= GPUS_PER_NODE else ()
-            slots.append(Slot(role=role, index=index, worker=worker, node=node, gpu_ids=gpu_ids,
-                              host=LOCAL_HOST, port=base_port + len(slots)))
+            slots.append(
+                Slot(
+                    role=role,
+                    index=index,
+                    worker=worker,
+                    node=node,
+                    gpu_ids=gpu_ids,
+                    host=LOCAL_HOST,
+                    port=base_port + len(slots),
+                )
+            )
             offset += width
     if any(s.node for s in slots):  # several nodes: servers must be reachable by name
         slots = [s.model_copy(update={"host": f"node{s.node}"}) for s in slots]
     return tuple(slots)
 
 
-def worker_values(deployment: Deployment, worker: WorkerConfig,
-                  quant: str | None = None) -> dict[str, Any]:
+def worker_values(
+    deployment: Deployment, worker: WorkerConfig, quant: str | None = None
+) -> dict[str, Any]:
     """Engine-neutral planner values of one worker, keyed by flag-table ``param``.
 
     Parallel degrees of 1 are left out so the engine default applies. ``quant`` is the
@@ -130,8 +140,15 @@ def visible_devices(slot: Slot) -> tuple[tuple[str, str], ...]:
     return (("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in slot.gpu_ids)),)
 
 
-def with_program(flags: Flags, param: str, tool: Tool, args: tuple[tuple[str, tuple[str, ...]], ...],
-                 positional: tuple[str, ...] = (), comment: str = "") -> Command:
+def with_program(
+    flags: Flags,
+    param: str,
+    tool: Tool,
+    args: tuple[tuple[str, tuple[str, ...]], ...],
+    positional: tuple[str, ...] = (),
+    comment: str = "",
+) -> Command:
     """A Command whose program words come from a ``kind: program`` row."""
-    return Command(program=flags.words(param, tool), positional=positional, args=args,
-                   comment=comment)
+    return Command(
+        program=flags.words(param, tool), positional=positional, args=args, comment=comment
+    )

@@ -31,13 +31,21 @@ class FlagRow(BaseModel):
 
     model_config = _FROZEN
     param: str = Field(description="Engine-neutral planner parameter name.")
-    tool: Tool = Field(description="serve: engine server; router: P/D router; bench: load generator.")
-    kind: Kind = Field(description="cli flag with value, bare switch, YAML dotted key, or program words.")
+    tool: Tool = Field(
+        description="serve: engine server; router: P/D router; bench: load generator."
+    )
+    kind: Kind = Field(
+        description="cli flag with value, bare switch, YAML dotted key, or program words."
+    )
     flag: str = Field(description="The engine's spelling.")
     since: str = Field(description="First engine version (inclusive) to emit this spelling.")
-    until: str | None = Field(default=None, description="First version (exclusive) to stop emitting it.")
+    until: str | None = Field(
+        default=None, description="First version (exclusive) to stop emitting it."
+    )
     doc: str = Field(description="Page or argument definition the spelling was checked against.")
-    values: dict[str, str] = Field(default_factory=dict, description="Planner value -> engine value.")
+    values: dict[str, str] = Field(
+        default_factory=dict, description="Planner value -> engine value."
+    )
     note: str = ""
 
     def active(self, version: Version) -> bool:
@@ -83,7 +91,9 @@ def engine_table(engine: str) -> EngineTable:
     """The table of ``engine`` or a PlannerInputError listing the engines."""
     table = load_table().engines
     if engine not in table:
-        raise PlannerInputError("backend", f"unknown engine {engine!r}; choose one of {sorted(table)}")
+        raise PlannerInputError(
+            "backend", f"unknown engine {engine!r}; choose one of {sorted(table)}"
+        )
     return table[engine]
 
 

@@ -46,8 +46,11 @@ class PlanFile(BaseModel):
 def _check_text(field: str, value: str) -> None:
     """A display name that reaches scripts and reports: printable, one line, bounded."""
     if not value or len(value) > MAX_NAME_CHARS or not value.isprintable():
-        raise PlannerInputError(field, f"{value[:80]!r} must be 1-{MAX_NAME_CHARS} printable "
-                                "characters on one line (no control characters)")
+        raise PlannerInputError(
+            field,
+            f"{value[:80]!r} must be 1-{MAX_NAME_CHARS} printable "
+            "characters on one line (no control characters)",
+        )
 
 
 def parse_plan(data: Any) -> PlanFile:
@@ -61,27 +64,36 @@ def parse_plan(data: Any) -> PlanFile:
     for role in ("agg", "prefill", "decode"):
         worker = getattr(dep, role)
         if worker is not None and worker.workers > MAX_EMIT_REPLICAS:
-            raise PlannerInputError(f"plan.best.deployment.{role}.workers",
-                                    f"at most {MAX_EMIT_REPLICAS:,} replicas per role can be "
-                                    f"emitted, got {worker.workers:,}")
+            raise PlannerInputError(
+                f"plan.best.deployment.{role}.workers",
+                f"at most {MAX_EMIT_REPLICAS:,} replicas per role can be "
+                f"emitted, got {worker.workers:,}",
+            )
     if plan.workload.concurrency is None and plan.workload.rate is None:
         raise PlannerInputError("plan.workload", "needs a concurrency or a rate to benchmark")
     dep = plan.best.deployment
-    for field, value in (("plan.model", plan.model), ("plan.gpu", plan.gpu),
-                         ("plan.best.deployment.model", dep.model),
-                         ("plan.best.deployment.gpu", dep.gpu)):
+    for field, value in (
+        ("plan.model", plan.model),
+        ("plan.gpu", plan.gpu),
+        ("plan.best.deployment.model", dep.model),
+        ("plan.best.deployment.gpu", dep.gpu),
+    ):
         _check_text(field, value)
     if not dep.hf_id:
-        raise PlannerInputError("plan.best.deployment.hf_id", f"model {dep.model!r} has no "
-                                "identity (HF id or weights path); re-run `planner plan` with "
-                                "--model-id naming the weights of the local config.json")
+        raise PlannerInputError(
+            "plan.best.deployment.hf_id",
+            f"model {dep.model!r} has no "
+            "identity (HF id or weights path); re-run `planner plan` with "
+            "--model-id naming the weights of the local config.json",
+        )
     check_model_id(dep.hf_id, "plan.best.deployment.hf_id")
     bundled = find_bundled(dep.hf_id)
     if not dep.checkpoint_quant and bundled is not None and bundled.hf_id == dep.hf_id:
         # a plan file from before the format was recorded: the bundled checkpoint's own format
         fmt = load_model(bundled.hf_id).quant.weight_format
-        best = plan.best.model_copy(update={
-            "deployment": dep.model_copy(update={"checkpoint_quant": fmt})})
+        best = plan.best.model_copy(
+            update={"deployment": dep.model_copy(update={"checkpoint_quant": fmt})}
+        )
         plan = plan.model_copy(update={"best": best})
     return plan
 

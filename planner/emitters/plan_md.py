@@ -35,14 +35,44 @@ def _band_cell(value: Any) -> Any:
 
 def deployment_section(ctx: EmitContext) -> list[str]:
     dep = ctx.deployment
-    header = ("role", "replicas", "TP", "PP", "DP", "EP", "max running", "chunk tokens",
-              "mem fraction", "KV dtype", "weights")
-    rows = [(role, w.workers, w.parallel.tp, w.parallel.pp, w.parallel.dp, w.parallel.ep,
-             w.max_num_seqs, w.max_num_batched_tokens, w.gpu_memory_utilization, w.kv_dtype,
-             w.weight_quant) for role, w in roles(dep)]
-    return ["## Deployment", "", *_table(header, rows), "",
-            f"max model length {dep.max_model_len}; CUDA graphs up to batch "
-            f"{dep.cuda_graph_max_batch}; {dep.total_gpus} GPUs in total.", ""]
+    header = (
+        "role",
+        "replicas",
+        "TP",
+        "PP",
+        "DP",
+        "EP",
+        "max running",
+        "chunk tokens",
+        "mem fraction",
+        "KV dtype",
+        "weights",
+    )
+    rows = [
+        (
+            role,
+            w.workers,
+            w.parallel.tp,
+            w.parallel.pp,
+            w.parallel.dp,
+            w.parallel.ep,
+            w.max_num_seqs,
+            w.max_num_batched_tokens,
+            w.gpu_memory_utilization,
+            w.kv_dtype,
+            w.weight_quant,
+        )
+        for role, w in roles(dep)
+    ]
+    return [
+        "## Deployment",
+        "",
+        *_table(header, rows),
+        "",
+        f"max model length {dep.max_model_len}; CUDA graphs up to batch "
+        f"{dep.cuda_graph_max_batch}; {dep.total_gpus} GPUs in total.",
+        "",
+    ]
 
 
 def predicted_section(plan: PlanFile) -> list[str]:
@@ -51,9 +81,13 @@ def predicted_section(plan: PlanFile) -> list[str]:
     scalars = {k: v for k, v in pred.items() if not isinstance(v, dict) and v not in (None, "")}
     lines = ["## Predicted", ""]
     if nested:
-        lines += _table(("metric", *(f"{p} (ms)" for p in _PERCENTILES)),
-                        ((label(k).removesuffix(" (ms)"), *(v.get(p) for p in _PERCENTILES))
-                         for k, v in nested.items()))
+        lines += _table(
+            ("metric", *(f"{p} (ms)" for p in _PERCENTILES)),
+            (
+                (label(k).removesuffix(" (ms)"), *(v.get(p) for p in _PERCENTILES))
+                for k, v in nested.items()
+            ),
+        )
         lines.append("")
     scalars["gpus"] = plan.best.gpus
     scalars["cost_per_million_output_tokens"] = plan.best.cost_per_million_output_tokens
@@ -61,11 +95,14 @@ def predicted_section(plan: PlanFile) -> list[str]:
     return [*lines, ""]
 
 
-def notes_section(ctx: EmitContext, flags: Flags, build: EngineBuild,
-                  missing: dict[str, list[str]]) -> list[str]:
-    notes = [f"Replicas are packed {GPUS_PER_NODE} GPUs per node; ports and hosts in launch.sh "
-             "are defaults, edit them for your cluster.",
-             "benchmark.sh splits the load evenly over the endpoints it targets."]
+def notes_section(
+    ctx: EmitContext, flags: Flags, build: EngineBuild, missing: dict[str, list[str]]
+) -> list[str]:
+    notes = [
+        f"Replicas are packed {GPUS_PER_NODE} GPUs per node; ports and hosts in launch.sh "
+        "are defaults, edit them for your cluster.",
+        "benchmark.sh splits the load evenly over the endpoints it targets.",
+    ]
     if not ctx.deployment.hf_id:
         notes.append(f"The plan has no HF id; `{ctx.model_id}` is used as the model path.")
     for role, params in missing.items():
@@ -77,17 +114,38 @@ def notes_section(ctx: EmitContext, flags: Flags, build: EngineBuild,
 
 def sources_section(rows: list[FlagRow]) -> list[str]:
     body = ((r.param, r.tool, f"`{r.flag}`", r.since, r.until, r.doc) for r in rows)
-    return ["## Flag sources", "", *_table(("parameter", "tool", "spelling", "since", "until", "checked against"), body), ""]
+    return [
+        "## Flag sources",
+        "",
+        *_table(("parameter", "tool", "spelling", "since", "until", "checked against"), body),
+        "",
+    ]
 
 
-def plan_markdown(plan: PlanFile, ctx: EmitContext, flags: Flags, build: EngineBuild,
-                  rows: list[FlagRow], files: list[str], missing: dict[str, list[str]]) -> str:
+def plan_markdown(
+    plan: PlanFile,
+    ctx: EmitContext,
+    flags: Flags,
+    build: EngineBuild,
+    rows: list[FlagRow],
+    files: list[str],
+    missing: dict[str, list[str]],
+) -> str:
     """The whole PLAN.md text."""
     wl = plan.workload
-    head = [f"# {plan.model} on {plan.gpu}: {flags.engine} {flags.version_text}", "",
-            f"Mode: {ctx.deployment.mode}. Files: {', '.join(f'`{f}`' for f in files)}.", "",
-            "## Workload", "",
-            *_table(("ISL", "OSL", "concurrency", "rate (req/s)"), [(wl.isl, wl.osl, wl.concurrency, wl.rate)]), ""]
+    head = [
+        f"# {plan.model} on {plan.gpu}: {flags.engine} {flags.version_text}",
+        "",
+        f"Mode: {ctx.deployment.mode}. Files: {', '.join(f'`{f}`' for f in files)}.",
+        "",
+        "## Workload",
+        "",
+        *_table(
+            ("ISL", "OSL", "concurrency", "rate (req/s)"),
+            [(wl.isl, wl.osl, wl.concurrency, wl.rate)],
+        ),
+        "",
+    ]
     parts = head + deployment_section(ctx) + predicted_section(plan)
     parts += notes_section(ctx, flags, build, missing) + sources_section(rows)
     return "\n".join(parts)

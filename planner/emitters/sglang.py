@@ -39,20 +39,32 @@ def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
 
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     """One ``sglang.launch_server`` replica."""
-    values = {"model_path": ctx.model_id, "host": bind_host(slot), "port": slot.port,
-              **serve_values(ctx, slot)}
-    cmd = with_program(flags, "serve_program", "serve", render(flags, values).args,
-                       comment=f"{slot.role} replica {slot.index}")
+    values = {
+        "model_path": ctx.model_id,
+        "host": bind_host(slot),
+        "port": slot.port,
+        **serve_values(ctx, slot),
+    }
+    cmd = with_program(
+        flags,
+        "serve_program",
+        "serve",
+        render(flags, values).args,
+        comment=f"{slot.role} replica {slot.index}",
+    )
     return cmd.model_copy(update={"env": visible_devices(slot)})
 
 
 def router(ctx: EmitContext, flags: Flags) -> Command:
     """``sglang_router.launch_router --pd-disaggregation`` over every prefill and decode URL."""
+
     def flag(param: str) -> str:
         return flags.get(param, "router").flag
 
     args: list[tuple[str, tuple[str, ...]]] = [(flag("router_pd"), ())]
-    args += [(flag("router_prefill"), (s.url, str(bootstrap_port(s)))) for s in ctx.role_slots("prefill")]
+    args += [
+        (flag("router_prefill"), (s.url, str(bootstrap_port(s)))) for s in ctx.role_slots("prefill")
+    ]
     args += [(flag("router_decode"), (s.url,)) for s in ctx.role_slots("decode")]
     args += [(flag("router_host"), (LOCAL_HOST,)), (flag("router_port"), (str(ROUTER_PORT),))]
     return with_program(flags, "router_program", "router", tuple(args), comment="PD router")
@@ -63,7 +75,13 @@ def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
     servers = tuple((s, server(ctx, flags, s)) for s in ctx.slots)
     if ctx.deployment.mode == "agg":
         return EngineBuild(servers=servers, endpoints=tuple((s.host, s.port) for s in ctx.slots))
-    notes = ("The NIXL transfer backend needs `pip install nixl`; the router comes from "
-             "`pip install sglang-router`.",)
-    return EngineBuild(servers=servers, router=router(ctx, flags),
-                       endpoints=((LOCAL_HOST, ROUTER_PORT),), notes=notes)
+    notes = (
+        "The NIXL transfer backend needs `pip install nixl`; the router comes from "
+        "`pip install sglang-router`.",
+    )
+    return EngineBuild(
+        servers=servers,
+        router=router(ctx, flags),
+        endpoints=((LOCAL_HOST, ROUTER_PORT),),
+        notes=notes,
+    )

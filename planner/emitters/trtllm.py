@@ -49,10 +49,20 @@ def config_file(ctx: EmitContext, flags: Flags, slot: Slot) -> OutFile:
 
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     """One ``trtllm-serve`` replica reading its role's YAML."""
-    values = {"host": bind_host(slot), "port": slot.port, "backend": "default",
-              "config_file": config_name(slot.role)}
-    cmd = with_program(flags, "serve_program", "serve", render(flags, values).args,
-                       positional=(ctx.model_id,), comment=f"{slot.role} replica {slot.index}")
+    values = {
+        "host": bind_host(slot),
+        "port": slot.port,
+        "backend": "default",
+        "config_file": config_name(slot.role),
+    }
+    cmd = with_program(
+        flags,
+        "serve_program",
+        "serve",
+        render(flags, values).args,
+        positional=(ctx.model_id,),
+        comment=f"{slot.role} replica {slot.index}",
+    )
     return cmd.model_copy(update={"env": visible_devices(slot)})
 
 
@@ -60,9 +70,13 @@ def disagg_file(ctx: EmitContext, flags: Flags) -> OutFile:
     """``disagg_config.yaml`` for ``trtllm-serve disaggregated``."""
     pre, dec = ctx.role_slots("prefill"), ctx.role_slots("decode")
     values: dict[str, Any] = {
-        "router_host": LOCAL_HOST, "router_port": ROUTER_PORT, "router_backend": "default",
-        "router_prefill_count": len(pre), "router_prefill_urls": tuple(f"{s.host}:{s.port}" for s in pre),
-        "router_decode_count": len(dec), "router_decode_urls": tuple(f"{s.host}:{s.port}" for s in dec),
+        "router_host": LOCAL_HOST,
+        "router_port": ROUTER_PORT,
+        "router_backend": "default",
+        "router_prefill_count": len(pre),
+        "router_prefill_urls": tuple(f"{s.host}:{s.port}" for s in pre),
+        "router_decode_count": len(dec),
+        "router_decode_urls": tuple(f"{s.host}:{s.port}" for s in dec),
     }
     tree = render(flags, values, "router").tree
     return OutFile(name="disagg_config.yaml", text=yaml_text(tree, ["trtllm-serve disaggregated"]))
@@ -70,9 +84,11 @@ def disagg_file(ctx: EmitContext, flags: Flags) -> OutFile:
 
 def notes(ctx: EmitContext) -> tuple[str, ...]:
     """Where LLM-API semantics differ from the planner's."""
-    out = ["kv_cache_config.free_gpu_memory_fraction is a share of the memory left after "
-           "weights, not of the whole GPU; the planner's gpu_memory_utilization is passed as is.",
-           "Weight quantization comes from the checkpoint (e.g. a ModelOpt FP8/NVFP4 export)."]
+    out = [
+        "kv_cache_config.free_gpu_memory_fraction is a share of the memory left after "
+        "weights, not of the whole GPU; the planner's gpu_memory_utilization is passed as is.",
+        "Weight quantization comes from the checkpoint (e.g. a ModelOpt FP8/NVFP4 export).",
+    ]
     if any(s.worker.parallel.dp > 1 and s.worker.parallel.tp > 1 for s in ctx.slots):
         out.append("enable_attention_dp runs attention with TP 1 on every rank.")
     return tuple(out)
@@ -84,10 +100,24 @@ def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
     configs = tuple(config_file(ctx, flags, slot) for _, slot in sorted(first.items()))
     servers = tuple((s, server(ctx, flags, s)) for s in ctx.slots)
     if ctx.deployment.mode == "agg":
-        return EngineBuild(servers=servers, configs=configs, notes=notes(ctx),
-                           endpoints=tuple((s.host, s.port) for s in ctx.slots))
+        return EngineBuild(
+            servers=servers,
+            configs=configs,
+            notes=notes(ctx),
+            endpoints=tuple((s.host, s.port) for s in ctx.slots),
+        )
     cfg = flags.get("router_config", "router").flag
-    proxy = with_program(flags, "router_program", "router", ((cfg, ("disagg_config.yaml",)),),
-                         comment="disaggregated server")
-    return EngineBuild(servers=servers, configs=(*configs, disagg_file(ctx, flags)), router=proxy,
-                       endpoints=((LOCAL_HOST, ROUTER_PORT),), notes=notes(ctx))
+    proxy = with_program(
+        flags,
+        "router_program",
+        "router",
+        ((cfg, ("disagg_config.yaml",)),),
+        comment="disaggregated server",
+    )
+    return EngineBuild(
+        servers=servers,
+        configs=(*configs, disagg_file(ctx, flags)),
+        router=proxy,
+        endpoints=((LOCAL_HOST, ROUTER_PORT),),
+        notes=notes(ctx),
+    )

@@ -17,7 +17,9 @@ class Command(BaseModel):
     """One process to start: environment, program words, positionals and flags."""
 
     model_config = _FROZEN
-    program: tuple[str, ...] = Field(description="Words that start the tool, e.g. ('vllm', 'serve').")
+    program: tuple[str, ...] = Field(
+        description="Words that start the tool, e.g. ('vllm', 'serve')."
+    )
     positional: tuple[str, ...] = ()
     args: tuple[tuple[str, tuple[str, ...]], ...] = Field(
         default=(), description="(flag, values); no values means a bare switch."
@@ -43,7 +45,9 @@ class Slot(BaseModel):
     index: int = Field(ge=0, description="Replica index within the role.")
     worker: WorkerConfig
     node: int = Field(ge=0)
-    gpu_ids: tuple[int, ...] = Field(description="Local GPU ids; empty when the worker spans nodes.")
+    gpu_ids: tuple[int, ...] = Field(
+        description="Local GPU ids; empty when the worker spans nodes."
+    )
     host: str
     port: int
 
@@ -67,9 +71,15 @@ class EmitContext(BaseModel):
 
     model_config = _FROZEN
     deployment: Deployment
-    model_id: str = Field(description="What the engine loads: the model's identity (HF id or path).")
-    quant: dict[str, str | None] = Field(default_factory=dict, description=(
-        "Role -> the engine's --quantization value (None: the engine reads the checkpoint)."))
+    model_id: str = Field(
+        description="What the engine loads: the model's identity (HF id or path)."
+    )
+    quant: dict[str, str | None] = Field(
+        default_factory=dict,
+        description=(
+            "Role -> the engine's --quantization value (None: the engine reads the checkpoint)."
+        ),
+    )
     slots: tuple[Slot, ...]
     workload: Workload
 
@@ -85,5 +95,7 @@ class EngineBuild(BaseModel):
     router: Command | None = None
     router_node: int = 0
     configs: tuple[OutFile, ...] = ()
-    endpoints: tuple[tuple[str, int], ...] = Field(description="(host, port) the benchmark targets.")
+    endpoints: tuple[tuple[str, int], ...] = Field(
+        description="(host, port) the benchmark targets."
+    )
     notes: tuple[str, ...] = ()

@@ -45,13 +45,20 @@ def config_file(ctx: EmitContext, flags: Flags, role: Role, slot: Slot) -> OutFi
 
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     """One ``vllm serve`` replica."""
-    values = {"host": bind_host(slot), "port": slot.port,
-              **serve_values(ctx, slot)}
+    values = {"host": bind_host(slot), "port": slot.port, **serve_values(ctx, slot)}
     env = visible_devices(slot)
     if slot.role != "agg":
-        env += (("VLLM_NIXL_SIDE_CHANNEL_PORT", str(NIXL_SIDE_CHANNEL_BASE + slot.port - BASE_PORT)),)
-    cmd = with_program(flags, "serve_program", "serve", render(flags, values).args,
-                       positional=(ctx.model_id,), comment=f"{slot.role} replica {slot.index}")
+        env += (
+            ("VLLM_NIXL_SIDE_CHANNEL_PORT", str(NIXL_SIDE_CHANNEL_BASE + slot.port - BASE_PORT)),
+        )
+    cmd = with_program(
+        flags,
+        "serve_program",
+        "serve",
+        render(flags, values).args,
+        positional=(ctx.model_id,),
+        comment=f"{slot.role} replica {slot.index}",
+    )
     return cmd.model_copy(update={"env": env})
 
 
@@ -65,8 +72,13 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
         "router_decode_hosts": tuple(s.host for s in dec),
         "router_decode_ports": tuple(s.port for s in dec),
     }
-    return with_program(flags, "router_program", "router", render(flags, values, "router").args,
-                        comment="P/D proxy (run from a vLLM source checkout)")
+    return with_program(
+        flags,
+        "router_program",
+        "router",
+        render(flags, values, "router").args,
+        comment="P/D proxy (run from a vLLM source checkout)",
+    )
 
 
 def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
@@ -75,9 +87,17 @@ def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
     configs = tuple(config_file(ctx, flags, role, slot) for role, slot in sorted(first.items()))
     servers = tuple((s, server(ctx, flags, s)) for s in ctx.slots)
     if ctx.deployment.mode == "agg":
-        return EngineBuild(servers=servers, configs=configs,
-                           endpoints=tuple((s.host, s.port) for s in ctx.slots))
-    notes = ("NixlConnector needs `pip install nixl`; set VLLM_NIXL_SIDE_CHANNEL_HOST when "
-             "prefill and decode run on different hosts.",)
-    return EngineBuild(servers=servers, configs=configs, router=router(ctx, flags),
-                       endpoints=((LOCAL_HOST, ROUTER_PORT),), notes=notes)
+        return EngineBuild(
+            servers=servers, configs=configs, endpoints=tuple((s.host, s.port) for s in ctx.slots)
+        )
+    notes = (
+        "NixlConnector needs `pip install nixl`; set VLLM_NIXL_SIDE_CHANNEL_HOST when "
+        "prefill and decode run on different hosts.",
+    )
+    return EngineBuild(
+        servers=servers,
+        configs=configs,
+        router=router(ctx, flags),
+        endpoints=((LOCAL_HOST, ROUTER_PORT),),
+        notes=notes,
+    )

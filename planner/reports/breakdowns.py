@@ -33,16 +33,21 @@ def breakdown_roles(obj: Any) -> dict[str, dict[str, tuple[float | None, float |
     """
     if not isinstance(obj, Mapping) or not obj:
         return {}
-    roles = {"all": obj} if _is_leaf_breakdown(obj) else {
-        str(k): v for k, v in obj.items() if isinstance(v, Mapping) and _is_leaf_breakdown(v)}
+    roles = (
+        {"all": obj}
+        if _is_leaf_breakdown(obj)
+        else {str(k): v for k, v in obj.items() if isinstance(v, Mapping) and _is_leaf_breakdown(v)}
+    )
     out = {}
     for role, bd in roles.items():
         pairs = {str(op): _share_ms(v) for op, v in bd.items()}
         nums = [s for s, _ in pairs.values() if s is not None]
         if role.endswith("ms") or (nums and abs(sum(nums) - 1.0) > SHARE_SUM_TOL):
             total = sum(nums)
-            pairs = {op: (s / total if s is not None and total else None, s)
-                     for op, (s, _) in pairs.items()}
+            pairs = {
+                op: (s / total if s is not None and total else None, s)
+                for op, (s, _) in pairs.items()
+            }
         out[role] = pairs
     return out
 
@@ -68,8 +73,13 @@ def latency_table(view: PlanView) -> Table:
     body: tuple[tuple[Any, ...], ...] = tuple(rows if has_ms else short)
     cols = cols if has_ms else (cols[0], cols[1], cols[3])
     note = "" if rows else "the plan has no step breakdown"
-    return Table("Step time per op kind", cols, body, note,
-                 {"Step": "text", "Op kind": "text", "Share of step (%)": "pct"})
+    return Table(
+        "Step time per op kind",
+        cols,
+        body,
+        note,
+        {"Step": "text", "Op kind": "text", "Share of step (%)": "pct"},
+    )
 
 
 def memory_roles(view: PlanView) -> dict[str, Mapping[str, Any]]:
@@ -79,8 +89,9 @@ def memory_roles(view: PlanView) -> dict[str, Mapping[str, Any]]:
         return {}
     if "weights_bytes_per_gpu" in mem:
         return {"all": mem}
-    return {str(k): v for k, v in mem.items()
-            if isinstance(v, Mapping) and "weights_bytes_per_gpu" in v}
+    return {
+        str(k): v for k, v in mem.items() if isinstance(v, Mapping) and "weights_bytes_per_gpu" in v
+    }
 
 
 def _part_bytes(mem: Mapping[str, Any], key: str) -> float | None:
@@ -96,8 +107,11 @@ def memory_table(view: PlanView) -> Table:
     roles = memory_roles(view)
     tags = ["" if role == "all" else f", {role}" for role in roles]
     # GB columns side by side, then shares: the chart reads the GB block as one range
-    columns = ["Component", *(f"Memory per GPU{t} (GB)" for t in tags),
-               *(f"Share of device memory{t} (%)" for t in tags)]
+    columns = [
+        "Component",
+        *(f"Memory per GPU{t} (GB)" for t in tags),
+        *(f"Share of device memory{t} (%)" for t in tags),
+    ]
     rows = []
     for part, key in (*_MEMORY_PARTS, ("unused (outside the engine's memory share)", "")):
         gbs: list[float | None] = []
@@ -119,8 +133,10 @@ def memory_detail(view: PlanView) -> list[Table]:
     for role, mem in memory_roles(view).items():
         flat = {k: v for k, v in flatten(mem).items() if k != "source"}
         gb = {k for k in flat if kind_of(k) == "gb"}
-        pairs = {label(k): (v / GB if k in gb and isinstance(v, int | float) else v)
-                 for k, v in flat.items()}
+        pairs = {
+            label(k): (v / GB if k in gb and isinstance(v, int | float) else v)
+            for k, v in flat.items()
+        }
         kinds = {label(k): ("num" if k in gb else kind_of(k)) for k in flat}
         out.append(kv_table(f"Memory plan ({role})", pairs, kinds=kinds))
     return out

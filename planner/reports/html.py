@@ -65,8 +65,10 @@ def table_html(table: Table) -> str:
             text = fmt_cell(value, table.kind(len(body), col))
             cells.append(f"<td{cls}>{html.escape(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    parts.append(f'<div class="wrap"><table><thead><tr>{head}</tr></thead>'
-                 f'<tbody>{"".join(body)}</tbody></table></div>')
+    parts.append(
+        f'<div class="wrap"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
     return "".join(parts)
 
 
@@ -77,17 +79,44 @@ def pareto_figure(view: PlanView) -> go.Figure:
     front = sorted(xy for xy in (metric_xy(p) for p in flat_rows(view.pareto)) if None not in xy)
     cands = [xy for xy in cands if None not in xy]
     if cands:
-        fig.add_trace(go.Scatter(x=[p[0] for p in cands], y=[p[1] for p in cands], mode="markers",
-                                 name="top candidates", marker={"size": 6, "color": "#9db4cc"}))
-    fig.add_trace(go.Scatter(x=[p[0] for p in front], y=[p[1] for p in front], mode="lines+markers",
-                             name="Pareto front", marker={"size": 8}, line={"shape": "hv"}))
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in cands],
+                y=[p[1] for p in cands],
+                mode="markers",
+                name="top candidates",
+                marker={"size": 6, "color": "#9db4cc"},
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[p[0] for p in front],
+            y=[p[1] for p in front],
+            mode="lines+markers",
+            name="Pareto front",
+            marker={"size": 8},
+            line={"shape": "hv"},
+        )
+    )
     best = headline(view)
     bx, by = as_float(best.get(PER_USER)), as_float(best.get(PER_GPU))
     if bx is not None and by is not None:
-        fig.add_trace(go.Scatter(x=[bx], y=[by], mode="markers", name="recommended",
-                                 marker={"size": 14, "symbol": "diamond", "color": "#c00000"}))
-    fig.update_layout(title="Throughput per GPU vs per user", xaxis_title=PER_USER_LABEL,
-                      yaxis_title=PER_GPU_LABEL, height=420, margin={"t": 50})
+        fig.add_trace(
+            go.Scatter(
+                x=[bx],
+                y=[by],
+                mode="markers",
+                name="recommended",
+                marker={"size": 14, "symbol": "diamond", "color": "#c00000"},
+            )
+        )
+    fig.update_layout(
+        title="Throughput per GPU vs per user",
+        xaxis_title=PER_USER_LABEL,
+        yaxis_title=PER_GPU_LABEL,
+        height=420,
+        margin={"t": 50},
+    )
     return fig
 
 
@@ -100,12 +129,23 @@ def latency_figure(view: PlanView) -> go.Figure:
     steps = list(dict.fromkeys(r[0] for r in table.rows))
     for step in steps:
         rows = [r for r in table.rows if r[0] == step]
-        fig.add_trace(go.Bar(y=[r[1] for r in rows], x=[r[share] for r in rows] if share else [],
-                             orientation="h", name=str(step)))
+        fig.add_trace(
+            go.Bar(
+                y=[r[1] for r in rows],
+                x=[r[share] for r in rows] if share else [],
+                orientation="h",
+                name=str(step),
+            )
+        )
     ops = {r[1] for r in table.rows}
-    fig.update_layout(title="Share of step time per op kind", xaxis_tickformat=".0%",
-                      xaxis_title="share of step time (%)", yaxis_autorange="reversed",
-                      height=120 + 28 * max(len(ops), 6), margin={"t": 50})
+    fig.update_layout(
+        title="Share of step time per op kind",
+        xaxis_tickformat=".0%",
+        xaxis_title="share of step time (%)",
+        yaxis_autorange="reversed",
+        height=120 + 28 * max(len(ops), 6),
+        margin={"t": 50},
+    )
     return fig
 
 
@@ -115,21 +155,36 @@ def memory_figure(view: PlanView) -> go.Figure:
     gb_cols = [i for i, c in enumerate(table.columns) if c.startswith("Memory per GPU")]
     fig = go.Figure()
     for row in table.rows:
-        fig.add_trace(go.Bar(x=[table.columns[i] for i in gb_cols], y=[row[i] for i in gb_cols],
-                             name=str(row[0]), hovertemplate="%{y:.3g} GB"))
-    fig.update_layout(title="Memory per GPU (GB)", barmode="stack", yaxis_title="GB", height=380,
-                      margin={"t": 50})
+        fig.add_trace(
+            go.Bar(
+                x=[table.columns[i] for i in gb_cols],
+                y=[row[i] for i in gb_cols],
+                name=str(row[0]),
+                hovertemplate="%{y:.3g} GB",
+            )
+        )
+    fig.update_layout(
+        title="Memory per GPU (GB)", barmode="stack", yaxis_title="GB", height=380, margin={"t": 50}
+    )
     return fig
 
 
 def _figures_html(view: PlanView) -> dict[str, str]:
     """Chart divs keyed by the section they belong to; plotly.js is inlined once, in the first."""
-    figs = {"Pareto": pareto_figure(view), "Latency breakdown": latency_figure(view),
-            "Memory breakdown": memory_figure(view)}
+    figs = {
+        "Pareto": pareto_figure(view),
+        "Latency breakdown": latency_figure(view),
+        "Memory breakdown": memory_figure(view),
+    }
     out = {}
     for i, (name, fig) in enumerate(figs.items()):
-        out[name] = pio.to_html(fig, include_plotlyjs=(i == 0), full_html=False,
-                                config={"displaylogo": False}, div_id=f"chart-{i}")
+        out[name] = pio.to_html(
+            fig,
+            include_plotlyjs=(i == 0),
+            full_html=False,
+            config={"displaylogo": False},
+            div_id=f"chart-{i}",
+        )
     return out
 
 
@@ -146,10 +201,12 @@ def render_html(view: PlanView) -> str:
             body += '<p class="note">The points are the rows of the Candidates table.</p>'
         sections.append(f'<section id="{anchor}"><h2>{html.escape(name)}</h2>{body}</section>')
     nav = "".join(f'<a href="#{n.lower().replace(" ", "-")}">{html.escape(n)}</a>' for n in sheets)
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><nav>{nav}</nav>"
-            f"{''.join(sections)}</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><nav>{nav}</nav>"
+        f"{''.join(sections)}</body></html>\n"
+    )
 
 
 def build_html(plan: dict[str, Any]) -> str:

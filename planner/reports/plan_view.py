@@ -39,7 +39,9 @@ class BestView(BaseModel):
     deployment: dict[str, Any] = Field(description="Deployment.model_dump(mode='json').")
     predicted: dict[str, Any] = Field(description="Predicted latency, throughput, breakdowns.")
     gpus: int | None = Field(default=None, description="GPUs of the whole deployment.")
-    cost_per_million_output_tokens: float | None = Field(default=None, description="$ per 1e6 output tokens.")
+    cost_per_million_output_tokens: float | None = Field(
+        default=None, description="$ per 1e6 output tokens."
+    )
 
 
 class PlanView(BaseModel):
@@ -78,7 +80,9 @@ def _cell(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list):
-        if len(value) <= _NUMBER_LIST_MAX and all(isinstance(v, bool | int | float | str) for v in value):
+        if len(value) <= _NUMBER_LIST_MAX and all(
+            isinstance(v, bool | int | float | str) for v in value
+        ):
             return ", ".join(str(v) for v in value)
         return f"[{len(value)} items]"
     return str(value)

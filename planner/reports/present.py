@@ -29,16 +29,22 @@ _LATENCY = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL"}
 _LABELS: dict[str, str] = {
     "output_tok_s_per_gpu": "Output tokens/s per GPU",
     "output_tok_s_per_user": "Output tokens/s per user",
-    "requests_per_s": "Requests/s", "rate": "Request rate (requests/s)",
+    "requests_per_s": "Requests/s",
+    "rate": "Request rate (requests/s)",
     "requests_per_s_per_replica": "Requests/s per replica",
     "rate_per_s": "Request rate (requests/s)",
     "running_requests_per_worker": "Running requests per worker (mean)",
-    "kv_transfer_ms": "KV transfer (ms)", "prefill_utilization": "Prefill utilization (%)",
+    "kv_transfer_ms": "KV transfer (ms)",
+    "prefill_utilization": "Prefill utilization (%)",
     "cost_per_million_output_tokens": "Cost per 1M output tokens ($)",
-    "cost_per_hour_usd": "Cost per hour ($)", "price_per_gpu_hour": "Price per GPU-hour ($)",
-    "search_seconds": "Search time (s)", "isl": "ISL (tokens)", "osl": "OSL (tokens)",
+    "cost_per_hour_usd": "Cost per hour ($)",
+    "price_per_gpu_hour": "Price per GPU-hour ($)",
+    "search_seconds": "Search time (s)",
+    "isl": "ISL (tokens)",
+    "osl": "OSL (tokens)",
     "max_model_len": "Max model length (tokens)",
-    "gpu_memory_bytes": "Device memory (GB)", "budget_bytes_per_gpu": "Engine memory per GPU (GB)",
+    "gpu_memory_bytes": "Device memory (GB)",
+    "budget_bytes_per_gpu": "Engine memory per GPU (GB)",
     "weights_bytes_per_gpu": "Weights per GPU (GB)",
     "activation_bytes_per_gpu": "Activations per GPU (GB)",
     "reserved_bytes_per_gpu": "Reserved per GPU (GB)",
@@ -46,22 +52,43 @@ _LABELS: dict[str, str] = {
     "total_bytes_per_gpu": "Total per GPU (GB)",
 }
 COUNT_NAMES: dict[str, str] = {
-    "gpus": "GPUs", "clients_per_worker": "Clients per worker", "concurrency": "Clients",
-    "candidates_evaluated": "Candidates evaluated", "workers": "Replicas", "rank": "Rank",
-    "max_num_seqs": "Max running requests", "max_num_batched_tokens": "Chunk (tokens)",
-    "cuda_graph_max_batch": "CUDA-graph max batch", "tp": "TP", "pp": "PP", "dp": "DP", "ep": "EP",
-    "max_concurrency": "Max concurrent requests", "kv_capacity_tokens": "KV capacity (tokens)",
-    "tokens_per_seq": "Tokens per request", "replicas": "Replicas",
+    "gpus": "GPUs",
+    "clients_per_worker": "Clients per worker",
+    "concurrency": "Clients",
+    "candidates_evaluated": "Candidates evaluated",
+    "workers": "Replicas",
+    "rank": "Rank",
+    "max_num_seqs": "Max running requests",
+    "max_num_batched_tokens": "Chunk (tokens)",
+    "cuda_graph_max_batch": "CUDA-graph max batch",
+    "tp": "TP",
+    "pp": "PP",
+    "dp": "DP",
+    "ep": "EP",
+    "max_concurrency": "Max concurrent requests",
+    "kv_capacity_tokens": "KV capacity (tokens)",
+    "tokens_per_seq": "Tokens per request",
+    "replicas": "Replicas",
     "gpus_per_replica": "GPUs per replica",
     "kv_bytes_per_token_per_gpu": "KV per token per GPU (bytes)",
     "state_bytes_per_seq_per_gpu": "State per request per GPU (bytes)",
 }
 """Exact integers: the label is the unit (a count of GPUs, clients, requests...)."""
 TEXT_NAMES: dict[str, str] = {
-    "mode": "Mode", "gpu": "GPU type", "config": "Configuration", "configuration": "Configuration",
-    "model": "Model", "pareto": "On Pareto front", "kv_dtype": "KV dtype",
-    "weight_quant": "Weights", "binding_constraint": "Binding constraint", "objective": "Objective",
-    "load": "Load", "percentile": "Percentile", "source": "Source", "reason": "Why not",
+    "mode": "Mode",
+    "gpu": "GPU type",
+    "config": "Configuration",
+    "configuration": "Configuration",
+    "model": "Model",
+    "pareto": "On Pareto front",
+    "kv_dtype": "KV dtype",
+    "weight_quant": "Weights",
+    "binding_constraint": "Binding constraint",
+    "objective": "Objective",
+    "load": "Load",
+    "percentile": "Percentile",
+    "source": "Source",
+    "reason": "Why not",
     "workload_class": "Workload class",
 }
 """Columns whose cells are words, not quantities (no unit needed)."""
@@ -203,8 +230,14 @@ def show_kind(kind: str, value: Any) -> str:
 
 def excel_format(kind: str) -> str:
     """Excel number format of a display kind (the cell keeps the exact value)."""
-    return {"count": "#,##0", "pct": "0.0%", "money": "#,##0.00", "gb": "#,##0.0",
-            "ms": "#,##0.0", "num": "#,##0.0##"}.get(kind, "General")
+    return {
+        "count": "#,##0",
+        "pct": "0.0%",
+        "money": "#,##0.00",
+        "gb": "#,##0.0",
+        "ms": "#,##0.0",
+        "num": "#,##0.0##",
+    }.get(kind, "General")
 
 
 def excel_format_for(value: Any, kind: str = "num") -> str:
@@ -219,6 +252,7 @@ def excel_format_for(value: Any, kind: str = "num") -> str:
 
 
 # --- a deployment as words ----------------------------------------------------------------------
+
 
 def gpu_name(key: str) -> str:
     """A bundled GPU's display name ('h200_sxm' -> 'H200-SXM'); the key itself when unknown."""
@@ -237,8 +271,13 @@ def split_text(parallel: Mapping[str, Any]) -> str:
 
 def _whole(value: Any, field: str) -> int:
     """A count from a plan file; anything but a whole number >= 1 is one input error."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value != int(value) or value < 1:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+        or value < 1
+    ):
         raise PlannerInputError(f"plan: {field}", f"must be a whole number >= 1, got {value!r}")
     return int(value)
 
@@ -251,12 +290,14 @@ def worker_parts(w: Mapping[str, Any]) -> dict[str, str]:
         gpus *= _whole(p.get(k, 1), f"parallel.{k}")
     _whole(p.get("ep", 1), "parallel.ep")
     return {
-        "Replicas": count(w.get("workers", 1)), "Split": split_text(p),
+        "Replicas": count(w.get("workers", 1)),
+        "Split": split_text(p),
         "GPUs per replica": count(gpus),
         "Max running requests": count(w.get("max_num_seqs")),
         "Chunk (tokens)": count(w.get("max_num_batched_tokens")),
         "GPU memory for the engine (%)": pct(w.get("gpu_memory_utilization"), 0),
-        "KV dtype": str(w.get("kv_dtype", "-")), "Weights": str(w.get("weight_quant", "-")),
+        "KV dtype": str(w.get("kv_dtype", "-")),
+        "Weights": str(w.get("weight_quant", "-")),
     }
 
 
@@ -266,8 +307,10 @@ def worker_sentence(w: Mapping[str, Any]) -> str:
     each = parts["GPUs per replica"]
     plural, gpus = "s" if n != 1 else "", "GPU" if each == "1" else "GPUs"
     reps = f"{n} replica{plural} of {parts['Split']} ({each} {gpus} each)"
-    return (f"{reps}, up to {parts['Max running requests']} running requests, "
-            f"{parts['Chunk (tokens)']}-token chunks")
+    return (
+        f"{reps}, up to {parts['Max running requests']} running requests, "
+        f"{parts['Chunk (tokens)']}-token chunks"
+    )
 
 
 def roles(dep: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -301,8 +344,12 @@ def config_table(dep: Mapping[str, Any]) -> tuple[tuple[str, ...], list[tuple[st
 
 # --- step breakdowns ---------------------------------------------------------------------------
 
-STEP_NAMES = {"mixed": "mixed step under load", "prefill": "prefill of one prompt",
-              "decode": "decode step", "all": "step"}
+STEP_NAMES = {
+    "mixed": "mixed step under load",
+    "prefill": "prefill of one prompt",
+    "decode": "decode step",
+    "all": "step",
+}
 
 
 def step_name(key: str) -> str:

@@ -30,8 +30,9 @@ class Table:
         return "num"
 
 
-def kv_table(title: str, pairs: Mapping[str, Any], note: str = "",
-             kinds: Mapping[str, str] | None = None) -> Table:
+def kv_table(
+    title: str, pairs: Mapping[str, Any], note: str = "", kinds: Mapping[str, str] | None = None
+) -> Table:
     """Two-column Item / Value table (``kinds``: display kind per item)."""
     rows = tuple((k, v) for k, v in pairs.items())
     row_kinds = tuple((kinds or {}).get(k, "num") for k in pairs)

@@ -19,11 +19,31 @@ from planner.reports.table import Table, kv_table
 PER_GPU = "output_tok_s_per_gpu"
 PER_USER = "output_tok_s_per_user"
 PER_GPU_LABEL, PER_USER_LABEL = pr.label(PER_GPU), pr.label(PER_USER)
-SHEETS = ("Summary", "Pareto", "Candidates", "Latency breakdown", "Memory breakdown", "Assumptions",
-          "Provenance")
-_CANDIDATE_KEYS = ("rank", "mode", "gpu", "gpus", "ttft_ms", "tpot_ms", PER_GPU, PER_USER,
-                   "requests_per_s", "cost_per_million_output_tokens", "cost_per_hour_usd",
-                   "clients_per_worker", "pareto", "config")
+SHEETS = (
+    "Summary",
+    "Pareto",
+    "Candidates",
+    "Latency breakdown",
+    "Memory breakdown",
+    "Assumptions",
+    "Provenance",
+)
+_CANDIDATE_KEYS = (
+    "rank",
+    "mode",
+    "gpu",
+    "gpus",
+    "ttft_ms",
+    "tpot_ms",
+    PER_GPU,
+    PER_USER,
+    "requests_per_s",
+    "cost_per_million_output_tokens",
+    "cost_per_hour_usd",
+    "clients_per_worker",
+    "pareto",
+    "config",
+)
 
 
 def _pct(view: PlanView) -> str:
@@ -58,7 +78,9 @@ def deploy_table(view: PlanView) -> Table:
     gpus, asked = view.best.gpus, view.raw.get("per_gpu_type") or [view.gpu]
     binding = view.raw.get("binding", {}).get("sentence") or view.binding_constraint
     pairs: dict[str, Any] = {
-        "Model": view.model, "GPUs": gpus, "GPU type": pr.gpu_name(view.gpu),
+        "Model": view.model,
+        "GPUs": gpus,
+        "GPU type": pr.gpu_name(view.gpu),
         "GPU types asked for": ", ".join(pr.gpu_name(g) for g in asked),
         "Configuration": pr.config_sentence(view.best.deployment, gpus),
         "Binding constraint": binding,
@@ -77,23 +99,34 @@ def predictions_table(view: PlanView) -> Table:
         for which in dict.fromkeys((pct, "mean")):
             value = _stat(stats, which)
             room = 1 - value / limit if value is not None and limit and which == pct else None
-            rows.append((pr.label(key, which), value, limit if which == pct else None, room,
-                         band_text(stats, which, pred.get(f"{key}_band"))))
+            rows.append(
+                (
+                    pr.label(key, which),
+                    value,
+                    limit if which == pct else None,
+                    room,
+                    band_text(stats, which, pred.get(f"{key}_band")),
+                )
+            )
     for key in (PER_GPU, PER_USER, "requests_per_s"):
         rows.append((pr.label(key), as_float(pred.get(key)), None, None, None))
     has_band = any(r[4] for r in rows)
     cols = ("Quantity", "Predicted", "SLO", "Headroom (%)") + (("Band",) if has_band else ())
     body = tuple(r if has_band else r[:4] for r in rows)
     note = "" if has_band else "prediction bands: not computed by this version of the planner"
-    return Table("Predictions", cols, body, note, {"Quantity": "text", "Headroom (%)": "pct",
-                                                   "Band": "text"})
+    return Table(
+        "Predictions", cols, body, note, {"Quantity": "text", "Headroom (%)": "pct", "Band": "text"}
+    )
 
 
 def cost_table(view: PlanView) -> Table:
     """Cost of the recommendation."""
     best = view.raw.get("best", {})
-    pairs = {pr.label("cost_per_million_output_tokens"): best.get("cost_per_million_output_tokens"),
-             pr.label("cost_per_hour_usd"): best.get("cost_per_hour_usd"), "GPUs": view.best.gpus}
+    pairs = {
+        pr.label("cost_per_million_output_tokens"): best.get("cost_per_million_output_tokens"),
+        pr.label("cost_per_hour_usd"): best.get("cost_per_hour_usd"),
+        "GPUs": view.best.gpus,
+    }
     kinds = dict.fromkeys(pairs, "money") | {"GPUs": "count"}
     return kv_table("Cost", pairs, kinds=kinds)
 
@@ -105,8 +138,13 @@ def headroom_table(view: PlanView) -> Table:
     rows = tuple(tuple(h.get(k) for k in keys) for h in items if isinstance(h, Mapping))
     note = "" if rows else "the plan states no headroom"
     cols = ("Limit", "Value", "Limit value", "Unit", "Headroom (%)")
-    return Table("Headroom per limit", cols, rows, note,
-                 {"Limit": "text", "Unit": "text", "Headroom (%)": "pct"})
+    return Table(
+        "Headroom per limit",
+        cols,
+        rows,
+        note,
+        {"Limit": "text", "Unit": "text", "Headroom (%)": "pct"},
+    )
 
 
 def deployment_parts(view: PlanView) -> Table:
@@ -117,8 +155,13 @@ def deployment_parts(view: PlanView) -> Table:
 
 def summary_tables(view: PlanView) -> list[Table]:
     """Summary sheet: what to deploy, predictions vs SLOs, cost, headroom, deployment parts."""
-    return [deploy_table(view), predictions_table(view), cost_table(view), headroom_table(view),
-            deployment_parts(view)]
+    return [
+        deploy_table(view),
+        predictions_table(view),
+        cost_table(view),
+        headroom_table(view),
+        deployment_parts(view),
+    ]
 
 
 def _choice_pairs(alt: Any, pct: str) -> dict[str, Any]:
@@ -128,12 +171,15 @@ def _choice_pairs(alt: Any, pct: str) -> dict[str, Any]:
     assert isinstance(pred, Mapping)
     dep = alt.get("deployment") if isinstance(alt.get("deployment"), Mapping) else {}
     assert isinstance(dep, Mapping)
-    return {"Configuration": pr.config_sentence(dep, alt.get("gpus")), "GPUs": alt.get("gpus"),
-            pr.label("ttft_ms", pct): _stat(pred.get("ttft_ms"), pct),
-            pr.label("tpot_ms", pct): _stat(pred.get("tpot_ms"), pct),
-            PER_GPU_LABEL: as_float(pred.get(PER_GPU)),
-            PER_USER_LABEL: as_float(pred.get(PER_USER)),
-            pr.label("cost_per_million_output_tokens"): alt.get("cost_per_million_output_tokens")}
+    return {
+        "Configuration": pr.config_sentence(dep, alt.get("gpus")),
+        "GPUs": alt.get("gpus"),
+        pr.label("ttft_ms", pct): _stat(pred.get("ttft_ms"), pct),
+        pr.label("tpot_ms", pct): _stat(pred.get("tpot_ms"), pct),
+        PER_GPU_LABEL: as_float(pred.get(PER_GPU)),
+        PER_USER_LABEL: as_float(pred.get(PER_USER)),
+        pr.label("cost_per_million_output_tokens"): alt.get("cost_per_million_output_tokens"),
+    }
 
 
 def alternatives_table(view: PlanView) -> Table | None:
@@ -145,8 +191,16 @@ def alternatives_table(view: PlanView) -> Table | None:
     flats = {n: _choice_pairs(a, pct) for n, a in view.alternatives.items()}
     keys = list(dict.fromkeys(k for f in flats.values() for k in f))
     rows = tuple((k, *(flats[n].get(k) for n in names)) for k in keys)
-    kinds = tuple("text" if k == "Configuration" else "count" if k == "GPUs" else
-                  "money" if k.startswith("Cost") else "num" for k in keys)
+    kinds = tuple(
+        "text"
+        if k == "Configuration"
+        else "count"
+        if k == "GPUs"
+        else "money"
+        if k.startswith("Cost")
+        else "num"
+        for k in keys
+    )
     cols = ("Item", *(pr.MODE_WORDS.get(n, n) for n in names))
     return Table("Best plan of each mode", cols, rows, "", {"Item": "text"}, kinds)
 
@@ -162,16 +216,45 @@ def per_gpu_table(view: PlanView) -> Table | None:
         best = entry.get("best") if isinstance(entry, Mapping) else None
         if isinstance(best, Mapping):
             note = "recommended" if entry.get("chosen") else "not the best by the objective"
-            rows.append((pr.gpu_name(gpu), best.get("gpus"), best.get(f"ttft_{pct}_ms"),
-                         best.get(f"tpot_{pct}_ms"), best.get(PER_GPU),
-                         best.get("cost_per_million_output_tokens"), note))
+            rows.append(
+                (
+                    pr.gpu_name(gpu),
+                    best.get("gpus"),
+                    best.get(f"ttft_{pct}_ms"),
+                    best.get(f"tpot_{pct}_ms"),
+                    best.get(PER_GPU),
+                    best.get("cost_per_million_output_tokens"),
+                    note,
+                )
+            )
         else:
-            rows.append((pr.gpu_name(gpu), None, None, None, None, None,
-                         entry.get("reason") if entry else "-"))
-    cols = ("GPU type", "GPUs", pr.label("ttft_ms", pct), pr.label("tpot_ms", pct), PER_GPU_LABEL,
-            pr.label("cost_per_million_output_tokens"), "Why not")
-    return Table("Each GPU type asked for", cols, tuple(rows), "",
-                 {"GPU type": "text", "GPUs": "count", "Why not": "text", cols[5]: "money"})
+            rows.append(
+                (
+                    pr.gpu_name(gpu),
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    entry.get("reason") if entry else "-",
+                )
+            )
+    cols = (
+        "GPU type",
+        "GPUs",
+        pr.label("ttft_ms", pct),
+        pr.label("tpot_ms", pct),
+        PER_GPU_LABEL,
+        pr.label("cost_per_million_output_tokens"),
+        "Why not",
+    )
+    return Table(
+        "Each GPU type asked for",
+        cols,
+        tuple(rows),
+        "",
+        {"GPU type": "text", "GPUs": "count", "Why not": "text", cols[5]: "money"},
+    )
 
 
 def candidate_rows(view: PlanView) -> list[dict[str, Any]]:
@@ -197,8 +280,11 @@ def candidates_table(view: PlanView) -> Table:
     body = tuple(tuple(r.get(k) for k in keys) for r in rows)
     kept = len(view.candidates)
     total = pr.count(view.candidates_evaluated) if view.candidates_evaluated else "all"
-    note = (f"the {kept} best of {total} candidates evaluated, best first,"
-            " and every Pareto point" if kept else "the plan keeps only its Pareto front")
+    note = (
+        f"the {kept} best of {total} candidates evaluated, best first, and every Pareto point"
+        if kept
+        else "the plan keeps only its Pareto front"
+    )
     fmts = {pr.label(k, pct): pr.kind_of(k) for k in keys}
     return Table("Candidates", cols, body, note, fmts)
 
@@ -220,31 +306,40 @@ def load_model_line(view: PlanView) -> str:
     if load == "rate" or (load is None and wl.concurrency is None and wl.rate is not None):
         return f"open loop: {pr.num(wl.rate)} requests/s (Poisson arrivals)"
     if load in (None, "concurrency") and wl.concurrency is not None:
-        return (f"closed loop: {pr.count(wl.concurrency)} clients, each sends its next request "
-                "when the last one ends")
+        return (
+            f"closed loop: {pr.count(wl.concurrency)} clients, each sends its next request "
+            "when the last one ends"
+        )
     if load is not None:
-        return (f"the planner chose the load: {pr.count(wl.concurrency)} closed-loop clients, "
-                f"{pr.num(wl.rate)} requests/s")
+        return (
+            f"the planner chose the load: {pr.count(wl.concurrency)} closed-loop clients, "
+            f"{pr.num(wl.rate)} requests/s"
+        )
     return "not stated in the plan"
 
 
 def assumptions_table(view: PlanView) -> Table:
     """Inputs the prediction rests on: workload, SLOs, load model, engine settings, assumptions."""
     pct, dep = _pct(view), view.best.deployment
-    pairs: dict[str, Any] = {"Load model": load_model_line(view),
-                             pr.label("isl"): view.workload.isl, pr.label("osl"): view.workload.osl,
-                             f"TTFT SLO {pct} (ms)": view.slo.get("ttft_ms"),
-                             f"TPOT SLO {pct} (ms)": view.slo.get("tpot_ms"),
-                             "GPU budget (GPUs)": view.raw.get("max_gpus") or None,
-                             pr.label("max_model_len"): dep.get("max_model_len"),
-                             "CUDA-graph max batch": dep.get("cuda_graph_max_batch"),
-                             "Objective": view.raw.get("objective")}
+    pairs: dict[str, Any] = {
+        "Load model": load_model_line(view),
+        pr.label("isl"): view.workload.isl,
+        pr.label("osl"): view.workload.osl,
+        f"TTFT SLO {pct} (ms)": view.slo.get("ttft_ms"),
+        f"TPOT SLO {pct} (ms)": view.slo.get("tpot_ms"),
+        "GPU budget (GPUs)": view.raw.get("max_gpus") or None,
+        pr.label("max_model_len"): dep.get("max_model_len"),
+        "CUDA-graph max batch": dep.get("cuda_graph_max_batch"),
+        "Objective": view.raw.get("objective"),
+    }
     stated = view.raw.get("assumptions")
     if isinstance(stated, list):
         pairs.update({f"Assumption {i + 1}": a for i, a in enumerate(stated)})
     pairs = {k: v for k, v in pairs.items() if v is not None}
-    kinds = {k: ("text" if isinstance(v, str) else "count" if isinstance(v, int) else "num")
-             for k, v in pairs.items()}
+    kinds = {
+        k: ("text" if isinstance(v, str) else "count" if isinstance(v, int) else "num")
+        for k, v in pairs.items()
+    }
     return kv_table("Assumptions", pairs, kinds=kinds)
 
 
@@ -258,12 +353,17 @@ def provenance_table(view: PlanView) -> Table:
         pairs["Predicted"] = str(prov)
     mem = view.best.predicted.get("memory")
     if isinstance(mem, Mapping):
-        for role, m in (mem.items() if "source" not in mem else [("all", mem)]):
+        for role, m in mem.items() if "source" not in mem else [("all", mem)]:
             if isinstance(m, Mapping) and "source" in m:
                 pairs[f"Memory ({role})"] = m["source"]
     note = "" if pairs else "the plan states no provenance"
-    return Table("Provenance", ("Item", "Source"), tuple(pairs.items()), note,
-                 {"Item": "text", "Source": "text"})
+    return Table(
+        "Provenance",
+        ("Item", "Source"),
+        tuple(pairs.items()),
+        note,
+        {"Item": "text", "Source": "text"},
+    )
 
 
 def sheet_tables(view: PlanView) -> dict[str, list[Table]]:

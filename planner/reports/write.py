@@ -19,8 +19,9 @@ def check_out_path(flag: str, path: str | Path) -> Path:
     return p
 
 
-def write_all(outputs: dict[Path, bytes], force: bool = False,
-              flags: dict[Path, str] | None = None) -> None:
+def write_all(
+    outputs: dict[Path, bytes], force: bool = False, flags: dict[Path, str] | None = None
+) -> None:
     """Write every built output; an existing file or link is refused unless ``force`` (checked
     for all of them before any is written), and no link is followed (``planner.safe_files``)."""
     write_all_new(outputs, force, flags)

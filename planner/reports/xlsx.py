@@ -74,7 +74,7 @@ def _cell_format(value: Any, kind: str, fmts: dict[str, Format]) -> Format:
     if not is_number or not isinstance(fmts, Formats):
         return fmts["plain"]
     if kind == "gb":  # memory detail cells hold bytes: shown as GB
-        return fmts.number(excel_format_for(value / 1e9) + ',,,')
+        return fmts.number(excel_format_for(value / 1e9) + ",,,")
     if isinstance(value, int) and kind not in ("pct", "money"):
         kind = "count"
     return fmts.number(excel_format_for(value, kind))
@@ -123,8 +123,9 @@ def _set_widths(ws: Worksheet, tables: list[Table]) -> None:
         ws.set_column(c, c, w)
 
 
-def _write_sheet(wb: Workbook, name: str, tables: list[Table], title: str,
-                 fmts: dict[str, Format]) -> list[Placed]:
+def _write_sheet(
+    wb: Workbook, name: str, tables: list[Table], title: str, fmts: dict[str, Format]
+) -> list[Placed]:
     ws = wb.add_worksheet(name)
     ws.write_string(0, 0, title, fmts["title"])
     row = 2 + (CHART_ROWS if name == "Pareto" else 0)
@@ -159,19 +160,23 @@ def _pareto_chart(wb: Workbook, cands: Placed, preds: Placed) -> None:
     chart = wb.add_chart({"type": "scatter"})
     assert chart is not None
     if has_front:
-        chart.add_series({
-            "name": "candidates (Pareto front and best by the objective)",
-            "categories": [cands.sheet, cands.first_row, x_col, cands.last_row, x_col],
-            "values": [cands.sheet, cands.first_row, y_col, cands.last_row, y_col],
-            "marker": {"type": "circle", "size": 6},
-        })
+        chart.add_series(
+            {
+                "name": "candidates (Pareto front and best by the objective)",
+                "categories": [cands.sheet, cands.first_row, x_col, cands.last_row, x_col],
+                "values": [cands.sheet, cands.first_row, y_col, cands.last_row, y_col],
+                "marker": {"type": "circle", "size": 6},
+            }
+        )
     if has_best:
-        chart.add_series({
-            "name": "recommended",
-            "categories": [preds.sheet, bx, 1, bx, 1],
-            "values": [preds.sheet, by, 1, by, 1],
-            "marker": {"type": "diamond", "size": 10, "fill": {"color": "#c00000"}},
-        })
+        chart.add_series(
+            {
+                "name": "recommended",
+                "categories": [preds.sheet, bx, 1, bx, 1],
+                "values": [preds.sheet, by, 1, by, 1],
+                "marker": {"type": "diamond", "size": 10, "fill": {"color": "#c00000"}},
+            }
+        )
     chart.set_title({"name": "Throughput per GPU vs per user"})
     chart.set_x_axis({"name": PER_USER_LABEL, "major_gridlines": {"visible": True}})
     chart.set_y_axis({"name": PER_GPU_LABEL})
@@ -199,11 +204,13 @@ def _latency_chart(wb: Workbook, lat: Placed) -> None:
     chart = wb.add_chart({"type": "bar"})
     assert chart is not None
     for step, first, last in _step_groups(lat):
-        chart.add_series({
-            "name": step,
-            "categories": [lat.sheet, first, lat.col + 1, last, lat.col + 1],
-            "values": [lat.sheet, first, share, last, share],
-        })
+        chart.add_series(
+            {
+                "name": step,
+                "categories": [lat.sheet, first, lat.col + 1, last, lat.col + 1],
+                "values": [lat.sheet, first, share, last, share],
+            }
+        )
     chart.set_title({"name": "Share of step time per op kind"})
     chart.set_x_axis({"name": "share of step time (%)", "num_format": "0%"})
     chart.set_y_axis({"reverse": True})
@@ -221,12 +228,19 @@ def _memory_chart(wb: Workbook, mem: Placed) -> None:
     gb_cols = [i for i, c in enumerate(mem.table.columns) if c.startswith("Memory per GPU")]
     for r in range(len(mem.table.rows)):
         row = mem.first_row + r
-        chart.add_series({
-            "name": [mem.sheet, row, mem.col],
-            "categories": [mem.sheet, mem.first_row - 1, gb_cols[0],
-                           mem.first_row - 1, gb_cols[-1]],
-            "values": [mem.sheet, row, gb_cols[0], row, gb_cols[-1]],
-        })
+        chart.add_series(
+            {
+                "name": [mem.sheet, row, mem.col],
+                "categories": [
+                    mem.sheet,
+                    mem.first_row - 1,
+                    gb_cols[0],
+                    mem.first_row - 1,
+                    gb_cols[-1],
+                ],
+                "values": [mem.sheet, row, gb_cols[0], row, gb_cols[-1]],
+            }
+        )
     chart.set_title({"name": "Memory per GPU (GB)"})
     chart.set_y_axis({"name": "GB"})
     # beside the 2-column details
@@ -236,8 +250,9 @@ def _memory_chart(wb: Workbook, mem: Placed) -> None:
 def render_xlsx(view: PlanView) -> bytes:
     """The workbook for a validated plan, as bytes."""
     buf = io.BytesIO()
-    wb = xlsxwriter.Workbook(buf, {"in_memory": True, "strings_to_urls": False,
-                                   "strings_to_formulas": False})
+    wb = xlsxwriter.Workbook(
+        buf, {"in_memory": True, "strings_to_urls": False, "strings_to_formulas": False}
+    )
     fmts = Formats(wb)
     placed: dict[str, list[Placed]] = {}
     for name, tables in sheet_tables(view).items():

@@ -26,12 +26,20 @@ from planner.engine_calibration import BACKENDS, EngineCalibration, engine
 from planner.models import load_model
 from planner.workload import fixed
 
-QUANT_MODES: dict[str, str] = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "int4_wo": "int4", "bf16": "bf16", "fp16": "bf16"}
+QUANT_MODES: dict[str, str] = {
+    "fp8": "fp8",
+    "fp8_block": "fp8",
+    "nvfp4": "fp4",
+    "int4_wo": "int4",
+    "bf16": "bf16",
+    "fp16": "bf16",
+}
 GROUP_BY: tuple[str, ...] = ("backend", "mode", "system", "model")
 CONST_PREFIX = "const_"
 """Prefix of the per-row engine-constant columns (``with_constants``)."""
-REQUIRED = frozenset({"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms",
-                      "silicon_tpot_ms"})
+REQUIRED = frozenset(
+    {"backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"}
+)
 DUPLICATE_IGNORES: tuple[str, ...] = ("id", "silicon_data_source")
 """Columns that may differ between two rows of one measurement: a row copied into a second
 campaign's dump keeps every deployment and result column."""
@@ -91,7 +99,11 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
     conc = _concurrency(row, agg_dp)
     if not np.isfinite(conc):
         return "incomplete_config"
-    out = {"weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv), "concurrency": conc}
+    out = {
+        "weight_quant": WEIGHT_QUANTS.index(quant),
+        "kv_dtype": KV_DTYPES.index(kv),
+        "concurrency": conc,
+    }
     if row["mode"] == "agg":
         # batch_size is not an engine cap: rows that recorded more clients than batch_size x
         # attention DP ran them all (TPOT grows with them, TTFT shows no admission queue)
@@ -100,14 +112,24 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
     if pd.isna(row.get("prefill_num_workers")) or pd.isna(row.get("decode_num_workers")):
         return "incomplete_config"
     out |= {
-        "mode": 1, "tp": _num(row, "decode_tp_size"), "pp": _num(row, "decode_pp_size"),
-        "dp": _attention_dp(row, "decode_", _num(row, "decode_tp_size"), _num(row, "decode_moe_ep_size")),
-        "ep": _num(row, "decode_moe_ep_size"), "workers": _num(row, "decode_num_workers"), "prefill_tp": _num(row, "prefill_tp_size"),
+        "mode": 1,
+        "tp": _num(row, "decode_tp_size"),
+        "pp": _num(row, "decode_pp_size"),
+        "dp": _attention_dp(
+            row, "decode_", _num(row, "decode_tp_size"), _num(row, "decode_moe_ep_size")
+        ),
+        "ep": _num(row, "decode_moe_ep_size"),
+        "workers": _num(row, "decode_num_workers"),
+        "prefill_tp": _num(row, "prefill_tp_size"),
         "prefill_pp": _num(row, "prefill_pp_size"),
-        "prefill_dp": _attention_dp(row, "prefill_", _num(row, "prefill_tp_size"), _num(row, "prefill_moe_ep_size")),
-        "prefill_ep": _num(row, "prefill_moe_ep_size"), "prefill_workers": _num(row, "prefill_num_workers"),
+        "prefill_dp": _attention_dp(
+            row, "prefill_", _num(row, "prefill_tp_size"), _num(row, "prefill_moe_ep_size")
+        ),
+        "prefill_ep": _num(row, "prefill_moe_ep_size"),
+        "prefill_workers": _num(row, "prefill_num_workers"),
         # the deployment's batch sizes per (DP rank of a) worker: prompts per prefill step, decode slots
-        "prefill_max_num_seqs": _num(row, "prefill_batch_size", np.nan), "max_num_seqs": _num(row, "decode_batch_size", np.nan),
+        "prefill_max_num_seqs": _num(row, "prefill_batch_size", np.nan),
+        "max_num_seqs": _num(row, "decode_batch_size", np.nan),
     }
     return out
 
@@ -154,7 +176,9 @@ def _row_constants(sub: pd.DataFrame) -> dict[str, np.ndarray] | None:
     return {k: v for k, v in vals.items() if np.isfinite(v).all()}
 
 
-def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None) -> pd.DataFrame:
+def predict(
+    rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None
+) -> pd.DataFrame:
     """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows; ``const_<name>``
     columns (``with_constants``) replace the engines' fitted constants row by row."""
     out = rows.copy()
@@ -164,14 +188,27 @@ def predict(rows: pd.DataFrame, progress: bool = True, overrides: dict[str, Engi
     for n, ((model, system, backend, isl, osl), idx) in enumerate(groups):
         sub = out.loc[idx]
         eng = (overrides or {}).get(str(backend)) or engine(str(backend))
-        given = {c: sub[f"c_{c}"].to_numpy(dtype=float) for c in CandidateArrays.__dataclass_fields__ if f"c_{c}" in sub}
+        given = {
+            c: sub[f"c_{c}"].to_numpy(dtype=float)
+            for c in CandidateArrays.__dataclass_fields__
+            if f"c_{c}" in sub
+        }
         seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
-        cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=eng.max_num_batched_tokens.value)
+        cand = CandidateArrays.from_lists(
+            **given, max_num_batched_tokens=eng.max_num_batched_tokens.value
+        )
         # a benchmark run: its lockstep start-up wave priced with the engine's fitted share
         bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update={"startup_wave": True})
-        res = evaluate_batch(load_model(str(model)), get_gpu(str(system)), cand, bench,
-                             backend=str(backend), calibration=eng, constants=_row_constants(sub))
+        res = evaluate_batch(
+            load_model(str(model)),
+            get_gpu(str(system)),
+            cand,
+            bench,
+            backend=str(backend),
+            calibration=eng,
+            constants=_row_constants(sub),
+        )
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
         out.loc[idx, "pred_tok_s_per_gpu"] = res.output_tok_s_per_gpu
@@ -195,17 +232,26 @@ def error_stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
     """median / p90 absolute percentage error and median signed error, percent."""
     ok = np.isfinite(pred) & np.isfinite(meas) & (meas > 0)
     if not ok.any():
-        return {"median_ape_pct": float("nan"), "p90_ape_pct": float("nan"), "median_signed_pct": float("nan")}
+        return {
+            "median_ape_pct": float("nan"),
+            "p90_ape_pct": float("nan"),
+            "median_signed_pct": float("nan"),
+        }
     signed = (pred[ok] - meas[ok]) / meas[ok] * 100.0
-    return {"median_ape_pct": float(np.median(np.abs(signed))), "p90_ape_pct": float(np.percentile(np.abs(signed), 90)), "median_signed_pct": float(np.median(signed))}
+    return {
+        "median_ape_pct": float(np.median(np.abs(signed))),
+        "p90_ape_pct": float(np.percentile(np.abs(signed), 90)),
+        "median_signed_pct": float(np.median(signed)),
+    }
 
 
 def _stats(sub: pd.DataFrame, m: str) -> dict[str, float]:
     meas = sub[f"silicon_{m}_ms"].to_numpy(float)
     out = error_stats(sub[f"pred_{m}_ms"].to_numpy(float), meas)
     if f"pred_{m}_ms_lo" in sub:
-        out["band_coverage_pct"] = band_coverage_pct(meas, sub[f"pred_{m}_ms_lo"].to_numpy(float),
-                                                     sub[f"pred_{m}_ms_hi"].to_numpy(float))
+        out["band_coverage_pct"] = band_coverage_pct(
+            meas, sub[f"pred_{m}_ms_lo"].to_numpy(float), sub[f"pred_{m}_ms_hi"].to_numpy(float)
+        )
     return out
 
 
@@ -214,8 +260,12 @@ def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
     frame = pred.assign(model=pred["model_path"])
 
     def one(by: str, key: str, sub: pd.DataFrame) -> dict[str, object]:
-        return {"by": by, "key": key, "n": int(len(sub)),
-                **{m: _stats(sub, m) for m in ("ttft", "tpot")}}
+        return {
+            "by": by,
+            "key": key,
+            "n": int(len(sub)),
+            **{m: _stats(sub, m) for m in ("ttft", "tpot")},
+        }
 
     groups = [one("overall", "all", frame)]
     for by in GROUP_BY:
@@ -223,15 +273,27 @@ def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
     return groups
 
 
-REQUIRED_COLUMNS = ("backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms",
-                    "silicon_tpot_ms")
+REQUIRED_COLUMNS = (
+    "backend",
+    "model_path",
+    "system",
+    "mode",
+    "isl",
+    "osl",
+    "silicon_ttft_ms",
+    "silicon_tpot_ms",
+)
 MAX_COUNT = 1e7
 """Largest batch size, worker count or parallel size accepted from a measurement row."""
 
 
 def _numeric_ranges(columns: pd.Index) -> dict[str, tuple[float, float]]:
-    ranges = {"isl": (1.0, 1e7), "osl": (1.0, 1e7), "silicon_ttft_ms": (0.0, 1e9),
-              "silicon_tpot_ms": (0.0, 1e9)}
+    ranges = {
+        "isl": (1.0, 1e7),
+        "osl": (1.0, 1e7),
+        "silicon_ttft_ms": (0.0, 1e9),
+        "silicon_tpot_ms": (0.0, 1e9),
+    }
     counts = [c for c in columns if c.endswith(("_size", "_workers")) or c == "batch_size"]
     return ranges | {c: (0.0, MAX_COUNT) for c in counts}
 
@@ -269,8 +331,13 @@ def modelled(pred: pd.DataFrame, skipped: dict[str, int]) -> tuple[pd.DataFrame,
     return pred[~bad], out
 
 
-def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool = True,
-                 holdout: str = "none", folds: int = 5) -> dict[str, object]:
+def validate_e2e(
+    path: Path,
+    predictions_out: Path | None = None,
+    progress: bool = True,
+    holdout: str = "none",
+    folds: int = 5,
+) -> dict[str, object]:
     """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
     constants), or held out ("campaign": each fold of measurement campaigns priced with constants refitted on the
     other folds, ``planner.validation.holdout``), in the same shape plus ``holdout``."""
@@ -292,5 +359,13 @@ def validate_e2e(path: Path, predictions_out: Path | None = None, progress: bool
         pred = with_band_columns(pred)
     good, skipped = modelled(pred, prep.skipped)
     if predictions_out is not None:
-        pred.drop(columns=[c for c in pred.columns if c.startswith(CONST_PREFIX)]).to_csv(predictions_out, index=False)
-    return {**head, "modelled": int(len(good)), "skipped": skipped, "groups": summarize(good), **extra}
+        pred.drop(columns=[c for c in pred.columns if c.startswith(CONST_PREFIX)]).to_csv(
+            predictions_out, index=False
+        )
+    return {
+        **head,
+        "modelled": int(len(good)),
+        "skipped": skipped,
+        "groups": summarize(good),
+        **extra,
+    }

@@ -332,8 +332,13 @@ def validate_mlperf(
         "groups": groups,
         "framework_assumed_rows": int(out["framework_assumed"].sum()) if len(out) else 0,
         "datasets": {
-            k: {"checkpoint": v.checkpoint, "isl": v.isl, "osl": v.osl, "beams": v.beams,
-                "source": v.source}
+            k: {
+                "checkpoint": v.checkpoint,
+                "isl": v.isl,
+                "osl": v.osl,
+                "beams": v.beams,
+                "source": v.source,
+            }
             for k, v in DATASETS.items()
         },
     }

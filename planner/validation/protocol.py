@@ -49,7 +49,9 @@ def _best_share(err: pd.DataFrame, idx: np.ndarray) -> float:
 
 
 def _log_ttft_error(pred: pd.DataFrame) -> np.ndarray:
-    return np.asarray(np.log(pred["pred_ttft_ms"].to_numpy(float) / pred["silicon_ttft_ms"].to_numpy(float)))
+    return np.asarray(
+        np.log(pred["pred_ttft_ms"].to_numpy(float) / pred["silicon_ttft_ms"].to_numpy(float))
+    )
 
 
 def _median_ape(log_err: np.ndarray) -> float:
@@ -65,7 +67,12 @@ def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object
     default = predict(rows, progress=False)
     log_err = {}
     for i, share in enumerate(SHARES):
-        over = {b: e.model_copy(update={"burst_fraction": Sourced(value=share, source="protocol diagnostic")}) for b, e in base.items()}
+        over = {
+            b: e.model_copy(
+                update={"burst_fraction": Sourced(value=share, source="protocol diagnostic")}
+            )
+            for b, e in base.items()
+        }
         p = predict(rows, progress=False, overrides=over)
         log_err[share] = _log_ttft_error(p)
         if progress:
@@ -85,23 +92,28 @@ def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object
         chosen[idx] = err.loc[idx, best].to_numpy()
         if len(idx) >= MIN_SPLIT_ROWS:  # each half priced with the share fitted on the other half
             perm = rng.permutation(idx)
-            a, b = perm[: len(idx) // 2], perm[len(idx) // 2:]
+            a, b = perm[: len(idx) // 2], perm[len(idx) // 2 :]
             held_out[a] = err.loc[a, _best_share(err, b)].to_numpy()
             held_out[b] = err.loc[b, _best_share(err, a)].to_numpy()
         campaigns.append({"campaign": str(name), "rows": len(idx), "lockstep_share": best})
         sizes.append(len(idx))
     return {
-        "agg_rows": int(len(rows)), "campaigns": len(campaigns),
-        "agg_ttft_median_ape_pct": {"fitted_engine_shares": _median_ape(_log_ttft_error(default)),
-                                    "one_share_per_campaign": _median_ape(chosen),
-                                    "one_share_per_campaign_held_out": _median_ape(held_out),
-                                    "held_out_rows": int(np.isfinite(held_out).sum())},
+        "agg_rows": int(len(rows)),
+        "campaigns": len(campaigns),
+        "agg_ttft_median_ape_pct": {
+            "fitted_engine_shares": _median_ape(_log_ttft_error(default)),
+            "one_share_per_campaign": _median_ape(chosen),
+            "one_share_per_campaign_held_out": _median_ape(held_out),
+            "held_out_rows": int(np.isfinite(held_out).sum()),
+        },
         "by_campaign": [campaigns[i] for i in np.argsort([-n for n in sizes], kind="stable")],
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m planner.validation.protocol", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m planner.validation.protocol", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--format", choices=("table", "json"), default="table")
     args = ap.parse_args(argv)
@@ -115,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     ape = rep["agg_ttft_median_ape_pct"]
     assert isinstance(ape, dict)
     print(f"aggregated rows {rep['agg_rows']}, campaigns {rep['campaigns']}")
-    print(f"agg TTFT median APE: fitted engine shares {ape['fitted_engine_shares']:.1f}%, one share per campaign "
-          f"{ape['one_share_per_campaign']:.1f}% (fitted on the other half of the campaign: "
-          f"{ape['one_share_per_campaign_held_out']:.1f}% on {ape['held_out_rows']} rows)")
+    print(
+        f"agg TTFT median APE: fitted engine shares {ape['fitted_engine_shares']:.1f}%, one share per campaign "
+        f"{ape['one_share_per_campaign']:.1f}% (fitted on the other half of the campaign: "
+        f"{ape['one_share_per_campaign_held_out']:.1f}% on {ape['held_out_rows']} rows)"
+    )
     by = rep["by_campaign"]
     assert isinstance(by, list)
     for c in by:

@@ -42,7 +42,9 @@ BENCH_MIN_TOKENS = 2048.0
 """trtllm-bench's floor on max_num_tokens ("ensure Ctx/Gen overlap efficiency")."""
 
 
-def bench_engine_settings(kv_requests: np.ndarray, isl: float, osl: float, pp: float) -> tuple[np.ndarray, np.ndarray]:
+def bench_engine_settings(
+    kv_requests: np.ndarray, isl: float, osl: float, pp: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(max_batch_size, max_num_tokens) trtllm-bench builds for a dataset of fixed ISL/OSL:
     batch = KV-capacity requests (ISL + OSL each) capped at 4096/pp, tokens = batch·(1 + ISL/OSL)
     within [2048, 32768] (tensorrt_llm/bench/build/tuning.py ``finetune_setting``; its upward rounding
@@ -72,20 +74,43 @@ def _reason(row: pd.Series) -> str | None:
     return None
 
 
-def saturation_tok_s_per_gpu(m: ModelSpec, gpu: GpuSpec, tp: float, pp: float, ep: float, quant: str,
-                             kv: str, isl: float, osl: float, backend: str = "trtllm") -> float:
+def saturation_tok_s_per_gpu(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    tp: float,
+    pp: float,
+    ep: float,
+    quant: str,
+    kv: str,
+    isl: float,
+    osl: float,
+    backend: str = "trtllm",
+) -> float:
     """Output tokens/s per GPU with all requests queued at once: the engine runs at the batch its KV
     capacity allows (``bench_engine_settings``); NaN when the model does not fit."""
     eng = engine(backend)
-    cols = {"tp": tp, "pp": pp, "ep": ep, "weight_quant": WEIGHT_QUANTS.index(quant),
-            "kv_dtype": KV_DTYPES.index(kv), "concurrency": SATURATION_CLIENTS}
+    cols = {
+        "tp": tp,
+        "pp": pp,
+        "ep": ep,
+        "weight_quant": WEIGHT_QUANTS.index(quant),
+        "kv_dtype": KV_DTYPES.index(kv),
+        "concurrency": SATURATION_CLIENTS,
+    }
     w = fixed(int(round(isl)), int(round(osl)), concurrency=1)
-    c = CandidateArrays.from_lists(**cols, max_num_seqs=eng.max_num_seqs.value,
-                                   max_num_batched_tokens=eng.max_num_batched_tokens.value)
-    r = evaluate_batch(m, gpu, c, w, backend=backend, gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
+    c = CandidateArrays.from_lists(
+        **cols,
+        max_num_seqs=eng.max_num_seqs.value,
+        max_num_batched_tokens=eng.max_num_batched_tokens.value,
+    )
+    r = evaluate_batch(
+        m, gpu, c, w, backend=backend, gpu_memory_utilization=BENCH_MEMORY_UTILIZATION
+    )
     seqs, tokens = bench_engine_settings(r.seq_capacity, isl, osl, pp)
     c = CandidateArrays.from_lists(**cols, max_num_seqs=seqs, max_num_batched_tokens=tokens)
-    r = evaluate_batch(m, gpu, c, w, backend=backend, gpu_memory_utilization=BENCH_MEMORY_UTILIZATION)
+    r = evaluate_batch(
+        m, gpu, c, w, backend=backend, gpu_memory_utilization=BENCH_MEMORY_UTILIZATION
+    )
     return float(r.output_tok_s_per_gpu[0]) if r.seq_capacity[0] >= 1 else float("nan")
 
 
@@ -98,21 +123,38 @@ def _predict(row: pd.Series) -> float:
     tp = float(row["tp"]) if pd.notna(row["tp"]) else 1.0
     pp = float(row["pp"]) if pd.notna(row["pp"]) else 1.0
     ep = float(row["ep"]) if "ep" in row and pd.notna(row["ep"]) else 1.0
-    per_gpu = saturation_tok_s_per_gpu(load_model(bundled.key), gpu, tp, pp, ep, quant, kv,
-                                       float(row["isl"]), float(row["osl"]))
+    per_gpu = saturation_tok_s_per_gpu(
+        load_model(bundled.key), gpu, tp, pp, ep, quant, kv, float(row["isl"]), float(row["osl"])
+    )
     return per_gpu if row["metric"] == "output_tok_s_per_gpu" else per_gpu * tp * pp
 
 
-REQUIRED_COLUMNS = ("framework_version", "concurrency_or_rate", "metric", "model", "gpu",
-                    "precision", "tp", "pp", "isl", "osl", "value")
+REQUIRED_COLUMNS = (
+    "framework_version",
+    "concurrency_or_rate",
+    "metric",
+    "model",
+    "gpu",
+    "precision",
+    "tp",
+    "pp",
+    "isl",
+    "osl",
+    "value",
+)
 
 
-def validate_throughput(path: Path, predictions_out: Path | None = None, progress: bool = True) -> dict[str, object]:
+def validate_throughput(
+    path: Path, predictions_out: Path | None = None, progress: bool = True
+) -> dict[str, object]:
     """The ``planner validate throughput`` report."""
     df = read_csv(path, "measurement CSV", "--data")
     require_columns(df, REQUIRED_COLUMNS, f"--data {path}")
-    df = numeric_columns(df, {"tp": (0, 1024), "pp": (0, 1024), "isl": (1, 1e7), "osl": (1, 1e7),
-                              "value": (0, 1e12)}, f"--data {path}")
+    df = numeric_columns(
+        df,
+        {"tp": (0, 1024), "pp": (0, 1024), "isl": (1, 1e7), "osl": (1, 1e7), "value": (0, 1e12)},
+        f"--data {path}",
+    )
     skipped: dict[str, int] = {}
     preds = []
     for _, row in df.iterrows():
@@ -137,5 +179,10 @@ def validate_throughput(path: Path, predictions_out: Path | None = None, progres
         out.to_csv(predictions_out, index=False)
     groups = grouped(out, ("gpu_key", "model", "framework_version"))
     eligible = int(len(df)) - sum(skipped.get(r, 0) for r in NOT_IN_SCOPE)
-    return {"rows": int(len(df)), "modelled": int(len(out)), "in_scope": eligible,
-            "skipped": skipped, "groups": groups}
+    return {
+        "rows": int(len(df)),
+        "modelled": int(len(out)),
+        "in_scope": eligible,
+        "skipped": skipped,
+        "groups": groups,
+    }

@@ -73,16 +73,34 @@ def start_server(folder: Path) -> Iterator[str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = (folder / "streamlit.log").open("wb")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP / "main.py"),
-           "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP / "main.py"),
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + SERVER_START_S
         while not _healthy(url):
             if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode}: "
-                            f"{(folder / 'streamlit.log').read_text()[-2000:]}")
+                pytest.fail(
+                    f"streamlit exited with {proc.returncode}: "
+                    f"{(folder / 'streamlit.log').read_text()[-2000:]}"
+                )
             if time.monotonic() > deadline:
                 pytest.fail(f"streamlit did not answer on {url} within {SERVER_START_S:.0f} s")
             time.sleep(0.25)

@@ -19,14 +19,26 @@ import pytest
 from tests.app.conftest import start_server
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 WAIT_MS = 90_000
 """Generous but bounded: the server shares two cores with the other pytest worker."""
 NEW_GPU = "B200"
 STALE = "inputs changed - press Plan"
-PAGES = {"plan": "Plan a deployment", "compare": "Compare GPUs", "fleet": "Fleet",
-         "kernels": "Kernels"}
+PAGES = {
+    "plan": "Plan a deployment",
+    "compare": "Compare GPUs",
+    "fleet": "Fleet",
+    "kernels": "Kernels",
+}
 PLOT = '[data-testid="stPlotlyChart"] .main-svg'
 
 pytestmark = pytest.mark.browser
@@ -36,8 +48,9 @@ def _playwright():  # type: ignore[no-untyped-def]
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("playwright is not installed "
-                    "(pip install -e '.[browser]'; never `playwright install`)")
+        pytest.skip(
+            "playwright is not installed (pip install -e '.[browser]'; never `playwright install`)"
+        )
     if not Path(CHROMIUM).is_file() or shutil.which(CHROMIUM) is None:
         pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium; .ci/run does it as root)")
     return sync_playwright
@@ -111,8 +124,9 @@ def test_changing_an_input_greys_the_result(page: Any, server: str) -> None:
     assert len(texts) == 2 and any("recommended" in t for t in texts)
 
 
-def test_bad_upload_keeps_the_plan_button_and_marks_the_field(page: Any, server: str,
-                                                             tmp_path: Path) -> None:
+def test_bad_upload_keeps_the_plan_button_and_marks_the_field(
+    page: Any, server: str, tmp_path: Path
+) -> None:
     _plan_loaded(page, server)
     page.locator(".st-key-plan_len_src").get_by_text("CSV trace").click()
     bad = tmp_path / "trace.csv"

@@ -13,8 +13,18 @@ from solvers.plan import PlanRequest, plan
 from tests.app.conftest import APP, PAGE_TIMEOUT_S, no_errors, page, widget
 
 # the UI plans at the point prediction unless its band-edge box is ticked (confidence 0)
-BASE = {"model": "llama-3.1-70b", "max_gpus": 8, "isl": 4000, "osl": 500, "concurrency": 64,
-        "ttft_ms": 5000.0, "tpot_ms": 40.0, "percentile": "p90", "confidence": 0.0, "objective": "cost"}
+BASE = {
+    "model": "llama-3.1-70b",
+    "max_gpus": 8,
+    "isl": 4000,
+    "osl": 500,
+    "concurrency": 64,
+    "ttft_ms": 5000.0,
+    "tpot_ms": 40.0,
+    "percentile": "p90",
+    "confidence": 0.0,
+    "objective": "cost",
+}
 EXAMPLE = APP.parent / "solvers" / "examples" / "fleet.yaml"
 
 
@@ -27,7 +37,11 @@ def test_compare_rows_equal_one_plan_per_gpu() -> None:
     shown = pd.DataFrame(at.session_state["compare_rows"]).set_index("GPU")
     table = at.table[0].value
     assert list(table.index) == ["H100-SXM", "B200", "A100-SXM-80GB"]  # every GPU asked for
-    for gpu, name in (("h100_sxm", "H100-SXM"), ("b200_sxm", "B200"), ("a100_sxm", "A100-SXM-80GB")):
+    for gpu, name in (
+        ("h100_sxm", "H100-SXM"),
+        ("b200_sxm", "B200"),
+        ("a100_sxm", "A100-SXM-80GB"),
+    ):
         try:
             want = plan(PlanRequest(**{**BASE, "gpus": (gpu,), "isl": 2000})).to_plan_dict()
         except PlannerInputError as exc:
@@ -35,14 +49,20 @@ def test_compare_rows_equal_one_plan_per_gpu() -> None:
             assert table.loc[name, "Result"].startswith("no plan: ")  # the reason, not None
             continue
         assert shown.loc[name, "GPUs needed"] == want["best"]["gpus"]
-        assert shown.loc[name, "$ per 1M output tokens"] == want["best"]["cost_per_million_output_tokens"]
+        assert (
+            shown.loc[name, "$ per 1M output tokens"]
+            == want["best"]["cost_per_million_output_tokens"]
+        )
         assert shown.loc[name, "TPOT p90 (ms)"] == want["best"]["predicted"]["tpot_ms"]["p90"]
         assert table.loc[name, "TPOT p90 (ms)"] == fmt(want["best"]["predicted"]["tpot_ms"]["p90"])
         assert table.loc[name, "Result"] == "meets the SLOs"
     ok = shown.dropna(subset=["$ per 1M output tokens"])
     cheapest = ok["$ per 1M output tokens"].idxmin()
     assert at.metric[0].label == f"Cheapest: {cheapest}"
-    assert at.metric[0].value == fmt_money(ok.loc[cheapest, "$ per 1M output tokens"]) + " per 1M tokens"
+    assert (
+        at.metric[0].value
+        == fmt_money(ok.loc[cheapest, "$ per 1M output tokens"]) + " per 1M tokens"
+    )
 
 
 def test_compare_with_no_feasible_gpu_says_why() -> None:
@@ -76,7 +96,9 @@ def test_fleet_edits_resolve_and_bad_cells_are_one_line() -> None:
     at.button(key="fleet_button").click().run()
     no_errors(at)
     base = load_spec(EXAMPLE)
-    want = solve_fleet(FleetSpec(classes=base.classes, gpus=base.gpus, max_gpus_per_replica=4, backend="sglang"))
+    want = solve_fleet(
+        FleetSpec(classes=base.classes, gpus=base.gpus, max_gpus_per_replica=4, backend="sglang")
+    )
     assert at.metric[0].value == fmt_money(want.cost_per_hour_usd)
 
 
@@ -87,18 +109,34 @@ def fleet_script() -> AppTest:
 
 def test_fleet_yaml_upload_and_impossible_fleet(fleet_script: AppTest) -> None:
     at = fleet_script.run()
-    bad = (b"classes:\n  - {name: x, model: llama-3.1-70b, rate_per_s: 500, isl: 4000, osl: 500, "
-           b"ttft_ms: 100, tpot_ms: 5}\ngpus:\n  - {gpu: l4, available: 1}\n")
+    bad = (
+        b"classes:\n  - {name: x, model: llama-3.1-70b, rate_per_s: 500, isl: 4000, osl: 500, "
+        b"ttft_ms: 100, tpot_ms: 5}\ngpus:\n  - {gpu: l4, available: 1}\n"
+    )
     widget(at.file_uploader, "fleet_yaml").set_value(("fleet.yaml", bad, "text/yaml"))
     at.button(key="fleet_button").click().run()
     assert not at.exception
-    spec = FleetSpec(classes=(WorkloadClass(name="x", model="llama-3.1-70b", rate_per_s=500, isl=4000, osl=500,
-                                            ttft_ms=100, tpot_ms=5),), gpus=(GpuPool(gpu="l4", available=1),))
+    spec = FleetSpec(
+        classes=(
+            WorkloadClass(
+                name="x",
+                model="llama-3.1-70b",
+                rate_per_s=500,
+                isl=4000,
+                osl=500,
+                ttft_ms=100,
+                tpot_ms=5,
+            ),
+        ),
+        gpus=(GpuPool(gpu="l4", available=1),),
+    )
     with pytest.raises(PlannerInputError) as caught:
         solve_fleet(spec)
     assert at.error[0].value == f"inputs: {caught.value}"
     assert not at.metric
-    widget(at.file_uploader, "fleet_yaml").set_value(("fleet.yaml", b"classes: [", "text/yaml")).run()
+    widget(at.file_uploader, "fleet_yaml").set_value(
+        ("fleet.yaml", b"classes: [", "text/yaml")
+    ).run()
     assert not at.exception and "fleet" in at.error[0].value.lower()
     widget(at.file_uploader, "fleet_yaml").set_value(None).run()  # back to the example
     at.button(key="fleet_button").click().run()
@@ -109,8 +147,11 @@ def test_main_navigation_opens_every_page() -> None:
     at = AppTest.from_file(str(APP / "main.py"), default_timeout=PAGE_TIMEOUT_S).run()
     no_errors(at)
     assert at.header[0].value == "Plan a deployment"
-    for path, title in (("views/compare.py", "Compare GPUs"), ("views/fleet.py", "Fleet"),
-                        ("views/kernels.py", "Kernels")):
+    for path, title in (
+        ("views/compare.py", "Compare GPUs"),
+        ("views/fleet.py", "Fleet"),
+        ("views/kernels.py", "Kernels"),
+    ):
         at.switch_page(path).run()
         no_errors(at)
         assert at.header[0].value == title

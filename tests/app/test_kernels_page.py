@@ -25,7 +25,9 @@ def table_dir(tmp_path: Path) -> Path:
     folder.mkdir(parents=True)
     m = np.array([16, 64, 256, 1024, 4096])
     lat = 2 * m * N * K / 700e12 + 8e-6  # a plausible measured curve
-    pd.DataFrame({"m": m, "n": N, "k": K, "dtype": "bf16", "latency_s": lat}).to_csv(folder / "gemm.csv", index=False)
+    pd.DataFrame({"m": m, "n": N, "k": K, "dtype": "bf16", "latency_s": lat}).to_csv(
+        folder / "gemm.csv", index=False
+    )
     return folder.parent
 
 

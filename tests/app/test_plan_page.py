@@ -21,8 +21,18 @@ from solvers.plan import PlanRequest, plan
 from tests.app.conftest import no_errors, page, widget
 
 # the UI plans at the point prediction unless its band-edge box is ticked (confidence 0)
-DEFAULT = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8, "isl": 4000, "osl": 500,
-           "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 40.0, "percentile": "p90", "confidence": 0.0}
+DEFAULT = {
+    "model": "llama-3.1-70b",
+    "gpus": ("h200_sxm",),
+    "max_gpus": 8,
+    "isl": 4000,
+    "osl": 500,
+    "concurrency": 64,
+    "ttft_ms": 5000.0,
+    "tpot_ms": 40.0,
+    "percentile": "p90",
+    "confidence": 0.0,
+}
 
 
 def metrics(at) -> dict[str, str]:  # type: ignore[no-untyped-def]
@@ -38,7 +48,9 @@ def assert_shows(at, want: dict) -> None:  # type: ignore[no-untyped-def, type-a
     assert got[f"TPOT {pct} (ms)"] == f"{fmt(pct_value(pred['tpot_ms'], pct))} ms"
     assert got["Output tokens/s per GPU"] == fmt(pred["output_tok_s_per_gpu"])
     assert got["Output tokens/s per user"] == fmt(pred["output_tok_s_per_user"])
-    assert got["Cost per 1M output tokens"] == fmt_money(want["best"]["cost_per_million_output_tokens"])
+    assert got["Cost per 1M output tokens"] == fmt_money(
+        want["best"]["cost_per_million_output_tokens"]
+    )
     assert got["GPUs"] == fmt(want["best"]["gpus"])
     assert got["Binding constraint"] == want["binding_constraint"]
     assert any(want["binding"]["sentence"] in m.value for m in at.markdown)
@@ -51,7 +63,9 @@ def test_default_plan_equals_library() -> None:
     at = page("plan")
     no_errors(at)
     want = plan(PlanRequest(**DEFAULT)).to_plan_dict()
-    assert_shows(at, {**want, "search_seconds": at.session_state["plan_result"][0]["search_seconds"]})
+    assert_shows(
+        at, {**want, "search_seconds": at.session_state["plan_result"][0]["search_seconds"]}
+    )
     charts = at.get("plotly_chart")
     assert len(charts) >= 3  # Pareto, latency, memory
     labels = [b.label for b in at.get("download_button")]
@@ -75,10 +89,21 @@ def test_changed_inputs_and_button_give_the_library_answer() -> None:
     widget(at.number_input, "plan_price").set_value(2.5)
     at.button(key="plan_button").click().run()
     no_errors(at)
-    req = {**DEFAULT, "gpus": ("b200_sxm",), "tpot_ms": 40.0, "percentile": "p99", "concurrency": None,
-           "rate_per_s": 4.0, "mode": "agg", "backend": "sglang", "price_per_gpu_hour": 2.5}
+    req = {
+        **DEFAULT,
+        "gpus": ("b200_sxm",),
+        "tpot_ms": 40.0,
+        "percentile": "p99",
+        "concurrency": None,
+        "rate_per_s": 4.0,
+        "mode": "agg",
+        "backend": "sglang",
+        "price_per_gpu_hour": 2.5,
+    }
     want = plan(PlanRequest(**req)).to_plan_dict()
-    assert_shows(at, {**want, "search_seconds": at.session_state["plan_result"][0]["search_seconds"]})
+    assert_shows(
+        at, {**want, "search_seconds": at.session_state["plan_result"][0]["search_seconds"]}
+    )
     assert "B200" in at.subheader[0].value
     assert [b.label for b in at.get("download_button")][1] == "Engine configs (sglang, zip)"
 
@@ -95,7 +120,9 @@ def test_uploaded_config_plans_like_the_same_file_on_disk(tmp_path: Path) -> Non
     widget(at.radio, "plan_model_src").set_value("Upload config.json").run()
     assert any("Upload a config.json" in i.value for i in at.info)
     text = bundled_models()["llama-3.1-8b"].path.read_bytes()
-    widget(at.file_uploader, "plan_model_file").set_value(("my-llama.json", text, "application/json"))
+    widget(at.file_uploader, "plan_model_file").set_value(
+        ("my-llama.json", text, "application/json")
+    )
     at.button(key="plan_button").click().run()
     no_errors(at)
     on_disk = tmp_path / "my-llama.json"
@@ -107,16 +134,21 @@ def test_uploaded_config_plans_like_the_same_file_on_disk(tmp_path: Path) -> Non
     assert at.subheader[0].value.endswith("for my-llama")
 
 
-@pytest.mark.parametrize(("content", "needle"), [
-    (b'{"architectures": ["LlamaForCausalLM"], "hidden_size": ', "not valid JSON"),
-    (b" " * (MAX_CONFIG_BYTES + 1), "larger than"),
-    (b"\xff\xfe\x00binary", "not UTF-8"),
-    (b'{"architectures": ["LlamaForCausalLM"]}', "config.json"),
-])
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b'{"architectures": ["LlamaForCausalLM"], "hidden_size": ', "not valid JSON"),
+        (b" " * (MAX_CONFIG_BYTES + 1), "larger than"),
+        (b"\xff\xfe\x00binary", "not UTF-8"),
+        (b'{"architectures": ["LlamaForCausalLM"]}', "config.json"),
+    ],
+)
 def test_bad_upload_is_one_line_and_the_app_recovers(content: bytes, needle: str) -> None:
     at = page("plan")
     widget(at.radio, "plan_model_src").set_value("Upload config.json").run()
-    widget(at.file_uploader, "plan_model_file").set_value(("config.json", content, "application/json")).run()
+    widget(at.file_uploader, "plan_model_file").set_value(
+        ("config.json", content, "application/json")
+    ).run()
     assert not at.exception
     assert len(at.error) == 1 and needle in at.error[0].value
     assert at.error[0].value.startswith("Model: ")  # marks its own field

@@ -9,7 +9,9 @@ from tests.app.conftest import no_errors, page, widget
 def _upload(at, model_id: str | None) -> None:  # type: ignore[no-untyped-def]
     widget(at.radio, "plan_model_src").set_value("Upload config.json").run()
     text = bundled_models()["qwen3-8b"].path.read_bytes()
-    widget(at.file_uploader, "plan_model_file").set_value(("config.json", text, "application/json")).run()
+    widget(at.file_uploader, "plan_model_file").set_value(
+        ("config.json", text, "application/json")
+    ).run()
     if model_id is not None:
         widget(at.text_input, "plan_model_id").set_value(model_id)
     at.button(key="plan_button").click().run()

@@ -90,7 +90,8 @@ def test_fp8_on_a100_falls_back_to_bf16_math() -> None:
 
 
 @pytest.mark.parametrize(
-    ("typo", "suggestion"), [("h200sxm5", "h200_sxm"), ("h100sxm5", "h100_sxm"), ("mi325xx", "mi325x")]
+    ("typo", "suggestion"),
+    [("h200sxm5", "h200_sxm"), ("h100sxm5", "h100_sxm"), ("mi325xx", "mi325x")],
 )
 def test_unknown_gpu_names_the_flag_and_suggests(typo: str, suggestion: str) -> None:
     with pytest.raises(PlannerInputError) as err:

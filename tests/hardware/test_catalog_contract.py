@@ -262,8 +262,17 @@ def test_agrees_with_at_least_one_source_of_the_shared_csv() -> None:
 
 # ---- on-chip cache (kernel model's L2 term) ---------------------------------------------------
 # Datasheet / whitepaper values in MiB; the kernel model reads them as a working-set threshold.
-L2_MIB = {"a100_sxm": 40, "h100_sxm": 50, "h200_sxm": 50, "b200_sxm": 126, "gb200": 126, "l40s": 96,
-          "l4": 48, "mi300x": 256, "mi325x": 256}
+L2_MIB = {
+    "a100_sxm": 40,
+    "h100_sxm": 50,
+    "h200_sxm": 50,
+    "b200_sxm": 126,
+    "gb200": 126,
+    "l40s": 96,
+    "l4": 48,
+    "mi300x": 256,
+    "mi325x": 256,
+}
 
 
 def test_last_level_cache_is_stated_and_plausible(spec: GpuSpec) -> None:

@@ -20,18 +20,30 @@ from kernels_db.tables import KernelTable
 LINK = 450e9
 
 
-def _rows(collective: str, n: int, bus_bw: float, latency_s: float, sizes: np.ndarray) -> dict[str, np.ndarray]:
+def _rows(
+    collective: str, n: int, bus_bw: float, latency_s: float, sizes: np.ndarray
+) -> dict[str, np.ndarray]:
     f = cm.algo_factor(collective, np.full(sizes.size, n))
-    return {"collective": np.full(sizes.size, collective), "n_gpus": np.full(sizes.size, n),
-            "bytes": sizes.astype(np.int64), "latency_s": latency_s + sizes * f / bus_bw}
+    return {
+        "collective": np.full(sizes.size, collective),
+        "n_gpus": np.full(sizes.size, n),
+        "bytes": sizes.astype(np.int64),
+        "latency_s": latency_s + sizes * f / bus_bw,
+    }
 
 
 def _table(parts: list[dict[str, np.ndarray]]) -> KernelTable:
     cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     lat = cols.pop("latency_s")
     cols["link"] = np.full(lat.size, "nvlink")
-    return KernelTable(op="comm", gpu="h100_sxm", keys=cols, latency_s=lat, source="synthetic.csv",
-                       lines=np.arange(lat.size))
+    return KernelTable(
+        op="comm",
+        gpu="h100_sxm",
+        keys=cols,
+        latency_s=lat,
+        source="synthetic.csv",
+        lines=np.arange(lat.size),
+    )
 
 
 def test_custom_all_reduce_fitted_on_small_messages_only() -> None:
@@ -42,9 +54,12 @@ def test_custom_all_reduce_fitted_on_small_messages_only() -> None:
     nccl = _rows("all_reduce", 8, 350e9, 20e-6, np.concatenate([small, big]))
     fit = fit_comm(_table([custom_small, custom_big, nccl]), link_bytes_per_s=LINK)
     prm = fit.params["custom_all_reduce"][8]
-    assert abs(prm.bus_bandwidth_bytes_per_s / 80e9 - 1) < 0.02 and abs(prm.latency_s / 3e-6 - 1) < 0.05
+    assert (
+        abs(prm.bus_bandwidth_bytes_per_s / 80e9 - 1) < 0.02
+        and abs(prm.latency_s / 3e-6 - 1) < 0.05
+    )
     assert fit.fitted_to.rows == small.size + small.size + big.size
-    assert CUSTOM_ALL_REDUCE_MAX_BYTES == 2.0 ** 20
+    assert CUSTOM_ALL_REDUCE_MAX_BYTES == 2.0**20
 
 
 def test_implausible_bus_bandwidth_groups_are_left_out() -> None:
@@ -65,7 +80,9 @@ def test_engine_all_reduce_price_is_continuous_and_monotone_in_bytes() -> None:
         db = KernelDB.for_gpu(get_gpu(gpu))
         b = np.geomspace(1e3, 1e9, 2000)
         for n in (2, 4, 8):
-            t = np.minimum(db.comm("all_reduce", np.full(b.size, n), b).seconds,
-                           db.comm("custom_all_reduce", np.full(b.size, n), b).seconds)
+            t = np.minimum(
+                db.comm("all_reduce", np.full(b.size, n), b).seconds,
+                db.comm("custom_all_reduce", np.full(b.size, n), b).seconds,
+            )
             assert np.all(np.diff(t) >= 0), (gpu, n)
             assert np.max(t[1:] / t[:-1]) < 1.02, (gpu, n)

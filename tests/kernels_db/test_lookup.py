@@ -16,10 +16,12 @@ from kernels_db.tables import table_from_frame
 def test_gpus_without_data_are_flagged_uncalibrated(gpu: str) -> None:
     db = KernelDB.for_gpu(get_gpu(gpu))
     assert not db.calibrated
-    for cost in (db.gemm(np.array([1, 4096]), 8192, 8192, "bf16"),
-                 db.attention_decode(8, 4096, 32, 8, 128),
-                 db.attention_prefill(1, 2048, 0, 32, 8, 128),
-                 db.comm("all_reduce", 8, 1e6)):
+    for cost in (
+        db.gemm(np.array([1, 4096]), 8192, 8192, "bf16"),
+        db.attention_decode(8, 4096, 32, 8, 128),
+        db.attention_prefill(1, 2048, 0, 32, 8, 128),
+        db.comm("all_reduce", 8, 1e6),
+    ):
         assert set(np.atleast_1d(cost.provenance)) == {"roofline_uncalibrated"}
         assert np.all(cost.seconds > 0)
 
@@ -62,7 +64,9 @@ def test_bad_inputs_raise_planner_errors() -> None:
 
 def _gemm_table(gpu: str) -> pd.DataFrame:
     m = np.array([16, 64, 256, 1024])
-    return pd.DataFrame({"m": m, "n": 4096, "k": 4096, "dtype": "bf16", "latency_s": 1e-5 + m * 1e-8})
+    return pd.DataFrame(
+        {"m": m, "n": 4096, "k": 4096, "dtype": "bf16", "latency_s": 1e-5 + m * 1e-8}
+    )
 
 
 def test_measured_then_interpolated_then_fitted() -> None:
@@ -85,7 +89,9 @@ def test_l2_resident_working_sets_read_faster_on_l40s() -> None:
     small = db.attention_decode(batch=1, kv_len=65536, heads=8, kv_heads=1, head_dim=128)
     large = db.attention_decode(batch=8, kv_len=65536, heads=8, kv_heads=1, head_dim=128)
     assert large.seconds / large.bytes > 1.8 * small.seconds / small.bytes  # measured: 2.0x
-    sweep = db.attention_decode(batch=np.arange(1, 33), kv_len=65536, heads=8, kv_heads=1, head_dim=128)
+    sweep = db.attention_decode(
+        batch=np.arange(1, 33), kv_len=65536, heads=8, kv_heads=1, head_dim=128
+    )
     assert np.all(np.diff(sweep.seconds) >= 0)
     frac = rf.l2_resident_fraction(np.array([0.5, 1.0, 2.0]) * 96 * 2**20, 96 * 2**20)
     assert np.allclose(frac, [16 / 17, 0.5, 1 / 17])

@@ -19,8 +19,12 @@ def _db(name: str) -> KernelDB:
 
 
 @settings(max_examples=60, deadline=None)
-@given(GPUS, SIZE, SIZE, SIZE, GROW, st.sampled_from(["m", "n", "k"]), st.sampled_from(["bf16", "fp8"]))
-def test_gemm_monotone(gpu: str, m: int, n: int, k: int, extra: int, which: str, dtype: str) -> None:
+@given(
+    GPUS, SIZE, SIZE, SIZE, GROW, st.sampled_from(["m", "n", "k"]), st.sampled_from(["bf16", "fp8"])
+)
+def test_gemm_monotone(
+    gpu: str, m: int, n: int, k: int, extra: int, which: str, dtype: str
+) -> None:
     base = {"m": m, "n": n, "k": k}
     bigger = {**base, which: base[which] + extra}
     db = _db(gpu)
@@ -28,31 +32,62 @@ def test_gemm_monotone(gpu: str, m: int, n: int, k: int, extra: int, which: str,
 
 
 @settings(max_examples=60, deadline=None)
-@given(GPUS, st.integers(1, 256), st.integers(1, 32768), st.integers(0, 32768), GROW,
-       st.sampled_from(["batch", "seq", "prior"]))
-def test_prefill_monotone(gpu: str, batch: int, seq: int, prior: int, extra: int, which: str) -> None:
+@given(
+    GPUS,
+    st.integers(1, 256),
+    st.integers(1, 32768),
+    st.integers(0, 32768),
+    GROW,
+    st.sampled_from(["batch", "seq", "prior"]),
+)
+def test_prefill_monotone(
+    gpu: str, batch: int, seq: int, prior: int, extra: int, which: str
+) -> None:
     base = {"batch": batch, "seq": seq, "prior": prior}
     bigger = {**base, which: base[which] + extra}
     db = _db(gpu)
-    assert db.attention_prefill(heads=32, kv_heads=8, head_dim=128, **bigger).seconds >= \
-        db.attention_prefill(heads=32, kv_heads=8, head_dim=128, **base).seconds
+    assert (
+        db.attention_prefill(heads=32, kv_heads=8, head_dim=128, **bigger).seconds
+        >= db.attention_prefill(heads=32, kv_heads=8, head_dim=128, **base).seconds
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(GPUS, st.integers(1, 1024), st.integers(1, 131072), GROW, st.sampled_from(["batch", "kv_len"]),
-       st.sampled_from(["bf16", "fp8"]))
-def test_decode_monotone(gpu: str, batch: int, kv_len: int, extra: int, which: str, kv_dtype: str) -> None:
+@given(
+    GPUS,
+    st.integers(1, 1024),
+    st.integers(1, 131072),
+    GROW,
+    st.sampled_from(["batch", "kv_len"]),
+    st.sampled_from(["bf16", "fp8"]),
+)
+def test_decode_monotone(
+    gpu: str, batch: int, kv_len: int, extra: int, which: str, kv_dtype: str
+) -> None:
     base = {"batch": batch, "kv_len": kv_len}
     bigger = {**base, which: base[which] + extra}
     db = _db(gpu)
-    assert db.attention_decode(heads=64, kv_heads=8, head_dim=128, kv_dtype=kv_dtype, **bigger).seconds >= \
-        db.attention_decode(heads=64, kv_heads=8, head_dim=128, kv_dtype=kv_dtype, **base).seconds
+    assert (
+        db.attention_decode(heads=64, kv_heads=8, head_dim=128, kv_dtype=kv_dtype, **bigger).seconds
+        >= db.attention_decode(
+            heads=64, kv_heads=8, head_dim=128, kv_dtype=kv_dtype, **base
+        ).seconds
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(GPUS, st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "custom_all_reduce"]),
-       st.integers(1, 72), st.floats(0, 1e10), st.floats(0, 1e10))
-def test_comm_monotone_in_bytes_and_free_on_one_gpu(gpu: str, coll: str, n: int, nbytes: float, extra: float) -> None:
+@given(
+    GPUS,
+    st.sampled_from(
+        ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "custom_all_reduce"]
+    ),
+    st.integers(1, 72),
+    st.floats(0, 1e10),
+    st.floats(0, 1e10),
+)
+def test_comm_monotone_in_bytes_and_free_on_one_gpu(
+    gpu: str, coll: str, n: int, nbytes: float, extra: float
+) -> None:
     db = _db(gpu)
     assert db.comm(coll, n, nbytes + extra).seconds >= db.comm(coll, n, nbytes).seconds
     assert db.comm(coll, 1, nbytes).seconds == 0.0
@@ -62,7 +97,16 @@ def test_comm_monotone_in_bytes_and_free_on_one_gpu(gpu: str, coll: str, n: int,
 @given(GPUS, st.integers(1, 8192), GROW, st.sampled_from([1, 8]))
 def test_moe_mla_memcpy_monotone(gpu: str, tokens: int, extra: int, ep: int) -> None:
     db = _db(gpu)
-    assert db.moe(tokens + extra, 4096, 1536, 8, 128, ep).seconds >= db.moe(tokens, 4096, 1536, 8, 128, ep).seconds
-    assert db.mla_decode(tokens + extra, 4096, 128, 512, 64).seconds >= db.mla_decode(tokens, 4096, 128, 512, 64).seconds
-    assert db.mla_prefill(1, tokens + extra, 0, 128, 512, 64).seconds >= db.mla_prefill(1, tokens, 0, 128, 512, 64).seconds
+    assert (
+        db.moe(tokens + extra, 4096, 1536, 8, 128, ep).seconds
+        >= db.moe(tokens, 4096, 1536, 8, 128, ep).seconds
+    )
+    assert (
+        db.mla_decode(tokens + extra, 4096, 128, 512, 64).seconds
+        >= db.mla_decode(tokens, 4096, 128, 512, 64).seconds
+    )
+    assert (
+        db.mla_prefill(1, tokens + extra, 0, 128, 512, 64).seconds
+        >= db.mla_prefill(1, tokens, 0, 128, 512, 64).seconds
+    )
     assert db.memcpy(np.float64(tokens + extra)).seconds >= db.memcpy(np.float64(tokens)).seconds

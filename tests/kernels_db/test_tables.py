@@ -15,14 +15,19 @@ from kernels_db.tables import read_table
 GOOD = "m,n,k,dtype,latency_s\n1,4096,4096,bf16,1.3e-05\n2,4096,4096,bf16,1.31e-05\n"
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("m,n,dtype,latency_s\n1,2,bf16,1e-5\n", r"missing column\(s\) k"),
-    (GOOD + "4,4096,4096,bf16,-1e-05\n", "row 4: latency_s must be a positive"),
-    (GOOD + "4,4096,4096,bf16,\n", "row 4: column 'latency_s' is empty or NaN"),
-    (GOOD + "2,4096,4096,bf16,2e-05\n", "row 4: duplicate key"),
-    (GOOD + "2.5,4096,4096,bf16,2e-05\n", "row 4: 'm' must be a non-negative integer"),
-])
-def test_bad_tables_are_rejected_naming_file_and_row(tmp_path: Path, text: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("m,n,dtype,latency_s\n1,2,bf16,1e-5\n", r"missing column\(s\) k"),
+        (GOOD + "4,4096,4096,bf16,-1e-05\n", "row 4: latency_s must be a positive"),
+        (GOOD + "4,4096,4096,bf16,\n", "row 4: column 'latency_s' is empty or NaN"),
+        (GOOD + "2,4096,4096,bf16,2e-05\n", "row 4: duplicate key"),
+        (GOOD + "2.5,4096,4096,bf16,2e-05\n", "row 4: 'm' must be a non-negative integer"),
+    ],
+)
+def test_bad_tables_are_rejected_naming_file_and_row(
+    tmp_path: Path, text: str, expected: str
+) -> None:
     path = tmp_path / "gemm.csv"
     path.write_text(text)
     with pytest.raises(PlannerInputError, match=expected) as err:
@@ -45,7 +50,10 @@ def _aic_nccl(tmp_path: Path) -> Path:
         (src, "all_reduce", "half", 8, 4096, 0.04),
         (src, "alltoall", "half", 4, 1024, 0.05),
     ]
-    df = pd.DataFrame(rows, columns=["source_path", "op_name", "nccl_dtype", "num_gpus", "message_size", "latency"])
+    df = pd.DataFrame(
+        rows,
+        columns=["source_path", "op_name", "nccl_dtype", "num_gpus", "message_size", "latency"],
+    )
     df["kernel_source"] = "NCCL"
     path = tmp_path / "aiconfigurator_nccl.csv"
     df.to_csv(path, index=False)

@@ -51,7 +51,9 @@ KNOWN_LOO_MISSES: dict[tuple[str, str], tuple[float, float, str]] = {
 @pytest.fixture(scope="module")
 def all_groups(validation_kernels: Path) -> dict[tuple[str, str, str], dict]:
     ts = read_folder(validation_kernels)
-    groups = [g for gpu in GPUS for g in evaluate_gpu(get_gpu(gpu), ts.tables[gpu], fitted.load(gpu))]
+    groups = [
+        g for gpu in GPUS for g in evaluate_gpu(get_gpu(gpu), ts.tables[gpu], fitted.load(gpu))
+    ]
     return {(g["op"], g["gpu"], g["method"]): g for g in groups}
 
 
@@ -68,14 +70,20 @@ def test_loo_and_fitted_targets(all_groups: dict, op: str, gpu: str) -> None:
 def test_l40s_gemm_measurements_are_not_monotone(validation_kernels: Path) -> None:
     """The data defect behind the L40S GEMM exception: among rows of one (n, k, dtype), the latency
     often falls by > 25% when m doubles at m <= 128 on L40S, and almost never on H100."""
+
     def drops(gpu: str) -> int:
         t = read_folder(validation_kernels).tables[gpu]["gemm"]
         k = t.keys
         order = np.lexsort((k["m"], k["k"], k["n"], k["dtype"]))
         m, lat = k["m"][order], t.latency_s[order]
-        same = (k["n"][order][1:] == k["n"][order][:-1]) & (k["k"][order][1:] == k["k"][order][:-1]) & \
-            (k["dtype"][order][1:] == k["dtype"][order][:-1]) & (m[1:] <= 128)
+        same = (
+            (k["n"][order][1:] == k["n"][order][:-1])
+            & (k["k"][order][1:] == k["k"][order][:-1])
+            & (k["dtype"][order][1:] == k["dtype"][order][:-1])
+            & (m[1:] <= 128)
+        )
         return int(np.sum(same & (lat[1:] < 0.75 * lat[:-1])))
+
     assert drops("l40s") >= 8 and drops("h100_sxm") <= 1
 
 
@@ -87,17 +95,25 @@ def test_refit_reproduces_committed_parameters(validation_kernels: Path, gpu: st
     old = fitted.load(spec.key)
     assert old is not None
     for op, fam in old.families.items():
-        assert new.families[op].fit_error.median_ape_pct == pytest.approx(fam.fit_error.median_ape_pct, abs=1.0)
+        assert new.families[op].fit_error.median_ape_pct == pytest.approx(
+            fam.fit_error.median_ape_pct, abs=1.0
+        )
         for dtype, prm in fam.params.items():
-            assert new.families[op].params[dtype].compute_eff == pytest.approx(prm.compute_eff, rel=0.05)
-            assert new.families[op].params[dtype].memory_eff == pytest.approx(prm.memory_eff, rel=0.05)
+            assert new.families[op].params[dtype].compute_eff == pytest.approx(
+                prm.compute_eff, rel=0.05
+            )
+            assert new.families[op].params[dtype].memory_eff == pytest.approx(
+                prm.memory_eff, rel=0.05
+            )
     assert old.comm is not None and new.comm is not None
     assert new.comm.params["all_reduce"][8].bus_bandwidth_bytes_per_s == pytest.approx(
-        old.comm.params["all_reduce"][8].bus_bandwidth_bytes_per_s, rel=0.05)
+        old.comm.params["all_reduce"][8].bus_bandwidth_bytes_per_s, rel=0.05
+    )
 
 
-def test_cli_validate_json_on_one_file(validation_kernels: Path, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_validate_json_on_one_file(
+    validation_kernels: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "c.csv").symlink_to(validation_kernels / "aiconfigurator_custom_allreduce_full.csv")
     assert main(["validate", "kernels", "--data", str(tmp_path), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -112,9 +128,16 @@ def test_committed_all_reduce_prices_at_mid_sizes(validation_kernels: Path) -> N
     through all sizes (NCCL's own fit is still ~25% cheap at 4 MB)."""
     t = read_folder(validation_kernels).tables["h100_sxm"]["comm"]
     k = t.keys
-    sel = (k["collective"] == "custom_all_reduce") & (k["n_gpus"] == 8) & (k["bytes"] >= 2**18) & (k["bytes"] <= 2**22)
+    sel = (
+        (k["collective"] == "custom_all_reduce")
+        & (k["n_gpus"] == 8)
+        & (k["bytes"] >= 2**18)
+        & (k["bytes"] <= 2**22)
+    )
     db = KernelDB.for_gpu(get_gpu("h100_sxm"))
     n, b = k["n_gpus"][sel], k["bytes"][sel].astype(float)
-    pred = np.minimum(db.comm("all_reduce", n, b).seconds, db.comm("custom_all_reduce", n, b).seconds)
+    pred = np.minimum(
+        db.comm("all_reduce", n, b).seconds, db.comm("custom_all_reduce", n, b).seconds
+    )
     assert sel.sum() >= 5
     assert np.all(np.abs(pred / t.latency_s[sel] - 1) < 0.3), pred / t.latency_s[sel]

@@ -174,10 +174,22 @@ def write_profile(path: Path, backend: str, factors: dict[str, float]) -> Path:
     base = load_engines()[backend]
     consts = {k: float(getattr(base, k).value) * factors.get(k, 1.0) for k in BOUNDS}
     none = Residuals()
-    fit = Fit(gpus=["h100_sxm"], rows_used=1, load_points=1, fitted=sorted(factors),
-              kept_packaged=[k for k in BOUNDS if k not in factors], constants=consts,
-              residuals_before=none, residuals_after=none)
-    prof = Profile(format=FORMAT, created_utc="2026-11-30T12:00:00Z", rule=RULE, data={},
-                   engines={backend: EngineProfile(all_gpus=fit)})
+    fit = Fit(
+        gpus=["h100_sxm"],
+        rows_used=1,
+        load_points=1,
+        fitted=sorted(factors),
+        kept_packaged=[k for k in BOUNDS if k not in factors],
+        constants=consts,
+        residuals_before=none,
+        residuals_after=none,
+    )
+    prof = Profile(
+        format=FORMAT,
+        created_utc="2026-11-30T12:00:00Z",
+        rule=RULE,
+        data={},
+        engines={backend: EngineProfile(all_gpus=fit)},
+    )
     path.write_text(profile_text(prof))
     return path

@@ -21,27 +21,44 @@ def _reset_profile() -> object:
 
 
 def _rows(mode: str, concurrencies: list[int]) -> pd.DataFrame:
-    return pd.DataFrame({"model_path": "m", "system": "h100_sxm", "isl": 1000, "osl": 100,
-                         "mode": mode, "c_concurrency": concurrencies})
+    return pd.DataFrame(
+        {
+            "model_path": "m",
+            "system": "h100_sxm",
+            "isl": 1000,
+            "osl": 100,
+            "mode": mode,
+            "c_concurrency": concurrencies,
+        }
+    )
 
 
-@pytest.mark.parametrize(("concurrencies", "expected"), [
-    ([8], ["kernel_scale", "request_overhead_s"]),
-    ([8, 8, 8], ["kernel_scale", "request_overhead_s"]),  # one load point, however many runs
-    ([1, 8, 32], ["kernel_scale", "request_overhead_s", "step_overhead_s"]),
-    ([1, 2, 4, 8], ["kernel_scale", "request_overhead_s", "step_overhead_s", "burst_fraction"]),
-    ([1, 2, 4, 8, 16, 32], ["kernel_scale", "request_overhead_s", "step_overhead_s",
-                            "burst_fraction"]),
-])
+@pytest.mark.parametrize(
+    ("concurrencies", "expected"),
+    [
+        ([8], ["kernel_scale", "request_overhead_s"]),
+        ([8, 8, 8], ["kernel_scale", "request_overhead_s"]),  # one load point, however many runs
+        ([1, 8, 32], ["kernel_scale", "request_overhead_s", "step_overhead_s"]),
+        ([1, 2, 4, 8], ["kernel_scale", "request_overhead_s", "step_overhead_s", "burst_fraction"]),
+        (
+            [1, 2, 4, 8, 16, 32],
+            ["kernel_scale", "request_overhead_s", "step_overhead_s", "burst_fraction"],
+        ),
+    ],
+)
 def test_fewer_rows_fit_fewer_constants(concurrencies: list[int], expected: list[str]) -> None:
     assert constants_to_fit(_rows("agg", concurrencies)) == expected
 
 
 def test_disaggregated_rows_fit_their_own_constants() -> None:
     rows = pd.concat([_rows("agg", [8, 16]), _rows("disagg", [1, 2, 4, 8])])
-    assert constants_to_fit(rows) == ["kernel_scale", "request_overhead_s",
-                                      "disagg_request_overhead_s", "step_overhead_s",
-                                      "disagg_burst_fraction"]
+    assert constants_to_fit(rows) == [
+        "kernel_scale",
+        "request_overhead_s",
+        "disagg_request_overhead_s",
+        "step_overhead_s",
+        "disagg_burst_fraction",
+    ]
 
 
 def test_activate_replaces_and_names_the_engine_constants(tmp_path: Path) -> None:
@@ -55,16 +72,25 @@ def test_activate_replaces_and_names_the_engine_constants(tmp_path: Path) -> Non
     assert engine("vllm") == load_engines()["vllm"]
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda d: d["engines"]["vllm"]["all_gpus"]["constants"].update(kernel_scale=9.0),
-     "engines.vllm.all_gpus.constants.kernel_scale = 9.0 is outside [0.5, 2]"),
-    (lambda d: d["engines"]["vllm"]["all_gpus"]["constants"].update(warp_speed=1.0),
-     "constants.warp_speed: unknown constant"),
-    (lambda d: d.update(engines={"tgi": d["engines"]["vllm"]}), "engine 'tgi' not one of"),
-    (lambda d: d.update(format="other/2"), "format 'other/2'"),
-    (lambda d: d["engines"]["vllm"]["all_gpus"].pop("rows_used"),
-     "field 'engines.vllm.all_gpus.rows_used'"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["engines"]["vllm"]["all_gpus"]["constants"].update(kernel_scale=9.0),
+            "engines.vllm.all_gpus.constants.kernel_scale = 9.0 is outside [0.5, 2]",
+        ),
+        (
+            lambda d: d["engines"]["vllm"]["all_gpus"]["constants"].update(warp_speed=1.0),
+            "constants.warp_speed: unknown constant",
+        ),
+        (lambda d: d.update(engines={"tgi": d["engines"]["vllm"]}), "engine 'tgi' not one of"),
+        (lambda d: d.update(format="other/2"), "format 'other/2'"),
+        (
+            lambda d: d["engines"]["vllm"]["all_gpus"].pop("rows_used"),
+            "field 'engines.vllm.all_gpus.rows_used'",
+        ),
+    ],
+)
 def test_bad_profile_names_the_field(tmp_path: Path, edit: object, message: str) -> None:
     path = write_profile(tmp_path / "p.yaml", "vllm", {"kernel_scale": 1.2})
     data = yaml.safe_load(path.read_text())

@@ -26,7 +26,12 @@ def _kv_per_token(name: str, tp: int = 1, kv: str = "bf16") -> float:
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("llama-3.1-8b", 131_072), ("llama-3.1-70b", 327_680), ("llama-3.1-405b", 516_096), ("deepseek-v3", 70_272)],
+    [
+        ("llama-3.1-8b", 131_072),
+        ("llama-3.1-70b", 327_680),
+        ("llama-3.1-405b", 516_096),
+        ("deepseek-v3", 70_272),
+    ],
 )
 def test_kv_bytes_per_token_reference(name: str, expected: int) -> None:
     assert _kv_per_token(name) == expected
@@ -56,7 +61,9 @@ def test_deepseek_mla_kv_not_divided_by_tp() -> None:
 
 def test_kv_heads_replicated_when_tp_exceeds_kv_heads() -> None:
     m = load_model("qwen3-235b-a22b")  # 4 KV heads
-    assert kv_bytes_per_token(m, m.layers[0], 8, "bf16") == kv_bytes_per_token(m, m.layers[0], 4, "bf16")
+    assert kv_bytes_per_token(m, m.layers[0], 8, "bf16") == kv_bytes_per_token(
+        m, m.layers[0], 4, "bf16"
+    )
 
 
 def test_405b_bf16_does_not_fit_on_8_h100_but_fp8_fits_on_h200() -> None:
@@ -82,7 +89,10 @@ def test_pp_and_quant_reduce_weights() -> None:
     h200 = get_gpu("h200")
     base = plan_memory(m, h200, Parallelism(tp=2)).weights_bytes_per_gpu
     assert plan_memory(m, h200, Parallelism(tp=2, pp=2)).weights_bytes_per_gpu < 0.6 * base
-    assert plan_memory(m, h200, Parallelism(tp=2), weight_quant="fp8").weights_bytes_per_gpu < 0.55 * base
+    assert (
+        plan_memory(m, h200, Parallelism(tp=2), weight_quant="fp8").weights_bytes_per_gpu
+        < 0.55 * base
+    )
 
 
 @pytest.mark.parametrize(
@@ -102,7 +112,9 @@ def test_bad_inputs(kwargs: dict, field: str) -> None:
     assert field in str(err.value)
 
 
-@pytest.mark.parametrize("name", ["llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3", "qwen3.5-397b-a17b", "gpt-oss-120b"])
+@pytest.mark.parametrize(
+    "name", ["llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3", "qwen3.5-397b-a17b", "gpt-oss-120b"]
+)
 def test_vectorized_memory_equals_plan_memory(name: str) -> None:
     """The solvers' vectorized memory (planner.memory_batch) agrees with plan_memory at pp = 1."""
     from planner import memory_batch
@@ -111,13 +123,22 @@ def test_vectorized_memory_equals_plan_memory(name: str) -> None:
     m, gpu = load_model(name), get_gpu("h200")
     tps = [t for t in (1, 2, 4, 8) if m.num_heads % t == 0]
     quant = WEIGHT_QUANTS.index("fp8")
-    p = parallel_arrays(gpu, np.array(tps, float), np.ones(len(tps)), np.ones(len(tps)), np.ones(len(tps)),
-                        np.full(len(tps), quant), np.full(len(tps), KV_DTYPES.index("bf16")))
+    p = parallel_arrays(
+        gpu,
+        np.array(tps, float),
+        np.ones(len(tps)),
+        np.ones(len(tps)),
+        np.ones(len(tps)),
+        np.full(len(tps), quant),
+        np.full(len(tps), KV_DTYPES.index("bf16")),
+    )
     weights = memory_batch.weights_per_gpu(m, p)
     seq = memory_batch.seq_bytes_per_gpu(m, p, np.full(len(tps), 4500.0))
     act = memory_batch.activation_bytes(m, p, np.full(len(tps), 8192.0), np.full(len(tps), 256.0))
     for i, tp in enumerate(tps):
         par = Parallelism(tp=tp)
-        assert weights[i] == pytest.approx(weight_bytes_per_gpu(m, par, "fp8", m.layers, with_embed=True), rel=1e-9)
+        assert weights[i] == pytest.approx(
+            weight_bytes_per_gpu(m, par, "fp8", m.layers, with_embed=True), rel=1e-9
+        )
         assert seq[i] == pytest.approx(seq_kv_bytes(m, m.layers, tp, "bf16", 4500), rel=1e-9)
         assert act[i] == pytest.approx(activation_bytes(m, par, 8192, 256), rel=1e-9)

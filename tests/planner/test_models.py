@@ -43,7 +43,13 @@ def test_deepseek_active_params() -> None:
 
 def test_reference_shapes() -> None:
     m = load_model("llama-3.1-70b")
-    assert (m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads, m.head_dim) == (80, 8192, 64, 8, 128)
+    assert (m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads, m.head_dim) == (
+        80,
+        8192,
+        64,
+        8,
+        128,
+    )
     ds = load_model("deepseek-r1")
     assert ds.family == "mla_moe" and ds.mla is not None and ds.moe is not None
     assert ds.mla.kv_lora_rank == 512 and ds.moe.num_experts == 256 and ds.moe.top_k == 8
@@ -54,7 +60,9 @@ def test_reference_shapes() -> None:
     assert q35.family == "hybrid_moe" and sum(1 for x in q35.layers if x.attention == "gqa") == 15
 
 
-@pytest.mark.parametrize("ref", ["meta-llama/Llama-3.1-70B", "Llama-3.1-70B", "LLAMA-3.1-70B", "llama-3.3-70b"])
+@pytest.mark.parametrize(
+    "ref", ["meta-llama/Llama-3.1-70B", "Llama-3.1-70B", "LLAMA-3.1-70B", "llama-3.3-70b"]
+)
 def test_names_resolve(ref: str) -> None:
     assert load_model(ref).num_layers == 80
 
@@ -69,18 +77,22 @@ def test_deepseek_r1_is_its_own_model(ref: str) -> None:
     assert m.layers == v3.layers and m.moe == v3.moe
 
 
-@pytest.mark.parametrize(("ref", "hf_id", "fmt"), [
-    ("nvidia/Llama-3.1-70B-Instruct-FP8", "nvidia/Llama-3.1-70B-Instruct-FP8", "fp8"),
-    ("nvidia/DeepSeek-R1-NVFP4", "nvidia/DeepSeek-R1-NVFP4", "nvfp4"),
-    ("Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B-FP8", "fp8"),
-    ("Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "bf16"),
-    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "bf16"),
-    ("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B", "bf16"),
-    ("openai/gpt-oss-120b", "openai/gpt-oss-120b", "mxfp4"),
-    ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2.5", "int4"),
-])
-def test_exact_hf_id_first_with_the_checkpoints_own_quantization(ref: str, hf_id: str,
-                                                                  fmt: str) -> None:
+@pytest.mark.parametrize(
+    ("ref", "hf_id", "fmt"),
+    [
+        ("nvidia/Llama-3.1-70B-Instruct-FP8", "nvidia/Llama-3.1-70B-Instruct-FP8", "fp8"),
+        ("nvidia/DeepSeek-R1-NVFP4", "nvidia/DeepSeek-R1-NVFP4", "nvfp4"),
+        ("Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B-FP8", "fp8"),
+        ("Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "bf16"),
+        ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "bf16"),
+        ("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B", "bf16"),
+        ("openai/gpt-oss-120b", "openai/gpt-oss-120b", "mxfp4"),
+        ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2.5", "int4"),
+    ],
+)
+def test_exact_hf_id_first_with_the_checkpoints_own_quantization(
+    ref: str, hf_id: str, fmt: str
+) -> None:
     m = load_model(ref)
     assert m.hf_id == hf_id
     assert m.quant.weight_format == fmt
@@ -116,9 +128,11 @@ def test_local_modelopt_checkpoint_reads_hf_quant_config(tmp_path: Path) -> None
     if not shared.is_dir():
         pytest.skip(f"needs the public configs in {shared}")
     (tmp_path / "config.json").write_text(
-        (shared / "nvidia--Llama-3.1-70B-Instruct-FP8_config.json").read_text())
+        (shared / "nvidia--Llama-3.1-70B-Instruct-FP8_config.json").read_text()
+    )
     (tmp_path / "hf_quant_config.json").write_text(
-        (shared / "nvidia--Llama-3.1-70B-Instruct-FP8_hf_quant_config.json").read_text())
+        (shared / "nvidia--Llama-3.1-70B-Instruct-FP8_hf_quant_config.json").read_text()
+    )
     m = load_model(str(tmp_path), "nvidia/Llama-3.1-70B-Instruct-FP8")
     assert m.quant.weight_format == "fp8" and m.quant.kv_cache == "fp8"
     assert m.weight_dtype == "fp8"
@@ -126,9 +140,26 @@ def test_local_modelopt_checkpoint_reads_hf_quant_config(tmp_path: Path) -> None
 
 def test_every_bundled_model_parses_with_source() -> None:
     models = bundled_models()
-    required = {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.3-70b", "qwen3-8b", "qwen3-32b",
-                "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b",
-                "minimax-m2.5", "kimi-k2.5", "glm-5", "qwen3.5-397b-a17b", "llama-4-scout", "llama-4-maverick"}
+    required = {
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "llama-3.1-405b",
+        "llama-3.3-70b",
+        "qwen3-8b",
+        "qwen3-32b",
+        "qwen3-30b-a3b",
+        "qwen3-235b-a22b",
+        "mixtral-8x7b",
+        "deepseek-v3",
+        "gpt-oss-20b",
+        "gpt-oss-120b",
+        "minimax-m2.5",
+        "kimi-k2.5",
+        "glm-5",
+        "qwen3.5-397b-a17b",
+        "llama-4-scout",
+        "llama-4-maverick",
+    }
     assert required <= set(models)
     for key, b in models.items():
         assert b.source.strip(), key
@@ -138,7 +169,11 @@ def test_every_bundled_model_parses_with_source() -> None:
 
 
 def test_local_path(tmp_path: Path) -> None:
-    cfg = json.loads((Path(__file__).resolve().parents[2] / "planner" / "model_configs" / "qwen3-8b.json").read_text())
+    cfg = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "planner" / "model_configs" / "qwen3-8b.json"
+        ).read_text()
+    )
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     assert load_model(str(path)).hidden_size == 4096
@@ -152,7 +187,10 @@ def test_local_path(tmp_path: Path) -> None:
         ("[1, 2]", "--model"),
         ('{"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"]}', "model_type"),
         ('{"model_type": "llama", "hidden_size": 64}', "num_hidden_layers"),
-        ('{"model_type": "llama", "num_hidden_layers": -2, "hidden_size": 64}', "num_hidden_layers"),
+        (
+            '{"model_type": "llama", "num_hidden_layers": -2, "hidden_size": 64}',
+            "num_hidden_layers",
+        ),
     ],
 )
 def test_bad_configs(tmp_path: Path, content: str, field: str) -> None:

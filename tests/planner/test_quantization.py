@@ -19,45 +19,85 @@ def test_unquantized_is_bf16() -> None:
 
 
 def test_hf_fp8_blocks() -> None:
-    q = read_quantization({"quantization_config": {
-        "quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}})
+    q = read_quantization(
+        {
+            "quantization_config": {
+                "quant_method": "fp8",
+                "activation_scheme": "dynamic",
+                "weight_block_size": [128, 128],
+            }
+        }
+    )
     assert (q.weight_format, q.activation_bits, q.group_size) == ("fp8", 8, 128)
 
 
 def test_mxfp4_is_weight_only_fp4() -> None:
-    q = read_quantization({"quantization_config": {
-        "quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}})
+    q = read_quantization(
+        {
+            "quantization_config": {
+                "quant_method": "mxfp4",
+                "modules_to_not_convert": ["model.layers.*.self_attn"],
+            }
+        }
+    )
     assert (q.weight_format, q.activation_bits, q.pricing_dtype) == ("mxfp4", 16, "fp4")
     assert q.ignored == ("model.layers.*.self_attn",)
 
 
 def test_modelopt_from_hf_quant_config() -> None:
-    hq = {"producer": {"name": "modelopt"}, "quantization": {
-        "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16,
-        "exclude_modules": ["lm_head"]}}
+    hq = {
+        "producer": {"name": "modelopt"},
+        "quantization": {
+            "quant_algo": "NVFP4",
+            "kv_cache_quant_algo": "FP8",
+            "group_size": 16,
+            "exclude_modules": ["lm_head"],
+        },
+    }
     q = read_quantization({}, hq)
     assert (q.method, q.weight_format, q.kv_cache, q.group_size) == ("modelopt", "nvfp4", "fp8", 16)
     assert q.source.startswith("hf_quant_config.json")
 
 
 def test_compressed_tensors_int4_and_nvfp4() -> None:
-    int4 = {"quant_method": "compressed-tensors", "config_groups": {"g": {
-        "weights": {"num_bits": 4, "type": "int", "group_size": 32}, "input_activations": None}}}
+    int4 = {
+        "quant_method": "compressed-tensors",
+        "config_groups": {
+            "g": {
+                "weights": {"num_bits": 4, "type": "int", "group_size": 32},
+                "input_activations": None,
+            }
+        },
+    }
     q = read_quantization({"quantization_config": int4})
     assert (q.weight_format, q.activation_bits, q.group_size) == ("int4", 16, 32)
-    fp4 = {"config_groups": {"g": {"weights": {"num_bits": 4, "type": "float", "group_size": 16},
-                                   "input_activations": {"num_bits": 4, "type": "float"}}}}
+    fp4 = {
+        "config_groups": {
+            "g": {
+                "weights": {"num_bits": 4, "type": "float", "group_size": 16},
+                "input_activations": {"num_bits": 4, "type": "float"},
+            }
+        }
+    }
     assert read_quantization({"quantization_config": fp4}).weight_format == "nvfp4"
 
 
-@pytest.mark.parametrize(("q", "field"), [
-    ({"quant_method": "bitsandbytes"}, "quant_method"),
-    ({"quant_method": "gptq", "bits": 3}, "bits"),
-    ("fp8", "quantization_config"),
-    ({"quant_method": "compressed-tensors", "config_groups": {}}, "config_groups"),
-    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {
-        "num_bits": 2, "type": "int"}}}}, "config_groups.g.weights"),
-])
+@pytest.mark.parametrize(
+    ("q", "field"),
+    [
+        ({"quant_method": "bitsandbytes"}, "quant_method"),
+        ({"quant_method": "gptq", "bits": 3}, "bits"),
+        ("fp8", "quantization_config"),
+        ({"quant_method": "compressed-tensors", "config_groups": {}}, "config_groups"),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 2, "type": "int"}}},
+            },
+            "config_groups.g.weights",
+        ),
+    ],
+)
 def test_unreadable_quantization_is_refused_by_field(q: object, field: str) -> None:
     with pytest.raises(PlannerInputError, match=field):
         read_quantization({"quantization_config": q})

@@ -20,7 +20,9 @@ P50_MEAN_RTOL = 0.05
 
 
 def _sweep(isl: int, osl: int, seqs: int, w: Workload | None = None) -> ResultArrays:
-    c = CandidateArrays.from_lists(concurrency=CONCURRENCY, max_num_seqs=np.full(CONCURRENCY.size, seqs))
+    c = CandidateArrays.from_lists(
+        concurrency=CONCURRENCY, max_num_seqs=np.full(CONCURRENCY.size, seqs)
+    )
     return evaluate_batch(M8, H100, c, w or fixed(isl, osl, concurrency=1))
 
 
@@ -38,19 +40,30 @@ def test_admission_regime_percentiles_near_mean() -> None:
     assert np.all(r.ttft_mean_s[over] <= r.ttft_p99_s[over] * (1 + 1e-9))
     np.testing.assert_allclose(r.ttft_p50_s[over], r.ttft_mean_s[over], rtol=P50_MEAN_RTOL)
     # Little's law: N = X·(TTFT + (OSL-1)·TPOT)
-    np.testing.assert_allclose(r.requests_per_s * (r.ttft_mean_s + 499 * r.tpot_mean_s), CONCURRENCY, rtol=0.05)
+    np.testing.assert_allclose(
+        r.requests_per_s * (r.ttft_mean_s + 499 * r.tpot_mean_s), CONCURRENCY, rtol=0.05
+    )
 
 
 def test_osl_spread_widens_admission_percentiles() -> None:
-    w = Workload(isl=LengthSpec(mean=1000), osl=LengthSpec(mean=500, dist="lognormal", cv=1.0), concurrency=1)
+    w = Workload(
+        isl=LengthSpec(mean=1000), osl=LengthSpec(mean=500, dist="lognormal", cv=1.0), concurrency=1
+    )
     spread, flat = _sweep(1000, 500, 8, w), _sweep(1000, 500, 8)
     _ordered(spread)
     over = CONCURRENCY >= 64
-    assert np.all(spread.ttft_p99_s[over] - spread.ttft_p50_s[over] > flat.ttft_p99_s[over] - flat.ttft_p50_s[over])
+    assert np.all(
+        spread.ttft_p99_s[over] - spread.ttft_p50_s[over]
+        > flat.ttft_p99_s[over] - flat.ttft_p50_s[over]
+    )
 
 
 @PROPERTY_SETTINGS
-@given(isl=st.sampled_from([128, 1024, 4096]), osl=st.sampled_from([64, 512, 2048]), seqs=st.sampled_from([4, 16, 256]))
+@given(
+    isl=st.sampled_from([128, 1024, 4096]),
+    osl=st.sampled_from([64, 512, 2048]),
+    seqs=st.sampled_from([4, 16, 256]),
+)
 def test_ttft_percentiles_never_fall_as_concurrency_grows(isl: int, osl: int, seqs: int) -> None:
     r = _sweep(isl, osl, seqs)
     _ordered(r)

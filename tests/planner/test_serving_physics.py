@@ -20,7 +20,9 @@ H200 = get_gpu("h200")
 
 def _par(tp: float, dp: float = 1.0) -> object:
     one = np.array([1.0])
-    return parallel_arrays(H200, np.array([tp]), one, np.array([dp]), one, np.array([1.0]), np.array([1.0]))
+    return parallel_arrays(
+        H200, np.array([tp]), one, np.array([dp]), one, np.array([1.0]), np.array([1.0])
+    )
 
 
 def test_elementwise_traffic_of_llama_70b_layer() -> None:
@@ -44,7 +46,11 @@ def test_decode_all_reduce_uses_the_faster_custom_algorithm() -> None:
         mix = StepMix(np.array([tokens]), np.array([1000.0]), np.zeros(1), np.zeros(1), np.zeros(1))
         op = all_reduce_op("ar", m, 1.0, _par(8.0), mix)  # type: ignore[arg-type]
         t = float(pricer.price(op)[0][0])
-        nccl = float(pricer.db.comm("all_reduce", np.array([8]), np.asarray(op.nbytes, dtype=float), "nvlink").seconds[0])
+        nccl = float(
+            pricer.db.comm(
+                "all_reduce", np.array([8]), np.asarray(op.nbytes, dtype=float), "nvlink"
+            ).seconds[0]
+        )
         assert t <= nccl + 1e-12
         if tokens < 100:
             assert t < 0.5 * nccl
@@ -55,7 +61,9 @@ def test_attention_dp_ranks_each_hold_max_num_seqs() -> None:
     without anyone waiting outside the engine, unlike one rank of 8 slots."""
     m = load_model("deepseek-v3")
     b200 = get_gpu("b200")
-    c = CandidateArrays.from_lists(tp=[1, 4], dp=[4, 1], ep=[4, 4], weight_quant=2, kv_dtype=1, max_num_seqs=8, concurrency=32)
+    c = CandidateArrays.from_lists(
+        tp=[1, 4], dp=[4, 1], ep=[4, 4], weight_quant=2, kv_dtype=1, max_num_seqs=8, concurrency=32
+    )
     r = evaluate_batch(m, b200, c, fixed(1024, 256, concurrency=32))
     assert r.decode_batch[0] > 8.0
     assert r.decode_batch[1] <= 8.0 + 1e-9
@@ -65,8 +73,16 @@ def test_prefill_batch_size_limits_prompts_per_prefill_step() -> None:
     """Disaggregated prefill workers that take one prompt per step (prefill batch 1) price each short
     prompt alone, so under load their TTFT is at least that of workers batching prompts up to the chunk."""
     m = load_model("llama-3.1-8b")
-    c = CandidateArrays.from_lists(mode=1, tp=1, prefill_tp=1, workers=2, prefill_workers=1, concurrency=256,
-                                   max_num_seqs=256, prefill_max_num_seqs=[1, 64])
+    c = CandidateArrays.from_lists(
+        mode=1,
+        tp=1,
+        prefill_tp=1,
+        workers=2,
+        prefill_workers=1,
+        concurrency=256,
+        max_num_seqs=256,
+        prefill_max_num_seqs=[1, 64],
+    )
     # a benchmark run with its start-up wave (in steady state both prefill stages are saturated)
     bench = fixed(512, 256, concurrency=256).model_copy(update={"startup_wave": True})
     r = evaluate_batch(m, H200, c, bench)
@@ -78,7 +94,9 @@ def test_start_up_wave_adds_to_steady_state() -> None:
     """N clients that start together: the k-th waits for k-1 prefills, mean (N-1)/2 of them."""
     w = np.array([0.1])
     assert float(queueing.burst_wait(w, np.array([9.0]))[0]) == pytest.approx(0.4)
-    assert float(queueing.lockstep_response(np.array([0.05]), w, np.array([1.0]))[0]) == pytest.approx(0.05)
+    assert float(
+        queueing.lockstep_response(np.array([0.05]), w, np.array([1.0]))[0]
+    ) == pytest.approx(0.05)
 
 
 def test_start_up_wave_replaces_steady_wait_for_its_share() -> None:
@@ -138,10 +156,22 @@ def test_disaggregated_requests_pay_their_own_request_overhead() -> None:
     from planner.engine_calibration import Sourced, engine
 
     m, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
-    c = CandidateArrays.from_lists(tp=[1, 1], mode=[0, 1], prefill_tp=[1, 1], prefill_workers=[1, 1], workers=[1, 1],
-                                   concurrency=[1.0, 1.0])
+    c = CandidateArrays.from_lists(
+        tp=[1, 1],
+        mode=[0, 1],
+        prefill_tp=[1, 1],
+        prefill_workers=[1, 1],
+        workers=[1, 1],
+        concurrency=[1.0, 1.0],
+    )
     base = engine("vllm")
-    more = base.model_copy(update={"disagg_request_overhead_s": Sourced(value=base.disagg_request_overhead_s.value + 0.1, source="test")})
+    more = base.model_copy(
+        update={
+            "disagg_request_overhead_s": Sourced(
+                value=base.disagg_request_overhead_s.value + 0.1, source="test"
+            )
+        }
+    )
     a = evaluate_batch(m, gpu, c, fixed(1000, 100, concurrency=1), calibration=base)
     b = evaluate_batch(m, gpu, c, fixed(1000, 100, concurrency=1), calibration=more)
     assert b.ttft_mean_s[0] == a.ttft_mean_s[0]
@@ -161,6 +191,10 @@ def test_per_layer_qk_norm_all_reduces_its_statistics_under_tp() -> None:
     for tp, priced in ((1.0, False), (4.0, True)):
         ops = {op.name: op for op in step_ops(m, _par(tp), mix)}  # type: ignore[arg-type]
         qk = ops["tp_all_reduce_qk_norm"]
-        assert qk.count == m.num_layers and float(np.asarray(qk.nbytes).ravel()[0]) == pytest.approx(16 * 8)
+        assert qk.count == m.num_layers and float(
+            np.asarray(qk.nbytes).ravel()[0]
+        ) == pytest.approx(16 * 8)
         assert (float(pricer.price(qk)[0][0]) > 0) == priced
-    assert "tp_all_reduce_qk_norm" not in {op.name for op in step_ops(load_model("qwen3-32b"), _par(4.0), mix)}  # type: ignore[arg-type]
+    assert "tp_all_reduce_qk_norm" not in {
+        op.name for op in step_ops(load_model("qwen3-32b"), _par(4.0), mix)
+    }  # type: ignore[arg-type]

@@ -37,7 +37,9 @@ def test_ttft_never_falls_as_rate_grows(isl: int, osl: int, base: float) -> None
     rates = base * np.array([1.0, 1.5, 2.0, 3.0])
     ttft = []
     for rate in rates:
-        r = evaluate_batch(M8, H100, CandidateArrays.from_lists(tp=1), fixed(isl, osl, rate_per_s=float(rate)))
+        r = evaluate_batch(
+            M8, H100, CandidateArrays.from_lists(tp=1), fixed(isl, osl, rate_per_s=float(rate))
+        )
         ttft.append(float(r.ttft_mean_s[0]))
     assert all(b >= a * (1 - 1e-6) for a, b in zip(ttft, ttft[1:], strict=False))
 
@@ -56,24 +58,57 @@ def test_tpot_never_falls_as_batch_grows(ctx: int, tp: int) -> None:
 @PROPERTY_SETTINGS
 @given(isl=st.integers(256, 16384))
 def test_disagg_ttft_includes_kv_transfer(isl: int) -> None:
-    c = CandidateArrays.from_lists(tp=2, mode=1, prefill_tp=2, workers=1, prefill_workers=1, concurrency=1)
+    c = CandidateArrays.from_lists(
+        tp=2, mode=1, prefill_tp=2, workers=1, prefill_workers=1, concurrency=1
+    )
     r = evaluate_batch(M8, H100, c, fixed(isl, 64, concurrency=1))
     assert r.kv_transfer_s[0] > 0
     assert r.ttft_mean_s[0] >= r.kv_transfer_s[0]
 
 
 def test_estimate_json_has_the_issue_keys(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8", "--format", "json"])
+    rc = main(
+        [
+            "estimate",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100",
+            "--concurrency",
+            "8",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("ttft_ms", "tpot_ms"):
         assert set(out[key]) >= {"mean", "p50", "p90", "p99"}
-    for key in ("output_tok_s_per_gpu", "output_tok_s_per_user", "requests_per_s", "step_breakdown", "memory", "provenance"):
+    for key in (
+        "output_tok_s_per_gpu",
+        "output_tok_s_per_user",
+        "requests_per_s",
+        "step_breakdown",
+        "memory",
+        "provenance",
+    ):
         assert key in out
     assert "provenance_mix" in out
 
 
 def test_infeasible_model_exits_2_with_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["estimate", "--model", "llama-3.1-70b", "--gpu", "l4", "--concurrency", "1", "--format", "json"])
+    rc = main(
+        [
+            "estimate",
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "l4",
+            "--concurrency",
+            "1",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 2
     assert "memory" in capsys.readouterr().err

@@ -16,25 +16,51 @@ from planner.estimate import estimate
 from planner.models import load_model
 from planner.workload import fixed
 
-FIELDS = ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "requests_per_s", "decode_batch")
+FIELDS = (
+    "ttft_mean_s",
+    "ttft_p99_s",
+    "tpot_mean_s",
+    "tpot_p99_s",
+    "requests_per_s",
+    "decode_batch",
+)
 
 
 def _candidates(k: int, seed: int, closed: bool, mode: int = 0) -> CandidateArrays:
     rng = np.random.default_rng(seed)
     return CandidateArrays.from_lists(
-        tp=rng.choice([1, 2, 4, 8], k), max_num_seqs=rng.choice([16, 64, 256, 1024], k),
-        max_num_batched_tokens=rng.choice([512, 2048, 8192], k), weight_quant=rng.choice([0, 1], k),
-        kv_dtype=rng.choice([0, 1], k), workers=rng.choice([1, 2], k), mode=np.full(k, mode),
-        prefill_tp=rng.choice([1, 2, 4], k), prefill_workers=rng.choice([1, 2], k),
-        concurrency=rng.choice([1, 4, 16, 64, 256, 1024], k) if closed else np.full(k, np.nan))
+        tp=rng.choice([1, 2, 4, 8], k),
+        max_num_seqs=rng.choice([16, 64, 256, 1024], k),
+        max_num_batched_tokens=rng.choice([512, 2048, 8192], k),
+        weight_quant=rng.choice([0, 1], k),
+        kv_dtype=rng.choice([0, 1], k),
+        workers=rng.choice([1, 2], k),
+        mode=np.full(k, mode),
+        prefill_tp=rng.choice([1, 2, 4], k),
+        prefill_workers=rng.choice([1, 2], k),
+        concurrency=rng.choice([1, 4, 16, 64, 256, 1024], k) if closed else np.full(k, np.nan),
+    )
 
 
-@pytest.mark.parametrize(("model", "gpu", "closed", "rate", "mode"), [
-    ("llama-3.1-70b", "h200", True, None, 0), ("qwen3-30b-a3b", "h100", True, None, 0),
-    ("llama-3.1-70b", "h200", False, 2.0, 0), ("llama-3.1-8b", "h100", False, 20.0, 0),
-    ("llama-3.1-70b", "h200", True, None, 1), ("llama-3.1-8b", "h100", False, 20.0, 1)])
-def test_fixed_point_matches_the_tightly_converged_one(model: str, gpu: str, closed: bool, rate: float | None, mode: int,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("model", "gpu", "closed", "rate", "mode"),
+    [
+        ("llama-3.1-70b", "h200", True, None, 0),
+        ("qwen3-30b-a3b", "h100", True, None, 0),
+        ("llama-3.1-70b", "h200", False, 2.0, 0),
+        ("llama-3.1-8b", "h100", False, 20.0, 0),
+        ("llama-3.1-70b", "h200", True, None, 1),
+        ("llama-3.1-8b", "h100", False, 20.0, 1),
+    ],
+)
+def test_fixed_point_matches_the_tightly_converged_one(
+    model: str,
+    gpu: str,
+    closed: bool,
+    rate: float | None,
+    mode: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """solve_agg (mode 0) and solve_disagg (mode 1)."""
     m, g = load_model(model), get_gpu(gpu)
     c = _candidates(120, 5, closed, mode)
@@ -65,6 +91,10 @@ def test_bench_estimate_prices_few_passes(monkeypatch: pytest.MonkeyPatch) -> No
         return steps(*a, **kw)
 
     monkeypatch.setattr(serving, "_steps", counted)
-    estimate(load_model("llama-3.1-70b"), get_gpu("h200"), fixed(2000, 500, concurrency=64),
-             agg=WorkerConfig(parallel=Parallelism(tp=4), weight_quant="fp8"))
+    estimate(
+        load_model("llama-3.1-70b"),
+        get_gpu("h200"),
+        fixed(2000, 500, concurrency=64),
+        agg=WorkerConfig(parallel=Parallelism(tp=4), weight_quant="fp8"),
+    )
     assert len(calls) <= 4

@@ -23,8 +23,14 @@ from planner.opgraph import Op, StepMix, step_ops
 from planner.step_model import price_step
 from planner.workload import fixed
 
-CASES = [("llama-3.1-70b", "h200"), ("qwen3-235b-a22b", "h200"), ("deepseek-v3", "b200"), ("gpt-oss-120b", "h100"),
-         ("qwen3.5-397b-a17b", "a100"), ("llama-3.1-8b", "mi300x")]
+CASES = [
+    ("llama-3.1-70b", "h200"),
+    ("qwen3-235b-a22b", "h200"),
+    ("deepseek-v3", "b200"),
+    ("gpt-oss-120b", "h100"),
+    ("qwen3.5-397b-a17b", "a100"),
+    ("llama-3.1-8b", "mi300x"),
+]
 RTOL = 1e-12
 
 
@@ -43,11 +49,20 @@ def _candidates(k: int, seed: int) -> CandidateArrays:
     tp = rng.choice([1, 2, 4, 8], k)
     dp = rng.choice([1, 1, 2], k)
     return CandidateArrays.from_lists(
-        tp=tp, dp=dp, ep=np.where(rng.random(k) < 0.5, tp * dp, 1), pp=rng.choice([1, 1, 2], k),
-        max_num_seqs=rng.choice([64, 256, 1024], k), max_num_batched_tokens=rng.choice([2048, 8192], k),
-        weight_quant=rng.choice([0, 1, 2], k), kv_dtype=rng.choice([0, 1], k),
-        concurrency=rng.choice([1, 16, 64, 256, np.nan], k), mode=rng.choice([0, 1], k), workers=rng.choice([1, 2], k),
-        prefill_tp=rng.choice([1, 2, 4], k), prefill_workers=rng.choice([1, 3], k))
+        tp=tp,
+        dp=dp,
+        ep=np.where(rng.random(k) < 0.5, tp * dp, 1),
+        pp=rng.choice([1, 1, 2], k),
+        max_num_seqs=rng.choice([64, 256, 1024], k),
+        max_num_batched_tokens=rng.choice([2048, 8192], k),
+        weight_quant=rng.choice([0, 1, 2], k),
+        kv_dtype=rng.choice([0, 1], k),
+        concurrency=rng.choice([1, 16, 64, 256, np.nan], k),
+        mode=rng.choice([0, 1], k),
+        workers=rng.choice([1, 2], k),
+        prefill_tp=rng.choice([1, 2, 4], k),
+        prefill_workers=rng.choice([1, 3], k),
+    )
 
 
 @pytest.mark.parametrize(("model", "gpu"), CASES)
@@ -56,10 +71,22 @@ def test_price_ops_equals_price_op_by_op(model: str, gpu: str) -> None:
     rng = np.random.default_rng(3)
     k = 64
     one = np.ones(k)
-    par = parallel_arrays(g, rng.choice([1, 2, 4, 8, 16], k) * one, rng.choice([1, 2], k) * one, rng.choice([1, 2], k) * one,
-                          rng.choice([1, 8], k) * one, rng.choice([0, 1, 2, 3], k) * one, rng.choice([0, 1], k) * one)
-    mix = StepMix(rng.choice([0.0, 1, 7, 300], k), rng.uniform(100, 9000, k), rng.choice([0.0, 1, 2048], k),
-                  rng.choice([0.0, 512, 2048], k), rng.choice([0.0, 1000], k))
+    par = parallel_arrays(
+        g,
+        rng.choice([1, 2, 4, 8, 16], k) * one,
+        rng.choice([1, 2], k) * one,
+        rng.choice([1, 2], k) * one,
+        rng.choice([1, 8], k) * one,
+        rng.choice([0, 1, 2, 3], k) * one,
+        rng.choice([0, 1], k) * one,
+    )
+    mix = StepMix(
+        rng.choice([0.0, 1, 7, 300], k),
+        rng.uniform(100, 9000, k),
+        rng.choice([0.0, 1, 2048], k),
+        rng.choice([0.0, 512, 2048], k),
+        rng.choice([0.0, 1000], k),
+    )
     ops = step_ops(m, par, mix)
     pricer = default_pricer(g)
     for op, (t, tag) in zip(ops, pricer.price_ops(ops), strict=True):
@@ -76,14 +103,30 @@ def test_predictions_equal_the_op_by_op_path(model: str, gpu: str) -> None:
         fast = evaluate_batch(m, g, c, wl)
         plain = evaluate_batch(m, g, c, wl, pricer=PerOpPricer(gpu))
         for f in fast.__dataclass_fields__:
-            np.testing.assert_allclose(getattr(fast, f), getattr(plain, f), rtol=1e-9, atol=0.0, err_msg=f)
+            np.testing.assert_allclose(
+                getattr(fast, f), getattr(plain, f), rtol=1e-9, atol=0.0, err_msg=f
+            )
 
 
 def test_step_breakdown_and_provenance_equal_the_op_by_op_path() -> None:
     m, g = load_model("qwen3-235b-a22b"), get_gpu("h200")
     one = np.ones(4)
-    par = parallel_arrays(g, 4 * one, one, np.array([1.0, 2, 1, 2]), np.array([1.0, 8, 4, 8]), np.array([0.0, 1, 2, 1]), np.array([0.0, 1, 0, 1]))
-    mix = StepMix(np.array([1.0, 64, 256, 0]), np.full(4, 3000.0), np.array([0.0, 512, 8192, 2048]), np.full(4, 512.0), np.zeros(4))
+    par = parallel_arrays(
+        g,
+        4 * one,
+        one,
+        np.array([1.0, 2, 1, 2]),
+        np.array([1.0, 8, 4, 8]),
+        np.array([0.0, 1, 2, 1]),
+        np.array([0.0, 1, 0, 1]),
+    )
+    mix = StepMix(
+        np.array([1.0, 64, 256, 0]),
+        np.full(4, 3000.0),
+        np.array([0.0, 512, 8192, 2048]),
+        np.full(4, 512.0),
+        np.zeros(4),
+    )
     fast = price_step(m, par, mix, default_pricer(g), kernel_scale=1.1, overhead_s=1e-3)
     plain = price_step(m, par, mix, PerOpPricer("h200"), kernel_scale=1.1, overhead_s=1e-3)
     assert fast.provenance == plain.provenance
@@ -98,7 +141,9 @@ def _reference_price(db: KernelDB, op: str, **kw: Any) -> tuple[np.ndarray, np.n
     table = own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
     default = fitted.DEFAULT_PARAMS[op]
     n = int(np.broadcast_shapes(*(np.shape(v) for v in kw.values()))[0])
-    rows = [{k: (v if np.ndim(v) == 0 else np.asarray(v)[i]) for k, v in kw.items()} for i in range(n)]
+    rows = [
+        {k: (v if np.ndim(v) == 0 else np.asarray(v)[i]) for k, v in kw.items()} for i in range(n)
+    ]
     seconds, codes = np.empty(n), np.empty(n, dtype=int)
     for i, row in enumerate(rows):
         label = str(costs.param_labels(op, row))
@@ -107,7 +152,9 @@ def _reference_price(db: KernelDB, op: str, **kw: Any) -> tuple[np.ndarray, np.n
         base = label.removesuffix(costs.MHA_SUFFIX)
         prm = table.get(label) or table.get(base, default)
         cnt = costs.counts(op, row, db.spec)
-        seconds[i] = costs.model_time(cnt, prm.as_array(), db.spec.hbm_bandwidth_bytes_per_s, prm.pad_rows)
+        seconds[i] = costs.model_time(
+            cnt, prm.as_array(), db.spec.hbm_bandwidth_bytes_per_s, prm.pad_rows
+        )
         codes[i] = FITTED if (label in table or base in table) else UNCALIBRATED
     return seconds, codes
 
@@ -121,13 +168,52 @@ def test_kernel_lookup_with_mixed_labels_equals_row_by_row(gpu: str) -> None:
     kv = rng.choice(["bf16", "fp8"], k)
     heads = rng.choice([8.0, 16, 64], k)
     calls: list[tuple[str, dict[str, Any]]] = [
-        ("gemm", {"m": rng.integers(1, 9000, k).astype(float), "n": 8192.0, "k": rng.choice([1024.0, 8192], k), "dtype": dtypes}),
-        ("attention_decode", {"batch": rng.integers(1, 300, k).astype(float), "kv_len": rng.uniform(10, 9000, k), "heads": heads,
-                              "kv_heads": rng.choice([8.0, 16], k), "head_dim": 128.0, "kv_dtype": kv}),
-        ("attention_prefill", {"batch": 2.0, "seq": rng.choice([128.0, 2048], k), "prior": rng.choice([0.0, 1000], k), "heads": heads,
-                               "kv_heads": 8.0, "head_dim": 128.0, "dtype": "bf16", "kv_dtype": kv, "window": 0.0}),
-        ("moe", {"tokens": rng.integers(1, 5000, k).astype(float), "hidden": 4096.0, "inter": 1536.0, "topk": 8.0, "experts": 128.0,
-                 "ep": rng.choice([1.0, 8], k), "dtype": dtypes}),
+        (
+            "gemm",
+            {
+                "m": rng.integers(1, 9000, k).astype(float),
+                "n": 8192.0,
+                "k": rng.choice([1024.0, 8192], k),
+                "dtype": dtypes,
+            },
+        ),
+        (
+            "attention_decode",
+            {
+                "batch": rng.integers(1, 300, k).astype(float),
+                "kv_len": rng.uniform(10, 9000, k),
+                "heads": heads,
+                "kv_heads": rng.choice([8.0, 16], k),
+                "head_dim": 128.0,
+                "kv_dtype": kv,
+            },
+        ),
+        (
+            "attention_prefill",
+            {
+                "batch": 2.0,
+                "seq": rng.choice([128.0, 2048], k),
+                "prior": rng.choice([0.0, 1000], k),
+                "heads": heads,
+                "kv_heads": 8.0,
+                "head_dim": 128.0,
+                "dtype": "bf16",
+                "kv_dtype": kv,
+                "window": 0.0,
+            },
+        ),
+        (
+            "moe",
+            {
+                "tokens": rng.integers(1, 5000, k).astype(float),
+                "hidden": 4096.0,
+                "inter": 1536.0,
+                "topk": 8.0,
+                "experts": 128.0,
+                "ep": rng.choice([1.0, 8], k),
+                "dtype": dtypes,
+            },
+        ),
         ("memcpy", {"bytes": rng.uniform(0, 1e8, k)}),
     ]
     for op, kw in calls:

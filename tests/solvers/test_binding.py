@@ -10,9 +10,17 @@ import pytest
 from solvers.binding import BINDING, TOP_CANDIDATES
 from solvers.plan import PlanRequest, PlanResult, plan
 
-DEFAULT: dict[str, Any] = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8,
-                           "isl": 4000, "osl": 500, "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 30.0,
-                           "percentile": "p90"}
+DEFAULT: dict[str, Any] = {
+    "model": "llama-3.1-70b",
+    "gpus": ("h200_sxm",),
+    "max_gpus": 8,
+    "isl": 4000,
+    "osl": 500,
+    "concurrency": 64,
+    "ttft_ms": 5000.0,
+    "tpot_ms": 30.0,
+    "percentile": "p90",
+}
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +53,18 @@ def test_headroom_of_every_limit(default: PlanResult) -> None:
 
 
 def test_small_workload_is_not_called_a_gpu_budget_limit() -> None:
-    r = plan(PlanRequest(**{**DEFAULT, "model": "llama-3.1-8b", "isl": 1000, "osl": 200,
-                            "concurrency": 4, "tpot_ms": 50.0}))
+    r = plan(
+        PlanRequest(
+            **{
+                **DEFAULT,
+                "model": "llama-3.1-8b",
+                "isl": 1000,
+                "osl": 200,
+                "concurrency": 4,
+                "tpot_ms": 50.0,
+            }
+        )
+    )
     assert r.best.gpus < r.max_gpus == 8
     assert r.binding_constraint != "GPU budget"
     assert f"{r.best.gpus} of 8 GPUs used" in r.binding["sentence"]
@@ -59,8 +77,9 @@ def test_top_candidates_are_feasible_best_first(default: PlanResult) -> None:
     assert scores == sorted(scores, reverse=True)
     best = default.best.predicted["output_tok_s_per_gpu"]
     assert cands[0]["output_tok_s_per_gpu"] == pytest.approx(best)
-    assert all(c["ttft_p90_ms"] <= 5000.0 and c["tpot_p90_ms"] <= 30.0 and c["gpus"] <= 8
-               for c in cands)
+    assert all(
+        c["ttft_p90_ms"] <= 5000.0 and c["tpot_p90_ms"] <= 30.0 and c["gpus"] <= 8 for c in cands
+    )
     assert len(cands) > len(default.pareto)  # real candidates, not only the front
     assert any(c["pareto"] for c in cands) and not all(c["pareto"] for c in cands)
 

@@ -13,8 +13,12 @@ from solvers.pd_milp import PhaseOptions, brute_force_pd, solve_pd
 
 
 def _opts(rng: np.random.Generator, n: int) -> PhaseOptions:
-    return PhaseOptions(rng.integers(0, 2, n), rng.choice([1, 2, 4, 8], n), rng.uniform(0.3, 5.0, n),
-                        np.full(n, 3.0))
+    return PhaseOptions(
+        rng.integers(0, 2, n),
+        rng.choice([1, 2, 4, 8], n),
+        rng.uniform(0.3, 5.0, n),
+        np.full(n, 3.0),
+    )
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -34,25 +38,51 @@ def test_pd_milp_equals_brute_force(seed: int, node: int | None) -> None:
 
 
 def _fleet(rng: np.random.Generator) -> tuple[FleetSpec, Options]:
-    classes = tuple(WorkloadClass(name=f"c{k}", model="llama-3.1-8b", rate_per_s=float(rng.uniform(2, 20)), isl=1000,
-                                  osl=200, ttft_ms=500, tpot_ms=30) for k in range(3))
-    pools = tuple(GpuPool(gpu=g, available=int(rng.integers(6, 16))) for g in ("h100", "h200", "a100"))
-    rows = [(k, t, g, float(rng.uniform(1, 6)) * g ** 0.8, (2.0, 3.0, 1.5)[t], "cfg")
-            for k in range(3) for t in range(3) for g in (1, 2)]
+    classes = tuple(
+        WorkloadClass(
+            name=f"c{k}",
+            model="llama-3.1-8b",
+            rate_per_s=float(rng.uniform(2, 20)),
+            isl=1000,
+            osl=200,
+            ttft_ms=500,
+            tpot_ms=30,
+        )
+        for k in range(3)
+    )
+    pools = tuple(
+        GpuPool(gpu=g, available=int(rng.integers(6, 16))) for g in ("h100", "h200", "a100")
+    )
+    rows = [
+        (k, t, g, float(rng.uniform(1, 6)) * g**0.8, (2.0, 3.0, 1.5)[t], "cfg")
+        for k in range(3)
+        for t in range(3)
+        for g in (1, 2)
+    ]
     opt = Options(**{f: tuple(r[i] for r in rows) for i, f in enumerate(Options.model_fields)})
     return FleetSpec(classes=classes, gpus=pools), opt
 
 
 def _brute_fleet(spec: FleetSpec, opt: Options) -> float:
     best = np.inf
-    need = [int(np.ceil(spec.classes[opt.klass[o]].rate_per_s / opt.rps[o])) for o in range(len(opt.gpus))]
-    ranges = [range(0, 1 + min(need[o], spec.gpus[opt.gtype[o]].available // opt.gpus[o])) for o in range(len(opt.gpus))]
+    need = [
+        int(np.ceil(spec.classes[opt.klass[o]].rate_per_s / opt.rps[o]))
+        for o in range(len(opt.gpus))
+    ]
+    ranges = [
+        range(0, 1 + min(need[o], spec.gpus[opt.gtype[o]].available // opt.gpus[o]))
+        for o in range(len(opt.gpus))
+    ]
     for n in itertools.product(*ranges):
-        if any(sum(opt.rps[o] * n[o] for o in range(len(n)) if opt.klass[o] == k) < c.rate_per_s
-               for k, c in enumerate(spec.classes)):
+        if any(
+            sum(opt.rps[o] * n[o] for o in range(len(n)) if opt.klass[o] == k) < c.rate_per_s
+            for k, c in enumerate(spec.classes)
+        ):
             continue
-        if any(sum(opt.gpus[o] * n[o] for o in range(len(n)) if opt.gtype[o] == t) > p.available
-               for t, p in enumerate(spec.gpus)):
+        if any(
+            sum(opt.gpus[o] * n[o] for o in range(len(n)) if opt.gtype[o] == t) > p.available
+            for t, p in enumerate(spec.gpus)
+        ):
             continue
         best = min(best, sum(opt.price[o] * opt.gpus[o] * n[o] for o in range(len(n))))
     return best
@@ -70,7 +100,11 @@ def test_fleet_milp_3x3_optimal_fast_and_equals_brute_force() -> None:
 def test_fleet_milp_equals_brute_force_small() -> None:
     spec, opt = _fleet(np.random.default_rng(5))
     spec = spec.model_copy(update={"classes": spec.classes[:2], "gpus": spec.gpus[:2]})
-    keep = [o for o in range(len(opt.gpus)) if opt.gpus[o] == 2 and opt.klass[o] < 2 and opt.gtype[o] < 2]
+    keep = [
+        o
+        for o in range(len(opt.gpus))
+        if opt.gpus[o] == 2 and opt.klass[o] < 2 and opt.gtype[o] < 2
+    ]
     small = Options(**{f: tuple(getattr(opt, f)[o] for o in keep) for f in Options.model_fields})
     _, out = solve_options(spec, small)
     assert out.optimal and out.objective == pytest.approx(_brute_fleet(spec, small))

@@ -12,8 +12,16 @@ from solvers.describe import deployment
 from solvers.plan import PlanRequest, plan
 from solvers.plan_core import Evaluated, evaluate_request
 
-ACCEPT = dict(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500, ttft_ms=1000, tpot_ms=30,
-              confidence=0)  # the point prediction (the band edge: tests/solvers/test_plan_confidence.py)
+ACCEPT = dict(
+    model="llama-3.1-70b",
+    gpus=("h200",),
+    max_gpus=8,
+    isl=4000,
+    osl=500,
+    ttft_ms=1000,
+    tpot_ms=30,
+    confidence=0,
+)  # the point prediction (the band edge: tests/solvers/test_plan_confidence.py)
 REL = 1e-9
 
 
@@ -22,10 +30,20 @@ def _estimate(ev: Evaluated, i: int) -> Estimate:
     b, j = ev.blocks[int(ev.block_of[i])], int(ev.local[i])
     dep = deployment(ev.model, b, j, req.isl, req.osl)
     conc = float(b.concurrency[j])
-    wl = fixed(req.isl, req.osl, concurrency=round(conc)) if np.isfinite(conc) else \
-        fixed(req.isl, req.osl, rate_per_s=req.rate_per_s)
-    return estimate(ev.model, get_gpu(b.gpu.key), wl, backend=req.backend, agg=dep.agg, prefill=dep.prefill,
-                    decode=dep.decode)
+    wl = (
+        fixed(req.isl, req.osl, concurrency=round(conc))
+        if np.isfinite(conc)
+        else fixed(req.isl, req.osl, rate_per_s=req.rate_per_s)
+    )
+    return estimate(
+        ev.model,
+        get_gpu(b.gpu.key),
+        wl,
+        backend=req.backend,
+        agg=dep.agg,
+        prefill=dep.prefill,
+        decode=dep.decode,
+    )
 
 
 def _assert_same(ev: Evaluated, i: int) -> None:
@@ -61,8 +79,14 @@ def test_plan_best_predicted_equals_estimate() -> None:
         assert c is not None
         d = c.deployment
         conc = c.predicted["clients_per_worker"] * (d.agg.workers if d.agg else d.decode.workers)  # type: ignore[union-attr]
-        e = estimate(load := __import__("planner.models", fromlist=["load_model"]).load_model(d.model),
-                     get_gpu(d.gpu), fixed(4000, 500, concurrency=conc), agg=d.agg, prefill=d.prefill, decode=d.decode)
+        e = estimate(
+            load := __import__("planner.models", fromlist=["load_model"]).load_model(d.model),
+            get_gpu(d.gpu),
+            fixed(4000, 500, concurrency=conc),
+            agg=d.agg,
+            prefill=d.prefill,
+            decode=d.decode,
+        )
         assert load.name == r.model
         assert c.predicted["ttft_ms"]["p90"] == pytest.approx(e.ttft_ms.p90, rel=REL)
         assert c.predicted["tpot_ms"]["p90"] == pytest.approx(e.tpot_ms.p90, rel=REL)
@@ -70,7 +94,9 @@ def test_plan_best_predicted_equals_estimate() -> None:
 
 
 def test_rate_plan_equals_estimate() -> None:
-    ev = evaluate_request(PlanRequest(**{**ACCEPT, "max_gpus": 16}, rate_per_s=2.0, objective="gpus"))  # type: ignore[arg-type]
+    ev = evaluate_request(
+        PlanRequest(**{**ACCEPT, "max_gpus": 16}, rate_per_s=2.0, objective="gpus")
+    )  # type: ignore[arg-type]
     ok = np.flatnonzero(ev.feasible())
     assert ok.size
     for mode in (0, 1):

@@ -20,8 +20,16 @@ from solvers.plan import PlanRequest, plan
 from solvers.plan_core import evaluate_request
 from solvers.space import SearchSpace, Workers
 
-ACCEPT = dict(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500, ttft_ms=1000, tpot_ms=30,
-              confidence=0)  # the point prediction (the band edge: tests/solvers/test_plan_confidence.py)
+ACCEPT = dict(
+    model="llama-3.1-70b",
+    gpus=("h200",),
+    max_gpus=8,
+    isl=4000,
+    osl=500,
+    ttft_ms=1000,
+    tpot_ms=30,
+    confidence=0,
+)  # the point prediction (the band edge: tests/solvers/test_plan_confidence.py)
 
 
 def test_pareto_equals_brute_force() -> None:
@@ -29,23 +37,42 @@ def test_pareto_equals_brute_force() -> None:
     x, y = rng.integers(0, 20, 200).astype(float), rng.integers(0, 20, 200).astype(float)
     mask = pareto_mask(x, y)
     pts = {(a, b) for a, b in zip(x[mask], y[mask], strict=True)}
-    brute = {(a, b) for a, b in zip(x, y, strict=True) if not np.any((x >= a) & (y >= b) & ((x > a) | (y > b)))}
+    brute = {
+        (a, b)
+        for a, b in zip(x, y, strict=True)
+        if not np.any((x >= a) & (y >= b) & ((x > a) | (y > b)))
+    }
     assert pts == brute and mask.sum() == len(brute)
 
 
-SMALL = dict(max_num_seqs=(16, 64), chunk_tokens=(1024, 4096), mem_fractions=(0.9,), concurrency_per_worker=(1, 8, 16, 64))
+SMALL = dict(
+    max_num_seqs=(16, 64),
+    chunk_tokens=(1024, 4096),
+    mem_fractions=(0.9,),
+    concurrency_per_worker=(1, 8, 16, 64),
+)
 
 
 def test_search_equals_brute_force_on_small_space() -> None:
     """The vectorized search's best equals a one-by-one loop over the space through ``planner estimate``."""
-    req = PlanRequest(model="llama-3.1-8b", gpus=("h100",), max_gpus=1, isl=1000, osl=200, ttft_ms=400, tpot_ms=25,
-                      mode="agg", confidence=0)
+    req = PlanRequest(
+        model="llama-3.1-8b",
+        gpus=("h100",),
+        max_gpus=1,
+        isl=1000,
+        osl=200,
+        ttft_ms=400,
+        tpot_ms=25,
+        mode="agg",
+        confidence=0,
+    )
     m, gpu = load_model(req.model), get_gpu("h100")
     space = SearchSpace(gpus=(gpu.key,), max_gpus=1, modes=("agg",), **SMALL)  # type: ignore[arg-type]
     ev = evaluate_request(req, space)
     best = -1.0
-    for kv, seqs, chunk, clients in itertools.product(space.kv_dtypes, space.max_num_seqs, space.chunk_tokens,
-                                                      space.concurrency_per_worker):
+    for kv, seqs, chunk, clients in itertools.product(
+        space.kv_dtypes, space.max_num_seqs, space.chunk_tokens, space.concurrency_per_worker
+    ):
         if clients > seqs:
             continue
         from planner.deployment import WorkerConfig
@@ -67,8 +94,18 @@ def test_acceptance_plan_llama70b_h200() -> None:
         assert c.predicted["ttft_ms"]["p90"] <= 1000 and c.predicted["tpot_ms"]["p90"] <= 30
     assert r.binding_constraint in BINDING
     d = r.to_plan_dict()
-    assert {"model", "gpu", "workload", "slo", "best", "pareto", "binding_constraint", "candidates_evaluated",
-            "search_seconds", "alternatives"} <= set(d)
+    assert {
+        "model",
+        "gpu",
+        "workload",
+        "slo",
+        "best",
+        "pareto",
+        "binding_constraint",
+        "candidates_evaluated",
+        "search_seconds",
+        "alternatives",
+    } <= set(d)
     assert d["workload"]["concurrency"] is not None
 
 
@@ -85,27 +122,51 @@ def test_infeasible_tpot_names_closest_value() -> None:
 
 def test_model_that_fits_nowhere() -> None:
     with pytest.raises(InfeasibleError) as exc:
-        plan(PlanRequest(model="llama-3.1-405b", gpus=("l4",), max_gpus=2, isl=1000, osl=100, ttft_ms=1000, tpot_ms=50))
+        plan(
+            PlanRequest(
+                model="llama-3.1-405b",
+                gpus=("l4",),
+                max_gpus=2,
+                isl=1000,
+                osl=100,
+                ttft_ms=1000,
+                tpot_ms=50,
+            )
+        )
     assert exc.value.binding_constraint == "memory"
 
 
 def _one_worker(chunk: int, frac: float = 0.9, seqs: int = 256) -> Workers:
     a = lambda v: np.array([v])  # noqa: E731
-    return Workers(gpu=a(0), tp=a(4), pp=a(1), dp=a(1), ep=a(1), quant=a(WEIGHT_QUANTS.index("bf16")),
-                   kv=a(KV_DTYPES.index("bf16")), max_num_seqs=a(seqs), chunk=a(chunk), mem_frac=a(frac))
+    return Workers(
+        gpu=a(0),
+        tp=a(4),
+        pp=a(1),
+        dp=a(1),
+        ep=a(1),
+        quant=a(WEIGHT_QUANTS.index("bf16")),
+        kv=a(KV_DTYPES.index("bf16")),
+        max_num_seqs=a(seqs),
+        chunk=a(chunk),
+        mem_frac=a(frac),
+    )
 
 
 def test_chunk_size_trades_ttft_for_tpot() -> None:
     m, gpu, load = load_model("llama-3.1-70b"), get_gpu("h200"), Load(4000, 500)
-    small, big = (evaluate(m, gpu, load, w.mem_frac, **w.columns(), concurrency=np.array([32.0]))
-                  for w in (_one_worker(1024), _one_worker(16384)))
+    small, big = (
+        evaluate(m, gpu, load, w.mem_frac, **w.columns(), concurrency=np.array([32.0]))
+        for w in (_one_worker(1024), _one_worker(16384))
+    )
     assert big.ttft_p50_s[0] < small.ttft_p50_s[0]
     assert big.tpot_p90_s[0] > small.tpot_p90_s[0]
 
 
 def test_kv_budget_caps_concurrency() -> None:
     m, gpu, load = load_model("llama-3.1-70b"), get_gpu("h200"), Load(4000, 500)
-    held = float(kv_tokens_held(4000, 500, load.backend))  # vLLM allocates the answer's KV as it grows
+    held = float(
+        kv_tokens_held(4000, 500, load.backend)
+    )  # vLLM allocates the answer's KV as it grows
     caps = [int(seq_capacity(m, gpu, _one_worker(8192, frac), held)[0]) for frac in (0.7, 0.95)]
     assert 1 <= caps[0] < caps[1]
     w = _one_worker(8192, 0.7)

@@ -97,9 +97,15 @@ def _bool_text(text: str) -> bool:
 
 
 CONVERTERS: dict[str, Any] = {
-    "int": int, "float": float, "str": str, "any": str, "json": _json,
-    "json_or_str": _json_or_str, "human_int": _human_int,
-    "human_int_or_auto": _human_int_or_auto, "bool": _bool_text,
+    "int": int,
+    "float": float,
+    "str": str,
+    "any": str,
+    "json": _json,
+    "json_or_str": _json_or_str,
+    "human_int": _human_int,
+    "human_int_or_auto": _human_int_or_auto,
+    "bool": _bool_text,
 }
 
 
@@ -202,8 +208,9 @@ def check_llm_api_yaml(tree: Any, engine: str = "trtllm") -> list[str]:
     return problems
 
 
-def _check_model(schema: dict[str, Any], model: str, tree: dict[str, Any], prefix: str,
-                 problems: list[str]) -> None:
+def _check_model(
+    schema: dict[str, Any], model: str, tree: dict[str, Any], prefix: str, problems: list[str]
+) -> None:
     fields = schema["models"][model]
     for key, value in tree.items():
         where = f"{prefix}{key}"
@@ -213,8 +220,9 @@ def _check_model(schema: dict[str, Any], model: str, tree: dict[str, Any], prefi
         _check_value(schema, fields[key], value, where, problems)
 
 
-def _check_value(schema: dict[str, Any], rec: dict[str, Any], value: Any, where: str,
-                 problems: list[str]) -> None:
+def _check_value(
+    schema: dict[str, Any], rec: dict[str, Any], value: Any, where: str, problems: list[str]
+) -> None:
     if value is None:
         if not rec.get("nullable"):
             problems.append(f"{where}: null is not allowed")
@@ -229,8 +237,7 @@ def _check_value(schema: dict[str, Any], rec: dict[str, Any], value: Any, where:
         _check_model(schema, model, value, where + ".", problems)
         return
     if not any(_is_kind(value, kind) for kind in kinds) and not (model and "any" in kinds):
-        problems.append(f"{where}: {type(value).__name__} {value!r} is not "
-                        f"{' or '.join(kinds)}")
+        problems.append(f"{where}: {type(value).__name__} {value!r} is not {' or '.join(kinds)}")
 
 
 def _is_kind(value: Any, kind: str) -> bool:

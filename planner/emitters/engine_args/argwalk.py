@@ -18,18 +18,27 @@ from planner.emitters.engine_args.astlib import Module, Source, base_name, const
 Spec = dict[str, Any]
 SWITCH_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version"}
 NAMED_TYPES = {
-    "human_readable_int": "human_int", "human_readable_int_or_auto": "human_int_or_auto",
-    "json_list_type": "json", "nullable_str": "str", "loads": "json", "int": "int",
-    "float": "float", "str": "str", "bool": "str",
+    "human_readable_int": "human_int",
+    "human_readable_int_or_auto": "human_int_or_auto",
+    "json_list_type": "json",
+    "nullable_str": "str",
+    "loads": "json",
+    "int": "int",
+    "float": "float",
+    "str": "str",
+    "bool": "str",
 }
 
 
 class Walker:
     """Walks functions, keeping every argument the first time one of its flags is seen."""
 
-    def __init__(self, src: Source,
-                 field_hook: Callable[[Module, ast.ClassDef, str], Spec] | None = None,
-                 call_hook: Callable[[Walker, Module, ast.Call], bool] | None = None) -> None:
+    def __init__(
+        self,
+        src: Source,
+        field_hook: Callable[[Module, ast.ClassDef, str], Spec] | None = None,
+        call_hook: Callable[[Walker, Module, ast.Call], bool] | None = None,
+    ) -> None:
         self.src = src
         self.field_hook = field_hook
         self.call_hook = call_hook
@@ -46,8 +55,13 @@ class Walker:
         self.flags.update(names)
         self.args.append(spec)
 
-    def walk(self, mod: Module, fn: ast.FunctionDef, cls: ast.ClassDef | None = None,
-             cls_mod: Module | None = None) -> None:
+    def walk(
+        self,
+        mod: Module,
+        fn: ast.FunctionDef,
+        cls: ast.ClassDef | None = None,
+        cls_mod: Module | None = None,
+    ) -> None:
         if id(fn) in self._stack:
             return
         self._stack.append(id(fn))
@@ -59,8 +73,9 @@ class Walker:
         self._block(mod, fn.body, env, kw_env)
         self._stack.pop()
 
-    def _block(self, mod: Module, body: list[ast.stmt], env: dict[str, Any],
-               kw_env: dict[str, Any]) -> None:
+    def _block(
+        self, mod: Module, body: list[ast.stmt], env: dict[str, Any], kw_env: dict[str, Any]
+    ) -> None:
         for stmt in body:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 self._assign(mod, stmt, env, kw_env)
@@ -79,8 +94,13 @@ class Walker:
             elif isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
                 self._call(mod, stmt.value, env, kw_env)
 
-    def _assign(self, mod: Module, stmt: ast.Assign | ast.AnnAssign, env: dict[str, Any],
-                kw_env: dict[str, Any]) -> None:
+    def _assign(
+        self,
+        mod: Module,
+        stmt: ast.Assign | ast.AnnAssign,
+        env: dict[str, Any],
+        kw_env: dict[str, Any],
+    ) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         value = stmt.value
         if value is None:
@@ -95,8 +115,9 @@ class Walker:
         if isinstance(value, ast.Call) and bound is None:
             self._call(mod, value, env, kw_env)
 
-    def _kwargs_binding(self, mod: Module, value: ast.expr, env: dict[str, Any],
-                        kw_env: dict[str, Any]) -> Any:
+    def _kwargs_binding(
+        self, mod: Module, value: ast.expr, env: dict[str, Any], kw_env: dict[str, Any]
+    ) -> Any:
         """`get_kwargs(Cls)` -> ("cls", mod, Cls); `get_kwargs(Cls)["f"]` -> ("field", ...)."""
         if isinstance(value, ast.Call) and base_name(value.func) == "get_kwargs" and value.args:
             found = self._class_of(mod, value.args[0], env)
@@ -106,8 +127,11 @@ class Walker:
             key = const(self.src, mod, value.slice)
             if inner and isinstance(key, str):
                 return ("field", inner[1], inner[2], key)
-        if (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
-                and kw_env.get(value.value.id, ("",))[0] == "cls"):
+        if (
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and kw_env.get(value.value.id, ("",))[0] == "cls"
+        ):
             key = const(self.src, mod, value.slice)
             inner = kw_env[value.value.id]
             if isinstance(key, str):
@@ -118,8 +142,9 @@ class Walker:
                     return kw_env[arg.id]
         return None
 
-    def _class_of(self, mod: Module, node: ast.expr,
-                  env: dict[str, Any]) -> tuple[Module, ast.ClassDef] | None:
+    def _class_of(
+        self, mod: Module, node: ast.expr, env: dict[str, Any]
+    ) -> tuple[Module, ast.ClassDef] | None:
         if isinstance(node, ast.Name) and node.id == "cls" and "__cls__" in env:
             found = env["__cls__"]
             return (found[0], found[1])
@@ -128,8 +153,9 @@ class Walker:
             return got[0], got[1]
         return None
 
-    def _call(self, mod: Module, call: ast.Call, env: dict[str, Any],
-              kw_env: dict[str, Any]) -> None:
+    def _call(
+        self, mod: Module, call: ast.Call, env: dict[str, Any], kw_env: dict[str, Any]
+    ) -> None:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument":
             spec = self.spec_from_call(mod, call, env, kw_env)
             if spec is not None:
@@ -159,12 +185,17 @@ class Walker:
         else:
             self.walk(target[0], target[1])
 
-    def _for_fields(self, mod: Module, stmt: ast.For, env: dict[str, Any],
-                    kw_env: dict[str, Any]) -> bool:
+    def _for_fields(
+        self, mod: Module, stmt: ast.For, env: dict[str, Any], kw_env: dict[str, Any]
+    ) -> bool:
         """`for key, value in kwargs.items(): group.add_argument(f"--{key...}", **value)`."""
         it = stmt.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
-                and it.func.attr == "items" and isinstance(it.func.value, ast.Name)):
+        if not (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Attribute)
+            and it.func.attr == "items"
+            and isinstance(it.func.value, ast.Name)
+        ):
             return False
         bound = kw_env.get(it.func.value.id)
         if not bound or bound[0] != "cls" or self.field_hook is None:
@@ -178,8 +209,9 @@ class Walker:
             self.add(finish(["--" + name.replace("_", "-")], part))
         return True
 
-    def spec_from_call(self, mod: Module, call: ast.Call, env: dict[str, Any],
-                       kw_env: dict[str, Any]) -> Spec | None:
+    def spec_from_call(
+        self, mod: Module, call: ast.Call, env: dict[str, Any], kw_env: dict[str, Any]
+    ) -> Spec | None:
         names: list[str] = []
         for arg in call.args:
             text = self._flag_text(mod, arg, env)
@@ -208,8 +240,9 @@ class Walker:
         val = const(self.src, mod, node, env)
         return val if isinstance(val, str) else None
 
-    def _star_kwargs(self, mod: Module, node: ast.expr, env: dict[str, Any],
-                     kw_env: dict[str, Any]) -> Spec:
+    def _star_kwargs(
+        self, mod: Module, node: ast.expr, env: dict[str, Any], kw_env: dict[str, Any]
+    ) -> Spec:
         if isinstance(node, ast.Dict):
             part: Spec = {}
             for key, val in zip(node.keys, node.values, strict=True):
@@ -286,8 +319,15 @@ def finish(names: list[str], part: Spec) -> Spec:
         return spec
     spec["takes_value"] = True
     spec["type"] = part.get("type", "str")
-    for key in ("nargs", "choices", "choices_dynamic", "nullable", "required", "type_source",
-                "unresolved"):
+    for key in (
+        "nargs",
+        "choices",
+        "choices_dynamic",
+        "nullable",
+        "required",
+        "type_source",
+        "unresolved",
+    ):
         if part.get(key) not in (None, False):
             spec[key] = part[key]
     if part.get("nargs") is None and "nargs" in part and _is_custom(action):

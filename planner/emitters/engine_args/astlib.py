@@ -14,8 +14,15 @@ from typing import Any
 
 BUILTIN_TYPES = {"int", "float", "str", "bool", "dict", "list", "tuple", "set", "bytes"}
 TYPING_ALIASES = {
-    "List": "list", "Sequence": "list", "Iterable": "list", "Tuple": "tuple", "Set": "set",
-    "FrozenSet": "set", "frozenset": "set", "Dict": "dict", "Mapping": "dict",
+    "List": "list",
+    "Sequence": "list",
+    "Iterable": "list",
+    "Tuple": "tuple",
+    "Set": "set",
+    "FrozenSet": "set",
+    "frozenset": "set",
+    "Dict": "dict",
+    "Mapping": "dict",
     "MutableMapping": "dict",
 }
 
@@ -127,7 +134,9 @@ def _index(mod: Module, body: list[ast.stmt], is_pkg: bool) -> None:
         elif isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 mod.imports[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0], None)
+                    alias.name if alias.asname else alias.name.split(".")[0],
+                    None,
+                )
         elif isinstance(stmt, ast.If):
             _index(mod, stmt.body, is_pkg)
             _index(mod, stmt.orelse, is_pkg)
@@ -147,8 +156,13 @@ def _index_import_from(mod: Module, stmt: ast.ImportFrom, is_pkg: bool) -> None:
         mod.imports[local] = (base, alias.name)
 
 
-def const(src: Source, mod: Module, node: ast.AST | None, env: dict[str, Any] | None = None,
-          depth: int = 0) -> Any:
+def const(
+    src: Source,
+    mod: Module,
+    node: ast.AST | None,
+    env: dict[str, Any] | None = None,
+    depth: int = 0,
+) -> Any:
     """The value of a constant expression (lists of strings and the like) or None."""
     if node is None or depth > 20:
         return None
@@ -269,8 +283,9 @@ def annotation(src: Source, mod: Module, node: ast.AST | None, depth: int = 0) -
             return annotation(src, mod, ast.parse(node.value, mode="eval").body, depth + 1)
         return [("unknown", repr(node.value))]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return (annotation(src, mod, node.left, depth + 1)
-                + annotation(src, mod, node.right, depth + 1))
+        return annotation(src, mod, node.left, depth + 1) + annotation(
+            src, mod, node.right, depth + 1
+        )
     if isinstance(node, ast.Subscript):
         return _subscript(src, mod, node, depth)
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -307,8 +322,11 @@ def _named(src: Source, mod: Module, node: ast.expr, depth: int) -> list[Comp]:
     if name in BUILTIN_TYPES or name in {"Any", "object"}:
         return [("type", name)]
     if name in TYPING_ALIASES:
-        return [("coll", TYPING_ALIASES[name], [("type", "str")], "+")] if (
-            TYPING_ALIASES[name] != "dict") else [("dict",)]
+        return (
+            [("coll", TYPING_ALIASES[name], [("type", "str")], "+")]
+            if (TYPING_ALIASES[name] != "dict")
+            else [("dict",)]
+        )
     found = src.resolve_attr(mod, node)
     if found is None:
         return [("unknown", name)]
@@ -348,8 +366,9 @@ def class_kind(src: Source, mod: Module, cls: ast.ClassDef, depth: int = 0) -> s
     return "other"
 
 
-def class_fields(src: Source, mod: Module, cls: ast.ClassDef,
-                 depth: int = 0) -> list[tuple[Module, ast.AnnAssign]]:
+def class_fields(
+    src: Source, mod: Module, cls: ast.ClassDef, depth: int = 0
+) -> list[tuple[Module, ast.AnnAssign]]:
     """Annotated class attributes, base classes' first (dataclass field order)."""
     out: list[tuple[Module, ast.AnnAssign]] = []
     if depth < 10:
@@ -400,8 +419,9 @@ def find_function(src: Source, dotted: str, qualname: str) -> tuple[Module, ast.
     return fmod, node
 
 
-def method(src: Source, mod: Module, cls: ast.ClassDef, name: str,
-           depth: int = 0) -> tuple[Module, ast.FunctionDef] | None:
+def method(
+    src: Source, mod: Module, cls: ast.ClassDef, name: str, depth: int = 0
+) -> tuple[Module, ast.FunctionDef] | None:
     for stmt in cls.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
             return mod, stmt

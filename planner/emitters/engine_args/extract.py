@@ -32,22 +32,35 @@ HERE = Path(__file__).resolve().parent
 
 
 def _tool(walker: Walker, program: str, entry: str) -> dict[str, Any]:
-    return {"program": program, "entry": entry, "sources": sorted(walker.files),
-            "arguments": walker.args}
+    return {
+        "program": program,
+        "entry": entry,
+        "sources": sorted(walker.files),
+        "arguments": walker.args,
+    }
 
 
 # Arguments whose parser takes any string but whose config validates the value against a
 # list at start-up (the engine exits there): (dest, module, list name, where it is checked).
 VLLM_CHECKED = [
-    ("--quantization", "vllm.model_executor.layers.quantization", "QUANTIZATION_METHODS",
-     "vllm/config/model.py ModelConfig._verify_quantization"),
-    ("--kv-cache-dtype", "vllm.config.cache", "KV_CACHE_DTYPES",
-     "vllm/config/cache.py CacheConfig._validate_cache_dtype"),
+    (
+        "--quantization",
+        "vllm.model_executor.layers.quantization",
+        "QUANTIZATION_METHODS",
+        "vllm/config/model.py ModelConfig._verify_quantization",
+    ),
+    (
+        "--kv-cache-dtype",
+        "vllm.config.cache",
+        "KV_CACHE_DTYPES",
+        "vllm/config/cache.py CacheConfig._validate_cache_dtype",
+    ),
 ]
 
 
-def add_checked_choices(src: Source, walker: Walker,
-                        table: list[tuple[str, str, str, str]]) -> None:
+def add_checked_choices(
+    src: Source, walker: Walker, table: list[tuple[str, str, str, str]]
+) -> None:
     """Give `choices` (and where they are checked) to arguments validated after parsing."""
     for flag, dotted, name, where in table:
         mod = src.module(dotted)
@@ -61,8 +74,9 @@ def add_checked_choices(src: Source, walker: Walker,
         walker.files.add(src.relpath(mod))  # type: ignore[arg-type]
 
 
-def vllm_tools(root: Path, proxy_root: Path | None = None,
-               proxy_commit: str = "") -> dict[str, Any]:
+def vllm_tools(
+    root: Path, proxy_root: Path | None = None, proxy_commit: str = ""
+) -> dict[str, Any]:
     src = Source([root])
     fields = VllmFields(src)
     serve = Walker(src, field_hook=fields)
@@ -73,8 +87,7 @@ def vllm_tools(root: Path, proxy_root: Path | None = None,
     mod, fn = find_function(src, "vllm.benchmarks.serve", "add_cli_args")
     bench.walk(mod, fn)
     return {
-        "serve": _tool(serve, "vllm serve",
-                       "vllm/entrypoints/common/cli_args.py:make_arg_parser"),
+        "serve": _tool(serve, "vllm serve", "vllm/entrypoints/common/cli_args.py:make_arg_parser"),
         "bench": _tool(bench, "vllm bench serve", "vllm/benchmarks/serve.py:add_cli_args"),
         **(_vllm_proxy(proxy_root, proxy_commit) if proxy_root else {}),
     }
@@ -90,8 +103,10 @@ def _vllm_proxy(root: Path, commit: str) -> dict[str, Any]:
     mod, fn = find_function(src, PROXY[:-3].replace("/", "."), "parse_args")
     walker.walk(mod, fn)
     tool = _tool(walker, f"python {PROXY}", f"{PROXY}:parse_args")
-    tool["notes"] = (f"not shipped in the wheel; read from {PROXY} at commit {commit or '?'}, "
-                     "not from the release tag")
+    tool["notes"] = (
+        f"not shipped in the wheel; read from {PROXY} at commit {commit or '?'}, "
+        "not from the release tag"
+    )
     return {"router": tool}
 
 
@@ -104,20 +119,28 @@ def sglang_tools(root: Path, router_root: Path | None = None) -> dict[str, Any]:
     mod, fn = find_function(src, "sglang.benchmark.serving", "cli_main")
     bench.walk(mod, fn)
     tools = {
-        "serve": _tool(serve, "python -m sglang.launch_server",
-                       "sglang/srt/server_args.py:ServerArgs.add_cli_args"),
-        "bench": _tool(bench, "python -m sglang.benchmark.serving",
-                       "sglang/benchmark/serving.py:cli_main"),
+        "serve": _tool(
+            serve,
+            "python -m sglang.launch_server",
+            "sglang/srt/server_args.py:ServerArgs.add_cli_args",
+        ),
+        "bench": _tool(
+            bench, "python -m sglang.benchmark.serving", "sglang/benchmark/serving.py:cli_main"
+        ),
     }
-    tools["bench"]["notes"] = ("python -m sglang.bench_serving is a deprecated shim that "
-                               "calls the same cli_main")
+    tools["bench"]["notes"] = (
+        "python -m sglang.bench_serving is a deprecated shim that calls the same cli_main"
+    )
     if router_root is not None:
         rsrc = Source([router_root])
         router = Walker(rsrc)
         mod, fn = find_function(rsrc, "sglang_router.launch_router", "parse_router_args")
         router.walk(mod, fn)
-        tools["router"] = _tool(router, "python -m sglang_router.launch_router",
-                                "sglang_router/launch_router.py:parse_router_args")
+        tools["router"] = _tool(
+            router,
+            "python -m sglang_router.launch_router",
+            "sglang_router/launch_router.py:parse_router_args",
+        )
     return tools
 
 
@@ -129,8 +152,9 @@ def _arg_line(arg: Any) -> str:
     return text.removesuffix("\n...\n").strip()
 
 
-def render(engine: str, meta: dict[str, Any], tools: dict[str, Any],
-           extra: dict[str, Any] | None = None) -> str:
+def render(
+    engine: str, meta: dict[str, Any], tools: dict[str, Any], extra: dict[str, Any] | None = None
+) -> str:
     """The YAML text: a header, the provenance block, then one flow mapping per argument."""
     lines = [
         f"# Command-line arguments of {engine}, read from its own source (names, types, choices).",
@@ -139,8 +163,9 @@ def render(engine: str, meta: dict[str, Any], tools: dict[str, Any],
         "# Each argument: flags (every option string), takes_value, type (int, float, str, json,",
         "# json_or_str, human_int (1k/1K suffixes), human_int_or_auto, any = a converter we do not",
         "# restate), nargs, choices, nullable (the literal None is accepted), append.",
-        yaml.safe_dump({"engine": engine, "source": meta["source"]}, sort_keys=False,
-                       width=100).rstrip(),
+        yaml.safe_dump(
+            {"engine": engine, "source": meta["source"]}, sort_keys=False, width=100
+        ).rstrip(),
         "tools:",
     ]
     for name, tool in tools.items():
@@ -178,9 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("engine", choices=sorted(EXTRACTORS))
     ap.add_argument("root", type=Path)
     ap.add_argument("--tag", required=True, help="release tag the source was taken from")
-    ap.add_argument("--commit", default="",
-                    help="commit the release tag points at (default: the commit_id that the "
-                    "release's PKG/_version.py records, when it records one)")
+    ap.add_argument(
+        "--commit",
+        default="",
+        help="commit the release tag points at (default: the commit_id that the "
+        "release's PKG/_version.py records, when it records one)",
+    )
     ap.add_argument("--artifact", default="", help="the release file read, if not a checkout")
     ap.add_argument("--router-root", type=Path, help="SGLang: sglang_router package root")
     ap.add_argument("--proxy-root", type=Path, help="vLLM: source tree holding " + PROXY)
@@ -204,10 +232,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.proxy_root:
         cmd += ["--proxy-root", "PROXY_ROOT", "--proxy-commit", args.proxy_commit]
     cmd += ["--tag", args.tag] + (["--commit", args.commit] if args.commit else [])
-    meta: dict[str, Any] = {"command": " ".join(cmd[:1] + [shlex.quote(c) for c in cmd[1:]]),
-            "source": {"tag": args.tag, "commit": args.commit, "artifact": args.artifact,
-                       "router_version": args.router_version,
-                       "extracted": _dt.date.today().isoformat()}}
+    meta: dict[str, Any] = {
+        "command": " ".join(cmd[:1] + [shlex.quote(c) for c in cmd[1:]]),
+        "source": {
+            "tag": args.tag,
+            "commit": args.commit,
+            "artifact": args.artifact,
+            "router_version": args.router_version,
+            "extracted": _dt.date.today().isoformat(),
+        },
+    }
     if not args.router_version:
         meta["source"].pop("router_version")
     if not args.commit:
@@ -222,4 +256,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

@@ -30,7 +30,8 @@ def _arg_meta(src: Source, mod: Module, metas: list[ast.expr]) -> dict[str, Any]
         if isinstance(meta, ast.Constant) and isinstance(meta.value, str):
             return {}
         if isinstance(meta, ast.JoinedStr) or (
-                isinstance(meta, ast.BinOp) and isinstance(meta.op, ast.Add)):
+            isinstance(meta, ast.BinOp) and isinstance(meta.op, ast.Add)
+        ):
             return {}
         if isinstance(meta, ast.Call) and base_name(meta.func) == "Arg":
             return {kw.arg: kw.value for kw in meta.keywords if kw.arg}

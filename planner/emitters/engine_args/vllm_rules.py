@@ -21,8 +21,11 @@ from planner.emitters.engine_args.astlib import (
 )
 
 HUMAN_INT_FIELDS = {
-    "max_num_batched_tokens", "max_num_scheduled_tokens", "kv_cache_memory_bytes",
-    "safetensors_prefetch_block_size", "max_num_queued_tokens",
+    "max_num_batched_tokens",
+    "max_num_scheduled_tokens",
+    "kv_cache_memory_bytes",
+    "safetensors_prefetch_block_size",
+    "max_num_queued_tokens",
 }
 
 
@@ -39,8 +42,10 @@ def _literal_spec(comps: list[Comp]) -> Spec:
     vtype = type(values[0]).__name__ if values else "str"
     if _has(comps, "str"):
         return {"type": "str"}
-    return {"type": vtype if vtype in {"int", "float", "str"} else "str",
-            "choices": sorted(values, key=str)}
+    return {
+        "type": vtype if vtype in {"int", "float", "str"} else "str",
+        "choices": sorted(values, key=str),
+    }
 
 
 def _collection_spec(comp: Comp) -> Spec:
@@ -74,8 +79,13 @@ def field_spec(name: str, comps: list[Comp]) -> Spec:
         order = {"tuple": 0, "list": 1, "set": 2}
         spec = _collection_spec(min(coll, key=lambda c: order[c[1]]))
     elif _has(comps, "int"):
-        spec = {"type": "human_int_or_auto" if name == "max_model_len" else
-                "human_int" if name in HUMAN_INT_FIELDS else "int"}
+        spec = {
+            "type": "human_int_or_auto"
+            if name == "max_model_len"
+            else "human_int"
+            if name in HUMAN_INT_FIELDS
+            else "int"
+        }
     elif _has(comps, "float"):
         spec = {"type": "float"}
     elif "dict" in kinds and (_has(comps, "str") or _non_builtin(comps)):
@@ -155,15 +165,21 @@ def _edits(src: Source, mod: Module, fn: ast.FunctionDef) -> list[tuple[str, Spe
             elif key == "type":
                 out.append((fname, type_of(src, mod, value)))
             elif key == "action":
-                act = value.value if isinstance(value, ast.Constant) else (
-                    "custom:" + ast.unparse(value))
+                act = (
+                    value.value
+                    if isinstance(value, ast.Constant)
+                    else ("custom:" + ast.unparse(value))
+                )
                 out.append((fname, {"action": act}))
     return out
 
 
 def _path(node: ast.expr) -> tuple[str, str] | None:
-    if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
-            and isinstance(node.value, ast.Subscript)
-            and isinstance(node.value.slice, ast.Constant)):
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.value, ast.Subscript)
+        and isinstance(node.value.slice, ast.Constant)
+    ):
         return str(node.value.slice.value), str(node.slice.value)
     return None

@@ -10,7 +10,9 @@ os.environ["TRITON_INTERPRET"] = "1"
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="kernels_db.bench needs torch (pip install -e .[bench])")
+torch = pytest.importorskip(
+    "torch", reason="kernels_db.bench needs torch (pip install -e .[bench])"
+)
 pytest.importorskip("triton", reason="kernels_db.bench needs triton (pip install -e .[bench])")
 
 from kernels_db.bench import cases as C  # noqa: E402
@@ -32,7 +34,9 @@ def test_gemm_case() -> None:
     _agree(C.gemm_cases(S.GemmShape(8, 48, 40), "fp32", "cpu", triton=True), "torch.matmul")
 
 
-@pytest.mark.parametrize("shape", [S.PrefillShape(1, 20, 12, 4, 2, 32, 0), S.PrefillShape(2, 17, 0, 2, 1, 16, 5)])
+@pytest.mark.parametrize(
+    "shape", [S.PrefillShape(1, 20, 12, 4, 2, 32, 0), S.PrefillShape(2, 17, 0, 2, 1, 16, 5)]
+)
 def test_prefill_case(shape: S.PrefillShape) -> None:
     _agree(C.prefill_cases(shape, "fp32", "cpu", triton=True), "torch.sdpa")
 

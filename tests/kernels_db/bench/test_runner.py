@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-torch = pytest.importorskip("torch", reason="kernels_db.bench needs torch (pip install -e .[bench])")
+torch = pytest.importorskip(
+    "torch", reason="kernels_db.bench needs torch (pip install -e .[bench])"
+)
 
 from hardware.errors import PlannerInputError  # noqa: E402
 from kernels_db.bench import runner, sweeps  # noqa: E402
@@ -53,7 +55,17 @@ def test_cpu_run_writes_readable_tables_and_meta(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == ["gemm.csv", "memcpy.csv", "meta.yaml"]
     assert not (tmp_path / "tables-triton").exists(), "no Triton tables on the CPU path"
     meta = yaml.safe_load((out / "meta.yaml").read_text())
-    for field in ("gpu", "driver", "torch", "triton", "cuda", "date", "tool", "git_sha", "kernel_source"):
+    for field in (
+        "gpu",
+        "driver",
+        "torch",
+        "triton",
+        "cuda",
+        "date",
+        "tool",
+        "git_sha",
+        "kernel_source",
+    ):
         assert field in meta, field
     assert meta["gpu"] == "cpu"
     assert meta["tables"]["gemm.csv"]["kernel_source"] == "torch.matmul"

@@ -10,7 +10,9 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: kernels run o
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="kernels_db.bench needs torch (pip install -e .[bench])")
+torch = pytest.importorskip(
+    "torch", reason="kernels_db.bench needs torch (pip install -e .[bench])"
+)
 pytest.importorskip("triton", reason="kernels_db.bench needs triton (pip install -e .[bench])")
 
 from kernels_db.bench.triton_attention import prefill_attention  # noqa: E402
@@ -20,7 +22,11 @@ from kernels_db.bench.triton_gemm import gemm  # noqa: E402
 from kernels_db.bench.triton_moe import grouped_gemm  # noqa: E402
 
 DTYPES = [torch.float32, torch.float16]
-TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}  # relative to the reference's max magnitude
+TOL = {
+    torch.float32: 1e-4,
+    torch.float16: 2e-2,
+    torch.bfloat16: 5e-2,
+}  # relative to the reference's max magnitude
 SEEDS = [0, 1, 2]
 
 
@@ -69,17 +75,30 @@ def _attention_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: in
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     ("batch", "heads", "kv_heads", "seq", "prior", "head_dim", "window"),
-    [(2, 4, 2, 19, 0, 16, 0), (1, 6, 2, 21, 13, 24, 0), (2, 2, 1, 33, 5, 32, 7), (1, 3, 3, 5, 40, 16, 0)],
+    [
+        (2, 4, 2, 19, 0, 16, 0),
+        (1, 6, 2, 21, 13, 24, 0),
+        (2, 2, 1, 33, 5, 32, 7),
+        (1, 3, 3, 5, 40, 16, 0),
+    ],
 )
 def test_prefill_matches_softmax_attention(
-    batch: int, heads: int, kv_heads: int, seq: int, prior: int, head_dim: int, window: int,
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    seq: int,
+    prior: int,
+    head_dim: int,
+    window: int,
     dtype: torch.dtype,
 ) -> None:
     g = _rng(seq)
     q = _randn(g, batch, heads, seq, head_dim, dtype=dtype)
     k = _randn(g, batch, kv_heads, prior + seq, head_dim, dtype=dtype)
     v = _randn(g, batch, kv_heads, prior + seq, head_dim, dtype=dtype)
-    out = prefill_attention(q, k, v, _poisoned(tuple(q.shape), dtype), window=window, blocks=(16, 16))
+    out = prefill_attention(
+        q, k, v, _poisoned(tuple(q.shape), dtype), window=window, blocks=(16, 16)
+    )
     _check(out, _attention_ref(q, k, v, window), dtype)
 
 
@@ -89,8 +108,14 @@ def test_prefill_matches_softmax_attention(
     [(2, 4, 2, 37, 16, 8, 3), (3, 8, 1, 50, 32, 16, None), (1, 2, 2, 9, 24, 4, 4)],
 )
 def test_paged_decode_matches_softmax_attention(
-    batch: int, heads: int, kv_heads: int, max_len: int, head_dim: int, page: int,
-    splits: int | None, dtype: torch.dtype,
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    max_len: int,
+    head_dim: int,
+    page: int,
+    splits: int | None,
+    dtype: torch.dtype,
 ) -> None:
     g = _rng(max_len)
     q = _randn(g, batch, heads, head_dim, dtype=dtype)
@@ -99,8 +124,17 @@ def test_paged_decode_matches_softmax_attention(
     lens = torch.randint(1, max_len + 1, (batch,), generator=g, dtype=torch.int32)
     lens[0] = max_len
     k_cache, v_cache, table = make_paged_cache(k, v, page, generator=g)
-    out = paged_decode_attention(q, k_cache, v_cache, table, lens, _poisoned(tuple(q.shape), dtype),
-                                 splits=splits, block_n=16, sm_count=4)
+    out = paged_decode_attention(
+        q,
+        k_cache,
+        v_cache,
+        table,
+        lens,
+        _poisoned(tuple(q.shape), dtype),
+        splits=splits,
+        block_n=16,
+        sm_count=4,
+    )
     for b in range(batch):
         n = int(lens[b])
         ref = _attention_ref(q[b : b + 1, :, None], k[b : b + 1, :, :n], v[b : b + 1, :, :n], 0)
@@ -116,7 +150,12 @@ def test_grouped_gemm_matches_per_expert_matmul(counts: list[int], dtype: torch.
     w = _randn(g, len(counts), k, n, dtype=dtype)
     out = grouped_gemm(a, w, counts, _poisoned((sum(counts), n), dtype), blocks=(16, 16, 16))
     starts = [sum(counts[:e]) for e in range(len(counts))]
-    ref = torch.cat([a[s : s + c].float() @ w[e].float() for e, (s, c) in enumerate(zip(starts, counts, strict=True))])
+    ref = torch.cat(
+        [
+            a[s : s + c].float() @ w[e].float()
+            for e, (s, c) in enumerate(zip(starts, counts, strict=True))
+        ]
+    )
     _check(out, ref, dtype)
 
 

@@ -28,12 +28,33 @@ def run_exit(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, 
 
 
 def test_memory_json(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = run(capsys, "memory", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "4",
-                     "--isl", "4000", "--osl", "500", "--format", "json")
+    rc, out, _ = run(
+        capsys,
+        "memory",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h200",
+        "--tp",
+        "4",
+        "--isl",
+        "4000",
+        "--osl",
+        "500",
+        "--format",
+        "json",
+    )
     assert rc == 0
     data = json.loads(out)
-    for key in ("weights_bytes_per_gpu", "kv_bytes_per_token_per_gpu", "kv_capacity_tokens",
-                "activation_bytes_per_gpu", "reserved_bytes_per_gpu", "total_bytes_per_gpu", "max_concurrency"):
+    for key in (
+        "weights_bytes_per_gpu",
+        "kv_bytes_per_token_per_gpu",
+        "kv_capacity_tokens",
+        "activation_bytes_per_gpu",
+        "reserved_bytes_per_gpu",
+        "total_bytes_per_gpu",
+        "max_concurrency",
+    ):
         assert key in data
     assert data["kv_bytes_per_token_per_gpu"] == 81920
     assert data["weights_bytes_per_gpu"] == pytest.approx(35.3e9, rel=0.01)
@@ -59,7 +80,9 @@ def test_gpus_and_models_json(capsys: pytest.CaptureFixture[str]) -> None:
         (["memory", "--model", "llama-3.1-405b", "--gpu", "h100", "--tp", "8"], "out of memory"),
     ],
 )
-def test_bad_input_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], needle: str) -> None:
+def test_bad_input_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
     rc, out, err = run_exit(capsys, *argv)
     assert rc == 2
     assert needle in err
@@ -68,7 +91,9 @@ def test_bad_input_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: lis
 
 
 def test_oom_names_bytes(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, _, err = run_exit(capsys, "memory", "--model", "llama-3.1-405b", "--gpu", "h100", "--tp", "8")
+    rc, _, err = run_exit(
+        capsys, "memory", "--model", "llama-3.1-405b", "--gpu", "h100", "--tp", "8"
+    )
     assert rc == 2 and "GB per GPU" in err and "available" in err
 
 
@@ -80,7 +105,11 @@ def test_malformed_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_console_script_exit_code() -> None:
-    proc = subprocess.run([sys.executable, "-m", "planner", "memory", "--model", "x", "--gpu", "h200"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "planner", "memory", "--model", "x", "--gpu", "h200"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1

@@ -140,19 +140,51 @@ def _json_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, o
     return out
 
 
-def test_simulate_and_plan_name_the_profile(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulate_and_plan_name_the_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     factors = {"kernel_scale": 1.5, "step_overhead_s": 2.0}
     prof = write_profile(tmp_path / "p.yaml", "vllm", factors)
-    sim = ["simulate", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm",
-           "--concurrency", "8", "--requests", "200", "--format", "json"]
+    sim = [
+        "simulate",
+        "--model",
+        "llama-3.1-8b-instruct",
+        "--gpu",
+        "h100_sxm",
+        "--concurrency",
+        "8",
+        "--requests",
+        "200",
+        "--format",
+        "json",
+    ]
     plain, calibrated = _json_of(sim, capsys), _json_of([*sim, "--calibration", str(prof)], capsys)
     assert plain["engine_calibration"] == "planner/calibration/engines.yaml"
     assert str(prof) in str(calibrated["engine_calibration"])
     assert calibrated["tpot_ms"]["mean"] > 1.3 * plain["tpot_ms"]["mean"]  # type: ignore[index]
-    plan = ["plan", "--model", "llama-3.1-8b-instruct", "--gpu", "h100_sxm", "--max-gpus", "1",
-            "--isl", "1000", "--osl", "200", "--ttft-ms", "2000", "--tpot-ms", "100",
-            "--concurrency", "8", "--format", "json", "--calibration", str(prof)]
+    plan = [
+        "plan",
+        "--model",
+        "llama-3.1-8b-instruct",
+        "--gpu",
+        "h100_sxm",
+        "--max-gpus",
+        "1",
+        "--isl",
+        "1000",
+        "--osl",
+        "200",
+        "--ttft-ms",
+        "2000",
+        "--tpot-ms",
+        "100",
+        "--concurrency",
+        "8",
+        "--format",
+        "json",
+        "--calibration",
+        str(prof),
+    ]
     best = _json_of(plan, capsys)["best"]
     assert str(prof) in best["predicted"]["provenance"]["engine_calibration"]  # type: ignore[index]
 
@@ -172,8 +204,9 @@ with open(os.path.join(val["--result-dir"], val["--result-filename"]), "w") as f
 '''
 
 
-def test_benchmark_sh_leaves_the_layout_calibrate_reads(tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_benchmark_sh_leaves_the_layout_calibrate_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import subprocess
     import sys
 
@@ -186,14 +219,21 @@ def test_benchmark_sh_leaves_the_layout_calibrate_reads(tmp_path: Path,
     fake.chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
     for _ in range(2):  # two runs: two run folders (renamed by time, so one second apart)
-        done = subprocess.run(["bash", str(bundle / "benchmark.sh")], env=env, text=True,
-                              capture_output=True, check=True, cwd=tmp_path)
+        done = subprocess.run(
+            ["bash", str(bundle / "benchmark.sh")],
+            env=env,
+            text=True,
+            capture_output=True,
+            check=True,
+            cwd=tmp_path,
+        )
         assert "next: planner calibrate e2e --data" in done.stdout
         subprocess.run(["sleep", "1.1"], check=True)
     runs = sorted((bundle / "results").iterdir())
     assert len(runs) == 2 and all(r.name.startswith("run-") for r in runs)
-    assert all(sorted(p.name for p in r.iterdir()) == ["client0.json", "deployment.json"]
-               for r in runs)
+    assert all(
+        sorted(p.name for p in r.iterdir()) == ["client0.json", "deployment.json"] for r in runs
+    )
     prof = tmp_path / "p.yaml"
     assert main(["calibrate", "e2e", "--data", str(bundle / "results"), "--out", str(prof)]) == 0
     fit = yaml.safe_load(prof.read_text())["engines"]["vllm"]["all_gpus"]

@@ -10,8 +10,25 @@ import pytest
 from planner.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[3]
-ARGS = ["plan", "--model", "llama-3.1-70b", "--gpu", "h200", "--max-gpus", "8", "--isl", "4000", "--osl", "500",
-        "--ttft-ms", "1000", "--tpot-ms", "30", "--percentile", "p90"]
+ARGS = [
+    "plan",
+    "--model",
+    "llama-3.1-70b",
+    "--gpu",
+    "h200",
+    "--max-gpus",
+    "8",
+    "--isl",
+    "4000",
+    "--osl",
+    "500",
+    "--ttft-ms",
+    "1000",
+    "--tpot-ms",
+    "30",
+    "--percentile",
+    "p90",
+]
 
 
 def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,11 +50,24 @@ def test_infeasible_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*ARGS[:-4], "--tpot-ms", "1", "--format", "json"]) == 2
     # progress lines ("plan: evaluated ...") may precede the error on a slow machine
     lines = [x for x in capsys.readouterr().err.splitlines() if not x.startswith("plan: ")]
-    assert len(lines) == 1 and lines[0].startswith("error: TPOT") and "closest achievable" in lines[0]
+    assert (
+        len(lines) == 1 and lines[0].startswith("error: TPOT") and "closest achievable" in lines[0]
+    )
 
 
 def test_fleet_example(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["fleet", "--spec", str(ROOT / "solvers" / "examples" / "fleet.yaml"), "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "fleet",
+                "--spec",
+                str(ROOT / "solvers" / "examples" / "fleet.yaml"),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert d["optimal"] and d["status"] == "Optimal" and d["solve_seconds"] <= 2.0
 
@@ -58,9 +88,22 @@ def test_e2e_infers_attention_dp_from_moe_width() -> None:
 
     from planner.validation.e2e import candidate_columns
 
-    row = pd.Series({"mode": "agg", "backend": "vllm", "gemm_quant_mode": "fp8_block", "batch_size": 6.0, "tp_size": 1.0,
-                     "pp_size": 1.0, "attention_dp_size": float("nan"), "moe_tp_size": 2.0, "moe_ep_size": 1.0})
+    row = pd.Series(
+        {
+            "mode": "agg",
+            "backend": "vllm",
+            "gemm_quant_mode": "fp8_block",
+            "batch_size": 6.0,
+            "tp_size": 1.0,
+            "pp_size": 1.0,
+            "attention_dp_size": float("nan"),
+            "moe_tp_size": 2.0,
+            "moe_ep_size": 1.0,
+        }
+    )
     c = candidate_columns(row, "bf16")
     assert isinstance(c, dict) and (c["tp"], c["dp"]) == (1.0, 2.0)
-    c = candidate_columns(row.copy().set_axis(row.index).where(row.index != "moe_tp_size", 1.0), "bf16")
+    c = candidate_columns(
+        row.copy().set_axis(row.index).where(row.index != "moe_tp_size", 1.0), "bf16"
+    )
     assert isinstance(c, dict) and c["dp"] == 1.0

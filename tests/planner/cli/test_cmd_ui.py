@@ -30,8 +30,13 @@ def test_ui_streamlit_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["ui"]) == 0 and main(["ui", "--address", "0.0.0.0"]) == 0
     local, shared = seen
     flags = dict(zip(local[5::2], local[6::2], strict=True))
-    assert flags == {"--server.address": "127.0.0.1", "--server.port": "8501", "--server.headless": "true",
-                     "--browser.gatherUsageStats": "false", "--server.maxUploadSize": "256"}
+    assert flags == {
+        "--server.address": "127.0.0.1",
+        "--server.port": "8501",
+        "--server.headless": "true",
+        "--browser.gatherUsageStats": "false",
+        "--server.maxUploadSize": "256",
+    }
     assert shared[shared.index("--server.address") + 1] == "0.0.0.0"
 
 

@@ -57,13 +57,29 @@ def disagg_plan() -> dict[str, Any]:
     plan["workload"] = {"isl": 8000, "osl": 1000, "concurrency": None, "rate": 6.5}
     dep = plan["best"]["deployment"]
     del dep["agg"]
-    dep.update(model="deepseek-v3", hf_id="deepseek-ai/DeepSeek-V3", checkpoint_quant="fp8",
-               mode="disagg", max_model_len=10000)
-    dep["prefill"] = {**copy.deepcopy(DEFAULT_WORKER), "max_num_seqs": 16, "max_num_batched_tokens": 16384,
-                      "kv_dtype": "fp8", "weight_quant": "fp8"}
-    dep["decode"] = {**copy.deepcopy(DEFAULT_WORKER), "parallel": {"tp": 1, "dp": 8, "ep": 8},
-                     "workers": 1, "max_num_seqs": 256, "gpu_memory_utilization": 0.85,
-                     "kv_dtype": "fp8", "weight_quant": "fp8"}
+    dep.update(
+        model="deepseek-v3",
+        hf_id="deepseek-ai/DeepSeek-V3",
+        checkpoint_quant="fp8",
+        mode="disagg",
+        max_model_len=10000,
+    )
+    dep["prefill"] = {
+        **copy.deepcopy(DEFAULT_WORKER),
+        "max_num_seqs": 16,
+        "max_num_batched_tokens": 16384,
+        "kv_dtype": "fp8",
+        "weight_quant": "fp8",
+    }
+    dep["decode"] = {
+        **copy.deepcopy(DEFAULT_WORKER),
+        "parallel": {"tp": 1, "dp": 8, "ep": 8},
+        "workers": 1,
+        "max_num_seqs": 256,
+        "gpu_memory_utilization": 0.85,
+        "kv_dtype": "fp8",
+        "weight_quant": "fp8",
+    }
     plan["best"]["gpus"] = 16
     return plan
 

@@ -12,7 +12,11 @@ from tests.planner.emitters.plans import default_agg_plan
 @pytest.mark.parametrize("engine", ENGINES)
 def test_concurrency_plan_benchmarks_a_closed_loop(engine: str) -> None:
     plan = default_agg_plan()
-    plan["workload"] = {**plan["workload"], "concurrency": 16, "rate": 1.25}  # rate = predicted output
+    plan["workload"] = {
+        **plan["workload"],
+        "concurrency": 16,
+        "rate": 1.25,
+    }  # rate = predicted output
     files = {f.name: f.text for f in build_bundle(parse_plan(plan), engine)}
     bench = files["benchmark.sh"]
     assert "16" in bench and "request-rate" not in bench and "1.25" not in bench.split("\n", 2)[2]

@@ -17,7 +17,7 @@ GOOD = {
     "--max-num-seqs 64 --max-num-batched-tokens 8192 --gpu-memory-utilization 0.9 "
     "--kv-cache-dtype fp8 --quantization fp8 --max-model-len 32768 "
     "--max-cudagraph-capture-size 256 "
-    "--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'",
+    '--kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\'',
     ("vllm", "bench"): "--backend vllm --model Qwen/Qwen3-32B --host 127.0.0.1 --port 8000 "
     "--dataset-name random --random-input-len 1024 --random-output-len 256 "
     "--random-range-ratio 0.0 --num-prompts 640 --max-concurrency 64 --request-rate inf "
@@ -56,8 +56,7 @@ BAD = [
     ("sglang", "serve", "--model-path M --quantization modelopt_fp5", "invalid choice"),
     ("sglang", "serve", "--model-path M --kv-cache-dtype fp8", "invalid choice"),
     ("sglang", "serve", "--model-path M --tp-size 2.5", "invalid int value"),
-    ("sglang", "serve", "--model-path M --disaggregation-transfer-backend ucx",
-     "invalid choice"),
+    ("sglang", "serve", "--model-path M --disaggregation-transfer-backend ucx", "invalid choice"),
     ("sglang", "serve", "--model-path M --load-format pickle", "invalid choice"),
     ("sglang", "serve", "--model-path M --cuda-graph-max-bs 8", "unrecognized arguments"),
     ("sglang", "bench", "--random-input-len 1k", "invalid int value"),
@@ -74,9 +73,15 @@ BAD = [
 ]
 
 GOOD_LLM_API = {
-    "tensor_parallel_size": 8, "pipeline_parallel_size": 1, "enable_attention_dp": True,
-    "moe_expert_parallel_size": 8, "max_batch_size": 64, "max_num_tokens": 8192,
-    "enable_chunked_prefill": True, "max_seq_len": 32768, "disable_overlap_scheduler": True,
+    "tensor_parallel_size": 8,
+    "pipeline_parallel_size": 1,
+    "enable_attention_dp": True,
+    "moe_expert_parallel_size": 8,
+    "max_batch_size": 64,
+    "max_num_tokens": 8192,
+    "enable_chunked_prefill": True,
+    "max_seq_len": 32768,
+    "disable_overlap_scheduler": True,
     "kv_cache_config": {"free_gpu_memory_fraction": 0.85, "dtype": "fp8"},
     "cuda_graph_config": {"max_batch_size": 64, "enable_padding": True},
     "cache_transceiver_config": {"backend": "UCX", "max_tokens_in_buffer": 8192},
@@ -115,17 +120,24 @@ def test_llm_api_yaml_accepts_the_keys_the_emitter_writes() -> None:
     assert "kv_cache_config" in ea.yaml_keys("trtllm")["models"]["TorchLlmArgs"]
 
 
-@pytest.mark.parametrize(("patch", "message"), [
-    ({"tensor_paralel_size": 8}, "tensor_paralel_size: unknown key"),
-    ({"kv_cache_config": {"free_gpu_mem_fraction": 0.9}},
-     "kv_cache_config.free_gpu_mem_fraction: unknown key"),
-    ({"max_batch_size": "64"}, "max_batch_size: str '64' is not int"),
-    ({"max_batch_size": True}, "max_batch_size: bool True is not int"),
-    ({"enable_attention_dp": None}, "enable_attention_dp: null is not allowed"),
-    ({"cache_transceiver_config": {"backend": "UCC"}},
-     "cache_transceiver_config.backend: 'UCC' is not allowed (allowed: DEFAULT, UCX"),
-    ({"cuda_graph_config": 5}, "cuda_graph_config: int 5 is not model"),
-])
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"tensor_paralel_size": 8}, "tensor_paralel_size: unknown key"),
+        (
+            {"kv_cache_config": {"free_gpu_mem_fraction": 0.9}},
+            "kv_cache_config.free_gpu_mem_fraction: unknown key",
+        ),
+        ({"max_batch_size": "64"}, "max_batch_size: str '64' is not int"),
+        ({"max_batch_size": True}, "max_batch_size: bool True is not int"),
+        ({"enable_attention_dp": None}, "enable_attention_dp: null is not allowed"),
+        (
+            {"cache_transceiver_config": {"backend": "UCC"}},
+            "cache_transceiver_config.backend: 'UCC' is not allowed (allowed: DEFAULT, UCX",
+        ),
+        ({"cuda_graph_config": 5}, "cuda_graph_config: int 5 is not model"),
+    ],
+)
 def test_llm_api_yaml_problems(patch: dict[str, object], message: str) -> None:
     problems = ea.check_llm_api_yaml({**GOOD_LLM_API, **patch})
     assert len(problems) == 1 and problems[0].startswith(message), problems
@@ -138,12 +150,19 @@ def test_only_trtllm_has_an_llm_api_schema() -> None:
 
 
 def test_every_tool_builds_and_names_its_program() -> None:
-    expected = {"vllm": {"serve": "vllm serve", "bench": "vllm bench serve"},
-                "sglang": {"serve": "python -m sglang.launch_server",
-                           "bench": "python -m sglang.benchmark.serving",
-                           "router": "python -m sglang_router.launch_router"},
-                "trtllm": {"serve": "trtllm-serve", "router": "trtllm-serve disaggregated",
-                           "bench": "python -m tensorrt_llm.serve.scripts.benchmark_serving"}}
+    expected = {
+        "vllm": {"serve": "vllm serve", "bench": "vllm bench serve"},
+        "sglang": {
+            "serve": "python -m sglang.launch_server",
+            "bench": "python -m sglang.benchmark.serving",
+            "router": "python -m sglang_router.launch_router",
+        },
+        "trtllm": {
+            "serve": "trtllm-serve",
+            "router": "trtllm-serve disaggregated",
+            "bench": "python -m tensorrt_llm.serve.scripts.benchmark_serving",
+        },
+    }
     for engine, progs in expected.items():
         assert set(progs) <= set(ea.tools(engine))
         for tool, prog in progs.items():
@@ -187,10 +206,11 @@ def _commands(text: str) -> list[list[str]]:
 
 
 def _tool_of(engine: str, words: list[str]) -> tuple[str, int] | None:
-    progs = sorted(((ea.program(engine, t).split(), t) for t in ea.tools(engine)),
-                   key=lambda p: -len(p[0]))
+    progs = sorted(
+        ((ea.program(engine, t).split(), t) for t in ea.tools(engine)), key=lambda p: -len(p[0])
+    )
     for prog, tool in progs:
-        if words[:len(prog)] == prog:
+        if words[: len(prog)] == prog:
             return tool, len(prog)
     return None
 
@@ -204,7 +224,7 @@ def test_golden_emitted_commands_parse() -> None:
                 found = _tool_of(engine, words)
                 if found is None:
                     continue
-                ea.parse_command(engine, found[0], words[found[1]:])
+                ea.parse_command(engine, found[0], words[found[1] :])
                 checked += 1
         for extra in sorted(folder.glob("trtllm-*.yaml")):
             assert ea.check_llm_api_yaml(yaml.safe_load(extra.read_text())) == [], extra

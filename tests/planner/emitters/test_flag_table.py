@@ -7,8 +7,22 @@ import pytest
 from planner.emitters.flag_table import ENGINES, Flags, engine_table, parse_version, resolve_version
 from planner.errors import PlannerInputError
 
-CORE = ("tp", "pp", "dp", "ep", "max_batch", "chunk", "mem_fraction", "kv_dtype", "max_len",
-        "cuda_graph_max", "host", "port", "serve_program", "bench_program")
+CORE = (
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "max_batch",
+    "chunk",
+    "mem_fraction",
+    "kv_dtype",
+    "max_len",
+    "cuda_graph_max",
+    "host",
+    "port",
+    "serve_program",
+    "bench_program",
+)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

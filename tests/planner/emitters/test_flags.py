@@ -32,8 +32,12 @@ def commands(text: str) -> Iterator[list[str]]:
     joined = text.replace("\\\n", " ")
     for line in joined.splitlines():
         words = shlex.split(line, comments=True)
-        if words and words[0] not in {"set", "cd", "if", "fi", "wait", "echo", "exit", "mkdir",
-                                      "cp", "mv"} and not words[0].startswith("run="):
+        if (
+            words
+            and words[0]
+            not in {"set", "cd", "if", "fi", "wait", "echo", "exit", "mkdir", "cp", "mv"}
+            and not words[0].startswith("run=")
+        ):
             yield [w for w in words if "=" not in w or w.startswith("-")]
 
 
@@ -60,7 +64,7 @@ def test_every_flag_is_in_the_table(engine: str, version: str, mode: str) -> Non
             for words in commands(f.text):
                 program = [p for p in programs if words[: len(p.split())] == p.split()]
                 assert program, words
-                rest = words[len(program[0].split()):]
+                rest = words[len(program[0].split()) :]
                 assert {w for w in rest if w.startswith("-")} <= cli, (f.name, words)
         elif f.name.startswith("vllm-"):  # vllm serve --config: long flag names as keys
             assert {f"--{k}" for k in yaml.safe_load(f.text) if k != "model"} <= cli
@@ -77,13 +81,18 @@ def test_yaml_parses_and_scripts_are_valid_bash(engine: str, version: str, mode:
             subprocess.run(["bash", "-n"], input=f.text, text=True, check=True)
 
 
-@pytest.mark.parametrize(("engine", "version", "expected"), [
-    ("vllm", "0.11.0", "--cuda-graph-sizes"),
-    ("vllm", "0.33.0", "--max-cudagraph-capture-size"),
-    ("sglang", "0.5.10", "--cuda-graph-max-bs"),
-    ("sglang", "0.5.23", "--cuda-graph-max-bs-decode"),
-])
-def test_renamed_cuda_graph_flags_follow_the_version(engine: str, version: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("engine", "version", "expected"),
+    [
+        ("vllm", "0.11.0", "--cuda-graph-sizes"),
+        ("vllm", "0.33.0", "--max-cudagraph-capture-size"),
+        ("sglang", "0.5.10", "--cuda-graph-max-bs"),
+        ("sglang", "0.5.23", "--cuda-graph-max-bs-decode"),
+    ],
+)
+def test_renamed_cuda_graph_flags_follow_the_version(
+    engine: str, version: str, expected: str
+) -> None:
     launch = bundle(engine, version, "agg")[0].text
     assert f"{expected} 128" in launch
 

@@ -32,4 +32,6 @@ def test_bundle_matches_golden(engine: str, mode: str) -> None:
     expected = sorted(p.name for p in folder.iterdir())
     assert sorted(f.name for f in files) == expected
     for f in files:
-        assert f.text == (folder / f.name).read_text(), f"{folder.name}/{f.name} differs; see module doc"
+        assert f.text == (folder / f.name).read_text(), (
+            f"{folder.name}/{f.name} differs; see module doc"
+        )

@@ -28,9 +28,15 @@ MODELS = tuple(sorted(bundled_models()))
 
 
 def _worker(tp: int, dp: int, ep: int, quant: str, workers: int = 1) -> dict[str, Any]:
-    return {"parallel": {"tp": tp, "dp": dp, "ep": ep}, "max_num_seqs": 64,
-            "max_num_batched_tokens": 8192, "gpu_memory_utilization": 0.9, "kv_dtype": "bf16",
-            "weight_quant": quant, "workers": workers}
+    return {
+        "parallel": {"tp": tp, "dp": dp, "ep": ep},
+        "max_num_seqs": 64,
+        "max_num_batched_tokens": 8192,
+        "gpu_memory_utilization": 0.9,
+        "kv_dtype": "bf16",
+        "weight_quant": quant,
+        "workers": workers,
+    }
 
 
 def plan_for(m: ModelSpec, mode: str, gpu: str = "b200_sxm") -> dict[str, Any]:
@@ -45,8 +51,11 @@ def plan_for(m: ModelSpec, mode: str, gpu: str = "b200_sxm") -> dict[str, Any]:
         dep["agg"] = _worker(1, 8, 8, q, 2) if moe else _worker(8, 1, 1, q, 2)
     else:
         del dep["agg"]
-        dep.update(mode="disagg", prefill=_worker(8, 1, 8 if moe else 1, q, 2),
-                   decode=_worker(1, 8, 8, q) if moe else _worker(4, 1, 1, q, 3))
+        dep.update(
+            mode="disagg",
+            prefill=_worker(8, 1, 8 if moe else 1, q, 2),
+            decode=_worker(1, 8, 8, q) if moe else _worker(4, 1, 1, q, 3),
+        )
     return plan
 
 
@@ -55,7 +64,7 @@ def parse_with_engine_args(backend: str, cmd: Command) -> None:
     (planner/emitters/engine_args): a bad name, type or choice raises."""
     words = " ".join(cmd.program)
     tool = next(t for t in ea.tools(backend) if ea.program(backend, t) == words)
-    ea.parse_command(backend, tool, argv(cmd)[len(cmd.program):])
+    ea.parse_command(backend, tool, argv(cmd)[len(cmd.program) :])
 
 
 def _value(cmd: Command, flag: str, default: str = "1") -> str:
@@ -70,8 +79,11 @@ def _model_arg(backend: str, cmd: Command) -> str:
 def _gpus_of(backend: str, cmd: Command, build: EngineBuild, role: str) -> int:
     """GPUs one emitted server process uses, read back from its own flags or YAML."""
     if backend == "vllm":
-        return (int(_value(cmd, "--tensor-parallel-size")) * int(_value(cmd, "--pipeline-parallel-size"))
-                * int(_value(cmd, "--data-parallel-size")))
+        return (
+            int(_value(cmd, "--tensor-parallel-size"))
+            * int(_value(cmd, "--pipeline-parallel-size"))
+            * int(_value(cmd, "--data-parallel-size"))
+        )
     if backend == "sglang":
         return int(_value(cmd, "--tp-size")) * int(_value(cmd, "--pp-size"))
     name = "trtllm-config.yaml" if role == "agg" else f"trtllm-{role}.yaml"
@@ -96,8 +108,10 @@ def test_bundle_contract(key: str, backend: str, mode: str) -> None:
     assert used == dep.total_gpus
     table = {r.flag for r in Flags(backend).rows if r.kind in ("cli", "switch")}
     n = len(build.endpoints)
-    bench = [bench_command(ctx, Flags(backend), h, port, i, n)
-             for i, (h, port) in enumerate(build.endpoints)]
+    bench = [
+        bench_command(ctx, Flags(backend), h, port, i, n)
+        for i, (h, port) in enumerate(build.endpoints)
+    ]
     for cmd in [c for _, c in build.servers] + ([build.router] if build.router else []) + bench:
         assert {flag for flag, _ in cmd.args} <= table
         parse_with_engine_args(backend, cmd)
@@ -156,7 +170,11 @@ def test_partial_expert_parallel_is_not_launchable_by_vllm() -> None:
         build_bundle(parse_plan(copy.deepcopy(plan)), "vllm")
     _, _, build = engine_build(parse_plan(plan), "sglang")
     cmd = build.servers[0][1]
-    assert (_value(cmd, "--tp-size"), _value(cmd, "--dp-size"), _value(cmd, "--ep-size")) == ("8", "8", "2")
+    assert (_value(cmd, "--tp-size"), _value(cmd, "--dp-size"), _value(cmd, "--ep-size")) == (
+        "8",
+        "8",
+        "2",
+    )
 
 
 def test_trtllm_attention_dp_with_tp_is_refused() -> None:

@@ -17,8 +17,16 @@ def solver_plan_json() -> str:
     """The default Llama-3.1-70B / H200 plan, as ``planner plan --format json`` prints it (~0.3 s)."""
     from solvers.plan import PlanRequest, plan
 
-    req = PlanRequest(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500,
-                      ttft_ms=1000, tpot_ms=30, percentile="p90")
+    req = PlanRequest(
+        model="llama-3.1-70b",
+        gpus=("h200",),
+        max_gpus=8,
+        isl=4000,
+        osl=500,
+        ttft_ms=1000,
+        tpot_ms=30,
+        percentile="p90",
+    )
     return json.dumps(plan(req).to_plan_dict())
 
 
@@ -48,6 +56,9 @@ def disagg_plan(synthetic_plan: dict[str, Any]) -> dict[str, Any]:
     """The synthetic plan with per-role (prefill/decode) breakdowns in shares."""
     out = copy.deepcopy(synthetic_plan)
     pred = out["best"]["predicted"]
-    pred["step_breakdown"] = {"prefill": pred["step_breakdown"], "decode": {"attention_decode": 0.6, "gemm_mlp": 0.4}}
+    pred["step_breakdown"] = {
+        "prefill": pred["step_breakdown"],
+        "decode": {"attention_decode": 0.6, "gemm_mlp": 0.4},
+    }
     pred["memory"] = {"prefill": pred["memory"], "decode": pred["memory"]}
     return out

@@ -16,7 +16,7 @@ def read_table(ws: Worksheet, title: str) -> list[dict[str, Any]]:
         head += 1
     header = [h for h in rows[head] if h is not None]
     out = []
-    for r in rows[head + 1:]:
+    for r in rows[head + 1 :]:
         if all(v is None for v in r):
             break
         out.append(dict(zip(header, r[: len(header)], strict=True)))

@@ -31,7 +31,7 @@ def test_html_tables_hold_plan_values(plan: dict[str, Any]) -> None:
     assert plan["model"] in page
     assert html.escape(plan.get("binding", {}).get("sentence", plan["binding_constraint"])) in page
     per_gpu = plan["best"]["predicted"]["output_tok_s_per_gpu"]
-    assert f"<td class=\"n\">{fmt_cell(per_gpu)}</td>" in page  # 4 significant digits on the page
+    assert f'<td class="n">{fmt_cell(per_gpu)}</td>' in page  # 4 significant digits on the page
     assert fmt_cell(per_gpu) == num(per_gpu)
     for entry in plan["pareto"]:
         assert f">{fmt_cell(entry['output_tok_s_per_user'])}<" in page

@@ -18,19 +18,55 @@ from planner.reports import build_html, build_xlsx
 from planner.reports.present import COUNT_NAMES, TEXT_NAMES
 from solvers.plan import PlanRequest, plan
 
-DEFAULT = {"model": "llama-3.1-70b", "gpus": ("h200_sxm",), "max_gpus": 8, "isl": 4000, "osl": 500,
-           "concurrency": 64, "ttft_ms": 5000.0, "tpot_ms": 40.0, "percentile": "p90"}
+DEFAULT = {
+    "model": "llama-3.1-70b",
+    "gpus": ("h200_sxm",),
+    "max_gpus": 8,
+    "isl": 4000,
+    "osl": 500,
+    "concurrency": 64,
+    "ttft_ms": 5000.0,
+    "tpot_ms": 40.0,
+    "percentile": "p90",
+}
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*\.(\d+)(?![\w.])")
 SCIENTIFIC = re.compile(r"\d\.?\d*e[+-]\d+", re.IGNORECASE)
 UNIT = re.compile(r"\([^)]+\)|/s\b|\bper 1M\b")
-WORDS = set(COUNT_NAMES.values()) | set(TEXT_NAMES.values()) | {
-    "Item", "Value", "Quantity", "Predicted", "SLO", "Limit", "Limit value", "Unit", "Role",
-    "Split",
-    "Step", "Op kind", "Component", "Source", "GPU type", "Why not", "Band", "aggregated",
-    "disaggregated (prefill/decode)", "metric", "quantity", "value", "Result", "Rank",
-    "GPU types asked for", "GPU memory for the engine (%)", "Binding constraint", "Objective",
-    "GPUs needed",
-}
+WORDS = (
+    set(COUNT_NAMES.values())
+    | set(TEXT_NAMES.values())
+    | {
+        "Item",
+        "Value",
+        "Quantity",
+        "Predicted",
+        "SLO",
+        "Limit",
+        "Limit value",
+        "Unit",
+        "Role",
+        "Split",
+        "Step",
+        "Op kind",
+        "Component",
+        "Source",
+        "GPU type",
+        "Why not",
+        "Band",
+        "aggregated",
+        "disaggregated (prefill/decode)",
+        "metric",
+        "quantity",
+        "value",
+        "Result",
+        "Rank",
+        "GPU types asked for",
+        "GPU memory for the engine (%)",
+        "Binding constraint",
+        "Objective",
+        "GPUs needed",
+    }
+)
 """Column names that are words (or counts) rather than measured quantities."""
 
 
@@ -85,8 +121,11 @@ def test_xlsx_display(plan_dict: dict[str, Any]) -> None:
             shown = " ".join(_excel_text(c.value, c.number_format) for c in row)
             assert not too_precise(shown), (ws.title, shown)
             # a header row is the row above a row of numbers, below a title
-            if i + 1 < len(rows) and any(isinstance(c.value, float) for c in rows[i + 1]) \
-                    and all(isinstance(c.value, str) or c.value is None for c in row):
+            if (
+                i + 1 < len(rows)
+                and any(isinstance(c.value, float) for c in rows[i + 1])
+                and all(isinstance(c.value, str) or c.value is None for c in row)
+            ):
                 names = [str(c.value) for c in row if c.value is not None]
                 if names and names[0] not in ("Item",):
                     assert not unitless(names), (ws.title, names)

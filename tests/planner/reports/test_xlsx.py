@@ -94,21 +94,27 @@ def test_one_candidates_table(plan: dict[str, Any]) -> None:
     assert not read_titles(wb["Pareto"])  # the Pareto sheet holds the chart, not a copy of the rows
     rows = read_table(wb["Candidates"], "Candidates")
     kept = plan.get("candidates") or []
-    pareto_only = [p for p in plan["pareto"] if p.get("config") not in {c["config"] for c in kept}
-                   or p.get("config") is None]
+    pareto_only = [
+        p
+        for p in plan["pareto"]
+        if p.get("config") not in {c["config"] for c in kept} or p.get("config") is None
+    ]
     assert len(rows) == len(kept) + len(pareto_only) > 0
     pct = plan["slo"]["percentile"]
     for got, want in zip(rows, kept, strict=False):
         assert same(got[PER_GPU_LABEL], want["output_tok_s_per_gpu"])
         assert same(got[f"TTFT {pct} (ms)"], want[f"ttft_{pct}_ms"])
-    for got, want in zip(rows[len(kept):], pareto_only, strict=True):
+    for got, want in zip(rows[len(kept) :], pareto_only, strict=True):
         assert same(got[PER_USER_LABEL], want["output_tok_s_per_user"])
 
 
 def read_titles(ws: Any) -> list[str]:
     """Table titles written below the sheet title (bold blue cells in column A)."""
-    return [c.value for c in ws["A"][2:] if c.value and c.font and c.font.color is not None
-            and c.font.bold]
+    return [
+        c.value
+        for c in ws["A"][2:]
+        if c.value and c.font and c.font.color is not None and c.font.bold
+    ]
 
 
 def test_alternatives_side_by_side(solver_plan: dict[str, Any]) -> None:
@@ -124,7 +130,7 @@ def test_alternatives_side_by_side(solver_plan: dict[str, Any]) -> None:
 
 def test_latency_of_solver_ms(solver_plan: dict[str, Any]) -> None:
     """The solver gives ms per op kind; the sheet lists those that take time, with shares."""
-    (_, ms), = solver_plan["best"]["predicted"]["step_breakdown"].items()
+    ((_, ms),) = solver_plan["best"]["predicted"]["step_breakdown"].items()
     rows = read_table(_open(solver_plan)["Latency breakdown"], "Step time per op kind")
     total = sum(ms.values())
     for r in rows:
@@ -136,8 +142,9 @@ def test_latency_of_solver_ms(solver_plan: dict[str, Any]) -> None:
 def test_synthetic_shares(synthetic_plan: dict[str, Any]) -> None:
     wb = _open(synthetic_plan)
     lat = read_table(wb["Latency breakdown"], "Step time per op kind")
-    assert {r["Op kind"]: r["Share of step (%)"] for r in lat} == \
-        synthetic_plan["best"]["predicted"]["step_breakdown"]
+    assert {r["Op kind"]: r["Share of step (%)"] for r in lat} == synthetic_plan["best"][
+        "predicted"
+    ]["step_breakdown"]
 
 
 def test_memory_equals_plan(plan: dict[str, Any]) -> None:

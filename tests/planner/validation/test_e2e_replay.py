@@ -9,7 +9,14 @@ import pytest
 
 from planner.validation.e2e import validate_e2e
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "validation" / "e2e" / "silicon_measured.csv"
+DATA = (
+    Path(__file__).resolve().parents[3]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
 
 
 @pytest.mark.validation
@@ -36,9 +43,18 @@ def test_throughput_accuracy_holds() -> None:
 
 
 def _row(**kw: object) -> pd.Series:
-    base = {"mode": "agg", "backend": "trtllm", "gemm_quant_mode": "fp8", "batch_size": 32.0, "tp_size": 1.0,
-            "pp_size": 1.0, "attention_dp_size": 8.0, "moe_tp_size": 1.0, "moe_ep_size": 8.0,
-            "silicon_data_source": "source_file=2026-03-25.csv; model=DeepSeek-R1"}
+    base = {
+        "mode": "agg",
+        "backend": "trtllm",
+        "gemm_quant_mode": "fp8",
+        "batch_size": 32.0,
+        "tp_size": 1.0,
+        "pp_size": 1.0,
+        "attention_dp_size": 8.0,
+        "moe_tp_size": 1.0,
+        "moe_ep_size": 8.0,
+        "silicon_data_source": "source_file=2026-03-25.csv; model=DeepSeek-R1",
+    }
     return pd.Series({**base, **kw})
 
 
@@ -53,5 +69,7 @@ def test_attention_dp_rows_run_batch_size_clients_per_rank() -> None:
 def test_recorded_concurrency_wins() -> None:
     from planner.validation.e2e import candidate_columns
 
-    c = candidate_columns(_row(silicon_data_source="x; silicon_concurrency=96; measured=2026"), "bf16")
+    c = candidate_columns(
+        _row(silicon_data_source="x; silicon_concurrency=96; measured=2026"), "bf16"
+    )
     assert isinstance(c, dict) and c["concurrency"] == 96.0

@@ -9,7 +9,14 @@ import pytest
 
 from planner.validation.protocol import campaign, main, protocol_report
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "validation" / "e2e" / "silicon_measured.csv"
+DATA = (
+    Path(__file__).resolve().parents[3]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
 
 
 def test_campaign_drops_the_per_row_parts() -> None:
@@ -22,7 +29,11 @@ def test_one_share_per_campaign_is_never_worse() -> None:
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     df = pd.read_csv(DATA)
-    keep = df["silicon_data_source"].astype(str).str.contains("Qwen_Qwen3-32B.csv|model=Llama-3.1-70B", regex=True)
+    keep = (
+        df["silicon_data_source"]
+        .astype(str)
+        .str.contains("Qwen_Qwen3-32B.csv|model=Llama-3.1-70B", regex=True)
+    )
     rep = protocol_report(df[keep & (df["mode"] == "agg")], progress=False)
     ape = rep["agg_ttft_median_ape_pct"]
     assert isinstance(ape, dict)
