@@ -42,7 +42,7 @@ _NEEDS_SOURCE: tuple[str, ...] = (
     "scale_out_bandwidth_bytes_per_s",
     "pcie_bandwidth_bytes_per_s",
 )
-_SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes",)
+_SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes", "matmul_ceiling_flops_per_s")
 
 
 def _names_a_field(source_key: str, flops: dict[str, float] | None) -> bool:
@@ -96,6 +96,12 @@ class GpuSpec(BaseModel):
         gt=0,
         description="Last-level on-chip cache a kernel's working set can stay resident in, "
         "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the kernel model.",
+    )
+    matmul_ceiling_flops_per_s: dict[Dtype, PositiveFlops] | None = Field(
+        default=None,
+        description="Measured maximum achievable matmul FLOP/s per dtype (best shape of a "
+        "brute-force search, e.g. MAMF); None = not measured. Scales the default GEMM efficiency "
+        "of a GPU without kernel fits (kernels_db.transfer).",
     )
     sources: dict[str, str] = Field(
         description="Field name -> where its number comes from; 'field.sub' (e.g. 'peak_flops_per_s.fp4', "

@@ -123,7 +123,8 @@ class KernelDB:
             table = (
                 own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
             )
-            got = self._families[op] = (table, fitted.DEFAULT_PARAMS[op])
+            default = transfer.default_params(self.spec, op, self.fit is not None)
+            got = self._families[op] = (table, default)
         return got
 
     def _param_entry(self, op: str, name: str) -> costs.ParamEntry:

@@ -16,9 +16,19 @@ bandwidth ratio)|`` (B300 <- B200, GB200 <- B200, H20 / H800 / GH200 <- H100 or 
 
 A dtype or family the donor has no fit for stays on the default efficiencies (tag
 ``roofline_uncalibrated``), and a GPU of an architecture with no fitted sibling (MI300X, MI325X and
-MI355X today) stays ``roofline_uncalibrated`` everywhere. Ops priced from a transferred fit carry
-the provenance tag ``transferred:<donor key>``. Donor fits are read from the fitted folder at run
-time, so a refit of a donor moves its siblings with it.
+MI355X today: no AMD GPU has measured kernel tables) stays ``roofline_uncalibrated`` everywhere; no
+fit is carried across vendors or architectures. Ops priced from a transferred fit carry the
+provenance tag ``transferred:<donor key>``. Donor fits are read from the fitted folder at run time,
+so a refit of a donor moves its siblings with it.
+
+Measured matmul ceiling (GPUs with neither a fit nor a fitted sibling): the default GEMM efficiency
+was taken from the fits of ``DEFAULT_FIT_GPUS``, whose measured best-shape matmul throughput (MAMF,
+``GpuSpec.matmul_ceiling_flops_per_s``) is a median ``REFERENCE`` share of their bf16 peaks. A GPU
+whose own measured bf16 ceiling is a smaller (larger) share of its peak gets the default GEMM and
+grouped-GEMM compute efficiency scaled by (its share / reference share), for every dtype
+(ASSUMPTION: lower-precision GEMMs lose the same fraction; NVIDIA's fp8 MAMF shares are 3-7 points
+below bf16). The ops keep the tag ``roofline_uncalibrated`` (no per-op fit), and
+``calibration(spec)`` says that the ceiling was used and where it comes from.
 """
 
 from __future__ import annotations
@@ -40,6 +50,11 @@ from kernels_db.fitted import (
 )
 
 TRANSFERRED_PREFIX = "transferred:"
+DEFAULT_FIT_GPUS: tuple[str, ...] = ("h100_sxm", "h200_sxm", "b200_sxm", "a100_sxm")
+"""The GPUs whose fits gave ``fitted.DEFAULT_PARAMS`` (see its comment)."""
+CEILING_RATIO_BOUNDS: tuple[float, float] = (0.3, 1.25)
+"""Range the ceiling scale factor is clipped to (the default GEMM efficiency stays in (0, 1))."""
+CEILING_OPS: tuple[str, ...] = ("gemm", "moe")
 
 
 def provenance_tag(donor: str) -> str:
@@ -123,6 +138,72 @@ def transferred(target: GpuSpec, donor: GpuSpec, fit: FittedGpu) -> FittedGpu:
         comm=_comm(fit.comm, target, donor),
         notes=f"{provenance_tag(donor.key)} (kernels_db.transfer rule)",
     )
+
+
+def ceiling_share(spec: GpuSpec) -> float | None:
+    """Measured bf16 matmul ceiling / bf16 peak of ``spec``; None when not measured."""
+    ceil = (spec.matmul_ceiling_flops_per_s or {}).get("bf16")
+    return ceil / spec.peak_flops("bf16") if ceil else None
+
+
+def reference_share() -> float:
+    """Median ``ceiling_share`` of the ``DEFAULT_FIT_GPUS`` that have a measured bf16 ceiling."""
+    gpus = all_gpus()
+    shares = sorted(
+        s for k in DEFAULT_FIT_GPUS if k in gpus and (s := ceiling_share(gpus[k])) is not None
+    )
+    if not shares:
+        raise ValueError("no default-fit GPU has a measured bf16 matmul ceiling")
+    mid = len(shares) // 2
+    return shares[mid] if len(shares) % 2 else (shares[mid - 1] + shares[mid]) / 2.0
+
+
+def ceiling_ratio(spec: GpuSpec) -> float | None:
+    """Scale of the default GEMM compute efficiency from the GPU's measured matmul ceiling (module
+    docstring); None without a measured bf16 ceiling."""
+    share = ceiling_share(spec)
+    if share is None:
+        return None
+    lo, hi = CEILING_RATIO_BOUNDS
+    return min(max(share / reference_share(), lo), hi)
+
+
+def default_params(spec: GpuSpec, op: str, has_fit: bool) -> RooflineParams:
+    """Default parameters of family ``op`` for ``spec``: ``fitted.DEFAULT_PARAMS``, with the GEMM
+    compute efficiency scaled to the measured matmul ceiling when the GPU has no fit of its own
+    nor a transferred one."""
+    prm = fitted.DEFAULT_PARAMS[op]
+    ratio = None if has_fit or op not in CEILING_OPS else ceiling_ratio(spec)
+    if ratio is None:
+        return prm
+    return prm.model_copy(update={"compute_eff": prm.compute_eff * ratio})
+
+
+def calibration(spec: GpuSpec, fitted_dir: Path | None = None) -> dict[str, object]:
+    """What prices this GPU's kernels: its own fit, a sibling's (``transferred:<donor>``), or the
+    default efficiencies (``roofline_uncalibrated``), with the measured matmul ceiling if used.
+    ``fitted_dir`` defaults to the folder ``KernelDB.for_gpu`` reads (user folder first)."""
+    fit, donor = fit_for(spec, fitted_dir or paths.fitted_root(spec.key))
+    if fit is not None:
+        kind = provenance_tag(donor) if donor else "fitted"
+        how = "own fit" if not donor else f"fit of {donor} scaled by peaks and bandwidth"
+        return {"kind": kind, "detail": f"{how} (kernels_db/fitted, kernels_db.transfer rule)"}
+    out: dict[str, object] = {
+        "kind": "roofline_uncalibrated",
+        "detail": f"no fit and no fitted {spec.vendor} {spec.architecture} sibling: "
+        "default efficiencies",
+    }
+    ratio = ceiling_ratio(spec)
+    if ratio is not None:
+        share = ceiling_share(spec)
+        eff = fitted.DEFAULT_PARAMS["gemm"].compute_eff
+        out["detail"] = (
+            f"{out['detail']}; GEMM compute efficiency {eff:.2f} x {ratio:.3f} = {eff * ratio:.3f} "
+            f"from the measured bf16 matmul ceiling ({share:.1%} of peak vs "
+            f"{reference_share():.1%} for the default-fit GPUs)"
+        )
+        out["matmul_ceiling_source"] = spec.sources.get("matmul_ceiling_flops_per_s", "")
+    return out
 
 
 @lru_cache(maxsize=64)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import InfeasibleError
 from hardware.spec import GpuSpec
+from kernels_db.transfer import calibration as kernel_calibration
 from planner.bands import LogBand, deployment_bands
 from planner.batch_eval import (
     KV_DTYPES,
@@ -349,7 +350,11 @@ def estimate(
         step_breakdown=steps,
         memory=mem,
         prefill_memory=pmem,
-        provenance={**_provenance(backend, decode_cost), "bands": bands_source},
+        provenance={
+            **_provenance(backend, decode_cost),
+            "kernels": str(kernel_calibration(gpu)["detail"]),
+            "bands": bands_source,
+        },
         provenance_mix=source_shares(decode_cost),
         saturated=capacity is not None,
         offered_requests_per_s=wl.rate_per_s,

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from hardware.catalog import all_gpus
+from kernels_db.transfer import calibration
 from planner.cli.common import add_format, add_hardware_dir
 from planner.cli.output import print_json, render_table
 from planner.models import bundled_models, load_model
@@ -39,6 +40,7 @@ def gpu_rows(extra_dirs: list[str]) -> list[dict[str, Any]]:
                 "scale_up_gb_s": g.scale_up.bandwidth_bytes_per_s / 1e9,
                 "scale_out_gb_s": g.scale_out_bandwidth_bytes_per_s / 1e9,
                 "price_usd_h": g.price_per_gpu_hour_usd,
+                "kernels": calibration(g)["kind"],
                 "aliases": ", ".join(g.aliases),
             }
         )
@@ -56,6 +58,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
                         **r,
                         "architecture": specs[r["key"]].architecture,
                         "domain_size": specs[r["key"]].scale_up.domain_size,
+                        "kernel_calibration": calibration(specs[r["key"]]),
                         "sources": dict(specs[r["key"]].sources),
                     }
                     for r in rows
@@ -65,6 +68,10 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     else:
         print(render_table(rows, [c for c in rows[0] if c not in ("aliases", "fp6_tflops")]))
         print("\nprice_usd_h is an editable assumption (--price-per-gpu-hour).")
+        print(
+            "kernels: own fit ('fitted'), a same-architecture sibling's fit ('transferred:<gpu>') "
+            "or default efficiencies ('roofline_uncalibrated'); details in --format json."
+        )
     return 0
 
 

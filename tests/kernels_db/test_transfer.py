@@ -134,6 +134,64 @@ def test_estimate_and_plan_run_on_new_gpus(gpu: str, capsys: pytest.CaptureFixtu
     assert plan["best"]["gpus"] <= 8
 
 
+def test_mi300x_and_gb200_have_a_stated_calibration() -> None:
+    """GB200 takes the B200 fit; no AMD GPU has a measured kernel table, so MI300X stays
+    roofline_uncalibrated (nothing is carried across vendors or architectures) and says so."""
+    assert transfer.calibration(get_gpu("gb200"))["kind"] == "transferred:b200_sxm"
+    for key in ("mi300x", "mi325x", "mi355x"):
+        cal = transfer.calibration(get_gpu(key))
+        assert cal["kind"] == "roofline_uncalibrated", key
+        assert "measured bf16 matmul ceiling" in str(cal["detail"])
+        assert "stas00/ml-engineering" in str(cal["matmul_ceiling_source"])
+
+
+def test_measured_matmul_ceiling_scales_the_default_gemm_efficiency() -> None:
+    """MI300X's measured best matmul is 668.4 of 1307.4 TFLOPS bf16 (51%) against a median 80% for
+    the default-fit GPUs: a compute-bound GEMM is priced slower by that ratio, with the same tag;
+    the same chip without the measured ceiling keeps the default efficiency."""
+    mi = get_gpu("mi300x")
+    bare = mi.model_copy(update={"matmul_ceiling_flops_per_s": None, "key": "mi300x_bare"})
+    big = dict(m=np.array([16384.0]), n=16384, k=16384, dtype="bf16")
+    with_ceiling = KernelDB.for_gpu(mi).gemm(**big)
+    without = KernelDB.for_gpu(bare).gemm(**big)
+    share = 668.4e12 / mi.peak_flops("bf16")
+    assert transfer.reference_share() == pytest.approx(794.5 / 989, rel=1e-3)  # H100 SXM: median
+    ratio = transfer.ceiling_ratio(mi)
+    assert ratio == pytest.approx(share / transfer.reference_share())
+    assert with_ceiling.seconds[0] / without.seconds[0] == pytest.approx(1 / ratio, rel=0.02)
+    assert set(with_ceiling.provenance) == {"roofline_uncalibrated"}
+    fp8 = dict(m=np.array([16384.0]), n=16384, k=16384, dtype="fp8")
+    slow = (
+        KernelDB.for_gpu(mi).gemm(**fp8).seconds[0] / KernelDB.for_gpu(bare).gemm(**fp8).seconds[0]
+    )
+    assert slow == pytest.approx(1 / ratio, rel=0.02)
+
+
+def test_a_fitted_or_transferred_gpu_ignores_the_ceiling() -> None:
+    for key in ("h100_sxm", "b300_sxm", "gb200"):
+        spec = get_gpu(key)
+        assert transfer.default_params(spec, "gemm", has_fit=True) == fitted.DEFAULT_PARAMS["gemm"]
+    no_ceiling = get_gpu("gb300")
+    assert no_ceiling.matmul_ceiling_flops_per_s is None
+    assert transfer.ceiling_ratio(no_ceiling) is None
+
+
+def test_gpus_json_and_estimate_state_the_kernel_calibration(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["gpus", "--format", "json"]) == 0
+    rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)["gpus"]}
+    assert rows["mi300x"]["kernel_calibration"]["kind"] == "roofline_uncalibrated"
+    assert rows["gb200"]["kernel_calibration"]["kind"] == "transferred:b200_sxm"
+    assert rows["h100_sxm"]["kernel_calibration"]["kind"] == "fitted"
+    assert "matmul_ceiling_flops_per_s" in rows["mi300x"]["sources"]
+    args = ["--model", "llama-3.1-70b", "--gpu", "mi300x", "--isl", "1024", "--osl", "256"]
+    assert main(["estimate", *args, "--concurrency", "8", "--format", "json"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert "matmul ceiling" in est["provenance"]["kernels"]
+    assert set(est["provenance_mix"]) <= {"roofline_uncalibrated", "measured"}
+
+
 KERNELS = Path(__file__).resolve().parents[2].parent / "shared/validation/kernels"
 
 
