@@ -10,6 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from hardware.errors import PlannerInputError
 from hardware.input_files import parse_json, read_json
 from planner.model_parser import parse_config
@@ -92,6 +94,25 @@ def find_bundled(ref: str) -> BundledModel | None:
     return None
 
 
+REFUSED_FILE = BUNDLED_DIR / "refused.yaml"
+
+
+@lru_cache(maxsize=1)
+def refused_models() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Names the catalog refuses (``model_configs/refused.yaml``): key -> (reason, names)."""
+    raw = yaml.safe_load(REFUSED_FILE.read_text())["refused"]
+    return {r["key"]: (r["reason"], tuple(r["names"])) for r in raw}
+
+
+def refusal(ref: str) -> tuple[str, str] | None:
+    """(refused key, reason) when ``ref`` names a model the catalog refuses; None otherwise."""
+    normed = _norm(ref)
+    for key, (reason, names) in refused_models().items():
+        if normed in {_norm(n) for n in (key, *names)}:
+            return key, reason
+    return None
+
+
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a config.json; malformed, truncated or oversized files are one-line input errors."""
     if path.is_dir():
@@ -146,6 +167,9 @@ def load_model(ref: str, model_id: str = "") -> ModelSpec:
                 "(give that checkpoint's config.json with --model PATH)",
             )
         return _bundled_spec(bundled)
+    refused = refusal(ref)
+    if refused is not None:
+        raise PlannerInputError("--model", f"'{ref}' is refused ({refused[0]}): {refused[1]}")
     path = Path(ref).expanduser()
     if path.exists() or ref.endswith(".json"):
         raw = read_config_file(path)

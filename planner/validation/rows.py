@@ -17,7 +17,7 @@ import pandas as pd
 from hardware.catalog import resolve_label
 from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
-from planner.models import BundledModel, find_bundled
+from planner.models import BundledModel, find_bundled, refusal
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -50,6 +50,15 @@ def resolve_model(text: object) -> BundledModel | None:
         if found is not None:
             return found
     return None
+
+
+def unresolved_model_reason(text: object) -> str:
+    """Skip reason of a model name ``resolve_model`` does not resolve: ``refused_model`` when the
+    catalog refuses it by name (``planner/model_configs/refused.yaml`` gives the reason),
+    ``unknown_model`` otherwise."""
+    if text is not None and not pd.isna(text) and refusal(str(text)) is not None:
+        return "refused_model"
+    return "unknown_model"
 
 
 def resolve_gpu(text: object) -> GpuSpec | None:

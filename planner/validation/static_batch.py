@@ -29,7 +29,13 @@ from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.opgraph import StepMix
 from planner.step_model import price_step
-from planner.validation.rows import count, grouped, resolve_gpu, resolve_model
+from planner.validation.rows import (
+    count,
+    grouped,
+    resolve_gpu,
+    resolve_model,
+    unresolved_model_reason,
+)
 
 SPLITWISE_BACKEND = "vllm"
 """Splitwise's profiles were taken with vLLM in fp16 (Patel et al., 'Splitwise: Efficient Generative
@@ -72,7 +78,7 @@ def _splitwise_reason(row: pd.Series) -> str | None:
     if int(row["batch_size"]) == SPLITWISE_INCONSISTENT_BATCH:
         return "flagged_inconsistent_batch_64"
     if resolve_model(row["model"]) is None:
-        return "unknown_model"
+        return unresolved_model_reason(row["model"])
     if resolve_gpu(row["hardware"]) is None:
         return "unknown_gpu"
     return None
@@ -138,7 +144,7 @@ def _blog_reason(row: pd.Series) -> str | None:
     if not (pd.notna(row["batch_size"]) and pd.notna(row["tp"])):
         return "batch_or_parallelism_not_recorded"
     if resolve_model(row["model"]) is None:
-        return "unknown_model"
+        return unresolved_model_reason(row["model"])
     if resolve_gpu(row["gpu"]) is None:
         return "gpu_variant_not_stated_or_unknown"
     return None

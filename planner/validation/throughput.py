@@ -22,7 +22,14 @@ from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evalua
 from planner.engine_calibration import engine
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from planner.validation.rows import count, grouped, parse_version, resolve_gpu, resolve_model
+from planner.validation.rows import (
+    count,
+    grouped,
+    parse_version,
+    resolve_gpu,
+    resolve_model,
+    unresolved_model_reason,
+)
 from planner.workload import fixed
 
 MIN_VERSION = (0, 14)
@@ -68,7 +75,7 @@ def _reason(row: pd.Series) -> str | None:
     if row["metric"] not in ("output_tok_s_total", "output_tok_s_per_gpu"):
         return "other_metric"
     if resolve_model(row["model"]) is None:
-        return "unknown_model"
+        return unresolved_model_reason(row["model"])
     if resolve_gpu(row["gpu"]) is None:
         return "unknown_gpu"
     return None
