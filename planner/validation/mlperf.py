@@ -50,48 +50,75 @@ class DatasetLengths:
     source: str
 
 
+_CHECKER = (
+    "github:mlcommons/inference tools/submission/submission_checker.py, v4.1 'accuracy-target'"
+)
 DATASETS: dict[str, DatasetLengths] = {
     "llama2-70b": DatasetLengths(
         "meta-llama/Llama-2-70b-chat-hf",
         294.0,
-        294.0,
+        294.45,
         1,
         (
-            "OpenOrca GPT-4 subset, 24,576 samples (MLPerf Inference llama2-70b reference, "
-            "github:mlcommons/inference language/llama2-70b); ASSUMPTION: mean input and output "
-            "294 tokens (output cross-checked: tokens_per_s / samples_per_s of the file's closed "
-            "rows is 290-294)"
+            "OpenOrca GPT-4 subset, 24,576 samples, inputs <= 1024 tokens (MLPerf Inference "
+            "llama2-70b reference, github:mlcommons/inference language/llama2-70b/README.md); "
+            f"output 294.45 tokens per sample ('TOKENS_PER_SAMPLE' target, {_CHECKER}, and the "
+            "reference README's 'Tokens per sample: 294.45'); ASSUMPTION: mean input 294 tokens "
+            "(no public figure found; the file's closed rows give tokens_per_s / samples_per_s "
+            "= 290-294 for the output only)"
         ),
     ),
     "mixtral-8x7b": DatasetLengths(
         "mistralai/Mixtral-8x7B-Instruct-v0.1",
         196.0,
-        146.0,
+        145.9,
         1,
         (
             "5,000 each of OpenOrca, GSM8K and MBXP (MLPerf Inference mixtral-8x7b reference, "
-            "github:mlcommons/inference language/mixtral-8x7b); ASSUMPTION: mean input 196 tokens; "
-            "mean output 146 tokens = tokens_per_s / samples_per_s of the file's closed rows "
-            "(145-146)"
+            "github:mlcommons/inference language/mixtral-8x7b); output 145.9 tokens per sample "
+            f"('TOKENS_PER_SAMPLE' target, {_CHECKER}); ASSUMPTION: mean input 196 tokens (no "
+            "public figure found)"
         ),
     ),
     "gptj": DatasetLengths(
         "EleutherAI/gpt-j-6b",
-        800.0,
-        64.0,
+        1108.0,
+        75.0,
         4,
         (
-            "CNN/DailyMail v3.0.0 validation, 13,368 samples, beam search with 4 beams and at most "
-            "128 new tokens (MLPerf Inference gptj reference, github:mlcommons/inference "
-            "language/gpt-j); ASSUMPTION: mean article 800 tokens and summary 64 tokens; the "
-            "4 beams "
-            "decode together (4 x 64 tokens per sample)"
+            "CNN/DailyMail 3.0.0 validation, 13,368 samples, inputs truncated at 1,919 tokens, "
+            "beam search with 4 beams, at most 128 new tokens (github:mlcommons/inference "
+            "language/gpt-j dataset.py, main.py); output: 'GEN_LEN' target 4,016,878 characters "
+            f"over 13,368 samples ({_CHECKER}) = 300.5 characters per summary; input: articles "
+            "average 781 word tokens and reference summaries 56 (CNN/DailyMail dataset card, "
+            "huggingface.co/datasets/abisee/cnn_dailymail, from See et al. 2017), i.e. "
+            "781 x 300.5 / 56 = 4,191 characters, plus the reference prompt template (241 "
+            "characters, PROMPT_DICT in language/gpt-j/dataset.py); ASSUMPTION: 4 characters per "
+            "GPT-2 BPE token (OpenAI's rule of thumb for English): input 1,108 tokens, output 75 "
+            "tokens per beam; truncation at 1,919 tokens ignored"
         ),
     ),
 }
 """Checkpoint and dataset lengths per benchmark model (the benchmark name without its '-99' /
 '-99.9' accuracy target; checkpoints as the MLPerf Inference reference implementations name them).
-The table gives no lengths; values marked ASSUMPTION are stated estimates."""
+The table gives no lengths; values marked ASSUMPTION are stated estimates. ``osl`` is per beam."""
+BEAM_SOURCE = (
+    "github:NVIDIA/TensorRT-LLM docs/source/advanced/gpt-attention.md "
+    "@5a211b915ae98e8f12c517570802914b085bbb11 ('Beam-Search': the context phase computes a "
+    "single beam per input sequence; the generation phase runs beam_width tokens per sequence; "
+    "'the context kv cache are shared across beams')"
+)
+"""How TRT-LLM runs beam search, which ``_beam_lengths`` prices."""
+
+
+def _beam_lengths(ds: DatasetLengths) -> tuple[float, float]:
+    """(ISL, OSL) of one priced sequence: each beam is a sequence of ``osl`` output tokens, and the
+    prompt, prefilled once and its KV held once for all beams (``BEAM_SOURCE``), is split evenly
+    over the beams (ISL / beams each). ASSUMPTION: the shared prompt KV is also read once per step
+    for all beams (read per beam it would cost up to ``beams`` x the prompt's attention reads)."""
+    return ds.isl / ds.beams, ds.osl
+
+
 FRAMEWORKS: tuple[tuple[str, str], ...] = (
     ("tensorrt", "trtllm"),
     ("vllm", "vllm"),
@@ -175,8 +202,7 @@ def _server_rate(key: tuple[str, str, str, int, str, float, float], sat_tok_s: f
     model, gpu_key, backend, tp, quant, ttft_s, tpot_s = key
     m, gpu = load_model(model), resolve_gpu(gpu_key)
     assert gpu is not None
-    ds = DATASETS[_benchmark_model_of(model)]
-    isl, osl = ds.isl, ds.osl * ds.beams
+    isl, osl = _beam_lengths(DATASETS[_benchmark_model_of(model)])
     kv = "fp8" if quant in ("fp8", "fp4") else "bf16"
     cols = {"tp": tp, "weight_quant": WEIGHT_QUANTS.index(quant), "kv_dtype": KV_DTYPES.index(kv)}
     cap = evaluate_batch(
@@ -231,15 +257,14 @@ def _predict_key(
     kv = "fp8" if quant in ("fp8", "fp4") else "bf16"
     best = (float("nan"), 0)
     for tp in _tp_choices(gpu, per_node):
-        sat = saturation_tok_s_per_gpu(
-            m, gpu, tp, 1, 1, quant, kv, ds.isl, ds.osl * ds.beams, backend
-        )
+        isl, osl = _beam_lengths(ds)
+        sat = saturation_tok_s_per_gpu(m, gpu, tp, 1, 1, quant, kv, isl, osl, backend)
         if not np.isfinite(sat):
             continue
         tok = sat
         if scenario != "offline":
             rate = _server_rate((bundled.key, gpu.key, backend, tp, quant, ttft_s, tpot_s), sat)
-            tok = rate * ds.osl * ds.beams / tp
+            tok = rate * osl / tp  # output tokens of all beams
         if not np.isfinite(best[0]) or tok > best[0]:
             best = (tok, tp)
     return best
@@ -331,6 +356,7 @@ def validate_mlperf(
         "skipped": skipped,
         "groups": groups,
         "framework_assumed_rows": int(out["framework_assumed"].sum()) if len(out) else 0,
+        "beam_search": f"{_beam_lengths.__doc__} Source: {BEAM_SOURCE}",
         "datasets": {
             k: {
                 "checkpoint": v.checkpoint,

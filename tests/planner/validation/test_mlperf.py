@@ -53,8 +53,9 @@ def test_missing_file_is_one_line_exit_2(
 @pytest.mark.validation
 def test_mlperf_rows_are_modelled_and_within_the_stated_errors() -> None:
     """Issue 15 acceptance: >= 80 % of closed Offline rows and of closed Server rows with both
-    limits modelled; Server median APE <= 25 %. Offline median (24.2 % at this commit) is guarded
-    at 26 %; the 20 % target is not met yet."""
+    limits modelled; Offline median APE <= 20 % (8.9 % at this commit), Server <= 25 % (11.7 %).
+    No constant is fitted to these rows (the dataset lengths and the beam-search model are stated
+    with their sources in ``planner.validation.mlperf``)."""
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     rep = validate_mlperf(DATA, progress=False)
@@ -74,8 +75,21 @@ def test_mlperf_rows_are_modelled_and_within_the_stated_errors() -> None:
     assert groups[("scenario", "offline")]["n"] >= 0.8 * n_off
     assert groups[("scenario", "server")]["n"] >= 0.8 * n_srv
     assert groups[("scenario", "server")]["throughput"]["median_ape_pct"] <= 25.0
-    assert groups[("scenario", "offline")]["throughput"]["median_ape_pct"] <= 26.0
+    assert groups[("scenario", "offline")]["throughput"]["median_ape_pct"] <= 20.0
     assert {"overall", "scenario", "accelerator", "benchmark"} <= {b for b, _ in groups}
     skipped: dict[str, int] = rep["skipped"]  # type: ignore[assignment]
     assert rep["rows"] == rep["modelled"] + sum(skipped.values())
     json.dumps(rep)
+
+
+def test_beam_search_is_priced_as_beams_sharing_one_prompt() -> None:
+    """GPT-J's 4 beams: the prompt is prefilled and held once, so each beam sequence carries a
+    quarter of it and its own output; single-beam benchmarks keep their lengths."""
+    from planner.validation.mlperf import DATASETS, _beam_lengths
+
+    gptj = DATASETS["gptj"]
+    assert gptj.beams == 4
+    assert _beam_lengths(gptj) == (gptj.isl / 4, gptj.osl)
+    assert _beam_lengths(DATASETS["llama2-70b"]) == (294.0, 294.45)
+    for ds in DATASETS.values():
+        assert "submission_checker.py" in ds.source  # output lengths from the accuracy targets
