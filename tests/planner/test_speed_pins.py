@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from hardware.catalog import get_gpu
-from kernels_db import costs, fitted
+from kernels_db import costs, fitted, transfer
 from kernels_db.lookup import FITTED, PROVENANCE, UNCALIBRATED, KernelDB
 from planner.batch_eval import CandidateArrays, evaluate_batch, parallel_arrays
 from planner.kernels_adapter import default_pricer
@@ -139,7 +139,7 @@ def _reference_price(db: KernelDB, op: str, **kw: Any) -> tuple[np.ndarray, np.n
     fams = db.fit.families if db.fit else {}
     own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
     table = own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
-    default = fitted.DEFAULT_PARAMS[op]
+    default = transfer.default_params(db.spec, op, db.fit is not None)  # measured-ceiling rule
     n = int(np.broadcast_shapes(*(np.shape(v) for v in kw.values()))[0])
     rows = [
         {k: (v if np.ndim(v) == 0 else np.asarray(v)[i]) for k, v in kw.items()} for i in range(n)
