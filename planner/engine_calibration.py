@@ -53,6 +53,23 @@ class Sourced(BaseModel):
         return self
 
 
+PREFILL_FIRST: dict[str, str] = {
+    "sglang": "SGLang runs a waiting prompt's prefill as a batch of its own before any decode step "
+    "(managers/scheduler.py get_next_batch_to_run: get_new_batch_prefill first, the running "
+    "decode batch only when no prefill batch forms) and mixes prefill chunks into decode steps "
+    "only with --enable-mixed-chunk (server_args.py, default False)",
+}
+"""Engines that do not mix prefill into decode steps by default, each with its source. Their
+decodes stall while any prompt waits, so N benchmark clients with fixed lengths that start together
+stay in lockstep for the whole run (``serving.solve_agg``)."""
+
+
+def prefill_first(backend: str) -> bool:
+    """Whether ``backend`` runs prefill batches before, not inside, decode steps
+    (``PREFILL_FIRST``)."""
+    return backend in PREFILL_FIRST
+
+
 class EngineCalibration(BaseModel):
     """Calibration of one engine."""
 

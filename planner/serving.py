@@ -56,6 +56,7 @@ class WorkerArrays:
     overhead_s: np.ndarray
     workers: np.ndarray
     burst_fraction: np.ndarray  # share of a closed loop's clients that arrive in lockstep waves
+    lockstep: np.ndarray | None = None  # every wave in lockstep (``lockstep_agg``); None: none
 
 
 @dataclass(frozen=True)
@@ -326,7 +327,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         s = hist.step(s, s_new)
     x, t, b, t_pre, t_dec, f, work, t_own, z, r, p = conv.result(state)
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
-    return ServingArrays(
+    res = ServingArrays(
         ttft_s=ttft,
         ttft_own_s=t_own,
         **_waits(load, ttft, r, t_own, z, cap),
@@ -344,6 +345,76 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         kv_transfer_s=zero,
         saturated=saturated,
         **_wave(load, w.burst_fraction, work, n, wave_group),
+    )
+    locked = closed & (w.lockstep if w.lockstep is not None else False)
+    if not locked.any():
+        return res
+    lock = lockstep_agg(m, pricer, w, load, n, cap)
+    return ServingArrays(
+        *(
+            np.where(locked, getattr(lock, f), getattr(res, f))
+            for f in ServingArrays.__dataclass_fields__
+        )
+    )
+
+
+LOCKSTEP_TPOT_EVENTS = 3.0
+"""``interference_events`` of a lockstep wave's decode stall: the stall is uniform over 0..2x its
+mean across the wave, whose standard deviation mean/sqrt(3) ``queueing.tpot_quantile`` gives with
+3 events."""
+
+
+def lockstep_agg(
+    m: ModelSpec,
+    pricer: OpPricer,
+    w: WorkerArrays,
+    load: LoadArrays,
+    n: np.ndarray,
+    cap: np.ndarray,
+) -> ServingArrays:
+    """Closed loop of ``n`` clients (fixed lengths) on an engine that stalls decodes while prompts
+    wait (``engine_calibration.PREFILL_FIRST``), every wave in lockstep: the wave's N prompts are
+    prefilled in prefill-only steps of p = min(chunk, N·ISL) tokens, g per step, so the k-th gets
+    its first token at the end of step ceil(k/g): mean (N + g)/2 prompts' work; the decodes of the
+    wave start together once the last prompt is prefilled, so a request stalls for the rest of
+    the wave, (N - g)/2 prompts' work on average, which the benchmark's TPOT
+    ((latency - TTFT)/(OSL - 1)) counts; the N requests then decode together, finish in the same
+    step and come back together."""
+    dsteps = np.maximum(load.osl - 1.0, 0.0) / load.tokens_per_step
+    ctx = load.isl + load.osl / 2.0
+    zero = np.zeros_like(ctx)
+    isl_c = load.isl_compute
+    p = np.minimum(w.chunk_tokens, n * isl_c)
+    chunks, own, prior = prompt_chunks(isl_c, np.maximum(w.chunk_tokens, 1.0))
+    t_pre, t_dec = _steps(
+        m, pricer, w, [StepMix(zero, ctx, p, own, prior), StepMix(n, ctx, zero, zero, zero)]
+    )
+    t_dec = t_dec * load.step_multiplier
+    work = isl_c * t_pre / p  # seconds of prefill per prompt of the wave
+    g = lockstep_group(w.chunk_tokens, isl_c, n)
+    t_own = g * work + load.request_overhead_s  # the first group's prompts
+    wave_wait = np.maximum(n - g, 0.0) / 2.0 * work
+    r = t_own + wave_wait
+    stall = wave_wait
+    z = dsteps * t_dec + stall
+    x = n / (r + z)
+    ttft, saturated = _finish(load, r, t_own, z, x, cap)
+    per_token = stall / np.maximum(load.osl - 1.0, 1.0)
+    return ServingArrays(
+        ttft_s=ttft,
+        ttft_own_s=t_own,
+        **_waits(load, ttft, r, t_own, z, cap),
+        prefill_rho=np.minimum(x * work, 1.0),
+        mixed_prefill_tokens=p,
+        tpot_s=np.where(saturated, np.inf, t_dec / load.tokens_per_step + per_token),
+        tpot_interference_s=per_token,
+        interference_events=np.full_like(ctx, LOCKSTEP_TPOT_EVENTS),
+        requests_per_s=x,
+        decode_batch=n,
+        kv_transfer_s=zero,
+        saturated=saturated,
+        wave_share=np.ones_like(ctx),
+        wave_wait_s=wave_wait,
     )
 
 

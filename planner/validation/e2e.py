@@ -23,6 +23,7 @@ from hardware.errors import PlannerInputError
 from hardware.input_files import numeric_columns, read_csv, require_columns
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.engine_calibration import BACKENDS, EngineCalibration, engine
+from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.workload import fixed
 
@@ -134,6 +135,15 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
     return out
 
 
+def _runnable_tp(model: ModelSpec, c: Mapping[str, float]) -> bool:
+    """Whether every role's tensor parallelism divides the model's attention heads, as every engine
+    requires (and ``planner.memory.check_parallelism``). Rows that fail it do not record their
+    deployment: e.g. GB200 rows whose ``tp_size`` is the GPU count of a whole disaggregated
+    deployment (20, 28 or 72 GPUs for DeepSeek-R1's 128 heads)."""
+    tps = [c.get("tp", 1.0), c.get("prefill_tp", 1.0)]
+    return all(model.num_heads % int(tp) == 0 for tp in tps if np.isfinite(tp))
+
+
 def prepare(df: pd.DataFrame) -> Prepared:
     """Resolve model, GPU, backend and candidate columns of every row; count the rest by reason."""
     skipped: dict[str, int] = {}
@@ -148,6 +158,8 @@ def prepare(df: pd.DataFrame) -> Prepared:
         if reason is None and row["backend"] not in BACKENDS:
             reason = "unknown_backend"
         c = candidate_columns(row, model.weight_dtype) if reason is None else reason
+        if not isinstance(c, str) and not _runnable_tp(model, c):
+            c = "tp_not_dividing_heads"
         if isinstance(c, str):
             skipped[c] = skipped.get(c, 0) + 1
             continue

@@ -198,3 +198,51 @@ def test_per_layer_qk_norm_all_reduces_its_statistics_under_tp() -> None:
     assert "tp_all_reduce_qk_norm" not in {
         op.name for op in step_ops(load_model("qwen3-32b"), _par(4.0), mix)
     }  # type: ignore[arg-type]
+
+
+def _sglang_bench(osl_cv: float = 0.0) -> object:
+    from planner.workload import LengthSpec
+
+    w = fixed(1024, 128, concurrency=16).model_copy(update={"bench_requests": 160})
+    return w.model_copy(update={"osl": LengthSpec(mean=128, dist="lognormal", cv=osl_cv)})
+
+
+def test_prefill_first_engine_keeps_a_fixed_length_benchmark_in_lockstep() -> None:
+    """SGLang stalls decodes while prompts wait, so 16 clients with fixed lengths that start
+    together stay in lockstep: each wave prefills all 16 prompts (g = 8 per 8192-token step), the
+    k-th gets its first token after ceil(k/8) steps, and every request then waits for the rest of
+    the wave before its decodes start (counted in TPOT); the clients complete one wave per cycle."""
+    from planner.engine_calibration import engine
+
+    m = load_model("qwen3-32b")
+    h100 = get_gpu("h100_sxm")
+    c = CandidateArrays.from_lists(tp=2, weight_quant=0, kv_dtype=0, concurrency=16)
+    w = _sglang_bench()
+    lock = evaluate_batch(m, h100, c, w, backend="sglang")  # type: ignore[arg-type]
+    overhead = engine("sglang").request_overhead_s.value
+    step = (lock.ttft_mean_s[0] - overhead) / 1.5  # mean of 1 and 2 steps for the two groups
+    stall = step / 2.0  # half the wave left on average: (16 - 8)/2 prompts of step/8 each
+    assert lock.mixed_prefill_tokens[0] == pytest.approx(8192.0)
+    assert lock.decode_batch[0] == pytest.approx(16.0)
+    t_dec = lock.tpot_mean_s[0] - stall / 127.0
+    assert 0.0 < t_dec < step / 4.0  # a decode step of 16 is far cheaper than 8192 prompt tokens
+    cycle = lock.ttft_mean_s[0] + 127.0 * lock.tpot_mean_s[0]
+    assert lock.requests_per_s[0] * cycle == pytest.approx(16.0, rel=1e-6)
+    # the same run on vLLM (prefill mixed into decode steps) is not priced as lasting lockstep
+    mixed = evaluate_batch(m, h100, c, w, backend="vllm")  # type: ignore[arg-type]
+    assert mixed.ttft_mean_s[0] < lock.ttft_mean_s[0]
+
+
+def test_varied_lengths_or_unrecorded_protocol_leave_the_lockstep() -> None:
+    """Varied answer lengths dephase the wave, and a validation row's unrecorded protocol
+    (``startup_wave``) keeps the fitted first-wave share: neither is priced as lasting lockstep."""
+    m = load_model("qwen3-32b")
+    h100 = get_gpu("h100_sxm")
+    c = CandidateArrays.from_lists(tp=2, weight_quant=0, kv_dtype=0, concurrency=16)
+    lock = evaluate_batch(m, h100, c, _sglang_bench(), backend="sglang")  # type: ignore[arg-type]
+    w_varied = _sglang_bench(0.5)
+    varied = evaluate_batch(m, h100, c, w_varied, backend="sglang")  # type: ignore[arg-type]
+    bench = fixed(1024, 128, concurrency=16).model_copy(update={"startup_wave": True})
+    unrecorded = evaluate_batch(m, h100, c, bench, backend="sglang")
+    assert varied.ttft_mean_s[0] < 0.8 * lock.ttft_mean_s[0]
+    assert unrecorded.ttft_mean_s[0] < 0.8 * lock.ttft_mean_s[0]

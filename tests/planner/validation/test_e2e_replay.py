@@ -25,8 +25,25 @@ def test_every_row_is_modelled_or_counted() -> None:
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     r = validate_e2e(DATA, progress=False)
     assert r["modelled"] + sum(r["skipped"].values()) + r["duplicates_dropped"] == r["rows"]
+    unrunnable = r["skipped"].get("tp_not_dividing_heads", 0)
     complete = r["rows"] - r["duplicates_dropped"] - r["skipped"].get("incomplete_config", 0)
-    assert r["modelled"] == complete  # no complete row is left out of the figures
+    assert r["modelled"] == complete - unrunnable  # no runnable complete row is left out
+    # issue 16: at least the 1,828 rows modelled before, less the 225 duplicates
+    assert r["modelled"] >= 1828 - 225
+    assert unrunnable <= 0.05 * r["rows"]
+
+
+def test_a_row_whose_tp_cannot_split_the_heads_is_not_modelled() -> None:
+    """Every engine requires the attention heads to divide over TP (as the planner's own
+    ``check_parallelism``): DeepSeek-R1's 128 heads over tp 36 describe no runnable deployment
+    (GB200 rows whose tp_size is the whole disaggregated deployment's GPU count)."""
+    from planner.models import load_model
+    from planner.validation.e2e import _runnable_tp
+
+    m = load_model("deepseek-ai/DeepSeek-R1")
+    assert _runnable_tp(m, {"tp": 8.0})
+    assert not _runnable_tp(m, {"tp": 36.0})
+    assert not _runnable_tp(m, {"tp": 8.0, "prefill_tp": 72.0})
 
 
 @pytest.mark.validation

@@ -60,7 +60,7 @@ def test_held_out_accuracy() -> None:
     r = validate_e2e(DATA, progress=False, holdout="campaign", folds=5)
     assert r["duplicates_dropped"] == 225
     assert r["modelled"] + sum(r["skipped"].values()) == r["rows"] - r["duplicates_dropped"]
-    assert set(r["skipped"]) <= {"incomplete_config"}
+    assert set(r["skipped"]) <= {"incomplete_config", "tp_not_dividing_heads"}
     groups = {(g["by"], g["key"]): g for g in r["groups"]}  # type: ignore[attr-defined]
     agg, dis = groups[("mode", "agg")], groups[("mode", "disagg")]
     assert agg["ttft"]["median_ape_pct"] <= HELD_OUT["agg_ttft"]
@@ -73,12 +73,14 @@ def test_held_out_accuracy() -> None:
 
 
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 31.5,
-    "agg_tpot": 15.0,
-    "disagg_ttft": 44.5,
+    "agg_ttft": 30.3,
+    "agg_tpot": 14.5,
+    "disagg_ttft": 44.3,
     "disagg_tpot": 17.5,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (30.6, 14.4, 43.8,
-17.0 %; issue 16's targets 22, 13, 25, 15 % are not reached yet). Disaggregated rows are mostly
-GB200, priced since issue 15 from the B200 kernel fit (transferred:b200_sxm): 41.8 / 13.1 % with
-default efficiencies before that."""
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (29.8, 14.1, 43.8,
+17.0 % on 1,678 rows; issue 16's targets 22, 13, 25, 15 % are not reached yet). The step from
+30.8 / 14.3 % comes from no longer modelling 68 rows whose TP cannot split the attention heads
+(``tp_not_dividing_heads``; planner/validation/notes/outliers.md), not from a change of the
+model. Disaggregated rows are mostly GB200, priced from the B200 kernel fit (transferred:b200_sxm):
+41.8 / 13.1 % with default efficiencies before that."""
