@@ -17,7 +17,9 @@ from kernels_db import comm as cm
 from kernels_db import costs
 from kernels_db.fitted import (
     DEFAULT_PARAMS,
+    MAX_SMALL_LINES,
     CommFamilyFit,
+    CommLine,
     CommParams,
     FitError,
     FittedGpu,
@@ -50,14 +52,12 @@ UNIT_STARTS: Final[tuple[float, ...]] = (0.1, 4.0)
 CACHE_START: Final[float] = 2.0
 ROBUST_SCALE: Final[float] = 0.1  # soft-L1 loss: residuals past ~10% count linearly (outliers)
 N_PARAMS: Final[int] = 8
-CUSTOM_ALL_REDUCE_MAX_BYTES: Final[float] = float(1 << 20)
-"""Largest message the custom (one-/two-shot) all-reduce is fitted on. Engines run their own kernel
-only for small messages and hand larger ones to NCCL (TensorRT-LLM ``AllReduceStrategy.AUTO``; vLLM
-``custom_all_reduce`` below a few MB depending on TP): aiconfigurator's custom_allreduce_perf rows
-match nccl_perf within a few percent from ~4 MB up (H100 TP8 16 MB: 122 vs 121 us), so one alpha-beta
-line through all sizes averages two algorithms and comes out 2-3x too cheap at 0.25-4 MB (H100 TP8
-1 MB: 9.8 us priced, 26 us measured). The planner prices an all-reduce as the faster of the two
-fits, so above this size NCCL takes over continuously."""
+# The custom (one-/two-shot) all-reduce table is fitted on every size: engines run their own kernel
+# for small messages and hand larger ones to NCCL (TensorRT-LLM ``AllReduceStrategy.AUTO``; vLLM
+# ``custom_all_reduce`` below a few MB), and aiconfigurator's custom_allreduce_perf rows match
+# nccl_perf from ~4 MB up (H100 TP8 16 MB: 122 vs 121 us). One alpha-beta line through all sizes
+# averaged the two and came out 2-3x too cheap at 0.25-4 MB, so it was fitted below 1 MB only;
+# the fastest-of-several-lines model (``fit_comm_params``) follows both regimes.
 MIN_BUS_FRACTION: Final[float] = 0.25
 """A (collective, GPU count) whose largest measured message reaches a bus bandwidth below this share
 of the scale-up link's spec bandwidth is not a working fabric's number and is left out of the fit;
@@ -188,18 +188,112 @@ def fit_roofline_family(
     )
 
 
-def fit_comm_params(nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarray) -> CommParams:
-    """Alpha-beta fit of one collective at one GPU count."""
-    x0 = np.log(
-        [max(latency_s.min() * 0.8, 1e-7), max(float(np.max(nbytes * factor / latency_s)), 1e6)]
-    )
+COMM_LATENCY_BOUNDS_S: Final[tuple[float, float]] = (1e-7, 1e-2)
+"""Bounds of every fitted collective latency (alpha): 0.1 us (a kernel launch on a fabric can not
+start faster) to 10 ms (a multi-node ring over the slowest PCIe fabric is far below)."""
+MIN_BUS_EFFICIENCY: Final[float] = 0.01
+"""Lower bound of a fitted bus bandwidth as a share of the scale-up link's spec bandwidth (1%). The
+upper bound is the link itself (100%), times 2(n-1)/n for all-reduce: NVLink SHARP (NVLS) reduces in
+the switch, so each byte crosses a link once and the ring-equivalent bus bandwidth (nccl-tests
+busbw, ring factor 2(n-1)/n) can exceed the link by that factor (H100/H200 8-GPU all-reduce: 1.02x)."""
+UNBOUNDED_LINK_BYTES_PER_S: Final[float] = 1e14
+"""Bus-bandwidth ceiling when no link bandwidth is known (100 TB/s, above any fabric)."""
+SMALL_LINE_MIN_GAIN: Final[float] = 0.05
+"""A further latency-optimised line is kept only if it lowers the fit's loss by this share (5%) and
+is the fastest at one measured size at least; else fewer lines (fewer constants)."""
+LINE_START_SCALES: Final[tuple[float, ...]] = (0.25, 0.5, 0.8)
+"""Start points of a new line, scaling the latency and bus bandwidth of the lowest-latency line so
+far (the new line is tried below it: a protocol with less latency and less bandwidth)."""
+
+
+def _bus_bounds(
+    collective: str, n_gpus: int, link_bytes_per_s: float | None
+) -> tuple[float, float]:
+    """(lowest, highest) plausible bus bandwidth of one collective (``MIN_BUS_EFFICIENCY``)."""
+    if not link_bytes_per_s:
+        return 1e6, UNBOUNDED_LINK_BYTES_PER_S
+    gain = 2.0 * (n_gpus - 1) / n_gpus if collective in cm.ALL_REDUCE_LIKE else 1.0
+    return MIN_BUS_EFFICIENCY * link_bytes_per_s, max(gain, 1.0) * link_bytes_per_s
+
+
+def _comm_fit(
+    nbytes: np.ndarray,
+    factor: np.ndarray,
+    latency_s: np.ndarray,
+    bw_bounds: tuple[float, float],
+    starts: list[np.ndarray],
+) -> tuple[np.ndarray, float]:
+    """Best (log parameters (latency, bus bandwidth) per line, cost) from ``starts``."""
+    k = starts[0].size // 2
+    lo = np.log([COMM_LATENCY_BOUNDS_S[0], bw_bounds[0]] * k)
+    hi = np.log([COMM_LATENCY_BOUNDS_S[1], bw_bounds[1]] * k)
 
     def resid(x: np.ndarray) -> np.ndarray:
-        return np.log(cm.alpha_beta(nbytes, factor, np.exp(x[0]), np.exp(x[1]))) - np.log(latency_s)
+        v = np.exp(x).reshape(k, 2)
+        t = cm.alpha_beta(nbytes, factor, v[0, 0], v[0, 1], [tuple(r) for r in v[1:]])
+        return np.asarray(np.log(t) - np.log(latency_s))
 
-    res = least_squares(resid, x0, loss="soft_l1", f_scale=ROBUST_SCALE)
-    lat, bw = np.exp(res.x)
-    return CommParams(latency_s=float(f"{lat:.4g}"), bus_bandwidth_bytes_per_s=float(f"{bw:.4g}"))
+    best = None
+    for x0 in starts:
+        res = least_squares(
+            resid,
+            np.clip(x0, lo + 1e-9, hi - 1e-9),
+            bounds=(lo, hi),
+            loss="soft_l1",
+            f_scale=ROBUST_SCALE,
+        )
+        if best is None or res.cost < best.cost:
+            best = res
+    assert best is not None
+    return best.x, float(best.cost)
+
+
+def _winning_lines(v: np.ndarray, wire: np.ndarray) -> np.ndarray:
+    """Lines (rows of ``v``: latency, bandwidth) that are the fastest at some measured size, the
+    bandwidth-optimised one (highest bandwidth) first, then by falling bandwidth."""
+    t = v[:, 0][:, None] + wire[None, :] / v[:, 1][:, None]
+    keep = np.unique(np.argmin(t, axis=0))
+    kept = v[keep]
+    return np.asarray(kept[np.argsort(-kept[:, 1])])
+
+
+def fit_comm_params(
+    nbytes: np.ndarray,
+    factor: np.ndarray,
+    latency_s: np.ndarray,
+    bw_bounds: tuple[float, float] = (1e6, UNBOUNDED_LINK_BYTES_PER_S),
+) -> CommParams:
+    """Alpha-beta fit of one collective at one GPU count: the bandwidth-optimised line, then up to
+    ``MAX_SMALL_LINES`` latency-optimised lines, each kept when it lowers the loss by
+    ``SMALL_LINE_MIN_GAIN`` (the time is the fastest line). Latencies within
+    ``COMM_LATENCY_BOUNDS_S``, bus bandwidths within ``bw_bounds`` (``_bus_bounds``)."""
+    wire = nbytes * factor
+    lat0, bw_max = max(float(latency_s.min()), 2e-7), float(np.max(wire / latency_s))
+    x, cost = _comm_fit(nbytes, factor, latency_s, bw_bounds, [np.log([lat0 * 0.8, bw_max])])
+    for _ in range(MAX_SMALL_LINES):
+        low = x.reshape(-1, 2)[int(np.argmin(x[0::2]))]
+        starts = [
+            np.concatenate([x, low + np.log([a, b])])
+            for a in LINE_START_SCALES
+            for b in LINE_START_SCALES
+        ]
+        x_new, cost_new = _comm_fit(nbytes, factor, latency_s, bw_bounds, starts)
+        if cost_new > (1.0 - SMALL_LINE_MIN_GAIN) * cost:
+            break
+        x, cost = x_new, cost_new
+    v = _winning_lines(np.exp(x).reshape(-1, 2), wire)
+    return CommParams(
+        latency_s=_sig(v[0, 0]),
+        bus_bandwidth_bytes_per_s=_sig(v[0, 1]),
+        small_lines=tuple(
+            CommLine(latency_s=_sig(a), bus_bandwidth_bytes_per_s=_sig(b)) for a, b in v[:0:-1]
+        ),
+    )
+
+
+def _sig(x: float) -> float:
+    """``x`` at 4 significant figures (as written to the fitted files)."""
+    return float(f"{float(x):.4g}")
 
 
 def plausible_bus_bandwidth(
@@ -250,15 +344,14 @@ def fit_comm(
     implausible = implausible_comm_rows(table, link_bytes_per_s)
     for c, g, group in _comm_groups(table):
         mask = group & ~implausible
-        if c == cm.CUSTOM_ALL_REDUCE:
-            mask &= nbytes_all <= CUSTOM_ALL_REDUCE_MAX_BYTES
         if not mask.any():
             continue
         factor = cm.algo_factor(c, np.full(mask.sum(), g))
         nbytes = nbytes_all[mask]
-        prm = fit_comm_params(nbytes, factor, table.latency_s[mask])
+        bounds = _bus_bounds(c, g, link_bytes_per_s)
+        prm = fit_comm_params(nbytes, factor, table.latency_s[mask], bounds)
         params.setdefault(c, {})[g] = prm
-        pred[mask] = cm.alpha_beta(nbytes, factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
+        pred[mask] = cm.params_time(nbytes, factor, prm)
         fitted |= mask
     ok = np.isfinite(pred)
     return CommFamilyFit(

@@ -71,14 +71,51 @@ class RooflineParams(BaseModel):
         )
 
 
-class CommParams(BaseModel):
-    """Alpha-beta parameters of one collective at one GPU count."""
+class CommLine(BaseModel):
+    """One alpha-beta line: ``latency_s + bytes * algo_factor / bus_bandwidth_bytes_per_s``."""
 
     model_config = _FROZEN
     latency_s: float = Field(ge=0, description="Start-up latency (alpha), seconds.")
     bus_bandwidth_bytes_per_s: float = Field(
         gt=0, description="Achieved bus bandwidth (nccl-tests busbw), bytes/s."
     )
+
+
+MAX_SMALL_LINES: Final[int] = 2
+"""Latency-optimised lines a collective may have besides its bandwidth-optimised one: NCCL has three
+protocols (LL, LL128, Simple; NCCL docs, NCCL_PROTO) and TensorRT-LLM's all-reduce three
+implementations (one-shot, two-shot, NCCL), so at most three lines in all."""
+
+
+class CommParams(BaseModel):
+    """Alpha-beta parameters of one collective at one GPU count: the bandwidth-optimised line
+    (``latency_s``, ``bus_bandwidth_bytes_per_s``: NCCL's Simple protocol, the one large messages
+    run) and up to ``MAX_SMALL_LINES`` latency-optimised lines with lower latency and bandwidth
+    (NCCL LL/LL128, one-shot kernels). A library runs the fastest protocol for each message size, so
+    the time is the minimum over the lines (``kernels_db.comm.alpha_beta``)."""
+
+    model_config = _FROZEN
+    latency_s: float = Field(
+        ge=0, description="Start-up latency (alpha) of the bandwidth-optimised line, seconds."
+    )
+    bus_bandwidth_bytes_per_s: float = Field(
+        gt=0,
+        description="Achieved bus bandwidth (nccl-tests busbw) of the bandwidth-optimised line, "
+        "bytes/s.",
+    )
+    small_lines: tuple[CommLine, ...] = Field(
+        default=(),
+        max_length=MAX_SMALL_LINES,
+        description="Latency-optimised lines for small messages (fewest first: lowest latency); "
+        "empty = one line for every size.",
+    )
+
+    def extra_lines(self) -> list[tuple[float, float]]:
+        """(latency_s, bus bandwidth) of ``MAX_SMALL_LINES`` small-message lines, padded with the
+        main line (which leaves the minimum unchanged)."""
+        out = [(ln.latency_s, ln.bus_bandwidth_bytes_per_s) for ln in self.small_lines]
+        pad = (self.latency_s, self.bus_bandwidth_bytes_per_s)
+        return out + [pad] * (MAX_SMALL_LINES - len(out))
 
 
 class FitError(BaseModel):

@@ -33,7 +33,6 @@ from kernels_db import fitted, paths
 from kernels_db.comm import scale_up_link as cm_link
 from kernels_db.fitted import (
     CommFamilyFit,
-    CommParams,
     FittedGpu,
     RooflineFamilyFit,
     RooflineParams,
@@ -90,8 +89,18 @@ def _comm(fit: CommFamilyFit | None, target: GpuSpec, donor: GpuSpec) -> CommFam
     ratio = target.scale_up.bandwidth_bytes_per_s / donor.scale_up.bandwidth_bytes_per_s
     params = {
         name: {
-            n: CommParams(
-                latency_s=p.latency_s, bus_bandwidth_bytes_per_s=p.bus_bandwidth_bytes_per_s * ratio
+            n: p.model_copy(
+                update={
+                    "bus_bandwidth_bytes_per_s": p.bus_bandwidth_bytes_per_s * ratio,
+                    "small_lines": tuple(
+                        ln.model_copy(
+                            update={
+                                "bus_bandwidth_bytes_per_s": ln.bus_bandwidth_bytes_per_s * ratio
+                            }
+                        )
+                        for ln in p.small_lines
+                    ),
+                }
             )
             for n, p in by_n.items()
         }
