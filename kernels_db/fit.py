@@ -5,7 +5,8 @@ log-latency, so every row weighs by its relative error). Reproducible: determini
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -38,20 +39,41 @@ ROOFLINE_FAMILIES: Final[tuple[str, ...]] = (
     "moe",
     "memcpy",
 )
-# log-space bounds: launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, pad_rows,
-# parallel_half_units, cache_speedup (up to 10x: L2 vs DRAM bandwidth, e.g. ~5.5 vs 0.86 TB/s on L40S)
-LOWER: Final[np.ndarray] = np.log([1e-7, 1e-3, 1.0, 0.02, 1.0, 0.01, 1e-3, 1.0])
-UPPER: Final[np.ndarray] = np.log([2e-4, 1.0, 1e13, 1.2, 1e10, 1e5, 1e4, 10.0])
+PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
+    # name: (lowest, highest, unit and reason); the fit searches the logarithm within these
+    "launch_s": (1e-7, 2e-4, "s; a kernel launch and tail, 0.1 us to 200 us"),
+    "compute_eff": (0.01, 1.0, "share of the dense peak FLOP/s of the dtype, 1% to 100%"),
+    "compute_half_flops": (1.0, 1e13, "FLOP at which compute efficiency is half its maximum"),
+    "memory_eff": (0.01, 1.0, "share of the spec DRAM bandwidth, 1% to 100%"),
+    "memory_half_bytes": (1.0, 1e10, "bytes at which bandwidth efficiency is half its maximum"),
+    "pad_rows": (0.01, 1e5, "rows (GEMM m, attention keys) of tile padding on average"),
+    "parallel_half_units": (1e-3, 1e4, "work units at which the SMs are half busy"),
+    "cache_speedup": (1.0, 10.0, "x DRAM; L2 vs DRAM bandwidth, ~5.5 vs 0.86 TB/s on L40S"),
+    "tile_s": (1e-12, 1e-6, "s per thread-block tile averaged over the SMs"),
+}
+"""Bounds of every fitted ``RooflineParams`` value (``planner calibrate fit --gpu GPU --tables DIR``
+fits them; ``kernels_db/fitted/*.yaml`` record the command)."""
+PARAM_ORDER: Final[tuple[str, ...]] = tuple(PARAM_BOUNDS)
+LOWER: Final[np.ndarray] = np.log([v[0] for v in PARAM_BOUNDS.values()])
+UPPER: Final[np.ndarray] = np.log([v[1] for v in PARAM_BOUNDS.values()])
 PADDED: Final[frozenset[str]] = frozenset({"gemm", "attention_prefill", "attention_decode"})
-OCCUPANCY: Final[frozenset[str]] = frozenset({"attention_decode"})
+OCCUPANCY: Final[frozenset[str]] = frozenset({"attention_decode", "attention_prefill"})
+TILED: Final[frozenset[str]] = frozenset({"attention_prefill", "attention_decode"})
+SPLIT_KV: Final[frozenset[str]] = frozenset(
+    {"attention_decode"}
+)  # split-KV tried on and off  # a fixed cost per tile
 CACHED: Final[frozenset[str]] = frozenset(
-    {"gemm", "attention_decode"}
+    {"gemm", "attention_decode", "attention_prefill"}
 )  # read a re-usable working set
 PAD_STARTS: Final[tuple[float, ...]] = (1.0, 64.0, 4096.0)  # several starts: the max() has kinks
-UNIT_STARTS: Final[tuple[float, ...]] = (0.1, 4.0)
-CACHE_START: Final[float] = 2.0
+UNIT_STARTS: Final[dict[str, tuple[float, ...]]] = {
+    "attention_decode": (1.0, 16.0, 128.0),  # units to fill the memory system (streams)
+    "attention_prefill": (0.1, 4.0, 64.0),  # tiles at which the SMs are half busy
+}
+CACHE_STARTS: Final[tuple[float, ...]] = (2.0, 8.0)
 ROBUST_SCALE: Final[float] = 0.1  # soft-L1 loss: residuals past ~10% count linearly (outliers)
-N_PARAMS: Final[int] = 8
+N_PARAMS: Final[int] = len(PARAM_BOUNDS)
+TILE_START_S: Final[float] = 1e-8
 # The custom (one-/two-shot) all-reduce table is fitted on every size: engines run their own kernel
 # for small messages and hand larger ones to NCCL (TensorRT-LLM ``AllReduceStrategy.AUTO``; vLLM
 # ``custom_all_reduce`` below a few MB), and aiconfigurator's custom_allreduce_perf rows match
@@ -88,21 +110,18 @@ def fit_error(predicted: np.ndarray, measured: np.ndarray) -> FitError:
 def _free(op: str) -> np.ndarray:
     """Indices of the parameters fitted for ``op`` (the others stay 0)."""
     idx = [0, 1, 2, 3, 4] + ([5] if op in PADDED else []) + ([6] if op in OCCUPANCY else [])
-    return np.array(idx + ([7] if op in CACHED else []))
+    return np.array(idx + ([7] if op in CACHED else []) + ([8] if op in TILED else []))
+
+
+def _as_model_array(v: np.ndarray) -> np.ndarray:
+    """``PARAM_ORDER`` values and the split flag as ``RooflineParams.as_array`` (no ``pad_rows``)."""
+    return np.delete(v, 5)
 
 
 def _params_from(v: np.ndarray) -> RooflineParams:
-    r = [float(f"{x:.4g}") for x in v]
-    return RooflineParams(
-        launch_s=r[0],
-        compute_eff=r[1],
-        compute_half_flops=r[2],
-        memory_eff=r[3],
-        memory_half_bytes=r[4],
-        pad_rows=r[5],
-        parallel_half_units=r[6],
-        cache_speedup=max(r[7], 1.0),
-    )
+    r = dict(zip(PARAM_ORDER, (float(f"{x:.4g}") for x in v), strict=True))
+    r["cache_speedup"] = max(r["cache_speedup"], 1.0)
+    return RooflineParams(**r)
 
 
 def _starts(op: str) -> list[np.ndarray]:
@@ -116,43 +135,52 @@ def _starts(op: str) -> list[np.ndarray]:
             max(d.memory_half_bytes, 1.0),
             1.0,
             1.0,
-            CACHE_START,
+            1.0,
+            TILE_START_S,
         ]
     )
     out = []
-    for pad0 in PAD_STARTS if op in PADDED else (1.0,):
-        for units0 in UNIT_STARTS if op in OCCUPANCY else (1.0,):
-            x = base.copy()
-            x[5], x[6] = np.log(pad0), np.log(units0)
-            out.append(np.clip(x, LOWER + 1e-9, UPPER - 1e-9))
+    for pad0, units0, cache0 in itertools.product(
+        PAD_STARTS if op in PADDED else (1.0,),
+        UNIT_STARTS.get(op, (1.0,)),
+        CACHE_STARTS if op in CACHED else (1.0,),
+    ):
+        x = base.copy()
+        x[5], x[6], x[7] = np.log(pad0), np.log(units0), np.log(cache0)
+        out.append(np.clip(x, LOWER + 1e-9, UPPER - 1e-9))
     return out
 
 
 def fit_roofline_params(
     op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: float
 ) -> RooflineParams:
-    """Least-squares fit of one family and dtype; padded families also fit ``pad_rows``, decode
-    attention ``parallel_half_units``."""
+    """Least-squares fit of one family and dtype (``PARAM_BOUNDS``); padded families also fit
+    ``pad_rows``, decode attention ``parallel_half_units`` and, by trying both, ``split_kv``."""
     free = _free(op)
+    best: tuple[float, np.ndarray, bool] | None = None
+    for split in (False, True) if op in SPLIT_KV else (False,):
 
-    def full(x: np.ndarray) -> np.ndarray:
-        v = np.zeros(N_PARAMS)
-        v[free] = np.exp(x)
-        return v
+        def full(x: np.ndarray, split: bool = split) -> np.ndarray:
+            v = np.zeros(N_PARAMS)
+            v[free] = np.exp(x)
+            return np.append(v, float(split))
 
-    def resid(x: np.ndarray) -> np.ndarray:
-        v = full(x)
-        return np.log(costs.model_time(cnt, np.append(v[:5], v[6:]), bw, v[5])) - np.log(latency_s)
+        def resid(x: np.ndarray, full: Callable[[np.ndarray], np.ndarray] = full) -> np.ndarray:
+            v = full(x)
+            return np.log(costs.model_time(cnt, _as_model_array(v), bw, v[5])) - np.log(latency_s)
 
-    best = None
-    for x0 in _starts(op):
-        res = least_squares(
-            resid, x0[free], bounds=(LOWER[free], UPPER[free]), loss="soft_l1", f_scale=ROBUST_SCALE
-        )
-        if best is None or res.cost < best.cost:
-            best = res
+        for x0 in _starts(op):
+            res = least_squares(
+                resid,
+                x0[free],
+                bounds=(LOWER[free], UPPER[free]),
+                loss="soft_l1",
+                f_scale=ROBUST_SCALE,
+            )
+            if best is None or res.cost < best[0]:
+                best = (float(res.cost), full(res.x), split)
     assert best is not None
-    return _params_from(full(best.x))
+    return _params_from(best[1][:N_PARAMS]).model_copy(update={"split_kv": best[2]})
 
 
 def _fitted_to(table: KernelTable, rows: int, sources: tuple[str, ...] = ()) -> FittedTo:

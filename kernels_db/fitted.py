@@ -55,9 +55,22 @@ class RooflineParams(BaseModel):
         "resident in the GPU's last-level cache (``l2_cache_bytes``) is read; 1 = no cache term.",
     )
 
+    tile_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Prefill attention: fixed cost of one thread-block tile averaged over the SMs, "
+        "seconds (``kernels_db.roofline.prefill_tiles``); 0 = no tile term.",
+    )
+    split_kv: bool = Field(
+        default=False,
+        description="Decode attention: the kernel splits a long KV over several thread blocks when "
+        "there are fewer units than SMs (``kernels_db.roofline.decode_kv_splits``) and combines "
+        "the parts in a second launch; chosen by the fit (both are tried).",
+    )
+
     def as_array(self) -> np.ndarray:
-        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, parallel_half_units,
-        cache_speedup)."""
+        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes,
+        parallel_half_units, cache_speedup, tile_s, split_kv as 0/1)."""
         return np.array(
             [
                 self.launch_s,
@@ -67,6 +80,8 @@ class RooflineParams(BaseModel):
                 self.memory_half_bytes,
                 self.parallel_half_units,
                 self.cache_speedup,
+                self.tile_s,
+                float(self.split_kv),
             ]
         )
 
