@@ -148,6 +148,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             b,
             _peak(spec, c["dtype"]),
             np.asarray(2.0 * c["n"] * c["k"], dtype=float),
+            units=rf.gemm_tiles(c["m"], c["n"]),
             resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes),
         )
     if op == "attention_prefill":

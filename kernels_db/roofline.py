@@ -100,6 +100,19 @@ def gemm_flops(m: ArrayLike, n: ArrayLike, k: ArrayLike) -> np.ndarray:
     return np.asarray(2.0 * m * n * k)
 
 
+GEMM_TILE: Final[float] = 128.0
+"""Rows and columns of one output tile of a tensor-core GEMM. ASSUMPTION: 128 x 128, the common
+CUTLASS / cuBLAS tile for large bf16 and fp8 problems."""
+
+
+def gemm_tiles(m: ArrayLike, n: ArrayLike) -> np.ndarray:
+    """Output tiles of an (m x n) result, each one thread block's work."""
+    return np.asarray(
+        np.maximum(np.ceil(np.asarray(m, dtype=float) / GEMM_TILE), 1.0)
+        * np.maximum(np.ceil(np.asarray(n, dtype=float) / GEMM_TILE), 1.0)
+    )
+
+
 def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, elem_bytes: ArrayLike) -> np.ndarray:
     """Bytes moved: read A (m·k) and B (k·n) in the input dtype, write C (m·n) in 16-bit."""
     return np.asarray((m * k + k * n) * elem_bytes + m * n * OUT_BYTES)
