@@ -47,7 +47,11 @@ PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
     "memory_eff": (0.01, 1.0, "share of the spec DRAM bandwidth, 1% to 100%"),
     "memory_half_bytes": (1.0, 1e10, "bytes at which bandwidth efficiency is half its maximum"),
     "pad_rows": (0.01, 1e5, "rows (GEMM m, attention keys) of tile padding on average"),
-    "parallel_half_units": (1e-3, 1e4, "work units at which the SMs are half busy"),
+    "parallel_half_units": (
+        1e-3,
+        1e4,
+        "work units at which the SMs are half busy (decode: units that fill the memory system)",
+    ),
     "cache_speedup": (1.0, 10.0, "x DRAM; L2 vs DRAM bandwidth, ~5.5 vs 0.86 TB/s on L40S"),
     "tile_s": (1e-12, 1e-6, "s per thread-block tile averaged over the SMs"),
 }
@@ -241,6 +245,14 @@ MIN_BUS_EFFICIENCY: Final[float] = 0.01
 upper bound is the link itself (100%), times 2(n-1)/n for all-reduce: NVLink SHARP (NVLS) reduces in
 the switch, so each byte crosses a link once and the ring-equivalent bus bandwidth (nccl-tests
 busbw, ring factor 2(n-1)/n) can exceed the link by that factor (H100/H200 8-GPU all-reduce: 1.02x)."""
+COMM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
+    "comm.latency_s": (*COMM_LATENCY_BOUNDS_S, "s; every line of every collective"),
+    "comm.bus_bandwidth_bytes_per_s": (
+        MIN_BUS_EFFICIENCY,
+        1.0,
+        "share of the scale-up link's spec bandwidth (x 2(n-1)/n for all-reduce: NVLS)",
+    ),
+}
 UNBOUNDED_LINK_BYTES_PER_S: Final[float] = 1e14
 """Bus-bandwidth ceiling when no link bandwidth is known (100 TB/s, above any fabric)."""
 SMALL_LINE_MIN_GAIN: Final[float] = 0.05
@@ -441,5 +453,6 @@ def fit_gpu(
         spec_used=spec_used(spec),
         families=families,
         comm=comm,
+        param_bounds={**PARAM_BOUNDS, **COMM_BOUNDS},
         notes=notes,
     )

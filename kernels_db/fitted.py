@@ -45,8 +45,10 @@ class RooflineParams(BaseModel):
     parallel_half_units: float = Field(
         default=0.0,
         ge=0,
-        description="Decode attention: parallel work units (batch x kv heads) at which the "
-        "achieved bandwidth is half its maximum; 0 = bandwidth always saturated.",
+        description="Parallel work units (decode: batch x kv heads x KV splits; prefill: query "
+        "tiles; GEMM: output tiles) at which the achieved FLOP/s and bandwidth are half their "
+        "maximum; decode units are serial streams, so there the rate is proportional to the units "
+        "up to this many and flat after. 0 = always saturated.",
     )
     cache_speedup: float = Field(
         default=1.0,
@@ -185,6 +187,11 @@ class FittedGpu(BaseModel):
         default_factory=dict, description="Compute op families."
     )
     comm: CommFamilyFit | None = None
+    param_bounds: dict[str, tuple[float, float, str]] = Field(
+        default_factory=dict,
+        description="(lowest, highest, unit) of every fitted parameter, as the fit applied them "
+        "(``kernels_db.fit.PARAM_BOUNDS``, ``COMM_BOUNDS``).",
+    )
     notes: str = ""
 
 

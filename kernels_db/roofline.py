@@ -168,11 +168,13 @@ def decode_attention_flops(
     return np.asarray(4.0 * batch * heads * head_dim * kv_len)
 
 
-DECODE_KV_CHUNK: Final[float] = 512.0
-"""KV tokens per thread block below which a decode kernel does not split a sequence. ASSUMPTION:
-TensorRT-LLM XQA multi-block mode and FlashDecoding split the KV of a sequence over several thread
-blocks when there are fewer sequence x KV-head units than SMs; the TRT-LLM tables in
-../shared/validation show the extra combine step (+5 us) between KV 128 and 1024 at batch 1."""
+DECODE_KV_CHUNK: Final[float] = 128.0
+"""Fewest KV tokens per thread block of a split-KV decode. ASSUMPTION: TensorRT-LLM XQA multi-block
+mode and FlashDecoding split the KV of a sequence over several thread blocks when there are fewer
+(sequence, KV head) units than SMs; the TRT-LLM tables in ../shared/validation show the extra
+combine step (+5 us) between KV 128 and 1024 at batch 1. Chosen among 128 / 256 / 512 / 1024 by the
+in-sample p90 of the decode fits (H200 17.3 / 19.5 / 20.7 / 19.4%, H100 13.4 / 14.8 / 15.3 / 19.4%);
+the tables hold KV 128 and 1024 but nothing in between, so any value in [128, 1024) splits alike."""
 
 
 def decode_kv_splits(units: ArrayLike, kv_len: ArrayLike, sm_count: float) -> np.ndarray:
