@@ -49,6 +49,7 @@ class Counts:
     resident: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
     tiles: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
     splits: np.ndarray = field(default_factory=lambda: np.asarray(1.0))
+    long_kv: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
     streams: bool = False
 
 
@@ -198,6 +199,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             rf.l2_resident_fraction(b, spec.l2_cache_bytes),
             units,
             splits=splits,
+            long_kv=np.asarray(np.asarray(c["kv_len"]) > rf.DECODE_KV_CHUNK, dtype=float),
             streams=True,
         )
     if op == "mla_prefill":
@@ -240,8 +242,11 @@ def model_time(
     the KV (``p[8]`` = ``split_kv``) runs ``cnt.splits`` thread blocks per unit and a second launch
     that combines them."""
     flops = (cnt.flops + cnt.row_flops * pad_rows) * cnt.issue_scale
-    split = (np.asarray(p[8]) > 0.5) & (cnt.splits > 1.0)
-    blocks = np.where(split, cnt.splits, 1.0)
+    split_kernel = np.asarray(p[8]) > 0.5
+    blocks = np.where(split_kernel, cnt.splits, 1.0)
+    # the combine launch runs whenever the KV spans more than one chunk, at any batch (so the time
+    # never falls as the batch grows)
+    split = split_kernel & (cnt.long_kv > 0.0)
     return rf.roofline_time(
         flops,
         cnt.nbytes,

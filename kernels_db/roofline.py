@@ -106,10 +106,11 @@ CUTLASS / cuBLAS tile for large bf16 and fp8 problems."""
 
 
 def gemm_tiles(m: ArrayLike, n: ArrayLike) -> np.ndarray:
-    """Output tiles of an (m x n) result, each one thread block's work."""
+    """Output tiles of an (m x n) result (each one thread block's work), as a continuous count
+    m n / tile^2 at least 1: FLOPs per tile then never fall as a size grows, so the occupancy term
+    keeps the time monotone (whole tiles would make it a sawtooth)."""
     return np.asarray(
-        np.maximum(np.ceil(np.asarray(m, dtype=float) / GEMM_TILE), 1.0)
-        * np.maximum(np.ceil(np.asarray(n, dtype=float) / GEMM_TILE), 1.0)
+        np.maximum(np.asarray(m, dtype=float) * np.asarray(n, dtype=float) / GEMM_TILE**2, 1.0)
     )
 
 
@@ -139,10 +140,11 @@ on Hopper; TensorRT-LLM's fmha_v2 uses 64 or 128."""
 
 
 def prefill_tiles(batch: ArrayLike, seq: ArrayLike, heads: ArrayLike) -> np.ndarray:
-    """Thread-block tiles of a prefill attention: one per (sequence, query head, 128 query rows)."""
-    return np.asarray(
-        np.asarray(batch, dtype=float) * heads * np.ceil(np.asarray(seq) / PREFILL_QUERY_TILE)
-    )
+    """Thread-block tiles of a prefill attention: one per (sequence, query head, 128 query rows),
+    counted continuously (b h s / 128, at least one per sequence and head) so that the time stays
+    monotone in the sequence length."""
+    bh = np.asarray(batch, dtype=float) * heads
+    return np.asarray(bh * np.maximum(np.asarray(seq, dtype=float) / PREFILL_QUERY_TILE, 1.0))
 
 
 def prefill_attention_bytes(
@@ -179,9 +181,10 @@ the tables hold KV 128 and 1024 but nothing in between, so any value in [128, 10
 
 def decode_kv_splits(units: ArrayLike, kv_len: ArrayLike, sm_count: float) -> np.ndarray:
     """Thread blocks per (sequence, KV head) of a split-KV decode: enough to fill the SMs, at most
-    one per ``DECODE_KV_CHUNK`` tokens, at least 1."""
-    chunks = np.ceil(np.asarray(kv_len, dtype=float) / DECODE_KV_CHUNK)
-    fill = np.floor(sm_count / np.maximum(np.asarray(units, dtype=float), 1.0))
+    one per ``DECODE_KV_CHUNK`` tokens, at least 1. Continuous, so that units x splits
+    (= max(units, min(SMs, units x KV / chunk))) never falls as the batch or the KV grows."""
+    chunks = np.asarray(kv_len, dtype=float) / DECODE_KV_CHUNK
+    fill = sm_count / np.maximum(np.asarray(units, dtype=float), 1.0)
     return np.asarray(np.maximum(np.minimum(chunks, fill), 1.0))
 
 
