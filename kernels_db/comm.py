@@ -7,6 +7,7 @@ costs nothing. NVLS (NVLink SHARP) all-reduce moves each byte about once: factor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from hardware.spec import GpuSpec
 from kernels_db.fitted import DEFAULT_COMM_BW_EFF, DEFAULT_COMM_LATENCY_S, CommFamilyFit, CommParams
 
 CUSTOM_ALL_REDUCE = "custom_all_reduce"
-"""The engines' own one-/two-shot all-reduce kernels; fitted on small messages only and priced as the
+"""The engines' own one-/two-shot all-reduce kernels (NCCL for large messages); priced as the
 faster of it and NCCL's all-reduce (``planner.kernels_adapter``, ``kernels_db.validate``), as the
 engines switch between the two."""
 ALL_REDUCE_LIKE = ("all_reduce", CUSTOM_ALL_REDUCE)
@@ -33,11 +34,26 @@ def algo_factor(collective: str, n_gpus: np.ndarray, nvls: bool = False) -> np.n
 
 
 def alpha_beta(
-    nbytes: Any, factor: Any, latency_s: Any, bus_bandwidth_bytes_per_s: Any
+    nbytes: Any,
+    factor: Any,
+    latency_s: Any,
+    bus_bandwidth_bytes_per_s: Any,
+    extra: Sequence[tuple[Any, Any]] = (),
 ) -> np.ndarray:
-    """Seconds of one collective; zero where the factor is zero (one GPU)."""
-    t = latency_s + np.asarray(nbytes, dtype=float) * factor / bus_bandwidth_bytes_per_s
+    """Seconds of one collective; zero where the factor is zero (one GPU). ``extra`` = (latency,
+    bus bandwidth) of latency-optimised protocols: the fastest line is taken (``CommParams``)."""
+    wire = np.asarray(nbytes, dtype=float) * factor
+    t = latency_s + wire / bus_bandwidth_bytes_per_s
+    for lat, bw in extra:
+        t = np.minimum(t, lat + wire / bw)
     return np.asarray(np.where(np.asarray(factor) > 0, t, 0.0))
+
+
+def params_time(nbytes: Any, factor: Any, prm: CommParams) -> np.ndarray:
+    """``alpha_beta`` under one parameter set (all of its lines)."""
+    return alpha_beta(
+        nbytes, factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s, prm.extra_lines()
+    )
 
 
 def scale_up_link(spec: GpuSpec) -> str:

@@ -47,6 +47,10 @@ class Counts:
     units: np.ndarray = field(default_factory=lambda: np.asarray(np.inf))
     issue_scale: np.ndarray = field(default_factory=lambda: np.asarray(1.0))
     resident: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
+    tiles: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
+    splits: np.ndarray = field(default_factory=lambda: np.asarray(1.0))
+    long_kv: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
+    streams: bool = False
 
 
 FEW_DISTINCT: Final[int] = 8
@@ -145,6 +149,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             b,
             _peak(spec, c["dtype"]),
             np.asarray(2.0 * c["n"] * c["k"], dtype=float),
+            units=rf.gemm_tiles(c["m"], c["n"]),
             resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes),
         )
     if op == "attention_prefill":
@@ -161,11 +166,15 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             _elem_bytes(c["dtype"]),
             _elem_bytes(c["kv_dtype"]),
         )
+        tiles = np.maximum(rf.prefill_tiles(c["batch"], c["seq"], c["heads"]), 1.0)
         return Counts(
             f,
             b,
             _peak(spec, c["dtype"]),
             np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"] * c["seq"], dtype=float),
+            units=tiles,
+            resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes),
+            tiles=tiles,
         )
     if op == "attention_decode":
         f = rf.decode_attention_flops(c["batch"], c["kv_len"], c["heads"], c["head_dim"])
@@ -178,6 +187,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             _elem_bytes(c["kv_dtype"]),
         )
         units = np.maximum(np.asarray(c["batch"] * c["kv_heads"], dtype=float), 1.0)
+        splits = rf.decode_kv_splits(units, c["kv_len"], spec.sm_count)
         heads = np.maximum(np.asarray(c["heads"], dtype=float), 1.0)
         return Counts(
             f,
@@ -187,6 +197,10 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             units,
             rf.decode_issued_heads(c["heads"], c["kv_heads"]) / heads,
             rf.l2_resident_fraction(b, spec.l2_cache_bytes),
+            units,
+            splits=splits,
+            long_kv=np.asarray(np.asarray(c["kv_len"]) > rf.DECODE_KV_CHUNK, dtype=float),
+            streams=True,
         )
     if op == "mla_prefill":
         f = rf.mla_prefill_flops(
@@ -201,7 +215,8 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             c["rope_dim"],
             _elem_bytes(c["dtype"]),
         )
-        return Counts(f, b, _peak(spec, c["dtype"]), zero)
+        tiles = np.maximum(rf.prefill_tiles(c["batch"], c["seq"], c["heads"]), 1.0)
+        return Counts(f, b, _peak(spec, c["dtype"]), zero, units=tiles, tiles=tiles)
     if op == "mla_decode":
         f = rf.mla_decode_flops(
             c["batch"], c["kv_len"], c["heads"], c["kv_lora_rank"], c["rope_dim"]
@@ -223,10 +238,26 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
 def model_time(
     cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: Any = 0.0
 ) -> np.ndarray:
-    """Seconds under parameters ``p`` (rows of ``RooflineParams.as_array``)."""
+    """Seconds under parameters ``p`` (rows of ``RooflineParams.as_array``). A kernel that splits
+    the KV (``p[8]`` = ``split_kv``) runs ``cnt.splits`` thread blocks per unit and a second launch
+    that combines them."""
     flops = (cnt.flops + cnt.row_flops * pad_rows) * cnt.issue_scale
+    split_kernel = np.asarray(p[8]) > 0.5
+    blocks = np.where(split_kernel, cnt.splits, 1.0)
+    # the combine launch runs whenever the KV spans more than one chunk, at any batch (so the time
+    # never falls as the batch grows)
+    split = split_kernel & (cnt.long_kv > 0.0)
     return rf.roofline_time(
-        flops, cnt.nbytes, cnt.peak_flops_per_s, bandwidth_bytes_per_s, p, cnt.units, cnt.resident
+        flops,
+        cnt.nbytes,
+        cnt.peak_flops_per_s,
+        bandwidth_bytes_per_s,
+        p,
+        cnt.units * blocks,
+        cnt.resident,
+        cnt.tiles * blocks,
+        np.where(split, 2.0, 1.0),
+        cnt.streams,
     )
 
 
@@ -271,7 +302,7 @@ ParamEntry = tuple[np.ndarray, float, bool]
 def param_entry(
     table: Mapping[str, RooflineParams], default: RooflineParams, name: str
 ) -> ParamEntry:
-    """(parameter array (7,), pad rows, fitted or not) of parameter set ``name``: its own entry, the
+    """(parameter array (9,), pad rows, fitted or not) of parameter set ``name``: its own entry, the
     entry without ``MHA_SUFFIX``, else ``default``."""
     base = name.removesuffix(MHA_SUFFIX)
     prm = table.get(name) or table.get(base, default)
@@ -286,7 +317,7 @@ def gather_params(
     keys: Any,
     entry: Callable[[str], ParamEntry] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-row parameter array (7, ...), pad rows, and a mask of rows that found a fitted entry;
+    """Per-row parameter array (9, ...), pad rows, and a mask of rows that found a fitted entry;
     ``entry`` (name -> ``param_entry``) may be a cached version of ``param_entry`` on these tables."""
     pick = entry or (lambda name: param_entry(table, default, name))
     if isinstance(keys, str) or (not isinstance(keys, Labels) and np.ndim(keys) == 0):
@@ -297,7 +328,7 @@ def gather_params(
         prm, pad, has = pick(names[0])
         return prm, np.asarray(pad), np.asarray(has)
     picked = [pick(n) for n in names]
-    stack = np.stack([e[0] for e in picked], axis=1)  # (7, n_names)
+    stack = np.stack([e[0] for e in picked], axis=1)  # (9, n_names)
     pads = np.array([e[1] for e in picked])
     found = np.array([e[2] for e in picked])
     return np.take(stack, inv, axis=1), pads[inv], found[inv]

@@ -5,7 +5,8 @@ log-latency, so every row weighs by its relative error). Reproducible: determini
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -17,7 +18,9 @@ from kernels_db import comm as cm
 from kernels_db import costs
 from kernels_db.fitted import (
     DEFAULT_PARAMS,
+    MAX_SMALL_LINES,
     CommFamilyFit,
+    CommLine,
     CommParams,
     FitError,
     FittedGpu,
@@ -36,28 +39,52 @@ ROOFLINE_FAMILIES: Final[tuple[str, ...]] = (
     "moe",
     "memcpy",
 )
-# log-space bounds: launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, pad_rows,
-# parallel_half_units, cache_speedup (up to 10x: L2 vs DRAM bandwidth, e.g. ~5.5 vs 0.86 TB/s on L40S)
-LOWER: Final[np.ndarray] = np.log([1e-7, 1e-3, 1.0, 0.02, 1.0, 0.01, 1e-3, 1.0])
-UPPER: Final[np.ndarray] = np.log([2e-4, 1.0, 1e13, 1.2, 1e10, 1e5, 1e4, 10.0])
+PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
+    # name: (lowest, highest, unit and reason); the fit searches the logarithm within these
+    "launch_s": (1e-7, 2e-4, "s; a kernel launch and tail, 0.1 us to 200 us"),
+    "compute_eff": (0.01, 1.0, "share of the dense peak FLOP/s of the dtype, 1% to 100%"),
+    "compute_half_flops": (1.0, 1e13, "FLOP at which compute efficiency is half its maximum"),
+    "memory_eff": (0.01, 1.0, "share of the spec DRAM bandwidth, 1% to 100%"),
+    "memory_half_bytes": (1.0, 1e10, "bytes at which bandwidth efficiency is half its maximum"),
+    "pad_rows": (0.01, 1e5, "rows (GEMM m, attention keys) of tile padding on average"),
+    "parallel_half_units": (
+        1e-3,
+        1e4,
+        "work units at which the SMs are half busy (decode: units that fill the memory system)",
+    ),
+    "cache_speedup": (1.0, 10.0, "x DRAM; L2 vs DRAM bandwidth, ~5.5 vs 0.86 TB/s on L40S"),
+    "tile_s": (1e-12, 1e-6, "s per thread-block tile averaged over the SMs"),
+}
+"""Bounds of every fitted ``RooflineParams`` value (``planner calibrate fit --gpu GPU --tables DIR``
+fits them; ``kernels_db/fitted/*.yaml`` record the command)."""
+PARAM_ORDER: Final[tuple[str, ...]] = tuple(PARAM_BOUNDS)
+LOWER: Final[np.ndarray] = np.log([v[0] for v in PARAM_BOUNDS.values()])
+UPPER: Final[np.ndarray] = np.log([v[1] for v in PARAM_BOUNDS.values()])
 PADDED: Final[frozenset[str]] = frozenset({"gemm", "attention_prefill", "attention_decode"})
-OCCUPANCY: Final[frozenset[str]] = frozenset({"attention_decode"})
+OCCUPANCY: Final[frozenset[str]] = frozenset({"attention_decode", "attention_prefill", "gemm"})
+TILED: Final[frozenset[str]] = frozenset({"attention_prefill", "attention_decode"})
+SPLIT_KV: Final[frozenset[str]] = frozenset(
+    {"attention_decode"}
+)  # split-KV tried on and off  # a fixed cost per tile
 CACHED: Final[frozenset[str]] = frozenset(
-    {"gemm", "attention_decode"}
+    {"gemm", "attention_decode", "attention_prefill"}
 )  # read a re-usable working set
 PAD_STARTS: Final[tuple[float, ...]] = (1.0, 64.0, 4096.0)  # several starts: the max() has kinks
-UNIT_STARTS: Final[tuple[float, ...]] = (0.1, 4.0)
-CACHE_START: Final[float] = 2.0
+UNIT_STARTS: Final[dict[str, tuple[float, ...]]] = {
+    "attention_decode": (1.0, 16.0, 128.0),  # units to fill the memory system (streams)
+    "attention_prefill": (0.1, 4.0, 64.0),  # tiles at which the SMs are half busy
+    "gemm": (0.1, 16.0),
+}
+CACHE_STARTS: Final[tuple[float, ...]] = (2.0, 8.0)
 ROBUST_SCALE: Final[float] = 0.1  # soft-L1 loss: residuals past ~10% count linearly (outliers)
-N_PARAMS: Final[int] = 8
-CUSTOM_ALL_REDUCE_MAX_BYTES: Final[float] = float(1 << 20)
-"""Largest message the custom (one-/two-shot) all-reduce is fitted on. Engines run their own kernel
-only for small messages and hand larger ones to NCCL (TensorRT-LLM ``AllReduceStrategy.AUTO``; vLLM
-``custom_all_reduce`` below a few MB depending on TP): aiconfigurator's custom_allreduce_perf rows
-match nccl_perf within a few percent from ~4 MB up (H100 TP8 16 MB: 122 vs 121 us), so one alpha-beta
-line through all sizes averages two algorithms and comes out 2-3x too cheap at 0.25-4 MB (H100 TP8
-1 MB: 9.8 us priced, 26 us measured). The planner prices an all-reduce as the faster of the two
-fits, so above this size NCCL takes over continuously."""
+N_PARAMS: Final[int] = len(PARAM_BOUNDS)
+TILE_START_S: Final[float] = 1e-8
+# The custom (one-/two-shot) all-reduce table is fitted on every size: engines run their own kernel
+# for small messages and hand larger ones to NCCL (TensorRT-LLM ``AllReduceStrategy.AUTO``; vLLM
+# ``custom_all_reduce`` below a few MB), and aiconfigurator's custom_allreduce_perf rows match
+# nccl_perf from ~4 MB up (H100 TP8 16 MB: 122 vs 121 us). One alpha-beta line through all sizes
+# averaged the two and came out 2-3x too cheap at 0.25-4 MB, so it was fitted below 1 MB only;
+# the fastest-of-several-lines model (``fit_comm_params``) follows both regimes.
 MIN_BUS_FRACTION: Final[float] = 0.25
 """A (collective, GPU count) whose largest measured message reaches a bus bandwidth below this share
 of the scale-up link's spec bandwidth is not a working fabric's number and is left out of the fit;
@@ -88,21 +115,18 @@ def fit_error(predicted: np.ndarray, measured: np.ndarray) -> FitError:
 def _free(op: str) -> np.ndarray:
     """Indices of the parameters fitted for ``op`` (the others stay 0)."""
     idx = [0, 1, 2, 3, 4] + ([5] if op in PADDED else []) + ([6] if op in OCCUPANCY else [])
-    return np.array(idx + ([7] if op in CACHED else []))
+    return np.array(idx + ([7] if op in CACHED else []) + ([8] if op in TILED else []))
+
+
+def _as_model_array(v: np.ndarray) -> np.ndarray:
+    """``PARAM_ORDER`` values and the split flag as ``RooflineParams.as_array`` (no ``pad_rows``)."""
+    return np.delete(v, 5)
 
 
 def _params_from(v: np.ndarray) -> RooflineParams:
-    r = [float(f"{x:.4g}") for x in v]
-    return RooflineParams(
-        launch_s=r[0],
-        compute_eff=r[1],
-        compute_half_flops=r[2],
-        memory_eff=r[3],
-        memory_half_bytes=r[4],
-        pad_rows=r[5],
-        parallel_half_units=r[6],
-        cache_speedup=max(r[7], 1.0),
-    )
+    r = dict(zip(PARAM_ORDER, (float(f"{x:.4g}") for x in v), strict=True))
+    r["cache_speedup"] = max(r["cache_speedup"], 1.0)
+    return RooflineParams(**r)
 
 
 def _starts(op: str) -> list[np.ndarray]:
@@ -116,43 +140,52 @@ def _starts(op: str) -> list[np.ndarray]:
             max(d.memory_half_bytes, 1.0),
             1.0,
             1.0,
-            CACHE_START,
+            1.0,
+            TILE_START_S,
         ]
     )
     out = []
-    for pad0 in PAD_STARTS if op in PADDED else (1.0,):
-        for units0 in UNIT_STARTS if op in OCCUPANCY else (1.0,):
-            x = base.copy()
-            x[5], x[6] = np.log(pad0), np.log(units0)
-            out.append(np.clip(x, LOWER + 1e-9, UPPER - 1e-9))
+    for pad0, units0, cache0 in itertools.product(
+        PAD_STARTS if op in PADDED else (1.0,),
+        UNIT_STARTS.get(op, (1.0,)),
+        CACHE_STARTS if op in CACHED else (1.0,),
+    ):
+        x = base.copy()
+        x[5], x[6], x[7] = np.log(pad0), np.log(units0), np.log(cache0)
+        out.append(np.clip(x, LOWER + 1e-9, UPPER - 1e-9))
     return out
 
 
 def fit_roofline_params(
     op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: float
 ) -> RooflineParams:
-    """Least-squares fit of one family and dtype; padded families also fit ``pad_rows``, decode
-    attention ``parallel_half_units``."""
+    """Least-squares fit of one family and dtype (``PARAM_BOUNDS``); padded families also fit
+    ``pad_rows``, decode attention ``parallel_half_units`` and, by trying both, ``split_kv``."""
     free = _free(op)
+    best: tuple[float, np.ndarray, bool] | None = None
+    for split in (False, True) if op in SPLIT_KV else (False,):
 
-    def full(x: np.ndarray) -> np.ndarray:
-        v = np.zeros(N_PARAMS)
-        v[free] = np.exp(x)
-        return v
+        def full(x: np.ndarray, split: bool = split) -> np.ndarray:
+            v = np.zeros(N_PARAMS)
+            v[free] = np.exp(x)
+            return np.append(v, float(split))
 
-    def resid(x: np.ndarray) -> np.ndarray:
-        v = full(x)
-        return np.log(costs.model_time(cnt, np.append(v[:5], v[6:]), bw, v[5])) - np.log(latency_s)
+        def resid(x: np.ndarray, full: Callable[[np.ndarray], np.ndarray] = full) -> np.ndarray:
+            v = full(x)
+            return np.log(costs.model_time(cnt, _as_model_array(v), bw, v[5])) - np.log(latency_s)
 
-    best = None
-    for x0 in _starts(op):
-        res = least_squares(
-            resid, x0[free], bounds=(LOWER[free], UPPER[free]), loss="soft_l1", f_scale=ROBUST_SCALE
-        )
-        if best is None or res.cost < best.cost:
-            best = res
+        for x0 in _starts(op):
+            res = least_squares(
+                resid,
+                x0[free],
+                bounds=(LOWER[free], UPPER[free]),
+                loss="soft_l1",
+                f_scale=ROBUST_SCALE,
+            )
+            if best is None or res.cost < best[0]:
+                best = (float(res.cost), full(res.x), split)
     assert best is not None
-    return _params_from(full(best.x))
+    return _params_from(best[1][:N_PARAMS]).model_copy(update={"split_kv": best[2]})
 
 
 def _fitted_to(table: KernelTable, rows: int, sources: tuple[str, ...] = ()) -> FittedTo:
@@ -163,43 +196,161 @@ def _fitted_to(table: KernelTable, rows: int, sources: tuple[str, ...] = ()) -> 
     )
 
 
+def implausible_roofline_rows(table: KernelTable, spec: GpuSpec) -> np.ndarray:
+    """Rows of a compute table measured faster than the spec DRAM bandwidth allows: the bytes that
+    cannot sit in the last-level cache (``bytes - l2_cache_bytes``) read at 100% of
+    ``hbm_bandwidth_bytes_per_s`` take longer than the measured latency. No model with efficiencies
+    within 100% can price them; they are left out of the fit and reported apart. Today: 17 A100
+    decode attention rows of 0.27-2.1 GB at up to 3.3 TB/s against a 2.04 TB/s spec."""
+    if table.op not in ROOFLINE_FAMILIES:
+        return np.zeros(len(table), dtype=bool)
+    cnt = costs.counts(table.op, table.keys, spec)
+    beyond_cache = np.maximum(np.asarray(cnt.nbytes) - (spec.l2_cache_bytes or 0.0), 0.0)
+    floor = np.broadcast_to(beyond_cache / spec.hbm_bandwidth_bytes_per_s, (len(table),))
+    return np.asarray(floor > table.latency_s)
+
+
 def fit_roofline_family(
     table: KernelTable, spec: GpuSpec, sources: tuple[str, ...] = ()
 ) -> RooflineFamilyFit:
-    """Fit one compute family, one parameter set per dtype key."""
+    """Fit one compute family, one parameter set per dtype key, on the rows that
+    ``implausible_roofline_rows`` keeps."""
     op = table.op
     groups = np.broadcast_to(
         np.asarray(costs.param_labels(op, table.keys), dtype=object), (len(table),)
     )
+    keep = ~implausible_roofline_rows(table, spec)
     bw = spec.hbm_bandwidth_bytes_per_s
     params: dict[str, RooflineParams] = {}
     pred = np.empty(len(table))
     for name in sorted(set(groups.tolist())):
         mask = groups == name
-        sub = table.subset(mask)
+        sub = table.subset(mask & keep)
         cnt = costs.counts(op, sub.keys, spec)
         prm = fit_roofline_params(op, cnt, sub.latency_s, bw)
         params[str(name)] = prm
-        pred[mask] = costs.model_time(cnt, prm.as_array(), bw, prm.pad_rows)
+        pred[mask & keep] = costs.model_time(cnt, prm.as_array(), bw, prm.pad_rows)
     return RooflineFamilyFit(
         params=params,
-        fitted_to=_fitted_to(table, len(table), sources),
-        fit_error=fit_error(pred, table.latency_s),
+        fitted_to=_fitted_to(table, int(keep.sum()), sources),
+        fit_error=fit_error(pred[keep], table.latency_s[keep]),
     )
 
 
-def fit_comm_params(nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarray) -> CommParams:
-    """Alpha-beta fit of one collective at one GPU count."""
-    x0 = np.log(
-        [max(latency_s.min() * 0.8, 1e-7), max(float(np.max(nbytes * factor / latency_s)), 1e6)]
-    )
+COMM_LATENCY_BOUNDS_S: Final[tuple[float, float]] = (1e-7, 1e-2)
+"""Bounds of every fitted collective latency (alpha): 0.1 us (a kernel launch on a fabric can not
+start faster) to 10 ms (a multi-node ring over the slowest PCIe fabric is far below)."""
+MIN_BUS_EFFICIENCY: Final[float] = 0.01
+"""Lower bound of a fitted bus bandwidth as a share of the scale-up link's spec bandwidth (1%). The
+upper bound is the link itself (100%), times 2(n-1)/n for all-reduce: NVLink SHARP (NVLS) reduces in
+the switch, so each byte crosses a link once and the ring-equivalent bus bandwidth (nccl-tests
+busbw, ring factor 2(n-1)/n) can exceed the link by that factor (H100/H200 8-GPU all-reduce: 1.02x)."""
+COMM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
+    "comm.latency_s": (*COMM_LATENCY_BOUNDS_S, "s; every line of every collective"),
+    "comm.bus_bandwidth_bytes_per_s": (
+        MIN_BUS_EFFICIENCY,
+        1.0,
+        "share of the scale-up link's spec bandwidth (x 2(n-1)/n for all-reduce: NVLS)",
+    ),
+}
+UNBOUNDED_LINK_BYTES_PER_S: Final[float] = 1e14
+"""Bus-bandwidth ceiling when no link bandwidth is known (100 TB/s, above any fabric)."""
+SMALL_LINE_MIN_GAIN: Final[float] = 0.05
+"""A further latency-optimised line is kept only if it lowers the fit's loss by this share (5%) and
+is the fastest at one measured size at least; else fewer lines (fewer constants)."""
+LINE_START_SCALES: Final[tuple[float, ...]] = (0.25, 0.5, 0.8)
+"""Start points of a new line, scaling the latency and bus bandwidth of the lowest-latency line so
+far (the new line is tried below it: a protocol with less latency and less bandwidth)."""
+
+
+def _bus_bounds(
+    collective: str, n_gpus: int, link_bytes_per_s: float | None
+) -> tuple[float, float]:
+    """(lowest, highest) plausible bus bandwidth of one collective (``MIN_BUS_EFFICIENCY``)."""
+    if not link_bytes_per_s:
+        return 1e6, UNBOUNDED_LINK_BYTES_PER_S
+    gain = 2.0 * (n_gpus - 1) / n_gpus if collective in cm.ALL_REDUCE_LIKE else 1.0
+    return MIN_BUS_EFFICIENCY * link_bytes_per_s, max(gain, 1.0) * link_bytes_per_s
+
+
+def _comm_fit(
+    nbytes: np.ndarray,
+    factor: np.ndarray,
+    latency_s: np.ndarray,
+    bw_bounds: tuple[float, float],
+    starts: list[np.ndarray],
+) -> tuple[np.ndarray, float]:
+    """Best (log parameters (latency, bus bandwidth) per line, cost) from ``starts``."""
+    k = starts[0].size // 2
+    lo = np.log([COMM_LATENCY_BOUNDS_S[0], bw_bounds[0]] * k)
+    hi = np.log([COMM_LATENCY_BOUNDS_S[1], bw_bounds[1]] * k)
 
     def resid(x: np.ndarray) -> np.ndarray:
-        return np.log(cm.alpha_beta(nbytes, factor, np.exp(x[0]), np.exp(x[1]))) - np.log(latency_s)
+        v = np.exp(x).reshape(k, 2)
+        t = cm.alpha_beta(nbytes, factor, v[0, 0], v[0, 1], [tuple(r) for r in v[1:]])
+        return np.asarray(np.log(t) - np.log(latency_s))
 
-    res = least_squares(resid, x0, loss="soft_l1", f_scale=ROBUST_SCALE)
-    lat, bw = np.exp(res.x)
-    return CommParams(latency_s=float(f"{lat:.4g}"), bus_bandwidth_bytes_per_s=float(f"{bw:.4g}"))
+    best = None
+    for x0 in starts:
+        res = least_squares(
+            resid,
+            np.clip(x0, lo + 1e-9, hi - 1e-9),
+            bounds=(lo, hi),
+            loss="soft_l1",
+            f_scale=ROBUST_SCALE,
+        )
+        if best is None or res.cost < best.cost:
+            best = res
+    assert best is not None
+    return best.x, float(best.cost)
+
+
+def _winning_lines(v: np.ndarray, wire: np.ndarray) -> np.ndarray:
+    """Lines (rows of ``v``: latency, bandwidth) that are the fastest at some measured size, the
+    bandwidth-optimised one (highest bandwidth) first, then by falling bandwidth."""
+    t = v[:, 0][:, None] + wire[None, :] / v[:, 1][:, None]
+    keep = np.unique(np.argmin(t, axis=0))
+    kept = v[keep]
+    return np.asarray(kept[np.argsort(-kept[:, 1])])
+
+
+def fit_comm_params(
+    nbytes: np.ndarray,
+    factor: np.ndarray,
+    latency_s: np.ndarray,
+    bw_bounds: tuple[float, float] = (1e6, UNBOUNDED_LINK_BYTES_PER_S),
+) -> CommParams:
+    """Alpha-beta fit of one collective at one GPU count: the bandwidth-optimised line, then up to
+    ``MAX_SMALL_LINES`` latency-optimised lines, each kept when it lowers the loss by
+    ``SMALL_LINE_MIN_GAIN`` (the time is the fastest line). Latencies within
+    ``COMM_LATENCY_BOUNDS_S``, bus bandwidths within ``bw_bounds`` (``_bus_bounds``)."""
+    wire = nbytes * factor
+    lat0, bw_max = max(float(latency_s.min()), 2e-7), float(np.max(wire / latency_s))
+    x, cost = _comm_fit(nbytes, factor, latency_s, bw_bounds, [np.log([lat0 * 0.8, bw_max])])
+    for _ in range(MAX_SMALL_LINES):
+        low = x.reshape(-1, 2)[int(np.argmin(x[0::2]))]
+        starts = [
+            np.concatenate([x, low + np.log([a, b])])
+            for a in LINE_START_SCALES
+            for b in LINE_START_SCALES
+        ]
+        x_new, cost_new = _comm_fit(nbytes, factor, latency_s, bw_bounds, starts)
+        if cost_new > (1.0 - SMALL_LINE_MIN_GAIN) * cost:
+            break
+        x, cost = x_new, cost_new
+    v = _winning_lines(np.exp(x).reshape(-1, 2), wire)
+    return CommParams(
+        latency_s=_sig(v[0, 0]),
+        bus_bandwidth_bytes_per_s=_sig(v[0, 1]),
+        small_lines=tuple(
+            CommLine(latency_s=_sig(a), bus_bandwidth_bytes_per_s=_sig(b)) for a, b in v[:0:-1]
+        ),
+    )
+
+
+def _sig(x: float) -> float:
+    """``x`` at 4 significant figures (as written to the fitted files)."""
+    return float(f"{float(x):.4g}")
 
 
 def plausible_bus_bandwidth(
@@ -250,15 +401,14 @@ def fit_comm(
     implausible = implausible_comm_rows(table, link_bytes_per_s)
     for c, g, group in _comm_groups(table):
         mask = group & ~implausible
-        if c == cm.CUSTOM_ALL_REDUCE:
-            mask &= nbytes_all <= CUSTOM_ALL_REDUCE_MAX_BYTES
         if not mask.any():
             continue
         factor = cm.algo_factor(c, np.full(mask.sum(), g))
         nbytes = nbytes_all[mask]
-        prm = fit_comm_params(nbytes, factor, table.latency_s[mask])
+        bounds = _bus_bounds(c, g, link_bytes_per_s)
+        prm = fit_comm_params(nbytes, factor, table.latency_s[mask], bounds)
         params.setdefault(c, {})[g] = prm
-        pred[mask] = cm.alpha_beta(nbytes, factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
+        pred[mask] = cm.params_time(nbytes, factor, prm)
         fitted |= mask
     ok = np.isfinite(pred)
     return CommFamilyFit(
@@ -303,5 +453,6 @@ def fit_gpu(
         spec_used=spec_used(spec),
         families=families,
         comm=comm,
+        param_bounds={**PARAM_BOUNDS, **COMM_BOUNDS},
         notes=notes,
     )

@@ -45,8 +45,10 @@ class RooflineParams(BaseModel):
     parallel_half_units: float = Field(
         default=0.0,
         ge=0,
-        description="Decode attention: parallel work units (batch x kv heads) at which the "
-        "achieved bandwidth is half its maximum; 0 = bandwidth always saturated.",
+        description="Parallel work units (decode: batch x kv heads x KV splits; prefill: query "
+        "tiles; GEMM: output tiles) at which the achieved FLOP/s and bandwidth are half their "
+        "maximum; decode units are serial streams, so there the rate is proportional to the units "
+        "up to this many and flat after. 0 = always saturated.",
     )
     cache_speedup: float = Field(
         default=1.0,
@@ -55,9 +57,22 @@ class RooflineParams(BaseModel):
         "resident in the GPU's last-level cache (``l2_cache_bytes``) is read; 1 = no cache term.",
     )
 
+    tile_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Prefill attention: fixed cost of one thread-block tile averaged over the SMs, "
+        "seconds (``kernels_db.roofline.prefill_tiles``); 0 = no tile term.",
+    )
+    split_kv: bool = Field(
+        default=False,
+        description="Decode attention: the kernel splits a long KV over several thread blocks when "
+        "there are fewer units than SMs (``kernels_db.roofline.decode_kv_splits``) and combines "
+        "the parts in a second launch; chosen by the fit (both are tried).",
+    )
+
     def as_array(self) -> np.ndarray:
-        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, parallel_half_units,
-        cache_speedup)."""
+        """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes,
+        parallel_half_units, cache_speedup, tile_s, split_kv as 0/1)."""
         return np.array(
             [
                 self.launch_s,
@@ -67,18 +82,57 @@ class RooflineParams(BaseModel):
                 self.memory_half_bytes,
                 self.parallel_half_units,
                 self.cache_speedup,
+                self.tile_s,
+                float(self.split_kv),
             ]
         )
 
 
-class CommParams(BaseModel):
-    """Alpha-beta parameters of one collective at one GPU count."""
+class CommLine(BaseModel):
+    """One alpha-beta line: ``latency_s + bytes * algo_factor / bus_bandwidth_bytes_per_s``."""
 
     model_config = _FROZEN
     latency_s: float = Field(ge=0, description="Start-up latency (alpha), seconds.")
     bus_bandwidth_bytes_per_s: float = Field(
         gt=0, description="Achieved bus bandwidth (nccl-tests busbw), bytes/s."
     )
+
+
+MAX_SMALL_LINES: Final[int] = 2
+"""Latency-optimised lines a collective may have besides its bandwidth-optimised one: NCCL has three
+protocols (LL, LL128, Simple; NCCL docs, NCCL_PROTO) and TensorRT-LLM's all-reduce three
+implementations (one-shot, two-shot, NCCL), so at most three lines in all."""
+
+
+class CommParams(BaseModel):
+    """Alpha-beta parameters of one collective at one GPU count: the bandwidth-optimised line
+    (``latency_s``, ``bus_bandwidth_bytes_per_s``: NCCL's Simple protocol, the one large messages
+    run) and up to ``MAX_SMALL_LINES`` latency-optimised lines with lower latency and bandwidth
+    (NCCL LL/LL128, one-shot kernels). A library runs the fastest protocol for each message size, so
+    the time is the minimum over the lines (``kernels_db.comm.alpha_beta``)."""
+
+    model_config = _FROZEN
+    latency_s: float = Field(
+        ge=0, description="Start-up latency (alpha) of the bandwidth-optimised line, seconds."
+    )
+    bus_bandwidth_bytes_per_s: float = Field(
+        gt=0,
+        description="Achieved bus bandwidth (nccl-tests busbw) of the bandwidth-optimised line, "
+        "bytes/s.",
+    )
+    small_lines: tuple[CommLine, ...] = Field(
+        default=(),
+        max_length=MAX_SMALL_LINES,
+        description="Latency-optimised lines for small messages (fewest first: lowest latency); "
+        "empty = one line for every size.",
+    )
+
+    def extra_lines(self) -> list[tuple[float, float]]:
+        """(latency_s, bus bandwidth) of ``MAX_SMALL_LINES`` small-message lines, padded with the
+        main line (which leaves the minimum unchanged)."""
+        out = [(ln.latency_s, ln.bus_bandwidth_bytes_per_s) for ln in self.small_lines]
+        pad = (self.latency_s, self.bus_bandwidth_bytes_per_s)
+        return out + [pad] * (MAX_SMALL_LINES - len(out))
 
 
 class FitError(BaseModel):
@@ -133,6 +187,11 @@ class FittedGpu(BaseModel):
         default_factory=dict, description="Compute op families."
     )
     comm: CommFamilyFit | None = None
+    param_bounds: dict[str, tuple[float, float, str]] = Field(
+        default_factory=dict,
+        description="(lowest, highest, unit) of every fitted parameter, as the fit applied them "
+        "(``kernels_db.fit.PARAM_BOUNDS``, ``COMM_BOUNDS``).",
+    )
     notes: str = ""
 
 

@@ -375,20 +375,29 @@ def _gpu_counts(n_arr: np.ndarray) -> list[int]:
 
 def _alpha_beta_params(
     db: KernelDB, collective: str, n_arr: np.ndarray, link: str
-) -> tuple[np.ndarray | float, np.ndarray | float, np.ndarray]:
-    """Per row: latency, bus bandwidth (scalars when every row has the same GPU count > 1) and
-    provenance code; rows of one GPU get (0, 1) and ``MEASURED`` (they move nothing)."""
+) -> tuple[Any, Any, list[tuple[Any, Any]], np.ndarray]:
+    """Per row: latency, bus bandwidth, the small-message lines (``CommParams.extra_lines``;
+    scalars when every row has the same GPU count > 1) and provenance code; rows of one GPU get
+    (0, 1) and ``MEASURED`` (they move nothing)."""
     counts = _gpu_counts(n_arr)
     if len(counts) == 1 and n_arr.size and int(n_arr.min()) == counts[0]:
         prm, code = _comm_params(db, collective, counts[0], link)
-        return prm.latency_s, prm.bus_bandwidth_bytes_per_s, np.full(n_arr.shape, code)
+        return (
+            prm.latency_s,
+            prm.bus_bandwidth_bytes_per_s,
+            prm.extra_lines(),
+            np.full(n_arr.shape, code),
+        )
     lat, bw = np.zeros(n_arr.shape), np.ones(n_arr.shape)
+    extra = [(np.zeros(n_arr.shape), np.ones(n_arr.shape)) for _ in range(fitted.MAX_SMALL_LINES)]
     prov = np.full(n_arr.shape, MEASURED)
     for n in counts:
         prm, code = _comm_params(db, collective, n, link)
         sel = n_arr == n
         lat[sel], bw[sel], prov[sel] = prm.latency_s, prm.bus_bandwidth_bytes_per_s, code
-    return lat, bw, prov
+        for (e_lat, e_bw), (x_lat, x_bw) in zip(extra, prm.extra_lines(), strict=True):
+            e_lat[sel], e_bw[sel] = x_lat, x_bw
+    return lat, bw, extra, prov
 
 
 def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None) -> OpCost:
@@ -413,9 +422,9 @@ def comm_codes(
         n_arr, b_arr = np.broadcast_arrays(n_arr, b_arr)
     if (n_arr < 1).any() or (b_arr < 0).any():
         raise PlannerInputError("n_gpus", "n_gpus must be >= 1 and bytes >= 0")
-    lat, bw, prov = _alpha_beta_params(db, collective, n_arr, link)
+    lat, bw, extra, prov = _alpha_beta_params(db, collective, n_arr, link)
     factor = cm.algo_factor(collective, n_arr, nvls=link == "nvls")
-    seconds = cm.alpha_beta(b_arr, factor, lat, bw)
+    seconds = cm.alpha_beta(b_arr, factor, lat, bw, extra)
     table = db.tables.get("comm")
     if table is not None and seconds.size:
         interp = db._interp.get("comm") or TableInterpolator(
@@ -452,5 +461,5 @@ def _comm_model(db: KernelDB, cols: Mapping[str, Any], n: int) -> np.ndarray:
             else (fitted.CommParams(latency_s=1e-6, bus_bandwidth_bytes_per_s=1e9), 0)
         )
         factor = cm.algo_factor(c, np.full(int(sel.sum()), max(int(g), 2)))
-        out[sel] = cm.alpha_beta(nbytes[sel], factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s)
+        out[sel] = cm.params_time(nbytes[sel], factor, prm)
     return out

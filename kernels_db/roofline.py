@@ -1,11 +1,16 @@
 """FLOP and byte counts per op family, and the roofline time formula (all vectorized, numpy).
 
-time = launch + max((FLOPs + F_half) / (peak * eff_c), (bytes * (1 + U_half / units) + B_half) / (BW * eff_m))
+time = launch + tile_s * tiles
+       + max((FLOPs * o + F_half) / (peak * eff_c), (bytes * o + B_half) / (BW * eff_m)),
+o = 1 + U_half / units
 
 The ``*_half`` terms make efficiency grow with size (eff = eff_max * x / (x + x_half)) while keeping
 time monotone in every size. ``units`` counts the independent pieces of work a kernel can spread over
-the SMs (decode attention: batch x kv heads); with few of them the achieved bandwidth is
-units / (units + U_half) of its maximum. The bytes scale with the units at fixed shape, so the time
+the SMs (decode attention: batch x kv heads; prefill attention: its query tiles); with few of them
+the achieved FLOP/s and bandwidth are units / (units + U_half) of their maximum. ``tile_s`` is the
+fixed cost of one thread-block tile (prologue, Q load, softmax epilogue, O store) averaged over the
+SMs, which dominates prefill attention of many short sequences (B200 batch 64 x 64 heads of one
+token: 100 us measured, 21 ns per (sequence, head) on H100 and B200 alike). The bytes scale with the units at fixed shape, so the time
 still never falls as the batch grows. A working set that fits the last-level cache (``resident``
 fraction, ``l2_resident_fraction``) is read ``cache_speedup`` times faster than from DRAM; the cached
 share only falls as the bytes grow, so the time stays monotone. Counts follow the standard forms: GEMM 2mnk; causal prefill attention
@@ -71,19 +76,42 @@ def roofline_time(
     p: np.ndarray,
     units: ArrayLike = np.inf,
     resident: ArrayLike = 0.0,
+    tiles: ArrayLike = 0.0,
+    kernels: ArrayLike = 1.0,
+    streams: bool = False,
 ) -> np.ndarray:
     """Seconds of one op. ``p`` rows: launch_s, compute_eff, compute_half_flops, memory_eff,
-    memory_half_bytes, parallel_half_units, cache_speedup (each broadcastable against the sizes);
-    ``units`` >= 1; ``resident`` = cached share of the bytes (``l2_resident_fraction``)."""
-    compute = (flops + p[2]) / (peak_flops_per_s * p[1])
-    dram_bytes = nbytes * (1.0 + p[5] / units) * cached_read_factor(resident, p[6])
-    memory = (dram_bytes + p[4]) / (bandwidth_bytes_per_s * p[3])
-    return np.asarray(p[0] + np.maximum(compute, memory))
+    memory_half_bytes, parallel_half_units, cache_speedup, tile_s (each broadcastable against the
+    sizes); ``units`` >= 1; ``resident`` = cached share of the bytes (``l2_resident_fraction``);
+    ``tiles`` = thread-block tiles of the kernel (prefill attention: ``prefill_tiles``);
+    ``kernels`` = launches (2 for a split-KV decode: the partial results are combined after);
+    ``streams``: each unit is a serial stream (decode attention), so the achieved rate grows in
+    proportion to the units up to ``parallel_half_units`` of them and is flat after
+    (``max(1, U / units)``) rather than ``1 + U / units``."""
+    occupancy = np.maximum(1.0, p[5] / units) if streams else 1.0 + p[5] / units
+    compute = (flops * occupancy + p[2]) / (peak_flops_per_s * p[1])
+    dram_bytes = nbytes * occupancy * cached_read_factor(resident, p[6])
+    memory = (dram_bytes + p[4] * (1.0 - np.asarray(resident))) / (bandwidth_bytes_per_s * p[3])
+    return np.asarray(p[0] * kernels + p[7] * tiles + np.maximum(compute, memory))
 
 
 def gemm_flops(m: ArrayLike, n: ArrayLike, k: ArrayLike) -> np.ndarray:
     """FLOPs of an (m x k) @ (k x n) product: 2mnk."""
     return np.asarray(2.0 * m * n * k)
+
+
+GEMM_TILE: Final[float] = 128.0
+"""Rows and columns of one output tile of a tensor-core GEMM. ASSUMPTION: 128 x 128, the common
+CUTLASS / cuBLAS tile for large bf16 and fp8 problems."""
+
+
+def gemm_tiles(m: ArrayLike, n: ArrayLike) -> np.ndarray:
+    """Output tiles of an (m x n) result (each one thread block's work), as a continuous count
+    m n / tile^2 at least 1: FLOPs per tile then never fall as a size grows, so the occupancy term
+    keeps the time monotone (whole tiles would make it a sawtooth)."""
+    return np.asarray(
+        np.maximum(np.asarray(m, dtype=float) * np.asarray(n, dtype=float) / GEMM_TILE**2, 1.0)
+    )
 
 
 def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, elem_bytes: ArrayLike) -> np.ndarray:
@@ -103,6 +131,20 @@ def prefill_attention_flops(
     keys = np.asarray(prior + seq / 2.0, dtype=float)
     keys = np.where(np.asarray(window) > 0, np.minimum(keys, window), keys)
     return np.asarray(4.0 * batch * heads * head_dim * seq * keys)
+
+
+PREFILL_QUERY_TILE: Final[float] = 128.0
+"""Query rows per thread block of a fused prefill attention kernel. ASSUMPTION: 128, the forward
+block of FlashAttention-2 at head dim 128 (arXiv 2307.08691, section 3.3) and of FlashAttention-3
+on Hopper; TensorRT-LLM's fmha_v2 uses 64 or 128."""
+
+
+def prefill_tiles(batch: ArrayLike, seq: ArrayLike, heads: ArrayLike) -> np.ndarray:
+    """Thread-block tiles of a prefill attention: one per (sequence, query head, 128 query rows),
+    counted continuously (b h s / 128, at least one per sequence and head) so that the time stays
+    monotone in the sequence length."""
+    bh = np.asarray(batch, dtype=float) * heads
+    return np.asarray(bh * np.maximum(np.asarray(seq, dtype=float) / PREFILL_QUERY_TILE, 1.0))
 
 
 def prefill_attention_bytes(
@@ -126,6 +168,24 @@ def decode_attention_flops(
 ) -> np.ndarray:
     """One new token per sequence attends to ``kv_len`` keys: 4·b·h·d·kv_len."""
     return np.asarray(4.0 * batch * heads * head_dim * kv_len)
+
+
+DECODE_KV_CHUNK: Final[float] = 128.0
+"""Fewest KV tokens per thread block of a split-KV decode. ASSUMPTION: TensorRT-LLM XQA multi-block
+mode and FlashDecoding split the KV of a sequence over several thread blocks when there are fewer
+(sequence, KV head) units than SMs; the TRT-LLM tables in ../shared/validation show the extra
+combine step (+5 us) between KV 128 and 1024 at batch 1. Chosen among 128 / 256 / 512 / 1024 by the
+in-sample p90 of the decode fits (H200 17.3 / 19.5 / 20.7 / 19.4%, H100 13.4 / 14.8 / 15.3 / 19.4%);
+the tables hold KV 128 and 1024 but nothing in between, so any value in [128, 1024) splits alike."""
+
+
+def decode_kv_splits(units: ArrayLike, kv_len: ArrayLike, sm_count: float) -> np.ndarray:
+    """Thread blocks per (sequence, KV head) of a split-KV decode: enough to fill the SMs, at most
+    one per ``DECODE_KV_CHUNK`` tokens, at least 1. Continuous, so that units x splits
+    (= max(units, min(SMs, units x KV / chunk))) never falls as the batch or the KV grows."""
+    chunks = np.asarray(kv_len, dtype=float) / DECODE_KV_CHUNK
+    fill = sm_count / np.maximum(np.asarray(units, dtype=float), 1.0)
+    return np.asarray(np.maximum(np.minimum(chunks, fill), 1.0))
 
 
 def decode_issued_heads(heads: ArrayLike, kv_heads: ArrayLike) -> np.ndarray:

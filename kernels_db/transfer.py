@@ -9,8 +9,9 @@ bandwidth ratio)|`` (B300 <- B200, GB200 <- B200, H20 / H800 / GH200 <- H100 or 
   time scales with the target's FLOP/s and bandwidth (the roofline divides by them);
 - the sizes at which efficiency is half its maximum keep their time scale: ``compute_half_flops``
   x (target / donor bf16 peak), ``memory_half_bytes`` x (target / donor HBM bandwidth);
-- ``parallel_half_units`` (decode attention) x (target / donor SM count); launch costs, tile padding
-  and the cache speed-up stay as fitted;
+- ``parallel_half_units`` (decode / prefill attention, GEMM tiles) x (target / donor SM count),
+  ``tile_s`` (a tile's cost averaged over the SMs) x (donor / target SM count); launch costs, tile
+  padding, the cache speed-up and ``split_kv`` stay as fitted;
 - collectives (alpha-beta) transfer only over the same kind of scale-up link (NVLink, xGMI, PCIe):
   bus bandwidth x (target / donor per-GPU link bandwidth), latency as fitted.
 
@@ -43,7 +44,6 @@ from kernels_db import fitted, paths
 from kernels_db.comm import scale_up_link as cm_link
 from kernels_db.fitted import (
     CommFamilyFit,
-    CommParams,
     FittedGpu,
     RooflineFamilyFit,
     RooflineParams,
@@ -94,6 +94,7 @@ def _scaled(prm: RooflineParams, target: GpuSpec, donor: GpuSpec) -> RooflinePar
             "compute_half_flops": prm.compute_half_flops * flops,
             "memory_half_bytes": prm.memory_half_bytes * bw,
             "parallel_half_units": prm.parallel_half_units * sms,
+            "tile_s": prm.tile_s / sms,
         }
     )
 
@@ -105,8 +106,18 @@ def _comm(fit: CommFamilyFit | None, target: GpuSpec, donor: GpuSpec) -> CommFam
     ratio = target.scale_up.bandwidth_bytes_per_s / donor.scale_up.bandwidth_bytes_per_s
     params = {
         name: {
-            n: CommParams(
-                latency_s=p.latency_s, bus_bandwidth_bytes_per_s=p.bus_bandwidth_bytes_per_s * ratio
+            n: p.model_copy(
+                update={
+                    "bus_bandwidth_bytes_per_s": p.bus_bandwidth_bytes_per_s * ratio,
+                    "small_lines": tuple(
+                        ln.model_copy(
+                            update={
+                                "bus_bandwidth_bytes_per_s": ln.bus_bandwidth_bytes_per_s * ratio
+                            }
+                        )
+                        for ln in p.small_lines
+                    ),
+                }
             )
             for n, p in by_n.items()
         }

@@ -3,7 +3,8 @@
 Two methods: ``loo_interpolation`` (drop each measured point, interpolate it from the others of its
 partition; only points inside the remaining grid count) and ``fitted`` (the fitted roofline model
 alone, fitted to the same folder, so in-sample). Errors are absolute percentage errors. Comm rows the
-fit leaves out for an implausibly low bus bandwidth are reported as ``fitted_implausible_data``;
+fit leaves out for an implausibly low bus bandwidth, and compute rows measured faster than the spec
+DRAM bandwidth allows (``fit.implausible_roofline_rows``), are reported as ``fitted_implausible_data``;
 custom all-reduce rows are priced as the engine's all-reduce, the faster of it and NCCL.
 """
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from hardware.spec import GpuSpec
 from kernels_db.comm import CUSTOM_ALL_REDUCE
-from kernels_db.fit import ape_pct, fit_gpu, implausible_comm_rows
+from kernels_db.fit import ape_pct, fit_gpu, implausible_comm_rows, implausible_roofline_rows
 from kernels_db.fitted import FittedGpu
 from kernels_db.interp import loo_log_ratio
 from kernels_db.lookup import KernelDB, _comm_model
@@ -85,7 +86,7 @@ def evaluate_gpu(
         bad = (
             implausible_comm_rows(table, spec.scale_up.bandwidth_bytes_per_s)
             if table.op == "comm"
-            else np.zeros(len(table), dtype=bool)
+            else implausible_roofline_rows(table, spec)
         )
         for name, mask in _groups(table).items():
             rows.append(

@@ -1,17 +1,21 @@
-"""Comm fit choices (kernels_db.fit): the custom all-reduce is fitted on the small messages the
-engines run it for, and (collective, GPU count) groups with an implausibly low bus bandwidth are left
-out of the fit (pricing falls back to the nearest fitted GPU count)."""
+"""Comm fit choices (kernels_db.fit): a collective is the fastest of up to three alpha-beta lines
+(protocols), each bounded; the custom all-reduce follows its own kernel at small sizes and NCCL at
+large ones; (collective, GPU count) groups with an implausibly low bus bandwidth are left out of the
+fit (pricing falls back to the nearest fitted GPU count)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hardware.catalog import get_gpu
 from kernels_db import comm as cm
 from kernels_db.fit import (
-    CUSTOM_ALL_REDUCE_MAX_BYTES,
+    COMM_LATENCY_BOUNDS_S,
+    MIN_BUS_EFFICIENCY,
     MIN_BUS_FRACTION,
     fit_comm,
+    fit_comm_params,
     implausible_comm_rows,
 )
 from kernels_db.lookup import KernelDB
@@ -46,7 +50,9 @@ def _table(parts: list[dict[str, np.ndarray]]) -> KernelTable:
     )
 
 
-def test_custom_all_reduce_fitted_on_small_messages_only() -> None:
+def test_custom_all_reduce_follows_its_kernel_then_nccl() -> None:
+    """The engine's all-reduce table: its one-shot kernel below ~1 MiB, NCCL above. Both lines are
+    recovered; one line through all sizes was 2-3x too cheap at 0.25-4 MB."""
     small = 2.0 ** np.arange(10, 21)  # 1 KiB .. 1 MiB
     big = 2.0 ** np.arange(21, 28)
     custom_small = _rows("custom_all_reduce", 8, 80e9, 3e-6, small)
@@ -54,12 +60,28 @@ def test_custom_all_reduce_fitted_on_small_messages_only() -> None:
     nccl = _rows("all_reduce", 8, 350e9, 20e-6, np.concatenate([small, big]))
     fit = fit_comm(_table([custom_small, custom_big, nccl]), link_bytes_per_s=LINK)
     prm = fit.params["custom_all_reduce"][8]
-    assert (
-        abs(prm.bus_bandwidth_bytes_per_s / 80e9 - 1) < 0.02
-        and abs(prm.latency_s / 3e-6 - 1) < 0.05
-    )
-    assert fit.fitted_to.rows == small.size + small.size + big.size
-    assert CUSTOM_ALL_REDUCE_MAX_BYTES == 2.0**20
+    assert abs(prm.bus_bandwidth_bytes_per_s / 350e9 - 1) < 0.03
+    assert abs(prm.latency_s / 20e-6 - 1) < 0.05
+    assert len(prm.small_lines) == 1
+    line = prm.small_lines[0]
+    assert abs(line.bus_bandwidth_bytes_per_s / 80e9 - 1) < 0.03
+    assert abs(line.latency_s / 3e-6 - 1) < 0.05
+    one = fit.params["all_reduce"][8]  # a single protocol needs a single line
+    assert not one.small_lines and abs(one.bus_bandwidth_bytes_per_s / 350e9 - 1) < 0.02
+    assert fit.fitted_to.rows == 2 * small.size + 2 * big.size
+
+
+def test_comm_fit_respects_its_bounds() -> None:
+    """Data faster than the link allows (here 3x the link) are fitted at the bound (100% of the
+    link for all-gather), never above it; latencies stay within their bounds."""
+    sizes = 2.0 ** np.arange(10, 30)
+    f = cm.algo_factor("all_gather", np.full(sizes.size, 8))
+    lat = 1e-6 + sizes * f / (3 * LINK)
+    prm = fit_comm_params(sizes, f, lat, (MIN_BUS_EFFICIENCY * LINK, LINK))
+    for line in (prm, *prm.small_lines):
+        assert MIN_BUS_EFFICIENCY * LINK <= line.bus_bandwidth_bytes_per_s <= LINK
+        assert COMM_LATENCY_BOUNDS_S[0] <= line.latency_s <= COMM_LATENCY_BOUNDS_S[1]
+    assert prm.bus_bandwidth_bytes_per_s == pytest.approx(LINK, rel=1e-3)
 
 
 def test_implausible_bus_bandwidth_groups_are_left_out() -> None:

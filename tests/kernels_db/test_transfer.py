@@ -71,7 +71,9 @@ def test_efficiencies_stay_fractions_of_the_target_peaks() -> None:
     b200, b300, gb300 = (KernelDB.for_gpu(get_gpu(g)) for g in ("b200", "b300", "gb300"))
     big = dict(m=np.array([16384.0]), n=16384, k=16384, dtype="bf16")
     t200, t300, tgb = (db.gemm(**big).seconds[0] for db in (b200, b300, gb300))
-    assert t300 == pytest.approx(t200, rel=1e-6)
+    # not exactly equal: the tiles that fill the SMs scale with the SM count (160 vs 148), which
+    # moves a 16384^3 GEMM (16,384 output tiles) by ~3e-5
+    assert t300 == pytest.approx(t200, rel=1e-4)
     assert t200 / tgb == pytest.approx(2500 / 2250, rel=0.02)
     msg = dict(collective="all_reduce", n_gpus=np.array([8]), nbytes=np.array([256e6]))
     h100, h800 = KernelDB.for_gpu(get_gpu("h100")), KernelDB.for_gpu(get_gpu("h800"))

@@ -11,9 +11,15 @@ import pytest
 
 from hardware.catalog import get_gpu
 from kernels_db import fitted
-from kernels_db.fit import fit_gpu
+from kernels_db.fit import (
+    COMM_LATENCY_BOUNDS_S,
+    MIN_BUS_EFFICIENCY,
+    PARAM_BOUNDS,
+    fit_gpu,
+)
 from kernels_db.folder import read_folder
 from kernels_db.lookup import KernelDB
+from kernels_db.schema import COLLECTIVES
 from kernels_db.validate import evaluate_gpu
 from planner.cli.main import main
 
@@ -65,6 +71,54 @@ def test_loo_and_fitted_targets(all_groups: dict, op: str, gpu: str) -> None:
     assert fit["median_ape_pct"] <= FITTED_MEDIAN_PCT, fit
     median, p90, reason = KNOWN_LOO_MISSES.get((op, gpu), (LOO_MEDIAN_PCT, LOO_P90_PCT, ""))
     assert loo["median_ape_pct"] <= median and loo["p90_ape_pct"] <= p90, (reason, loo)
+
+
+FITTED_P90_PCT = 20.0
+# Fitted-only p90 misses (issue 16), each with a ceiling just above the committed fit's value.
+# L40S GEMM: latencies not monotone in m at small m (test below), and 50-100 MB weights read at L2
+# speed for one shape (12288 x 4096) but at DRAM speed for another (8192 x 8192, 67 MB fp8).
+KNOWN_FITTED_MISSES: dict[tuple[str, str], tuple[float, str]] = {
+    ("gemm", "l40s"): (28.0, "L40S GEMM not monotone; L2 residency shape-dependent"),
+}
+# (op, gpu) groups whose rows the fit may leave out as implausible (fit.implausible_*_rows): the L40S
+# 4- and 8-GPU collectives (bus bandwidth 5-18% of PCIe), 17 A100 decode rows of 0.27-2.1 GB read at
+# up to 3.3 TB/s against the 2.04 TB/s spec
+IMPLAUSIBLE_ALLOWED = {
+    ("attention_decode", "a100_sxm"),
+    *((f"comm_{c}", "l40s") for c in COLLECTIVES if c != "send_recv"),
+}
+
+
+def test_fitted_p90_of_every_group(all_groups: dict) -> None:
+    """Fitted-only p90 <= 20% for every (op family or collective, GPU) of the shared tables, with the
+    committed fits; the implausible-data groups are the stated ones only."""
+    fitted_groups = [g for k, g in all_groups.items() if k[2] == "fitted"]
+    assert len(fitted_groups) == 5 * 8  # 3 compute families and 5 collectives on 5 GPUs
+    for g in fitted_groups:
+        ceiling, reason = KNOWN_FITTED_MISSES.get((g["op"], g["gpu"]), (FITTED_P90_PCT, ""))
+        assert g["n"] > 20 and g["p90_ape_pct"] <= ceiling, (reason, g)
+    implausible = {(k[0], k[1]) for k in all_groups if k[2] == "fitted_implausible_data"}
+    assert implausible <= IMPLAUSIBLE_ALLOWED, implausible - IMPLAUSIBLE_ALLOWED
+
+
+def test_committed_parameters_within_bounds() -> None:
+    """Every committed parameter lies within the bounds the fit applies (efficiencies 1-100%)."""
+    for gpu in GPUS:
+        fit = fitted.load(gpu)
+        assert fit is not None
+        for fam in fit.families.values():
+            for prm in fam.params.values():
+                for name, (low, high, _) in PARAM_BOUNDS.items():
+                    value = getattr(prm, name)
+                    assert value == 0.0 or low * 0.999 <= value <= high * 1.001, (gpu, name)
+        assert fit.comm is not None
+        link = get_gpu(gpu).scale_up.bandwidth_bytes_per_s
+        for by_n in fit.comm.params.values():
+            for n, prm in by_n.items():
+                for line in (prm, *prm.small_lines):
+                    bw = line.bus_bandwidth_bytes_per_s / link
+                    assert MIN_BUS_EFFICIENCY * 0.999 <= bw <= 2 * (n - 1) / n * 1.001, (gpu, n)
+                    assert COMM_LATENCY_BOUNDS_S[0] <= line.latency_s <= COMM_LATENCY_BOUNDS_S[1]
 
 
 def test_l40s_gemm_measurements_are_not_monotone(validation_kernels: Path) -> None:
