@@ -18,6 +18,16 @@ from typing import Literal
 
 import numpy as np
 
+from kernels_db.ops import (
+    AttentionDecode,
+    AttentionPrefill,
+    Gemm,
+    KernelShape,
+    Memcpy,
+    MlaDecode,
+    MlaPrefill,
+    Moe,
+)
 from planner.model_spec import LayerSpec, ModelSpec
 from planner.params import attention_params
 
@@ -95,11 +105,16 @@ class Op:
     kernels: float = 1.0
     collective: Collective = "none"
     n_gpus: np.ndarray | float = 1.0
-    shape: tuple[tuple[str, object], ...] = ()
-    """Kernel shape for ``kernels_db`` (its op family's key columns, arrays of shape (K,)); empty when
-    the op has no kernels_db family (it is then priced by the roofline)."""
-    lookup: str = ""
-    """kernels_db op family of ``shape`` ('gemm', 'attention_prefill', 'mla_decode', 'moe', ...)."""
+    shape: KernelShape | None = None
+    """Kernel shape for ``kernels_db`` (``kernels_db.ops``: its family's key columns, arrays of
+    shape (K,)); None when the op has no kernels_db family (it is then priced by the roofline)."""
+    imbalance: np.ndarray | float = 1.0
+    """Busiest rank's load / mean load (grouped expert GEMMs): multiplies the kernel time."""
+
+    @property
+    def lookup(self) -> str:
+        """kernels_db op family of ``shape`` ('gemm', 'attention_prefill', 'moe', ...); '' if none."""
+        return self.shape.family if self.shape is not None else ""
 
 
 @dataclass(frozen=True)
@@ -164,20 +179,14 @@ def attention_proj_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix
         p.gemm_peak_flops_per_s,
         kernels=3.0,
         shape=shape,
-        lookup="gemm",
     )
 
 
 def _gemm_shape(
     rows: np.ndarray, n: np.ndarray | float, k: float, p: ParallelArrays, dtype: str | None = None
-) -> tuple[tuple[str, object], ...]:
+) -> Gemm:
     """kernels_db GEMM key: (rows x k) @ (k x n) in the weight dtype (or ``dtype``)."""
-    return (
-        ("m", rows),
-        ("n", np.broadcast_to(n, np.shape(rows))),
-        ("k", float(k)),
-        ("dtype", dtype or p.gemm_dtypes()),
-    )
+    return Gemm(rows, np.broadcast_to(n, np.shape(rows)), float(k), dtype or p.gemm_dtypes())
 
 
 def _kv_elems_per_token(m: ModelSpec, g: LayerGroup, tp: np.ndarray) -> np.ndarray:
@@ -222,19 +231,17 @@ def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Step
     flops = chunks * 2.0 * heads * (dqk + dv) * chunk * span
     kv = _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
     nbytes = chunks * ((s.prefill_prior + chunk) * kv + chunk * heads * (dqk + dv) * 2 * ACT_BYTES)
-    common = (
-        ("batch", chunks),
-        ("seq", chunk * (chunks > 0)),
-        ("prior", s.prefill_prior),
-        ("heads", heads),
-    )
+    seq = chunk * (chunks > 0)
     if g.attention == "mla":
         assert m.mla is not None
-        mla = (
-            *common,
-            ("kv_lora_rank", float(m.mla.kv_lora_rank)),
-            ("rope_dim", float(m.mla.qk_rope_head_dim)),
-            ("dtype", "bf16"),
+        mla = MlaPrefill(
+            chunks,
+            seq,
+            s.prefill_prior,
+            heads,
+            float(m.mla.kv_lora_rank),
+            float(m.mla.qk_rope_head_dim),
+            "bf16",
         )
         return Op(
             "attn_prefill",
@@ -245,15 +252,17 @@ def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Step
             nbytes,
             0.0,
             shape=mla,
-            lookup="mla_prefill",
         )
-    shape = (
-        *common,
-        ("kv_heads", np.ceil(m.num_kv_heads / p.tp)),
-        ("head_dim", float(m.head_dim)),
-        ("dtype", "bf16"),
-        ("kv_dtype", p.kv_dtypes()),
-        ("window", float(g.window)),
+    shape = AttentionPrefill(
+        chunks,
+        seq,
+        s.prefill_prior,
+        heads,
+        np.ceil(m.num_kv_heads / p.tp),
+        float(m.head_dim),
+        "bf16",
+        p.kv_dtypes(),
+        float(g.window),
     )
     return Op(
         "attn_prefill",
@@ -264,7 +273,6 @@ def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Step
         nbytes,
         0.0,
         shape=shape,
-        lookup="attention_prefill",
     )
 
 
@@ -292,13 +300,13 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
     nbytes = reqs * ctx * _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
     if g.attention == "mla":
         assert m.mla is not None
-        shape: tuple[tuple[str, object], ...] = (
-            ("batch", reqs),
-            ("kv_len", ctx * (reqs > 0)),
-            ("heads", heads),
-            ("kv_lora_rank", float(m.mla.kv_lora_rank)),
-            ("rope_dim", float(m.mla.qk_rope_head_dim)),
-            ("kv_dtype", p.kv_dtypes()),
+        mla_dec = MlaDecode(
+            reqs,
+            ctx * (reqs > 0),
+            heads,
+            float(m.mla.kv_lora_rank),
+            float(m.mla.qk_rope_head_dim),
+            p.kv_dtypes(),
         )
         return Op(
             "attn_decode",
@@ -308,16 +316,15 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
             flops,
             nbytes,
             0.0,
-            shape=shape,
-            lookup="mla_decode",
+            shape=mla_dec,
         )
-    shape = (
-        ("batch", reqs),
-        ("kv_len", ctx * (reqs > 0)),
-        ("heads", heads),
-        ("kv_heads", np.ceil(m.num_kv_heads / p.tp)),
-        ("head_dim", float(m.head_dim)),
-        ("kv_dtype", p.kv_dtypes()),
+    shape = AttentionDecode(
+        reqs,
+        ctx * (reqs > 0),
+        heads,
+        np.ceil(m.num_kv_heads / p.tp),
+        float(m.head_dim),
+        p.kv_dtypes(),
     )
     return Op(
         "attn_decode",
@@ -328,7 +335,6 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
         nbytes,
         0.0,
         shape=shape,
-        lookup="attention_decode",
     )
 
 
@@ -408,7 +414,6 @@ def dense_ffn_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> 
         p.gemm_peak_flops_per_s,
         kernels=2.0,
         shape=shape,
-        lookup="gemm",
     )
 
 
@@ -433,7 +438,6 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
         h * e.num_experts * ACT_BYTES + ta * h * ACT_BYTES,
         p.gemm_peak_flops_per_s,
         shape=_gemm_shape(ta, float(e.num_experts), h, p, "bf16"),
-        lookup="gemm",
     )
     pairs = tokens * e.top_k
     moe_tp = p.tp * p.dp / p.ep
@@ -446,15 +450,14 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
         touched * expert_w * p.weight_bytes
         + pairs / p.ep * (2 * h + 3 * e.expert_intermediate / moe_tp) * ACT_BYTES
     )
-    shape = (
-        ("tokens", tokens),
-        ("hidden", float(h)),
-        ("inter", e.expert_intermediate / moe_tp),
-        ("topk", float(e.top_k)),
-        ("experts", float(e.num_experts)),
-        ("ep", p.ep),
-        ("dtype", p.gemm_dtypes()),
-        ("imbalance", moe_imbalance(pairs, p.ep)),
+    shape = Moe(
+        tokens,
+        float(h),
+        e.expert_intermediate / moe_tp,
+        float(e.top_k),
+        float(e.num_experts),
+        p.ep,
+        p.gemm_dtypes(),
     )
     ops = [
         router,
@@ -468,7 +471,7 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
             p.gemm_peak_flops_per_s,
             kernels=3.0,
             shape=shape,
-            lookup="moe",
+            imbalance=moe_imbalance(pairs, p.ep),
         ),
     ]
     if e.shared_experts:
@@ -484,7 +487,6 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
                 p.gemm_peak_flops_per_s,
                 kernels=2.0,
                 shape=_gemm_shape(ta, ws / h, h, p),
-                lookup="gemm",
             )
         )
     # tokens replicated on the tp ranks (dp = 1) need no dispatch: experts' outputs are all-reduced
@@ -525,7 +527,7 @@ def elementwise_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -
     bf16 elements per token. kernels_db's memcpy of N bytes moves 2·N (read + write), so each of the
     ``ELEMENTWISE_KERNELS`` kernels is priced as a copy of half its share of the traffic."""
     nbytes = _tokens_per_rank(p, s) * elementwise_elems_per_token(m, g, p) * ACT_BYTES
-    shape = (("bytes", nbytes / 2.0 / ELEMENTWISE_KERNELS),)
+    shape = Memcpy(nbytes / 2.0 / ELEMENTWISE_KERNELS)
     return Op(
         "elementwise",
         "elementwise",
@@ -536,7 +538,6 @@ def elementwise_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -
         0.0,
         kernels=ELEMENTWISE_KERNELS,
         shape=shape,
-        lookup="memcpy",
     )
 
 
@@ -556,7 +557,6 @@ def lm_head_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
         p.gemm_peak_flops_per_s,
         kernels=2.0,
         shape=shape,
-        lookup="gemm",
     )
 
 
