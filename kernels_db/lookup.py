@@ -25,6 +25,7 @@ attention fits. ``KernelDB.for_gpu`` is cached per GPU and folders.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,14 +101,7 @@ class KernelDB:
         unless folders are given); cached per GPU and folders."""
         data_dir = data_dir or paths.tables_root(spec.key)
         fitted_dir = fitted_dir or paths.fitted_root(spec.key)
-        key = (spec.model_dump_json(), str(data_dir), str(fitted_dir))
-        db = _CACHE.get(key)
-        if db is None:
-            folder = paths.table_dir(spec.key, data_dir)
-            tables = read_gpu_folder(folder, spec.key) if folder.is_dir() else {}
-            fit, donor = transfer.fit_for(spec, fitted_dir)
-            db = _CACHE[key] = cls(spec, tables, fit, donor)
-        return db
+        return _load(spec, data_dir, fitted_dir)
 
     @property
     def labels(self) -> np.ndarray:
@@ -314,7 +308,13 @@ class KernelDB:
         return comm_cost(self, collective, n_gpus, nbytes, link)
 
 
-_CACHE: dict[tuple[str, str, str], KernelDB] = {}
+@functools.cache
+def _load(spec: GpuSpec, data_dir: Path, fitted_dir: Path) -> KernelDB:
+    """``KernelDB.for_gpu`` once per (GPU spec, folders)."""
+    folder = paths.table_dir(spec.key, data_dir)
+    tables = read_gpu_folder(folder, spec.key) if folder.is_dir() else {}
+    fit, donor = transfer.fit_for(spec, fitted_dir)
+    return KernelDB(spec, tables, fit, donor)
 
 
 def _comm_params(db: KernelDB, collective: str, n: int, link: str) -> tuple[fitted.CommParams, int]:

@@ -27,6 +27,7 @@ as ``price``, so the two agree exactly; only the per-call overhead is saved.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -274,13 +275,7 @@ def _tags(
     ]
 
 
-_PRICERS: dict[tuple[str, int], KernelDbPricer] = {}
-
-
+@functools.lru_cache(maxsize=64)
 def default_pricer(gpu: GpuSpec) -> KernelDbPricer:
-    """The kernels_db pricer of ``gpu``, cached per GPU spec object."""
-    key = (gpu.key, id(gpu))
-    pricer = _PRICERS.get(key)
-    if pricer is None:
-        pricer = _PRICERS[key] = KernelDbPricer(gpu)
-    return pricer
+    """The kernels_db pricer of ``gpu``, cached per GPU spec (``hardware.frozen.FrozenSpec``)."""
+    return KernelDbPricer(gpu)

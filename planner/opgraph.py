@@ -13,6 +13,7 @@ micro-batch's trip through every layer (latency) while pp micro-batches are in f
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -128,26 +129,10 @@ class LayerGroup:
     attn_params: float
 
 
-_GROUPS: dict[int, tuple[ModelSpec, tuple[LayerGroup, ...]]] = {}
-"""``layer_groups`` cache keyed by the spec's id (hashing a whole frozen ModelSpec on every
-``step_ops`` call cost ~15-20% of it); the entry holds the spec itself, so its id cannot be reused
-while cached, and an entry is used only for that very object."""
-_GROUPS_MAX = 64
-
-
+@functools.lru_cache(maxsize=64)
 def layer_groups(m: ModelSpec) -> tuple[LayerGroup, ...]:
-    """Group the decoder layers of ``m`` by cost signature (cached per ModelSpec object)."""
-    hit = _GROUPS.get(id(m))
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    groups = _layer_groups(m)
-    if len(_GROUPS) >= _GROUPS_MAX:
-        _GROUPS.pop(next(iter(_GROUPS)))
-    _GROUPS[id(m)] = (m, groups)
-    return groups
-
-
-def _layer_groups(m: ModelSpec) -> tuple[LayerGroup, ...]:
+    """Group the decoder layers of ``m`` by cost signature (cached per spec: a ModelSpec hashes
+    its fields once, ``hardware.frozen.FrozenSpec``)."""
     counts: dict[tuple[str, int, bool], int] = {}
     for layer in m.layers:
         key = (layer.attention, layer.window, layer.moe)
