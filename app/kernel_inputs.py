@@ -17,6 +17,7 @@ from kernels_db import comm as cm
 from kernels_db import costs, fitted, paths
 from kernels_db.folder import read_folder
 from kernels_db.lookup import KernelDB, OpCost
+from kernels_db.ops import shape_of
 from kernels_db.schema import OP_KEYS, STRING_COLUMNS
 from kernels_db.tables import KernelTable, read_meta
 
@@ -145,7 +146,7 @@ def price(db: KernelDB, op: str, cols: dict[str, Any]) -> OpCost:
     """Cost of rows ``cols`` on ``db`` through the library's public methods."""
     if op == "comm":
         return db.comm(cols["collective"], cols["n_gpus"], cols["bytes"], cols["link"])
-    return db.price(op, **cols)
+    return db.price(shape_of(op, cols))
 
 
 def _choices(table: KernelTable | None, mask: np.ndarray | None, key: str) -> list[Any] | None:

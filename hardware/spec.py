@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from hardware.frozen import FrozenSpec
+
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4"]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
@@ -57,7 +59,7 @@ def _names_a_field(source_key: str, flops: dict[str, float] | None) -> bool:
     return top == "scale_up" and sub in ScaleUpLink.model_fields
 
 
-class GpuSpec(BaseModel):
+class GpuSpec(FrozenSpec):
     """One accelerator. Every numeric field must have an entry in ``sources``."""
 
     model_config = _FROZEN

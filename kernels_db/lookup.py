@@ -1,11 +1,13 @@
 """Vectorized kernel-latency lookup: the public API the serving model calls.
 
     db = KernelDB.for_gpu(get_gpu("h200"))
-    cost = db.gemm(m=np.array([1, 64, 4096]), n=8192, k=8192, dtype="bf16")
+    cost = db.price(Gemm(m=np.array([1, 64, 4096]), n=8192, k=8192, dtype="bf16"))
     cost.seconds      # float64 array, seconds
     cost.provenance   # str array, one of PROVENANCE
 
-Every method takes numpy arrays or scalars (broadcast together) and returns a frozen ``OpCost``.
+An op is described by a frozen dataclass of ``kernels_db.ops`` (one per op family; ``db.gemm(...)``
+and its siblings are shorthands). Every column is a numpy array or a scalar (broadcast together);
+every method returns a frozen ``OpCost``.
 Each op is priced, in this order (the provenance tag says which):
 
 - ``measured``: a row of this GPU's table (``kernels_db/data/<gpu>/<op>.csv``) matches exactly;
@@ -23,10 +25,11 @@ attention fits. ``KernelDB.for_gpu`` is cached per GPU and folders.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
@@ -36,6 +39,19 @@ from kernels_db import comm as cm
 from kernels_db import costs, fitted, paths, transfer
 from kernels_db import roofline as rf
 from kernels_db.interp import TableInterpolator
+from kernels_db.ops import (
+    AttentionDecode,
+    AttentionPrefill,
+    Column,
+    Gemm,
+    KernelShape,
+    Label,
+    Memcpy,
+    MlaDecode,
+    MlaPrefill,
+    Moe,
+    Size,
+)
 from kernels_db.schema import COLLECTIVES, LINKS, SIZE_KEYS
 from kernels_db.tables import KernelTable, read_gpu_folder
 
@@ -85,14 +101,7 @@ class KernelDB:
         unless folders are given); cached per GPU and folders."""
         data_dir = data_dir or paths.tables_root(spec.key)
         fitted_dir = fitted_dir or paths.fitted_root(spec.key)
-        key = (spec.model_dump_json(), str(data_dir), str(fitted_dir))
-        db = _CACHE.get(key)
-        if db is None:
-            folder = paths.table_dir(spec.key, data_dir)
-            tables = read_gpu_folder(folder, spec.key) if folder.is_dir() else {}
-            fit, donor = transfer.fit_for(spec, fitted_dir)
-            db = _CACHE[key] = cls(spec, tables, fit, donor)
-        return db
+        return _load(spec, data_dir, fitted_dir)
 
     @property
     def labels(self) -> np.ndarray:
@@ -143,7 +152,7 @@ class KernelDB:
         return entry
 
     def model(
-        self, op: str, cols: Mapping[str, Any]
+        self, op: str, cols: Mapping[str, Column]
     ) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
         """(seconds, fitted-or-not mask, counts) of the roofline model alone."""
         table, default = self._family_params(op)
@@ -167,12 +176,13 @@ class KernelDB:
         return self._interp[op]
 
     def price_codes(
-        self, op: str, **kw: Any
+        self, op: KernelShape
     ) -> tuple[np.ndarray, np.ndarray, costs.Counts, tuple[int, ...]]:
-        """(seconds, provenance codes = indices into ``PROVENANCE``, counts, broadcast shape) of op
-        family ``op``: ``price`` without building string tags (the serving model's hot path).
-        Seconds and codes may be read-only broadcast views."""
-        for name in SIZE_KEYS[op]:
+        """(seconds, provenance codes = indices into ``PROVENANCE``, counts, broadcast shape) of
+        ``op``: ``price`` without building string tags (the serving model's hot path). Seconds and
+        codes may be read-only broadcast views."""
+        family, kw = op.family, op.columns()
+        for name in SIZE_KEYS[family]:
             v = kw[name]
             if (v < 0).any() if isinstance(v, np.ndarray) else np.any(np.asarray(v) < 0):
                 raise PlannerInputError(name, "sizes must be >= 0")
@@ -182,13 +192,13 @@ class KernelDB:
             if len(shapes) == 1
             else np.broadcast_shapes(*(np.shape(v) for v in kw.values()))
         )
-        seconds, found, cnt = self.model(op, kw)
+        seconds, found, cnt = self.model(family, kw)
         prov = (
             np.where(found, FITTED, UNCALIBRATED)
             if found.ndim
             else np.full(shape, FITTED if found else UNCALIBRATED)
         )
-        interp = self._interpolator(op)
+        interp = self._interpolator(family)
         if interp is not None:
             n = int(np.prod(shape)) if shape else 1
             flat = {
@@ -209,9 +219,9 @@ class KernelDB:
             seconds = np.broadcast_to(seconds, shape)
         return seconds, prov if prov.shape == shape else np.broadcast_to(prov, shape), cnt, shape
 
-    def price(self, op: str, **kw: Any) -> OpCost:
-        """Price op family ``op`` for keyword columns (arrays broadcast together)."""
-        seconds, prov, cnt, shape = self.price_codes(op, **kw)
+    def price(self, op: KernelShape) -> OpCost:
+        """Price ``op`` (its columns are arrays broadcast together, or scalars)."""
+        seconds, prov, cnt, shape = self.price_codes(op)
         return OpCost(
             seconds.astype(float),
             self.labels[prov],
@@ -219,130 +229,93 @@ class KernelDB:
             np.broadcast_to(cnt.nbytes, shape).astype(float),
         )
 
-    def gemm(self, m: Any, n: Any, k: Any, dtype: Any = "bf16") -> OpCost:
-        """(m x k) @ (k x n) in ``dtype``; output 16-bit."""
-        return self.price("gemm", m=m, n=n, k=k, dtype=dtype)
+    def gemm(self, m: Size, n: Size, k: Size, dtype: Label = "bf16") -> OpCost:
+        """``price`` of a ``Gemm``."""
+        return self.price(Gemm(m, n, k, dtype))
 
     def attention_prefill(
         self,
-        batch: Any,
-        seq: Any,
-        prior: Any,
-        heads: Any,
-        kv_heads: Any,
-        head_dim: Any,
-        dtype: Any = "bf16",
-        kv_dtype: Any = "bf16",
-        window: Any = 0,
+        batch: Size,
+        seq: Size,
+        prior: Size,
+        heads: Size,
+        kv_heads: Size,
+        head_dim: Size,
+        dtype: Label = "bf16",
+        kv_dtype: Label = "bf16",
+        window: Size = 0,
     ) -> OpCost:
-        """Causal attention of ``seq`` new tokens over ``prior`` cached ones, per sequence of ``batch``."""
+        """``price`` of an ``AttentionPrefill``."""
         return self.price(
-            "attention_prefill",
-            batch=batch,
-            seq=seq,
-            prior=prior,
-            heads=heads,
-            kv_heads=kv_heads,
-            head_dim=head_dim,
-            dtype=dtype,
-            kv_dtype=kv_dtype,
-            window=window,
+            AttentionPrefill(batch, seq, prior, heads, kv_heads, head_dim, dtype, kv_dtype, window)
         )
 
     def attention_decode(
         self,
-        batch: Any,
-        kv_len: Any,
-        heads: Any,
-        kv_heads: Any,
-        head_dim: Any,
-        kv_dtype: Any = "bf16",
+        batch: Size,
+        kv_len: Size,
+        heads: Size,
+        kv_heads: Size,
+        head_dim: Size,
+        kv_dtype: Label = "bf16",
     ) -> OpCost:
-        """One decode step of ``batch`` sequences of ``kv_len`` cached tokens each."""
-        return self.price(
-            "attention_decode",
-            batch=batch,
-            kv_len=kv_len,
-            heads=heads,
-            kv_heads=kv_heads,
-            head_dim=head_dim,
-            kv_dtype=kv_dtype,
-        )
+        """``price`` of an ``AttentionDecode``."""
+        return self.price(AttentionDecode(batch, kv_len, heads, kv_heads, head_dim, kv_dtype))
 
     def mla_prefill(
         self,
-        batch: Any,
-        seq: Any,
-        prior: Any,
-        heads: Any,
-        kv_lora_rank: Any,
-        rope_dim: Any,
-        dtype: Any = "bf16",
+        batch: Size,
+        seq: Size,
+        prior: Size,
+        heads: Size,
+        kv_lora_rank: Size,
+        rope_dim: Size,
+        dtype: Label = "bf16",
     ) -> OpCost:
-        """Multi-head latent attention (DeepSeek) prefill."""
-        return self.price(
-            "mla_prefill",
-            batch=batch,
-            seq=seq,
-            prior=prior,
-            heads=heads,
-            kv_lora_rank=kv_lora_rank,
-            rope_dim=rope_dim,
-            dtype=dtype,
-        )
+        """``price`` of an ``MlaPrefill``."""
+        return self.price(MlaPrefill(batch, seq, prior, heads, kv_lora_rank, rope_dim, dtype))
 
     def mla_decode(
         self,
-        batch: Any,
-        kv_len: Any,
-        heads: Any,
-        kv_lora_rank: Any,
-        rope_dim: Any,
-        kv_dtype: Any = "bf16",
+        batch: Size,
+        kv_len: Size,
+        heads: Size,
+        kv_lora_rank: Size,
+        rope_dim: Size,
+        kv_dtype: Label = "bf16",
     ) -> OpCost:
-        """Multi-head latent attention decode (weight-absorbed)."""
-        return self.price(
-            "mla_decode",
-            batch=batch,
-            kv_len=kv_len,
-            heads=heads,
-            kv_lora_rank=kv_lora_rank,
-            rope_dim=rope_dim,
-            kv_dtype=kv_dtype,
-        )
+        """``price`` of an ``MlaDecode``."""
+        return self.price(MlaDecode(batch, kv_len, heads, kv_lora_rank, rope_dim, kv_dtype))
 
     def moe(
         self,
-        tokens: Any,
-        hidden: Any,
-        inter: Any,
-        topk: Any,
-        experts: Any,
-        ep: Any = 1,
-        dtype: Any = "bf16",
+        tokens: Size,
+        hidden: Size,
+        inter: Size,
+        topk: Size,
+        experts: Size,
+        ep: Size = 1,
+        dtype: Label = "bf16",
     ) -> OpCost:
-        """Grouped expert GEMMs of one MoE layer on one GPU (its ``experts/ep`` share), no all-to-all."""
-        return self.price(
-            "moe",
-            tokens=tokens,
-            hidden=hidden,
-            inter=inter,
-            topk=topk,
-            experts=experts,
-            ep=ep,
-            dtype=dtype,
-        )
+        """``price`` of a ``Moe``."""
+        return self.price(Moe(tokens, hidden, inter, topk, experts, ep, dtype))
 
-    def memcpy(self, nbytes: Any) -> OpCost:
-        """Device-local copy of ``nbytes`` bytes."""
-        return self.price("memcpy", bytes=nbytes)
+    def memcpy(self, nbytes: Size) -> OpCost:
+        """``price`` of a ``Memcpy``."""
+        return self.price(Memcpy(nbytes))
 
-    def comm(self, collective: str, n_gpus: Any, nbytes: Any, link: str | None = None) -> OpCost:
+    def comm(self, collective: str, n_gpus: Size, nbytes: Size, link: str | None = None) -> OpCost:
         """One collective of ``nbytes`` message bytes over ``n_gpus`` ranks (see ``kernels_db.comm``)."""
         return comm_cost(self, collective, n_gpus, nbytes, link)
 
 
-_CACHE: dict[tuple[str, str, str], KernelDB] = {}
+@functools.cache
+def _load(spec: GpuSpec, data_dir: Path, fitted_dir: Path) -> KernelDB:
+    """``KernelDB.for_gpu`` once per (GPU spec, folders)."""
+    folder = paths.table_dir(spec.key, data_dir)
+    tables = read_gpu_folder(folder, spec.key) if folder.is_dir() else {}
+    fit, donor = transfer.fit_for(spec, fitted_dir)
+    return KernelDB(spec, tables, fit, donor)
 
 
 def _comm_params(db: KernelDB, collective: str, n: int, link: str) -> tuple[fitted.CommParams, int]:
@@ -400,14 +373,16 @@ def _alpha_beta_params(
     return lat, bw, extra, prov
 
 
-def comm_cost(db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None) -> OpCost:
+def comm_cost(
+    db: KernelDB, collective: str, n_gpus: Size, nbytes: Size, link: str | None
+) -> OpCost:
     """Collective cost: measured table inside its grid, else fitted or default alpha-beta."""
     seconds, prov, b_arr = comm_codes(db, collective, n_gpus, nbytes, link)
     return OpCost(seconds, db.labels[prov], np.zeros(b_arr.shape), b_arr)
 
 
 def comm_codes(
-    db: KernelDB, collective: str, n_gpus: Any, nbytes: Any, link: str | None
+    db: KernelDB, collective: str, n_gpus: Size, nbytes: Size, link: str | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seconds, provenance codes, message bytes) of ``comm_cost`` (codes index ``PROVENANCE``)."""
     if collective not in COLLECTIVES:
@@ -446,7 +421,7 @@ def comm_codes(
     return seconds, prov, b_arr.astype(float)
 
 
-def _comm_model(db: KernelDB, cols: Mapping[str, Any], n: int) -> np.ndarray:
+def _comm_model(db: KernelDB, cols: Mapping[str, Column], n: int) -> np.ndarray:
     """Alpha-beta model at table rows (model only, for the interpolator's ratios)."""
     out = np.empty(n)
     coll = np.broadcast_to(np.asarray(cols["collective"]).astype(str), (n,))

@@ -1,11 +1,12 @@
 """Price the ops of :mod:`planner.opgraph` through ``kernels_db`` (vectorized, with provenance).
 
-Each op carries its kernel shape (``Op.shape``) and kernels_db family (``Op.lookup``); this adapter
-calls ``KernelDB.for_gpu(gpu).price(family, **shape)`` once per op for all K candidates, so every op
-records where its time came from: ``measured`` / ``interpolated`` (a table of this GPU), ``fitted``
-(this GPU's fitted efficiency roofline, ``kernels_db/fitted/<gpu>.yaml``) or
-``roofline_uncalibrated``. Ops without a kernels_db family (linear-attention recurrences) fall back
-to :class:`planner.step_model.RooflinePricer`, tagged ``roofline_uncalibrated``.
+Each op carries its kernel shape (``Op.shape``, a ``kernels_db.ops`` description whose class names
+the kernels_db family, ``Op.lookup``); this adapter calls ``KernelDB.for_gpu(gpu).price(shape)``
+once per op for all K candidates, so every op records where its time came from: ``measured`` /
+``interpolated`` (a table of this GPU), ``fitted`` (this GPU's fitted efficiency roofline,
+``kernels_db/fitted/<gpu>.yaml``) or ``roofline_uncalibrated``. Ops without a kernels_db family
+(linear-attention recurrences) fall back to :class:`planner.step_model.RooflinePricer`, tagged
+``roofline_uncalibrated``.
 
 Adapter choices (kernels_db's API is used as is, nothing in kernels_db is changed):
 
@@ -26,14 +27,15 @@ as ``price``, so the two agree exactly; only the per-call overhead is saved.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from hardware.spec import GpuSpec
 from kernels_db.comm import CUSTOM_ALL_REDUCE, scale_up_link
 from kernels_db.lookup import PROVENANCE, KernelDB, comm_codes
+from kernels_db.ops import SHAPES, Column, Memcpy
 from planner.opgraph import Op
 from planner.step_model import RooflinePricer
 
@@ -85,11 +87,12 @@ class KernelDbPricer:
         return np.where(busy, t, 0.0), tag
 
     def _compute(self, op: Op) -> tuple[np.ndarray, str]:
-        shape = dict(op.shape)
-        scale = np.asarray(shape.pop("imbalance", 1.0), dtype=float)
-        if op.lookup in MESSAGE_DIVIDED:
-            shape["bytes"] = np.asarray(shape["bytes"], dtype=float)
-        cost = self.db.price(op.lookup, **shape)
+        assert op.shape is not None
+        scale = np.asarray(op.imbalance, dtype=float)
+        shape = op.shape
+        if isinstance(shape, Memcpy):
+            shape = Memcpy(np.asarray(shape.bytes, dtype=float))
+        cost = self.db.price(shape)
         reps = op.kernels if op.lookup in MESSAGE_DIVIDED else 1.0
         return cost.seconds * scale * reps, weakest(cost.provenance)
 
@@ -155,14 +158,14 @@ class KernelDbPricer:
     ) -> tuple[np.ndarray, list[str]]:
         """``_compute`` of ops of one kernels_db family in one ``price_codes`` call: seconds of all
         their rows end to end, and each op's provenance tag."""
-        shapes = [dict(op.shape) for op in ops]
-        scale = _concat([s.pop("imbalance", 1.0) for s in shapes], sizes)
+        shapes = [op.shape.columns() for op in ops if op.shape is not None]
+        scale = _concat([op.imbalance for op in ops], sizes)
         cols = (
             shapes[0]
             if len(ops) == 1
             else {k: _concat([s[k] for s in shapes], sizes) for k in shapes[0]}
         )
-        seconds, codes, _, _ = self.db.price_codes(family, **cols)
+        seconds, codes, _, _ = self.db.price_codes(SHAPES[family](**cols))
         t = (
             seconds if _is_one(scale) else seconds * np.asarray(scale, dtype=float)
         )  # x * 1.0 == x exactly
@@ -236,7 +239,7 @@ def _is_one(v: object) -> bool:
     return not isinstance(v, np.ndarray) and bool(v == 1.0)
 
 
-def _concat(values: list[Any], sizes: list[int]) -> Any:
+def _concat(values: Sequence[Column], sizes: list[int]) -> Column:
     """One key column of several ops: a shared scalar stays scalar, else rows end to end."""
     first = values[0]
     if not isinstance(first, np.ndarray) and all(
@@ -272,13 +275,7 @@ def _tags(
     ]
 
 
-_PRICERS: dict[tuple[str, int], KernelDbPricer] = {}
-
-
+@functools.lru_cache(maxsize=64)
 def default_pricer(gpu: GpuSpec) -> KernelDbPricer:
-    """The kernels_db pricer of ``gpu``, cached per GPU spec object."""
-    key = (gpu.key, id(gpu))
-    pricer = _PRICERS.get(key)
-    if pricer is None:
-        pricer = _PRICERS[key] = KernelDbPricer(gpu)
-    return pricer
+    """The kernels_db pricer of ``gpu``, cached per GPU spec (``hardware.frozen.FrozenSpec``)."""
+    return KernelDbPricer(gpu)

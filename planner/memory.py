@@ -1,57 +1,27 @@
-"""Per-GPU memory model: weights, KV cache, activations, reserve -> KV capacity and concurrency.
+"""Per-GPU memory of one deployment: weights, KV cache, activations, reserve -> KV capacity and
+concurrency (``plan_memory``, used by ``estimate``; bad flags rejected here).
 
-Formulas follow DESIGN.md "Memory". Sizes in bytes. KV per token for a GQA layer is
-2 (K and V) x kv_heads_per_gpu x head_dim x bytes; for MLA it is (kv_lora_rank + rope_dim) x bytes,
-replicated on every TP rank (so not divided by TP); sliding-window layers hold at most the window.
+The terms are :mod:`planner.memory_batch`'s (the one implementation, vectorized; formulas there
+and in DESIGN.md "Memory"); this module applies them to the exact layers of each pipeline stage.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Protocol
+from collections import Counter
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
+from planner import memory_batch as mb
 from planner.deployment import Parallelism
+from planner.memory_batch import (
+    KV_BYTES,
+    WEIGHT_BYTES,
+    activation_bytes,
+    state_bytes_per_seq,
+)
 from planner.model_spec import LayerSpec, ModelSpec
-from planner.params import embedding_params, layer_params
-
-GIB = 1024**3
-KV_BLOCK_TOKENS = 16
-"""Paged-KV block size (vLLM/SGLang/TRT-LLM default 16 to 64 tokens; we use 16)."""
-
-# Bytes per weight element including block-scale overhead:
-# fp8 with 128x128 fp32 block scales: 1 + 4/16384; NVFP4 (16-element groups, fp8 scale): 0.5 + 1/16;
-# int4 AWQ/GPTQ (128-element groups, fp16 scale + zero): 0.5 + 4/128.
-WEIGHT_BYTES: dict[str, float] = {
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0 + 4 / 16384,
-    "fp4": 0.5 + 1 / 16,
-    "int4": 0.5 + 4 / 128,
-}
-KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
-
-CUDA_CONTEXT_BYTES = 0.75 * GIB
-"""ASSUMPTION: CUDA context + library handles per GPU (typical 0.5-1 GiB on Hopper)."""
-CUDA_GRAPH_BYTES = 0.5 * GIB
-"""ASSUMPTION: memory held by captured CUDA graphs (vLLM logs 0.3-1 GiB for default sizes)."""
-NCCL_BYTES = 0.25 * GIB
-"""ASSUMPTION: NCCL/custom all-reduce buffers when the worker spans more than one GPU."""
-
-
-class Split(Protocol):
-    """TP, DP and EP sizes: ints (one deployment) or arrays (many candidates)."""
-
-    @property
-    def tp(self) -> Any: ...
-    @property
-    def dp(self) -> Any: ...
-    @property
-    def ep(self) -> Any: ...
 
 
 class MemoryPlan(BaseModel):
@@ -129,88 +99,36 @@ def stage_layers(m: ModelSpec, pp: int) -> list[tuple[LayerSpec, ...]]:
     return stages
 
 
+def _counts(layers: tuple[LayerSpec, ...]) -> list[tuple[LayerSpec, int]]:
+    """Distinct layers of ``layers`` (first-seen order) and how many of each."""
+    return list(Counter(layers).items())
+
+
 def weight_bytes_per_gpu(
     m: ModelSpec, p: Parallelism, quant: str, layers: tuple[LayerSpec, ...], with_embed: bool
 ) -> float:
-    """Weights one GPU holds: attention / tp, dense FFN and experts / (tp*dp), embeddings / tp."""
-    wq = WEIGHT_BYTES[quant]
-    total = 0.0
-    for layer in layers:
-        lp = layer_params(m, layer)
-        total += lp.attention * wq / p.tp
-        total += (lp.dense_ffn + lp.routed_experts) * wq / (p.tp * p.dp)
-        total += lp.shared_experts * wq / p.tp + lp.router * WEIGHT_BYTES["bf16"]
-    if with_embed:
-        total += embedding_params(m) * WEIGHT_BYTES["bf16"] / p.tp
-    return total
+    """Weights one GPU holds: attention / tp, dense FFN and experts / (tp*dp), embeddings / tp
+    (``memory_batch.layers_weight_bytes`` of these layers)."""
+    total = float(mb.layers_weight_bytes(m, _counts(layers), p.tp, p.dp, WEIGHT_BYTES[quant]))
+    return total + (float(mb.embedding_bytes(m, p.tp)) if with_embed else 0.0)
 
 
 def kv_bytes_per_token(m: ModelSpec, layer: LayerSpec, tp: int, kv_dtype: str) -> float:
     """KV bytes one token adds to one GPU in ``layer`` (0 for linear attention)."""
-    b = KV_BYTES[kv_dtype]
-    if layer.attention == "mla":
-        assert m.mla is not None
-        return (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * b
-    if layer.attention == "linear":
-        return 0.0
-    kv_heads_per_gpu = math.ceil(m.num_kv_heads / tp)
-    return 2.0 * kv_heads_per_gpu * m.head_dim * b
-
-
-def state_bytes_per_seq(m: ModelSpec, layer: LayerSpec, tp: Any) -> Any:
-    """Recurrent state of a linear-attention layer per sequence: fp32 matrix state + bf16 conv state."""
-    if layer.attention != "linear" or m.linear_attn is None:
-        return 0.0
-    la = m.linear_attn
-    ssm = la.num_value_heads * la.key_head_dim * la.value_head_dim * 4.0
-    conv = (
-        (2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim)
-        * (la.conv_kernel - 1)
-        * 2.0
-    )
-    return (ssm + conv) / tp
+    return float(mb.kv_elems_per_token(m, layer, tp)) * KV_BYTES[kv_dtype]
 
 
 def seq_kv_bytes(
     m: ModelSpec, layers: tuple[LayerSpec, ...], tp: int, kv_dtype: str, tokens: int
 ) -> float:
-    """KV + state bytes of one sequence of ``tokens`` on one GPU, windows and block rounding included."""
-    total = 0.0
-    for layer in layers:
-        held = min(tokens, layer.window) if layer.window else tokens
-        held = math.ceil(held / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
-        total += kv_bytes_per_token(m, layer, tp, kv_dtype) * held + state_bytes_per_seq(
-            m, layer, tp
-        )
-    return total
-
-
-def activation_bytes(m: ModelSpec, p: Split, max_num_batched_tokens: Any, max_num_seqs: Any) -> Any:
-    """Peak activation workspace of one step of ``max_num_batched_tokens`` tokens (bf16), bytes.
-
-    Estimate of the live tensors at the widest point of a layer: the residual stream and its
-    normed copy (2h), the QKV output, and the gated FFN output (2 x inter / tp, or for MoE the
-    top_k expert copies of each token), plus fp32 logits for ``max_num_seqs`` sampled rows.
-    Works on scalars and on arrays of candidates alike.
-    """
-    h = m.hidden_size
-    qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim / p.tp
-    ffn = 3 * m.intermediate_size / (p.tp * p.dp)
-    if m.moe is not None:
-        moe_tp = np.maximum(1, p.tp * p.dp // p.ep)
-        ffn = np.maximum(ffn, m.moe.top_k * (h + 3 * m.moe.expert_intermediate / moe_tp))
-    per_token = (2 * h + np.maximum(qkv, ffn)) * 2.0
-    logits = max_num_seqs * m.vocab_size / p.tp * 4.0
-    return max_num_batched_tokens * per_token + logits
+    """KV + state bytes of one sequence of ``tokens`` on one GPU, windows and block rounding
+    included (``memory_batch.layers_seq_bytes`` of these layers)."""
+    return float(mb.layers_seq_bytes(m, _counts(layers), tp, KV_BYTES[kv_dtype], tokens))
 
 
 def reserved_bytes(p: Parallelism, cuda_graphs: bool = True) -> float:
-    """CUDA context, CUDA-graph pool and comm buffers per GPU (stated assumptions above)."""
-    return (
-        CUDA_CONTEXT_BYTES
-        + (CUDA_GRAPH_BYTES if cuda_graphs else 0.0)
-        + (NCCL_BYTES if p.gpus > 1 else 0.0)
-    )
+    """CUDA context, CUDA-graph pool and comm buffers per GPU (``memory_batch.reserved_bytes``)."""
+    return float(mb.reserved_bytes(p.gpus, cuda_graphs))
 
 
 def _check_sizes(**sizes: float | None) -> None:
@@ -251,7 +169,7 @@ def plan_memory(
         weight_bytes_per_gpu(m, p, quant, layers, with_embed=(s == 0 or s == p.pp - 1))
         for s, layers in enumerate(stages)
     )
-    act = activation_bytes(m, p, max_num_batched_tokens, max_num_seqs)
+    act = float(activation_bytes(m, p, max_num_batched_tokens, max_num_seqs))
     reserve = reserved_bytes(p)
     budget = gpu.memory_bytes * gpu_memory_utilization
     kv_budget = budget - weights - act - reserve
@@ -266,7 +184,7 @@ def plan_memory(
         )
     fullest = max(stages, key=lambda ls: sum(kv_bytes_per_token(m, x, p.tp, kv_dtype) for x in ls))
     kv_tok = sum(kv_bytes_per_token(m, x, p.tp, kv_dtype) for x in fullest)
-    state = sum(state_bytes_per_seq(m, x, p.tp) for x in fullest)
+    state = sum(float(state_bytes_per_seq(m, x, p.tp)) for x in fullest)
     capacity = int(kv_budget / kv_tok) * p.dp if kv_tok > 0 else 0
     tokens = (isl or 0) + (osl or 0) if (isl or osl) else None
     conc = None

@@ -1,69 +1,176 @@
-"""Vectorized memory check for many candidates: KV budget per GPU and sequences that fit.
+"""The memory model, vectorized: weights, KV + state per sequence, activations and reserve per GPU.
 
-Same terms as :mod:`planner.memory` (weights sharded attention/tp, FFN and experts/(tp·dp),
-embeddings/tp on the first and last stage; activations for the chunk; reserve), with pipeline
-stages approximated as ceil(layers/pp) layers each. ``planner.memory.plan_memory`` stays the exact,
-scalar reference (used by ``estimate``); tests check the two agree.
+This is the one implementation of the memory terms (DESIGN.md "Memory"; sizes in bytes): weights
+sharded attention/tp, FFN and experts/(tp·dp), embeddings/tp on the first and last stage;
+activations for the chunk; reserve. Every function takes arrays of candidates (``ParallelArrays``)
+or scalars (one deployment). The solvers and ``evaluate_batch`` approximate pipeline stages as
+ceil(layers/pp) layers each; :func:`planner.memory.plan_memory` (one deployment, used by
+``estimate``) sums the same per-layer terms over the exact layers of each stage.
+
+KV per token for a GQA layer is 2 (K and V) x kv_heads_per_gpu x head_dim x bytes; for MLA it is
+(kv_lora_rank + rope_dim) x bytes, replicated on every TP rank (so not divided by TP);
+sliding-window layers hold at most the window.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Protocol, TypeAlias
+
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner import memory
-from planner.memory import (
-    CUDA_CONTEXT_BYTES,
-    CUDA_GRAPH_BYTES,
-    KV_BLOCK_TOKENS,
-    NCCL_BYTES,
-    WEIGHT_BYTES,
-)
 from planner.model_spec import LayerSpec, ModelSpec
 from planner.opgraph import ParallelArrays, layer_groups
 from planner.params import embedding_params, layer_params
+
+Num: TypeAlias = "np.ndarray | float"
+"""One value per candidate (array) or one deployment's value (scalar)."""
+LayerCounts: TypeAlias = "Iterable[tuple[LayerSpec, int]]"
+"""Distinct layers of a stage and how many of each."""
+
+GIB = 1024**3
+KV_BLOCK_TOKENS = 16
+"""Paged-KV block size (vLLM/SGLang/TRT-LLM default 16 to 64 tokens; we use 16)."""
+
+# Bytes per weight element including block-scale overhead:
+# fp8 with 128x128 fp32 block scales: 1 + 4/16384; NVFP4 (16-element groups, fp8 scale): 0.5 + 1/16;
+# int4 AWQ/GPTQ (128-element groups, fp16 scale + zero): 0.5 + 4/128.
+WEIGHT_BYTES: dict[str, float] = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0 + 4 / 16384,
+    "fp4": 0.5 + 1 / 16,
+    "int4": 0.5 + 4 / 128,
+}
+KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+
+CUDA_CONTEXT_BYTES = 0.75 * GIB
+"""ASSUMPTION: CUDA context + library handles per GPU (typical 0.5-1 GiB on Hopper)."""
+CUDA_GRAPH_BYTES = 0.5 * GIB
+"""ASSUMPTION: memory held by captured CUDA graphs (vLLM logs 0.3-1 GiB for default sizes)."""
+NCCL_BYTES = 0.25 * GIB
+"""ASSUMPTION: NCCL/custom all-reduce buffers when the worker spans more than one GPU."""
+
+
+class Split(Protocol):
+    """TP, DP and EP sizes: ints (one deployment) or arrays (many candidates)."""
+
+    @property
+    def tp(self) -> Num: ...
+    @property
+    def dp(self) -> Num: ...
+    @property
+    def ep(self) -> Num: ...
+
+
+def _groups(m: ModelSpec) -> list[tuple[LayerSpec, int]]:
+    """``layer_groups`` of ``m`` as (layer, count) pairs."""
+    return [
+        (LayerSpec(attention=g.attention, window=g.window, moe=g.moe), g.count)  # type: ignore[arg-type]
+        for g in layer_groups(m)
+    ]
+
+
+def layers_weight_bytes(
+    m: ModelSpec, layers: LayerCounts, tp: Num, dp: Num, weight_bytes: Num
+) -> np.ndarray:
+    """Weight bytes of ``layers`` on one GPU (no embeddings): attention and shared experts / tp,
+    dense FFN and routed experts / (tp·dp) in ``weight_bytes`` per element; the router in bf16."""
+    total = np.zeros(np.shape(tp))
+    for layer, count in layers:
+        lp = layer_params(m, layer)
+        per = (
+            lp.attention / tp
+            + (lp.dense_ffn + lp.routed_experts) / (tp * dp)
+            + lp.shared_experts / tp
+        )
+        total += count * (per * weight_bytes + lp.router * WEIGHT_BYTES["bf16"])
+    return total
+
+
+def embedding_bytes(m: ModelSpec, tp: Num) -> Num:
+    """Embedding and LM-head weights (bf16) on one GPU of the first or last stage."""
+    return embedding_params(m) * WEIGHT_BYTES["bf16"] / tp
 
 
 def weights_per_gpu(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
     """Weight bytes on the fullest GPU."""
     stage_frac = np.ceil(m.num_layers / p.pp) / m.num_layers
-    total = np.zeros_like(p.tp)
-    for g in layer_groups(m):
-        lp = layer_params(m, LayerSpec(attention=g.attention, window=g.window, moe=g.moe))  # type: ignore[arg-type]
-        per = (
-            lp.attention / p.tp
-            + (lp.dense_ffn + lp.routed_experts) / (p.tp * p.dp)
-            + lp.shared_experts / p.tp
-        )
-        total += g.count * (per * p.weight_bytes + lp.router * WEIGHT_BYTES["bf16"])
-    return total * stage_frac + embedding_params(m) * WEIGHT_BYTES["bf16"] / p.tp
+    total = layers_weight_bytes(m, _groups(m), p.tp, p.dp, p.weight_bytes)
+    return np.asarray(total * stage_frac + embedding_bytes(m, p.tp))
+
+
+def kv_elems_per_token(m: ModelSpec, layer: LayerSpec, tp: Num) -> Num:
+    """KV elements one token adds to one GPU in ``layer`` (0 for linear attention)."""
+    if layer.attention == "mla":
+        assert m.mla is not None
+        return np.full(np.shape(tp), float(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim))
+    if layer.attention == "linear":
+        return 0.0
+    return 2.0 * np.ceil(m.num_kv_heads / tp) * m.head_dim
+
+
+def state_bytes_per_seq(m: ModelSpec, layer: LayerSpec, tp: Num) -> Num:
+    """Recurrent state of a linear-attention layer per sequence: fp32 matrix state + bf16 conv
+    state."""
+    if layer.attention != "linear" or m.linear_attn is None:
+        return 0.0
+    la = m.linear_attn
+    ssm = la.num_value_heads * la.key_head_dim * la.value_head_dim * 4.0
+    conv = (
+        (2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim)
+        * (la.conv_kernel - 1)
+        * 2.0
+    )
+    return (ssm + conv) / tp
+
+
+def layers_seq_bytes(
+    m: ModelSpec, layers: LayerCounts, tp: Num, kv_bytes: Num, tokens: Num
+) -> np.ndarray:
+    """KV + state bytes of one sequence of ``tokens`` in ``layers`` on one GPU, windows and block
+    rounding included."""
+    total = np.zeros(np.shape(tp))
+    for layer, count in layers:
+        if layer.attention == "linear":
+            total += count * state_bytes_per_seq(m, layer, tp)
+            continue
+        held = np.minimum(tokens, layer.window) if layer.window else tokens
+        held = np.ceil(held / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
+        total += count * kv_elems_per_token(m, layer, tp) * kv_bytes * held
+    return total
 
 
 def seq_bytes_per_gpu(m: ModelSpec, p: ParallelArrays, tokens: np.ndarray) -> np.ndarray:
     """KV + recurrent state of one sequence of ``tokens`` on one GPU of the fullest stage."""
     stage_frac = np.ceil(m.num_layers / p.pp) / m.num_layers
-    total = np.zeros_like(p.tp)
-    for g in layer_groups(m):
-        held = np.minimum(tokens, g.window) if g.window else tokens
-        held = np.ceil(held / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
-        if g.attention == "mla":
-            assert m.mla is not None
-            elems = np.full_like(p.tp, float(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim))
-        elif g.attention == "linear":
-            layer = LayerSpec(attention="linear", window=g.window, moe=g.moe)
-            total += g.count * memory.state_bytes_per_seq(m, layer, p.tp)
-            continue
-        else:
-            elems = 2.0 * np.ceil(m.num_kv_heads / p.tp) * m.head_dim
-        total += g.count * elems * p.kv_bytes * held
-    return total * stage_frac
+    return layers_seq_bytes(m, _groups(m), p.tp, p.kv_bytes, tokens) * stage_frac
 
 
-def activation_bytes(
-    m: ModelSpec, p: ParallelArrays, chunk: np.ndarray, max_num_seqs: np.ndarray
-) -> np.ndarray:
-    """Activation workspace per candidate (``planner.memory.activation_bytes`` over arrays)."""
-    return np.asarray(memory.activation_bytes(m, p, chunk, max_num_seqs), dtype=float)
+def activation_bytes(m: ModelSpec, p: Split, max_num_batched_tokens: Num, max_num_seqs: Num) -> Num:
+    """Peak activation workspace of one step of ``max_num_batched_tokens`` tokens (bf16), bytes.
+
+    Estimate of the live tensors at the widest point of a layer: the residual stream and its
+    normed copy (2h), the QKV output, and the gated FFN output (2 x inter / tp, or for MoE the
+    top_k expert copies of each token), plus fp32 logits for ``max_num_seqs`` sampled rows.
+    """
+    h = m.hidden_size
+    qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim / p.tp
+    ffn = 3 * m.intermediate_size / (p.tp * p.dp)
+    if m.moe is not None:
+        moe_tp = np.maximum(1, p.tp * p.dp // p.ep)
+        ffn = np.maximum(ffn, m.moe.top_k * (h + 3 * m.moe.expert_intermediate / moe_tp))
+    per_token = (2 * h + np.maximum(qkv, ffn)) * 2.0
+    logits = max_num_seqs * m.vocab_size / p.tp * 4.0
+    return max_num_batched_tokens * per_token + logits
+
+
+def reserved_bytes(gpus: Num, cuda_graphs: bool = True) -> Num:
+    """CUDA context, CUDA-graph pool and comm buffers per GPU of a worker of ``gpus`` GPUs
+    (stated assumptions above)."""
+    graphs = CUDA_GRAPH_BYTES if cuda_graphs else 0.0
+    return CUDA_CONTEXT_BYTES + graphs + NCCL_BYTES * (np.asarray(gpus) > 1)
 
 
 def kv_budget_per_gpu(
@@ -75,13 +182,11 @@ def kv_budget_per_gpu(
     util: float | np.ndarray,
 ) -> np.ndarray:
     """Bytes left for KV on the fullest GPU (<= 0: does not fit)."""
-    gpus = p.tp * p.pp * p.dp
-    reserve = CUDA_CONTEXT_BYTES + CUDA_GRAPH_BYTES + NCCL_BYTES * (gpus > 1)
-    return (
+    return np.asarray(
         gpu.memory_bytes * util
         - weights_per_gpu(m, p)
         - activation_bytes(m, p, chunk, max_num_seqs)
-        - reserve
+        - reserved_bytes(p.tp * p.pp * p.dp)
     )
 
 
@@ -101,7 +206,8 @@ def seq_capacity(
 
 
 def kv_transfer_bytes_per_gpu(m: ModelSpec, p: ParallelArrays, isl: np.ndarray) -> np.ndarray:
-    """KV bytes of one prompt that one prefill GPU sends (its shard; MLA latent sent once per stage)."""
+    """KV bytes of one prompt that one prefill GPU sends (its shard; MLA latent sent once per
+    stage)."""
     tok = np.ceil(isl / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
     per = seq_bytes_per_gpu(m, p, tok)
     mla = m.mla is not None

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hardware.frozen import FrozenSpec
 from planner.quantization import CheckpointQuant
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -67,7 +68,7 @@ class LayerSpec(BaseModel):
     moe: bool = Field(description="True when the FFN is a mixture of experts.")
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(FrozenSpec):
     """Everything the planner needs from a model config. Sizes are element counts, not bytes."""
 
     model_config = _FROZEN

@@ -13,11 +13,22 @@ micro-batch's trip through every layer (latency) while pp micro-batches are in f
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from kernels_db.ops import (
+    AttentionDecode,
+    AttentionPrefill,
+    Gemm,
+    KernelShape,
+    Memcpy,
+    MlaDecode,
+    MlaPrefill,
+    Moe,
+)
 from planner.model_spec import LayerSpec, ModelSpec
 from planner.params import attention_params
 
@@ -95,11 +106,16 @@ class Op:
     kernels: float = 1.0
     collective: Collective = "none"
     n_gpus: np.ndarray | float = 1.0
-    shape: tuple[tuple[str, object], ...] = ()
-    """Kernel shape for ``kernels_db`` (its op family's key columns, arrays of shape (K,)); empty when
-    the op has no kernels_db family (it is then priced by the roofline)."""
-    lookup: str = ""
-    """kernels_db op family of ``shape`` ('gemm', 'attention_prefill', 'mla_decode', 'moe', ...)."""
+    shape: KernelShape | None = None
+    """Kernel shape for ``kernels_db`` (``kernels_db.ops``: its family's key columns, arrays of
+    shape (K,)); None when the op has no kernels_db family (it is then priced by the roofline)."""
+    imbalance: np.ndarray | float = 1.0
+    """Busiest rank's load / mean load (grouped expert GEMMs): multiplies the kernel time."""
+
+    @property
+    def lookup(self) -> str:
+        """kernels_db op family of ``shape`` ('gemm', 'attention_prefill', 'moe', ...); '' if none."""
+        return self.shape.family if self.shape is not None else ""
 
 
 @dataclass(frozen=True)
@@ -113,26 +129,10 @@ class LayerGroup:
     attn_params: float
 
 
-_GROUPS: dict[int, tuple[ModelSpec, tuple[LayerGroup, ...]]] = {}
-"""``layer_groups`` cache keyed by the spec's id (hashing a whole frozen ModelSpec on every
-``step_ops`` call cost ~15-20% of it); the entry holds the spec itself, so its id cannot be reused
-while cached, and an entry is used only for that very object."""
-_GROUPS_MAX = 64
-
-
+@functools.lru_cache(maxsize=64)
 def layer_groups(m: ModelSpec) -> tuple[LayerGroup, ...]:
-    """Group the decoder layers of ``m`` by cost signature (cached per ModelSpec object)."""
-    hit = _GROUPS.get(id(m))
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    groups = _layer_groups(m)
-    if len(_GROUPS) >= _GROUPS_MAX:
-        _GROUPS.pop(next(iter(_GROUPS)))
-    _GROUPS[id(m)] = (m, groups)
-    return groups
-
-
-def _layer_groups(m: ModelSpec) -> tuple[LayerGroup, ...]:
+    """Group the decoder layers of ``m`` by cost signature (cached per spec: a ModelSpec hashes
+    its fields once, ``hardware.frozen.FrozenSpec``)."""
     counts: dict[tuple[str, int, bool], int] = {}
     for layer in m.layers:
         key = (layer.attention, layer.window, layer.moe)
@@ -164,20 +164,14 @@ def attention_proj_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix
         p.gemm_peak_flops_per_s,
         kernels=3.0,
         shape=shape,
-        lookup="gemm",
     )
 
 
 def _gemm_shape(
     rows: np.ndarray, n: np.ndarray | float, k: float, p: ParallelArrays, dtype: str | None = None
-) -> tuple[tuple[str, object], ...]:
+) -> Gemm:
     """kernels_db GEMM key: (rows x k) @ (k x n) in the weight dtype (or ``dtype``)."""
-    return (
-        ("m", rows),
-        ("n", np.broadcast_to(n, np.shape(rows))),
-        ("k", float(k)),
-        ("dtype", dtype or p.gemm_dtypes()),
-    )
+    return Gemm(rows, np.broadcast_to(n, np.shape(rows)), float(k), dtype or p.gemm_dtypes())
 
 
 def _kv_elems_per_token(m: ModelSpec, g: LayerGroup, tp: np.ndarray) -> np.ndarray:
@@ -222,19 +216,17 @@ def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Step
     flops = chunks * 2.0 * heads * (dqk + dv) * chunk * span
     kv = _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
     nbytes = chunks * ((s.prefill_prior + chunk) * kv + chunk * heads * (dqk + dv) * 2 * ACT_BYTES)
-    common = (
-        ("batch", chunks),
-        ("seq", chunk * (chunks > 0)),
-        ("prior", s.prefill_prior),
-        ("heads", heads),
-    )
+    seq = chunk * (chunks > 0)
     if g.attention == "mla":
         assert m.mla is not None
-        mla = (
-            *common,
-            ("kv_lora_rank", float(m.mla.kv_lora_rank)),
-            ("rope_dim", float(m.mla.qk_rope_head_dim)),
-            ("dtype", "bf16"),
+        mla = MlaPrefill(
+            chunks,
+            seq,
+            s.prefill_prior,
+            heads,
+            float(m.mla.kv_lora_rank),
+            float(m.mla.qk_rope_head_dim),
+            "bf16",
         )
         return Op(
             "attn_prefill",
@@ -245,15 +237,17 @@ def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Step
             nbytes,
             0.0,
             shape=mla,
-            lookup="mla_prefill",
         )
-    shape = (
-        *common,
-        ("kv_heads", np.ceil(m.num_kv_heads / p.tp)),
-        ("head_dim", float(m.head_dim)),
-        ("dtype", "bf16"),
-        ("kv_dtype", p.kv_dtypes()),
-        ("window", float(g.window)),
+    shape = AttentionPrefill(
+        chunks,
+        seq,
+        s.prefill_prior,
+        heads,
+        np.ceil(m.num_kv_heads / p.tp),
+        float(m.head_dim),
+        "bf16",
+        p.kv_dtypes(),
+        float(g.window),
     )
     return Op(
         "attn_prefill",
@@ -264,7 +258,6 @@ def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Step
         nbytes,
         0.0,
         shape=shape,
-        lookup="attention_prefill",
     )
 
 
@@ -292,13 +285,13 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
     nbytes = reqs * ctx * _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
     if g.attention == "mla":
         assert m.mla is not None
-        shape: tuple[tuple[str, object], ...] = (
-            ("batch", reqs),
-            ("kv_len", ctx * (reqs > 0)),
-            ("heads", heads),
-            ("kv_lora_rank", float(m.mla.kv_lora_rank)),
-            ("rope_dim", float(m.mla.qk_rope_head_dim)),
-            ("kv_dtype", p.kv_dtypes()),
+        mla_dec = MlaDecode(
+            reqs,
+            ctx * (reqs > 0),
+            heads,
+            float(m.mla.kv_lora_rank),
+            float(m.mla.qk_rope_head_dim),
+            p.kv_dtypes(),
         )
         return Op(
             "attn_decode",
@@ -308,16 +301,15 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
             flops,
             nbytes,
             0.0,
-            shape=shape,
-            lookup="mla_decode",
+            shape=mla_dec,
         )
-    shape = (
-        ("batch", reqs),
-        ("kv_len", ctx * (reqs > 0)),
-        ("heads", heads),
-        ("kv_heads", np.ceil(m.num_kv_heads / p.tp)),
-        ("head_dim", float(m.head_dim)),
-        ("kv_dtype", p.kv_dtypes()),
+    shape = AttentionDecode(
+        reqs,
+        ctx * (reqs > 0),
+        heads,
+        np.ceil(m.num_kv_heads / p.tp),
+        float(m.head_dim),
+        p.kv_dtypes(),
     )
     return Op(
         "attn_decode",
@@ -328,7 +320,6 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
         nbytes,
         0.0,
         shape=shape,
-        lookup="attention_decode",
     )
 
 
@@ -408,7 +399,6 @@ def dense_ffn_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> 
         p.gemm_peak_flops_per_s,
         kernels=2.0,
         shape=shape,
-        lookup="gemm",
     )
 
 
@@ -433,7 +423,6 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
         h * e.num_experts * ACT_BYTES + ta * h * ACT_BYTES,
         p.gemm_peak_flops_per_s,
         shape=_gemm_shape(ta, float(e.num_experts), h, p, "bf16"),
-        lookup="gemm",
     )
     pairs = tokens * e.top_k
     moe_tp = p.tp * p.dp / p.ep
@@ -446,15 +435,14 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
         touched * expert_w * p.weight_bytes
         + pairs / p.ep * (2 * h + 3 * e.expert_intermediate / moe_tp) * ACT_BYTES
     )
-    shape = (
-        ("tokens", tokens),
-        ("hidden", float(h)),
-        ("inter", e.expert_intermediate / moe_tp),
-        ("topk", float(e.top_k)),
-        ("experts", float(e.num_experts)),
-        ("ep", p.ep),
-        ("dtype", p.gemm_dtypes()),
-        ("imbalance", moe_imbalance(pairs, p.ep)),
+    shape = Moe(
+        tokens,
+        float(h),
+        e.expert_intermediate / moe_tp,
+        float(e.top_k),
+        float(e.num_experts),
+        p.ep,
+        p.gemm_dtypes(),
     )
     ops = [
         router,
@@ -468,7 +456,7 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
             p.gemm_peak_flops_per_s,
             kernels=3.0,
             shape=shape,
-            lookup="moe",
+            imbalance=moe_imbalance(pairs, p.ep),
         ),
     ]
     if e.shared_experts:
@@ -484,7 +472,6 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
                 p.gemm_peak_flops_per_s,
                 kernels=2.0,
                 shape=_gemm_shape(ta, ws / h, h, p),
-                lookup="gemm",
             )
         )
     # tokens replicated on the tp ranks (dp = 1) need no dispatch: experts' outputs are all-reduced
@@ -525,7 +512,7 @@ def elementwise_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -
     bf16 elements per token. kernels_db's memcpy of N bytes moves 2·N (read + write), so each of the
     ``ELEMENTWISE_KERNELS`` kernels is priced as a copy of half its share of the traffic."""
     nbytes = _tokens_per_rank(p, s) * elementwise_elems_per_token(m, g, p) * ACT_BYTES
-    shape = (("bytes", nbytes / 2.0 / ELEMENTWISE_KERNELS),)
+    shape = Memcpy(nbytes / 2.0 / ELEMENTWISE_KERNELS)
     return Op(
         "elementwise",
         "elementwise",
@@ -536,7 +523,6 @@ def elementwise_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -
         0.0,
         kernels=ELEMENTWISE_KERNELS,
         shape=shape,
-        lookup="memcpy",
     )
 
 
@@ -556,7 +542,6 @@ def lm_head_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
         p.gemm_peak_flops_per_s,
         kernels=2.0,
         shape=shape,
-        lookup="gemm",
     )
 
 

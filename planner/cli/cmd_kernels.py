@@ -17,6 +17,7 @@ from kernels_db.costs import counts, peak_bound
 from kernels_db.fit import fit_gpu
 from kernels_db.folder import read_aic_file, read_folder
 from kernels_db.lookup import KernelDB
+from kernels_db.ops import shape_of
 from kernels_db.schema import COLLECTIVES, LINKS, OP_FAMILIES, OP_KEYS
 from kernels_db.tables import table_from_frame, write_meta, write_table
 from kernels_db.validate import evaluate_gpu
@@ -69,7 +70,7 @@ def _kernel(args: argparse.Namespace) -> int:
             bound = None
         else:
             cols: dict[str, Any] = {**given, "dtype": args.dtype, "kv_dtype": args.kv_dtype}
-            cost = db.price(args.op, **_only_keys(args.op, cols))
+            cost = db.price(shape_of(args.op, _only_keys(args.op, cols)))
             bound = float(
                 peak_bound(
                     counts(args.op, _only_keys(args.op, cols), spec), spec.hbm_bandwidth_bytes_per_s

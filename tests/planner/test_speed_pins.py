@@ -16,6 +16,7 @@ import pytest
 from hardware.catalog import get_gpu
 from kernels_db import costs, fitted, transfer
 from kernels_db.lookup import FITTED, PROVENANCE, UNCALIBRATED, KernelDB
+from kernels_db.ops import shape_of
 from planner.batch_eval import CandidateArrays, evaluate_batch, parallel_arrays
 from planner.kernels_adapter import default_pricer
 from planner.models import load_model
@@ -217,7 +218,7 @@ def test_kernel_lookup_with_mixed_labels_equals_row_by_row(gpu: str) -> None:
         ("memcpy", {"bytes": rng.uniform(0, 1e8, k)}),
     ]
     for op, kw in calls:
-        cost = db.price(op, **kw)
+        cost = db.price(shape_of(op, kw))
         seconds, codes = _reference_price(db, op, **kw)
         np.testing.assert_allclose(cost.seconds, seconds, rtol=RTOL, atol=0.0, err_msg=op)
         assert cost.provenance.tolist() == [PROVENANCE[int(c)] for c in codes], op

@@ -1,0 +1,148 @@
+"""Typed descriptions of the ops ``KernelDB.price`` prices: one frozen dataclass per op family.
+
+    db.price(Gemm(m=np.array([1, 64, 4096]), n=8192, k=8192, dtype="bf16"))
+
+Each field is a column of the family's table (``kernels_db.schema.OP_KEYS``, same names, same
+order): sizes are numbers or arrays (broadcast together), dtypes are names or arrays of names.
+Collectives are priced by ``KernelDB.comm`` (collective, GPUs, bytes, link), not by a shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import ClassVar, TypeAlias
+
+import numpy as np
+
+from hardware.errors import PlannerInputError
+from kernels_db.schema import OP_KEYS
+
+Size: TypeAlias = "np.ndarray | float"
+"""A size column: a number or an array of numbers (one per row)."""
+Label: TypeAlias = "np.ndarray | str"
+"""A name column (dtype, collective, link): a name or an array of names (one per row)."""
+Column: TypeAlias = "np.ndarray | float | str"
+"""Any key column of a kernel table (``Size`` or ``Label``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class KernelShape:
+    """Base of the op descriptions: ``family`` names the table, the fields are its key columns."""
+
+    family: ClassVar[str] = ""
+
+    def columns(self) -> dict[str, Column]:
+        """The key columns by name, in ``OP_KEYS`` order (the tables' and the model's form)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, eq=False)
+class Gemm(KernelShape):
+    """(m x k) @ (k x n) in ``dtype``; output 16-bit."""
+
+    family: ClassVar[str] = "gemm"
+    m: Size
+    n: Size
+    k: Size
+    dtype: Label = "bf16"
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionPrefill(KernelShape):
+    """Causal attention of ``seq`` new tokens over ``prior`` cached ones, per sequence of
+    ``batch``; ``window`` 0 = full attention."""
+
+    family: ClassVar[str] = "attention_prefill"
+    batch: Size
+    seq: Size
+    prior: Size
+    heads: Size
+    kv_heads: Size
+    head_dim: Size
+    dtype: Label = "bf16"
+    kv_dtype: Label = "bf16"
+    window: Size = 0
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionDecode(KernelShape):
+    """One decode step of ``batch`` sequences of ``kv_len`` cached tokens each."""
+
+    family: ClassVar[str] = "attention_decode"
+    batch: Size
+    kv_len: Size
+    heads: Size
+    kv_heads: Size
+    head_dim: Size
+    kv_dtype: Label = "bf16"
+
+
+@dataclass(frozen=True, eq=False)
+class MlaPrefill(KernelShape):
+    """Multi-head latent attention (DeepSeek) prefill."""
+
+    family: ClassVar[str] = "mla_prefill"
+    batch: Size
+    seq: Size
+    prior: Size
+    heads: Size
+    kv_lora_rank: Size
+    rope_dim: Size
+    dtype: Label = "bf16"
+
+
+@dataclass(frozen=True, eq=False)
+class MlaDecode(KernelShape):
+    """Multi-head latent attention decode (weight-absorbed)."""
+
+    family: ClassVar[str] = "mla_decode"
+    batch: Size
+    kv_len: Size
+    heads: Size
+    kv_lora_rank: Size
+    rope_dim: Size
+    kv_dtype: Label = "bf16"
+
+
+@dataclass(frozen=True, eq=False)
+class Moe(KernelShape):
+    """Grouped expert GEMMs of one MoE layer on one GPU (its ``experts/ep`` share), no
+    all-to-all."""
+
+    family: ClassVar[str] = "moe"
+    tokens: Size
+    hidden: Size
+    inter: Size
+    topk: Size
+    experts: Size
+    ep: Size = 1
+    dtype: Label = "bf16"
+
+
+@dataclass(frozen=True, eq=False)
+class Memcpy(KernelShape):
+    """Device-local copy of ``bytes`` bytes."""
+
+    family: ClassVar[str] = "memcpy"
+    bytes: Size
+
+
+SHAPES: dict[str, type[KernelShape]] = {
+    c.family: c
+    for c in (Gemm, AttentionPrefill, AttentionDecode, MlaPrefill, MlaDecode, Moe, Memcpy)
+}
+"""Op family -> its description class (every family of ``OP_KEYS`` but ``comm``)."""
+assert all(tuple(f.name for f in fields(c)) == OP_KEYS[k] for k, c in SHAPES.items())
+
+
+def shape_of(family: str, cols: dict[str, Column]) -> KernelShape:
+    """The description of ``family`` from its key columns by name (a table row, CLI arguments);
+    a family or column name that does not exist is a ``PlannerInputError``."""
+    cls = SHAPES.get(family)
+    if cls is None:
+        raise PlannerInputError("op", f"unknown '{family}'; allowed: {', '.join(SHAPES)}")
+    unknown = sorted(set(cols) - set(OP_KEYS[family]))
+    if unknown:
+        allowed = ", ".join(OP_KEYS[family])
+        raise PlannerInputError(unknown[0], f"not a key of {family}; allowed: {allowed}")
+    return cls(**cols)
