@@ -42,7 +42,9 @@ _NEEDS_SOURCE: tuple[str, ...] = (
     "scale_out_bandwidth_bytes_per_s",
     "pcie_bandwidth_bytes_per_s",
 )
-_SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes",)
+_SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes", "gpus_per_node")
+HOST_GPUS_MAX = 8
+"""GPUs of one host when the spec gives no ``gpus_per_node``: an HGX/DGX baseboard holds 8."""
 
 
 def _names_a_field(source_key: str, flops: dict[str, float] | None) -> bool:
@@ -97,6 +99,12 @@ class GpuSpec(BaseModel):
         description="Last-level on-chip cache a kernel's working set can stay resident in, "
         "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the kernel model.",
     )
+    gpus_per_node: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs of one host (one OS instance, one launch line per engine worker); "
+        "None = the scale-up domain up to 8 (an HGX baseboard). NVL72 racks hold 4 per tray.",
+    )
     sources: dict[str, str] = Field(
         description="Field name -> where its number comes from; 'field.sub' (e.g. 'peak_flops_per_s.fp4', "
         "'scale_up.domain_size') cites one entry when it has a different source."
@@ -128,6 +136,11 @@ class GpuSpec(BaseModel):
         if unknown:
             raise ValueError(f"name unknown fields: {', '.join(unknown)}")
         return sources
+
+    @property
+    def node_gpus(self) -> int:
+        """GPUs of one host: ``gpus_per_node``, else the scale-up domain up to 8."""
+        return self.gpus_per_node or min(self.scale_up.domain_size, HOST_GPUS_MAX)
 
     def math_dtype(self, dtype: str) -> str:
         """The tensor-core dtype that runs GEMMs with ``dtype`` weights: ``dtype`` itself where the chip

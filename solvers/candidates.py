@@ -131,7 +131,7 @@ def fitting_workers(
     m: ModelSpec, gpu: GpuSpec, space: SearchSpace, gi: int, tokens: float, **over: tuple
 ) -> tuple[Workers, int]:
     """Enumerate workers and prune by memory: (workers holding one sequence of ``tokens``, enumerated)."""
-    w = enumerate_workers(m, space, gi, gpu.scale_up.domain_size, **over)
+    w = enumerate_workers(m, space, gi, gpu.scale_up.domain_size, node_gpus=gpu.node_gpus, **over)
     if w.size == 0:
         return w, 0
     return w.take(seq_capacity(m, gpu, w, tokens) >= 1), w.size
