@@ -181,7 +181,7 @@ def evaluate(
         + [slots, dec_cap >= 1, (c.mode == 0) | (pre_cap >= 1)],
         axis=1,
     )
-    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    first, inv = unique_rows(key)
     out: dict[str, np.ndarray] = {}
     # one call per (pp, prefill pp): the op graph prices pipeline hops at the batch's largest pp
     # (pp = 1 has no hops, so it joins the smallest pp > 1)
@@ -201,6 +201,25 @@ def evaluate(
                 out.setdefault(f, np.empty(first.size, dtype=v.dtype))[rows] = v
     res = {f: v[inv.ravel()] for f, v in out.items()}
     return ResultArrays(**{**res, "seq_capacity": dec_cap})
+
+
+def unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, axis=0, return_index=True, return_inverse=True)[1:]`` (rows in the same
+    lexicographic order), computed on one int64 code per row: each column is replaced by its rank
+    among the column's distinct values and the ranks are combined in mixed radix. Sorting one
+    integer per row is ~10x faster than sorting rows of floats; falls back to numpy when the
+    ranks do not fit in 62 bits."""
+    codes = np.zeros(key.shape[0], dtype=np.int64)
+    room = 1
+    for col in key.T:
+        values, rank = np.unique(col, return_inverse=True)
+        room *= values.size
+        if room >= 1 << 62:
+            _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+            return first, inv.ravel()
+        codes = codes * values.size + rank.ravel()
+    _, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+    return first, inv.ravel()
 
 
 def _hop_group(pp: np.ndarray) -> np.ndarray:

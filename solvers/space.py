@@ -17,8 +17,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from hardware.spec import HOST_GPUS_MAX
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.deployment import Parallelism, ShapeRules, placement_problem
 from planner.memory import check_parallelism
 from planner.model_spec import ModelSpec
