@@ -143,7 +143,8 @@ def evaluate(
     """``evaluate_batch`` on candidate columns (see :class:`planner.batch_eval.CandidateArrays`).
 
     max_num_seqs and the memory fraction reach the serving model only through the engine's slot cap
-    min(max_num_seqs, KV capacity) and the fit flags, so candidates equal in every other column and in
+    min(max_num_seqs, KV capacity) (in a closed loop, only up to its clients per worker) and the fit
+    flags, so candidates equal in every other column and in
     those are predicted once and share the answer (each keeps its own KV capacity); since the serving
     model treats candidates independently, this equals evaluating each one alone (``planner estimate``).
     """
@@ -175,6 +176,10 @@ def evaluate(
         util,
     )
     slots = np.maximum(np.minimum(c.max_num_seqs, dec_cap), 1.0)
+    # a closed loop never fills more slots than its clients per worker: slots beyond them change
+    # nothing (no admission wait either way), so they share one prediction
+    per_worker = c.concurrency / np.maximum(c.workers, 1.0)
+    slots = np.where(np.isnan(per_worker), slots, np.minimum(slots, per_worker))
     fields = [f for f in CandidateArrays.__dataclass_fields__ if f != "max_num_seqs"]
     key = np.stack(
         [np.nan_to_num(getattr(c, f), nan=-1.0) for f in fields]
