@@ -230,6 +230,7 @@ def engine_build(
         quant=_quant_flags(backend, dep, gpu),
         slots=place(dep, module.BASE_PORT, gpu.node_gpus),
         workload=plan.workload,
+        node_gpus=gpu.node_gpus,
     )
     return ctx, flags, module.build(ctx, flags)
 

@@ -73,7 +73,8 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
         "serve",
         render(flags, values).args,
         positional=(ctx.model_id,),
-        comment=replica_comment(slot),
+        comment=replica_comment(slot).split(",")[0]
+        + (f", all {slot.nodes} hosts from here (mpirun)" if slot.nodes > 1 else ""),
     )
     launcher = mpi_launcher(ctx, flags, slot)
     return cmd.model_copy(update={"env": visible_devices(slot), "launcher": launcher})

@@ -88,6 +88,7 @@ class EmitContext(BaseModel):
     )
     slots: tuple[Slot, ...]
     workload: Workload
+    node_gpus: int = Field(default=8, ge=1, description="GPUs per host the slots were packed in.")
 
     def role_slots(self, role: Role) -> tuple[Slot, ...]:
         """The replicas of ``role`` (node rank 0 of multi-node ones: where requests go)."""
