@@ -29,6 +29,12 @@ class ScaleUpLink(BaseModel):
         default=2e-6, ge=0, description="Per-message start-up latency, seconds."
     )
     nvls: bool = Field(default=False, description="NVLink SHARP (in-switch reductions) available.")
+    host_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs of one host inside the domain (one OS instance: one launch line of a "
+        "multi-node worker); None = the domain up to 8 (an HGX baseboard). NVL72: 4 per tray.",
+    )
 
 
 _NEEDS_SOURCE: tuple[str, ...] = (
@@ -42,9 +48,9 @@ _NEEDS_SOURCE: tuple[str, ...] = (
     "scale_out_bandwidth_bytes_per_s",
     "pcie_bandwidth_bytes_per_s",
 )
-_SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes", "gpus_per_node")
+_SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes",)
 HOST_GPUS_MAX = 8
-"""GPUs of one host when the spec gives no ``gpus_per_node``: an HGX/DGX baseboard holds 8."""
+"""GPUs of one host when the spec gives no ``scale_up.host_gpus``: an HGX/DGX baseboard holds 8."""
 
 
 def _names_a_field(source_key: str, flops: dict[str, float] | None) -> bool:
@@ -99,12 +105,6 @@ class GpuSpec(BaseModel):
         description="Last-level on-chip cache a kernel's working set can stay resident in, "
         "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the kernel model.",
     )
-    gpus_per_node: int | None = Field(
-        default=None,
-        ge=1,
-        description="GPUs of one host (one OS instance, one launch line per engine worker); "
-        "None = the scale-up domain up to 8 (an HGX baseboard). NVL72 racks hold 4 per tray.",
-    )
     sources: dict[str, str] = Field(
         description="Field name -> where its number comes from; 'field.sub' (e.g. 'peak_flops_per_s.fp4', "
         "'scale_up.domain_size') cites one entry when it has a different source."
@@ -139,8 +139,8 @@ class GpuSpec(BaseModel):
 
     @property
     def node_gpus(self) -> int:
-        """GPUs of one host: ``gpus_per_node``, else the scale-up domain up to 8."""
-        return self.gpus_per_node or min(self.scale_up.domain_size, HOST_GPUS_MAX)
+        """GPUs of one host: ``scale_up.host_gpus``, else the scale-up domain up to 8."""
+        return self.scale_up.host_gpus or min(self.scale_up.domain_size, HOST_GPUS_MAX)
 
     def math_dtype(self, dtype: str) -> str:
         """The tensor-core dtype that runs GEMMs with ``dtype`` weights: ``dtype`` itself where the chip
