@@ -31,6 +31,12 @@ class ScaleUpLink(BaseModel):
         default=2e-6, ge=0, description="Per-message start-up latency, seconds."
     )
     nvls: bool = Field(default=False, description="NVLink SHARP (in-switch reductions) available.")
+    host_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs of one host inside the domain (one OS instance: one launch line of a "
+        "multi-node worker); None = the domain up to 8 (an HGX baseboard). NVL72: 4 per tray.",
+    )
 
 
 _NEEDS_SOURCE: tuple[str, ...] = (
@@ -45,6 +51,8 @@ _NEEDS_SOURCE: tuple[str, ...] = (
     "pcie_bandwidth_bytes_per_s",
 )
 _SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes", "matmul_ceiling_flops_per_s")
+HOST_GPUS_MAX = 8
+"""GPUs of one host when the spec gives no ``scale_up.host_gpus``: an HGX/DGX baseboard holds 8."""
 
 
 def _names_a_field(source_key: str, flops: dict[str, float] | None) -> bool:
@@ -136,6 +144,11 @@ class GpuSpec(FrozenSpec):
         if unknown:
             raise ValueError(f"name unknown fields: {', '.join(unknown)}")
         return sources
+
+    @property
+    def node_gpus(self) -> int:
+        """GPUs of one host: ``scale_up.host_gpus``, else the scale-up domain up to 8."""
+        return self.scale_up.host_gpus or min(self.scale_up.domain_size, HOST_GPUS_MAX)
 
     def math_dtype(self, dtype: str) -> str:
         """The tensor-core dtype that runs GEMMs with ``dtype`` weights: ``dtype`` itself where the chip

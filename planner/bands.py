@@ -51,10 +51,15 @@ context plus a 2048-token prefill chunk, one GPU (the tier depends on the model,
 
 def load_bucket(prefill_utilization: np.ndarray | float) -> np.ndarray:
     """``LOAD_BUCKETS`` name of each utilisation (NaN: the busiest bucket)."""
-    u = np.nan_to_num(np.asarray(prefill_utilization, dtype=float), nan=np.inf)
     names = np.array([n for n, _ in LOAD_BUCKETS])
+    return np.asarray(names[load_bucket_index(prefill_utilization)])
+
+
+def load_bucket_index(prefill_utilization: np.ndarray | float) -> np.ndarray:
+    """Index into ``LOAD_BUCKETS`` of each utilisation (NaN: the busiest bucket)."""
+    u = np.nan_to_num(np.asarray(prefill_utilization, dtype=float), nan=np.inf)
     edges = np.array([e for _, e in LOAD_BUCKETS[:-1]])
-    return np.asarray(names[np.searchsorted(edges, u, side="right")])
+    return np.searchsorted(edges, u, side="right")
 
 
 _TIERS: dict[tuple[str, str, str, str, str], str] = {}
@@ -243,7 +248,7 @@ def upper_factor(
     edge = {
         n: u for n, u in zip(names, (0.0, 0.5, 0.9), strict=True)
     }  # a utilisation inside each bucket
-    bucket = np.array([names.index(str(b)) for b in np.atleast_1d(load_bucket(utils))], dtype=int)
+    bucket = np.atleast_1d(load_bucket_index(utils))
     combos = np.stack(
         [
             np.asarray(modes, int),
@@ -253,7 +258,10 @@ def upper_factor(
         ],
         axis=1,
     )
-    uniq, inverse = np.unique(combos, axis=0, return_inverse=True)
+    # one small integer per row (each column < 64), so the unique is a 1-D sort
+    code = ((combos[:, 0] * 64 + combos[:, 1]) * 64 + combos[:, 2]) * 64 + combos[:, 3]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    uniq = combos[first]
     factors = np.array(
         [
             np.exp(

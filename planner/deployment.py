@@ -89,6 +89,21 @@ class Deployment(BaseModel):
         return sum(r.parallel.gpus * r.workers for r in roles if r is not None)
 
 
+def placement_problem(p: Parallelism, domain_size: int, node_gpus: int) -> str | None:
+    """Why ``p`` cannot be placed on GPUs grouped ``node_gpus`` to a host and ``domain_size`` to a
+    scale-up (NVLink) domain, or None. TP stays inside one domain (its all-reduces run every layer);
+    DP/EP ranks and PP stages may cross hosts over the scale-out network, in whole hosts so every
+    host of a worker runs the same launch line with the same local GPU count."""
+    if p.tp > domain_size:
+        return f"tp {p.tp} exceeds the scale-up domain of {domain_size} GPUs"
+    if p.gpus > node_gpus and p.gpus % node_gpus:
+        return f"a {p.gpus}-GPU worker spans hosts of {node_gpus} GPUs but does not fill them"
+    stage = p.tp * p.dp
+    if p.pp > 1 and p.gpus > node_gpus and stage % node_gpus and node_gpus % stage:
+        return f"pipeline stages of {stage} GPUs do not align with hosts of {node_gpus} GPUs"
+    return None
+
+
 class ShapeRules(BaseModel):
     """Which worker shapes an engine can launch, engine-neutral (filled from the emitters'
     capability table by ``planner.emitters.capabilities.shape_rules``; the solvers read only this)."""
@@ -104,10 +119,22 @@ class ShapeRules(BaseModel):
             "'any': attention-DP ranks may use TP > 1; 'one': attention DP runs attention at TP 1."
         ),
     )
+    multi_node_dp: Literal["any", "rank_per_host"] = Field(
+        default="any",
+        description=(
+            "A worker spanning hosts with attention DP: 'any' = ranks may span hosts (one "
+            "distributed group over all tp*dp*pp GPUs); 'rank_per_host' = each DP rank's tp*pp "
+            "GPUs lie inside one host (hosts run whole DP ranks)."
+        ),
+    )
     source: str = Field(default="", description="Where the rule was checked.")
+    multi_node_source: str = Field(
+        default="", description="Where the engine's multi-node launch was checked."
+    )
 
-    def problem(self, p: Parallelism) -> str | None:
-        """Why ``p`` cannot be launched under these rules, or None when it can."""
+    def problem(self, p: Parallelism, node_gpus: int | None = None) -> str | None:
+        """Why ``p`` cannot be launched under these rules, or None when it can (``node_gpus``:
+        GPUs per host, for the multi-node rule; None = not checked)."""
         ranks = p.tp * p.dp
         if ranks % p.ep:
             return f"ep {p.ep} does not divide tp*dp = {ranks}"
@@ -117,5 +144,19 @@ class ShapeRules(BaseModel):
                 f"so ep {p.ep} cannot be expressed"
             )
         if self.attention_dp_tp == "one" and p.dp > 1 and p.tp > 1:
-            return f"attention DP runs attention at TP 1, so tp {p.tp} with dp {p.dp} cannot be expressed"
+            return (
+                f"attention DP runs attention at TP 1, so tp {p.tp} with dp {p.dp} "
+                "cannot be expressed"
+            )
+        return self._multi_node_problem(p, node_gpus)
+
+    def _multi_node_problem(self, p: Parallelism, node_gpus: int | None) -> str | None:
+        if node_gpus is None or p.gpus <= node_gpus or p.dp == 1:
+            return None
+        rank = p.tp * p.pp
+        if self.multi_node_dp == "rank_per_host" and node_gpus % rank:
+            return (
+                f"DP ranks of tp*pp = {rank} GPUs must each fit a host of {node_gpus} GPUs "
+                "(hosts run whole DP ranks)"
+            )
         return None

@@ -100,7 +100,8 @@ class KernelDbPricer:
         n = np.broadcast_to(np.asarray(op.n_gpus, dtype=float), np.shape(op.nbytes))
         if op.collective == "none" or not np.any(n > 1):
             return np.zeros(np.shape(op.nbytes)), PROVENANCE[0]
-        inside = n <= self.gpu.scale_up.domain_size
+        span = np.broadcast_to(np.asarray(op.spread(), dtype=float), np.shape(op.nbytes))
+        inside = span <= self.gpu.scale_up.domain_size
         message = op.nbytes / op.kernels
         if op.collective == "all_to_all":  # op bytes already exclude the rank's own share
             message = message / np.maximum(1.0 - 1.0 / np.maximum(n, 1.0), 1e-9)
@@ -190,17 +191,29 @@ class KernelDbPricer:
         message = np.concatenate([op.nbytes / op.kernels for op in ops])
         if collective == "all_to_all":  # op bytes already exclude the rank's own share
             message = message / np.maximum(1.0 - 1.0 / np.maximum(n, 1.0), 1e-9)
-        t, codes, n_int = self._comm_rows(collective, n, message, kernels)
+        span = np.concatenate(
+            [
+                np.broadcast_to(np.asarray(op.spread(), dtype=float), (k,))
+                for op, k in zip(ops, sizes, strict=True)
+            ]
+        )
+        t, codes, n_int = self._comm_rows(collective, n, message, kernels, span)
         codes = np.where(
             n_int > 1, codes, 0
         )  # single-GPU rows move nothing: they do not weaken the tag
         return t, _tags(codes, sizes, self.db.labels)
 
     def _comm_rows(
-        self, collective: str, n: np.ndarray, message: np.ndarray, kernels: np.ndarray
+        self,
+        collective: str,
+        n: np.ndarray,
+        message: np.ndarray,
+        kernels: np.ndarray,
+        span: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(seconds, provenance codes, GPU counts) per row: scale-up link inside the domain, NIC beyond."""
-        inside = n <= self.gpu.scale_up.domain_size
+        """(seconds, provenance codes, GPU counts) per row: scale-up link when the members lie
+        inside one domain (``span`` GPUs), NIC beyond."""
+        inside = span <= self.gpu.scale_up.domain_size
         n_int = np.maximum(np.round(n), 1).astype(np.int64)
         links = [(self.link, inside)] if inside.all() else [(self.link, inside), ("ib", ~inside)]
         t, codes = np.zeros(n.shape), np.zeros(n.shape, dtype=np.int64)

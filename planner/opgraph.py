@@ -111,6 +111,14 @@ class Op:
     shape (K,)); None when the op has no kernels_db family (it is then priced by the roofline)."""
     imbalance: np.ndarray | float = 1.0
     """Busiest rank's load / mean load (grouped expert GEMMs): multiplies the kernel time."""
+    span_gpus: np.ndarray | float | None = None
+    """GPUs the collective's members are spread over when that differs from ``n_gpus`` (a PP hop
+    joins 2 GPUs of a worker spread over tp*dp*pp): the link is the scale-out NIC when it exceeds
+    the scale-up domain; None = ``n_gpus``."""
+
+    def spread(self) -> np.ndarray | float:
+        """GPUs whose placement decides the link (``span_gpus``, else ``n_gpus``)."""
+        return self.n_gpus if self.span_gpus is None else self.span_gpus
 
     @property
     def lookup(self) -> str:
@@ -546,7 +554,8 @@ def lm_head_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
 
 
 def pp_send_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
-    """Hidden states handed between pipeline stages (pp - 1 hops per micro-batch)."""
+    """Hidden states handed between pipeline stages (pp - 1 hops per micro-batch); a worker wider
+    than the scale-up domain sends them over the NIC (every hop priced so: an upper bound)."""
     nbytes = _tokens_per_rank(p, s) * m.hidden_size * ACT_BYTES
     hops = float(np.max(p.pp)) - 1.0
     scale = (p.pp - 1.0) / max(hops, 1.0)
@@ -560,6 +569,7 @@ def pp_send_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
         0.0,
         collective="send_recv",
         n_gpus=2.0 * (p.pp > 1),
+        span_gpus=p.tp * p.dp * p.pp,
     )
 
 

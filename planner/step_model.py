@@ -108,7 +108,7 @@ class RooflinePricer:
         """alpha-beta time of one collective; zero where a single GPU is involved or nothing moves."""
         n = np.asarray(op.n_gpus, dtype=float) * np.ones_like(op.nbytes)
         link = self.gpu.scale_up
-        inside = n <= link.domain_size
+        inside = np.asarray(op.spread(), dtype=float) * np.ones_like(op.nbytes) <= link.domain_size
         bw = (
             np.where(inside, link.bandwidth_bytes_per_s, self.gpu.scale_out_bandwidth_bytes_per_s)
             * COMM_BW_EFFICIENCY

@@ -51,20 +51,46 @@ def fewest_counts(
     """
     n_max = np.asarray(n_max, dtype=np.int64)
     big = np.iinfo(np.int64).max
+    # one first call: every count to ``dense``, the lightest load the budget allows (n_max) and
+    # the first gallop probes above ``dense`` (the check's cost is mostly per call)
+    i, n = _first_round(n_max, dense)
+    ok = check(i, n) if i.size else np.zeros(0, dtype=bool)
     best = np.full(n_max.size, big)
-    first = np.arange(1, dense + 1)
-    i, n = np.repeat(np.arange(n_max.size), first.size), np.tile(first, n_max.size)
-    keep = n <= n_max[i]
-    if keep.any():
-        ok = check(i[keep], n[keep])
-        np.minimum.at(best, i[keep][ok], n[keep][ok])
-    todo = np.flatnonzero((best == big) & (n_max > dense))
+    np.minimum.at(best, i[ok & (n <= dense)], n[ok & (n <= dense)])
+    hi = np.full(n_max.size, big)
+    np.minimum.at(hi, i[ok], n[ok])
+    lo = np.full(n_max.size, dense, dtype=np.int64)
+    np.maximum.at(lo, i[~ok & (n < hi[i])], n[~ok & (n < hi[i])])
+    todo = np.flatnonzero((best == big) & (hi < big))
     if todo.size:
-        todo = todo[check(todo, n_max[todo])]  # the lightest load the budget allows
-        best[todo] = _gallop(
-            todo, np.full(todo.size, dense), n_max[todo].copy(), check, best, weight
-        )
+        best[todo] = _gallop(todo, lo[todo], hi[todo], check, best, weight)
     return np.where(best == big, 0, best)
+
+
+def _first_round(n_max: np.ndarray, dense: int) -> tuple[np.ndarray, np.ndarray]:
+    """(option, count) pairs of the first check: 1..dense, n_max, and dense x 2, x 4, x 8."""
+    above = dense * 2 ** np.arange(1, PROBES + 1)
+    counts = np.concatenate([np.arange(1, dense + 1), above])
+    i = np.repeat(np.arange(n_max.size), counts.size + 1)
+    n = np.column_stack([np.tile(counts, (n_max.size, 1)), n_max]).ravel()
+    keep = (n >= 1) & (n <= n_max[i])
+    pairs = np.unique(np.stack([i[keep], n[keep]], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+PROBES = 3
+"""Counts one gallop round checks per option: the check's cost is mostly per call (the op graph is
+priced once per call), so 3 probes per call cut the rounds about in half (4x narrowing a round)."""
+
+
+def _probes(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """(options, PROBES) counts strictly between lo and hi: lo x 2, x 4, x 8 while galloping (2 x lo
+    < hi), else evenly spaced; repeats where the gap is small."""
+    k = np.arange(1, PROBES + 1)
+    gallop = lo[:, None] * 2**k
+    even = lo[:, None] + (hi - lo)[:, None] * k // (PROBES + 1)
+    pts = np.where((2 * lo < hi)[:, None], gallop, even)
+    return np.clip(pts, lo[:, None] + 1, hi[:, None] - 1)
 
 
 def _gallop(
@@ -75,7 +101,8 @@ def _gallop(
     best: np.ndarray,
     weight: np.ndarray | None,
 ) -> np.ndarray:
-    """hi after narrowing (lo infeasible, hi feasible) to adjacent counts or giving up (weight)."""
+    """hi after narrowing (lo infeasible, hi feasible) to adjacent counts or giving up (weight);
+    each round checks ``PROBES`` counts per live option in one call."""
     known = best < np.iinfo(np.int64).max
     dense_gpus = np.inf
     if weight is not None and known.any():
@@ -88,10 +115,19 @@ def _gallop(
         act = np.flatnonzero(live)
         if act.size == 0:
             break
-        mid = np.where(2 * lo[act] < hi[act], 2 * lo[act], (lo[act] + hi[act]) // 2)
-        ok = check(todo[act], mid)
-        hi[act] = np.where(ok, mid, hi[act])
-        lo[act] = np.where(ok, lo[act], mid)
+        pts = _probes(lo[act], hi[act])
+        rows = np.repeat(np.arange(act.size), PROBES)
+        flat = pts.ravel()
+        uniq = np.unique(np.stack([rows, flat], axis=1), axis=0)
+        ok = check(todo[act[uniq[:, 0]]], uniq[:, 1])
+        big = np.iinfo(np.int64).max
+        first_ok = np.full(act.size, big)
+        np.minimum.at(first_ok, uniq[ok, 0], uniq[ok, 1])
+        new_hi = np.minimum(hi[act], first_ok)
+        below = ~ok & (uniq[:, 1] < new_hi[uniq[:, 0]])
+        last_bad = lo[act].copy()
+        np.maximum.at(last_bad, uniq[below, 0], uniq[below, 1])
+        hi[act], lo[act] = new_hi, last_bad
     return hi
 
 

@@ -28,6 +28,12 @@ PREFILL_WINDOW = 2.0
 """Prefill worker counts tried with N clients: within this factor of the analytical need."""
 
 
+FREE_SIZE_BUDGET = 256
+"""GPU budget from which a no-load plan prunes each role over all worker sizes at once: 16
+prefill plus 16 decode workers of 8 GPUs fit, so the budget rarely decides which sizes pair
+(below it, small budgets keep every size's front: a smaller worker may be the only one that fits)."""
+
+
 @dataclass(frozen=True)
 class PhaseSets:
     """Memory-feasible prefill workers and decode operating points of one GPU type, with role times."""
@@ -82,21 +88,31 @@ def running(s: PhaseSets) -> np.ndarray:
     )
 
 
-def prune_prefill(s: PhaseSets) -> np.ndarray:
-    """Prefill workers on the (capacity per GPU, fast alone) front per dtype pair and worker size."""
+def size_key(w: Workers, any_size: bool) -> np.ndarray:
+    """Pruning groups: dtype pair and GPUs per worker, or the dtype pair alone (``any_size``)."""
+    return dtype_key(w) // 1000 * 1000 if any_size else dtype_key(w)
+
+
+def prune_prefill(s: PhaseSets, any_size: bool = False) -> np.ndarray:
+    """Prefill workers on the (capacity per GPU, fast alone) front per dtype pair and worker size
+    (``any_size``: per dtype pair, over all sizes)."""
     gpw = s.pre.gpus_per_worker
     ok = np.flatnonzero(s.pre_role.fits)
     front = group_pareto(
-        dtype_key(s.pre)[ok], 1.0 / (s.pre_role.work_s[ok] * gpw[ok]), -s.pre_role.alone_s[ok]
+        size_key(s.pre, any_size)[ok],
+        1.0 / (s.pre_role.work_s[ok] * gpw[ok]),
+        -s.pre_role.alone_s[ok],
     )
     return ok[front]
 
 
-def prune_decode(s: PhaseSets, tpot_slo_ms: float, per_level: bool = False) -> np.ndarray:
+def prune_decode(
+    s: PhaseSets, tpot_slo_ms: float, per_level: bool = False, any_size: bool = False
+) -> np.ndarray:
     """Decode points within the TPOT SLO on the (tok/s/GPU, tok/s/user) front per group."""
     step = s.dec_role.step_s
     ok = np.flatnonzero((step * 1e3 <= tpot_slo_ms) & (s.dec_role.seq_capacity >= 1))
-    keys = dtype_key(s.dec) + (s.dec_clients.astype(int) * 100_000 if per_level else 0)
+    keys = size_key(s.dec, any_size) + (s.dec_clients.astype(int) * 100_000 if per_level else 0)
     per_gpu = running(s) / step / s.dec.gpus_per_worker
     return ok[group_pareto(keys[ok], per_gpu[ok], 1.0 / step[ok])]
 
@@ -145,6 +161,16 @@ def decode_counts(
     return d, y
 
 
+def lowest_terms(u: Units) -> Units:
+    """With no load only the P:D ratio matters: k x prefill and k x decode workers with k x the
+    clients give each worker the same load, so the same latencies and tokens/s per GPU and per
+    user (a duplicate on the Pareto front and for every objective: per GPU, per token, or the
+    fewest GPUs, which is k = 1). The KV-transfer link can only be faster for the smaller one
+    (it stays in the scale-up domain longer). Keeps x:y in lowest terms."""
+    keep = np.gcd(u.x, u.y) == 1
+    return Units(u.p[keep], u.d[keep], u.x[keep], u.y[keep])
+
+
 def unit_columns(s: PhaseSets, u: Units) -> dict[str, np.ndarray]:
     """CandidateArrays columns of disaggregated deployments ``u``."""
     return {
@@ -182,7 +208,8 @@ def disagg_block(
     """Disaggregated xPyD candidates of one GPU type (no load, or a fixed concurrency).
 
     Worker counts never span the budget: with no load the deployment is a closed loop of y x
-    clients, so only the P:D ratio matters and x, y run over 1..DENSE_COUNTS; with N clients, y and
+    clients, so only the P:D ratio matters: x, y run over 1..DENSE_COUNTS in lowest terms (and
+    from ``FREE_SIZE_BUDGET`` GPUs each role keeps its front over all worker sizes); with N clients, y and
     x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%). Above a budget of
     DENSE_COUNTS, x stays near what the decode pool's request rate keeps busy
     (:func:`near_prefill_need`).
@@ -196,10 +223,13 @@ def disagg_block(
     s = phase_sets(m, gpu, gi, space, load, levels)
     if s is None:
         return None
-    di = prune_decode(s, tpot_slo_ms, load.concurrency is not None)
+    # no load on a large budget: worker counts scale freely (only the P:D ratio matters), so a
+    # worker size is no reason to keep a worker another size beats on both axes of its front
+    free = load.concurrency is None and space.max_gpus >= FREE_SIZE_BUDGET
+    di = prune_decode(s, tpot_slo_ms, not free, any_size=free)
     u = pairs(
         s,
-        prune_prefill(s),
+        prune_prefill(s, any_size=free),
         decode_counts(s, di, ys, load.concurrency),
         xs,
         space.max_gpus,
@@ -208,6 +238,7 @@ def disagg_block(
     if load.concurrency is not None:
         conc = np.full(u.p.size, float(load.concurrency))
     else:
+        u = lowest_terms(u)
         conc = u.y * s.dec_clients[u.d]
     if u.p.size == 0:
         return None  # no decode point meets the TPOT SLO on this GPU type

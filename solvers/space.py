@@ -17,8 +17,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from hardware.spec import HOST_GPUS_MAX
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-from planner.deployment import Parallelism, ShapeRules
+from planner.deployment import Parallelism, ShapeRules, placement_problem
 from planner.memory import check_parallelism
 from planner.model_spec import ModelSpec
 
@@ -36,10 +37,17 @@ class SearchSpace(BaseModel):
     gpus: tuple[str, ...] = Field(min_length=1, description="GPU keys to consider.")
     max_gpus: int = Field(ge=1, description="Upper bound on GPUs of the whole deployment.")
     modes: tuple[Mode, ...] = Field(default=("agg", "disagg"), min_length=1)
-    tp: tuple[int, ...] = Field(default=(1, 2, 4, 8), description="Tensor-parallel sizes.")
+    tp: tuple[int, ...] = Field(
+        default=(1, 2, 4, 8, 16, 32, 64),
+        description="Tensor-parallel sizes (those above the GPU's scale-up domain are skipped).",
+    )
     pp: tuple[int, ...] = Field(default=(1, 2, 4), description="Pipeline-parallel sizes.")
     dp: tuple[int, ...] = Field(
-        default=(1, 2, 4, 8), description="Attention-DP sizes (MoE and MLA models only)."
+        default=(1, 2, 4, 8, 16, 32, 64),
+        description=(
+            "Attention-DP sizes (MoE and MLA models only); the size that fills the scale-up "
+            "domain (e.g. 72 / tp on NVL72) is added."
+        ),
     )
     max_num_seqs: tuple[int, ...] = Field(
         default=(8, 16, 32, 64, 128, 256, 512), description="Max running requests per worker."
@@ -112,29 +120,53 @@ class Workers:
         return Workers(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
 
 
-def legal_splits(model: ModelSpec, space: SearchSpace, domain_size: int) -> list[Parallelism]:
-    """Parallelism splits the model accepts, fitting max_gpus, with TP*DP inside one scale-up domain."""
+EP_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+"""Expert-parallel sizes tried (those dividing tp*dp), plus tp*dp itself (one group per rank)."""
+
+
+def legal_splits(
+    model: ModelSpec, space: SearchSpace, domain_size: int, node_gpus: int | None = None
+) -> list[Parallelism]:
+    """Parallelism splits the model accepts within max_gpus: TP inside one scale-up domain, DP/EP
+    and PP across hosts of ``node_gpus`` (default: the domain up to 8) over the scale-out network
+    (:func:`planner.deployment.placement_problem`), launchable under the space's shape rules."""
+    node = node_gpus or min(domain_size, HOST_GPUS_MAX)
     out = []
-    for tp, pp, dp in itertools.product(space.tp, space.pp, space.dp):
-        if tp * pp * dp > space.max_gpus or tp * dp > domain_size:
-            continue
-        if dp > 1 and model.moe is None and model.mla is None:
-            continue  # attention-DP only pays off with experts to share or a replicated MLA latent cache
-        eps = (
-            [e for e in (1, 2, 4, 8, 16, 32, 64) if (tp * dp) % e == 0]
-            if model.moe is not None
-            else [1]
-        )
-        for ep in eps:
-            p = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep)
-            if space.shape_rules.problem(p) is not None:
-                continue
-            try:
-                check_parallelism(model, p)
-            except ValueError:
-                continue
-            out.append(p)
+    for tp, pp in itertools.product(space.tp, space.pp):
+        for dp in _dp_sizes(model, space, tp, domain_size):
+            if tp * pp * dp > space.max_gpus or (tp * dp > domain_size and pp > 1):
+                continue  # PP joins stages that each fit one domain
+            for ep in _ep_sizes(model, tp * dp, tp * dp > node):
+                p = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep)
+                if placement_problem(p, domain_size, node) is not None:
+                    continue
+                if space.shape_rules.problem(p, node) is not None:
+                    continue
+                try:
+                    check_parallelism(model, p)
+                except ValueError:
+                    continue
+                out.append(p)
     return out
+
+
+def _dp_sizes(model: ModelSpec, space: SearchSpace, tp: int, domain_size: int) -> list[int]:
+    """Attention-DP sizes for ``tp``: 1 for dense GQA models (attention-DP only pays off with
+    experts to share or a replicated MLA latent cache), else the space's plus the domain filler."""
+    if model.moe is None and model.mla is None:
+        return [1]
+    fill = [domain_size // tp] if domain_size % tp == 0 and tp <= domain_size else []
+    return sorted(set(space.dp) | set(fill))
+
+
+def _ep_sizes(model: ModelSpec, ranks: int, wide: bool) -> list[int]:
+    """Expert-parallel sizes dividing ``ranks`` (1 for dense models); ranks wider than a host
+    (``wide``) spread the experts over all of them or none."""
+    if model.moe is None:
+        return [1]
+    if wide:
+        return [1, ranks]
+    return sorted({e for e in EP_SIZES if ranks % e == 0} | {ranks})
 
 
 def quant_choices(model: ModelSpec, space: SearchSpace) -> tuple[str, ...]:
@@ -155,9 +187,11 @@ def enumerate_workers(
     domain_size: int,
     max_num_seqs: tuple[int, ...] | None = None,
     kv_dtypes: tuple[str, ...] | None = None,
+    node_gpus: int | None = None,
 ) -> Workers:
-    """Every legal worker for one GPU type; chunks smaller than max_num_seqs are dropped (engines refuse them)."""
-    splits = legal_splits(model, space, domain_size)
+    """Every legal worker for one GPU type; chunks smaller than max_num_seqs are dropped (engines
+    refuse them)."""
+    splits = legal_splits(model, space, domain_size, node_gpus)
     if not splits:
         return _empty()
     par = np.array([[p.tp, p.pp, p.dp, p.ep] for p in splits])

@@ -78,7 +78,11 @@ class SweepSpec(BaseModel):
     slos: tuple[SloSet, ...] = Field(min_length=1)
     objectives: tuple[Literal["throughput-per-gpu", "cost", "gpus"], ...] = ("throughput-per-gpu",)
     mode: Literal["agg", "disagg", "auto"] = "auto"
-    backend: str = "vllm"
+    backend: str = Field(
+        default="vllm",
+        description="Engine of every scenario: its calibration and the worker shapes it can "
+        "launch (planner/emitters/capabilities.yaml), as `planner plan --backend`.",
+    )
 
 
 class Scenario(BaseModel):
@@ -102,11 +106,18 @@ def load_spec(path: str | Path) -> SweepSpec:
     except yaml.YAMLError as exc:
         raise PlannerInputError("--spec", f"{path} is not YAML: {exc}") from None
     try:
-        return SweepSpec.model_validate(raw)
+        spec = SweepSpec.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"])) or "top level"
         raise PlannerInputError("--spec", f"{path}: {where}: {err['msg']}") from None
+    from planner.emitters.capabilities import shape_rules
+
+    try:
+        shape_rules(spec.backend)
+    except PlannerInputError as exc:
+        raise PlannerInputError("--spec", f"{path}: backend: {exc.message}") from None
+    return spec
 
 
 def scenario_id(request: dict[str, Any]) -> str:
@@ -258,15 +269,24 @@ def _quiet() -> Iterator[None]:
             os.close(fd)
 
 
+def scenario_request(s: Scenario) -> Any:
+    """The scenario's PlanRequest, limited to the worker shapes its backend can launch (as
+    ``planner plan --backend``; the rules are not part of the request's id)."""
+    from planner.emitters.capabilities import shape_rules
+    from solvers.plan import PlanRequest
+
+    return PlanRequest(**s.request, shape_rules=shape_rules(s.request["backend"]))
+
+
 def run_scenario(s: Scenario) -> dict[str, Any]:
     """Plan one scenario into a row; never raises (infeasible and failing scenarios are rows)."""
-    from solvers.plan import PlanRequest, plan
+    from solvers.plan import plan
 
     t0 = time.perf_counter()
     row = {c: None for c in COLUMNS} | _base(s)
     try:
         with _quiet():  # the sweep's progress line replaces plan's, and the MILP solver's banner
-            result = plan(PlanRequest(**s.request))
+            result = plan(scenario_request(s))
         row |= _plan_fields(result, s.request["percentile"])
     except InfeasibleError as exc:
         row |= {

@@ -6,6 +6,7 @@
   N = 8, 64, 512, 4096, each in a fresh process: seconds of the plan call (an infeasible answer
   counts: 8 GPUs cannot serve the rate), its CPU seconds (the figure to read on a shared machine)
   and the process's peak resident memory (interpreter and imports included).
+* ``plan_4096_gpus_noload_*``: the same plan without a rate (every closed-loop client level).
 * ``sweep_{1,2}_workers_scenarios_per_s``: a 200-scenario sweep (10 models x 5 GPU sets x 4
   workloads) on a LocalCluster of 1 and 2 workers.
 """
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from solvers.fleet import load_spec, solve_fleet
 from solvers.plan import PlanRequest, plan
@@ -28,8 +30,9 @@ _CHILD = """
 import json, resource, sys, time
 from hardware.errors import InfeasibleError
 from solvers.plan import PlanRequest, plan
+rate = None if sys.argv[2:] == ["noload"] else 200
 req = PlanRequest(model="deepseek-r1", gpus=("h200", "b200", "gb200"), max_gpus=int(sys.argv[1]),
-                  rate_per_s=200, isl=1000, osl=1000, ttft_ms=2000, tpot_ms=50)
+                  rate_per_s=rate, isl=1000, osl=1000, ttft_ms=2000, tpot_ms=50)
 t0, c0 = time.perf_counter(), time.process_time()
 try:
     r = plan(req)
@@ -75,27 +78,38 @@ SWEEP_SPEC = {
 }
 
 
+def _child(n: int, *extra: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(n), *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=True,
+    )
+    res: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(
+        f"plan --max-gpus {n} {' '.join(extra)}: {res['s']:.2f} s ({res['cpu_s']:.2f} s CPU), "
+        f"{res['peak_mb']:.0f} MB, {res['best']}",
+        file=sys.stderr,
+    )
+    return res
+
+
 def plan_at_scale() -> dict[str, float]:
-    """Time and peak memory of the deepseek-r1 rate plan at each budget (fresh process each)."""
+    """Time and peak memory of the deepseek-r1 rate plan at each budget (fresh process each),
+    and of the no-load plan (closed-loop client levels) at the largest budget."""
     out: dict[str, float] = {}
     for n in BUDGETS:
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(n)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            check=True,
-        )
-        res = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(
-            f"plan --max-gpus {n}: {res['s']:.2f} s ({res['cpu_s']:.2f} s CPU), "
-            f"{res['peak_mb']:.0f} MB, {res['best']}",
-            file=sys.stderr,
-        )
+        res = _child(n)
         out[f"plan_{n}_gpus_s"] = res["s"]
         out[f"plan_{n}_gpus_cpu_s"] = res["cpu_s"]
         out[f"plan_{n}_gpus_peak_mb"] = res["peak_mb"]
+    n = BUDGETS[-1]
+    res = _child(n, "noload")
+    out[f"plan_{n}_gpus_noload_s"] = res["s"]
+    out[f"plan_{n}_gpus_noload_cpu_s"] = res["cpu_s"]
+    out[f"plan_{n}_gpus_noload_peak_mb"] = res["peak_mb"]
     return out
 
 

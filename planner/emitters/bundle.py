@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from hardware.catalog import get_gpu
+from hardware.spec import GpuSpec
 from planner.deployment import Deployment
 from planner.emitters import sglang, trtllm, vllm
 from planner.emitters.capabilities import check_shape, quant_flag
@@ -197,20 +198,21 @@ def bundle_commands(ctx: EmitContext, flags: Flags, build: EngineBuild) -> dict[
     }
 
 
-def _quant_flags(
-    backend: str, dep: Deployment, hardware_dirs: tuple[str, ...]
-) -> dict[str, str | None]:
-    """Per role: check the shape and the checkpoint format, and find the --quantization value."""
+def _gpu(dep: Deployment, hardware_dirs: tuple[str, ...]) -> GpuSpec:
     try:
-        arch = get_gpu(dep.gpu, hardware_dirs).architecture
+        return get_gpu(dep.gpu, hardware_dirs)
     except PlannerInputError as exc:
         raise PlannerInputError(
             "plan.best.deployment.gpu", f"{exc} (custom GPUs: --hardware-dir)"
         ) from exc
+
+
+def _quant_flags(backend: str, dep: Deployment, gpu: GpuSpec) -> dict[str, str | None]:
+    """Per role: check the shape and the checkpoint format, and find the --quantization value."""
     out: dict[str, str | None] = {}
     for role, worker in roles(dep):
-        check_shape(backend, role, worker.parallel)
-        out[role] = quant_flag(backend, dep, worker.weight_quant, arch)
+        check_shape(backend, role, worker.parallel, gpu.node_gpus)
+        out[role] = quant_flag(backend, dep, worker.weight_quant, gpu.architecture)
     return out
 
 
@@ -221,12 +223,14 @@ def engine_build(
     flags = Flags(backend, version)
     module = EMITTERS[backend]
     dep = plan.best.deployment
+    gpu = _gpu(dep, hardware_dirs)
     ctx = EmitContext(
         deployment=dep,
         model_id=dep.hf_id,
-        quant=_quant_flags(backend, dep, hardware_dirs),
-        slots=place(dep, module.BASE_PORT),
+        quant=_quant_flags(backend, dep, gpu),
+        slots=place(dep, module.BASE_PORT, gpu.node_gpus),
         workload=plan.workload,
+        node_gpus=gpu.node_gpus,
     )
     return ctx, flags, module.build(ctx, flags)
 

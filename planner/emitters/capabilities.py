@@ -45,9 +45,10 @@ def shape_rules(engine: str) -> ShapeRules:
     return ShapeRules(**_engine(engine)["shapes"])
 
 
-def check_shape(engine: str, role: str, par: Parallelism) -> None:
-    """Refuse a worker shape ``engine`` cannot launch (a plan made for another engine)."""
-    problem = shape_rules(engine).problem(par)
+def check_shape(engine: str, role: str, par: Parallelism, node_gpus: int | None = None) -> None:
+    """Refuse a worker shape ``engine`` cannot launch (a plan made for another engine);
+    ``node_gpus``: GPUs per host, for the multi-node rule."""
+    problem = shape_rules(engine).problem(par, node_gpus)
     if problem is not None:
         raise PlannerInputError(
             f"plan.best.deployment.{role}.parallel",

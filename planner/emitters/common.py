@@ -11,7 +11,8 @@ from planner.emitters.flag_table import Flags, Tool
 from planner.emitters.types import Command, Role, Slot
 from planner.emitters.writer import set_dotted
 
-# HGX-style servers hold 8 GPUs; replicas are packed onto nodes in this unit.
+# HGX-style servers hold 8 GPUs; replicas are packed onto nodes in this unit unless the GPU spec
+# says otherwise (hardware GpuSpec.node_gpus: 4 per NVL72 compute tray).
 GPUS_PER_NODE = 8
 LOCAL_HOST = "127.0.0.1"
 
@@ -26,32 +27,49 @@ def roles(deployment: Deployment) -> list[tuple[Role, WorkerConfig]]:
     return [(role, w) for role, w in pairs if w is not None]
 
 
-def place(deployment: Deployment, base_port: int) -> tuple[Slot, ...]:
-    """Pack replicas onto nodes in order; a replica wider than a node gets no local GPU ids."""
+def place(
+    deployment: Deployment, base_port: int, node_gpus: int = GPUS_PER_NODE
+) -> tuple[Slot, ...]:
+    """Pack replicas onto hosts of ``node_gpus`` GPUs in order. A replica that fits a host never
+    straddles two; a wider one starts on a fresh host and gets one slot per host it spans (the
+    planner's shapes fill whole hosts: ``planner.deployment.placement_problem``)."""
     slots: list[Slot] = []
-    offset = 0
+    offset, replicas = 0, 0
     for role, worker in roles(deployment):
         width = worker.parallel.gpus
+        nodes = -(-width // node_gpus)
         for index in range(worker.workers):
-            if width <= GPUS_PER_NODE and offset % GPUS_PER_NODE + width > GPUS_PER_NODE:
-                offset += GPUS_PER_NODE - offset % GPUS_PER_NODE  # do not straddle nodes
-            node, local = divmod(offset, GPUS_PER_NODE)
-            gpu_ids = tuple(range(local, local + width)) if width <= GPUS_PER_NODE else ()
-            slots.append(
-                Slot(
-                    role=role,
-                    index=index,
-                    worker=worker,
-                    node=node,
-                    gpu_ids=gpu_ids,
-                    host=LOCAL_HOST,
-                    port=base_port + len(slots),
+            if (nodes > 1 or offset % node_gpus + width > node_gpus) and offset % node_gpus:
+                offset += node_gpus - offset % node_gpus  # do not straddle hosts
+            node, local = divmod(offset, node_gpus)
+            per = width // nodes
+            for rank in range(nodes):
+                first = local if nodes == 1 else 0
+                slots.append(
+                    Slot(
+                        role=role,
+                        index=index,
+                        worker=worker,
+                        node=node + rank,
+                        gpu_ids=tuple(range(first, first + per)),
+                        host=LOCAL_HOST,
+                        port=base_port + replicas,
+                        nodes=nodes,
+                        node_rank=rank,
+                    )
                 )
-            )
-            offset += width
+            replicas += 1
+            offset += width if nodes == 1 else nodes * node_gpus
     if any(s.node for s in slots):  # several nodes: servers must be reachable by name
-        slots = [s.model_copy(update={"host": f"node{s.node}"}) for s in slots]
+        slots = [_named(s) for s in slots]
     return tuple(slots)
+
+
+def _named(slot: Slot) -> Slot:
+    """``slot`` with host names ``node<i>`` and its replica's head host."""
+    return slot.model_copy(
+        update={"host": f"node{slot.node}", "head": f"node{slot.node - slot.node_rank}"}
+    )
 
 
 def worker_values(
@@ -133,9 +151,15 @@ def bind_host(slot: Slot) -> str:
     return LOCAL_HOST if slot.host == LOCAL_HOST else "0.0.0.0"
 
 
+def replica_comment(slot: Slot) -> str:
+    """``prefill replica 0`` (``, host 2 of 4`` on a multi-node replica)."""
+    where = f", host {slot.node_rank + 1} of {slot.nodes}" if slot.nodes > 1 else ""
+    return f"{slot.role} replica {slot.index}{where}"
+
+
 def visible_devices(slot: Slot) -> tuple[tuple[str, str], ...]:
-    """``CUDA_VISIBLE_DEVICES`` for a single-node replica; nothing for a multi-node one."""
-    if not slot.gpu_ids:
+    """``CUDA_VISIBLE_DEVICES``: the slot's GPUs on its node (a multi-node replica uses them all)."""
+    if not slot.gpu_ids or slot.nodes > 1:
         return ()
     return (("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in slot.gpu_ids)),)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from planner.emitters.common import GPUS_PER_NODE, roles
+from planner.emitters.common import roles
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile
 from planner.emitters.types import EmitContext, EngineBuild
@@ -99,10 +99,16 @@ def notes_section(
     ctx: EmitContext, flags: Flags, build: EngineBuild, missing: dict[str, list[str]]
 ) -> list[str]:
     notes = [
-        f"Replicas are packed {GPUS_PER_NODE} GPUs per node; ports and hosts in launch.sh "
+        f"Replicas are packed {ctx.node_gpus} GPUs per node; ports and hosts in launch.sh "
         "are defaults, edit them for your cluster.",
         "benchmark.sh splits the load evenly over the endpoints it targets.",
     ]
+    wide = max(s.nodes for s in ctx.slots)
+    if wide > 1:
+        notes.append(
+            f"Replicas wider than a node span up to {wide} nodes: launch.sh starts each node's "
+            "part under its NODE_RANK; only the first node of a replica serves requests."
+        )
     if not ctx.deployment.hf_id:
         notes.append(f"The plan has no HF id; `{ctx.model_id}` is used as the model path.")
     for role, params in missing.items():

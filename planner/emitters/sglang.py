@@ -8,6 +8,7 @@ from planner.emitters.common import (
     LOCAL_HOST,
     bind_host,
     render,
+    replica_comment,
     visible_devices,
     with_program,
     worker_values,
@@ -18,6 +19,7 @@ from planner.emitters.types import Command, EmitContext, EngineBuild, Slot
 BASE_PORT = 30000  # SGLang's default server port
 ROUTER_PORT = 8000  # the PD guide's router port
 BOOTSTRAP_BASE = 8998  # --disaggregation-bootstrap-port default; one per prefill server on a host
+DIST_INIT_PORT = 20000  # the multi-node guide's --dist-init-addr port on the head host
 
 
 def bootstrap_port(slot: Slot) -> int:
@@ -37,6 +39,19 @@ def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
     return values
 
 
+def multi_node_values(slot: Slot) -> dict[str, Any]:
+    """Per-host values of a replica spanning hosts: the same line on every host with
+    --nnodes, --node-rank and the head's --dist-init-addr (docs references/multi_node_deployment);
+    --tp-size already counts the GPUs of all hosts."""
+    if slot.nodes == 1:
+        return {}
+    return {
+        "nnodes": slot.nodes,
+        "node_rank": slot.node_rank,
+        "dist_init_addr": f"{slot.head}:{DIST_INIT_PORT}",
+    }
+
+
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     """One ``sglang.launch_server`` replica."""
     values = {
@@ -44,13 +59,14 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
         "host": bind_host(slot),
         "port": slot.port,
         **serve_values(ctx, slot),
+        **multi_node_values(slot),
     }
     cmd = with_program(
         flags,
         "serve_program",
         "serve",
         render(flags, values).args,
-        comment=f"{slot.role} replica {slot.index}",
+        comment=replica_comment(slot),
     )
     return cmd.model_copy(update={"env": visible_devices(slot)})
 
@@ -74,7 +90,7 @@ def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
     """Servers, and the router for disaggregated deployments."""
     servers = tuple((s, server(ctx, flags, s)) for s in ctx.slots)
     if ctx.deployment.mode == "agg":
-        return EngineBuild(servers=servers, endpoints=tuple((s.host, s.port) for s in ctx.slots))
+        return EngineBuild(servers=servers, endpoints=tuple((s.host, s.port) for s in ctx.heads()))
     notes = (
         "The NIXL transfer backend needs `pip install nixl`; the router comes from "
         "`pip install sglang-router`.",

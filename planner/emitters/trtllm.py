@@ -8,6 +8,7 @@ from planner.emitters.common import (
     LOCAL_HOST,
     bind_host,
     render,
+    replica_comment,
     visible_devices,
     with_program,
     worker_values,
@@ -47,8 +48,19 @@ def config_file(ctx: EmitContext, flags: Flags, slot: Slot) -> OutFile:
     return OutFile(name=config_name(slot.role), text=yaml_text(tree, header))
 
 
+def mpi_launcher(ctx: EmitContext, flags: Flags, slot: Slot) -> tuple[str, ...]:
+    """``mpirun -H node0:4,node1:4 -n 8 trtllm-llmapi-launch`` for a replica spanning hosts (one
+    line on the head host starts every rank; docs commands/trtllm-serve, multi-node); () else."""
+    if slot.nodes == 1:
+        return ()
+    hosts = [s for s in ctx.slots if s.role == slot.role and s.index == slot.index]
+    spec = ",".join(f"{s.host}:{len(s.gpu_ids)}" for s in hosts)
+    ranks = sum(len(s.gpu_ids) for s in hosts)
+    return ("mpirun", "-H", spec, "-n", str(ranks), *flags.words("mpi_launcher", "serve"))
+
+
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
-    """One ``trtllm-serve`` replica reading its role's YAML."""
+    """One ``trtllm-serve`` replica reading its role's YAML (under mpirun across hosts)."""
     values = {
         "host": bind_host(slot),
         "port": slot.port,
@@ -61,9 +73,11 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
         "serve",
         render(flags, values).args,
         positional=(ctx.model_id,),
-        comment=f"{slot.role} replica {slot.index}",
+        comment=replica_comment(slot).split(",")[0]
+        + (f", all {slot.nodes} hosts from here (mpirun)" if slot.nodes > 1 else ""),
     )
-    return cmd.model_copy(update={"env": visible_devices(slot)})
+    launcher = mpi_launcher(ctx, flags, slot)
+    return cmd.model_copy(update={"env": visible_devices(slot), "launcher": launcher})
 
 
 def disagg_file(ctx: EmitContext, flags: Flags) -> OutFile:
@@ -98,13 +112,13 @@ def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
     """Servers, per-role YAML, and the disaggregated server with its config."""
     first = {s.role: s for s in reversed(ctx.slots)}
     configs = tuple(config_file(ctx, flags, slot) for _, slot in sorted(first.items()))
-    servers = tuple((s, server(ctx, flags, s)) for s in ctx.slots)
+    servers = tuple((s, server(ctx, flags, s)) for s in ctx.heads())
     if ctx.deployment.mode == "agg":
         return EngineBuild(
             servers=servers,
             configs=configs,
             notes=notes(ctx),
-            endpoints=tuple((s.host, s.port) for s in ctx.slots),
+            endpoints=tuple((s.host, s.port) for s in ctx.heads()),
         )
     cfg = flags.get("router_config", "router").flag
     proxy = with_program(

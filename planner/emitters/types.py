@@ -26,6 +26,11 @@ class Command(BaseModel):
     )
     env: tuple[tuple[str, str], ...] = ()
     comment: str = ""
+    launcher: tuple[str, ...] = Field(
+        default=(),
+        description="Words before the program that start it on several hosts (e.g. mpirun ...); "
+        "not part of the engine's argument vector.",
+    )
 
 
 class OutFile(BaseModel):
@@ -45,11 +50,12 @@ class Slot(BaseModel):
     index: int = Field(ge=0, description="Replica index within the role.")
     worker: WorkerConfig
     node: int = Field(ge=0)
-    gpu_ids: tuple[int, ...] = Field(
-        description="Local GPU ids; empty when the worker spans nodes."
-    )
+    gpu_ids: tuple[int, ...] = Field(description="Local GPU ids on this slot's node.")
     host: str
     port: int
+    nodes: int = Field(default=1, ge=1, description="Hosts the replica spans (one slot each).")
+    node_rank: int = Field(default=0, ge=0, description="This slot's rank among those hosts.")
+    head: str = Field(default="", description="Host of node rank 0 (multi-node replicas).")
 
     @property
     def url(self) -> str:
@@ -82,9 +88,15 @@ class EmitContext(BaseModel):
     )
     slots: tuple[Slot, ...]
     workload: Workload
+    node_gpus: int = Field(default=8, ge=1, description="GPUs per host the slots were packed in.")
 
     def role_slots(self, role: Role) -> tuple[Slot, ...]:
-        return tuple(s for s in self.slots if s.role == role)
+        """The replicas of ``role`` (node rank 0 of multi-node ones: where requests go)."""
+        return tuple(s for s in self.heads() if s.role == role)
+
+    def heads(self) -> tuple[Slot, ...]:
+        """One slot per replica: node rank 0, the one that serves HTTP."""
+        return tuple(s for s in self.slots if s.node_rank == 0)
 
 
 class EngineBuild(BaseModel):

@@ -9,6 +9,7 @@ from planner.emitters.common import (
     LOCAL_HOST,
     bind_host,
     render,
+    replica_comment,
     visible_devices,
     with_program,
     worker_values,
@@ -21,6 +22,41 @@ BASE_PORT = 8100  # the NixlConnector guide's prefiller port
 ROUTER_PORT = 8192  # the guide's toy proxy port
 NIXL_SIDE_CHANNEL_BASE = 5600  # VLLM_NIXL_SIDE_CHANNEL_PORT default; one per instance on a host
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
+DP_RPC_PORT = 13345  # the data-parallel deployment guide's --data-parallel-rpc-port
+MASTER_PORT = 29501  # torch.distributed rendezvous port of a multi-node TP/PP replica
+
+
+def multi_node_values(slot: Slot) -> dict[str, Any]:
+    """Per-host values of a replica spanning ``slot.nodes`` hosts (none for one host).
+
+    With attention DP every host runs ``dp / nodes`` whole DP ranks (the shape rule
+    ``rank_per_host``): --data-parallel-size-local, --data-parallel-start-rank and the head's
+    --data-parallel-address (docs serving/data_parallel_deployment). Without DP the TP/PP group
+    spans the hosts: --nnodes, --node-rank, --master-addr (docs serving/parallelism_scaling).
+    Hosts other than the head run --headless (no API server).
+    """
+    if slot.nodes == 1:
+        return {}
+    par = slot.worker.parallel
+    values: dict[str, Any]
+    if par.dp > 1:
+        local = par.dp // slot.nodes
+        values = {
+            "dp_local": local,
+            "dp_start_rank": slot.node_rank * local,
+            "dp_address": slot.head,
+            "dp_rpc_port": DP_RPC_PORT,
+        }
+    else:
+        values = {
+            "executor": "mp",
+            "nnodes": slot.nodes,
+            "node_rank": slot.node_rank,
+            "master_addr": slot.head,
+            "master_port": MASTER_PORT,
+        }
+    values["headless"] = slot.node_rank > 0
+    return values
 
 
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
@@ -44,8 +80,12 @@ def config_file(ctx: EmitContext, flags: Flags, role: Role, slot: Slot) -> OutFi
 
 
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
-    """One ``vllm serve`` replica."""
+    """One ``vllm serve`` replica (one line per host of a multi-node replica)."""
     values = {"host": bind_host(slot), "port": slot.port, **serve_values(ctx, slot)}
+    multi = multi_node_values(slot)
+    for param in multi:
+        flags.get(param)  # an engine version without the spelling cannot launch this replica
+    values |= multi
     env = visible_devices(slot)
     if slot.role != "agg":
         env += (
@@ -57,7 +97,7 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
         "serve",
         render(flags, values).args,
         positional=(ctx.model_id,),
-        comment=f"{slot.role} replica {slot.index}",
+        comment=replica_comment(slot),
     )
     return cmd.model_copy(update={"env": env})
 
@@ -88,7 +128,7 @@ def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
     servers = tuple((s, server(ctx, flags, s)) for s in ctx.slots)
     if ctx.deployment.mode == "agg":
         return EngineBuild(
-            servers=servers, configs=configs, endpoints=tuple((s.host, s.port) for s in ctx.slots)
+            servers=servers, configs=configs, endpoints=tuple((s.host, s.port) for s in ctx.heads())
         )
     notes = (
         "NixlConnector needs `pip install nixl`; set VLLM_NIXL_SIDE_CHANNEL_HOST when "

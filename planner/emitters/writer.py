@@ -31,7 +31,7 @@ def argv(cmd: Command) -> list[str]:
 def shell_line(cmd: Command, background: bool = False) -> str:
     """A paste-ready shell command, one flag per continued line."""
     head = [f"{k}={shlex.quote(v)}" for k, v in cmd.env]
-    head += [shlex.quote(w) for w in (*cmd.program, *cmd.positional)]
+    head += [shlex.quote(w) for w in (*cmd.launcher, *cmd.program, *cmd.positional)]
     lines = [" ".join(head)]
     lines += [_INDENT + " ".join(shlex.quote(w) for w in (flag, *vals)) for flag, vals in cmd.args]
     text = " \\\n".join(lines) + (" &" if background else "")

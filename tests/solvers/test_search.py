@@ -172,3 +172,23 @@ def test_kv_budget_caps_concurrency() -> None:
     w = _one_worker(8192, 0.7)
     res = evaluate(m, gpu, load, w.mem_frac, **w.columns(), concurrency=np.array([caps[0] * 4.0]))
     assert res.seq_capacity[0] == caps[0] and res.decode_batch[0] <= caps[0]
+
+
+def test_closed_loop_rows_with_spare_slots_share_one_prediction() -> None:
+    """Slots beyond a closed loop's clients per worker change nothing: ``evaluate`` predicts such
+    rows once, and each equals ``evaluate_batch`` of that row alone (``planner estimate``)."""
+    from planner.batch_eval import CandidateArrays, evaluate_batch
+
+    m, gpu, load = load_model("llama-3.1-70b"), get_gpu("h200"), Load(2000, 300)
+    rows = [_one_worker(8192, frac, seqs) for seqs in (64, 128, 256) for frac in (0.85, 0.95)]
+    w = Workers(
+        **{k: np.concatenate([getattr(r, k) for r in rows]) for k in Workers.__dataclass_fields__}
+    )
+    conc = np.array([48.0, 48.0, 48.0, 48.0, 200.0, 200.0])
+    merged = evaluate(m, gpu, load, w.mem_frac, **w.columns(), concurrency=conc)
+    for i in range(w.size):
+        one = w.take(np.array([i]))
+        c = CandidateArrays.from_lists(**one.columns(), concurrency=conc[i : i + 1])
+        alone = evaluate_batch(m, gpu, c, load.workload(), gpu_memory_utilization=one.mem_frac)
+        for f in ("ttft_p90_s", "tpot_p90_s", "requests_per_s", "decode_batch"):
+            assert getattr(merged, f)[i] == pytest.approx(getattr(alone, f)[0], rel=1e-9), f

@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from planner.cli.main import main
-from solvers.sweep import COLUMNS, Scenario, load_spec, run_scenario, scenarios
+from planner.deployment import Parallelism
+from planner.emitters.capabilities import shape_rules
+from solvers.plan_core import evaluate_request
+from solvers.sweep import COLUMNS, Scenario, load_spec, run_scenario, scenario_request, scenarios
 from solvers.sweep_run import journal_path
 
 pytest.importorskip("distributed", reason="needs the [sweep] extra (dask[distributed])")
@@ -246,6 +249,7 @@ def test_scenario_ids_are_stable_and_distinct(tmp_path: Path) -> None:
         (SPEC.replace("qwen3-8b]", "no-such-model]"), (), "no-such-model"),
         (SPEC, ("--scheduler", "http://x;rm"), "--scheduler"),
         (SPEC, ("--workers", "0"), "--workers"),
+        (SPEC + "backend: tgi\n", (), "backend"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(
@@ -263,3 +267,27 @@ def test_bad_input_is_one_line_exit_2(
     err = capsys.readouterr().err
     assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1
     assert not out.exists() and not journal_path(out).exists()
+
+
+@pytest.mark.parametrize("backend", ["vllm", "trtllm"])
+def test_scenarios_search_only_shapes_their_backend_launches(tmp_path: Path, backend: str) -> None:
+    """A scenario plans as `planner plan --backend B`: the engine's shape rules limit the search
+    (vLLM: EP over all tp*dp ranks or none; TensorRT-LLM: attention DP at TP 1)."""
+    text = (
+        "mode: agg\nobjectives: [gpus]\nmodels: [qwen3-30b-a3b]\n"
+        "gpu_sets: [{name: h200, gpus: [h200], max_gpus: 8}]\n"
+        "workloads: [{name: c64, isl: 1000, osl: 200, concurrency: 64}]\n"
+        "slos: [{name: std, ttft_ms: 2000, tpot_ms: 50}]\n"
+        f"backend: {backend}\n"
+    )
+    (s,) = scenarios(load_spec(_spec(tmp_path, text)))
+    assert scenario_request(s).shape_rules == shape_rules(backend)
+    assert run_scenario(s)["status"] == "ok"
+    rules = shape_rules(backend)
+    for b in evaluate_request(scenario_request(s)).blocks:
+        w = b.workers
+        assert w is not None and w.size
+        shapes = {(int(t), int(d), int(e)) for t, d, e in zip(w.tp, w.dp, w.ep, strict=True)}
+        assert any(d > 1 for _, d, _ in shapes)  # attention DP was searched
+        for tp, dp, ep in shapes:
+            assert rules.problem(Parallelism(tp=tp, dp=dp, ep=ep)) is None

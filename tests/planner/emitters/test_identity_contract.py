@@ -189,3 +189,65 @@ def test_plan_without_identity_is_refused() -> None:
     plan["best"]["deployment"]["hf_id"] = ""
     with pytest.raises(PlannerInputError, match="no identity"):
         parse_plan(plan)
+
+
+MULTI_NODE_MODELS = ("deepseek-r1", "llama-3.1-70b", "qwen3-235b-a22b")
+
+
+def multi_node_plan(m: ModelSpec, mode: str, gpu: str) -> dict[str, Any]:
+    """Workers wider than a host: DP-attention + EP over 16 ranks (MoE), TP 8 x PP 2 (dense)."""
+    plan = plan_for(m, mode, gpu)
+    dep = plan["best"]["deployment"]
+    wide = _worker(1, 16, 16, m.weight_dtype, 2) if m.moe else _worker(8, 1, 1, m.weight_dtype, 2)
+    if not m.moe:
+        wide["parallel"]["pp"] = 2
+    dep["agg" if mode == "agg" else "decode"] = wide
+    return plan
+
+
+def _host_gpus(backend: str, cmd: Command, build: EngineBuild, role: str) -> int:
+    """GPUs one emitted line starts on its host (a multi-node replica: its share)."""
+    if backend == "vllm" and "--data-parallel-size-local" in argv(cmd):
+        tp, pp = (
+            int(_value(cmd, "--tensor-parallel-size")),
+            int(_value(cmd, "--pipeline-parallel-size")),
+        )
+        return tp * pp * int(_value(cmd, "--data-parallel-size-local"))
+    if backend in ("vllm", "sglang"):
+        return _gpus_of(backend, cmd, build, role) // int(_value(cmd, "--nnodes"))
+    return _gpus_of(backend, cmd, build, role)  # trtllm: one mpirun line starts every rank
+
+
+@pytest.mark.parametrize("gpu", ["h200_sxm", "gb200"])
+@pytest.mark.parametrize("mode", ["agg", "disagg"])
+@pytest.mark.parametrize("backend", ENGINES)
+@pytest.mark.parametrize("key", MULTI_NODE_MODELS)
+def test_multi_node_bundle_contract(key: str, backend: str, mode: str, gpu: str) -> None:
+    """One launch line per host (one mpirun line for TensorRT-LLM), every line parsed with the
+    engine's own argument list, the lines together start exactly the plan's GPUs, and requests
+    go to the head host of each replica only."""
+    m = load_model(key)
+    plan = parse_plan(multi_node_plan(m, mode, gpu))
+    ctx, _, build = engine_build(plan, backend)
+    used, hosts = 0, set()
+    for slot, cmd in build.servers:
+        assert _model_arg(backend, cmd) == m.hf_id
+        parse_with_engine_args(backend, cmd)
+        used += _host_gpus(backend, cmd, build, slot.role)
+        hosts.add(slot.node)
+        if backend != "trtllm" and slot.nodes > 1:
+            assert int(_value(cmd, "--node-rank", "-1")) == slot.node_rank or (
+                int(_value(cmd, "--data-parallel-start-rank", "0"))
+                == slot.node_rank * int(_value(cmd, "--data-parallel-size-local"))
+            )
+        if backend == "vllm" and slot.node_rank > 0:
+            assert "--headless" in argv(cmd)
+        if backend == "trtllm" and slot.nodes > 1:
+            assert cmd.launcher[0] == "mpirun" and cmd.launcher[-1] == "trtllm-llmapi-launch"
+    assert used == plan.best.deployment.total_gpus
+    assert any(s.nodes > 1 for s in ctx.slots)
+    heads = {(s.host, s.port) for s in ctx.heads()}
+    if mode == "agg":
+        assert set(build.endpoints) == heads
+    launch = next(f.text for f in build_bundle(plan, backend) if f.name == "launch.sh")
+    assert "NODE_RANK" in launch
