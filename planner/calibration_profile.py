@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,11 +33,21 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.batch_eval import KV_DTYPES
+from planner.calibration_bands import (
+    MIN_ROWS,
+    ModeBands,
+    bands_of,
+    halves,
+    mode_bands,
+    profile_bands,
+    use_profile_bands,
+)
 from planner.calibration_data import LoadedData, read_text
 from planner.engine_calibration import (
     BACKENDS,
     EngineCalibration,
     Sourced,
+    calibrated,
     load_engines,
     use_calibration,
 )
@@ -108,11 +120,13 @@ class Fit(BaseModel):
 
 
 class EngineProfile(BaseModel):
-    """One engine: its fit on every row, and per GPU when the rows cover several."""
+    """One engine: its fit on every row, per GPU when the rows cover several, and its own bands
+    per mode (``planner.calibration_bands``; empty in a profile written before them)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     all_gpus: Fit
     by_gpu: dict[str, Fit] = Field(default_factory=dict)
+    own_bands: dict[str, ModeBands] = Field(default_factory=dict)
 
 
 class Profile(BaseModel):
@@ -319,6 +333,24 @@ def fit_engine(rows: pd.DataFrame, backend: str, progress: str = "") -> Fit:
     )
 
 
+def cross_fit(rows: pd.DataFrame, backend: str, progress: str = "") -> dict[str, ModeBands]:
+    """Own bands of one engine's prepared ``rows`` (``planner.calibration_bands``): each half's
+    constants (as many as that half can fit) predict the other half. Modes with fewer than
+    ``MIN_ROWS`` rows are not cross-fitted (their bands stay the table's)."""
+    counts = rows["mode"].value_counts()
+    if not (counts >= MIN_ROWS).any():
+        return mode_bands(rows.assign(pred_ttft_ms=np.nan, pred_tpot_ms=np.nan))
+    base = load_engines()[backend]
+    a, b = halves(rows)
+    held = []
+    for n, (fit_half, test) in enumerate(((a, b), (b, a))):
+        label = progress and f"{progress}: own bands, half {n + 1} of 2"
+        names = constants_to_fit(fit_half)
+        cal = with_constants(base, fit_constants(fit_half, backend, names, base, label), "fit")
+        held.append(predict(test, progress=False, overrides={backend: cal}))
+    return mode_bands(pd.concat(held, ignore_index=True))
+
+
 def calibrate(data: LoadedData, progress: bool = True) -> Profile:
     """The profile of every engine (and GPU) in ``data``."""
     rows, skipped = prepared(data.rows)
@@ -337,7 +369,8 @@ def calibrate(data: LoadedData, progress: bool = True) -> Profile:
                 one = sub[sub["system"] == gpu].reset_index(drop=True)
                 by_gpu[gpu] = fit_engine(one, str(backend), label and f"{label} on {gpu}")
         all_gpus = fit_engine(sub, str(backend), label and f"{label} on {', '.join(gpus)}")
-        engines[str(backend)] = EngineProfile(all_gpus=all_gpus, by_gpu=by_gpu)
+        own = cross_fit(sub, str(backend), label)
+        engines[str(backend)] = EngineProfile(all_gpus=all_gpus, by_gpu=by_gpu, own_bands=own)
     prov = {"files": data.sources, "skipped_rows": {**data.skipped, **skipped}}
     return Profile(
         format=FORMAT,
@@ -426,9 +459,18 @@ def activate(path: Path | None, gpu: str | None = None) -> str | None:
     """Apply the profile at ``path`` to this process (``--calibration``); its label, or None."""
     if path is None:
         use_calibration({}, "")  # the packaged constants (a profile never outlives its command)
+        use_profile_bands({})
         return None
     prof = load_profile(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     label = f"calibration profile {path} (sha256 {digest})"
     use_calibration(profile_engines(prof, label, gpu), label)
+    use_profile_bands(profile_bands(prof, label))
     return label
+
+
+@contextmanager
+def applied(prof: Profile, label: str, gpu: str | None = None) -> Iterator[None]:
+    """``prof``'s constants and bands inside the ``with`` block only (a UI session's plan)."""
+    with calibrated(profile_engines(prof, label, gpu), label), bands_of(profile_bands(prof, label)):
+        yield
