@@ -179,7 +179,7 @@ def _show(fitted: Fitted) -> None:
     frame = comparison_frame(prof)
     st.markdown("###### Predicted vs measured, before and after calibration")
     with st.container(key="calibration_summary"):
-        st.dataframe(shown(summary_frame(frame)), hide_index=True)
+        st.table(shown(summary_frame(frame)).set_index("engine"))
     with st.container(key="calibration_chart"):
         st.plotly_chart(comparison_chart(frame), key="calibration_plot")
     with st.container(key="calibration_table"):
