@@ -65,6 +65,14 @@ class EngineCalibration(BaseModel):
     disagg_request_overhead_s: Sourced
     burst_fraction: Sourced
     disagg_burst_fraction: Sourced
+    disagg_prefill_kernel_scale: Sourced = Sourced(
+        value=1.0,
+        unit="1",
+        bounds=(0.25, 4.0),
+        source="a disaggregated prefill worker's kernel time relative to kernel_scale (1: the "
+        "same); a user's profile that fits kernel_scale to decode (TPOT) keeps the prefill "
+        "worker at the packaged kernel time (planner.calibration_profile.with_constants)",
+    )
     max_num_batched_tokens: Sourced
     max_num_seqs: Sourced
 
