@@ -185,7 +185,8 @@ def _show(fitted: Fitted) -> None:
     with st.container(key="calibration_table"):
         st.dataframe(shown(frame), hide_index=True)
     fits = [
-        f"{engine}: fitted {', '.join(e.all_gpus.fitted)} from {e.all_gpus.rows_used} rows"
+        f"{engine}: fitted {', '.join(e.all_gpus.fitted) or 'nothing (packaged constants kept)'} "
+        f"from {e.all_gpus.rows_used} rows"
         for engine, e in prof.engines.items()
     ]
     st.caption(
