@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
+import yaml
 
+from app.calibration_view import Fitted
 from app.inputs import ModelChoice, SloChoice
 from hardware.errors import PlannerInputError
+from planner.calibration_profile import Profile, applied
 from planner.emitters import ENGINES
 from planner.emitters.capabilities import shape_rules
 from planner.models import bundled_models, find_bundled
@@ -50,6 +53,7 @@ class PlanInputs:
     mode: str
     backend: str
     objective: str
+    calibration: Fitted | None = None
 
 
 @st.cache_resource(show_spinner=False)
@@ -121,10 +125,21 @@ def request(given: PlanInputs) -> PlanRequest:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _plan_dict(request_json: str) -> dict[str, Any]:
-    return plan(PlanRequest.model_validate_json(request_json)).to_plan_dict()
+def _plan_dict(request_json: str, profile_yaml: str = "", label: str = "") -> dict[str, Any]:
+    req = PlanRequest.model_validate_json(request_json)
+    if not profile_yaml:
+        return plan(req).to_plan_dict()
+    prof = Profile.model_validate(yaml.safe_load(profile_yaml))
+    gpu = req.gpus[0] if len(req.gpus) == 1 else None
+    # the profile's constants and bands for this plan only (other sessions keep theirs)
+    with applied(prof, label, gpu):
+        return plan(req).to_plan_dict()
 
 
 def run_plan(given: PlanInputs) -> dict[str, Any]:
-    """The plan dict (``PlanResult.to_plan_dict()``) for the page's inputs."""
-    return _plan_dict(request(given).model_dump_json())
+    """The plan dict (``PlanResult.to_plan_dict()``) for the page's inputs (with the uploaded
+    calibration profile when the page asks for it)."""
+    cal = given.calibration
+    if cal is None:
+        return _plan_dict(request(given).model_dump_json())
+    return _plan_dict(request(given).model_dump_json(), cal.text, cal.label)

@@ -14,6 +14,8 @@ the data measure the central number, and the model's error on it is what the ban
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -177,6 +179,25 @@ def _model_name(m: ModelSpec) -> str:
     return m.name
 
 
+OwnBands = Mapping[tuple[str, str], tuple[dict[str, LogBand] | None, str]]
+PROFILE_BANDS: ContextVar[OwnBands | None] = ContextVar("planner_profile_bands", default=None)
+"""An active calibration profile's bands per (engine, mode): its own out-of-sample residual
+quantiles and a one-line account, or None and the reason the table's band applies (too few rows).
+Set with the profile's constants (``planner.calibration_bands``)."""
+
+
+def profile_band(engine: str, mode: str) -> tuple[dict[str, LogBand] | None, str] | None:
+    """The active profile's bands of ``engine``/``mode`` (see ``PROFILE_BANDS``), or None."""
+    return (PROFILE_BANDS.get() or {}).get((engine, mode))
+
+
+def band_account(engine: str, mode: str) -> str:
+    """Where the bands of ``engine``/``mode`` come from: the active profile or the table."""
+    own = profile_band(engine, mode)
+    table = f"{BANDS_FILE.name} level {load_bands().level}"
+    return table if own is None else own[1] if own[0] is not None else f"{own[1]}; {table}"
+
+
 def deployment_bands(
     m: ModelSpec,
     gpu: GpuSpec,
@@ -189,6 +210,9 @@ def deployment_bands(
 ) -> tuple[dict[str, LogBand], str]:
     """(bands of ``ttft`` and ``tpot``, a one-line account of the group they came from) for one
     deployment."""
+    own = profile_band(engine, mode)
+    if own is not None and own[0] is not None:
+        return own[0], own[1]
     t = table or load_bands()
     key = {
         "engine": engine,
@@ -202,9 +226,10 @@ def deployment_bands(
         + " ".join(f"{k}={v}" for k, v in key.items())
         + ("" if seen else " (no data for this GPU/model: widest band of its tier)")
     )
-    return t.lookup(
-        key, gpu=gpu.name, model=_model_name(m)
-    ), f"{how}; {BANDS_FILE.name} level {t.level}"
+    note = f"{own[1]}; " if own is not None else ""
+    return t.lookup(key, gpu=gpu.name, model=_model_name(m)), (
+        f"{note}{how}; {BANDS_FILE.name} level {t.level}"
+    )
 
 
 def candidate_bands(
@@ -221,6 +246,9 @@ def candidate_bands(
     ``CandidateArrays``)."""
     from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 
+    own = profile_band(engine, "disagg" if mode else "agg")
+    if own is not None and own[0] is not None:
+        return own[0]
     t = table or load_bands()
     key = {
         "engine": engine,

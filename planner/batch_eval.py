@@ -300,6 +300,15 @@ def _worker(
     )
 
 
+def prefill_kernels(
+    pre: WorkerArrays, cal: EngineCalibration, k: int, constants: Constants | None = None
+) -> WorkerArrays:
+    """A disaggregated prefill worker's kernel time: ``kernel_scale`` times
+    ``disagg_prefill_kernel_scale`` (1 in the packaged constants; see ``EngineCalibration``)."""
+    role = constant(cal, "disagg_prefill_kernel_scale", k, constants)
+    return replace(pre, kernel_scale=pre.kernel_scale * role)
+
+
 MIX_ATOMS = 64
 """Equal-probability atoms per component when a quantile of the steady-state / start-up-wave
 mixture is taken (``mixture_quantiles``): quantiles within 1/64 of a probability."""
@@ -459,6 +468,7 @@ def evaluate_batch(
             burst,
             constants,
         )
+        pre = prefill_kernels(pre, cal, k, constants)
         total = (
             c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers
             + c.tp * c.pp * c.dp * c.workers

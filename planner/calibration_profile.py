@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,11 +33,21 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.batch_eval import KV_DTYPES
+from planner.calibration_bands import (
+    MIN_ROWS,
+    ModeBands,
+    bands_of,
+    halves,
+    mode_bands,
+    profile_bands,
+    use_profile_bands,
+)
 from planner.calibration_data import LoadedData, read_text
 from planner.engine_calibration import (
     BACKENDS,
     EngineCalibration,
     Sourced,
+    calibrated,
     load_engines,
     use_calibration,
 )
@@ -51,6 +63,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "disagg_request_overhead_s": (0.0, 2.0),
     "burst_fraction": (0.0, 1.0),
     "disagg_burst_fraction": (0.0, 1.0),
+    "disagg_prefill_kernel_scale": (0.25, 4.0),
 }
 """Range of each fitted constant: achieved kernel time 0.5-2x the priced one; 0-20 ms of CPU per
 step and 0-200 us per running request per step; 0-2 s per request outside the steps (HTTP,
@@ -67,10 +80,16 @@ TIERS: tuple[tuple[str, str, int], ...] = (
 """(constant, rows it is fitted from, least distinct load points): a constant is fitted when the
 rows of that mode hold at least that many distinct (model, GPU, mode, ISL, OSL, concurrency) points;
 the others keep the packaged value."""
+PREFILL_RULE_SHORT = (
+    "disagg_prefill_kernel_scale follows kernel_scale: the prefill worker keeps its packaged "
+    "kernel time"
+)
 RULE = (
     "fitted when the rows hold at least N distinct (model, GPU, mode, ISL, OSL, concurrency) load "
     "points: kernel_scale and the request overheads N=1, step_overhead_s N=3, the lockstep "
-    "shares N=4 (of their mode); the rest keep the packaged value"
+    "shares N=4 (of their mode), and of those the set (none, the step-time constants, all) "
+    "with the lowest 2-fold cross-validation loss on the rows; the rest keep the packaged "
+    "value; " + PREFILL_RULE_SHORT
 )
 GRID_SWEEPS = 1
 """Sweeps of the grid stage (the packaged fit uses ``fit_engines.SWEEPS``; the refinement after it
@@ -108,11 +127,13 @@ class Fit(BaseModel):
 
 
 class EngineProfile(BaseModel):
-    """One engine: its fit on every row, and per GPU when the rows cover several."""
+    """One engine: its fit on every row, per GPU when the rows cover several, and its own bands
+    per mode (``planner.calibration_bands``; empty in a profile written before them)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     all_gpus: Fit
     by_gpu: dict[str, Fit] = Field(default_factory=dict)
+    own_bands: dict[str, ModeBands] = Field(default_factory=dict)
 
 
 class Profile(BaseModel):
@@ -152,10 +173,57 @@ def constants_to_fit(rows: pd.DataFrame) -> list[str]:
     return [name for name, mode, least in TIERS if load_points(rows, mode) >= least]
 
 
+PREFILL = "disagg_prefill_kernel_scale"
+"""Not fitted: it follows a fitted ``kernel_scale`` so that a disaggregated prefill worker keeps
+the packaged kernel time. Disaggregated TPOT measures decode steps only, which say nothing of the
+prefill worker's compute-bound kernels; with the prefill worker moved by the decode fit, held-out
+disaggregated TTFT got worse (the self-calibration table in the README)."""
+STEP_CONSTANTS = ("kernel_scale", "step_overhead_s")
+"""The step-time constants (what TPOT measures); the others act on TTFT only."""
+SELECT_EVALS = 60
+"""Most model evaluations of each fold's refinement in ``select_constants``."""
+MIN_SELECT_ROWS = 6
+"""Fewest rows for the cross-validated choice of ``select_constants`` (3 per fold)."""
+
+
+def select_constants(rows: pd.DataFrame, backend: str, base: EngineCalibration) -> list[str]:
+    """The constants to fit on ``rows``: of the packaged values (none), the step-time constants
+    only, or every constant ``constants_to_fit`` allows, the one whose 2-fold cross-validation
+    loss on ``rows`` (alternate rows by mode and concurrency; ``fit_engines.loss`` of the other
+    fold, each fold fitted by ``fit_constants`` with at most ``SELECT_EVALS`` evaluations) is
+    lowest, the fewer constants on a tie. Rows
+    that mix deployments the model prices differently (the disaggregated campaigns) then keep
+    constants one half of them cannot teach the other."""
+    names = constants_to_fit(rows)
+    step = [n for n in names if n in STEP_CONSTANTS]
+    choices: list[list[str]] = []
+    for choice in ([], step, names):
+        if choice not in choices:
+            choices.append(choice)
+    if len(rows) < MIN_SELECT_ROWS or len(choices) == 1:
+        return names
+    a, b = halves(rows)
+    scores = []
+    for choice in choices:
+        score = 0.0
+        for fit, test in ((a, b), (b, a)):
+            use = [n for n in choice if n in constants_to_fit(fit)]
+            values = fit_constants(fit, backend, use, base, max_evals=SELECT_EVALS) if use else {}
+            score += _loss(test, backend, with_constants(base, values, "fit"))
+        scores.append(score)
+    return choices[int(np.argmin(scores))]
+
+
 def with_constants(
     base: EngineCalibration, values: dict[str, float], source: str
 ) -> EngineCalibration:
-    """``base`` with ``values`` replaced, each tagged ``source``."""
+    """``base`` with ``values`` replaced, each tagged ``source``. A fitted ``kernel_scale`` leaves
+    a disaggregated prefill worker's kernel time as ``base`` prices it (its relative factor
+    ``disagg_prefill_kernel_scale`` follows, ``PREFILL``)."""
+    if "kernel_scale" in values and PREFILL not in values:
+        lo, hi = BOUNDS[PREFILL]
+        kept = base.kernel_scale.value * getattr(base, PREFILL).value / values["kernel_scale"]
+        values = {**values, PREFILL: float(np.clip(kept, lo, hi))}
     return base.model_copy(
         update={
             k: Sourced(value=v, source=source, unit=getattr(base, k).unit, bounds=BOUNDS.get(k))
@@ -216,6 +284,7 @@ def fit_constants(
     names: list[str],
     base: EngineCalibration,
     progress: str = "",
+    max_evals: int = MAX_EVALS,
 ) -> dict[str, float]:
     """THE adapter (rows -> constants): ``names`` fitted on prepared ``rows`` of ``backend``, the
     other constants kept from ``base``. Grid stage: the packaged fitter's coordinate search; then
@@ -242,7 +311,7 @@ def fit_constants(
         loss="cauchy",
         f_scale=ROBUST_SCALE,
         diff_step=1e-3,
-        max_nfev=MAX_EVALS,
+        max_nfev=max_evals,
     )
     if progress:
         sys.stderr.write("\n")
@@ -300,8 +369,8 @@ def _row_records(before: pd.DataFrame, after: pd.DataFrame) -> list[dict[str, An
 def fit_engine(rows: pd.DataFrame, backend: str, progress: str = "") -> Fit:
     """Fit one engine's constants on prepared ``rows`` (all of that engine)."""
     base = load_engines()[backend]
-    names = constants_to_fit(rows)
-    values = fit_constants(rows, backend, names, base, progress)
+    names = select_constants(rows, backend, base)
+    values = fit_constants(rows, backend, names, base, progress) if names else {}
     cal = with_constants(base, values, "fit")
     before = predict(rows, progress=False, overrides={backend: base})
     after = predict(rows, progress=False, overrides={backend: cal})
@@ -311,12 +380,31 @@ def fit_engine(rows: pd.DataFrame, backend: str, progress: str = "") -> Fit:
         rows_used=len(rows),
         load_points=load_points(rows),
         fitted=names,
-        kept_packaged=[k for k in BOUNDS if k not in names],
+        kept_packaged=[k for k in BOUNDS if k not in names and k != PREFILL],
         constants=constants,
         residuals_before=residuals(before),
         residuals_after=residuals(after),
         rows=_row_records(before, after),
     )
+
+
+def cross_fit(rows: pd.DataFrame, backend: str, progress: str = "") -> dict[str, ModeBands]:
+    """Own bands of one engine's prepared ``rows`` (``planner.calibration_bands``): each half's
+    constants (as many as that half can fit) predict the other half. Modes with fewer than
+    ``MIN_ROWS`` rows are not cross-fitted (their bands stay the table's)."""
+    counts = rows["mode"].value_counts()
+    if not (counts >= MIN_ROWS).any():
+        return mode_bands(rows.assign(pred_ttft_ms=np.nan, pred_tpot_ms=np.nan))
+    base = load_engines()[backend]
+    a, b = halves(rows)
+    held = []
+    for n, (fit_half, test) in enumerate(((a, b), (b, a))):
+        label = progress and f"{progress}: own bands, half {n + 1} of 2"
+        names = select_constants(fit_half, backend, base)
+        values = fit_constants(fit_half, backend, names, base, label) if names else {}
+        cal = with_constants(base, values, "fit")
+        held.append(predict(test, progress=False, overrides={backend: cal}))
+    return mode_bands(pd.concat(held, ignore_index=True))
 
 
 def calibrate(data: LoadedData, progress: bool = True) -> Profile:
@@ -337,7 +425,8 @@ def calibrate(data: LoadedData, progress: bool = True) -> Profile:
                 one = sub[sub["system"] == gpu].reset_index(drop=True)
                 by_gpu[gpu] = fit_engine(one, str(backend), label and f"{label} on {gpu}")
         all_gpus = fit_engine(sub, str(backend), label and f"{label} on {', '.join(gpus)}")
-        engines[str(backend)] = EngineProfile(all_gpus=all_gpus, by_gpu=by_gpu)
+        own = cross_fit(sub, str(backend), label)
+        engines[str(backend)] = EngineProfile(all_gpus=all_gpus, by_gpu=by_gpu, own_bands=own)
     prov = {"files": data.sources, "skipped_rows": {**data.skipped, **skipped}}
     return Profile(
         format=FORMAT,
@@ -426,9 +515,18 @@ def activate(path: Path | None, gpu: str | None = None) -> str | None:
     """Apply the profile at ``path`` to this process (``--calibration``); its label, or None."""
     if path is None:
         use_calibration({}, "")  # the packaged constants (a profile never outlives its command)
+        use_profile_bands({})
         return None
     prof = load_profile(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     label = f"calibration profile {path} (sha256 {digest})"
     use_calibration(profile_engines(prof, label, gpu), label)
+    use_profile_bands(profile_bands(prof, label))
     return label
+
+
+@contextmanager
+def applied(prof: Profile, label: str, gpu: str | None = None) -> Iterator[None]:
+    """``prof``'s constants and bands inside the ``with`` block only (a UI session's plan)."""
+    with calibrated(profile_engines(prof, label, gpu), label), bands_of(profile_bands(prof, label)):
+        yield

@@ -17,7 +17,9 @@ value in engines.yaml. Engine names appear only here and in the emitters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -80,6 +82,14 @@ class EngineCalibration(BaseModel):
     disagg_request_overhead_s: Sourced
     burst_fraction: Sourced
     disagg_burst_fraction: Sourced
+    disagg_prefill_kernel_scale: Sourced = Sourced(
+        value=1.0,
+        unit="1",
+        bounds=(0.25, 4.0),
+        source="a disaggregated prefill worker's kernel time relative to kernel_scale (1: the "
+        "same); a user's profile that fits kernel_scale to decode (TPOT) keeps the prefill "
+        "worker at the packaged kernel time (planner.calibration_profile.with_constants)",
+    )
     max_num_batched_tokens: Sourced
     max_num_seqs: Sourced
 
@@ -99,29 +109,42 @@ def load_engines(path: Path = ENGINES_FILE) -> dict[str, EngineCalibration]:
     return {name: EngineCalibration.model_validate(v) for name, v in raw.items()}
 
 
-_ACTIVE: dict[str, tuple[EngineCalibration, str]] = {}
-"""Engines replaced for this process by a user's calibration profile (``--calibration``), each with
-the profile's name; see :func:`use_calibration`."""
+_ACTIVE: ContextVar[Mapping[str, tuple[EngineCalibration, str]] | None] = ContextVar(
+    "planner_engine_calibration", default=None
+)
+"""Engines replaced by a user's calibration profile (``--calibration``), each with the profile's
+name; see :func:`use_calibration`. A context variable: a command sets it for its process, and a
+UI session's plan (its own thread) sets it for that plan only (:func:`calibrated`)."""
 
 
 def use_calibration(engines: Mapping[str, EngineCalibration], label: str) -> None:
     """From now on :func:`engine` returns ``engines[b]`` for each ``b`` given (a user's profile,
     ``planner.calibration_profile``); ``label`` names it in provenance. An empty mapping resets."""
-    _ACTIVE.clear()
-    _ACTIVE.update({b: (cal, label) for b, cal in engines.items()})
+    _ACTIVE.set({b: (cal, label) for b, cal in engines.items()})
+
+
+@contextmanager
+def calibrated(engines: Mapping[str, EngineCalibration], label: str) -> Iterator[None]:
+    """:func:`use_calibration` inside the ``with`` block only (the previous state after it)."""
+    token = _ACTIVE.set({b: (cal, label) for b, cal in engines.items()})
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
 
 
 def calibration_label(backend: str) -> str:
     """Where ``backend``'s constants come from: the active profile or the packaged file."""
-    active = _ACTIVE.get(backend)
+    active = (_ACTIVE.get() or {}).get(backend)
     return active[1] if active else "planner/calibration/engines.yaml"
 
 
 def engine(backend: str) -> EngineCalibration:
     """Calibration of ``backend`` (a profile set by :func:`use_calibration` first); unknown names
     are an input error listing the choices."""
-    if backend in _ACTIVE:
-        return _ACTIVE[backend][0]
+    active = (_ACTIVE.get() or {}).get(backend)
+    if active is not None:
+        return active[0]
     engines = load_engines()
     if backend not in engines:
         raise PlannerInputError("--backend", f"'{backend}' not one of {sorted(engines)}")

@@ -25,6 +25,7 @@ from planner.batch_eval import (
     lockstep_share,
     op_pricer,
     parallel_arrays,
+    prefill_kernels,
 )
 from planner.engine_calibration import EngineCalibration, engine
 from planner.model_spec import ModelSpec
@@ -74,6 +75,7 @@ def prefill_role(
         gpu_memory_utilization,
         lockstep_share(w, load.concurrency, cal),
     )
+    pre = prefill_kernels(pre, cal, k)
     free = np.maximum(pre.chunk_tokens, 1.0)
     chunks, own = _prefill_plan(load.isl_compute, free)
     prior = (chunks - 1.0) / 2.0 * own

@@ -233,7 +233,7 @@ def band_predictions(
 ) -> dict[str, Any]:
     """``ttft_ms_band`` / ``tpot_ms_band`` (level, and lo/hi of the mean and each percentile, as
     ``planner estimate`` reports them) of candidate ``j`` of ``b``."""
-    from planner.bands import candidate_bands, load_bands
+    from planner.bands import band_account, candidate_bands, load_bands
     from planner.estimate import Percentiles
 
     w = b.workers if b.mode == "agg" else b.decode
@@ -255,6 +255,7 @@ def band_predictions(
         band = Percentiles(**stats).with_band(bands[metric], level).band
         assert band is not None
         out[f"{metric}_ms_band"] = band.model_dump()
+    out["provenance"] = {**pred.get("provenance", {}), "bands": band_account(backend, b.mode)}
     return out
 
 

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from app import inputs as ui_in
 from app import planning
+from app.calibration_view import calibration_section
 from app.plan_results import show_plan
 from app.ui import LOG, FieldErrors, error_text, gpu_names
 from hardware.errors import PlannerInputError
@@ -73,6 +74,7 @@ def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
         )
         backend = st.selectbox("Backend", planning.BACKENDS, key="plan_backend")
         objective = st.selectbox("Objective", planning.OBJECTIVES, key="plan_objective")
+    calibration = calibration_section()
     if model is None or not gpus or lengths is None or errors:
         return None
     return planning.PlanInputs(
@@ -87,6 +89,7 @@ def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
         mode=mode,
         backend=backend,
         objective=objective,
+        calibration=calibration,
     )
 
 
@@ -124,6 +127,9 @@ def _results(given: planning.PlanInputs | None) -> None:
                 f"Planned at the mean lengths: ISL {isl:,}, OSL {osl:,} tokens (the planner "
                 "sizes for one ISL/OSL pair)."
             )
+        if used.calibration is not None:
+            with st.container(key="plan_calibration_note"):
+                st.info(f"Planned with the {used.calibration.label}.")
         gpu = plan["best"]["deployment"]["gpu"]
         show_plan(plan, gpu_names().get(gpu, gpu), used.backend)
 

@@ -71,7 +71,7 @@ def _summary(profile: Profile) -> list[dict[str, Any]]:
                         row[f"{mode} {m.upper()} median APE % before -> after"] = (
                             f"{b:.3g} -> {a:.3g}"
                         )
-            row["fitted"] = ", ".join(fit.fitted)
+            row["fitted"] = ", ".join(fit.fitted) or "none (cross-validation kept the packaged)"
             rows.append(row)
     return rows
 

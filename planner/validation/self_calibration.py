@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from planner.calibration_profile import constants_to_fit, fit_constants, prepared, with_constants
+from planner.calibration_profile import fit_constants, prepared, select_constants, with_constants
 from planner.engine_calibration import load_engines
 from planner.validation.e2e import error_stats, predict
 from planner.validation.protocol import campaign
@@ -59,8 +59,9 @@ def held_out(rows: pd.DataFrame, backend: str) -> tuple[pd.DataFrame, list[str]]
     """The held-out half predicted with the packaged and with the self-fitted constants."""
     fit_half, test = split_alternate(rows)
     base = load_engines()[backend]
-    names = constants_to_fit(fit_half)
-    cal = with_constants(base, fit_constants(fit_half, backend, names, base), "self-calibration")
+    names = select_constants(fit_half, backend, base)
+    values = fit_constants(fit_half, backend, names, base) if names else {}
+    cal = with_constants(base, values, "self-calibration")
     shipped = predict(test, progress=False, overrides={backend: base})
     own = predict(test, progress=False, overrides={backend: cal})
     out = test[["backend", "mode", "silicon_ttft_ms", "silicon_tpot_ms"]].assign(

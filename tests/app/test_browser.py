@@ -7,6 +7,7 @@ save the screenshots committed under ``app/screenshots/``.
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import zipfile
@@ -185,3 +186,53 @@ def test_downloads_open(page: Any, server: str) -> None:
         page.get_by_role("button", name="Engine configs (vllm, zip)").click()
     with zipfile.ZipFile(Path(got.value.path())) as zf:
         assert "vllm/launch.sh" in zf.namelist()
+
+
+def _results_zip(folder: Path) -> Path:
+    """benchmark.sh's results folder for the small vLLM plan, with synthetic runs (the serving
+    model's predictions under shifted engine constants, as the round-trip test writes them), as
+    the zip a person uploads."""
+    from planner.cli.main import main
+    from tests.planner.calibration_fixtures import small_plan, write_results
+
+    plan = folder / "plan.json"
+    plan.write_text(json.dumps(small_plan()))
+    bundle = folder / "bundle"
+    assert main(["emit", "--plan", str(plan), "--backend", "vllm", "--out", str(bundle)]) == 0
+    write_results(bundle, "vllm")
+    out = folder / "results.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in sorted((bundle / "results").rglob("*")):
+            if f.is_file():
+                zf.write(f, f.relative_to(bundle).as_posix())
+    return out
+
+
+def test_upload_results_compare_and_plan_with_the_profile(
+    page: Any, server: str, tmp_path: Path
+) -> None:
+    upload = _results_zip(tmp_path)
+    _plan_loaded(page, server)
+    page.get_by_text("Calibrate to your benchmark results").click()
+    page.locator(".st-key-plan_results_upload input[type=file]").set_input_files(str(upload))
+    table = page.locator(".st-key-calibration_table")
+    table.wait_for()
+    page.locator(f".st-key-calibration_chart {PLOT}").first.wait_for()
+    rows = page.locator(".st-key-calibration_summary tbody tr")
+    rows.first.wait_for()
+    summary = page.locator(".st-key-calibration_summary table").inner_text()
+    assert "vllm" in rows.first.inner_text()
+    for column in ("TTFT median error before (%)", "TPOT median error after (%)"):
+        assert column in summary
+    assert table.locator('[data-testid="stDataFrame"]').count() == 1  # every row (a canvas)
+    assert page.get_by_text("fitted kernel_scale").count() >= 1
+    page.get_by_text(STALE).wait_for()  # the profile is an input: the old plan greys out
+    page.get_by_role("button", name="Plan", exact=True).click()
+    note = page.locator(".st-key-plan_calibration_note")
+    note.wait_for()
+    assert "calibration profile uploaded in the UI (results.zip" in note.inner_text()
+    with page.expect_download() as got:  # the plan's provenance names the profile
+        page.get_by_role("button", name="Plan (JSON)").click()
+    best = json.loads(Path(got.value.path()).read_text())["best"]["predicted"]["provenance"]
+    assert "calibration profile uploaded in the UI" in best["engine_calibration"]
+    assert "calibration profile uploaded in the UI" in best["bands"]

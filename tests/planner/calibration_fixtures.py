@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from planner.calibration_bands import ModeBands
 from planner.calibration_data import deployment_columns
 from planner.calibration_profile import (
     BOUNDS,
@@ -168,9 +169,15 @@ def write_results(bundle: Path, backend: str) -> pd.DataFrame:
     return meas
 
 
-def write_profile(path: Path, backend: str, factors: dict[str, float]) -> Path:
+def write_profile(
+    path: Path,
+    backend: str,
+    factors: dict[str, float],
+    own_bands: dict[str, ModeBands] | None = None,
+) -> Path:
     """A profile (as ``calibrate e2e`` writes it) whose constants are the packaged ones times
-    ``factors``, fitted from nothing: for tests of ``--calibration`` itself."""
+    ``factors``, fitted from nothing, with ``own_bands`` as its bands: for tests of
+    ``--calibration`` itself."""
     base = load_engines()[backend]
     consts = {k: float(getattr(base, k).value) * factors.get(k, 1.0) for k in BOUNDS}
     none = Residuals()
@@ -189,7 +196,7 @@ def write_profile(path: Path, backend: str, factors: dict[str, float]) -> Path:
         created_utc="2026-11-30T12:00:00Z",
         rule=RULE,
         data={},
-        engines={backend: EngineProfile(all_gpus=fit)},
+        engines={backend: EngineProfile(all_gpus=fit, own_bands=own_bands or {})},
     )
     path.write_text(profile_text(prof))
     return path

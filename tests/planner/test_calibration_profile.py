@@ -99,3 +99,33 @@ def test_bad_profile_names_the_field(tmp_path: Path, edit: object, message: str)
     with pytest.raises(PlannerInputError) as exc:
         load_profile(path)
     assert str(exc.value).startswith("--calibration") and message in str(exc.value)
+
+
+def test_fitted_kernel_scale_keeps_the_disaggregated_prefill_worker() -> None:
+    """Disaggregated TPOT measures decode steps: a kernel_scale fitted to it must not move the
+    prefill worker (that coupling made held-out disaggregated TTFT worse)."""
+    import numpy as np
+
+    from hardware.catalog import get_gpu
+    from planner.batch_eval import CandidateArrays
+    from planner.calibration_profile import with_constants
+    from planner.models import load_model
+    from planner.role_eval import prefill_role
+    from planner.workload import fixed
+
+    base = load_engines()["vllm"]
+    cal = with_constants(base, {"kernel_scale": 0.5}, "fit")
+    assert cal.disagg_prefill_kernel_scale.value == pytest.approx(2.0)
+    one = [1.0]
+    cand = CandidateArrays.from_lists(
+        tp=one, prefill_tp=one, prefill_workers=one, workers=one, mode=one
+    )
+    m, gpu, w = (
+        load_model("llama-3.1-8b-instruct"),
+        get_gpu("h100_sxm"),
+        fixed(4000, 200, concurrency=8),
+    )
+    times = [prefill_role(m, gpu, cand, w, calibration=c).alone_s for c in (base, cal)]
+    np.testing.assert_allclose(times[1], times[0], rtol=1e-9)
+    half = with_constants(base, {"kernel_scale": 0.5, "disagg_prefill_kernel_scale": 1.0}, "x")
+    assert prefill_role(m, gpu, cand, w, calibration=half).alone_s[0] < times[0][0]
