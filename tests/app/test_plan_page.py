@@ -20,7 +20,7 @@ from planner.reports.tables import candidate_rows
 from solvers.plan import PlanRequest, plan
 from tests.app.conftest import no_errors, page, widget
 
-# the UI plans at the point prediction unless its band-edge box is ticked (confidence 0)
+# the UI plans at the 80% band edge unless the Plan page's band-edge box is unticked
 DEFAULT = {
     "model": "llama-3.1-70b",
     "gpus": ("h200_sxm",),
@@ -31,7 +31,7 @@ DEFAULT = {
     "ttft_ms": 5000.0,
     "tpot_ms": 40.0,
     "percentile": "p90",
-    "confidence": 0.0,
+    "confidence": 0.8,
 }
 
 
