@@ -51,7 +51,7 @@ class SloChoice:
     ttft_ms: float
     tpot_ms: float
     percentile: Literal["p50", "p90", "p99"]
-    confidence: float = 0.0  # > 0: meet the SLO at the upper edge of the band of this level
+    confidence: float = 0.8  # > 0: meet the SLO at the upper edge of the band of this level
 
 
 @st.cache_resource(show_spinner=False)
@@ -274,9 +274,9 @@ def slo_input(page: str, robust_option: bool = False) -> SloChoice:
         key=f"{page}_tpot",
     )
     pct = cols[2].selectbox("Percentile", PERCENTILES, index=1, key=f"{page}_pct")
-    robust = robust_option and st.checkbox(
+    robust = not robust_option or st.checkbox(
         "Meet the SLO at the upper edge of the 80% prediction band (as `planner plan` does)",
-        value=False,
+        value=True,
         key=f"{page}_robust",
         help="Off: the SLO is checked against the point prediction; the band and the headroom "
         "to its edge are shown with the recommendation either way.",

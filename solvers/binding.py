@@ -3,10 +3,11 @@
 The binding constraint is the limit that stops the *next better plan*: among candidates within the
 GPU budget that score better than the pick (more throughput per GPU, lower cost or fewer GPUs), the
 nearest one; it fails some limit, and the one it exceeds most binds (named with that plan's
-predicted value and the limit). When no candidate within the budget scores better, a better plan
-with more GPUs than the budget means the GPU budget binds; otherwise KV capacity binds when it
-caps the running batch, else the workload itself (its clients or rate are all there is to serve)
-or, without a stated load, the search space. Headroom is stated for every limit of the pick.
+predicted value and the limit; at the upper edge of the prediction band when the plan requires the
+SLO there, ``PlanRequest.confidence`` > 0). When no candidate within the budget scores better, a
+better plan with more GPUs than the budget means the GPU budget binds; otherwise KV capacity binds
+when it caps the running batch, else the workload itself (its clients or rate are all there is to
+serve) or, without a stated load, the search space. Headroom is stated for every limit of the pick.
 
 Also: the top-N feasible candidates (not only the Pareto front) and, for each GPU type asked for,
 its best plan or the reason it has none.
@@ -82,7 +83,7 @@ def headroom(ev: Evaluated, i: int) -> list[dict[str, Any]]:
 def _violation(ev: Evaluated, k: int) -> tuple[str, float, float]:
     """(constraint, predicted value, limit) that candidate ``k`` exceeds most (by ratio)."""
     req = ev.req
-    t, p = float(ev.ttft[k]), float(ev.tpot[k])
+    t, p = float(ev.ttft_edge[k]), float(ev.tpot_edge[k])  # at the band edge when required
     if not bool(ev.predicted_ok[k]) or not np.isfinite(t):  # saturated: the queue grows without end
         return "TTFT", float("inf"), req.ttft_ms
     if t / req.ttft_ms >= p / req.tpot_ms:
@@ -106,12 +107,13 @@ def _change(ev: Evaluated, best: int, k: int) -> str:
 def _slo_binding(ev: Evaluated, best: int, k: int, gain: float) -> dict[str, Any]:
     name, value, limit = _violation(ev, k)
     pct = ev.req.percentile
+    edge = f" at the {ev.req.confidence:.0%} band edge" if ev.req.confidence > 0 else ""
     shown = "an unbounded queue" if not np.isfinite(value) else ms(value)
     obj = ev.req.objective
     better = _GAIN_WORDS[obj] if obj == "gpus" else f"{num(gain * 100, 3)}% {_GAIN_WORDS[obj]}"
     sentence = (
-        f"{name} {pct} binds: the next better plan ({_change(ev, best, k)}; {better}) "
-        f"would push {name} {pct} to {shown}, past the {ms(limit)} SLO."
+        f"{name} {pct} binds{edge}: the next better plan ({_change(ev, best, k)}; {better}) "
+        f"would push {name} {pct}{edge} to {shown}, past the {ms(limit)} SLO."
     )
     return {
         "constraint": name,
@@ -196,7 +198,7 @@ def explain_binding(ev: Evaluated, best: int) -> dict[str, Any]:
         out = _slo_binding(ev, best, k, (float(score[k]) - cur) / abs(cur) if cur else 0.0)
     else:
         raw = raw_score(ev, req.objective)
-        meets = ev.predicted_ok & (ev.ttft <= req.ttft_ms) & (ev.tpot <= req.tpot_ms)
+        meets = ev.predicted_ok & (ev.ttft_edge <= req.ttft_ms) & (ev.tpot_edge <= req.tpot_ms)
         over = ~ev.within_budget & meets & (raw > bar)
         if over.any():
             k = int(np.argmin(np.where(over, ev.gpus, np.iinfo(np.int64).max)))

@@ -179,6 +179,7 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         objective="cost",
         price_per_gpu_hour=req.price_per_gpu_hour,
         hardware_dirs=req.hardware_dirs,
+        confidence=0.0,  # the replay below checks the SLO in every window of the trace
     )
     best = plan(pr).best
     assert best.deployment.agg is not None

@@ -79,12 +79,11 @@ class PlanRequest(BaseModel):
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
     confidence: float = Field(
-        default=0.0,
+        default=0.8,
         ge=0,
         le=1,
         description="Meet the SLO at the upper edge of the prediction "
-        "band of this level (planner.bands); 0: at the point prediction. The library, UI, fleet "
-        "and sweep default to 0; `planner plan --confidence` defaults to the band level.",
+        "band of this level (planner.bands, 0.8); 0: at the point prediction.",
     )
     node_gpus: int | None = Field(
         default=None, ge=1, description="Count GPUs in whole nodes of this size."

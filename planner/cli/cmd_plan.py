@@ -43,10 +43,9 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument(
         "--confidence",
         type=float,
-        default=0.0,
+        default=0.8,
         help="meet the SLO at the upper edge of the prediction band of this level "
-        "(0.8, the committed band table's level); 0 (default for now: the "
-        "out-of-campaign bands are about 2x wide): at the point prediction",
+        "(default 0.8, the committed band table's level); 0: at the point prediction",
     )
     p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
     p.add_argument(

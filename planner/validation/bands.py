@@ -1,16 +1,18 @@
-"""Build the prediction-band table from the end-to-end rows (split conformal, out of fold).
+"""Build the prediction-band table from campaign-held-out end-to-end residuals (split conformal).
 
     python -m planner.validation.bands --data ../shared/validation/e2e/silicon_measured.csv \
-        --out planner/calibration/bands.yaml [--folds 5] [--level 0.8] [--predictions F] [--force]
+        --out planner/calibration/bands.yaml --force [--folds 10] [--holdout-folds 5] [--level 0.8]
 
-Each row's log residual ln(measured / predicted) of TTFT and TPOT is grouped by engine, agg/disagg,
-load bucket and provenance tier (``planner.bands``). Rows are dealt to K folds by measurement
-campaign (``protocol.campaign`` of ``silicon_data_source``, campaigns sorted by name, dealt
-round-robin; rows repeating another row's configuration and measurement dropped): band quantiles
-fitted on K-1 folds are scored on the held-out fold, coverage pooled over folds. The committed
+Every row is first predicted with engine constants not fitted to its own measurement campaign
+(``planner validate e2e --holdout campaign``: campaigns dealt to 5 folds, constants refitted on the
+other folds, folds in parallel). Each row's log residual ln(measured / predicted) of TTFT and TPOT
+is grouped by engine, agg/disagg, load bucket and provenance tier (``planner.bands``); a group's
+quantiles are shrunk toward its parent's. Coverage is measured out of fold: the residual rows are
+dealt to K campaign folds (campaigns sorted by name, round-robin), band quantiles and nominal
+levels fitted on K-1 folds are scored on the remaining fold, pooled over folds. The committed
 table is then fitted on all rows and records its provenance and the out-of-fold coverage.
-``--predictions F`` takes the predictions from a CSV written by ``planner validate e2e
---predictions-out`` (e.g. campaign-held-out predictions) instead of predicting in-sample here.
+``--predictions F`` reuses a CSV written by ``planner validate e2e --holdout campaign
+--predictions-out F`` of the same data instead of predicting here.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import datetime as dt
 import hashlib
 import shlex
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +46,7 @@ from planner.models import load_model
 from planner.validation.protocol import campaign
 
 LEVEL = 0.8
-FOLDS = 5
+FOLDS = 10
 MIN_ROWS = 30
 """A group gets its own quantiles with at least this many rows (else the next coarser level)."""
 METRICS: tuple[str, ...] = ("ttft", "tpot")
@@ -114,22 +117,55 @@ def _cell_level(key: dict[str, str], nominal: dict[str, float], level: float, me
     return max([level, *pooled])
 
 
+SHRINK_ROWS = 30.0
+"""Prior weight (rows) of a group's parent: a group of n rows gets quantiles
+(n·own + SHRINK_ROWS·parent) / (n + SHRINK_ROWS), so a small group moves toward its parent."""
+
+
+def _parent(
+    key: dict[str, str], fitted: dict[tuple[tuple[str, str], ...], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The nearest coarser fitted group of ``key`` (``LEVELS`` order), or None for the pool."""
+    for names in LEVELS:
+        if len(names) < len(key) and set(names) <= set(key):
+            g = fitted.get(tuple((n, key[n]) for n in names))
+            if g is not None:
+                return g
+    return None
+
+
+def _shrunk_group(
+    key: dict[str, str], sub: pd.DataFrame, levels: dict[str, float], parent: dict[str, Any] | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "n": len(sub)}
+    w = len(sub) / (len(sub) + SHRINK_ROWS) if parent is not None else 1.0
+    for m in METRICS:
+        b = conformal_band(sub[f"res_{m}"].to_numpy(float), levels[m])
+        lo, hi = b.lo, b.hi
+        if parent is not None:
+            lo = w * lo + (1.0 - w) * parent[m]["lo"]
+            hi = w * hi + (1.0 - w) * parent[m]["hi"]
+        out[m] = {"lo": round(lo, 4), "hi": round(hi, 4), "nominal_level": levels[m]}
+    return out
+
+
 def fit_table(
     rows: pd.DataFrame, level: float, nominal: dict[str, float] | None = None
 ) -> dict[str, Any]:
     """The band table (YAML layout of ``planner.bands.table_from_dict``) fitted on ``rows``;
-    ``nominal``: quantile level per engine x mode cell ("engine/mode"), default ``level``."""
+    ``nominal``: quantile level per engine x mode cell ("engine/mode/metric"), default ``level``.
+    Groups are fitted from the pool down (``LEVELS`` reversed), each shrunk toward its parent."""
     nominal = nominal or {}
-    groups: list[dict[str, Any]] = []
-    for names in LEVELS:
+    fitted: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+    for names in reversed(LEVELS):
         parts = rows.groupby(list(names)) if names else [((), rows)]
         for vals, sub in parts:
             if len(sub) >= MIN_ROWS or not names:
                 vals = vals if isinstance(vals, tuple) else (vals,)
                 key = {n: str(v) for n, v in zip(names, vals, strict=True)}
-                groups.append(
-                    _group_dict(key, sub, {m: _cell_level(key, nominal, level, m) for m in METRICS})
-                )
+                lv = {m: _cell_level(key, nominal, level, m) for m in METRICS}
+                fitted[tuple(key.items())] = _shrunk_group(key, sub, lv, _parent(key, fitted))
+    groups = sorted(fitted.values(), key=lambda g: -len(g["key"]))
     finest = [g for g in groups if len(g["key"]) == len(KEYS)] or groups
     widest = {"*": _widest(groups)}
     for names in (("engine", "mode", "tier"), ("mode", "tier")):
@@ -188,7 +224,7 @@ def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
     return rows.drop_duplicates(subset=subset).reset_index(drop=True)
 
 
-NOMINAL_LEVELS: tuple[float, ...] = (0.6, 0.65, 0.7, 0.75, 0.8, 0.83, 0.86, 0.89, 0.92, 0.95, 0.98)
+NOMINAL_LEVELS: tuple[float, ...] = tuple(round(0.5 + 0.03 * i, 2) for i in range(17))
 """Quantile levels tried per engine x mode cell: campaigns differ (benchmark protocol, software
 version), so a band fitted on other campaigns covers less than its nominal level; the level that
 covers ``level`` of the rows of campaigns held out of the fit is chosen on the training folds."""
@@ -214,34 +250,68 @@ def _scored(
     return pd.concat(parts, ignore_index=True)
 
 
+CELL_ROWS = 60
+"""An engine x mode cell with fewer training rows takes the nominal level chosen for its mode."""
+
+
+def _cells(rows: pd.DataFrame) -> pd.Series:
+    """ "engine/mode" of every row."""
+    return rows["engine"].astype(str) + "/" + rows["mode"].astype(str)
+
+
 def choose_levels(rows: pd.DataFrame, fold: np.ndarray, level: float) -> dict[str, float]:
     """Per engine x mode cell and metric ("engine/mode/metric"), the ``NOMINAL_LEVELS`` entry whose
-    leave-one-fold-out coverage on ``rows`` comes closest to ``level`` (the smaller on a tie)."""
-    cells = sorted({f"{e}/{m}" for e, m in zip(rows["engine"], rows["mode"], strict=True)})
+    leave-one-fold-out coverage on ``rows`` comes closest to ``level`` (the smaller on a tie); a
+    cell with fewer than ``CELL_ROWS`` rows takes the entry chosen for all rows of its mode."""
+    cells = _cells(rows)
+    names = sorted(set(cells))
     best: dict[str, tuple[float, float]] = {}
     for nom in NOMINAL_LEVELS:
-        scored = _scored(rows, fold, level, {f"{c}/{m}": nom for c in cells for m in METRICS})
-        cov = scored.groupby(scored["engine"] + "/" + scored["mode"])[
-            [f"in_{m}" for m in METRICS]
-        ].mean()
-        for c in cov.index:
+        scored = _scored(rows, fold, level, {f"{c}/{m}": nom for c in names for m in METRICS})
+        of = _cells(scored).to_numpy()
+        pools = {c: of == c for c in names} | {
+            f"*/{mo}": scored["mode"].to_numpy() == mo for mo in set(scored["mode"])
+        }
+        for c, sel in pools.items():
             for m in METRICS:
-                gap = abs(float(cov.loc[c, f"in_{m}"]) - level)
+                gap = abs(float(scored[f"in_{m}"].to_numpy()[sel].mean()) - level)
                 if f"{c}/{m}" not in best or gap < best[f"{c}/{m}"][0] - 1e-9:
                     best[f"{c}/{m}"] = (gap, nom)
-    return {k: v for k, (_, v) in sorted(best.items())}
+    out = {}
+    for c in names:
+        small = int((cells == c).sum()) < CELL_ROWS
+        for m in METRICS:
+            out[f"{c}/{m}"] = best[f"*/{c.split('/')[1]}/{m}" if small else f"{c}/{m}"][1]
+    return out
 
 
-def out_of_fold(rows: pd.DataFrame, folds: int, level: float) -> pd.DataFrame:
+def _fold_part(rows: pd.DataFrame, fold: np.ndarray, k: int, level: float) -> pd.DataFrame:
+    """Fold ``k``'s rows scored with levels chosen and quantiles fitted on the other folds."""
+    train = fold != k
+    nominal = choose_levels(rows[train], fold[train], level)
+    scored = _scored(rows, np.where(train, -1, k), level, nominal)
+    return scored[scored["fold"] == k]
+
+
+def out_of_fold(
+    rows: pd.DataFrame, folds: int, level: float, progress: bool = False
+) -> pd.DataFrame:
     """Rows with their out-of-fold band and coverage flags: for each campaign fold, the nominal
-    levels chosen (``choose_levels``) and the quantiles fitted on the other K-1 folds only."""
+    levels chosen (``choose_levels``) and the quantiles fitted on the other K-1 folds only
+    (folds in parallel processes)."""
+    from planner.validation.holdout import _workers
+
     fold = campaign_folds(rows, folds)
+    ks = [int(k) for k in np.unique(fold)]
     parts = []
-    for k in np.unique(fold):
-        train = fold != k
-        nominal = choose_levels(rows[train], fold[train], level)
-        scored = _scored(rows, np.where(train, -1, k), level, nominal)
-        parts.append(scored[scored["fold"] == k])
+    with ProcessPoolExecutor(max_workers=_workers(len(ks))) as pool:
+        futures = [pool.submit(_fold_part, rows, fold, k, level) for k in ks]
+        for n, fut in enumerate(futures):
+            parts.append(fut.result())
+            if progress:
+                sys.stderr.write(f"\rbands: out-of-fold coverage, fold {n + 1}/{len(ks)}")
+    if progress:
+        sys.stderr.write("\n")
     return pd.concat(parts, ignore_index=True)
 
 
@@ -267,18 +337,10 @@ def coverage_report(oof: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _predictions(data: Path, predictions: Path | None) -> tuple[pd.DataFrame, int]:
-    """(predicted rows, rows in the data file): predicted here in-sample, or read from
-    ``predictions`` (a ``validate e2e --predictions-out`` CSV of the same data)."""
-    from planner.validation.e2e import predict, prepare
-
-    df = pd.read_csv(data)
-    if predictions is None:
-        return predict(prepare(df).rows), len(df)
-    if not predictions.is_file():
-        raise PlannerInputError("--predictions", f"{predictions} does not exist")
-    pred = pd.read_csv(predictions)
-    need = {
+HOLDOUT_FOLDS = 5
+"""Campaign folds of the held-out predictions (``planner validate e2e --holdout campaign``)."""
+PREDICTION_COLUMNS = frozenset(
+    {
         "pred_ttft_ms",
         "pred_tpot_ms",
         "pred_prefill_util",
@@ -286,11 +348,34 @@ def _predictions(data: Path, predictions: Path | None) -> tuple[pd.DataFrame, in
         "c_kv_dtype",
         "silicon_data_source",
     }
-    if need - set(pred.columns):
+)
+
+
+def held_out_predictions(
+    data: Path, holdout_folds: int = HOLDOUT_FOLDS, progress: bool = True
+) -> tuple[pd.DataFrame, int]:
+    """(campaign-held-out predictions of every modelled row of ``data``, rows in the file): each
+    campaign fold priced with engine constants refitted on the other folds, exactly as
+    ``planner validate e2e --holdout campaign`` does (``planner.validation.holdout``)."""
+    from planner.validation.e2e import prepare, read_rows
+    from planner.validation.holdout import campaign_holdout
+
+    df, duplicates = read_rows(data)
+    pred, _ = campaign_holdout(prepare(df).rows, holdout_folds, progress)
+    return pred, len(df) + duplicates
+
+
+def _read_predictions(predictions: Path) -> pd.DataFrame:
+    """A ``validate e2e --holdout campaign --predictions-out`` CSV, its columns checked."""
+    if not predictions.is_file():
+        raise PlannerInputError("--predictions", f"{predictions} does not exist")
+    pred = pd.read_csv(predictions)
+    if PREDICTION_COLUMNS - set(pred.columns):
         raise PlannerInputError(
-            "--predictions", f"{predictions} lacks columns {sorted(need - set(pred.columns))}"
+            "--predictions",
+            f"{predictions} lacks columns {sorted(PREDICTION_COLUMNS - set(pred.columns))}",
         )
-    return pred, len(df)
+    return pred
 
 
 def _sha256(path: Path) -> str:
@@ -298,18 +383,30 @@ def _sha256(path: Path) -> str:
 
 
 def build(
-    data: Path, folds: int, level: float, predictions: Path | None = None, command: str = ""
+    data: Path,
+    folds: int,
+    level: float,
+    predictions: Path | None = None,
+    command: str = "",
+    holdout_folds: int = HOLDOUT_FOLDS,
+    progress: bool = True,
 ) -> dict[str, Any]:
-    """The band table (fitted on all rows) with its provenance and out-of-fold coverage."""
-    pred, n_data = _predictions(data, predictions)
+    """The band table (fitted on all held-out residuals) with its provenance and out-of-fold
+    coverage. The residuals are campaign-held-out: predicted here (``held_out_predictions``) or
+    read from ``predictions`` (the same predictions written by ``validate e2e --holdout campaign
+    --predictions-out``)."""
+    if predictions is None:
+        pred, n_data = held_out_predictions(data, holdout_folds, progress)
+        source = (
+            f"campaign held out: {holdout_folds} folds, engine constants refitted on the other "
+            "folds (planner.validation.holdout, as validate e2e --holdout campaign)"
+        )
+    else:
+        pred, n_data = _read_predictions(predictions), int(len(pd.read_csv(data)))
+        source = f"{predictions} (validate e2e --holdout campaign --predictions-out)"
     rows = residual_rows(pred)
-    oof = out_of_fold(rows, folds, level)
+    oof = out_of_fold(rows, folds, level, progress)
     table = fit_table(rows, level, choose_levels(rows, campaign_folds(rows, folds), level))
-    source = (
-        f"{predictions} (validate e2e --predictions-out)"
-        if predictions
-        else "in-sample: engines.yaml as committed"
-    )
     table["provenance"] = {
         "data": str(data),
         "data_sha256": _sha256(data),
@@ -321,9 +418,12 @@ def build(
         "campaigns sorted by name dealt round-robin; rows repeating a configuration and "
         "measurement dropped",
         "min_group_rows": MIN_ROWS,
+        "shrink_rows": SHRINK_ROWS,
         "date": dt.date.today().isoformat(),
         "command": command,
-        "method": "split conformal on ln(measured/predicted), equal tails at the stated level",
+        "method": "split conformal on ln(measured/predicted) of campaign-held-out predictions, "
+        "equal tails; groups shrunk toward their parent; nominal level per engine x mode chosen "
+        "by leave-one-fold-out coverage on the fitting folds",
     }
     table["out_of_fold"] = coverage_report(oof)
     return table
@@ -355,16 +455,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--data", type=Path, required=True, help="silicon_measured.csv layout")
     ap.add_argument("--out", type=Path, required=True, help="band table YAML to write")
-    ap.add_argument("--folds", type=int, default=FOLDS, help="campaign folds, 2-20 (default 5)")
+    ap.add_argument(
+        "--folds", type=int, default=FOLDS, help="campaign folds of the bands, 2-20 (default 10)"
+    )
+    ap.add_argument(
+        "--holdout-folds",
+        type=int,
+        default=HOLDOUT_FOLDS,
+        help="campaign folds of the held-out predictions, 2-20 (default 5)",
+    )
     ap.add_argument("--level", type=float, default=LEVEL, help="band level, 0.5-0.95 (default 0.8)")
     ap.add_argument(
-        "--predictions", type=Path, default=None, help="validate e2e --predictions-out CSV"
+        "--predictions",
+        type=Path,
+        default=None,
+        help="reuse a validate e2e --holdout campaign --predictions-out CSV of --data "
+        "(default: predict held out here)",
     )
     ap.add_argument("--force", action="store_true", help="replace an existing --out")
     args = ap.parse_args(argv)
     try:
         if not 2 <= args.folds <= 20:
             raise PlannerInputError("--folds", f"{args.folds} not in 2-20")
+        if not 2 <= args.holdout_folds <= 20:
+            raise PlannerInputError("--holdout-folds", f"{args.holdout_folds} not in 2-20")
         if not 0.5 <= args.level <= 0.95:
             raise PlannerInputError("--level", f"{args.level} not in 0.5-0.95")
         if not args.data.is_file():
@@ -378,7 +492,9 @@ def main(argv: list[str] | None = None) -> int:
                 *(argv if argv is not None else sys.argv[1:]),
             ]
         )
-        table = build(args.data, args.folds, args.level, args.predictions, command)
+        table = build(
+            args.data, args.folds, args.level, args.predictions, command, args.holdout_folds
+        )
         text = (
             "# Prediction bands: generated by planner/validation/bands.py; do not edit by hand.\n"
         )

@@ -12,7 +12,7 @@ from solvers.fleet import FleetSpec, GpuPool, WorkloadClass, load_spec, solve_fl
 from solvers.plan import PlanRequest, plan
 from tests.app.conftest import APP, PAGE_TIMEOUT_S, no_errors, page, widget
 
-# the UI plans at the point prediction unless its band-edge box is ticked (confidence 0)
+# the UI plans at the 80% band edge unless the Plan page's band-edge box is unticked
 BASE = {
     "model": "llama-3.1-70b",
     "max_gpus": 8,
@@ -22,7 +22,7 @@ BASE = {
     "ttft_ms": 5000.0,
     "tpot_ms": 40.0,
     "percentile": "p90",
-    "confidence": 0.0,
+    "confidence": 0.8,
     "objective": "cost",
 }
 EXAMPLE = APP.parent / "solvers" / "examples" / "fleet.yaml"

@@ -20,7 +20,7 @@ from planner.reports.tables import candidate_rows
 from solvers.plan import PlanRequest, plan
 from tests.app.conftest import no_errors, page, widget
 
-# the UI plans at the point prediction unless its band-edge box is ticked (confidence 0)
+# the UI plans at the 80% band edge unless the Plan page's band-edge box is unticked
 DEFAULT = {
     "model": "llama-3.1-70b",
     "gpus": ("h200_sxm",),
@@ -31,7 +31,7 @@ DEFAULT = {
     "ttft_ms": 5000.0,
     "tpot_ms": 40.0,
     "percentile": "p90",
-    "confidence": 0.0,
+    "confidence": 0.8,
 }
 
 
@@ -170,7 +170,7 @@ def test_impossible_slo_is_a_readable_error_then_recovers() -> None:
     assert at.error[0].value == f"No plan: {error_text(caught.value)}"
     assert "--tpot-ms" not in at.error[0].value and "TPOT SLO" in at.error[0].value
     assert not at.metric  # no stale recommendation under the error
-    widget(at.number_input, "plan_tpot").set_value(30.0)
+    widget(at.number_input, "plan_tpot").set_value(40.0)  # the default, met at the band edge
     at.button(key="plan_button").click().run()
     no_errors(at)
     assert metrics(at)["TPOT p90 (ms)"]

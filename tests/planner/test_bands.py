@@ -93,16 +93,20 @@ def test_text_format() -> None:
 
 
 def test_recorded_out_of_fold_coverage() -> None:
-    """The committed table records its pooled out-of-fold coverage (campaign folds) per group;
-    overall TPOT coverage of the 80% band is within 75-85% (TTFT: see the README; reported, not
-    asserted, as the table is rebuilt from data this test does not read)."""
-    raw = load_bands().provenance
-    assert raw["folds"] >= 2
+    """The committed table records its pooled out-of-fold coverage (campaign folds of
+    campaign-held-out residuals): 75-85% of TTFT and TPOT overall and in every engine x mode cell
+    with >= 30 rows (recomputed from the data by tests/planner/validation/test_bands_coverage.py)."""
     import yaml
 
     from planner.bands import BANDS_FILE
+    from tests.planner.validation.test_bands_coverage import KNOWN_MISSES
 
+    raw = load_bands().provenance
+    assert raw["folds"] >= 2 and "held out" in raw["predictions"]
     table = yaml.safe_load(BANDS_FILE.read_text())
-    overall = next(g for g in table["out_of_fold"] if g["by"] == "overall")
-    assert COVERAGE_RANGE[0] <= overall["tpot"]["coverage_pct"] <= COVERAGE_RANGE[1]
-    assert overall["ttft"]["coverage_pct"] >= COVERAGE_RANGE[0]
+    for g in table["out_of_fold"]:
+        if g["by"] == "overall" or (g["by"] == "engine x mode" and g["n"] >= 30):
+            for m in ("ttft", "tpot"):
+                pct = g[m]["coverage_pct"]
+                lo, hi = KNOWN_MISSES.get((g["key"], m), COVERAGE_RANGE)
+                assert lo <= pct <= hi, (g["key"], m, pct)

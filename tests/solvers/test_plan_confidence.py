@@ -64,3 +64,25 @@ def test_band_edges_are_above_predictions() -> None:
 def test_confidence_other_than_table_level_is_refused() -> None:
     with pytest.raises(PlannerInputError, match="--confidence"):
         plan(PlanRequest(**CASE, confidence=0.95))
+
+
+def test_default_confidence_is_the_band_level() -> None:
+    from planner.cli.main import build_parser
+
+    assert PlanRequest(**CASE).confidence == 0.8
+    args = build_parser().parse_args(
+        ["plan", "--model", "llama-3.1-70b", "--gpu", "h200", "--isl", "1", "--osl", "1"]
+        + ["--ttft-ms", "1", "--tpot-ms", "1"]
+    )
+    assert args.confidence == 0.8
+
+
+def test_binding_constraint_is_named_at_the_band_edge() -> None:
+    """The next better plan fails its SLO at the band edge (its point prediction may meet it)."""
+    r = plan(PlanRequest(**CASE))
+    b = r.binding
+    assert b["constraint"] in ("TTFT", "TPOT")
+    assert b["value"] is None or b["value"] > b["limit"]  # None: an unbounded queue
+    assert f"{b['constraint']} p90 binds at the 80% band edge" in b["sentence"]
+    point = plan(PlanRequest(**CASE, confidence=0)).binding
+    assert "band edge" not in point["sentence"]

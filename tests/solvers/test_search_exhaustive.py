@@ -62,6 +62,7 @@ def test_sized_agg_search_equals_exhaustive(max_gpus: int, rate: float) -> None:
         ttft_ms=600,
         tpot_ms=25,
         mode="agg",
+        confidence=0,  # the exhaustive enumeration checks the point prediction
     )
     space = SearchSpace(gpus=("h100_sxm",), max_gpus=max_gpus, modes=("agg",), **SMALL)  # type: ignore[arg-type]
     ev = evaluate_request(req, space)
@@ -86,6 +87,7 @@ def test_disagg_counts_by_bisection_equal_every_count(monkeypatch: pytest.Monkey
         ttft_ms=800,
         tpot_ms=25,
         mode="disagg",
+        confidence=0,  # the exhaustive enumeration checks the point prediction
     )
     space = SearchSpace(gpus=("h100_sxm",), max_gpus=48, modes=("disagg",), **SMALL)  # type: ignore[arg-type]
     sized = evaluate_request(req, space)
@@ -113,6 +115,7 @@ def test_budget_of_100k_gpus_costs_about_what_64_cost() -> None:
         ttft_ms=600,
         tpot_ms=25,
         mode="agg",
+        confidence=0,  # the exhaustive enumeration checks the point prediction
     )
     evs = []
     for budget in (64, 100_000):

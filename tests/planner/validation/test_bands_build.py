@@ -53,13 +53,19 @@ def test_validator_reports_band_columns_and_coverage(tmp_path: Path) -> None:
 
 @pytest.mark.validation
 def test_builder_writes_a_loadable_table_with_provenance(tmp_path: Path) -> None:
+    """From a predictions CSV (the held-out path is exercised by test_bands_coverage)."""
     data = _slice(tmp_path)
+    pred = tmp_path / "pred.csv"
+    validate_e2e(data, pred, progress=False)
     out = tmp_path / "bands.yaml"
-    assert bands.main(["--data", str(data), "--out", str(out), "--folds", "3"]) == 0
+    argv = ["--data", str(data), "--out", str(out), "--folds", "3", "--predictions", str(pred)]
+    assert bands.main(argv) == 0
     raw = yaml.safe_load(out.read_text())
     t = table_from_dict(raw)
     assert t.level == 0.8 and t.provenance["folds"] == 3 and t.provenance["data_rows"] > 0
-    assert "--folds 3" in t.provenance["command"]
+    assert "--folds 3" in t.provenance["command"] and str(pred) in t.provenance["predictions"]
+    for g in t.groups.values():  # shrunk toward the parent: still ordered, finite
+        assert all(np.isfinite(b.lo) and b.lo < b.hi for b in g.values())
     assert raw["out_of_fold"][0]["by"] == "overall"
     assert bands.main(["--data", str(data), "--out", str(out)]) == 2  # exists: needs --force
 
@@ -71,6 +77,7 @@ def test_builder_refuses_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "--data" in capsys.readouterr().err
     assert bands.main(["--data", "x", "--out", "y", "--folds", "1"]) == 2
     assert bands.main(["--data", "x", "--out", "y", "--level", "0.99"]) == 2
+    assert bands.main(["--data", "x", "--out", "y", "--holdout-folds", "1"]) == 2
 
 
 def test_campaign_folds_deal_sorted_campaigns_round_robin() -> None:
