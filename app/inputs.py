@@ -26,8 +26,9 @@ DEFAULT_GPU = "h200_sxm"
 DEFAULT_ISL = 4000
 DEFAULT_OSL = 500
 DEFAULT_TTFT_MS = 5000.0
-"""p90 TTFT SLO of the default plan: 64 clients of 4000-token prompts on 8 GPUs queue for prefill (start-up
-wave and closed-loop queueing), so about 3 s is the best a 70B model reaches on 8 x H200."""
+"""p90 TTFT SLO of the default plan: 64 clients of 4000-token prompts on 8 GPUs queue for prefill
+(start-up wave and closed-loop queueing), so about 3 s is the best a 70B model reaches on 8 x
+H200."""
 DEFAULT_TPOT_MS = 40.0
 PERCENTILES = ("p50", "p90", "p99")
 LENGTH_SHAPES: tuple[LengthDist, ...] = ("fixed", "uniform", "normal", "lognormal")
@@ -201,7 +202,8 @@ def lengths_input(page: str) -> tuple[LengthSpec, LengthSpec]:
         if upload is not None:
             isl, osl = _trace_lengths(upload.getvalue())
             st.caption(
-                f"Trace: {len(isl.samples)} requests, mean ISL {isl.mean:.0f}, mean OSL {osl.mean:.0f}"
+                f"Trace: {len(isl.samples)} requests, mean ISL {isl.mean:.0f}, mean OSL "
+                f"{osl.mean:.0f}"
             )
             return isl, osl
         st.caption("No trace uploaded yet: using the values below.")

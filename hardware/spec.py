@@ -20,7 +20,8 @@ class ScaleUpLink(BaseModel):
     name: str = Field(description="Link technology, e.g. 'NVLink4'.")
     bandwidth_bytes_per_s: float = Field(
         gt=0,
-        description="Per-GPU bandwidth in one direction, bytes/s (half the 'bidirectional' figure).",
+        description="Per-GPU bandwidth in one direction, bytes/s (half the 'bidirectional' "
+        "figure).",
     )
     domain_size: int = Field(
         ge=1, description="GPUs reachable over this link (8 for HGX, 72 for NVL72)."
@@ -95,11 +96,13 @@ class GpuSpec(BaseModel):
         default=None,
         gt=0,
         description="Last-level on-chip cache a kernel's working set can stay resident in, "
-        "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the kernel model.",
+        "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the "
+        "kernel model.",
     )
     sources: dict[str, str] = Field(
-        description="Field name -> where its number comes from; 'field.sub' (e.g. 'peak_flops_per_s.fp4', "
-        "'scale_up.domain_size') cites one entry when it has a different source."
+        description="Field name -> where its number comes from; 'field.sub' (e.g. "
+        "'peak_flops_per_s.fp4', 'scale_up.domain_size') cites one entry when it has a different "
+        "source."
     )
     notes: str = Field(default="", description="Free text.")
 
@@ -130,13 +133,13 @@ class GpuSpec(BaseModel):
         return sources
 
     def math_dtype(self, dtype: str) -> str:
-        """The tensor-core dtype that runs GEMMs with ``dtype`` weights: ``dtype`` itself where the chip
-        has it, else the next wider one.
+        """The tensor-core dtype that runs GEMMs with ``dtype`` weights: ``dtype`` itself where the
+        chip has it, else the next wider one.
 
-        4-bit weights without native 4-bit math run as weight-only quantization: the kernels (Marlin,
-        Machete, Triton MXFP4 ``matmul_ogs``, TRT-LLM W4A16) dequantize them into 16-bit math, so fp4 and
-        int4 fall back to bf16, not to fp8/int8 (W4A8 variants exist but are opt-in). fp8 without fp8
-        tensor cores (A100) is likewise weight-only in bf16.
+        4-bit weights without native 4-bit math run as weight-only quantization: the kernels
+        (Marlin, Machete, Triton MXFP4 ``matmul_ogs``, TRT-LLM W4A16) dequantize them into 16-bit
+        math, so fp4 and int4 fall back to bf16, not to fp8/int8 (W4A8 variants exist but are
+        opt-in). fp8 without fp8 tensor cores (A100) is likewise weight-only in bf16.
         """
         order = {
             "fp4": ("fp4", "bf16", "fp16"),

@@ -36,8 +36,9 @@ ROOFLINE_FAMILIES: Final[tuple[str, ...]] = (
     "moe",
     "memcpy",
 )
-# log-space bounds: launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes, pad_rows,
-# parallel_half_units, cache_speedup (up to 10x: L2 vs DRAM bandwidth, e.g. ~5.5 vs 0.86 TB/s on L40S)
+# log-space bounds: launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes,
+# pad_rows, parallel_half_units, cache_speedup (up to 10x: L2 vs DRAM bandwidth, e.g. ~5.5 vs
+# 0.86 TB/s on L40S)
 LOWER: Final[np.ndarray] = np.log([1e-7, 1e-3, 1.0, 0.02, 1.0, 0.01, 1e-3, 1.0])
 UPPER: Final[np.ndarray] = np.log([2e-4, 1.0, 1e13, 1.2, 1e10, 1e5, 1e4, 10.0])
 PADDED: Final[frozenset[str]] = frozenset({"gemm", "attention_prefill", "attention_decode"})
@@ -54,18 +55,18 @@ CUSTOM_ALL_REDUCE_MAX_BYTES: Final[float] = float(1 << 20)
 """Largest message the custom (one-/two-shot) all-reduce is fitted on. Engines run their own kernel
 only for small messages and hand larger ones to NCCL (TensorRT-LLM ``AllReduceStrategy.AUTO``; vLLM
 ``custom_all_reduce`` below a few MB depending on TP): aiconfigurator's custom_allreduce_perf rows
-match nccl_perf within a few percent from ~4 MB up (H100 TP8 16 MB: 122 vs 121 us), so one alpha-beta
-line through all sizes averages two algorithms and comes out 2-3x too cheap at 0.25-4 MB (H100 TP8
-1 MB: 9.8 us priced, 26 us measured). The planner prices an all-reduce as the faster of the two
-fits, so above this size NCCL takes over continuously."""
+match nccl_perf within a few percent from ~4 MB up (H100 TP8 16 MB: 122 vs 121 us), so one
+alpha-beta line through all sizes averages two algorithms and comes out 2-3x too cheap at 0.25-4 MB
+(H100 TP8 1 MB: 9.8 us priced, 26 us measured). The planner prices an all-reduce as the faster of
+the two fits, so above this size NCCL takes over continuously."""
 MIN_BUS_FRACTION: Final[float] = 0.25
 """A (collective, GPU count) whose largest measured message reaches a bus bandwidth below this share
 of the scale-up link's spec bandwidth is not a working fabric's number and is left out of the fit;
-pricing then uses the nearest fitted GPU count (``comm.fitted_params``). Bus bandwidth is the per-link
-figure that ring algorithms keep at any GPU count (nccl-tests doc/PERFORMANCE.md), and every NVLink
-table reaches 50-65% of the link; aiconfigurator's L40S nccl/custom all-reduce tables reach 60% of
-PCIe Gen4 x16 at 2 GPUs but 16% at 4 and 4.6% at 8 (about 1.5 GB/s, flagged suspicious in
-shared/validation/README.md), which priced TP8 L40S at a fifth of the measured throughput."""
+pricing then uses the nearest fitted GPU count (``comm.fitted_params``). Bus bandwidth is the
+per-link figure that ring algorithms keep at any GPU count (nccl-tests doc/PERFORMANCE.md), and
+every NVLink table reaches 50-65% of the link; aiconfigurator's L40S nccl/custom all-reduce tables
+reach 60% of PCIe Gen4 x16 at 2 GPUs but 16% at 4 and 4.6% at 8 (about 1.5 GB/s, flagged suspicious
+in shared/validation/README.md), which priced TP8 L40S at a fifth of the measured throughput."""
 
 
 def ape_pct(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -205,8 +206,8 @@ def fit_comm_params(nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarra
 def plausible_bus_bandwidth(
     nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarray, link_bytes_per_s: float | None
 ) -> bool:
-    """Whether the largest message of one (collective, GPU count) reaches ``MIN_BUS_FRACTION`` of the
-    link's bandwidth (always true without a link bandwidth)."""
+    """Whether the largest message of one (collective, GPU count) reaches ``MIN_BUS_FRACTION`` of
+    the link's bandwidth (always true without a link bandwidth)."""
     if not link_bytes_per_s or not nbytes.size:
         return True
     i = int(np.argmax(nbytes))
@@ -224,7 +225,8 @@ def _comm_groups(table: KernelTable) -> Iterator[tuple[str, int, np.ndarray]]:
 
 
 def implausible_comm_rows(table: KernelTable, link_bytes_per_s: float | None) -> np.ndarray:
-    """Rows of a comm table in a (collective, GPU count) group that ``plausible_bus_bandwidth`` rejects."""
+    """Rows of a comm table in a (collective, GPU count) group that ``plausible_bus_bandwidth``
+    rejects."""
     out = np.zeros(len(table), dtype=bool)
     nbytes = table.keys["bytes"].astype(float)
     for c, g, mask in _comm_groups(table):

@@ -11,8 +11,8 @@ Each op is priced, in this order (the provenance tag says which):
 - ``measured``: a row of this GPU's table (``kernels_db/data/<gpu>/<op>.csv``) matches exactly;
 - ``interpolated``: inside the table's measured grid (log space over sizes, ``kernels_db.interp``);
 - ``fitted``: the roofline with this GPU's fitted efficiencies (``kernels_db/fitted/<gpu>.yaml``);
-- ``transferred:<gpu>``: the roofline with a sibling GPU's fit carried over (``kernels_db.transfer``),
-  for GPUs without a fit of their own;
+- ``transferred:<gpu>``: the roofline with a sibling GPU's fit carried over
+  (``kernels_db.transfer``), for GPUs without a fit of their own;
 - ``roofline_uncalibrated``: the roofline with default efficiencies (no fit for this GPU/dtype).
 
 Roofline: ``launch + max(FLOPs/(peak·eff_c), bytes/(BW·eff_m))`` (``kernels_db.roofline``).
@@ -128,8 +128,9 @@ class KernelDB:
 
     def _param_entry(self, op: str, name: str) -> costs.ParamEntry:
         """``costs.param_entry`` of family ``op``, cached per (family, parameter-set name). A GEMM
-        dtype this GPU has no tensor cores for runs in its ``math_dtype`` (weight-only quantization):
-        it takes that dtype's fitted efficiencies, with its own (packed) weight bytes."""
+        dtype this GPU has no tensor cores for runs in its ``math_dtype`` (weight-only
+        quantization): it takes that dtype's fitted efficiencies, with its own (packed) weight
+        bytes."""
         entry = self._params.get((op, name))
         if entry is None:
             table, default = self._family_params(op)
@@ -234,7 +235,8 @@ class KernelDB:
         kv_dtype: Any = "bf16",
         window: Any = 0,
     ) -> OpCost:
-        """Causal attention of ``seq`` new tokens over ``prior`` cached ones, per sequence of ``batch``."""
+        """Causal attention of ``seq`` new tokens over ``prior`` cached ones,
+        per sequence of ``batch``."""
         return self.price(
             "attention_prefill",
             batch=batch,
@@ -320,7 +322,8 @@ class KernelDB:
         ep: Any = 1,
         dtype: Any = "bf16",
     ) -> OpCost:
-        """Grouped expert GEMMs of one MoE layer on one GPU (its ``experts/ep`` share), no all-to-all."""
+        """Grouped expert GEMMs of one MoE layer on one GPU
+        (its ``experts/ep`` share), no all-to-all."""
         return self.price(
             "moe",
             tokens=tokens,
@@ -337,7 +340,8 @@ class KernelDB:
         return self.price("memcpy", bytes=nbytes)
 
     def comm(self, collective: str, n_gpus: Any, nbytes: Any, link: str | None = None) -> OpCost:
-        """One collective of ``nbytes`` message bytes over ``n_gpus`` ranks (see ``kernels_db.comm``)."""
+        """One collective of ``nbytes`` message bytes over ``n_gpus`` ranks
+        (see ``kernels_db.comm``)."""
         return comm_cost(self, collective, n_gpus, nbytes, link)
 
 
@@ -360,7 +364,8 @@ def _comm_params(db: KernelDB, collective: str, n: int, link: str) -> tuple[fitt
 
 
 MAX_COUNTED_GPUS: Final[int] = 1 << 16
-"""``_gpu_counts`` tallies GPU counts below this with np.bincount (no sort); larger ones are sorted."""
+"""``_gpu_counts`` tallies GPU counts below this with np.bincount (no sort);
+larger ones are sorted."""
 
 
 def _gpu_counts(n_arr: np.ndarray) -> list[int]:

@@ -2,7 +2,8 @@
 
     from planner.batch_eval import CandidateArrays, evaluate_batch
     cands = CandidateArrays.from_lists(tp=[1, 2, 4], max_num_seqs=[256] * 3, concurrency=[64] * 3)
-    res = evaluate_batch(load_model("llama-3.1-70b"), get_gpu("h200"), cands, fixed(4000, 500, concurrency=64))
+    load = fixed(4000, 500, concurrency=64)
+    res = evaluate_batch(load_model("llama-3.1-70b"), get_gpu("h200"), cands, load)
     res.ttft_p99_s, res.tpot_mean_s, res.output_tok_s_per_gpu, res.feasible   # arrays, shape (K,)
 
 ``CandidateArrays`` holds one entry per candidate (shape (K,)): tp, pp, dp, ep, max_num_seqs,

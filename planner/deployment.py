@@ -61,7 +61,8 @@ class Deployment(BaseModel):
         default="",
         description=(
             "The model's identity: the HF repository id (or local weights path) the engine loads; "
-            "empty for a local config.json given without --model-id (such a plan cannot be emitted)."
+            "empty for a local config.json given without --model-id (such a plan cannot be "
+            "emitted)."
         ),
     )
     checkpoint_quant: CheckpointFormat = Field(
@@ -91,7 +92,8 @@ class Deployment(BaseModel):
 
 class ShapeRules(BaseModel):
     """Which worker shapes an engine can launch, engine-neutral (filled from the emitters'
-    capability table by ``planner.emitters.capabilities.shape_rules``; the solvers read only this)."""
+    capability table by ``planner.emitters.capabilities.shape_rules``; the solvers read only
+    this)."""
 
     model_config = _FROZEN
     expert_parallel: Literal["divides", "all_ranks"] = Field(
@@ -117,5 +119,8 @@ class ShapeRules(BaseModel):
                 f"so ep {p.ep} cannot be expressed"
             )
         if self.attention_dp_tp == "one" and p.dp > 1 and p.tp > 1:
-            return f"attention DP runs attention at TP 1, so tp {p.tp} with dp {p.dp} cannot be expressed"
+            return (
+                f"attention DP runs attention at TP 1, so tp {p.tp} with dp {p.dp} "
+                "cannot be expressed"
+            )
         return None

@@ -1,18 +1,19 @@
 """Per-engine calibration constants (``planner/calibration/engines.yaml``), each with its source.
 
 ``step_overhead_s``: CPU-side time per step not hidden behind the GPU (scheduling, sampling,
-detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
+detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time
+for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
 (HTTP, tokenization, scheduler admission); ``disagg_request_overhead_s``: the same for a
 disaggregated deployment, whose requests also cross the router/proxy to a prefill worker and back
-and set up a KV transfer; ``burst_fraction``: share b of a closed-loop run's
-requests that arrive in a lockstep wave (benchmark clients start together; fixed OSL keeps them
-aligned) — 1/W for a run of W waves — which wait for (N-1)/2 prefills queued ahead instead of the
-steady-state wait (``queueing.wave_mix_response``); ``disagg_burst_fraction``: the same for
-disaggregated deployments, whose calibration rows come from other measurement campaigns (other
-benchmark harnesses). Both stand for a benchmark protocol the calibration data do not record; a
-workload that names its run length (``Workload.bench_requests``) replaces them. Units, bounds and
-the fitting command of each: ``planner.validation.fit_engines.CONSTANTS``, written next to every
-value in engines.yaml. Engine names appear only here and in the emitters.
+and set up a KV transfer; ``burst_fraction``: share b of a closed-loop run's requests that arrive in
+a lockstep wave (benchmark clients start together; fixed OSL keeps them aligned) — 1/W for a run of
+W waves — which wait for (N-1)/2 prefills queued ahead instead of the steady-state wait
+(``queueing.wave_mix_response``); ``disagg_burst_fraction``: the same for disaggregated deployments,
+whose calibration rows come from other measurement campaigns (other benchmark harnesses). Both stand
+for a benchmark protocol the calibration data do not record; a workload that names its run length
+(``Workload.bench_requests``) replaces them. Units, bounds and the fitting command of each:
+``planner.validation.fit_engines.CONSTANTS``, written next to every value in engines.yaml. Engine
+names appear only here and in the emitters.
 """
 
 from __future__ import annotations

@@ -262,7 +262,8 @@ def estimate(
     prefill: WorkerConfig | None = None,
     decode: WorkerConfig | None = None,
 ) -> Estimate:
-    """Aggregated when ``agg`` is given (default: one worker, tp 1), disaggregated with prefill+decode."""
+    """Aggregated when ``agg`` is given (default: one worker, tp 1),
+    disaggregated with prefill+decode."""
     disagg = prefill is not None and decode is not None
     main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
     assert main is not None

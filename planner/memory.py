@@ -74,7 +74,8 @@ class MemoryPlan(BaseModel):
         description="Everything the engine holds (= budget when it fits)."
     )
     kv_bytes_per_token_per_gpu: float = Field(
-        description="KV of one token of context on one GPU (all layers of the stage, full attention)."
+        description="KV of one token of context on one GPU (all layers of the stage, full "
+        "attention)."
     )
     state_bytes_per_seq_per_gpu: float = Field(
         description="Fixed recurrent state per sequence (linear attention), bytes."
@@ -100,7 +101,8 @@ def check_parallelism(m: ModelSpec, p: Parallelism) -> None:
     if m.num_heads % p.tp:
         raise PlannerInputError(
             "--tp",
-            f"{p.tp} must divide the {m.num_heads} attention heads of {m.name}; allowed: {heads_ok}",
+            f"{p.tp} must divide the {m.num_heads} attention heads of {m.name}; allowed: "
+            f"{heads_ok}",
         )
     if m.mla is None and p.tp > m.num_kv_heads and p.tp % m.num_kv_heads:
         raise PlannerInputError(
@@ -158,7 +160,8 @@ def kv_bytes_per_token(m: ModelSpec, layer: LayerSpec, tp: int, kv_dtype: str) -
 
 
 def state_bytes_per_seq(m: ModelSpec, layer: LayerSpec, tp: Any) -> Any:
-    """Recurrent state of a linear-attention layer per sequence: fp32 matrix state + bf16 conv state."""
+    """Recurrent state of a linear-attention layer per sequence:
+    fp32 matrix state + bf16 conv state."""
     if layer.attention != "linear" or m.linear_attn is None:
         return 0.0
     la = m.linear_attn
@@ -174,7 +177,8 @@ def state_bytes_per_seq(m: ModelSpec, layer: LayerSpec, tp: Any) -> Any:
 def seq_kv_bytes(
     m: ModelSpec, layers: tuple[LayerSpec, ...], tp: int, kv_dtype: str, tokens: int
 ) -> float:
-    """KV + state bytes of one sequence of ``tokens`` on one GPU, windows and block rounding included."""
+    """KV + state bytes of one sequence of ``tokens`` on one GPU,
+    windows and block rounding included."""
     total = 0.0
     for layer in layers:
         held = min(tokens, layer.window) if layer.window else tokens
@@ -259,9 +263,10 @@ def plan_memory(
         need = weights + act + reserve
         raise InfeasibleError(
             "memory",
-            f"out of memory on {gpu.name}: {m.name} ({quant} weights, tp={p.tp} pp={p.pp} dp={p.dp} ep={p.ep}) "
-            f"needs {need / 1e9:.1f} GB per GPU for weights+activations+reserve but only {budget / 1e9:.1f} GB "
-            f"is available ({gpu_memory_utilization:g} x {gpu.memory_bytes / 1e9:.0f} GB)",
+            f"out of memory on {gpu.name}: {m.name} ({quant} weights, "
+            f"tp={p.tp} pp={p.pp} dp={p.dp} ep={p.ep}) needs {need / 1e9:.1f} GB per GPU for "
+            f"weights+activations+reserve but only {budget / 1e9:.1f} GB is available "
+            f"({gpu_memory_utilization:g} x {gpu.memory_bytes / 1e9:.0f} GB)",
             binding_constraint="memory",
         )
     fullest = max(stages, key=lambda ls: sum(kv_bytes_per_token(m, x, p.tp, kv_dtype) for x in ls))

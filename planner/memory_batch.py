@@ -101,7 +101,8 @@ def seq_capacity(
 
 
 def kv_transfer_bytes_per_gpu(m: ModelSpec, p: ParallelArrays, isl: np.ndarray) -> np.ndarray:
-    """KV bytes of one prompt that one prefill GPU sends (its shard; MLA latent sent once per stage)."""
+    """KV bytes of one prompt that one prefill GPU sends
+    (its shard; MLA latent sent once per stage)."""
     tok = np.ceil(isl / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
     per = seq_bytes_per_gpu(m, p, tok)
     mla = m.mla is not None

@@ -91,8 +91,9 @@ class ModelSpec(BaseModel):
     qk_norm_across_heads: bool = Field(
         default=False,
         description=(
-            "QK-norm over all heads of a layer at once (MiniMax-M2 qk_norm_type 'per_layer'): under TP each rank "
-            "holds some heads, so the norm's mean square is all-reduced over the TP ranks every layer."
+            "QK-norm over all heads of a layer at once (MiniMax-M2 qk_norm_type 'per_layer'): "
+            "under TP each rank holds some heads, so the norm's mean square is all-reduced over "
+            "the TP ranks every layer."
         ),
     )
     layers: tuple[LayerSpec, ...]

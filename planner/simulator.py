@@ -114,7 +114,8 @@ def simulate(
     seed: int = 0,
     warmup_frac: float = 0.1,
 ) -> SimResult:
-    """Simulate ``requests`` requests (open loop at w.rate_per_s, or a closed loop of w.concurrency)."""
+    """Simulate ``requests`` requests (open loop at w.rate_per_s, or a closed loop of
+    w.concurrency)."""
     rng = np.random.default_rng(seed)
     isl = w.isl.draw(requests, seed).astype(int)
     osl = w.osl.draw(requests, seed + 1).astype(int)

@@ -30,7 +30,8 @@ PREFILL_WINDOW = 2.0
 
 @dataclass(frozen=True)
 class PhaseSets:
-    """Memory-feasible prefill workers and decode operating points of one GPU type, with role times."""
+    """Memory-feasible prefill workers and decode operating points of one GPU type,
+    with role times."""
 
     pre: Workers
     pre_role: PrefillRole
@@ -48,7 +49,8 @@ def dtype_key(w: Workers) -> np.ndarray:
 def phase_sets(
     m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
 ) -> PhaseSets | None:
-    """Prefill workers (one max_num_seqs, largest memory fraction) and decode points at ``decode_clients``."""
+    """Prefill workers (one max_num_seqs, largest memory fraction) and decode points at
+    ``decode_clients``."""
     pspace = space.model_copy(update={"mem_fractions": (max(space.mem_fractions),)})
     pw, n_p = fitting_workers(
         m, gpu, pspace, gi, load.isl + 1, max_num_seqs=(min(space.max_num_seqs),)
@@ -83,7 +85,8 @@ def running(s: PhaseSets) -> np.ndarray:
 
 
 def prune_prefill(s: PhaseSets) -> np.ndarray:
-    """Prefill workers on the (capacity per GPU, fast alone) front per dtype pair and worker size."""
+    """Prefill workers on the (capacity per GPU, fast alone) front per dtype pair and worker
+    size."""
     gpw = s.pre.gpus_per_worker
     ok = np.flatnonzero(s.pre_role.fits)
     front = group_pareto(
@@ -159,7 +162,8 @@ def unit_columns(s: PhaseSets, u: Units) -> dict[str, np.ndarray]:
 def unit_block(
     m: ModelSpec, gpu: GpuSpec, s: PhaseSets, u: Units, load: Load, conc: np.ndarray, evaluated: int
 ) -> Block:
-    """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one block."""
+    """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one
+    block."""
     res = evaluate(m, gpu, load, s.dec.mem_frac[u.d], **unit_columns(s, u), concurrency=conc)
     return Block(
         "disagg",

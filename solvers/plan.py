@@ -1,4 +1,5 @@
-"""``plan(request) -> PlanResult``: the planner's recommendation (library API for the CLI and the UI).
+"""``plan(request) -> PlanResult``: the planner's recommendation (library API for the CLI and
+the UI).
 
 Usage::
 
@@ -6,12 +7,13 @@ Usage::
     result = plan(PlanRequest(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500,
                               ttft_ms=1000, tpot_ms=30, percentile="p90"))
     result.best.deployment, result.best.predicted, result.pareto, result.binding_constraint
-    result.to_plan_dict()  # the JSON ``planner plan --format json`` prints (read by planner.emitters)
+    # the JSON ``planner plan --format json`` prints (read by planner.emitters):
+    result.to_plan_dict()
 
 Steps: enumerate the space per GPU type (:mod:`solvers.space`), prune by memory
 (:mod:`planner.memory_batch`), predict every candidate deployment with
-:func:`planner.batch_eval.evaluate_batch` - the model behind ``planner estimate``, so a plan predicts
-exactly what ``estimate`` predicts for the same deployment (:mod:`solvers.candidates`,
+:func:`planner.batch_eval.evaluate_batch` - the model behind ``planner estimate``, so a plan
+predicts exactly what ``estimate`` predicts for the same deployment (:mod:`solvers.candidates`,
 :mod:`solvers.disagg`) - keep those meeting both SLOs at the requested percentile, rank by the
 objective, build the Pareto front of tok/s/GPU vs tok/s/user, name the binding constraint
 (:mod:`solvers.explain`). With a rate, disaggregated worker counts come from the MILP
@@ -158,7 +160,8 @@ class PlanResult(BaseModel):
     max_gpus: int = Field(default=0, description="The GPU budget of the request.")
 
     def to_plan_dict(self) -> dict[str, Any]:
-        """The plan-file JSON (``planner plan --format json``; read by planner.emitters.plan_file)."""
+        """The plan-file JSON (``planner plan --format json``; read by
+        planner.emitters.plan_file)."""
         out = self.model_dump(mode="json", exclude={"request"})
         out["objective"] = self.request.objective
         return out
@@ -211,7 +214,8 @@ def _pareto(ev: Evaluated, front: Any) -> tuple[ParetoPoint, ...]:
 
 
 def plan(req: PlanRequest) -> PlanResult:
-    """Search the space for ``req``; raises InfeasibleError when nothing meets the SLOs and budget."""
+    """Search the space for ``req``; raises InfeasibleError when nothing meets the SLOs and
+    budget."""
     t0 = time.perf_counter()
     ev = evaluate_request(req)
     ok = ev.feasible()

@@ -90,7 +90,8 @@ class Workers:
         return self.tp * self.pp * self.dp
 
     def columns(self, prefix: str = "") -> dict[str, np.ndarray]:
-        """:class:`planner.batch_eval.CandidateArrays` columns of these workers (``prefix``: ``prefill_``)."""
+        """:class:`planner.batch_eval.CandidateArrays` columns of these workers
+        (``prefix``: ``prefill_``)."""
         cols = {
             "tp": self.tp,
             "pp": self.pp,
@@ -113,13 +114,15 @@ class Workers:
 
 
 def legal_splits(model: ModelSpec, space: SearchSpace, domain_size: int) -> list[Parallelism]:
-    """Parallelism splits the model accepts, fitting max_gpus, with TP*DP inside one scale-up domain."""
+    """Parallelism splits the model accepts, fitting max_gpus,
+    with TP*DP inside one scale-up domain."""
     out = []
     for tp, pp, dp in itertools.product(space.tp, space.pp, space.dp):
         if tp * pp * dp > space.max_gpus or tp * dp > domain_size:
             continue
         if dp > 1 and model.moe is None and model.mla is None:
-            continue  # attention-DP only pays off with experts to share or a replicated MLA latent cache
+            # attention-DP only pays off with experts to share or a replicated MLA latent cache
+            continue
         eps = (
             [e for e in (1, 2, 4, 8, 16, 32, 64) if (tp * dp) % e == 0]
             if model.moe is not None
@@ -156,7 +159,8 @@ def enumerate_workers(
     max_num_seqs: tuple[int, ...] | None = None,
     kv_dtypes: tuple[str, ...] | None = None,
 ) -> Workers:
-    """Every legal worker for one GPU type; chunks smaller than max_num_seqs are dropped (engines refuse them)."""
+    """Every legal worker for one GPU type; chunks smaller than max_num_seqs are dropped
+    (engines refuse them)."""
     splits = legal_splits(model, space, domain_size)
     if not splits:
         return _empty()

@@ -67,8 +67,9 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
         "--bench-requests",
         type=client_count,
         default=None,
-        help="closed loop: requests the benchmark run sends in all (e.g. vllm bench serve --num-prompts); "
-        "its clients start together, so N/P of them arrive in one lockstep wave (default: the engine's fitted share)",
+        help="closed loop: requests the benchmark run sends in all (e.g. vllm bench serve "
+        "--num-prompts); its clients start together, so N/P of them arrive in one lockstep wave "
+        "(default: the engine's fitted share)",
     )
     p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
     p.add_argument(
@@ -245,7 +246,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 "decode batch": est.decode_batch,
                 "GPUs": est.gpus,
             },
-            title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})",
+            title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} "
+            f"({est.backend}, {est.mode})",
         )
     )
     for role, kinds in est.step_breakdown.items():

@@ -87,6 +87,10 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json({"model": model.name, "gpu": gpu.key, **plan.model_dump(mode="json")})
     else:
-        title = f"{model.name} on {par.gpus} x {gpu.name} (tp={par.tp} pp={par.pp} dp={par.dp} ep={par.ep}), {plan.weight_quant} weights, {plan.kv_dtype} KV"
+        title = (
+            f"{model.name} on {par.gpus} x {gpu.name} "
+            f"(tp={par.tp} pp={par.pp} dp={par.dp} ep={par.ep}), "
+            f"{plan.weight_quant} weights, {plan.kv_dtype} KV"
+        )
         print(memory_table(plan, title))
     return 0

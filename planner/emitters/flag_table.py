@@ -133,7 +133,8 @@ class Flags:
         if row is None:
             raise PlannerInputError(
                 "engine_version",
-                f"{self.engine} {self.version_text} has no {tool} flag for {param!r} in the flag table",
+                f"{self.engine} {self.version_text} has no {tool} flag for {param!r} in the flag "
+                "table",
             )
         return row
 
