@@ -23,6 +23,7 @@ window against the same predictions.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Literal
 
@@ -419,7 +420,7 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
             f"{req.min_replicas} replicas of {gpw} GPUs exceed --max-gpus {req.max_gpus}",
         )
     predict = _Predictor(load_model(req.model), req, dep, max_replicas)
-    pairs, progress = [], Progress()
+    pairs, progress = [], Progress(lambda line: print(line, file=sys.stderr))
     for w in wins:
         pairs.append(_plan_window(w, predict, req, gpw))
         progress(f"capacity: sized {w.index + 1}/{len(wins)} windows")

@@ -265,7 +265,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from planner.simulator import simulate_cli
+    from planner.cli.simulate_report import simulate_cli
 
     if args.deployment is not None:
         from planner.cli.cmd_capacity import cmd_simulate_trace
