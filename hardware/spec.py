@@ -69,7 +69,7 @@ class GpuSpec(BaseModel):
     aliases: tuple[str, ...] = Field(
         default=(), description="Other accepted names (case-insensitive)."
     )
-    vendor: Literal["nvidia", "amd", "intel", "google", "other"]
+    vendor: Literal["nvidia", "amd", "intel", "google", "other"] = Field(description="Chip vendor.")
     architecture: str = Field(description="Chip generation, e.g. 'hopper'.")
     memory_bytes: float = Field(gt=0, description="Device memory, bytes.")
     hbm_bandwidth_bytes_per_s: float = Field(
@@ -85,7 +85,7 @@ class GpuSpec(BaseModel):
         description="ASSUMPTION, editable: default on-demand cloud price per GPU-hour in USD; "
         "override with --price-per-gpu-hour.",
     )
-    scale_up: ScaleUpLink
+    scale_up: ScaleUpLink = Field(description="The GPU-to-GPU link inside one node or rack domain.")
     scale_out_bandwidth_bytes_per_s: float = Field(
         gt=0, description="Scale-out NIC bandwidth per GPU, one direction, bytes/s."
     )

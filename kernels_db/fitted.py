@@ -105,18 +105,22 @@ class RooflineFamilyFit(BaseModel):
     """One compute family: parameters per dtype (or kv dtype for decode attention)."""
 
     model_config = _FROZEN
-    params: dict[str, RooflineParams]
-    fitted_to: FittedTo
-    fit_error: FitError
+    params: dict[str, RooflineParams] = Field(
+        description="Fitted roofline parameters per dtype (or dtype variant) of the family."
+    )
+    fitted_to: FittedTo = Field(description="The measured rows the parameters were fitted to.")
+    fit_error: FitError = Field(description="In-sample error of the fit on those rows.")
 
 
 class CommFamilyFit(BaseModel):
     """Collectives: parameters per collective name, then per GPU count."""
 
     model_config = _FROZEN
-    params: dict[str, dict[int, CommParams]]
-    fitted_to: FittedTo
-    fit_error: FitError
+    params: dict[str, dict[int, CommParams]] = Field(
+        description="Fitted alpha-beta parameters per collective and GPU count."
+    )
+    fitted_to: FittedTo = Field(description="The measured rows the parameters were fitted to.")
+    fit_error: FitError = Field(description="In-sample error of the fit on those rows.")
 
 
 class FittedGpu(BaseModel):
@@ -132,8 +136,10 @@ class FittedGpu(BaseModel):
     families: dict[str, RooflineFamilyFit] = Field(
         default_factory=dict, description="Compute op families."
     )
-    comm: CommFamilyFit | None = None
-    notes: str = ""
+    comm: CommFamilyFit | None = Field(
+        default=None, description="Fitted collectives; None: priced from the link spec."
+    )
+    notes: str = Field(default="", description="Free text about the fit.")
 
 
 # Defaults for uncalibrated GPUs: rounded medians of the fits shipped in kernels_db/fitted (H100,

@@ -32,6 +32,13 @@ Backend = Literal["vllm", "sglang", "trtllm"]
 BACKENDS: tuple[Backend, ...] = ("vllm", "sglang", "trtllm")
 ENGINES_FILE = Path(__file__).with_name("calibration") / "engines.yaml"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+ENGINE_DEFAULTS: tuple[str, ...] = (
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "kv_held_osl_fraction",
+)
+"""Fields of :class:`EngineCalibration` that are the engine's own settings and policies (from its
+documentation), not fitted constants."""
 
 
 class Sourced(BaseModel):
@@ -58,14 +65,30 @@ class EngineCalibration(BaseModel):
     """Calibration of one engine."""
 
     model_config = _FROZEN
-    step_overhead_s: Sourced
-    kernel_scale: Sourced
-    request_overhead_s: Sourced
-    disagg_request_overhead_s: Sourced
-    burst_fraction: Sourced
-    disagg_burst_fraction: Sourced
-    max_num_batched_tokens: Sourced
-    max_num_seqs: Sourced
+    step_overhead_s: Sourced = Field(
+        description="CPU time per engine step not hidden behind the GPU, s."
+    )
+    kernel_scale: Sourced = Field(
+        description="Achieved / priced kernel time of the engine's kernels."
+    )
+    request_overhead_s: Sourced = Field(
+        description="Time to first token outside the engine steps (aggregated), s per request."
+    )
+    disagg_request_overhead_s: Sourced = Field(
+        description="The same for a disaggregated deployment, s per request."
+    )
+    burst_fraction: Sourced = Field(
+        description="Share of a closed-loop run's requests in its first lockstep wave (aggregated)."
+    )
+    disagg_burst_fraction: Sourced = Field(description="The same for disaggregated deployments.")
+    max_num_batched_tokens: Sourced = Field(
+        description="The engine's default token budget per step."
+    )
+    max_num_seqs: Sourced = Field(description="The engine's default cap on running requests.")
+    kv_held_osl_fraction: Sourced = Field(
+        description="Share of the answer's KV a running request holds on average (KV-capacity "
+        "count: a request holds ISL + this x OSL); set by the engine's KV allocation policy"
+    )
 
     def step_kwargs(self) -> dict[str, float]:
         """``kernel_scale`` and ``overhead_s`` for ``step_model.step_time`` / ``price_step``."""
@@ -73,7 +96,7 @@ class EngineCalibration(BaseModel):
 
     def model_constants(self) -> tuple[str, ...]:
         """Names of the fitted serving-model constants (the engine defaults excluded)."""
-        return tuple(f for f in type(self).model_fields if not f.startswith("max_"))
+        return tuple(f for f in type(self).model_fields if f not in ENGINE_DEFAULTS)
 
 
 @lru_cache(maxsize=4)

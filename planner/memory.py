@@ -62,7 +62,7 @@ class MemoryPlan(BaseModel):
     budget_bytes_per_gpu: float = Field(
         description="gpu_memory_utilization x device memory, bytes."
     )
-    weights_bytes_per_gpu: float
+    weights_bytes_per_gpu: float = Field(description="Weight bytes held by one GPU (its shard).")
     activation_bytes_per_gpu: float = Field(
         description="Peak activation workspace for one step, bytes."
     )
@@ -86,12 +86,16 @@ class MemoryPlan(BaseModel):
     max_concurrency: int | None = Field(
         description="Sequences of isl+osl that fit at once (None without isl/osl)."
     )
-    tokens_per_seq: int | None = None
-    weight_quant: str
-    kv_dtype: str
-    parallel: Parallelism
-    source: str = (
-        "analytical memory model (planner/memory.py); reserve terms are stated assumptions"
+    tokens_per_seq: int | None = Field(
+        default=None,
+        description="Tokens per sequence of max_concurrency (ISL + OSL); None without lengths.",
+    )
+    weight_quant: str = Field(description="Weight format of the plan.")
+    kv_dtype: str = Field(description="KV cache data type of the plan.")
+    parallel: Parallelism = Field(description="The worker's parallelism.")
+    source: str = Field(
+        default="analytical memory model (planner/memory.py); reserve terms are stated assumptions",
+        description="How the numbers were computed.",
     )
 
 

@@ -95,8 +95,8 @@ class Workload(BaseModel):
     """What clients send and how fast."""
 
     model_config = _FROZEN
-    isl: LengthSpec
-    osl: LengthSpec
+    isl: LengthSpec = Field(description="Prompt (input) length per request, tokens.")
+    osl: LengthSpec = Field(description="Answer (output) length per request, tokens.")
     concurrency: int | None = Field(
         default=None, ge=1, description="Closed loop: concurrent clients."
     )
@@ -118,7 +118,9 @@ class Workload(BaseModel):
         lt=1,
         description="Fraction of prompt tokens served from the prefix cache.",
     )
-    spec_decode: SpecDecode | None = None
+    spec_decode: SpecDecode | None = Field(
+        default=None, description="Speculative decoding; None: off."
+    )
     bench_requests: int | None = Field(
         default=None,
         ge=1,
