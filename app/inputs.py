@@ -17,6 +17,7 @@ import streamlit as st
 from app.ui import gpu_names, model_names
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
+from planner.cli.field_help import description
 from planner.model_spec import ModelSpec
 from planner.models import MAX_CONFIG_BYTES, load_model, parse_config_text
 from planner.workload import LengthDist, LengthSpec, Workload, read_trace
@@ -224,6 +225,7 @@ def load_input(page: str, default_mode: str = "Concurrency") -> dict[str, float 
             value=64,
             step=8,
             key=f"{page}_conc",
+            help=description(Workload, "concurrency"),
         )
         return {"concurrency": int(n)}
     if mode == "Rate":
@@ -234,6 +236,7 @@ def load_input(page: str, default_mode: str = "Concurrency") -> dict[str, float 
             value=5.0,
             step=1.0,
             key=f"{page}_rate",
+            help=description(Workload, "rate_per_s"),
         )
         return {"rate_per_s": float(r)}
     return {}
