@@ -70,13 +70,17 @@ class PlanRequest(BaseModel):
     concurrency: int | None = Field(default=None, ge=1, description="Closed-loop clients to serve.")
     ttft_ms: float = Field(gt=0, description="TTFT SLO, ms.")
     tpot_ms: float = Field(gt=0, description="TPOT SLO, ms.")
-    percentile: Percentile = "p90"
-    mode: Literal["agg", "disagg", "auto"] = "auto"
+    percentile: Percentile = Field(default="p90", description="Percentile the SLOs apply to.")
+    mode: Literal["agg", "disagg", "auto"] = Field(
+        default="auto", description="agg, disagg, or auto (both, the better wins)."
+    )
     backend: str = Field(default="vllm", description="Engine whose calibration to use.")
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="Override of every GPU's $/hour."
     )
-    objective: Objective = "throughput-per-gpu"
+    objective: Objective = Field(
+        default="throughput-per-gpu", description="What the recommendation maximises or minimises."
+    )
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
@@ -91,21 +95,25 @@ class PlanRequest(BaseModel):
     node_gpus: int | None = Field(
         default=None, ge=1, description="Count GPUs in whole nodes of this size."
     )
-    hardware_dirs: tuple[str, ...] = ()
+    hardware_dirs: tuple[str, ...] = Field(
+        default=(), description="Extra folders of GPU spec files."
+    )
 
 
 class Choice(BaseModel):
     """One recommended deployment with its predictions."""
 
     model_config = _FROZEN
-    mode: str
-    gpu: str
+    mode: str = Field(description="agg or disagg.")
+    gpu: str = Field(description="GPU key.")
     config: str = Field(description="Short description of the deployment.")
-    deployment: Deployment
-    predicted: dict[str, Any]
-    gpus: int
-    cost_per_million_output_tokens: float
-    cost_per_hour_usd: float
+    deployment: Deployment = Field(description="The deployment.")
+    predicted: dict[str, Any] = Field(
+        description="Predicted TTFT, TPOT, throughput and memory (planner estimate's numbers)."
+    )
+    gpus: int = Field(description="GPUs of the deployment.")
+    cost_per_million_output_tokens: float = Field(description="USD per million output tokens.")
+    cost_per_hour_usd: float = Field(description="USD per hour of the deployment.")
     headroom: dict[str, Any] = Field(
         default_factory=dict,
         description="SLO / predicted and SLO / band edge per metric, and "
@@ -117,13 +125,13 @@ class ParetoPoint(BaseModel):
     """A point of the throughput-per-GPU vs throughput-per-user front."""
 
     model_config = _FROZEN
-    mode: str
-    gpu: str
-    output_tok_s_per_gpu: float
-    output_tok_s_per_user: float
+    mode: str = Field(description="agg or disagg.")
+    gpu: str = Field(description="GPU key.")
+    output_tok_s_per_gpu: float = Field(description="Output tokens/s per GPU.")
+    output_tok_s_per_user: float = Field(description="Output tokens/s one request sees.")
     ttft_ms: float = Field(description="At the requested percentile.")
     tpot_ms: float = Field(description="At the requested percentile.")
-    gpus: int
+    gpus: int = Field(description="GPUs of the deployment.")
     clients_per_worker: int | None = Field(
         description="Closed-loop clients per worker; None at a rate."
     )
@@ -136,18 +144,25 @@ class PlanResult(BaseModel):
     """The answer: best plan, Pareto front, alternatives per mode, binding constraint."""
 
     model_config = _FROZEN
-    request: PlanRequest
-    model: str
-    gpu: str
-    workload: dict[str, Any]
-    slo: dict[str, Any]
-    best: Choice
-    pareto: tuple[ParetoPoint, ...]
-    binding_constraint: str
-    candidates_evaluated: int
-    search_seconds: float
-    alternatives: dict[str, Choice | None]
-    milp: dict[str, Any] | None = None
+    request: PlanRequest = Field(description="The request planned for.")
+    model: str = Field(description="Model name.")
+    gpu: str = Field(description="GPU key of the best choice.")
+    workload: dict[str, Any] = Field(description="The load planned for.")
+    slo: dict[str, Any] = Field(description="TTFT and TPOT targets and their percentile.")
+    best: Choice = Field(description="The recommendation.")
+    pareto: tuple[ParetoPoint, ...] = Field(description="Throughput-per-GPU vs per-user frontier.")
+    binding_constraint: str = Field(
+        description="What limits the recommendation (an SLO, memory or the GPU budget)."
+    )
+    candidates_evaluated: int = Field(description="Candidates the search priced.")
+    search_seconds: float = Field(description="Search wall time, s.")
+    alternatives: dict[str, Choice | None] = Field(
+        description="Best choice per mode; None where a mode has none."
+    )
+    milp: dict[str, Any] | None = Field(
+        default=None,
+        description="Disaggregated rate search (MILP) details; None when it did not run.",
+    )
     binding: dict[str, Any] = Field(
         default_factory=dict, description="solvers.binding.explain_binding."
     )

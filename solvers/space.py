@@ -35,7 +35,9 @@ class SearchSpace(BaseModel):
     model_config = _FROZEN
     gpus: tuple[str, ...] = Field(min_length=1, description="GPU keys to consider.")
     max_gpus: int = Field(ge=1, description="Upper bound on GPUs of the whole deployment.")
-    modes: tuple[Mode, ...] = Field(default=("agg", "disagg"), min_length=1)
+    modes: tuple[Mode, ...] = Field(
+        default=("agg", "disagg"), min_length=1, description="Deployment modes searched."
+    )
     tp: tuple[int, ...] = Field(default=(1, 2, 4, 8), description="Tensor-parallel sizes.")
     pp: tuple[int, ...] = Field(default=(1, 2, 4), description="Pipeline-parallel sizes.")
     dp: tuple[int, ...] = Field(
@@ -50,7 +52,9 @@ class SearchSpace(BaseModel):
     mem_fractions: tuple[float, ...] = Field(
         default=(0.85, 0.9, 0.95), description="gpu_memory_utilization choices."
     )
-    kv_dtypes: tuple[str, ...] = Field(default=("bf16", "fp8"))
+    kv_dtypes: tuple[str, ...] = Field(
+        default=("bf16", "fp8"), description="KV cache data types searched."
+    )
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Allowed weight dtypes; () = checkpoint only."
     )
