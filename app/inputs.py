@@ -21,6 +21,7 @@ from planner.cli.field_help import description
 from planner.model_spec import ModelSpec
 from planner.models import MAX_CONFIG_BYTES, load_model, parse_config_text
 from planner.workload import LengthDist, LengthSpec, Workload, read_trace
+from solvers.plan import PlanRequest
 
 DEFAULT_MODEL = "llama-3.1-70b"
 DEFAULT_GPU = "h200_sxm"
@@ -155,6 +156,7 @@ def price_input(page: str, gpus: list[str]) -> float | None:
         step=0.1,
         format="%.2f",
         key=f"{page}_price",
+        help=description(PlanRequest, "price_per_gpu_hour"),
     )
     catalog = ", ".join(f"{get_gpu(g).name} ${get_gpu(g).price_per_gpu_hour_usd:.2f}" for g in gpus)
     st.caption(f"Catalog prices: {catalog}")
@@ -269,6 +271,7 @@ def slo_input(page: str, robust_option: bool = False) -> SloChoice:
         value=DEFAULT_TTFT_MS,
         step=100.0,
         key=f"{page}_ttft",
+        help=description(PlanRequest, "ttft_ms"),
     )
     tpot = cols[1].number_input(
         "TPOT SLO (ms)",
@@ -277,8 +280,15 @@ def slo_input(page: str, robust_option: bool = False) -> SloChoice:
         value=DEFAULT_TPOT_MS,
         step=5.0,
         key=f"{page}_tpot",
+        help=description(PlanRequest, "tpot_ms"),
     )
-    pct = cols[2].selectbox("Percentile", PERCENTILES, index=1, key=f"{page}_pct")
+    pct = cols[2].selectbox(
+        "Percentile",
+        PERCENTILES,
+        index=1,
+        key=f"{page}_pct",
+        help=description(PlanRequest, "percentile"),
+    )
     robust = robust_option and st.checkbox(
         "Meet the SLO at the upper edge of the 80% prediction band (as `planner plan` does)",
         value=False,
