@@ -138,9 +138,11 @@ class Profile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     format: str = Field(description="Profile format version.")
     created_utc: str = Field(description="When the profile was written (UTC, ISO 8601).")
-    rule: str = Field(description="How a GPU's fit is chosen when the profile is applied.")
+    rule: str = Field(
+        description="Which constants are fitted from how many load points (the rest stay packaged)."
+    )
     data: dict[str, Any] = Field(
-        description="The measured data the profile was fitted to (path, rows, sha256)."
+        description="The measured data the profile was fitted to: files and skipped rows."
     )
     engines: dict[str, EngineProfile] = Field(description="Engine -> its fits.")
 

@@ -122,7 +122,7 @@ class FleetResult(BaseModel):
     solve_seconds: float = Field(description="Solver wall time, s.")
     options: int = Field(description="Replica options the MILP chose from.")
     binding_constraint: str = Field(
-        description="What limits the fleet (an SLO, a pool's size or nothing)."
+        description="What limits the fleet: pools used up, or cost (each class at its cheapest).",
     )
 
 
