@@ -17,17 +17,20 @@ import streamlit as st
 from app.ui import gpu_names, model_names
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
+from planner.cli.field_help import description
 from planner.model_spec import ModelSpec
 from planner.models import MAX_CONFIG_BYTES, load_model, parse_config_text
 from planner.workload import LengthDist, LengthSpec, Workload, read_trace
+from solvers.plan import PlanRequest
 
 DEFAULT_MODEL = "llama-3.1-70b"
 DEFAULT_GPU = "h200_sxm"
 DEFAULT_ISL = 4000
 DEFAULT_OSL = 500
 DEFAULT_TTFT_MS = 5000.0
-"""p90 TTFT SLO of the default plan: 64 clients of 4000-token prompts on 8 GPUs queue for prefill (start-up
-wave and closed-loop queueing), so about 3 s is the best a 70B model reaches on 8 x H200."""
+"""p90 TTFT SLO of the default plan: 64 clients of 4000-token prompts on 8 GPUs queue for prefill
+(start-up wave and closed-loop queueing), so about 3 s is the best a 70B model reaches on 8 x
+H200."""
 DEFAULT_TPOT_MS = 40.0
 PERCENTILES = ("p50", "p90", "p99")
 LENGTH_SHAPES: tuple[LengthDist, ...] = ("fixed", "uniform", "normal", "lognormal")
@@ -153,6 +156,7 @@ def price_input(page: str, gpus: list[str]) -> float | None:
         step=0.1,
         format="%.2f",
         key=f"{page}_price",
+        help=description(PlanRequest, "price_per_gpu_hour"),
     )
     catalog = ", ".join(f"{get_gpu(g).name} ${get_gpu(g).price_per_gpu_hour_usd:.2f}" for g in gpus)
     st.caption(f"Catalog prices: {catalog}")
@@ -201,7 +205,8 @@ def lengths_input(page: str) -> tuple[LengthSpec, LengthSpec]:
         if upload is not None:
             isl, osl = _trace_lengths(upload.getvalue())
             st.caption(
-                f"Trace: {len(isl.samples)} requests, mean ISL {isl.mean:.0f}, mean OSL {osl.mean:.0f}"
+                f"Trace: {len(isl.samples)} requests, mean ISL {isl.mean:.0f}, mean OSL "
+                f"{osl.mean:.0f}"
             )
             return isl, osl
         st.caption("No trace uploaded yet: using the values below.")
@@ -222,6 +227,7 @@ def load_input(page: str, default_mode: str = "Concurrency") -> dict[str, float 
             value=64,
             step=8,
             key=f"{page}_conc",
+            help=description(Workload, "concurrency"),
         )
         return {"concurrency": int(n)}
     if mode == "Rate":
@@ -232,6 +238,7 @@ def load_input(page: str, default_mode: str = "Concurrency") -> dict[str, float 
             value=5.0,
             step=1.0,
             key=f"{page}_rate",
+            help=description(Workload, "rate_per_s"),
         )
         return {"rate_per_s": float(r)}
     return {}
@@ -264,6 +271,7 @@ def slo_input(page: str, robust_option: bool = False) -> SloChoice:
         value=DEFAULT_TTFT_MS,
         step=100.0,
         key=f"{page}_ttft",
+        help=description(PlanRequest, "ttft_ms"),
     )
     tpot = cols[1].number_input(
         "TPOT SLO (ms)",
@@ -272,6 +280,14 @@ def slo_input(page: str, robust_option: bool = False) -> SloChoice:
         value=DEFAULT_TPOT_MS,
         step=5.0,
         key=f"{page}_tpot",
+        help=description(PlanRequest, "tpot_ms"),
+    )
+    pct = cols[2].selectbox(
+        "Percentile",
+        PERCENTILES,
+        index=1,
+        key=f"{page}_pct",
+        help=description(PlanRequest, "percentile"),
     )
     pct = cols[2].selectbox("Percentile", PERCENTILES, index=1, key=f"{page}_pct")
     robust = not robust_option or st.checkbox(

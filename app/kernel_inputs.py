@@ -197,8 +197,9 @@ def provenance_lines(db: KernelDB, gpu_key: str, folder: str) -> list[str]:
         )
         for name, fam in fit.families.items():
             lines.append(
-                f"- {name}: fitted to {fam.fitted_to.rows} rows of {', '.join(fam.fitted_to.files)}; "
-                f"median error {fam.fit_error.median_ape_pct:.1f}%, p90 {fam.fit_error.p90_ape_pct:.1f}%"
+                f"- {name}: fitted to {fam.fitted_to.rows} rows of "
+                f"{', '.join(fam.fitted_to.files)}; median error "
+                f"{fam.fit_error.median_ape_pct:.1f}%, p90 {fam.fit_error.p90_ape_pct:.1f}%"
             )
     meta = read_meta(paths.table_dir(gpu_key)) if not folder else {}
     if meta:
@@ -210,7 +211,8 @@ def provenance_lines(db: KernelDB, gpu_key: str, folder: str) -> list[str]:
 
 
 def roofline_bound(db: KernelDB, op: str, cols: dict[str, Any]) -> np.ndarray:
-    """Lower bound at 100% of peak FLOP/s and bandwidth (links: full bandwidth, no latency), seconds."""
+    """Lower bound at 100% of peak FLOP/s and bandwidth (links: full bandwidth, no latency),
+    seconds."""
     if op == "comm":
         prm = cm.default_params(db.spec, int(cols["n_gpus"]), cols["link"])
         factor = cm.algo_factor(

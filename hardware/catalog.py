@@ -122,8 +122,9 @@ def resolve_label(label: str, extra_dirs: Iterable[str | Path] = ()) -> GpuSpec:
     'AMD Instinct MI300X-NPS1-SPX-192GB-750W', 'B200-180GB (DGX B200)', '8xH100 ...').
 
     Tries the label, then shorter forms (``_label_candidates``) against the catalog's names and
-    aliases. Refuses (``PlannerInputError``) a label whose parentheses say the variant is not stated,
-    a memory size that contradicts the matched spec, and a label no form of which is known."""
+    aliases. Refuses (``PlannerInputError``) a label whose parentheses say the variant is not
+    stated, a memory size that contradicts the matched spec, and a label no form of which is
+    known."""
     if re.search(r"\(.*not stated.*\)", label, re.IGNORECASE):
         raise PlannerInputError("gpu", f"'{label}': the label says the variant is not stated")
     specs = all_gpus(extra_dirs)

@@ -22,7 +22,8 @@ class ScaleUpLink(BaseModel):
     name: str = Field(description="Link technology, e.g. 'NVLink4'.")
     bandwidth_bytes_per_s: float = Field(
         gt=0,
-        description="Per-GPU bandwidth in one direction, bytes/s (half the 'bidirectional' figure).",
+        description="Per-GPU bandwidth in one direction, bytes/s (half the 'bidirectional' "
+        "figure).",
     )
     domain_size: int = Field(
         ge=1, description="GPUs reachable over this link (8 for HGX, 72 for NVL72)."
@@ -78,7 +79,7 @@ class GpuSpec(FrozenSpec):
     aliases: tuple[str, ...] = Field(
         default=(), description="Other accepted names (case-insensitive)."
     )
-    vendor: Literal["nvidia", "amd", "intel", "google", "other"]
+    vendor: Literal["nvidia", "amd", "intel", "google", "other"] = Field(description="Chip vendor.")
     architecture: str = Field(description="Chip generation, e.g. 'hopper'.")
     memory_bytes: float = Field(gt=0, description="Device memory, bytes.")
     hbm_bandwidth_bytes_per_s: float = Field(
@@ -94,7 +95,7 @@ class GpuSpec(FrozenSpec):
         description="ASSUMPTION, editable: default on-demand cloud price per GPU-hour in USD; "
         "override with --price-per-gpu-hour.",
     )
-    scale_up: ScaleUpLink
+    scale_up: ScaleUpLink = Field(description="The GPU-to-GPU link inside one node or rack domain.")
     scale_out_bandwidth_bytes_per_s: float = Field(
         gt=0, description="Scale-out NIC bandwidth per GPU, one direction, bytes/s."
     )
@@ -105,7 +106,8 @@ class GpuSpec(FrozenSpec):
         default=None,
         gt=0,
         description="Last-level on-chip cache a kernel's working set can stay resident in, "
-        "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the kernel model.",
+        "bytes (NVIDIA L2; AMD Infinity Cache; a CPU's L3). None = unknown: no cache term in the "
+        "kernel model.",
     )
     matmul_ceiling_flops_per_s: dict[Dtype, PositiveFlops] | None = Field(
         default=None,
@@ -114,8 +116,9 @@ class GpuSpec(FrozenSpec):
         "of a GPU without kernel fits (kernels_db.transfer).",
     )
     sources: dict[str, str] = Field(
-        description="Field name -> where its number comes from; 'field.sub' (e.g. 'peak_flops_per_s.fp4', "
-        "'scale_up.domain_size') cites one entry when it has a different source."
+        description="Field name -> where its number comes from; 'field.sub' (e.g. "
+        "'peak_flops_per_s.fp4', 'scale_up.domain_size') cites one entry when it has a different "
+        "source."
     )
     notes: str = Field(default="", description="Free text.")
 
@@ -151,13 +154,13 @@ class GpuSpec(FrozenSpec):
         return self.scale_up.host_gpus or min(self.scale_up.domain_size, HOST_GPUS_MAX)
 
     def math_dtype(self, dtype: str) -> str:
-        """The tensor-core dtype that runs GEMMs with ``dtype`` weights: ``dtype`` itself where the chip
-        has it, else the next wider one.
+        """The tensor-core dtype that runs GEMMs with ``dtype`` weights: ``dtype`` itself where the
+        chip has it, else the next wider one.
 
-        4-bit weights without native 4-bit math run as weight-only quantization: the kernels (Marlin,
-        Machete, Triton MXFP4 ``matmul_ogs``, TRT-LLM W4A16) dequantize them into 16-bit math, so fp4 and
-        int4 fall back to bf16, not to fp8/int8 (W4A8 variants exist but are opt-in). fp8 without fp8
-        tensor cores (A100) is likewise weight-only in bf16.
+        4-bit weights without native 4-bit math run as weight-only quantization: the kernels
+        (Marlin, Machete, Triton MXFP4 ``matmul_ogs``, TRT-LLM W4A16) dequantize them into 16-bit
+        math, so fp4 and int4 fall back to bf16, not to fp8/int8 (W4A8 variants exist but are
+        opt-in). fp8 without fp8 tensor cores (A100) is likewise weight-only in bf16.
         """
         order = {
             "fp4": ("fp4", "bf16", "fp16"),

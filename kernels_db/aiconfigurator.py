@@ -5,7 +5,8 @@ latency in **milliseconds**; comm ``message_size`` counts **elements** (x bytes 
 ``nccl_dtype``/``allreduce_dtype``); generation attention has ``isl`` prompt tokens plus ``step``
 generated ones, so the KV length is ``isl + step``. Rows of a dtype we do not model are skipped and
 counted. NCCL tables hold the same collective in ``half`` and ``int8``; in bytes these are duplicate
-keys, so the 16-bit rows are kept (what tensor-parallel all-reduce sends) and the others are dropped.
+keys, so the 16-bit rows are kept (what tensor-parallel all-reduce sends) and the others are
+dropped.
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ def scale_up_link(spec: GpuSpec) -> str:
 
 
 def default_params(spec: GpuSpec, n_gpus: int, link: str) -> CommParams:
-    """Uncalibrated parameters: link bandwidth x default efficiency; NIC beyond the scale-up domain."""
+    """Uncalibrated parameters: link bandwidth x default efficiency;
+    NIC beyond the scale-up domain."""
     if link == "ib" or n_gpus > spec.scale_up.domain_size:
         bw = spec.scale_out_bandwidth_bytes_per_s
         lat = 2 * DEFAULT_COMM_LATENCY_S
@@ -86,7 +87,8 @@ def default_params(spec: GpuSpec, n_gpus: int, link: str) -> CommParams:
 def fitted_params(
     fit: CommFamilyFit | None, collective: str, n_gpus: int, spec: GpuSpec
 ) -> CommParams | None:
-    """Fitted parameters for (collective, n) inside the scale-up domain; nearest fitted GPU count."""
+    """Fitted parameters for (collective, n) inside the scale-up domain;
+    nearest fitted GPU count."""
     if fit is None or n_gpus > spec.scale_up.domain_size:
         return None
     by_n = fit.params.get(collective)

@@ -1,8 +1,8 @@
 """Op counts and model times shared by lookup and fitting (vectorized over rows).
 
 ``counts(op, cols, spec)`` returns FLOPs, bytes, the peak FLOP/s that applies to each row and, for
-GEMM, the FLOPs of one padded row (2·n·k) so that ``pad_rows`` can be priced. ``cols`` maps every key
-of ``schema.OP_KEYS[op]`` (comm excepted) to a broadcastable array or scalar.
+GEMM, the FLOPs of one padded row (2·n·k) so that ``pad_rows`` can be priced. ``cols`` maps every
+key of ``schema.OP_KEYS[op]`` (comm excepted) to a broadcastable array or scalar.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ PARAM_KEY: Final[dict[str, str]] = {
 }
 DECODE_MATH_DTYPE: Final[str] = "bf16"  # decode kernels dequantize fp8 KV and compute in 16-bit
 MEMCPY_KEY: Final[str] = "any"
-# Multi-head (not grouped) decode attention runs other kernels than GQA (TRT-LLM: masked MHA vs XQA):
-# its own parameters, under "<kv_dtype>_mha", falling back to "<kv_dtype>" where not fitted.
+# Multi-head (not grouped) decode attention runs other kernels than GQA (TRT-LLM: masked MHA vs
+# XQA): its own parameters, under "<kv_dtype>_mha", falling back to "<kv_dtype>" where not fitted.
 MHA_SUFFIX: Final[str] = "_mha"
 
 
@@ -54,7 +54,8 @@ class Counts:
 
 
 FEW_DISTINCT: Final[int] = 8
-"""``distinct`` finds up to this many names by vectorized comparisons before it sorts (np.unique)."""
+"""``distinct`` finds up to this many names by vectorized comparisons before it sorts
+(np.unique)."""
 SMALL_ARRAY: Final[int] = 64
 """``distinct`` reads arrays up to this size as Python lists (cheaper than any numpy call there)."""
 
@@ -117,7 +118,8 @@ def factorize(cols: Cols) -> dict[str, Any]:
 
 
 def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
-    """Apply ``fn`` to each distinct string of ``values`` (scalar, array or ``Labels``) and broadcast back."""
+    """Apply ``fn`` to each distinct string of ``values``
+    (scalar, array or ``Labels``) and broadcast back."""
     if isinstance(values, str):
         return np.asarray(fn(values))
     if isinstance(values, Labels):
@@ -318,7 +320,8 @@ def gather_params(
     entry: Callable[[str], ParamEntry] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-row parameter array (9, ...), pad rows, and a mask of rows that found a fitted entry;
-    ``entry`` (name -> ``param_entry``) may be a cached version of ``param_entry`` on these tables."""
+    ``entry`` (name -> ``param_entry``) may be a cached version of ``param_entry`` on these
+    tables."""
     pick = entry or (lambda name: param_entry(table, default, name))
     if isinstance(keys, str) or (not isinstance(keys, Labels) and np.ndim(keys) == 0):
         prm, pad, has = pick(str(keys))

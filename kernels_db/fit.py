@@ -88,11 +88,11 @@ TILE_START_S: Final[float] = 1e-8
 MIN_BUS_FRACTION: Final[float] = 0.25
 """A (collective, GPU count) whose largest measured message reaches a bus bandwidth below this share
 of the scale-up link's spec bandwidth is not a working fabric's number and is left out of the fit;
-pricing then uses the nearest fitted GPU count (``comm.fitted_params``). Bus bandwidth is the per-link
-figure that ring algorithms keep at any GPU count (nccl-tests doc/PERFORMANCE.md), and every NVLink
-table reaches 50-65% of the link; aiconfigurator's L40S nccl/custom all-reduce tables reach 60% of
-PCIe Gen4 x16 at 2 GPUs but 16% at 4 and 4.6% at 8 (about 1.5 GB/s, flagged suspicious in
-shared/validation/README.md), which priced TP8 L40S at a fifth of the measured throughput."""
+pricing then uses the nearest fitted GPU count (``comm.fitted_params``). Bus bandwidth is the
+per-link figure that ring algorithms keep at any GPU count (nccl-tests doc/PERFORMANCE.md), and
+every NVLink table reaches 50-65% of the link; aiconfigurator's L40S nccl/custom all-reduce tables
+reach 60% of PCIe Gen4 x16 at 2 GPUs but 16% at 4 and 4.6% at 8 (about 1.5 GB/s, flagged suspicious
+in shared/validation/README.md), which priced TP8 L40S at a fifth of the measured throughput."""
 
 
 def ape_pct(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -119,7 +119,8 @@ def _free(op: str) -> np.ndarray:
 
 
 def _as_model_array(v: np.ndarray) -> np.ndarray:
-    """``PARAM_ORDER`` values and the split flag as ``RooflineParams.as_array`` (no ``pad_rows``)."""
+    """``PARAM_ORDER`` values and the split flag as ``RooflineParams.as_array`` (no
+    ``pad_rows``)."""
     return np.delete(v, 5)
 
 
@@ -244,7 +245,8 @@ MIN_BUS_EFFICIENCY: Final[float] = 0.01
 """Lower bound of a fitted bus bandwidth as a share of the scale-up link's spec bandwidth (1%). The
 upper bound is the link itself (100%), times 2(n-1)/n for all-reduce: NVLink SHARP (NVLS) reduces in
 the switch, so each byte crosses a link once and the ring-equivalent bus bandwidth (nccl-tests
-busbw, ring factor 2(n-1)/n) can exceed the link by that factor (H100/H200 8-GPU all-reduce: 1.02x)."""
+busbw, ring factor 2(n-1)/n) can exceed the link by that factor (H100/H200 8-GPU all-reduce:
+1.02x)."""
 COMM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
     "comm.latency_s": (*COMM_LATENCY_BOUNDS_S, "s; every line of every collective"),
     "comm.bus_bandwidth_bytes_per_s": (
@@ -356,8 +358,8 @@ def _sig(x: float) -> float:
 def plausible_bus_bandwidth(
     nbytes: np.ndarray, factor: np.ndarray, latency_s: np.ndarray, link_bytes_per_s: float | None
 ) -> bool:
-    """Whether the largest message of one (collective, GPU count) reaches ``MIN_BUS_FRACTION`` of the
-    link's bandwidth (always true without a link bandwidth)."""
+    """Whether the largest message of one (collective, GPU count) reaches ``MIN_BUS_FRACTION`` of
+    the link's bandwidth (always true without a link bandwidth)."""
     if not link_bytes_per_s or not nbytes.size:
         return True
     i = int(np.argmax(nbytes))
@@ -375,7 +377,8 @@ def _comm_groups(table: KernelTable) -> Iterator[tuple[str, int, np.ndarray]]:
 
 
 def implausible_comm_rows(table: KernelTable, link_bytes_per_s: float | None) -> np.ndarray:
-    """Rows of a comm table in a (collective, GPU count) group that ``plausible_bus_bandwidth`` rejects."""
+    """Rows of a comm table in a (collective, GPU count) group that ``plausible_bus_bandwidth``
+    rejects."""
     out = np.zeros(len(table), dtype=bool)
     nbytes = table.keys["bytes"].astype(float)
     for c, g, mask in _comm_groups(table):

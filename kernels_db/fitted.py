@@ -1,8 +1,8 @@
 """Fitted efficiency parameters per GPU (``kernels_db/fitted/<gpu>.yaml``) and the defaults used
 for GPUs without any (those predictions are flagged ``roofline_uncalibrated``).
 
-Compute families use ``RooflineParams`` in ``kernels_db.roofline.roofline_time``; collectives use the
-alpha-beta model ``latency_s + bytes·algo_factor / bus_bandwidth_bytes_per_s`` (``CommParams``).
+Compute families use ``RooflineParams`` in ``kernels_db.roofline.roofline_time``; collectives use
+the alpha-beta model ``latency_s + bytes·algo_factor / bus_bandwidth_bytes_per_s`` (``CommParams``).
 """
 
 from __future__ import annotations
@@ -159,18 +159,22 @@ class RooflineFamilyFit(BaseModel):
     """One compute family: parameters per dtype (or kv dtype for decode attention)."""
 
     model_config = _FROZEN
-    params: dict[str, RooflineParams]
-    fitted_to: FittedTo
-    fit_error: FitError
+    params: dict[str, RooflineParams] = Field(
+        description="Fitted roofline parameters per dtype (or dtype variant) of the family."
+    )
+    fitted_to: FittedTo = Field(description="The measured rows the parameters were fitted to.")
+    fit_error: FitError = Field(description="In-sample error of the fit on those rows.")
 
 
 class CommFamilyFit(BaseModel):
     """Collectives: parameters per collective name, then per GPU count."""
 
     model_config = _FROZEN
-    params: dict[str, dict[int, CommParams]]
-    fitted_to: FittedTo
-    fit_error: FitError
+    params: dict[str, dict[int, CommParams]] = Field(
+        description="Fitted alpha-beta parameters per collective and GPU count."
+    )
+    fitted_to: FittedTo = Field(description="The measured rows the parameters were fitted to.")
+    fit_error: FitError = Field(description="In-sample error of the fit on those rows.")
 
 
 class FittedGpu(BaseModel):
@@ -234,19 +238,20 @@ DEFAULT_PARAMS: Final[dict[str, RooflineParams]] = {
 DEFAULT_PARAMS["mla_prefill"] = DEFAULT_PARAMS["attention_prefill"]
 DEFAULT_PARAMS["mla_decode"] = DEFAULT_PARAMS["attention_decode"]
 GROUPED_GEMM_COMPUTE_FRACTION: Final[float] = 0.3
-"""ASSUMPTION (fitted end to end, no grouped-GEMM kernel table): a fused-MoE grouped expert GEMM reaches
-this fraction of the compute efficiency of a dense GEMM of the same FLOPs (few rows per expert,
-per-expert tile padding, token permutation in and out, block-scale activation quantization).
+"""ASSUMPTION (fitted end to end, no grouped-GEMM kernel table): a fused-MoE grouped expert GEMM
+reaches this fraction of the compute efficiency of a dense GEMM of the same FLOPs (few rows per
+expert, per-expert tile padding, token permutation in and out, block-scale activation quantization).
 Memory-bound (decode) expert GEMMs keep the dense bandwidth. How it was chosen: the share of a
 closed-loop benchmark's requests in its first lockstep wave is a property of the benchmark harness,
 not of the model, so refitting that one share per measurement campaign
-(``python -m planner.validation.protocol``) should give MoE and dense campaigns the same shares. At 0.5
-the MoE campaigns of ``silicon_measured.csv`` needed a row-weighted mean share of 0.32 against 0.19 for
-the dense ones (their prefill priced too fast, the queueing made up for it); at 0.4 / 0.3 / 0.25 / 0.2:
-0.28 / 0.24 / 0.20 / 0.18 against 0.19. End to end, with the engine constants refit for each value,
-aggregated TTFT median APE 27.8 (0.5) / 27.3 (0.4) / 25.2 (0.3) / 24.8-25.3 (0.25) %, disaggregated
-29.3 / 34 / 29.5 / 30.3 %; 0.3 is the value between share consistency and the disaggregated rows
-(mostly Blackwell DeepSeek deployments). History: 1 -> 0.5 (2026-11-29, MoE TTFT 14% low) -> 0.3."""
+(``python -m planner.validation.protocol``) should give MoE and dense campaigns the same shares. At
+0.5 the MoE campaigns of ``silicon_measured.csv`` needed a row-weighted mean share of 0.32 against
+0.19 for the dense ones (their prefill priced too fast, the queueing made up for it); at 0.4 / 0.3 /
+0.25 / 0.2: 0.28 / 0.24 / 0.20 / 0.18 against 0.19. End to end, with the engine constants refit for
+each value, aggregated TTFT median APE 27.8 (0.5) / 27.3 (0.4) / 25.2 (0.3) / 24.8-25.3 (0.25) %,
+disaggregated 29.3 / 34 / 29.5 / 30.3 %; 0.3 is the value between share consistency and the
+disaggregated rows (mostly Blackwell DeepSeek deployments). History: 1 -> 0.5 (2026-11-29, MoE TTFT
+14% low) -> 0.3."""
 
 
 def _grouped(prm: RooflineParams) -> RooflineParams:

@@ -1,4 +1,5 @@
-"""Read a folder of kernel tables in our schema or in AIConfigurator's layout (told apart by columns).
+"""Read a folder of kernel tables in our schema or in AIConfigurator's layout (told apart by
+columns).
 
 Accepted layouts: ``DIR/<op>.csv`` (one GPU, named by ``meta.yaml``'s ``gpu`` or the folder name),
 ``DIR/<gpu>/<op>.csv`` (several GPUs), or AIConfigurator CSVs anywhere in ``DIR`` (GPU from their

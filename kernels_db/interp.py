@@ -26,9 +26,10 @@ kernels read each KV head's cache once for all query heads of its group, so late
 units batch x kv_heads and kv_len, not the head counts themselves. In AIConfigurator's H200 table
 heads/kv_heads 8/1 at batch 8 and 32/8 at batch 1 (8 units each) agree within 1-7% at every kv_len
 from 1k to 64k. Rows of every head configuration therefore share one grid in (units, kv_len);
-multi-head attention (heads == kv_heads) runs another kernel and keeps its own grid. Prefill attention
-pools the same way on batch x heads at a fixed group size (leave-one-out p90 on the L40S table 16% ->
-9%). Several rows on one node are averaged; leaving one out then leaves the others' mean.
+multi-head attention (heads == kv_heads) runs another kernel and keeps its own grid. Prefill
+attention pools the same way on batch x heads at a fixed group size (leave-one-out p90 on the L40S
+table 16% -> 9%). Several rows on one node are averaged; leaving one out then leaves the others'
+mean.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class Hit:
 
 
 def _nearest_valid(valid: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """Index of the nearest valid node strictly below / above each node along ``axis`` (-1 if none)."""
+    """Index of the nearest valid node strictly below / above each node along ``axis``
+    (-1 if none)."""
     v = np.moveaxis(valid, axis, -1)
     n = v.shape[-1]
     idx = np.where(v, np.arange(n), -1)
@@ -94,7 +96,8 @@ class Partition:
     def _bracket(
         self, pts: np.ndarray
     ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
-        """Per axis: lower index, upper index, weight of the upper; and rows inside the grid's box."""
+        """Per axis: lower index, upper index, weight of the upper;
+        and rows inside the grid's box."""
         lo_i, hi_i, ts = [], [], []
         inside = np.ones(len(pts), dtype=bool)
         for j, ax in enumerate(self.axes):
@@ -140,7 +143,8 @@ class Partition:
         return np.where(inside, vals, 0.0), inside, exact
 
     def _lines(self, pts: np.ndarray, lo: list[np.ndarray], on: list[np.ndarray]) -> np.ndarray:
-        """Rule 3: weighted mean of 1-D estimates along every axis the query's other coordinates sit on."""
+        """Rule 3: weighted mean of 1-D estimates along every axis the query's other coordinates sit
+        on."""
         num, den = np.zeros(len(pts)), np.zeros(len(pts))
         for a, ax in enumerate(self.axes):
             others = np.ones(len(pts), dtype=bool)
@@ -152,7 +156,8 @@ class Partition:
             h = np.clip(np.searchsorted(ax, pts[:, a] - EXACT_TOL), 0, ax.size - 1)
             node = tuple(h if j == a else np.where(others, lo[j], 0) for j in range(len(lo)))
             below, above = self.lines[a]
-            # between two grid values, a measured node at the upper one is itself the upper neighbour
+            # between two grid values, a measured node at the upper one is itself the upper
+            # neighbour
             up = np.where(
                 np.isfinite(self.grid[node]) & (ax[h] > pts[:, a] + EXACT_TOL), h, above[node]
             )
@@ -169,7 +174,8 @@ class Partition:
         below: np.ndarray,
         above: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(value, weight) of linear interpolation at ``x`` between nodes ``below`` and ``above`` on a line."""
+        """(value, weight) of linear interpolation at ``x`` between nodes ``below`` and ``above`` on
+        a line."""
         ok = (below >= 0) & (above >= 0)
         ax = self.axes[axis]
         lo, hi = ax[np.maximum(below, 0)], ax[np.maximum(above, 0)]
@@ -183,7 +189,8 @@ class Partition:
 
     def loo(self) -> np.ndarray:
         """Leave-one-out log-ratio of each row (input order): the mean of the other rows on its node
-        when there are any, else rule 3 along the lines through its node; NaN where none brackets it."""
+        when there are any, else rule 3 along the lines through its node; NaN where none brackets
+        it."""
         num = np.zeros(self.node[0].size)
         den = np.zeros_like(num)
         for a in range(len(self.axes)):
@@ -199,7 +206,8 @@ class Partition:
 
 
 def size_coords(op: str, cols: Mapping[str, Any], n: int) -> np.ndarray:
-    """(n, d) log(1 + size) coordinates of the size keys of ``op`` (``interp_space`` for the grid's)."""
+    """(n, d) log(1 + size) coordinates of the size keys of ``op``
+    (``interp_space`` for the grid's)."""
     return np.stack(
         [np.log1p(np.broadcast_to(np.asarray(cols[k], dtype=float), (n,))) for k in SIZE_KEYS[op]],
         axis=1,
@@ -279,7 +287,8 @@ def interp_space(op: str, cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, 
 
 
 def loo_log_ratio(op: str, keys: Mapping[str, np.ndarray], log_ratio: np.ndarray) -> np.ndarray:
-    """Leave-one-out interpolated log-ratio of every row (NaN where the others do not bracket it)."""
+    """Leave-one-out interpolated log-ratio of every row
+    (NaN where the others do not bracket it)."""
     n = log_ratio.size
     labels, coords = interp_space(op, keys, n)
     out = np.full(n, np.nan)

@@ -13,8 +13,8 @@ Each op is priced, in this order (the provenance tag says which):
 - ``measured``: a row of this GPU's table (``kernels_db/data/<gpu>/<op>.csv``) matches exactly;
 - ``interpolated``: inside the table's measured grid (log space over sizes, ``kernels_db.interp``);
 - ``fitted``: the roofline with this GPU's fitted efficiencies (``kernels_db/fitted/<gpu>.yaml``);
-- ``transferred:<gpu>``: the roofline with a sibling GPU's fit carried over (``kernels_db.transfer``),
-  for GPUs without a fit of their own;
+- ``transferred:<gpu>``: the roofline with a sibling GPU's fit carried over
+  (``kernels_db.transfer``), for GPUs without a fit of their own;
 - ``roofline_uncalibrated``: the roofline with default efficiencies (no fit for this GPU/dtype).
 
 Roofline: ``launch + max(FLOPs/(peak·eff_c), bytes/(BW·eff_m))`` (``kernels_db.roofline``).
@@ -138,8 +138,9 @@ class KernelDB:
 
     def _param_entry(self, op: str, name: str) -> costs.ParamEntry:
         """``costs.param_entry`` of family ``op``, cached per (family, parameter-set name). A GEMM
-        dtype this GPU has no tensor cores for runs in its ``math_dtype`` (weight-only quantization):
-        it takes that dtype's fitted efficiencies, with its own (packed) weight bytes."""
+        dtype this GPU has no tensor cores for runs in its ``math_dtype`` (weight-only
+        quantization): it takes that dtype's fitted efficiencies, with its own (packed) weight
+        bytes."""
         entry = self._params.get((op, name))
         if entry is None:
             table, default = self._family_params(op)
@@ -305,7 +306,8 @@ class KernelDB:
         return self.price(Memcpy(nbytes))
 
     def comm(self, collective: str, n_gpus: Size, nbytes: Size, link: str | None = None) -> OpCost:
-        """One collective of ``nbytes`` message bytes over ``n_gpus`` ranks (see ``kernels_db.comm``)."""
+        """One collective of ``nbytes`` message bytes over ``n_gpus`` ranks (see
+        ``kernels_db.comm``)."""
         return comm_cost(self, collective, n_gpus, nbytes, link)
 
 
@@ -334,7 +336,8 @@ def _comm_params(db: KernelDB, collective: str, n: int, link: str) -> tuple[fitt
 
 
 MAX_COUNTED_GPUS: Final[int] = 1 << 16
-"""``_gpu_counts`` tallies GPU counts below this with np.bincount (no sort); larger ones are sorted."""
+"""``_gpu_counts`` tallies GPU counts below this with np.bincount (no sort);
+larger ones are sorted."""
 
 
 def _gpu_counts(n_arr: np.ndarray) -> list[int]:

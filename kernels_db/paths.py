@@ -2,9 +2,9 @@
 
 Layout::
 
-    kernels_db/data/<gpu_key>/<op>.csv      one table per op family (schema in ``kernels_db.schema``)
-    kernels_db/data/<gpu_key>/meta.yaml     GPU, driver, library versions, date, tool, kernel_source, git SHA
-    kernels_db/fitted/<gpu_key>.yaml        fitted efficiency parameters (``kernels_db.fitted``)
+    kernels_db/data/<gpu_key>/<op>.csv  one table per op family (schema: ``kernels_db.schema``)
+    kernels_db/data/<gpu_key>/meta.yaml GPU, driver, versions, date, tool, kernel_source, git SHA
+    kernels_db/fitted/<gpu_key>.yaml    fitted efficiency parameters (``kernels_db.fitted``)
 
 What users import or fit (``planner kernels import``, ``planner calibrate fit``) goes to ``--out``
 or to the per-user data folder, never into the installed package::
@@ -86,7 +86,8 @@ def table_path(gpu_key: str, op: str, data_dir: Path = DATA_DIR) -> Path:
 
 
 def meta_path(gpu_key: str, data_dir: Path = DATA_DIR) -> Path:
-    """Metadata file (GPU, driver, versions, date, tool, kernel_source, git SHA) of one GPU's tables."""
+    """Metadata file (GPU, driver, versions, date, tool, kernel_source, git SHA) of one GPU's
+    tables."""
     return table_dir(gpu_key, data_dir) / META_FILE
 
 

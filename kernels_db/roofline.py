@@ -5,17 +5,19 @@ time = launch + tile_s * tiles
 o = 1 + U_half / units
 
 The ``*_half`` terms make efficiency grow with size (eff = eff_max * x / (x + x_half)) while keeping
-time monotone in every size. ``units`` counts the independent pieces of work a kernel can spread over
+time monotone in every size. ``units`` counts the independent pieces of work a kernel can spread
+over
 the SMs (decode attention: batch x kv heads; prefill attention: its query tiles); with few of them
 the achieved FLOP/s and bandwidth are units / (units + U_half) of their maximum. ``tile_s`` is the
 fixed cost of one thread-block tile (prologue, Q load, softmax epilogue, O store) averaged over the
 SMs, which dominates prefill attention of many short sequences (B200 batch 64 x 64 heads of one
-token: 100 us measured, 21 ns per (sequence, head) on H100 and B200 alike). The bytes scale with the units at fixed shape, so the time
+token: 100 us measured, 21 ns per (sequence, head) on H100 and B200 alike). The bytes scale with
+the units at fixed shape, so the time
 still never falls as the batch grows. A working set that fits the last-level cache (``resident``
-fraction, ``l2_resident_fraction``) is read ``cache_speedup`` times faster than from DRAM; the cached
-share only falls as the bytes grow, so the time stays monotone. Counts follow the standard forms: GEMM 2mnk; causal prefill attention
-4·b·h·d·(c·s + s²/2) for chunk s over prior context c (FlashAttention-2 paper, arXiv 2307.08691);
-decode attention reads the KV of every context.
+fraction, ``l2_resident_fraction``) is read ``cache_speedup`` times faster than from DRAM; the
+cached share only falls as the bytes grow, so the time stays monotone. Counts follow the standard
+forms: GEMM 2mnk; causal prefill attention 4·b·h·d·(c·s + s²/2) for chunk s over prior context c
+(FlashAttention-2 paper, arXiv 2307.08691); decode attention reads the KV of every context.
 """
 
 from __future__ import annotations
@@ -37,11 +39,11 @@ DTYPE_BYTES: Final[dict[str, float]] = {
 }
 OUT_BYTES: Final[float] = 2.0  # GEMM / attention outputs are written in 16-bit
 DECODE_MMA_ROWS: Final[float] = 16.0  # M rows of the mma.m16n8k16 tile (PTX ISA, "Matrix shape")
-# ASSUMPTION: steepness of the loss of cache residency around the cache size. A benchmark re-reads the
-# same working set; under (near-)LRU replacement a cyclic sweep larger than the cache misses almost
-# every line, so residency drops steeply: 1 / (1 + (bytes / cache)^4) keeps 94% at half the cache
-# and 6% at twice it. Supported by the L40S (96 MB L2) decode tables: 67 MB reads at 2.4 TB/s, 268 MB
-# at 0.65 TB/s (GDDR6 peak 0.864 TB/s).
+# ASSUMPTION: steepness of the loss of cache residency around the cache size. A benchmark re-reads
+# the same working set; under (near-)LRU replacement a cyclic sweep larger than the cache misses
+# almost every line, so residency drops steeply: 1 / (1 + (bytes / cache)^4) keeps 94% at half the
+# cache and 6% at twice it. Supported by the L40S (96 MB L2) decode tables: 67 MB reads at 2.4 TB/s,
+# 268 MB at 0.65 TB/s (GDDR6 peak 0.864 TB/s).
 CACHE_RESIDENCY_POWER: Final[float] = 4.0
 
 
@@ -54,8 +56,8 @@ def dtype_bytes(dtype: np.ndarray | str) -> np.ndarray:
 
 
 def l2_resident_fraction(nbytes: ArrayLike, cache_bytes: float | None) -> np.ndarray:
-    """Share of a re-read working set of ``nbytes`` found in a cache of ``cache_bytes`` (0 if unknown):
-    1 / (1 + (nbytes / cache)^CACHE_RESIDENCY_POWER), non-increasing in ``nbytes``."""
+    """Share of a re-read working set of ``nbytes`` found in a cache of ``cache_bytes`` (0 if
+    unknown): 1 / (1 + (nbytes / cache)^CACHE_RESIDENCY_POWER), non-increasing in ``nbytes``."""
     if not cache_bytes:
         return np.zeros(np.shape(nbytes))
     return np.asarray(
@@ -64,7 +66,8 @@ def l2_resident_fraction(nbytes: ArrayLike, cache_bytes: float | None) -> np.nda
 
 
 def cached_read_factor(resident: ArrayLike, cache_speedup: ArrayLike) -> np.ndarray:
-    """DRAM-equivalent bytes per byte read when a ``resident`` share is read ``cache_speedup`` times faster."""
+    """DRAM-equivalent bytes per byte read when a ``resident`` share is read ``cache_speedup`` times
+    faster."""
     return np.asarray(1.0 - np.asarray(resident) * (1.0 - 1.0 / np.maximum(cache_speedup, 1.0)))
 
 
@@ -190,10 +193,10 @@ def decode_kv_splits(units: ArrayLike, kv_len: ArrayLike, sm_count: float) -> np
 
 def decode_issued_heads(heads: ArrayLike, kv_heads: ArrayLike) -> np.ndarray:
     """Query heads a decode kernel computes per step. Multi-head attention (one query head per KV
-    head) runs head by head; grouped-query kernels put the query heads of one KV head into the rows of
-    a tensor-core MMA tile (``DECODE_MMA_ROWS``, mma.m16n8k16), so a group smaller than the tile costs
-    a full tile. ASSUMPTION, supported by the TRT-LLM tables in ../shared/validation: 64 and 32 query
-    heads over 8 KV heads take the same time on all five GPUs."""
+    head) runs head by head; grouped-query kernels put the query heads of one KV head into the rows
+    of a tensor-core MMA tile (``DECODE_MMA_ROWS``, mma.m16n8k16), so a group smaller than the tile
+    costs a full tile. ASSUMPTION, supported by the TRT-LLM tables in ../shared/validation: 64 and
+    32 query heads over 8 KV heads take the same time on all five GPUs."""
     h = np.asarray(heads, dtype=float)
     kvh = np.maximum(np.asarray(kv_heads, dtype=float), 1.0)
     group = h / kvh
@@ -271,7 +274,8 @@ def mla_decode_bytes(
 def moe_active_experts(
     tokens: ArrayLike, topk: ArrayLike, experts: ArrayLike, ep: ArrayLike
 ) -> np.ndarray:
-    """Expected local experts hit by at least one token under uniform routing: (E/ep)·(1-(1-1/E)^(T·k))."""
+    """Expected local experts hit by at least one token under uniform routing:
+    (E/ep)·(1-(1-1/E)^(T·k))."""
     miss = np.power(
         1.0 - 1.0 / np.asarray(experts, dtype=float), np.asarray(tokens * topk, dtype=float)
     )

@@ -2,9 +2,11 @@
 
 Two methods: ``loo_interpolation`` (drop each measured point, interpolate it from the others of its
 partition; only points inside the remaining grid count) and ``fitted`` (the fitted roofline model
-alone, fitted to the same folder, so in-sample). Errors are absolute percentage errors. Comm rows the
+alone, fitted to the same folder, so in-sample). Errors are absolute percentage errors. Comm rows
+the
 fit leaves out for an implausibly low bus bandwidth, and compute rows measured faster than the spec
-DRAM bandwidth allows (``fit.implausible_roofline_rows``), are reported as ``fitted_implausible_data``;
+DRAM bandwidth allows (``fit.implausible_roofline_rows``), are reported as
+``fitted_implausible_data``;
 custom all-reduce rows are priced as the engine's all-reduce, the faster of it and NCCL.
 """
 
@@ -42,7 +44,8 @@ def model_seconds(db: KernelDB, table: KernelTable) -> np.ndarray:
 
 
 def loo_predictions(table: KernelTable, base: np.ndarray) -> np.ndarray:
-    """Leave-one-out interpolated latency of each row (NaN where the row is outside the others' grid)."""
+    """Leave-one-out interpolated latency of each row (NaN where the row is outside the others'
+    grid)."""
     ratio = np.log(table.latency_s) - np.log(base)
     return np.asarray(base * np.exp(loo_log_ratio(table.op, table.keys, ratio)))
 

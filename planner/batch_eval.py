@@ -2,7 +2,8 @@
 
     from planner.batch_eval import CandidateArrays, evaluate_batch
     cands = CandidateArrays.from_lists(tp=[1, 2, 4], max_num_seqs=[256] * 3, concurrency=[64] * 3)
-    res = evaluate_batch(load_model("llama-3.1-70b"), get_gpu("h200"), cands, fixed(4000, 500, concurrency=64))
+    load = fixed(4000, 500, concurrency=64)
+    res = evaluate_batch(load_model("llama-3.1-70b"), get_gpu("h200"), cands, load)
     res.ttft_p99_s, res.tpot_mean_s, res.output_tok_s_per_gpu, res.feasible   # arrays, shape (K,)
 
 ``CandidateArrays`` holds one entry per candidate (shape (K,)): tp, pp, dp, ep, max_num_seqs,
@@ -44,20 +45,16 @@ from planner.workload import Workload
 WEIGHT_QUANTS: tuple[str, ...] = ("bf16", "fp8", "fp4", "int4")
 KV_DTYPES: tuple[str, ...] = ("bf16", "fp8")
 REASONS: tuple[str, ...] = ("ok", "out_of_memory", "saturated")
-KV_HELD_OSL_FRACTION: dict[str, float] = {"vllm": 0.5, "sglang": 0.5, "trtllm": 1.0}
-"""Share of the answer's KV a running request holds on average, for the KV-capacity count. vLLM and
-SGLang allocate KV blocks on demand as tokens are generated (vLLM PagedAttention, Kwon et al. 2023,
-sec. 4.2; SGLang's token pool) and preempt/retract when full, so staggered requests hold ISL + OSL/2
-on average; TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler admits a request only
-when ISL + max new tokens fit (batch_manager capacity scheduler docs), so it holds the full OSL."""
 
 
 def kv_tokens_held(
     isl: np.ndarray | float, osl: np.ndarray | float, backend: str
 ) -> np.ndarray | float:
-    """KV tokens one running request holds on average (``KV_HELD_OSL_FRACTION``): the serving
-    model's KV-capacity count, shared with the solvers' slot caps so both agree."""
-    return isl + osl * KV_HELD_OSL_FRACTION.get(backend, 1.0)
+    """KV tokens one running request holds on average: ISL plus the engine's
+    ``kv_held_osl_fraction`` of OSL (engines that allocate KV on demand hold half the answer on
+    average, engines that reserve it on admission the whole; engines.yaml names each engine's
+    policy). The serving model's KV-capacity count, shared with the solvers' slot caps."""
+    return isl + osl * engine(backend).kv_held_osl_fraction.value
 
 
 GEMM_DTYPE: dict[str, str] = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": "bf16"}

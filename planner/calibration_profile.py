@@ -105,25 +105,39 @@ class Residuals(BaseModel):
     """Median absolute percentage error of the rows, per mode (``None``: no rows of that mode)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    agg_ttft_median_ape_pct: float | None = None
-    agg_tpot_median_ape_pct: float | None = None
-    disagg_ttft_median_ape_pct: float | None = None
-    disagg_tpot_median_ape_pct: float | None = None
+    agg_ttft_median_ape_pct: float | None = Field(
+        default=None, description="Aggregated TTFT median absolute % error; None without such rows."
+    )
+    agg_tpot_median_ape_pct: float | None = Field(
+        default=None, description="Aggregated TPOT median absolute % error; None without such rows."
+    )
+    disagg_ttft_median_ape_pct: float | None = Field(
+        default=None,
+        description="Disaggregated TTFT median absolute % error; None without such rows.",
+    )
+    disagg_tpot_median_ape_pct: float | None = Field(
+        default=None,
+        description="Disaggregated TPOT median absolute % error; None without such rows.",
+    )
 
 
 class Fit(BaseModel):
     """The constants of one engine (optionally on one GPU) and how they were obtained."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    gpus: list[str]
-    rows_used: int = Field(ge=1)
-    load_points: int = Field(ge=1)
-    fitted: list[str]
-    kept_packaged: list[str]
-    constants: dict[str, float]
-    residuals_before: Residuals
-    residuals_after: Residuals
-    rows: list[dict[str, Any]] = Field(default_factory=list)
+    gpus: list[str] = Field(description="GPUs of the rows fitted.")
+    rows_used: int = Field(ge=1, description="Measured rows the fit used.")
+    load_points: int = Field(ge=1, description="Distinct load points among them.")
+    fitted: list[str] = Field(description="Constants fitted to these rows.")
+    kept_packaged: list[str] = Field(
+        description="Constants the rows cannot determine, kept at the packaged values."
+    )
+    constants: dict[str, float] = Field(description="Every constant's value after the fit.")
+    residuals_before: Residuals = Field(description="Errors with the packaged constants.")
+    residuals_after: Residuals = Field(description="Errors with the fitted constants.")
+    rows: list[dict[str, Any]] = Field(
+        default_factory=list, description="Per-row predictions before and after the fit."
+    )
 
 
 class EngineProfile(BaseModel):
@@ -140,11 +154,15 @@ class Profile(BaseModel):
     """A calibration profile file."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    format: str
-    created_utc: str
-    rule: str
-    data: dict[str, Any]
-    engines: dict[str, EngineProfile]
+    format: str = Field(description="Profile format version.")
+    created_utc: str = Field(description="When the profile was written (UTC, ISO 8601).")
+    rule: str = Field(
+        description="Which constants are fitted from how many load points (the rest stay packaged)."
+    )
+    data: dict[str, Any] = Field(
+        description="The measured data the profile was fitted to: files and skipped rows."
+    )
+    engines: dict[str, EngineProfile] = Field(description="Engine -> its fits.")
 
 
 def prepared(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:

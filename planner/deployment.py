@@ -37,7 +37,9 @@ class WorkerConfig(BaseModel):
     """One role's engine settings (the whole engine when aggregated)."""
 
     model_config = _FROZEN
-    parallel: Parallelism = Parallelism()
+    parallel: Parallelism = Field(
+        default=Parallelism(), description="How one worker's GPUs split the model."
+    )
     max_num_seqs: int = Field(
         default=256, ge=1, le=10_000_000, description="Max running requests per worker."
     )
@@ -47,8 +49,11 @@ class WorkerConfig(BaseModel):
     gpu_memory_utilization: float = Field(
         default=0.9, gt=0, le=1, description="Fraction of memory the engine may use."
     )
-    kv_dtype: KvDtype = "bf16"
-    weight_quant: WeightQuant = "bf16"
+    kv_dtype: KvDtype = Field(default="bf16", description="Data type of the KV cache.")
+    weight_quant: WeightQuant = Field(
+        default="bf16",
+        description="Weight format the engine runs (may differ from the checkpoint's).",
+    )
     workers: int = Field(default=1, ge=1, le=100_000, description="Replicas of this worker.")
 
 
@@ -61,7 +66,8 @@ class Deployment(BaseModel):
         default="",
         description=(
             "The model's identity: the HF repository id (or local weights path) the engine loads; "
-            "empty for a local config.json given without --model-id (such a plan cannot be emitted)."
+            "empty for a local config.json given without --model-id (such a plan cannot be "
+            "emitted)."
         ),
     )
     checkpoint_quant: CheckpointFormat = Field(
@@ -72,7 +78,10 @@ class Deployment(BaseModel):
         ),
     )
     gpu: str = Field(description="GPU key, e.g. 'h200_sxm'.")
-    mode: Literal["agg", "disagg"] = "agg"
+    mode: Literal["agg", "disagg"] = Field(
+        default="agg",
+        description="agg: one engine prefills and decodes; disagg: prefill and decode workers.",
+    )
     agg: WorkerConfig | None = Field(default=None, description="Aggregated worker (mode agg).")
     prefill: WorkerConfig | None = Field(default=None, description="Prefill role (mode disagg).")
     decode: WorkerConfig | None = Field(default=None, description="Decode role (mode disagg).")
@@ -106,7 +115,8 @@ def placement_problem(p: Parallelism, domain_size: int, node_gpus: int) -> str |
 
 class ShapeRules(BaseModel):
     """Which worker shapes an engine can launch, engine-neutral (filled from the emitters'
-    capability table by ``planner.emitters.capabilities.shape_rules``; the solvers read only this)."""
+    capability table by ``planner.emitters.capabilities.shape_rules``; the solvers read only
+    this)."""
 
     model_config = _FROZEN
     expert_parallel: Literal["divides", "all_ranks"] = Field(

@@ -1,18 +1,19 @@
 """Per-engine calibration constants (``planner/calibration/engines.yaml``), each with its source.
 
 ``step_overhead_s``: CPU-side time per step not hidden behind the GPU (scheduling, sampling,
-detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
+detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time
+for that engine's kernels; ``request_overhead_s``: per-request time added to TTFT outside the steps
 (HTTP, tokenization, scheduler admission); ``disagg_request_overhead_s``: the same for a
 disaggregated deployment, whose requests also cross the router/proxy to a prefill worker and back
-and set up a KV transfer; ``burst_fraction``: share b of a closed-loop run's
-requests that arrive in a lockstep wave (benchmark clients start together; fixed OSL keeps them
-aligned) — 1/W for a run of W waves — which wait for (N-1)/2 prefills queued ahead instead of the
-steady-state wait (``queueing.wave_mix_response``); ``disagg_burst_fraction``: the same for
-disaggregated deployments, whose calibration rows come from other measurement campaigns (other
-benchmark harnesses). Both stand for a benchmark protocol the calibration data do not record; a
-workload that names its run length (``Workload.bench_requests``) replaces them. Units, bounds and
-the fitting command of each: ``planner.validation.fit_engines.CONSTANTS``, written next to every
-value in engines.yaml. Engine names appear only here and in the emitters.
+and set up a KV transfer; ``burst_fraction``: share b of a closed-loop run's requests that arrive in
+a lockstep wave (benchmark clients start together; fixed OSL keeps them aligned) — 1/W for a run of
+W waves — which wait for (N-1)/2 prefills queued ahead instead of the steady-state wait
+(``queueing.wave_mix_response``); ``disagg_burst_fraction``: the same for disaggregated deployments,
+whose calibration rows come from other measurement campaigns (other benchmark harnesses). Both stand
+for a benchmark protocol the calibration data do not record; a workload that names its run length
+(``Workload.bench_requests``) replaces them. Units, bounds and the fitting command of each:
+``planner.validation.fit_engines.CONSTANTS``, written next to every value in engines.yaml. Engine
+names appear only here and in the emitters.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ Backend = Literal["vllm", "sglang", "trtllm"]
 BACKENDS: tuple[Backend, ...] = ("vllm", "sglang", "trtllm")
 ENGINES_FILE = Path(__file__).with_name("calibration") / "engines.yaml"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+ENGINE_DEFAULTS: tuple[str, ...] = (
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "kv_held_osl_fraction",
+)
+"""Fields of :class:`EngineCalibration` that are the engine's own settings and policies (from its
+documentation), not fitted constants."""
 
 
 class Sourced(BaseModel):
@@ -76,12 +84,22 @@ class EngineCalibration(BaseModel):
     """Calibration of one engine."""
 
     model_config = _FROZEN
-    step_overhead_s: Sourced
-    kernel_scale: Sourced
-    request_overhead_s: Sourced
-    disagg_request_overhead_s: Sourced
-    burst_fraction: Sourced
-    disagg_burst_fraction: Sourced
+    step_overhead_s: Sourced = Field(
+        description="CPU time per engine step not hidden behind the GPU, s."
+    )
+    kernel_scale: Sourced = Field(
+        description="Achieved / priced kernel time of the engine's kernels."
+    )
+    request_overhead_s: Sourced = Field(
+        description="Time to first token outside the engine steps (aggregated), s per request."
+    )
+    disagg_request_overhead_s: Sourced = Field(
+        description="The same for a disaggregated deployment, s per request."
+    )
+    burst_fraction: Sourced = Field(
+        description="Share of a closed-loop run's requests in its first lockstep wave (aggregated)."
+    )
+    disagg_burst_fraction: Sourced = Field(description="The same for disaggregated deployments.")
     disagg_prefill_kernel_scale: Sourced = Sourced(
         value=1.0,
         unit="1",
@@ -90,8 +108,14 @@ class EngineCalibration(BaseModel):
         "same); a user's profile that fits kernel_scale to decode (TPOT) keeps the prefill "
         "worker at the packaged kernel time (planner.calibration_profile.with_constants)",
     )
-    max_num_batched_tokens: Sourced
-    max_num_seqs: Sourced
+    max_num_batched_tokens: Sourced = Field(
+        description="The engine's default token budget per step."
+    )
+    max_num_seqs: Sourced = Field(description="The engine's default cap on running requests.")
+    kv_held_osl_fraction: Sourced = Field(
+        description="Share of the answer's KV a running request holds on average (KV-capacity "
+        "count: a request holds ISL + this x OSL); set by the engine's KV allocation policy"
+    )
 
     def step_kwargs(self) -> dict[str, float]:
         """``kernel_scale`` and ``overhead_s`` for ``step_model.step_time`` / ``price_step``."""
@@ -99,7 +123,7 @@ class EngineCalibration(BaseModel):
 
     def model_constants(self) -> tuple[str, ...]:
         """Names of the fitted serving-model constants (the engine defaults excluded)."""
-        return tuple(f for f in type(self).model_fields if not f.startswith("max_"))
+        return tuple(f for f in type(self).model_fields if f not in ENGINE_DEFAULTS)
 
 
 @lru_cache(maxsize=4)

@@ -42,8 +42,8 @@ class Interval(BaseModel):
     """Low and high edge of a band."""
 
     model_config = _FROZEN
-    lo: float
-    hi: float
+    lo: float = Field(description="Low edge, in the unit of the number it bands.")
+    hi: float = Field(description="High edge, in the unit of the number it bands.")
 
 
 class PercentileBand(BaseModel):
@@ -51,30 +51,33 @@ class PercentileBand(BaseModel):
 
     model_config = _FROZEN
     level: float = Field(description="Share of measured values the band is calibrated to hold.")
-    mean: Interval
-    p50: Interval
-    p90: Interval
-    p99: Interval
+    mean: Interval = Field(description="Band of the mean, ms.")
+    p50: Interval = Field(description="Band of the median, ms.")
+    p90: Interval = Field(description="Band of the 90th percentile, ms.")
+    p99: Interval = Field(description="Band of the 99th percentile, ms.")
 
 
 class ValueBand(BaseModel):
     """Calibrated band of one number."""
 
     model_config = _FROZEN
-    level: float
-    lo: float
-    hi: float
+    level: float = Field(description="Share of measured values the band is calibrated to hold.")
+    lo: float = Field(description="Low edge of the band.")
+    hi: float = Field(description="High edge of the band.")
 
 
 class Percentiles(BaseModel):
     """Mean and percentiles, milliseconds, with their calibrated band."""
 
     model_config = _FROZEN
-    mean: float
-    p50: float
-    p90: float
-    p99: float
-    band: PercentileBand | None = None
+    mean: float = Field(description="Mean, ms.")
+    p50: float = Field(description="Median, ms.")
+    p90: float = Field(description="90th percentile, ms.")
+    p99: float = Field(description="99th percentile, ms.")
+    band: PercentileBand | None = Field(
+        default=None,
+        description="Calibrated band around each number; None where no band table applies.",
+    )
 
     def with_band(self, b: LogBand, level: float) -> Percentiles:
         """These numbers with the band ``b`` (log quantiles of measured / predicted) around each."""
@@ -97,23 +100,25 @@ class Estimate(BaseModel):
     """Predicted serving performance of one deployment under one workload."""
 
     model_config = _FROZEN
-    model: str
+    model: str = Field(description="Model name.")
     model_id: str = Field(default="", description="The model's identity: HF id or weights path.")
     checkpoint_quant: str = Field(default="bf16", description="The checkpoint's weight format.")
-    gpu: str
-    backend: str
-    mode: str
+    gpu: str = Field(description="GPU key.")
+    backend: str = Field(description="Engine whose calibration priced it.")
+    mode: str = Field(description="agg or disagg.")
     gpus: int = Field(description="GPUs of the whole deployment.")
-    ttft_ms: Percentiles
-    tpot_ms: Percentiles
-    output_tok_s_per_gpu: float
+    ttft_ms: Percentiles = Field(description="Time to first token, ms.")
+    tpot_ms: Percentiles = Field(description="Time per output token after the first, ms.")
+    output_tok_s_per_gpu: float = Field(description="Output tokens/s of the deployment per GPU.")
     output_tok_s_per_gpu_band: ValueBand | None = Field(
         default=None,
         description="Band of output tok/s per GPU (from the TPOT band; an open "
         "loop's throughput is its offered rate).",
     )
-    output_tok_s_per_user: float
-    requests_per_s: float
+    output_tok_s_per_user: float = Field(
+        description="Output tokens/s one request sees while decoding (1 / mean TPOT)."
+    )
+    requests_per_s: float = Field(description="Requests completed per second by the deployment.")
     decode_batch: float = Field(description="Mean decode requests per step of one (decode) worker.")
     prefill_utilization: float = Field(description="Busy fraction of the prefill stage.")
     kv_transfer_ms: float = Field(description="KV transfer per request (disaggregated), ms.")
@@ -122,8 +127,10 @@ class Estimate(BaseModel):
         "and a decode-only step: mixed_step_ms, prefill_ms, decode_step_ms "
         "(see step_breakdowns)."
     )
-    memory: MemoryPlan
-    prefill_memory: MemoryPlan | None = None
+    memory: MemoryPlan = Field(description="Memory plan of one (decode) worker GPU.")
+    prefill_memory: MemoryPlan | None = Field(
+        default=None, description="Memory plan of one prefill worker GPU (disaggregated)."
+    )
     provenance: dict[str, str] = Field(description="Op or constant -> where its number came from.")
     provenance_mix: dict[str, float] = Field(
         default_factory=dict,
@@ -263,7 +270,8 @@ def estimate(
     prefill: WorkerConfig | None = None,
     decode: WorkerConfig | None = None,
 ) -> Estimate:
-    """Aggregated when ``agg`` is given (default: one worker, tp 1), disaggregated with prefill+decode."""
+    """Aggregated when ``agg`` is given (default: one worker, tp 1),
+    disaggregated with prefill+decode."""
     disagg = prefill is not None and decode is not None
     main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
     assert main is not None

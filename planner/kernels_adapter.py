@@ -41,16 +41,19 @@ from planner.step_model import RooflinePricer
 
 UNCALIBRATED = "roofline_uncalibrated"
 MESSAGE_DIVIDED: frozenset[str] = frozenset({"memcpy"})
-"""Families whose op bytes are split over ``Op.kernels`` equal kernels (priced one each, times kernels)."""
+"""Families whose op bytes are split over ``Op.kernels`` equal kernels
+(priced one each, times kernels)."""
 PROVENANCE_RANK: dict[str, int] = {p: i for i, p in enumerate(PROVENANCE)}
 # Inside the scale-up domain a TP all-reduce costs the faster of NCCL and the engine's custom
-# all-reduce (``kernels_db.comm.CUSTOM_ALL_REDUCE``; vLLM ``custom_all_reduce`` up to 8 MB, TensorRT-LLM
-# ``AllReduceStrategy.AUTO``, SGLang custom AR): ~4 us instead of NCCL's ~20 us for decode-sized
-# messages on 8xH200 (kernels_db comm fit of aiconfigurator's custom_allreduce_perf and nccl_perf tables).
+# all-reduce (``kernels_db.comm.CUSTOM_ALL_REDUCE``; vLLM ``custom_all_reduce`` up to 8 MB,
+# TensorRT-LLM ``AllReduceStrategy.AUTO``, SGLang custom AR): ~4 us instead of NCCL's ~20 us for
+# decode-sized messages on 8xH200 (kernels_db comm fit of aiconfigurator's custom_allreduce_perf
+# and nccl_perf tables).
 
 
 def weakest(tags: np.ndarray) -> str:
-    """The least calibrated provenance tag among ``tags`` (order of ``kernels_db.lookup.PROVENANCE``)."""
+    """The least calibrated provenance tag among ``tags``
+    (order of ``kernels_db.lookup.PROVENANCE``)."""
     known = np.zeros(np.shape(tags), dtype=bool)
     found = []
     for tag in PROVENANCE:  # a few vectorized comparisons: far cheaper than np.unique on K strings
@@ -124,7 +127,8 @@ class KernelDbPricer:
         return t, weakest(moved) if moved.size else PROVENANCE[0]
 
     def price_ops(self, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]:
-        """``price`` of every op of ``ops``, each kernels_db family (and collective) in one lookup."""
+        """``price`` of every op of ``ops``, each kernels_db family
+        (and collective) in one lookup."""
         out: list[tuple[np.ndarray, str]] = [(np.zeros(0), "")] * len(ops)
         groups: dict[str, list[int]] = {}
         for i, op in enumerate(ops):
@@ -176,8 +180,8 @@ class KernelDbPricer:
         return t, _tags(codes, sizes, self.db.labels)
 
     def _comm_many(self, ops: Sequence[Op], sizes: list[int]) -> tuple[np.ndarray, list[str]]:
-        """``_comm`` of collectives of one kind, priced in one ``comm_codes`` call per link: seconds of
-        all their rows end to end (0 for rows of one GPU), and each op's provenance tag."""
+        """``_comm`` of collectives of one kind, priced in one ``comm_codes`` call per link: seconds
+        of all their rows end to end (0 for rows of one GPU), and each op's provenance tag."""
         n = np.concatenate(
             [
                 np.broadcast_to(np.asarray(op.n_gpus, dtype=float), (k,))

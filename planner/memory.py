@@ -32,7 +32,7 @@ class MemoryPlan(BaseModel):
     budget_bytes_per_gpu: float = Field(
         description="gpu_memory_utilization x device memory, bytes."
     )
-    weights_bytes_per_gpu: float
+    weights_bytes_per_gpu: float = Field(description="Weight bytes held by one GPU (its shard).")
     activation_bytes_per_gpu: float = Field(
         description="Peak activation workspace for one step, bytes."
     )
@@ -44,7 +44,8 @@ class MemoryPlan(BaseModel):
         description="Everything the engine holds (= budget when it fits)."
     )
     kv_bytes_per_token_per_gpu: float = Field(
-        description="KV of one token of context on one GPU (all layers of the stage, full attention)."
+        description="KV of one token of context on one GPU (all layers of the stage, full "
+        "attention)."
     )
     state_bytes_per_seq_per_gpu: float = Field(
         description="Fixed recurrent state per sequence (linear attention), bytes."
@@ -55,12 +56,16 @@ class MemoryPlan(BaseModel):
     max_concurrency: int | None = Field(
         description="Sequences of isl+osl that fit at once (None without isl/osl)."
     )
-    tokens_per_seq: int | None = None
-    weight_quant: str
-    kv_dtype: str
-    parallel: Parallelism
-    source: str = (
-        "analytical memory model (planner/memory.py); reserve terms are stated assumptions"
+    tokens_per_seq: int | None = Field(
+        default=None,
+        description="Tokens per sequence of max_concurrency (ISL + OSL); None without lengths.",
+    )
+    weight_quant: str = Field(description="Weight format of the plan.")
+    kv_dtype: str = Field(description="KV cache data type of the plan.")
+    parallel: Parallelism = Field(description="The worker's parallelism.")
+    source: str = Field(
+        default="analytical memory model (planner/memory.py); reserve terms are stated assumptions",
+        description="How the numbers were computed.",
     )
 
 
@@ -70,7 +75,8 @@ def check_parallelism(m: ModelSpec, p: Parallelism) -> None:
     if m.num_heads % p.tp:
         raise PlannerInputError(
             "--tp",
-            f"{p.tp} must divide the {m.num_heads} attention heads of {m.name}; allowed: {heads_ok}",
+            f"{p.tp} must divide the {m.num_heads} attention heads of {m.name}; allowed: "
+            f"{heads_ok}",
         )
     if m.mla is None and p.tp > m.num_kv_heads and p.tp % m.num_kv_heads:
         raise PlannerInputError(
@@ -177,9 +183,10 @@ def plan_memory(
         need = weights + act + reserve
         raise InfeasibleError(
             "memory",
-            f"out of memory on {gpu.name}: {m.name} ({quant} weights, tp={p.tp} pp={p.pp} dp={p.dp} ep={p.ep}) "
-            f"needs {need / 1e9:.1f} GB per GPU for weights+activations+reserve but only {budget / 1e9:.1f} GB "
-            f"is available ({gpu_memory_utilization:g} x {gpu.memory_bytes / 1e9:.0f} GB)",
+            f"out of memory on {gpu.name}: {m.name} ({quant} weights, "
+            f"tp={p.tp} pp={p.pp} dp={p.dp} ep={p.ep}) needs {need / 1e9:.1f} GB per GPU for "
+            f"weights+activations+reserve but only {budget / 1e9:.1f} GB is available "
+            f"({gpu_memory_utilization:g} x {gpu.memory_bytes / 1e9:.0f} GB)",
             binding_constraint="memory",
         )
     fullest = max(stages, key=lambda ls: sum(kv_bytes_per_token(m, x, p.tp, kv_dtype) for x in ls))

@@ -36,7 +36,8 @@ SUPPORTED_TYPES = DENSE_TYPES | MOE_TYPES | MLA_TYPES | {"gptj"}
 HYBRID_LINEAR_TYPES = frozenset({"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"})
 GPTJ_TYPE = "gptj"
 GPTJ_MLP_RATIO = 4
-"""GPT-J's MLP width when ``n_inner`` is null: 4 x n_embd (HF transformers GPTJConfig / GPTJBlock)."""
+"""GPT-J's MLP width when ``n_inner`` is null: 4 x n_embd
+(HF transformers GPTJConfig / GPTJBlock)."""
 
 
 def _gptj_as_dense(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -262,7 +263,8 @@ def parse_config(
     if model_type not in SUPPORTED_TYPES:
         raise PlannerInputError(
             "config.json: model_type",
-            f"'{model_type or arch}' ({arch}) is not supported yet; supported: {', '.join(sorted(SUPPORTED_TYPES))}",
+            f"'{model_type or arch}' ({arch}) is not supported yet; supported: "
+            f"{', '.join(sorted(SUPPORTED_TYPES))}",
         )
     _check_types(cfg)
     n = _int(cfg, "num_hidden_layers", maximum=MAX_LAYERS)

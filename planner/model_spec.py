@@ -37,10 +37,10 @@ class LinearAttnDims(BaseModel):
     """Gated-DeltaNet style linear attention sizes (fixed recurrent state per sequence)."""
 
     model_config = _FROZEN
-    num_key_heads: int = Field(gt=0)
-    num_value_heads: int = Field(gt=0)
-    key_head_dim: int = Field(gt=0)
-    value_head_dim: int = Field(gt=0)
+    num_key_heads: int = Field(gt=0, description="Key heads of a linear-attention layer.")
+    num_value_heads: int = Field(gt=0, description="Value heads of a linear-attention layer.")
+    key_head_dim: int = Field(gt=0, description="Dimension of one key head.")
+    value_head_dim: int = Field(gt=0, description="Dimension of one value head.")
     conv_kernel: int = Field(ge=1, description="Short causal convolution width.")
 
 
@@ -61,7 +61,7 @@ class LayerSpec(BaseModel):
     """One decoder layer: its attention kind, optional window, and FFN kind."""
 
     model_config = _FROZEN
-    attention: AttentionKind
+    attention: AttentionKind = Field(description="Attention kind of the layer.")
     window: int = Field(
         default=0, ge=0, description="Sliding/chunked attention span in tokens; 0 = full."
     )
@@ -75,32 +75,45 @@ class ModelSpec(FrozenSpec):
     name: str = Field(description="Display name, e.g. 'Llama-3.1-70B'.")
     hf_id: str = Field(default="", description="Hugging Face repository id when known.")
     architecture: str = Field(description="HF architectures[0], e.g. 'LlamaForCausalLM'.")
-    family: Family
-    num_layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
+    family: Family = Field(description="Architecture family the op graph is built for.")
+    num_layers: int = Field(gt=0, description="Decoder layers.")
+    hidden_size: int = Field(gt=0, description="Model (residual stream) width.")
     num_heads: int = Field(gt=0, description="Query heads.")
     num_kv_heads: int = Field(gt=0, description="KV heads (== num_heads for MHA and MLA).")
     head_dim: int = Field(
         gt=0, description="Per-head dim of softmax attention (q/k for MLA: nope+rope)."
     )
     intermediate_size: int = Field(gt=0, description="FFN width of dense layers.")
-    vocab_size: int = Field(gt=0)
-    tie_word_embeddings: bool = False
+    vocab_size: int = Field(gt=0, description="Vocabulary size (LM head and embedding rows).")
+    tie_word_embeddings: bool = Field(
+        default=False, description="LM head shares the embedding weights."
+    )
     attention_output_gate: bool = Field(
         default=False, description="Extra gate projection on attention output."
     )
     qk_norm_across_heads: bool = Field(
         default=False,
         description=(
-            "QK-norm over all heads of a layer at once (MiniMax-M2 qk_norm_type 'per_layer'): under TP each rank "
-            "holds some heads, so the norm's mean square is all-reduced over the TP ranks every layer."
+            "QK-norm over all heads of a layer at once (MiniMax-M2 qk_norm_type 'per_layer'): "
+            "under TP each rank holds some heads, so the norm's mean square is all-reduced over "
+            "the TP ranks every layer."
         ),
     )
-    layers: tuple[LayerSpec, ...]
-    mla: MlaDims | None = None
-    moe: MoeDims | None = None
-    linear_attn: LinearAttnDims | None = None
-    max_position_embeddings: int = Field(gt=0)
+    layers: tuple[LayerSpec, ...] = Field(description="Every layer in order.")
+    mla: MlaDims | None = Field(
+        default=None,
+        description="Multi-head latent attention dimensions (DeepSeek-style); None otherwise.",
+    )
+    moe: MoeDims | None = Field(
+        default=None, description="Mixture-of-experts dimensions; None for a dense model."
+    )
+    linear_attn: LinearAttnDims | None = Field(
+        default=None,
+        description="Linear-attention dimensions; None without linear-attention layers.",
+    )
+    max_position_embeddings: int = Field(
+        gt=0, description="Longest context the model supports, tokens."
+    )
     weight_dtype: str = Field(
         default="bf16", description="Dtype the checkpoint's linear weights are priced at."
     )

@@ -1,4 +1,5 @@
-"""Model catalog: bundled configs (``planner/model_configs``), HF ids, or a local ``config.json``."""
+"""Model catalog: bundled configs (``planner/model_configs``), HF ids,
+or a local ``config.json``."""
 
 from __future__ import annotations
 
@@ -183,5 +184,6 @@ def load_model(ref: str, model_id: str = "") -> ModelSpec:
     raise PlannerInputError(
         "--model",
         f"unknown model '{ref}'{hint}; use a bundled name ({', '.join(choices)}), "
-        "the Hugging Face id of one, or a path to a config.json (with --model-id naming its weights)",
+        "the Hugging Face id of one, or a path to a config.json (with --model-id naming its "
+        "weights)",
     )

@@ -6,8 +6,8 @@ tokens of earlier context each (DESIGN.md "Costs of one forward step"). Every ar
 (one entry per candidate config); the model is one :class:`ModelSpec`.
 
 Sharding (per GPU of one worker): attention heads / tp, tokens / dp (attention-DP ranks); dense FFN
-and experts over tp*dp GPUs (experts: ep groups of moe_tp = tp*dp/ep); pipeline: the batch is split in
-pp micro-batches that pass through all layers in turn, so one step of the whole batch takes one
+and experts over tp*dp GPUs (experts: ep groups of moe_tp = tp*dp/ep); pipeline: the batch is split
+in pp micro-batches that pass through all layers in turn, so one step of the whole batch takes one
 micro-batch's trip through every layer (latency) while pp micro-batches are in flight (throughput).
 """
 
@@ -94,7 +94,8 @@ class StepMix:
 
 @dataclass(frozen=True)
 class Op:
-    """Work of one op on one GPU: per instance FLOPs and bytes, repeated ``count`` times per step."""
+    """Work of one op on one GPU: per instance FLOPs and bytes,
+    repeated ``count`` times per step."""
 
     name: str
     kind: OpKind
@@ -122,7 +123,8 @@ class Op:
 
     @property
     def lookup(self) -> str:
-        """kernels_db op family of ``shape`` ('gemm', 'attention_prefill', 'moe', ...); '' if none."""
+        """kernels_db op family of ``shape`` ('gemm', 'attention_prefill', 'moe', ...); '' if
+        none."""
         return self.shape.family if self.shape is not None else ""
 
 
@@ -206,7 +208,8 @@ def _qk_v_dims(m: ModelSpec, g: LayerGroup) -> tuple[float, float]:
 
 
 def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
-    """Causal attention of the prefill chunks: 2·h·(dqk+dv)·s·(c + s/2) FLOPs per chunk (DESIGN.md)."""
+    """Causal attention of the prefill chunks: 2·h·(dqk+dv)·s·(c + s/2) FLOPs per chunk
+    (DESIGN.md)."""
     heads = m.num_heads / p.tp
     chunk = np.maximum(s.prefill_chunk, 1.0)
     chunks = s.prefill_tokens / chunk / (p.dp * p.pp)

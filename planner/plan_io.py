@@ -1,4 +1,5 @@
-"""Reading plan files (the JSON ``planner plan --format json`` prints), shared by emit and report."""
+"""Reading plan files (the JSON ``planner plan --format json`` prints),
+shared by emit and report."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def read_plan_json(path: str | Path, field: str = "--plan") -> Any:
 
 
 def validate_plan(data: Any, model: type[T]) -> T:
-    """Validate a decoded plan against ``model``; the first problem becomes one error naming the field."""
+    """Validate a decoded plan against ``model``; the first problem becomes one error naming the
+    field."""
     if not isinstance(data, dict):
         raise PlannerInputError(
             "plan", f"not a plan file: expected a JSON object, got {type(data).__name__}"

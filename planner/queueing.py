@@ -36,29 +36,32 @@ def closed_loop_response(
     t_own: np.ndarray, work: np.ndarray, z: np.ndarray, n: np.ndarray
 ) -> np.ndarray:
     """Steady-state prefill-stage response R (s) of a closed loop of ``n`` clients: the asymptotic
-    bound R = max(t_own, N·work - Z) (Lazowska et al. 1984, ch. 5, one queueing centre and a delay Z).
+    bound R = max(t_own, N·work - Z) (Lazowska et al. 1984, ch. 5, one queueing centre and a delay
+    Z).
 
     The prefill stage is a batch server: each step prefills every waiting prompt up to the chunk
     budget, so a prompt does not queue behind the others until the prompts arriving per step need
     more than the budget, the knee N* = (Z + work)/work; past it the stage is busy all the time
-    (X = 1/work) and R = N/X - Z. See the module docstring for the check against ``planner simulate``.
+    (X = 1/work) and R = N/X - Z. See the module docstring for the check against
+    ``planner simulate``.
     """
     return np.maximum(t_own, n * work - z)
 
 
 def lockstep_response(t_own: np.ndarray, work: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Mean response when the N clients arrive together (benchmark clients start at once and a fixed
-    OSL keeps them finishing in the same step): the k-th of N waits for k-1 prefills, mean (N-1)/2."""
+    OSL keeps them finishing in the same step): the k-th of N waits for k-1 prefills, mean
+    (N-1)/2."""
     return t_own + burst_wait(work, n)
 
 
 def burst_wait(work: np.ndarray, n: np.ndarray, group: np.ndarray | float = 1.0) -> np.ndarray:
     """Extra mean wait (s) of the N requests that start together, over a lone prompt's own prefill.
-    The engine prefills them ``group`` g at a time (as many prompts as one step's chunk budget holds),
-    and the k-th gets its first token at the end of step ceil(k/g): mean (N + g)/2 prompts' work,
-    of which one is its own, so the wait is (N + g - 2)/2 prefills of ``work`` seconds ((N-1)/2 for
-    g = 1). A run of W waves sees this on its first N requests only, so the run's mean gains
-    burst_wait(work/W): ``work`` is passed already scaled by 1/W."""
+    The engine prefills them ``group`` g at a time (as many prompts as one step's chunk budget
+    holds), and the k-th gets its first token at the end of step ceil(k/g): mean (N + g)/2 prompts'
+    work, of which one is its own, so the wait is (N + g - 2)/2 prefills of ``work`` seconds
+    ((N-1)/2 for g = 1). A run of W waves sees this on its first N requests only, so the run's mean
+    gains burst_wait(work/W): ``work`` is passed already scaled by 1/W."""
     return work * np.maximum(n + group - 2.0, 0.0) / 2.0
 
 
@@ -79,7 +82,8 @@ def wave_mix_response(
 def mg1_wait(
     rate: np.ndarray, work: np.ndarray, cs2: np.ndarray | float, ca2: np.ndarray | float
 ) -> np.ndarray:
-    """Mean queueing delay (s): Kingman (ca2 + cs2)/2 · rho/(1-rho) · E[S]; = P-K for Poisson arrivals."""
+    """Mean queueing delay (s): Kingman (ca2 + cs2)/2 · rho/(1-rho) · E[S];
+    = P-K for Poisson arrivals."""
     rho = rate * work
     with np.errstate(divide="ignore", invalid="ignore"):
         w = (ca2 + cs2) / 2.0 * rho / (1.0 - rho) * work
@@ -97,8 +101,9 @@ def wait_quantile(mean_wait: np.ndarray, rho: np.ndarray, q: float) -> np.ndarra
 def admission_wait_quantile(
     mean_wait: np.ndarray, queued_ahead: np.ndarray, hold_cs2: np.ndarray, z: float
 ) -> np.ndarray:
-    """Quantile (s) of the admission wait: mean·(1 + z·cs/sqrt(k)) with k = ``queued_ahead`` releases
-    awaited and ``hold_cs2`` the squared CV of the slot holding time (see module docstring), >= 0."""
+    """Quantile (s) of the admission wait: mean·(1 + z·cs/sqrt(k)) with k = ``queued_ahead``
+    releases awaited and ``hold_cs2`` the squared CV of the slot holding time (see module
+    docstring), >= 0."""
     spread = np.sqrt(np.maximum(hold_cs2, 0.0) / np.maximum(queued_ahead, 1.0))
     return np.maximum(mean_wait * (1.0 + z * spread), 0.0)
 
@@ -107,5 +112,6 @@ def tpot_quantile(
     mean_tpot: np.ndarray, interference: np.ndarray, events: np.ndarray, z: float
 ) -> np.ndarray:
     """TPOT quantile of one request: its steps meet a Poisson(``events``) number of prefills whose
-    cost adds ``interference`` seconds per step on average, so TPOT ~ mean + z·interference/sqrt(events)."""
+    cost adds ``interference`` seconds per step on average, so TPOT ~ mean +
+    z·interference/sqrt(events)."""
     return mean_tpot + z * interference / np.sqrt(np.maximum(events, 1.0))

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import heapq
 import math
-import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,17 +91,23 @@ PROGRESS_EVERY_S = 2.0
 
 
 class Progress:
-    """Progress lines on stderr for long work (``planner capacity``, trace replays)."""
+    """Progress lines of long work (``planner capacity``, trace replays), at most one every
+    ``PROGRESS_EVERY_S``, handed to ``sink`` (the caller's terminal; the core prints nothing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Callable[[str], None]) -> None:
         self.t0 = time.perf_counter()
         self.next = PROGRESS_EVERY_S
+        self.sink = sink
 
     def __call__(self, line: str) -> None:
         now = time.perf_counter() - self.t0
         if now >= self.next:
-            sys.stderr.write(line + "\n")
+            self.sink(line)
             self.next = now + PROGRESS_EVERY_S
+
+
+def no_progress(line: str) -> None:
+    """The default progress callback: drop the line."""
 
 
 @dataclass
@@ -206,13 +212,15 @@ def replay(
     *,
     backend: str = "vllm",
     clock: _StepClock | None = None,
+    progress: Callable[[str], None] = no_progress,
 ) -> ReplayResult:
     """Simulate every replica on its requests. The step clock prices decode at the context mean
-    ISL + mean OSL / 2, as ``simulate`` (default: a :class:`RowClock`)."""
+    ISL + mean OSL / 2, as ``simulate`` (default: a :class:`RowClock`); ``progress`` gets a line
+    after each replica."""
     ctx = float(np.mean(isl) + np.mean(osl) / 2.0)
     clock = clock or RowClock(m, gpu_key, worker, backend, ctx)
     first, finish = np.full(arrival_s.size, np.nan), np.full(arrival_s.size, np.nan)
-    reps, progress = np.unique(replica), Progress()
+    reps = np.unique(replica)
     for k, r in enumerate(reps):
         idx = np.flatnonzero(replica == r)
         eng = _Replica(clock, float(worker.max_num_batched_tokens), worker.max_num_seqs)

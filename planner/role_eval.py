@@ -1,4 +1,5 @@
-"""Per-role times of disaggregated workers, vectorized: what the P/D solvers rank and size workers by.
+"""Per-role times of disaggregated workers, vectorized: what the P/D solvers rank and size workers
+by.
 
 ``evaluate_batch`` predicts whole deployments; a P/D search first needs each role on its own:
 
@@ -55,7 +56,8 @@ def prefill_role(
     gpu_memory_utilization: float | np.ndarray = 0.9,
     calibration: EngineCalibration | None = None,
 ) -> PrefillRole:
-    """The prefill role of ``c`` (its ``prefill_*`` columns), priced as ``solve_disagg`` prices it."""
+    """The prefill role of ``c`` (its ``prefill_*`` columns),
+    priced as ``solve_disagg`` prices it."""
     cal = calibration or engine(backend)
     k = len(c)
     load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)

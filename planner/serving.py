@@ -61,7 +61,8 @@ class WorkerArrays:
 
 @dataclass(frozen=True)
 class LoadArrays:
-    """The workload (K candidates); ``concurrency`` is NaN for open loop, ``rate_per_s`` NaN for closed."""
+    """The workload (K candidates); ``concurrency`` is NaN for open loop,
+    ``rate_per_s`` NaN for closed."""
 
     isl: np.ndarray
     osl: np.ndarray
@@ -177,8 +178,9 @@ def _closed_or_open(
 
 
 def _engine_cap(w: WorkerArrays) -> np.ndarray:
-    """Requests a worker runs at once: ``max_num_seqs`` per attention-DP rank (each rank schedules its
-    own batch: SGLang/TRT-LLM attention DP, vLLM data-parallel engines), at most the KV capacity."""
+    """Requests a worker runs at once: ``max_num_seqs`` per attention-DP rank (each rank schedules
+    its own batch: SGLang/TRT-LLM attention DP, vLLM data-parallel engines), at most the KV
+    capacity."""
     return np.maximum(np.minimum(w.max_num_seqs * w.par.dp, w.seq_capacity), 1.0)
 
 
@@ -209,8 +211,8 @@ def _waits(
     z: np.ndarray,
     cap: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """Split TTFT - t_own into the admission wait (slots full; TTFT - R) and the prefill queueing wait
-    (R - t_own), with what the admission wait's spread needs (see ``queueing``)."""
+    """Split TTFT - t_own into the admission wait (slots full; TTFT - R) and the prefill queueing
+    wait (R - t_own), with what the admission wait's spread needs (see ``queueing``)."""
     closed = np.isfinite(load.concurrency)
     ahead = np.where(closed, np.maximum(load.concurrency - cap, 0.0), 0.0)
     # OSL variability spreads the decode part z of a slot's holding time r + z
@@ -239,8 +241,9 @@ def _wave(
 
 
 def lockstep_group(chunk: np.ndarray, isl_c: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Prompts of a lockstep wave that one step prefills together: as many whole prompts as the chunk
-    budget holds (the wave starts on an idle engine), at least 1, at most the N that arrived."""
+    """Prompts of a lockstep wave that one step prefills together: as many whole prompts as the
+    chunk budget holds (the wave starts on an idle engine), at least 1, at most the N that
+    arrived."""
     return np.clip(np.floor(chunk / np.maximum(isl_c, 1.0)), 1.0, np.maximum(n, 1.0))
 
 
@@ -284,9 +287,9 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     dsteps = np.maximum(load.osl - 1.0, 0.0) / load.tokens_per_step
     ctx = load.isl + load.osl / 2.0
     zero = np.zeros_like(ctx)
-    # The map depends on the state only through s = X·t (decode requests per step = s·dsteps; prefill
-    # tokens per step = s·ISL): a closed loop starts from s = N / (dsteps + 1) with no pricing, an
-    # open loop (X = rate) from the decode-only step of a full engine.
+    # The map depends on the state only through s = X·t (decode requests per step = s·dsteps;
+    # prefill tokens per step = s·ISL): a closed loop starts from s = N / (dsteps + 1) with no
+    # pricing, an open loop (X = rate) from the decode-only step of a full engine.
     if closed.all():
         s = n / (dsteps + 1.0)
     else:
@@ -532,9 +535,9 @@ def solve_disagg(
             t = np.where(closed, t0, s / load.rate_per_s)
         b = np.clip(x * dsteps * t / wd.workers, 1.0, cap / wd.workers)
         t_new = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
-        # own prefill (+ half a prefill step of joining), KV transfer, then on the decode worker the rest
-        # of the step in progress when the KV lands (half a step on average, as a prompt joining an
-        # aggregated engine waits for it) and the first decode step
+        # own prefill (+ half a prefill step of joining), KV transfer, then on the decode worker the
+        # rest of the step in progress when the KV lands (half a step on average, as a prompt
+        # joining an aggregated engine waits for it) and the first decode step
         t_own = chunks * t_one + t_one / 2.0 + load.request_overhead_s + t_kv + 1.5 * t_new
         z = dsteps * t_new
         r, x_new = _closed_or_open(load, wd.burst_fraction, t_own, work, z, n, x)

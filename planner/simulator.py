@@ -17,7 +17,6 @@ to a prefill utilisation of 0.8.
 
 from __future__ import annotations
 
-import argparse
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -25,12 +24,10 @@ import numpy as np
 
 from hardware.catalog import get_gpu
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
-from planner.cli.output import print_json, render_table
 from planner.deployment import WorkerConfig
-from planner.engine_calibration import calibration_label, engine
+from planner.engine_calibration import engine
 from planner.kernels_adapter import default_pricer
 from planner.model_spec import ModelSpec
-from planner.models import load_model
 from planner.opgraph import StepMix
 from planner.serving import MIN_FREE_CHUNK
 from planner.step_model import step_time
@@ -114,7 +111,8 @@ def simulate(
     seed: int = 0,
     warmup_frac: float = 0.1,
 ) -> SimResult:
-    """Simulate ``requests`` requests (open loop at w.rate_per_s, or a closed loop of w.concurrency)."""
+    """Simulate ``requests`` requests (open loop at w.rate_per_s, or a closed loop of
+    w.concurrency)."""
     rng = np.random.default_rng(seed)
     isl = w.isl.draw(requests, seed).astype(int)
     osl = w.osl.draw(requests, seed + 1).astype(int)
@@ -205,42 +203,3 @@ def _start_clients(
 def _tpots(reqs: list[_Req]) -> np.ndarray:
     """Per-request TPOT: (finish - first token) / (OSL - 1), requests with OSL > 1."""
     return np.array([(r.finish - r.first) / (r.osl - 1) for r in reqs if r.osl > 1])
-
-
-def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, WorkerConfig]) -> int:
-    worker = workers.get("agg") or workers["decode"]
-    # with --bench-requests, the benchmark run itself: P requests, its first wave included
-    run = (
-        {"requests": w.bench_requests, "warmup_frac": 0.0}
-        if w.bench_requests is not None
-        else {"requests": args.requests}
-    )
-    res = simulate(
-        load_model(args.model, getattr(args, "model_id", None) or ""),
-        args.gpu,
-        w,
-        worker,
-        backend=args.backend,
-        seed=args.seed,
-        **run,
-    )
-    summary = {
-        f"{name}_ms": {
-            "mean": float(np.mean(x)) * 1e3,
-            **{f"p{q}": float(np.percentile(x, q)) * 1e3 for q in (50, 90, 99)},
-        }
-        for name, x in (("ttft", res.ttft_s), ("tpot", res.tpot_s))
-        if x.size
-    }
-    out = {
-        **summary,
-        "requests_per_s": res.requests_per_s,
-        "steps": res.steps,
-        "engine_calibration": calibration_label(args.backend),
-    }
-    if args.format == "json":
-        print_json(out)
-    else:
-        print(render_table([{"metric": k, **v} for k, v in summary.items()]))
-        print(f"engine constants: {out['engine_calibration']}")
-    return 0

@@ -1,7 +1,7 @@
 """Price one step: ops from :mod:`planner.opgraph` through an op pricer, plus the engine overhead.
 
-The pricer is a narrow protocol (``OpPricer.price(op) -> (seconds per instance, provenance)``) so the
-source of kernel times can change without touching the op graph: :class:`RooflinePricer` is the
+The pricer is a narrow protocol (``OpPricer.price(op) -> (seconds per instance, provenance)``) so
+the source of kernel times can change without touching the op graph: :class:`RooflinePricer` is the
 built-in fallback (time = max(FLOPs / (peak·eff_c), bytes / (BW·eff_m)) + launches; DESIGN.md
 "Costs of one forward step", tier 3); :mod:`planner.kernels_adapter` plugs in ``kernels_db``.
 Communication is alpha-beta: latency + bytes·algo_factor / (link bandwidth·eff), over NVLink inside
@@ -78,7 +78,8 @@ ATTENTION_DTYPE = "bf16"
 
 
 def algo_factor(collective: str, n: np.ndarray) -> np.ndarray:
-    """Bytes each GPU sends per byte of payload: ring all-reduce 2(n-1)/n; others 1 (already in bytes)."""
+    """Bytes each GPU sends per byte of payload: ring all-reduce 2(n-1)/n;
+    others 1 (already in bytes)."""
     if collective == "all_reduce":
         return 2.0 * (n - 1.0) / np.maximum(n, 1.0)
     return np.ones_like(n)
@@ -105,7 +106,8 @@ class RooflinePricer:
         ) + e.launch_s * op.kernels * busy, "roofline (uncalibrated)"
 
     def comm_time(self, op: Op) -> np.ndarray:
-        """alpha-beta time of one collective; zero where a single GPU is involved or nothing moves."""
+        """alpha-beta time of one collective; zero where a single GPU is involved or nothing
+        moves."""
         n = np.asarray(op.n_gpus, dtype=float) * np.ones_like(op.nbytes)
         link = self.gpu.scale_up
         inside = np.asarray(op.spread(), dtype=float) * np.ones_like(op.nbytes) <= link.domain_size
@@ -140,8 +142,8 @@ def engine_overhead(
     overhead_s: np.ndarray | float,
     seq_overhead_s: np.ndarray | float,
 ) -> np.ndarray:
-    """CPU time of one step not hidden behind the GPU (s): a fixed part plus a part per running request
-    of one scheduler (each attention-DP rank schedules its own share of the batch)."""
+    """CPU time of one step not hidden behind the GPU (s): a fixed part plus a part per running
+    request of one scheduler (each attention-DP rank schedules its own share of the batch)."""
     return np.asarray(overhead_s + seq_overhead_s * s.decode_reqs / np.maximum(p.dp, 1.0))
 
 
@@ -155,8 +157,8 @@ def price_step(
     overhead_s: np.ndarray | float = 0.0,
     seq_overhead_s: np.ndarray | float = 0.0,
 ) -> StepCost:
-    """Sum the priced ops of one step; ``kernel_scale``, ``overhead_s`` and ``seq_overhead_s`` are the
-    engine calibration (``engine_overhead``)."""
+    """Sum the priced ops of one step; ``kernel_scale``, ``overhead_s`` and ``seq_overhead_s`` are
+    the engine calibration (``engine_overhead``)."""
     kinds = np.zeros((len(KINDS_WITH_OVERHEAD), np.shape(s.decode_reqs)[0]))
     prov: dict[str, str] = {}
     kind_index: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}

@@ -8,8 +8,8 @@ unit-rate renewal process mapped through the inverse of Lambda(t) = integral of 
 lambda(t)): gaps of Gamma(1/cv^2, cv^2) in the rescaled time give Poisson arrivals for cv = 1 and
 burstier ones (the BurstGPT study fits Gamma gaps, CV above 1, to its API traffic) for cv > 1.
 Prompt and answer lengths are lognormal with the given CV around a mean that may follow the day
-(``length_daily_swing``; production lengths shift with the hour, BurstGPT sec. 3). The bursts are a change of
-rate over minutes, not the gap distribution the analytic sizing assumes for one rate.
+(``length_daily_swing``; production lengths shift with the hour, BurstGPT sec. 3). The bursts are a
+change of rate over minutes, not the gap distribution the analytic sizing assumes for one rate.
 """
 
 from __future__ import annotations

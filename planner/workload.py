@@ -69,7 +69,8 @@ class LengthSpec(BaseModel):
 
 
 class SpecDecode(BaseModel):
-    """Speculative decoding: a draft proposes ``draft_len`` tokens, each accepted with ``acceptance``."""
+    """Speculative decoding: a draft proposes ``draft_len`` tokens,
+    each accepted with ``acceptance``."""
 
     model_config = _FROZEN
     draft_len: int = Field(ge=1, le=16, description="Tokens proposed per step.")
@@ -78,12 +79,14 @@ class SpecDecode(BaseModel):
         default=0.05,
         ge=0,
         le=1,
-        description="Draft step cost / target step cost per proposed token (MTP head ~ one layer of 61).",
+        description="Draft step cost / target step cost per proposed token (MTP head ~ one layer "
+        "of 61).",
     )
 
     @property
     def tokens_per_step(self) -> float:
-        """Expected tokens emitted per target step: (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023)."""
+        """Expected tokens emitted per target step: (1 - a^(k+1)) / (1 - a)
+        (Leviathan et al. 2023)."""
         a, k = self.acceptance, self.draft_len
         return float(k + 1) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
 
@@ -92,8 +95,8 @@ class Workload(BaseModel):
     """What clients send and how fast."""
 
     model_config = _FROZEN
-    isl: LengthSpec
-    osl: LengthSpec
+    isl: LengthSpec = Field(description="Prompt (input) length per request, tokens.")
+    osl: LengthSpec = Field(description="Answer (output) length per request, tokens.")
     concurrency: int | None = Field(
         default=None, ge=1, description="Closed loop: concurrent clients."
     )
@@ -115,11 +118,14 @@ class Workload(BaseModel):
         lt=1,
         description="Fraction of prompt tokens served from the prefix cache.",
     )
-    spec_decode: SpecDecode | None = None
+    spec_decode: SpecDecode | None = Field(
+        default=None, description="Speculative decoding; None: off."
+    )
     bench_requests: int | None = Field(
         default=None,
         ge=1,
-        description="Closed loop: requests the benchmark run sends in all (its N clients start together).",
+        description="Closed loop: requests the benchmark run sends in all (its N clients start "
+        "together).",
     )
     startup_wave: bool = Field(
         default=False,
@@ -143,7 +149,8 @@ class Workload(BaseModel):
             if self.bench_requests < self.concurrency:
                 raise PlannerInputError(
                     "--bench-requests",
-                    f"must be >= --concurrency ({self.concurrency}): every client sends at least one request",
+                    f"must be >= --concurrency ({self.concurrency}): every client sends at least "
+                    "one request",
                 )
         return self
 

@@ -32,11 +32,13 @@ from solvers.counts import Check, around, count_ladder, fewest_counts
 from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
 
 DECODE_CHUNK_TOKENS = 2048
-"""max_num_batched_tokens of decode-only workers (they never prefill; the budget only bounds activations)."""
+"""max_num_batched_tokens of decode-only workers (they never prefill; the budget only bounds
+activations)."""
 EVAL_CHUNK = 50_000
 """Most candidates priced in one ``evaluate_batch`` call (bounds the search's peak memory)."""
 PARETO_WORKERS = 64
-"""Workers (fewest GPUs first) whose larger replica counts a sized plan also predicts (Pareto front)."""
+"""Workers (fewest GPUs first) whose larger replica counts a sized plan also predicts
+(Pareto front)."""
 PERCENTILE_FIELDS: tuple[str, ...] = ("mean", "p50", "p90", "p99")
 
 
@@ -51,7 +53,8 @@ class Load:
     backend: str = "vllm"
 
     def workload(self) -> Workload:
-        """The planner workload (closed loop unless a rate is given; candidates carry their clients)."""
+        """The planner workload (closed loop unless a rate is given; candidates carry their
+        clients)."""
         if self.rate_per_s is not None:
             return fixed(self.isl, self.osl, rate_per_s=self.rate_per_s)
         return fixed(self.isl, self.osl, concurrency=self.concurrency or 1)
@@ -59,7 +62,8 @@ class Load:
 
 @dataclass(frozen=True)
 class Units:
-    """Disaggregated deployments: indices into the prefill / decode worker sets and worker counts."""
+    """Disaggregated deployments: indices into the prefill / decode worker sets and worker
+    counts."""
 
     p: np.ndarray
     d: np.ndarray
@@ -114,7 +118,8 @@ def capacity(
     tokens: float,
     util: np.ndarray,
 ) -> np.ndarray:
-    """Sequences of ``tokens`` one worker of this split holds (planner.memory_batch, as evaluate_batch checks)."""
+    """Sequences of ``tokens`` one worker of this split holds
+    (planner.memory_batch, as evaluate_batch checks)."""
     par = parallel_arrays(gpu, tp, pp, dp, ep, c.weight_quant, c.kv_dtype)
     return memory_batch.seq_capacity(
         m, gpu, par, chunk, c.max_num_seqs, np.full(len(c), float(tokens)), util
@@ -130,7 +135,8 @@ def seq_capacity(m: ModelSpec, gpu: GpuSpec, w: Workers, tokens: float) -> np.nd
 def fitting_workers(
     m: ModelSpec, gpu: GpuSpec, space: SearchSpace, gi: int, tokens: float, **over: tuple
 ) -> tuple[Workers, int]:
-    """Enumerate workers and prune by memory: (workers holding one sequence of ``tokens``, enumerated)."""
+    """Enumerate workers and prune by memory: (workers holding one sequence of ``tokens``,
+    enumerated)."""
     w = enumerate_workers(m, space, gi, gpu.scale_up.domain_size, node_gpus=gpu.node_gpus, **over)
     if w.size == 0:
         return w, 0
@@ -145,12 +151,15 @@ def evaluate(
     max_num_seqs and the memory fraction reach the serving model only through the engine's slot cap
     min(max_num_seqs, KV capacity) (in a closed loop, only up to its clients per worker) and the fit
     flags, so candidates equal in every other column and in
-    those are predicted once and share the answer (each keeps its own KV capacity); since the serving
-    model treats candidates independently, this equals evaluating each one alone (``planner estimate``).
+    those are predicted once and share the answer (each keeps its own KV capacity); since the
+    serving
+    model treats candidates independently, this equals evaluating each one alone (``planner
+    estimate``).
     """
     c = CandidateArrays.from_lists(**cols)
     util = np.broadcast_to(np.asarray(util, dtype=float), (len(c),))
-    # the engine's slot cap, counted as the serving model counts it (so equal slots mean equal answers)
+    # the engine's slot cap, counted as the serving model counts it (so equal slots mean equal
+    # answers)
     dec_cap = capacity(
         m,
         gpu,
@@ -228,7 +237,8 @@ def unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hop_group(pp: np.ndarray) -> np.ndarray:
-    """Pipeline sizes with pp = 1 folded into the smallest pp > 1 (both price the same alone or together)."""
+    """Pipeline sizes with pp = 1 folded into the smallest pp > 1
+    (both price the same alone or together)."""
     deeper = pp[pp > 1]
     return np.where(pp > 1, pp, deeper.min() if deeper.size else 1.0)
 
@@ -331,7 +341,8 @@ def _agg_sized(
 
 
 def _agg_levels(w: Workers, space: SearchSpace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(worker index, deployment clients, replicas) of every closed-loop operating point (no load)."""
+    """(worker index, deployment clients, replicas) of every closed-loop operating point
+    (no load)."""
     gpw = w.gpus_per_worker
     levels = np.array(space.concurrency_per_worker)
     idx = np.repeat(np.arange(w.size), levels.size)

@@ -23,6 +23,7 @@ window against the same predictions.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Literal
 
@@ -67,7 +68,9 @@ class CapacityRequest(BaseModel):
     gpus: tuple[str, ...] = Field(min_length=1, description="GPU types the worker shape may use.")
     ttft_ms: float = Field(gt=0, description="TTFT SLO, ms.")
     tpot_ms: float = Field(gt=0, description="TPOT SLO, ms.")
-    percentile: Literal["p50", "p90", "p99"] = "p90"
+    percentile: Literal["p50", "p90", "p99"] = Field(
+        default="p90", description="Percentile the SLOs apply to."
+    )
     window_s: float = Field(default=900.0, ge=60, le=86400, description="Window length, seconds.")
     scale_up_s: float = Field(
         default=0.0, ge=0, le=86400, description="Seconds a new replica needs before it serves."
@@ -83,17 +86,19 @@ class CapacityRequest(BaseModel):
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="Override of the GPU's $/hour."
     )
-    hardware_dirs: tuple[str, ...] = ()
+    hardware_dirs: tuple[str, ...] = Field(
+        default=(), description="Extra folders of GPU spec files."
+    )
 
 
 class Stats(BaseModel):
     """Mean and percentiles, ms (null when not predicted)."""
 
     model_config = _FROZEN
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
+    mean: float | None = Field(default=None, description="Mean, ms; None without requests.")
+    p50: float | None = Field(default=None, description="Median, ms.")
+    p90: float | None = Field(default=None, description="90th percentile, ms.")
+    p99: float | None = Field(default=None, description="99th percentile, ms.")
 
 
 class WindowPlan(BaseModel):
@@ -102,7 +107,7 @@ class WindowPlan(BaseModel):
     model_config = _FROZEN
     start_s: float = Field(description="Window start, seconds on the trace's clock.")
     duration_s: float = Field(description="Window length, seconds (the last may be shorter).")
-    requests: int
+    requests: int = Field(description="Requests arriving in the window.")
     rate: float = Field(description="Mean arrival rate, requests/s.")
     arrival_cv: float | None = Field(description="CV of inter-arrival gaps in the window.")
     local_cv: float | None = Field(
@@ -111,13 +116,13 @@ class WindowPlan(BaseModel):
     design_rate: float = Field(
         description="Request-weighted one-minute rate at the SLO percentile, requests/s."
     )
-    isl_mean: float | None
-    osl_mean: float | None
-    replicas: int
-    gpus: int
-    config: str
-    ttft_ms: Stats
-    tpot_ms: Stats
+    isl_mean: float | None = Field(description="Mean input tokens; None without requests.")
+    osl_mean: float | None = Field(description="Mean output tokens; None without requests.")
+    replicas: int = Field(description="Replicas the window needs.")
+    gpus: int = Field(description="GPUs of those replicas.")
+    config: str = Field(description="Short description of one replica.")
+    ttft_ms: Stats = Field(description="Predicted TTFT in the window, ms.")
+    tpot_ms: Stats = Field(description="Predicted TPOT in the window, ms.")
     meets_slo: bool = Field(
         description="Predicted to meet both SLOs (false: even the most replicas do not)."
     )
@@ -131,7 +136,7 @@ class Fleet(BaseModel):
         default=None, description="Constant replicas (static deployments)."
     )
     gpus: int = Field(description="Most GPUs at once.")
-    gpu_hours: float
+    gpu_hours: float = Field(description="GPU-hours over the trace.")
     cost: float = Field(description="USD.")
     windows_violating: int = Field(default=0, description="Windows predicted to miss the SLO.")
     violating_windows: tuple[int, ...] = Field(default=(), description="Their indices.")
@@ -141,21 +146,23 @@ class CapacityResult(BaseModel):
     """The answer of ``planner capacity``."""
 
     model_config = _FROZEN
-    model: str
-    gpu: str
-    backend: str
-    slo: dict[str, float | str]
-    window_s: float
-    scale_up_s: float
-    price_per_gpu_hour: float
-    trace: dict[str, float | int | str]
+    model: str = Field(description="Model name.")
+    gpu: str = Field(description="GPU key.")
+    backend: str = Field(description="Engine.")
+    slo: dict[str, float | str] = Field(description="TTFT and TPOT targets and their percentile.")
+    window_s: float = Field(description="Sizing window length, s.")
+    scale_up_s: float = Field(description="Time a new replica takes to serve, s.")
+    price_per_gpu_hour: float = Field(description="USD per GPU-hour used for the costs.")
+    trace: dict[str, float | int | str] = Field(
+        description="The trace: source, layout, requests, duration."
+    )
     deployment: Deployment = Field(description="One replica of the worker shape (workers = 1).")
-    windows: tuple[WindowPlan, ...]
-    autoscaled: Fleet
-    static_peak: Fleet
-    static_mean: Fleet
-    method: str
-    seconds: float
+    windows: tuple[WindowPlan, ...] = Field(description="One sizing per window.")
+    autoscaled: Fleet = Field(description="Fleet that follows the windows.")
+    static_peak: Fleet = Field(description="Fleet sized for the busiest window all the time.")
+    static_mean: Fleet = Field(description="Fleet sized for the mean load all the time.")
+    method: str = Field(description="How the windows were sized.")
+    seconds: float = Field(description="Wall time of the sizing, s.")
 
 
 def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
@@ -420,7 +427,7 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
             f"{req.min_replicas} replicas of {gpw} GPUs exceed --max-gpus {req.max_gpus}",
         )
     predict = _Predictor(load_model(req.model), req, dep, max_replicas)
-    pairs, progress = [], Progress()
+    pairs, progress = [], Progress(lambda line: print(line, file=sys.stderr))
     for w in wins:
         pairs.append(_plan_window(w, predict, req, gpw))
         progress(f"capacity: sized {w.index + 1}/{len(wins)} windows")

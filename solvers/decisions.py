@@ -2,16 +2,16 @@
 
 Groups are (model, system, backend, precision, isl, osl, mode) of
 ``../shared/validation/e2e/silicon_measured.csv``. Every row is a configuration run as a closed loop
-of N clients; its output tokens/s per GPU is N / (TTFT + (osl-1)·TPOT) · osl / GPUs, computed the same
-way from the measured and from our predicted TTFT and TPOT (means). The rows, their configurations and
-the predictions are exactly those of ``planner validate e2e`` (:mod:`planner.validation.e2e`: one
-vectorized ``evaluate_batch`` call per group), so the two checks never disagree about a row. Within a
-group of the rows we model, the measured best is the row with the highest measured tok/s/GPU that meets
-the stated SLO as measured; our pick is the row with the highest predicted tok/s/GPU among the rows we
-predict to meet it (all rows when we predict none). A group counts as top-1 when our pick is the
-measured best and as within-5% when our pick meets the SLO as measured and reaches >= 95% of the best's
-measured throughput. Groups with fewer than two modelled rows or none meeting the SLO as measured are
-skipped. DataFrames stay here, at the edge.
+of N clients; its output tokens/s per GPU is N / (TTFT + (osl-1)·TPOT) · osl / GPUs, computed the
+same way from the measured and from our predicted TTFT and TPOT (means). The rows, their
+configurations and the predictions are exactly those of ``planner validate e2e``
+(:mod:`planner.validation.e2e`: one vectorized ``evaluate_batch`` call per group), so the two checks
+never disagree about a row. Within a group of the rows we model, the measured best is the row with
+the highest measured tok/s/GPU that meets the stated SLO as measured; our pick is the row with the
+highest predicted tok/s/GPU among the rows we predict to meet it (all rows when we predict none). A
+group counts as top-1 when our pick is the measured best and as within-5% when our pick meets the
+SLO as measured and reaches >= 95% of the best's measured throughput. Groups with fewer than two
+modelled rows or none meeting the SLO as measured are skipped. DataFrames stay here, at the edge.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def default_data_path() -> Path:
 
 
 def deployment_gpus(rows: pd.DataFrame) -> np.ndarray:
-    """GPUs of each prepared row's deployment (agg: tp·pp·dp; disagg: both roles times their workers)."""
+    """GPUs of each prepared row's deployment (agg: tp·pp·dp; disagg: both roles times their
+    workers)."""
     ones = pd.Series(1.0, index=rows.index)  # a column no prepared row filled (all agg: no workers)
     c = lambda name: rows.get(f"c_{name}", ones).fillna(1.0).to_numpy(dtype=float)  # noqa: E731
     dec = c("tp") * c("pp") * c("dp") * c("workers")
@@ -57,7 +58,8 @@ def deployment_gpus(rows: pd.DataFrame) -> np.ndarray:
 def closed_loop_tok_per_gpu(
     rows: pd.DataFrame, ttft_ms: np.ndarray, tpot_ms: np.ndarray
 ) -> np.ndarray:
-    """Output tokens/s per GPU of a closed loop of N clients: N / (TTFT + (osl-1)·TPOT) · osl / GPUs."""
+    """Output tokens/s per GPU of a closed loop of N clients:
+    N / (TTFT + (osl-1)·TPOT) · osl / GPUs."""
     n = rows["c_concurrency"].to_numpy(dtype=float)
     osl = rows["osl"].to_numpy(dtype=float)
     cycle_s = (ttft_ms + (osl - 1.0) * tpot_ms) / 1e3
@@ -79,7 +81,8 @@ def judge(
 def validate_decisions(
     path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tpot_ms: float = DEFAULT_TPOT_MS
 ) -> dict[str, Any]:
-    """``{"groups": G, "top1_pct": ..., "within5_pct": ...}`` plus skip counts and per-group rows."""
+    """``{"groups": G, "top1_pct": ..., "within5_pct": ...}`` plus skip counts and per-group
+    rows."""
     path = Path(path)
     if not path.is_file():
         raise PlannerInputError("--data", f"{path} does not exist")

@@ -1,4 +1,5 @@
-"""Turn one scored candidate back into a :class:`planner.deployment.Deployment` and its predictions."""
+"""Turn one scored candidate back into a :class:`planner.deployment.Deployment` and its
+predictions."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from solvers.space import Workers
 
 
 def worker_config(w: Workers, i: int, workers: int, mem_frac: float | None = None) -> WorkerConfig:
-    """The engine settings of worker candidate ``i`` (``mem_frac`` overrides its memory fraction)."""
+    """The engine settings of worker candidate ``i`` (``mem_frac`` overrides its memory
+    fraction)."""
     return WorkerConfig(
         parallel=Parallelism(tp=int(w.tp[i]), pp=int(w.pp[i]), dp=int(w.dp[i]), ep=int(w.ep[i])),
         max_num_seqs=int(w.max_num_seqs[i]),
@@ -103,7 +105,8 @@ def memory_summary(
 
 
 def predicted(m: ModelSpec, b: Block, i: int, isl: int, osl: int, backend: str) -> dict[str, Any]:
-    """The ``predicted`` object of the plan file for candidate ``i`` (``evaluate_batch``'s numbers)."""
+    """The ``predicted`` object of the plan file for candidate ``i``
+    (``evaluate_batch``'s numbers)."""
     r = b.res
     dep = deployment(m, b, i, isl, osl)
     main = dep.agg if dep.agg is not None else dep.decode
@@ -132,7 +135,9 @@ def predicted(m: ModelSpec, b: Block, i: int, isl: int, osl: int, backend: str) 
         },
         "memory": mem,
         "provenance": {
-            "step_model": "planner.step_model (op graph priced through planner.batch_eval.op_pricer)",
+            "step_model": (
+                "planner.step_model (op graph priced through planner.batch_eval.op_pricer)"
+            ),
             "engine_calibration": f"{backend}: {calibration_label(backend)}",
             "serving": "planner.batch_eval.evaluate_batch (the model behind planner estimate)",
         },

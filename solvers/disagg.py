@@ -31,12 +31,14 @@ PREFILL_WINDOW = 2.0
 FREE_SIZE_BUDGET = 256
 """GPU budget from which a no-load plan prunes each role over all worker sizes at once: 16
 prefill plus 16 decode workers of 8 GPUs fit, so the budget rarely decides which sizes pair
-(below it, small budgets keep every size's front: a smaller worker may be the only one that fits)."""
+(below it, small budgets keep every size's front: a smaller worker may be the only one that
+fits)."""
 
 
 @dataclass(frozen=True)
 class PhaseSets:
-    """Memory-feasible prefill workers and decode operating points of one GPU type, with role times."""
+    """Memory-feasible prefill workers and decode operating points of one GPU type,
+    with role times."""
 
     pre: Workers
     pre_role: PrefillRole
@@ -54,7 +56,8 @@ def dtype_key(w: Workers) -> np.ndarray:
 def phase_sets(
     m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
 ) -> PhaseSets | None:
-    """Prefill workers (one max_num_seqs, largest memory fraction) and decode points at ``decode_clients``."""
+    """Prefill workers (one max_num_seqs, largest memory fraction) and decode points at
+    ``decode_clients``."""
     pspace = space.model_copy(update={"mem_fractions": (max(space.mem_fractions),)})
     pw, n_p = fitting_workers(
         m, gpu, pspace, gi, load.isl + 1, max_num_seqs=(min(space.max_num_seqs),)
@@ -185,7 +188,8 @@ def unit_columns(s: PhaseSets, u: Units) -> dict[str, np.ndarray]:
 def unit_block(
     m: ModelSpec, gpu: GpuSpec, s: PhaseSets, u: Units, load: Load, conc: np.ndarray, evaluated: int
 ) -> Block:
-    """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one block."""
+    """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one
+    block."""
     res = evaluate(m, gpu, load, s.dec.mem_frac[u.d], **unit_columns(s, u), concurrency=conc)
     return Block(
         "disagg",
@@ -209,7 +213,8 @@ def disagg_block(
 
     Worker counts never span the budget: with no load the deployment is a closed loop of y x
     clients, so only the P:D ratio matters: x, y run over 1..DENSE_COUNTS in lowest terms (and
-    from ``FREE_SIZE_BUDGET`` GPUs each role keeps its front over all worker sizes); with N clients, y and
+    from ``FREE_SIZE_BUDGET`` GPUs each role keeps its front over all worker sizes); with N
+    clients, y and
     x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%). Above a budget of
     DENSE_COUNTS, x stays near what the decode pool's request rate keeps busy
     (:func:`near_prefill_need`).

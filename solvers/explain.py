@@ -29,15 +29,16 @@ def infeasible_slo(
         return InfeasibleError(
             "TPOT",
             f"no configuration {where} reaches {percentile} TPOT <= {slo_tpot:g} ms; the closest "
-            f"achievable is {_fmt(min_tpot)} (relax --tpot-ms to >= {min_tpot:.3g}, or allow more/faster GPUs)",
+            f"achievable is {_fmt(min_tpot)} (relax --tpot-ms to >= {min_tpot:.3g}, or allow "
+            "more/faster GPUs)",
             binding_constraint="TPOT",
         )
     if min_ttft > slo_ttft:
         return InfeasibleError(
             "TTFT",
             f"no configuration {where} reaches {percentile} TTFT <= {slo_ttft:g} ms; the closest "
-            f"achievable is {_fmt(min_ttft)} (relax --ttft-ms to >= {min_ttft:.3g}, shorten the prompt, or "
-            "allow more GPUs)",
+            f"achievable is {_fmt(min_ttft)} (relax --ttft-ms to >= {min_ttft:.3g}, shorten the "
+            "prompt, or allow more GPUs)",
             binding_constraint="TTFT",
         )
     ratio = np.maximum(ttft_ms / slo_ttft, tpot_ms / slo_tpot)
@@ -45,9 +46,9 @@ def infeasible_slo(
     bind = "TTFT" if ttft_ms[i] / slo_ttft >= tpot_ms[i] / slo_tpot else "TPOT"
     return InfeasibleError(
         bind,
-        f"TTFT and TPOT cannot both be met {where}; closest: {percentile} TTFT {_fmt(float(ttft_ms[i]))} "
-        f"with TPOT {_fmt(float(tpot_ms[i]))} (relax --ttft-ms to >= {ttft_ms[i]:.3g} or --tpot-ms to >= "
-        f"{tpot_ms[i]:.3g})",
+        f"TTFT and TPOT cannot both be met {where}; closest: {percentile} TTFT "
+        f"{_fmt(float(ttft_ms[i]))} with TPOT {_fmt(float(tpot_ms[i]))} (relax --ttft-ms to >= "
+        f"{ttft_ms[i]:.3g} or --tpot-ms to >= {tpot_ms[i]:.3g})",
         binding_constraint=bind,
     )
 

@@ -33,21 +33,25 @@ class WorkloadClass(BaseModel):
     """One class of traffic with its own lengths and SLOs."""
 
     model_config = _FROZEN
-    name: str
-    model: str
+    name: str = Field(description="Name of the class.")
+    model: str = Field(description="Model name, HF id or config.json path.")
     rate_per_s: float = Field(gt=0, le=1e9, description="Requests/s to serve.")
-    isl: int = Field(ge=1, le=10_000_000)
-    osl: int = Field(ge=1, le=10_000_000)
-    ttft_ms: float = Field(gt=0, le=1e9)
-    tpot_ms: float = Field(gt=0, le=1e9)
-    percentile: str = Field(default="p90", pattern="^p(50|90|99)$")
+    isl: int = Field(ge=1, le=10_000_000, description="Input tokens per request.")
+    osl: int = Field(ge=1, le=10_000_000, description="Output tokens per request.")
+    ttft_ms: float = Field(gt=0, le=1e9, description="TTFT SLO, ms.")
+    tpot_ms: float = Field(gt=0, le=1e9, description="TPOT SLO, ms.")
+    percentile: str = Field(
+        default="p90",
+        pattern="^p(50|90|99)$",
+        description="Percentile the SLOs apply to (p50, p90 or p99).",
+    )
 
 
 class GpuPool(BaseModel):
     """A GPU type the fleet may use."""
 
     model_config = _FROZEN
-    gpu: str
+    gpu: str = Field(description="GPU name.")
     available: int = Field(ge=0, le=100_000, description="GPUs of this type that can be rented.")
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, le=1e6, description="Default: the GPU spec's price."
@@ -58,10 +62,14 @@ class FleetSpec(BaseModel):
     """``planner fleet --spec fleet.yaml``."""
 
     model_config = _FROZEN
-    classes: tuple[WorkloadClass, ...] = Field(min_length=1)
-    gpus: tuple[GpuPool, ...] = Field(min_length=1)
-    max_gpus_per_replica: int = Field(default=8, ge=1, le=1_024)
-    backend: str = "vllm"
+    classes: tuple[WorkloadClass, ...] = Field(
+        min_length=1, description="Workload classes to serve."
+    )
+    gpus: tuple[GpuPool, ...] = Field(min_length=1, description="GPU pools to draw from.")
+    max_gpus_per_replica: int = Field(
+        default=8, ge=1, le=1_024, description="Largest replica considered, GPUs."
+    )
+    backend: str = Field(default="vllm", description="Engine whose calibration to use.")
     confidence: float = Field(
         default=0.0,
         ge=0,
@@ -75,41 +83,47 @@ class Options(BaseModel):
     """MILP options as plain arrays (one entry per option)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-    klass: tuple[int, ...]
-    gtype: tuple[int, ...]
-    gpus: tuple[int, ...]
-    rps: tuple[float, ...]
-    price: tuple[float, ...]
-    config: tuple[str, ...]
+    klass: tuple[int, ...] = Field(description="Workload class index of each option.")
+    gtype: tuple[int, ...] = Field(description="GPU pool index of each option.")
+    gpus: tuple[int, ...] = Field(description="GPUs per replica of each option.")
+    rps: tuple[float, ...] = Field(description="Requests/s one replica serves within the SLOs.")
+    price: tuple[float, ...] = Field(description="USD per hour of one replica.")
+    config: tuple[str, ...] = Field(description="Short description of each option.")
 
 
 class Assignment(BaseModel):
     """Replicas of one configuration serving one class."""
 
     model_config = _FROZEN
-    workload_class: str
-    gpu: str
-    config: str
-    replicas: int
-    gpus_per_replica: int
-    requests_per_s_per_replica: float
-    cost_per_hour_usd: float
+    workload_class: str = Field(description="Workload class served.")
+    gpu: str = Field(description="GPU name.")
+    config: str = Field(description="Short description of one replica.")
+    replicas: int = Field(description="Replicas assigned.")
+    gpus_per_replica: int = Field(description="GPUs of one replica.")
+    requests_per_s_per_replica: float = Field(
+        description="Requests/s one replica serves within the SLOs."
+    )
+    cost_per_hour_usd: float = Field(description="USD per hour of these replicas.")
 
 
 class FleetResult(BaseModel):
     """Optimal fleet and the proof the solver gave."""
 
     model_config = _FROZEN
-    assignments: tuple[Assignment, ...]
-    cost_per_hour_usd: float
-    gpus_by_type: dict[str, int]
-    solver: str
-    status: str
-    solution_status: str
-    optimal: bool
-    solve_seconds: float
-    options: int
-    binding_constraint: str
+    assignments: tuple[Assignment, ...] = Field(
+        description="Replicas per workload class and GPU type."
+    )
+    cost_per_hour_usd: float = Field(description="USD per hour of the whole fleet.")
+    gpus_by_type: dict[str, int] = Field(description="GPUs used per GPU type.")
+    solver: str = Field(description="MILP solver used.")
+    status: str = Field(description="Solver status.")
+    solution_status: str = Field(description="Status of the returned solution.")
+    optimal: bool = Field(description="The solver proved the fleet optimal.")
+    solve_seconds: float = Field(description="Solver wall time, s.")
+    options: int = Field(description="Replica options the MILP chose from.")
+    binding_constraint: str = Field(
+        description="What limits the fleet: pools used up, or cost (each class at its cheapest).",
+    )
 
 
 def load_spec(path: str | Path) -> FleetSpec:

@@ -1,4 +1,5 @@
-"""``plan(request) -> PlanResult``: the planner's recommendation (library API for the CLI and the UI).
+"""``plan(request) -> PlanResult``: the planner's recommendation (library API for the CLI and
+the UI).
 
 Usage::
 
@@ -6,12 +7,13 @@ Usage::
     result = plan(PlanRequest(model="llama-3.1-70b", gpus=("h200",), max_gpus=8, isl=4000, osl=500,
                               ttft_ms=1000, tpot_ms=30, percentile="p90"))
     result.best.deployment, result.best.predicted, result.pareto, result.binding_constraint
-    result.to_plan_dict()  # the JSON ``planner plan --format json`` prints (read by planner.emitters)
+    # the JSON ``planner plan --format json`` prints (read by planner.emitters):
+    result.to_plan_dict()
 
 Steps: enumerate the space per GPU type (:mod:`solvers.space`), prune by memory
 (:mod:`planner.memory_batch`), predict every candidate deployment with
-:func:`planner.batch_eval.evaluate_batch` - the model behind ``planner estimate``, so a plan predicts
-exactly what ``estimate`` predicts for the same deployment (:mod:`solvers.candidates`,
+:func:`planner.batch_eval.evaluate_batch` - the model behind ``planner estimate``, so a plan
+predicts exactly what ``estimate`` predicts for the same deployment (:mod:`solvers.candidates`,
 :mod:`solvers.disagg`) - keep those meeting both SLOs at the requested percentile, rank by the
 objective, build the Pareto front of tok/s/GPU vs tok/s/user, name the binding constraint
 (:mod:`solvers.explain`). With a rate, disaggregated worker counts come from the MILP
@@ -68,13 +70,17 @@ class PlanRequest(BaseModel):
     concurrency: int | None = Field(default=None, ge=1, description="Closed-loop clients to serve.")
     ttft_ms: float = Field(gt=0, description="TTFT SLO, ms.")
     tpot_ms: float = Field(gt=0, description="TPOT SLO, ms.")
-    percentile: Percentile = "p90"
-    mode: Literal["agg", "disagg", "auto"] = "auto"
+    percentile: Percentile = Field(default="p90", description="Percentile the SLOs apply to.")
+    mode: Literal["agg", "disagg", "auto"] = Field(
+        default="auto", description="agg, disagg, or auto (both, the better wins)."
+    )
     backend: str = Field(default="vllm", description="Engine whose calibration to use.")
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="Override of every GPU's $/hour."
     )
-    objective: Objective = "throughput-per-gpu"
+    objective: Objective = Field(
+        default="throughput-per-gpu", description="What the recommendation maximises or minimises."
+    )
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
@@ -88,21 +94,25 @@ class PlanRequest(BaseModel):
     node_gpus: int | None = Field(
         default=None, ge=1, description="Count GPUs in whole nodes of this size."
     )
-    hardware_dirs: tuple[str, ...] = ()
+    hardware_dirs: tuple[str, ...] = Field(
+        default=(), description="Extra folders of GPU spec files."
+    )
 
 
 class Choice(BaseModel):
     """One recommended deployment with its predictions."""
 
     model_config = _FROZEN
-    mode: str
-    gpu: str
+    mode: str = Field(description="agg or disagg.")
+    gpu: str = Field(description="GPU key.")
     config: str = Field(description="Short description of the deployment.")
-    deployment: Deployment
-    predicted: dict[str, Any]
-    gpus: int
-    cost_per_million_output_tokens: float
-    cost_per_hour_usd: float
+    deployment: Deployment = Field(description="The deployment.")
+    predicted: dict[str, Any] = Field(
+        description="Predicted TTFT, TPOT, throughput and memory (planner estimate's numbers)."
+    )
+    gpus: int = Field(description="GPUs of the deployment.")
+    cost_per_million_output_tokens: float = Field(description="USD per million output tokens.")
+    cost_per_hour_usd: float = Field(description="USD per hour of the deployment.")
     headroom: dict[str, Any] = Field(
         default_factory=dict,
         description="SLO / predicted and SLO / band edge per metric, and "
@@ -114,13 +124,13 @@ class ParetoPoint(BaseModel):
     """A point of the throughput-per-GPU vs throughput-per-user front."""
 
     model_config = _FROZEN
-    mode: str
-    gpu: str
-    output_tok_s_per_gpu: float
-    output_tok_s_per_user: float
+    mode: str = Field(description="agg or disagg.")
+    gpu: str = Field(description="GPU key.")
+    output_tok_s_per_gpu: float = Field(description="Output tokens/s per GPU.")
+    output_tok_s_per_user: float = Field(description="Output tokens/s one request sees.")
     ttft_ms: float = Field(description="At the requested percentile.")
     tpot_ms: float = Field(description="At the requested percentile.")
-    gpus: int
+    gpus: int = Field(description="GPUs of the deployment.")
     clients_per_worker: int | None = Field(
         description="Closed-loop clients per worker; None at a rate."
     )
@@ -133,18 +143,25 @@ class PlanResult(BaseModel):
     """The answer: best plan, Pareto front, alternatives per mode, binding constraint."""
 
     model_config = _FROZEN
-    request: PlanRequest
-    model: str
-    gpu: str
-    workload: dict[str, Any]
-    slo: dict[str, Any]
-    best: Choice
-    pareto: tuple[ParetoPoint, ...]
-    binding_constraint: str
-    candidates_evaluated: int
-    search_seconds: float
-    alternatives: dict[str, Choice | None]
-    milp: dict[str, Any] | None = None
+    request: PlanRequest = Field(description="The request planned for.")
+    model: str = Field(description="Model name.")
+    gpu: str = Field(description="GPU key of the best choice.")
+    workload: dict[str, Any] = Field(description="The load planned for.")
+    slo: dict[str, Any] = Field(description="TTFT and TPOT targets and their percentile.")
+    best: Choice = Field(description="The recommendation.")
+    pareto: tuple[ParetoPoint, ...] = Field(description="Throughput-per-GPU vs per-user frontier.")
+    binding_constraint: str = Field(
+        description="What limits the recommendation (an SLO, memory or the GPU budget)."
+    )
+    candidates_evaluated: int = Field(description="Candidates the search priced.")
+    search_seconds: float = Field(description="Search wall time, s.")
+    alternatives: dict[str, Choice | None] = Field(
+        description="Best choice per mode; None where a mode has none."
+    )
+    milp: dict[str, Any] | None = Field(
+        default=None,
+        description="Disaggregated rate search (MILP) details; None when it did not run.",
+    )
     binding: dict[str, Any] = Field(
         default_factory=dict, description="solvers.binding.explain_binding."
     )
@@ -157,7 +174,8 @@ class PlanResult(BaseModel):
     max_gpus: int = Field(default=0, description="The GPU budget of the request.")
 
     def to_plan_dict(self) -> dict[str, Any]:
-        """The plan-file JSON (``planner plan --format json``; read by planner.emitters.plan_file)."""
+        """The plan-file JSON (``planner plan --format json``; read by
+        planner.emitters.plan_file)."""
         out = self.model_dump(mode="json", exclude={"request"})
         out["objective"] = self.request.objective
         return out
@@ -210,7 +228,8 @@ def _pareto(ev: Evaluated, front: Any) -> tuple[ParetoPoint, ...]:
 
 
 def plan(req: PlanRequest) -> PlanResult:
-    """Search the space for ``req``; raises InfeasibleError when nothing meets the SLOs and budget."""
+    """Search the space for ``req``; raises InfeasibleError when nothing meets the SLOs and
+    budget."""
     t0 = time.perf_counter()
     ev = evaluate_request(req)
     ok = ev.feasible()

@@ -36,7 +36,8 @@ SECONDS_PER_HOUR = 3600.0
 
 @dataclass
 class Evaluated:
-    """All candidates of a request, flattened (arrays of length K) with a way back to their block."""
+    """All candidates of a request, flattened (arrays of length K) with a way back to their
+    block."""
 
     req: PlanRequest
     model: ModelSpec
@@ -133,7 +134,8 @@ class Evaluated:
                 f"tp{p.tp} pp{p.pp}"
                 + (f" dp{p.dp}" if p.dp > 1 else "")
                 + (f" ep{p.ep}" if p.ep > 1 else "")
-                + f" x{role.workers} seqs {role.max_num_seqs} chunk {role.max_num_batched_tokens} kv {role.kv_dtype}"
+                + f" x{role.workers} seqs {role.max_num_seqs}"
+                + f" chunk {role.max_num_batched_tokens} kv {role.kv_dtype}"
             )
 
         load = f", {self.clients_of(i)} clients/worker" if np.isfinite(b.clients[j]) else ""

@@ -3,7 +3,8 @@
 Every number comes from :func:`planner.batch_eval.evaluate_batch` at the requested rate R:
 
 * decode option d: the fewest workers y_d that keep TPOT within the SLO (and the queue stable) when
-  paired with an ample prefill pool (the highest-capacity prefill worker of its dtypes, as many as fit);
+  paired with an ample prefill pool (the highest-capacity prefill worker of its dtypes, as many as
+  fit);
 * prefill option p: the fewest workers x_p that keep TTFT within the SLO when paired with the best
   decode option of its dtypes at its y_d.
 
@@ -132,7 +133,8 @@ def _repair(
     y: int,
     max_gpus: int,
 ) -> Block | None:
-    """The MILP's pair, or the cheapest of up to REPAIR_WORKERS extra workers per role that meets the SLO."""
+    """The MILP's pair, or the cheapest of up to REPAIR_WORKERS extra workers per role that meets
+    the SLO."""
     extra = np.arange(REPAIR_WORKERS + 1)
     xs, ys = (
         a.ravel() + n for a, n in zip(np.meshgrid(extra, extra, indexing="ij"), (x, y), strict=True)
@@ -158,7 +160,8 @@ def rate_disagg_block(
     percentile: str,
     price: float,
 ) -> tuple[Block | None, PdSolution | None]:
-    """Solve the P/D MILP for one GPU type and wrap the verified deployment as a one-candidate block."""
+    """Solve the P/D MILP for one GPU type and wrap the verified deployment as a one-candidate
+    block."""
     assert load.rate_per_s is not None
     s = phase_sets(m, gpu, gi, space, load, np.array([max(space.max_num_seqs)]))
     if s is None:

@@ -58,7 +58,9 @@ class SearchSpace(BaseModel):
     mem_fractions: tuple[float, ...] = Field(
         default=(0.85, 0.9, 0.95), description="gpu_memory_utilization choices."
     )
-    kv_dtypes: tuple[str, ...] = Field(default=("bf16", "fp8"))
+    kv_dtypes: tuple[str, ...] = Field(
+        default=("bf16", "fp8"), description="KV cache data types searched."
+    )
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Allowed weight dtypes; () = checkpoint only."
     )
@@ -98,7 +100,8 @@ class Workers:
         return self.tp * self.pp * self.dp
 
     def columns(self, prefix: str = "") -> dict[str, np.ndarray]:
-        """:class:`planner.batch_eval.CandidateArrays` columns of these workers (``prefix``: ``prefill_``)."""
+        """:class:`planner.batch_eval.CandidateArrays` columns of these workers
+        (``prefix``: ``prefill_``)."""
         cols = {
             "tp": self.tp,
             "pp": self.pp,

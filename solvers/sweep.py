@@ -36,20 +36,26 @@ class GpuSet(BaseModel):
     """GPU types one plan may choose from, and the budget."""
 
     model_config = _FROZEN
-    name: str = Field(pattern=NAME_PATTERN)
-    gpus: tuple[str, ...] = Field(min_length=1)
-    max_gpus: int = Field(ge=1, le=MAX_BUDGET_GPUS)
+    name: str = Field(pattern=NAME_PATTERN, description="Name of the set (used in scenario ids).")
+    gpus: tuple[str, ...] = Field(min_length=1, description="GPU names of the set.")
+    max_gpus: int = Field(ge=1, le=MAX_BUDGET_GPUS, description="GPU budget of a deployment.")
 
 
 class SweepWorkload(BaseModel):
     """Request lengths and the load: a rate (open loop), clients (closed loop) or neither."""
 
     model_config = _FROZEN
-    name: str = Field(pattern=NAME_PATTERN)
-    isl: int = Field(ge=1, le=10_000_000)
-    osl: int = Field(ge=1, le=10_000_000)
-    rate_per_s: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
-    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
+    name: str = Field(
+        pattern=NAME_PATTERN, description="Name of the workload (used in scenario ids)."
+    )
+    isl: int = Field(ge=1, le=10_000_000, description="Input tokens per request.")
+    osl: int = Field(ge=1, le=10_000_000, description="Output tokens per request.")
+    rate_per_s: float | None = Field(
+        default=None, gt=0, le=1e6, allow_inf_nan=False, description="Open loop: requests/s."
+    )
+    concurrency: int | None = Field(
+        default=None, ge=1, le=10_000_000, description="Closed loop: concurrent clients."
+    )
 
     @model_validator(mode="after")
     def _one_load(self) -> SweepWorkload:
@@ -62,10 +68,14 @@ class SloSet(BaseModel):
     """TTFT and TPOT targets at a percentile."""
 
     model_config = _FROZEN
-    name: str = Field(pattern=NAME_PATTERN)
-    ttft_ms: float = Field(gt=0, le=1e7, allow_inf_nan=False)
-    tpot_ms: float = Field(gt=0, le=1e6, allow_inf_nan=False)
-    percentile: Literal["p50", "p90", "p99"] = "p90"
+    name: str = Field(
+        pattern=NAME_PATTERN, description="Name of the SLO set (used in scenario ids)."
+    )
+    ttft_ms: float = Field(gt=0, le=1e7, allow_inf_nan=False, description="TTFT SLO, ms.")
+    tpot_ms: float = Field(gt=0, le=1e6, allow_inf_nan=False, description="TPOT SLO, ms.")
+    percentile: Literal["p50", "p90", "p99"] = Field(
+        default="p90", description="Percentile the SLOs apply to."
+    )
 
 
 class SweepSpec(BaseModel):
@@ -89,12 +99,12 @@ class Scenario(BaseModel):
     """One plan of the sweep: its labels and the request it makes."""
 
     model_config = _FROZEN
-    index: int
-    scenario_id: str
-    gpu_set: str
-    workload: str
-    slo: str
-    request: dict[str, Any]
+    index: int = Field(description="Position in the sweep.")
+    scenario_id: str = Field(description="Stable id from the names of its parts.")
+    gpu_set: str = Field(description="GPU set name.")
+    workload: str = Field(description="Workload name.")
+    slo: str = Field(description="SLO set name.")
+    request: dict[str, Any] = Field(description="The plan request of the scenario.")
 
 
 def load_spec(path: str | Path) -> SweepSpec:

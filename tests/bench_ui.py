@@ -1,4 +1,5 @@
-"""`make bench`: time from pressing Plan to the rendered plan for the default inputs (target <= 2 s).
+"""`make bench`: time from pressing Plan to the rendered plan for the default inputs
+(target <= 2 s).
 
 ``ui_plan_library_s`` is the library call alone; ``ui_plan_s`` is one AppTest rerun of the Plan
 page after pressing Plan with inputs the page has not cached (the search, every chart, table and

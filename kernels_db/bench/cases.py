@@ -152,7 +152,8 @@ def _grouped_mm_fn() -> Callable[..., torch.Tensor] | None:
 
 def moe_cases(s: MoeShape, dtype: str, device: str, triton: bool | None = None) -> Cases:
     """Expert FFN of one MoE layer: grouped GEMM up (hidden -> 2*inter), SiLU-and-mul, grouped
-    GEMM down (inter -> hidden). Reference: torch grouped_mm where it runs, else a per-expert loop."""
+    GEMM down (inter -> hidden). Reference: torch grouped_mm where it runs, else a per-expert
+    loop."""
     dt = TORCH_DTYPES[dtype]
     counts = moe_counts(s)
     rows, local = sum(counts), len(counts)

@@ -25,14 +25,16 @@ import torch.distributed as dist
 from kernels_db.bench.timing import cuda_event_median_s, wall_median_s
 from kernels_db.schema import COLLECTIVES
 
-# NCCL collectives of TP/EP serving; send_recv (PP) and engines' custom all-reduce are not timed here.
+# NCCL collectives of TP/EP serving; send_recv (PP) and engines' custom all-reduce are not timed
+# here.
 BENCH_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 assert set(BENCH_COLLECTIVES) <= set(COLLECTIVES)
 Row = dict[str, object]
 
 
 def gpu_counts(device: str) -> list[int]:
-    """World sizes to sweep: 2, 4, 8 and the full node for CUDA (needs >1 GPU); 2 gloo ranks on CPU."""
+    """World sizes to sweep: 2, 4, 8 and the full node for CUDA (needs >1 GPU);
+    2 gloo ranks on CPU."""
     if device != "cuda":
         return [2]
     n = torch.cuda.device_count()
@@ -40,7 +42,8 @@ def gpu_counts(device: str) -> list[int]:
 
 
 def link_kind(device: str) -> str:
-    """``nvlink`` when nvidia-smi lists active NVLinks on GPU 0, ``pcie`` otherwise; ``local`` on CPU."""
+    """``nvlink`` when nvidia-smi lists active NVLinks on GPU 0, ``pcie`` otherwise;
+    ``local`` on CPU."""
     if device != "cuda":
         return "local"
     try:

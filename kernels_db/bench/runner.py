@@ -36,8 +36,9 @@ OP_ALIASES: dict[str, tuple[str, ...]] = {
     "all": SUPPORTED_OPS,
 }
 # One thread by default: in CI the two cores are shared with the other test worker, and a 2-thread
-# OpenMP GEMM then waits on a descheduled peer every call (measured at load 6 on 2 cores: 64x1024x1024
-# fp32 GEMM 26 ms with 2 threads vs 2 ms with 1). Set KERNELS_BENCH_CPU_THREADS on a quiet host.
+# OpenMP GEMM then waits on a descheduled peer every call (measured at load 6 on 2 cores:
+# 64x1024x1024 fp32 GEMM 26 ms with 2 threads vs 2 ms with 1). Set KERNELS_BENCH_CPU_THREADS on a
+# quiet host.
 CPU_THREADS = int(os.environ.get("KERNELS_BENCH_CPU_THREADS", "1"))
 COMM_ITERS = {"cuda": 20, "cpu": 10}
 Row = dict[str, object]
@@ -119,7 +120,8 @@ def _context(device: str, quick: bool, budget_s: float | None) -> SweepContext:
 
 
 def write_csv(path: Path, op: str, rows: list[Row]) -> None:
-    """One table in schema column order, then ``kernel_source``; latency with 6 significant digits."""
+    """One table in schema column order, then ``kernel_source``;
+    latency with 6 significant digits."""
     path.parent.mkdir(parents=True, exist_ok=True)
     cols = [*OP_KEYS[op], LATENCY_COLUMN, "kernel_source"]
     with path.open("w", newline="") as fh:
@@ -199,7 +201,8 @@ def run(gpu: str, ops: list[str], quick: bool, out: Path, budget_s: float | None
             )
             write_folder(folder, group, doc)
             print(
-                f"wrote {len(group)} tables, {sum(len(r) for r in group.values())} rows -> {folder}",
+                f"wrote {len(group)} tables, {sum(len(r) for r in group.values())} rows -> "
+                f"{folder}",
                 file=sys.stderr,
             )
     return out

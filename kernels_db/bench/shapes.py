@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 CONVENTIONS: dict[str, str] = {
     "gemm": "C(m, n) = A(m, k) @ W(n, k)^T; m = tokens in the step",
-    "attention_prefill": "heads/kv_heads per GPU (after TP); seq new tokens per sequence over prior "
-    "cached tokens, causal (bottom-right aligned); window 0 = full causal",
+    "attention_prefill": "heads/kv_heads per GPU (after TP); seq new tokens per sequence over "
+    "prior cached tokens, causal (bottom-right aligned); window 0 = full causal",
     "attention_decode": "one query token per sequence over kv_len cached tokens; heads per GPU; "
     "Triton kernel reads a paged cache (16-token pages), SDPA a contiguous one",
     "moe": "tokens entering the layer; each GPU runs tokens*topk/ep routed rows spread evenly over "
@@ -180,7 +180,8 @@ def gpu_moe(quick: bool) -> list[MoeShape]:
 
 
 def memcpy_bytes(device: str, quick: bool) -> list[int]:
-    """Copy sizes: powers of two (GPU 4 KiB..4 GiB, CPU 4 KiB..64 MiB), every other one when quick."""
+    """Copy sizes: powers of two (GPU 4 KiB..4 GiB, CPU 4 KiB..64 MiB),
+    every other one when quick."""
     top = 32 if device == "cuda" else 26
     step = 2 if quick else 1
     return [2**e for e in range(12, top + 1, step)]

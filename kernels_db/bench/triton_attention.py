@@ -111,7 +111,8 @@ def prefill_attention(
     window: int = 0,
     blocks: tuple[int, int] | None = None,
 ) -> torch.Tensor:
-    """Causal GQA attention of q (B, H, S, D) over k, v (B, KVH, prior + S, D); returns (B, H, S, D).
+    """Causal GQA attention of q (B, H, S, D) over k, v (B, KVH, prior + S, D); returns (B, H, S,
+    D).
 
     ``window`` > 0 limits each query to the last ``window`` keys (itself included).
     ``blocks`` = (BLOCK_M, BLOCK_N) overrides the default (128, 64); tests use small ones.

@@ -245,7 +245,8 @@ def make_paged_cache(
     page: int,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Scatter contiguous k, v (B, KVH, L, D) into shuffled pages; returns (k_cache, v_cache, table)."""
+    """Scatter contiguous k, v (B, KVH, L, D) into shuffled pages;
+    returns (k_cache, v_cache, table)."""
     bsz, kv_heads, length, head_d = k.shape
     n_pages = -(-length // page)
     perm = torch.randperm(bsz * n_pages, generator=generator).to(k.device)

@@ -380,9 +380,10 @@ def cmd_simulate_trace(args: argparse.Namespace) -> int:
     """Replay a timed trace through the deployment's replicas (see :mod:`planner.replay`)."""
     import numpy as np
 
+    from planner.cli.output import stderr_line
     from planner.models import load_model
     from planner.plan_io import read_plan_json
-    from planner.replay import by_window, overall, replay, route, window_index
+    from planner.replay import Progress, by_window, overall, replay, route, window_index
     from planner.traces import read_trace
 
     if args.trace is None:
@@ -410,6 +411,7 @@ def cmd_simulate_trace(args: argparse.Namespace) -> int:
         trace.osl[sel],
         route(wo, reps)[sel],
         backend=backend,
+        progress=Progress(stderr_line),
     )
     rows = by_window(res, wo[sel], starts.size)
     wins: list[dict[str, Any]] = [

@@ -25,6 +25,7 @@ from planner.cli.common import (
     shard_size,
     token_count,
 )
+from planner.cli.field_help import ENGINE_DEFAULT, LOAD, WORKER, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
 from planner.errors import PlannerInputError
@@ -43,9 +44,7 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
     for flag in ("tp", "pp", "dp", "ep"):
         size = shard_size if flag in ("tp", "pp") else gpu_count
-        p.add_argument(
-            f"--{flag}", type=size, default=1, help=f"{flag.upper()} size of the (decode) worker"
-        )
+        p.add_argument(f"--{flag}", type=size, default=1, help=flag_help(WORKER, f"--{flag}"))
     p.add_argument("--isl", type=token_count, default=1024, help="prompt tokens (mean)")
     p.add_argument("--osl", type=token_count, default=256, help="output tokens (mean)")
     p.add_argument(
@@ -61,45 +60,65 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
         "lengths are used (overrides --isl/--osl)",
     )
     load = p.add_mutually_exclusive_group(required=required)
-    load.add_argument("--concurrency", type=client_count, help="closed loop: concurrent clients")
-    load.add_argument("--rate", type=request_rate, help="open loop: requests/s")
+    load.add_argument("--concurrency", type=client_count, help=flag_help(LOAD, "--concurrency"))
+    load.add_argument("--rate", type=request_rate, help=flag_help(LOAD, "--rate"))
     p.add_argument(
         "--bench-requests",
         type=client_count,
         default=None,
-        help="closed loop: requests the benchmark run sends in all (e.g. vllm bench serve --num-prompts); "
-        "its clients start together, so N/P of them arrive in one lockstep wave (default: the engine's fitted share)",
+        help=flag_help(LOAD, "--bench-requests", "the engine's fitted lockstep share"),
     )
-    p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
+    p.add_argument(
+        "--arrival",
+        choices=("poisson", "gamma"),
+        default="poisson",
+        help=flag_help(LOAD, "--arrival"),
+    )
     p.add_argument(
         "--arrival-cv",
         type=float_in(0, 10, lo_open=True),
         default=1.0,
-        help="gamma arrivals: CV of gaps",
+        help=flag_help(LOAD, "--arrival-cv"),
     )
     p.add_argument(
-        "--prefix-hit",
-        type=float_in(0, 0.99),
-        default=0.0,
-        help="prefix-cache hit fraction of prompt tokens",
+        "--prefix-hit", type=float_in(0, 0.99), default=0.0, help=flag_help(LOAD, "--prefix-hit")
     )
     p.add_argument(
         "--spec-draft-len",
         type=int_in(0, 16),
         default=0,
-        help="speculative decoding: draft tokens per step",
+        help=flag_help(LOAD, "--spec-draft-len", "0, no speculative decoding"),
     )
     p.add_argument(
-        "--spec-acceptance",
-        type=fraction,
-        default=0.7,
-        help="speculative decoding: acceptance rate",
+        "--spec-acceptance", type=fraction, default=0.7, help=flag_help(LOAD, "--spec-acceptance")
     )
-    p.add_argument("--weight-quant", default=None, choices=("bf16", "fp8", "fp4", "int4"))
-    p.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
-    p.add_argument("--max-num-seqs", type=client_count, default=256)
-    p.add_argument("--max-num-batched-tokens", type=chunk_tokens, default=8192)
-    p.add_argument("--gpu-memory-utilization", type=memory_fraction, default=0.9)
+    p.add_argument(
+        "--weight-quant",
+        default=None,
+        choices=("bf16", "fp8", "fp4", "int4"),
+        help=flag_help(WORKER, "--weight-quant", "the checkpoint's"),
+    )
+    p.add_argument(
+        "--kv-dtype", default="bf16", choices=("bf16", "fp8"), help=flag_help(WORKER, "--kv-dtype")
+    )
+    p.add_argument(
+        "--max-num-seqs",
+        type=client_count,
+        default=None,
+        help=flag_help(WORKER, "--max-num-seqs", ENGINE_DEFAULT),
+    )
+    p.add_argument(
+        "--max-num-batched-tokens",
+        type=chunk_tokens,
+        default=None,
+        help=flag_help(WORKER, "--max-num-batched-tokens", ENGINE_DEFAULT),
+    )
+    p.add_argument(
+        "--gpu-memory-utilization",
+        type=memory_fraction,
+        default=0.9,
+        help=flag_help(WORKER, "--gpu-memory-utilization"),
+    )
     p.add_argument("--mode", choices=("agg", "disagg"), default="agg")
     for flag in (
         "prefill-tp",
@@ -154,8 +173,7 @@ def _workers(args: argparse.Namespace) -> dict[str, WorkerConfig]:
         model.weight_dtype if model.weight_dtype in ("bf16", "fp8", "fp4", "int4") else "bf16"
     )
     common: dict[str, Any] = {
-        "max_num_seqs": args.max_num_seqs,
-        "max_num_batched_tokens": args.max_num_batched_tokens,
+        **engine_limits(args),
         "gpu_memory_utilization": args.gpu_memory_utilization,
         "kv_dtype": args.kv_dtype,
         "weight_quant": quant,
@@ -245,7 +263,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 "decode batch": est.decode_batch,
                 "GPUs": est.gpus,
             },
-            title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} ({est.backend}, {est.mode})",
+            title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} "
+            f"({est.backend}, {est.mode})",
         )
     )
     for role, kinds in est.step_breakdown.items():
@@ -263,7 +282,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from planner.simulator import simulate_cli
+    from planner.cli.simulate_report import simulate_cli
 
     if args.deployment is not None:
         from planner.cli.cmd_capacity import cmd_simulate_trace

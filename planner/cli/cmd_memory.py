@@ -16,16 +16,17 @@ from planner.cli.common import (
     shard_size,
     token_count,
 )
+from planner.cli.field_help import ENGINE_DEFAULT, WORKER, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv
 from planner.deployment import Parallelism
+from planner.engine_calibration import BACKENDS
 from planner.memory import KV_BYTES, WEIGHT_BYTES, MemoryPlan, plan_memory
 
 
 def add_parallel(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tp", type=shard_size, default=1, help="tensor parallel size")
-    p.add_argument("--pp", type=shard_size, default=1, help="pipeline parallel size")
-    p.add_argument("--dp", type=gpu_count, default=1, help="attention data-parallel size")
-    p.add_argument("--ep", type=gpu_count, default=1, help="expert parallel size")
+    for flag in ("tp", "pp", "dp", "ep"):
+        size = shard_size if flag in ("tp", "pp") else gpu_count
+        p.add_argument(f"--{flag}", type=size, default=1, help=flag_help(WORKER, f"--{flag}"))
 
 
 def add_engine_memory(p: argparse.ArgumentParser) -> None:
@@ -33,12 +34,35 @@ def add_engine_memory(p: argparse.ArgumentParser) -> None:
         "--weight-quant",
         choices=sorted(WEIGHT_BYTES),
         default=None,
-        help="weight dtype (default: the checkpoint's)",
+        help=flag_help(WORKER, "--weight-quant", "the checkpoint's"),
     )
-    p.add_argument("--kv-dtype", choices=sorted(KV_BYTES), default="bf16")
-    p.add_argument("--max-num-batched-tokens", type=chunk_tokens, default=8192)
-    p.add_argument("--max-num-seqs", type=client_count, default=256)
-    p.add_argument("--gpu-memory-utilization", type=memory_fraction, default=0.9)
+    p.add_argument(
+        "--kv-dtype", choices=sorted(KV_BYTES), default="bf16", help=flag_help(WORKER, "--kv-dtype")
+    )
+    p.add_argument(
+        "--max-num-batched-tokens",
+        type=chunk_tokens,
+        default=None,
+        help=flag_help(WORKER, "--max-num-batched-tokens", ENGINE_DEFAULT),
+    )
+    p.add_argument(
+        "--max-num-seqs",
+        type=client_count,
+        default=None,
+        help=flag_help(WORKER, "--max-num-seqs", ENGINE_DEFAULT),
+    )
+    p.add_argument(
+        "--gpu-memory-utilization",
+        type=memory_fraction,
+        default=0.9,
+        help=flag_help(WORKER, "--gpu-memory-utilization"),
+    )
+    p.add_argument(
+        "--backend",
+        default="vllm",
+        choices=BACKENDS,
+        help="engine whose default --max-num-seqs and --max-num-batched-tokens apply",
+    )
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
@@ -78,8 +102,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         par,
         weight_quant=args.weight_quant,
         kv_dtype=args.kv_dtype,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        max_num_seqs=args.max_num_seqs,
+        **engine_limits(args),
         gpu_memory_utilization=args.gpu_memory_utilization,
         isl=args.isl,
         osl=args.osl,
@@ -87,6 +110,10 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json({"model": model.name, "gpu": gpu.key, **plan.model_dump(mode="json")})
     else:
-        title = f"{model.name} on {par.gpus} x {gpu.name} (tp={par.tp} pp={par.pp} dp={par.dp} ep={par.ep}), {plan.weight_quant} weights, {plan.kv_dtype} KV"
+        title = (
+            f"{model.name} on {par.gpus} x {gpu.name} "
+            f"(tp={par.tp} pp={par.pp} dp={par.dp} ep={par.ep}), "
+            f"{plan.weight_quant} weights, {plan.kv_dtype} KV"
+        )
         print(memory_table(plan, title))
     return 0

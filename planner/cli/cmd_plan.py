@@ -186,7 +186,9 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
         else "band edge (not required: --confidence 0)"
     )
     out = {
-        f"{m.upper()} headroom: SLO/predicted, SLO/{conf}": f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}"
+        f"{m.upper()} headroom: SLO/predicted, SLO/{conf}": (
+            f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}"
+        )
         for m in ("ttft", "tpot")
     }
     return {**out, "binds at the band edge": h["binding_at_band_edge"]}
@@ -198,8 +200,8 @@ def plan_table(r: Any) -> str:
     from planner.reports.present import num
 
     head = (
-        f"{r.model} on {r.gpu}: ISL {num(r.workload['isl'])}, OSL {num(r.workload['osl'])}, SLO {pct} "
-        f"TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms"
+        f"{r.model} on {r.gpu}: ISL {num(r.workload['isl'])}, OSL {num(r.workload['osl'])}, "
+        f"SLO {pct} TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms"
     )
     parts = [head, ""]
     rows = {

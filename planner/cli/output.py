@@ -39,6 +39,11 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")
 
 
+def stderr_line(line: str) -> None:
+    """A progress callback for the core's long work: one line on stderr."""
+    sys.stderr.write(line + "\n")
+
+
 def fmt_num(x: Any) -> str:
     """Human formatting (``planner.reports.present.num``): exact integers, 4 significant figures."""
     if isinstance(x, bool) or x is None:

@@ -158,7 +158,8 @@ def replica_comment(slot: Slot) -> str:
 
 
 def visible_devices(slot: Slot) -> tuple[tuple[str, str], ...]:
-    """``CUDA_VISIBLE_DEVICES``: the slot's GPUs on its node (a multi-node replica uses them all)."""
+    """``CUDA_VISIBLE_DEVICES``: the slot's GPUs on its node (a multi-node replica uses them
+    all)."""
     if not slot.gpu_ids or slot.nodes > 1:
         return ()
     return (("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in slot.gpu_ids)),)

@@ -46,7 +46,7 @@ class FlagRow(BaseModel):
     values: dict[str, str] = Field(
         default_factory=dict, description="Planner value -> engine value."
     )
-    note: str = ""
+    note: str = Field(default="", description="Free text about the flag.")
 
     def active(self, version: Version) -> bool:
         """True when ``since <= version < until``."""
@@ -59,17 +59,17 @@ class EngineTable(BaseModel):
     """All rows of one engine plus the versions the table covers."""
 
     model_config = _FROZEN
-    default_version: str
+    default_version: str = Field(description="Engine version used when none is given.")
     min_version: str = Field(description="Oldest version covered (inclusive).")
     max_version: str = Field(description="Newest version covered; '0.33' covers every 0.33.x.")
-    rows: tuple[FlagRow, ...]
+    rows: tuple[FlagRow, ...] = Field(description="One row per (parameter, tool) flag.")
 
 
 class FlagTable(BaseModel):
     """The whole ``flags.yaml``."""
 
     model_config = _FROZEN
-    engines: dict[str, EngineTable]
+    engines: dict[str, EngineTable] = Field(description="Engine -> its flag table.")
 
 
 def parse_version(text: str) -> Version:
@@ -133,7 +133,8 @@ class Flags:
         if row is None:
             raise PlannerInputError(
                 "engine_version",
-                f"{self.engine} {self.version_text} has no {tool} flag for {param!r} in the flag table",
+                f"{self.engine} {self.version_text} has no {tool} flag for {param!r} in the flag "
+                "table",
             )
         return row
 

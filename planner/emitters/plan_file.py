@@ -27,20 +27,22 @@ class Best(BaseModel):
     """The recommended deployment and what the planner predicts for it."""
 
     model_config = _PLAN
-    deployment: Deployment
+    deployment: Deployment = Field(description="The recommended deployment.")
     predicted: dict[str, Any] = Field(default_factory=dict, description="Predicted metrics.")
-    gpus: int = Field(ge=1)
-    cost_per_million_output_tokens: float | None = None
+    gpus: int = Field(ge=1, description="GPUs of the deployment.")
+    cost_per_million_output_tokens: float | None = Field(
+        default=None, description="USD per million output tokens; None without a price."
+    )
 
 
 class PlanFile(BaseModel):
     """The parts of a plan file the emitters read."""
 
     model_config = _PLAN
-    model: str
-    gpu: str
-    workload: Workload
-    best: Best
+    model: str = Field(description="Model name.")
+    gpu: str = Field(description="GPU key.")
+    workload: Workload = Field(description="The load the plan was sized for.")
+    best: Best = Field(description="The recommendation.")
 
 
 def _check_text(field: str, value: str) -> None:

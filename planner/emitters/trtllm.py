@@ -1,4 +1,5 @@
-"""TensorRT-LLM: ``trtllm-serve`` plus LLM-API YAML, cache transceiver and the disaggregated server."""
+"""TensorRT-LLM: ``trtllm-serve`` plus LLM-API YAML, cache transceiver and the disaggregated
+server."""
 
 from __future__ import annotations
 

@@ -20,7 +20,9 @@ class Command(BaseModel):
     program: tuple[str, ...] = Field(
         description="Words that start the tool, e.g. ('vllm', 'serve')."
     )
-    positional: tuple[str, ...] = ()
+    positional: tuple[str, ...] = Field(
+        default=(), description="Positional arguments after the program."
+    )
     args: tuple[tuple[str, tuple[str, ...]], ...] = Field(
         default=(), description="(flag, values); no values means a bare switch."
     )
@@ -37,16 +39,16 @@ class OutFile(BaseModel):
     """One file of the bundle, built fully in memory."""
 
     model_config = _FROZEN
-    name: str
-    text: str
-    executable: bool = False
+    name: str = Field(description="File name inside the output folder.")
+    text: str = Field(description="File contents.")
+    executable: bool = Field(default=False, description="Written with the executable bit.")
 
 
 class Slot(BaseModel):
     """Where one worker replica runs: its role, GPUs, node and port."""
 
     model_config = _FROZEN
-    role: Role
+    role: Role = Field(description="Role of the worker (agg, prefill or decode).")
     index: int = Field(ge=0, description="Replica index within the role.")
     worker: WorkerConfig
     node: int = Field(ge=0)
@@ -66,17 +68,19 @@ class Workload(BaseModel):
     """What the benchmark replays: fixed ISL/OSL and closed-loop concurrency or open-loop rate."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
-    isl: int = Field(ge=1)
-    osl: int = Field(ge=1)
-    concurrency: int | None = Field(default=None, ge=1)
-    rate: float | None = Field(default=None, gt=0)
+    isl: int = Field(ge=1, description="Input tokens per request.")
+    osl: int = Field(ge=1, description="Output tokens per request.")
+    concurrency: int | None = Field(
+        default=None, ge=1, description="Closed loop: concurrent clients."
+    )
+    rate: float | None = Field(default=None, gt=0, description="Open loop: requests/s.")
 
 
 class EmitContext(BaseModel):
     """Everything an engine emitter needs: the deployment, where it runs, and the workload."""
 
     model_config = _FROZEN
-    deployment: Deployment
+    deployment: Deployment = Field(description="The deployment to launch.")
     model_id: str = Field(
         description="What the engine loads: the model's identity (HF id or path)."
     )
@@ -103,11 +107,16 @@ class EngineBuild(BaseModel):
     """What one engine emitter returns: servers, optional router, config files, bench targets."""
 
     model_config = _FROZEN
-    servers: tuple[tuple[Slot, Command], ...]
-    router: Command | None = None
-    router_node: int = 0
-    configs: tuple[OutFile, ...] = ()
+    servers: tuple[tuple[Slot, Command], ...] = Field(
+        description="Each worker slot with its launch command."
+    )
+    router: Command | None = Field(
+        default=None,
+        description="The router's launch command (disaggregated, several replicas); None without.",
+    )
+    router_node: int = Field(default=0, description="Node the router runs on.")
+    configs: tuple[OutFile, ...] = Field(default=(), description="Config files the commands read.")
     endpoints: tuple[tuple[str, int], ...] = Field(
         description="(host, port) the benchmark targets."
     )
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = Field(default=(), description="Notes for the launch README.")

@@ -48,17 +48,29 @@ class PlanView(BaseModel):
     """What the reports read from a plan file."""
 
     model_config = _LENIENT
-    model: str
-    gpu: str
-    workload: WorkloadView
-    slo: dict[str, Any] = Field(default_factory=dict)
-    best: BestView
-    pareto: list[dict[str, Any]] = Field(default_factory=list)
-    candidates: list[dict[str, Any]] = Field(default_factory=list)
-    binding_constraint: str = ""
-    candidates_evaluated: int | None = None
-    search_seconds: float | None = None
-    alternatives: dict[str, Any] = Field(default_factory=dict)
+    model: str = Field(description="Model name.")
+    gpu: str = Field(description="GPU key.")
+    workload: WorkloadView = Field(description="The load the plan was sized for.")
+    slo: dict[str, Any] = Field(
+        default_factory=dict, description="TTFT and TPOT targets and their percentile."
+    )
+    best: BestView = Field(description="The recommendation.")
+    pareto: list[dict[str, Any]] = Field(
+        default_factory=list, description="Throughput-per-GPU vs per-user frontier points."
+    )
+    candidates: list[dict[str, Any]] = Field(
+        default_factory=list, description="Every candidate evaluated, one row each."
+    )
+    binding_constraint: str = Field(
+        default="", description="What limits the recommendation (an SLO, memory or the GPU budget)."
+    )
+    candidates_evaluated: int | None = Field(
+        default=None, description="Candidates the search priced."
+    )
+    search_seconds: float | None = Field(default=None, description="Wall time of the search, s.")
+    alternatives: dict[str, Any] = Field(
+        default_factory=dict, description="Best choice per mode (agg, disagg)."
+    )
     raw: dict[str, Any] = Field(default_factory=dict, description="The whole decoded plan.")
 
 

@@ -1,4 +1,5 @@
-"""Write report files all-or-nothing: every output is built in memory and every folder checked first."""
+"""Write report files all-or-nothing: every output is built in memory and every folder checked
+first."""
 
 from __future__ import annotations
 

@@ -128,7 +128,8 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
         ),
         "prefill_ep": _num(row, "prefill_moe_ep_size"),
         "prefill_workers": _num(row, "prefill_num_workers"),
-        # the deployment's batch sizes per (DP rank of a) worker: prompts per prefill step, decode slots
+        # the deployment's batch sizes per (DP rank of a) worker: prompts per prefill step, decode
+        # slots
         "prefill_max_num_seqs": _num(row, "prefill_batch_size", np.nan),
         "max_num_seqs": _num(row, "decode_batch_size", np.nan),
     }
@@ -351,8 +352,9 @@ def validate_e2e(
     folds: int = 5,
 ) -> dict[str, object]:
     """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
-    constants), or held out ("campaign": each fold of measurement campaigns priced with constants refitted on the
-    other folds, ``planner.validation.holdout``), in the same shape plus ``holdout``."""
+    constants), or held out ("campaign": each fold of measurement campaigns priced with constants
+    refitted on the other folds, ``planner.validation.holdout``), in the same shape plus
+    ``holdout``."""
     df, duplicates = read_rows(path)
     prep = prepare(df)
     head = {"rows": int(len(df) + duplicates), "duplicates_dropped": duplicates}

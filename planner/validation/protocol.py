@@ -4,9 +4,9 @@ The rows of ``silicon_measured.csv`` come from measurement campaigns (``silicon_
 closed-loop protocol — requests per client, warm-up, whether the ISL/OSL were jittered — is not
 recorded. The serving model sees it through one number, the share of a run's requests that arrive in
 the first lockstep wave (``burst_fraction``, 1/W for a run of W waves; ``Workload.bench_requests``
-sets it from a known request count). This diagnostic refits that one number per campaign, every other
-constant fixed, and reports the aggregated TTFT error with the engines' single fitted values and with
-one value per campaign: the gap between the two is what a recorded protocol would be worth.
+sets it from a known request count). This diagnostic refits that one number per campaign, every
+other constant fixed, and reports the aggregated TTFT error with the engines' single fitted values
+and with one value per campaign: the gap between the two is what a recorded protocol would be worth.
 
     python -m planner.validation.protocol --data ../shared/validation/e2e/silicon_measured.csv
 
@@ -44,7 +44,8 @@ def campaign(source: object) -> str:
 
 
 def _best_share(err: pd.DataFrame, idx: np.ndarray) -> float:
-    """The share (column of ``err``, log TTFT errors) with the least median |error| on rows ``idx``."""
+    """The share (column of ``err``, log TTFT errors) with the least median |error| on rows
+    ``idx``."""
     return float(err.loc[idx].abs().median().idxmin())
 
 
@@ -60,7 +61,8 @@ def _median_ape(log_err: np.ndarray) -> float:
 
 
 def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object]:
-    """Aggregated TTFT median APE with the fitted lockstep shares and with one share per campaign."""
+    """Aggregated TTFT median APE with the fitted lockstep shares and with one share per
+    campaign."""
     rows = prepare(df).rows
     rows = rows[rows["mode"] == "agg"].reset_index(drop=True)
     base = load_engines()
@@ -128,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     assert isinstance(ape, dict)
     print(f"aggregated rows {rep['agg_rows']}, campaigns {rep['campaigns']}")
     print(
-        f"agg TTFT median APE: fitted engine shares {ape['fitted_engine_shares']:.1f}%, one share per campaign "
-        f"{ape['one_share_per_campaign']:.1f}% (fitted on the other half of the campaign: "
+        f"agg TTFT median APE: fitted engine shares {ape['fitted_engine_shares']:.1f}%, "
+        f"one share per campaign {ape['one_share_per_campaign']:.1f}% "
+        "(fitted on the other half of the campaign: "
         f"{ape['one_share_per_campaign_held_out']:.1f}% on {ape['held_out_rows']} rows)"
     )
     by = rep["by_campaign"]

@@ -5,7 +5,8 @@ steps of the step model with the engine's calibration (``price_step``): one pref
 ``batch`` prompts, then decode steps of ``batch`` sequences at the mean context (prompt + half the
 output). Splitwise (``splitwise_perf_model.csv``): ``prompt_time`` = the prefill step,
 ``token_time`` = one decode step, in ms. Blog reports (``blog_reports.csv``): rows of a fixed-batch
-latency test with recorded lengths, batch and TP: end-to-end latency = prefill + (osl - 1) decode steps.
+latency test with recorded lengths, batch and TP: end-to-end latency = prefill + (osl - 1) decode
+steps.
 
 Rows that are not comparable are counted by reason: lengths, batch or parallelism not recorded (the
 ShareGPT throughput runs, the DeepSeek large-scale expert-parallel deployments), GPU variant not

@@ -1,5 +1,6 @@
 """Replay TensorRT-LLM max-throughput rows (``trtllm_perf_overview.csv``): predicted saturation
-output tokens/s (all requests queued: the engine holds as many as max batch and KV allow) vs measured.
+output tokens/s (all requests queued: the engine holds as many as max batch and KV allow) vs
+measured.
 
 Rows kept: ``max-throughput`` load, metric ``output_tok_s_total`` or ``output_tok_s_per_gpu``,
 framework v0.14 and newer (the version is read wherever it is written; none -> ``unknown_version``).
@@ -34,8 +35,8 @@ from planner.workload import fixed
 
 MIN_VERSION = (0, 14)
 NOT_IN_SCOPE = ("older_than_v0.14", "not_max_throughput", "other_metric")
-"""Skip reasons of rows outside the validator's scope; ``in_scope`` counts the others (max-throughput
-rows from v0.14 on, plus rows whose version cannot be read)."""
+"""Skip reasons of rows outside the validator's scope; ``in_scope`` counts the others
+(max-throughput rows from v0.14 on, plus rows whose version cannot be read)."""
 SATURATION_CLIENTS = 4096.0
 """Clients of the closed loop that stands for 'all requests queued at once' (capped by capacity)."""
 BENCH_MEMORY_UTILIZATION = 0.95
@@ -54,8 +55,8 @@ def bench_engine_settings(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(max_batch_size, max_num_tokens) trtllm-bench builds for a dataset of fixed ISL/OSL:
     batch = KV-capacity requests (ISL + OSL each) capped at 4096/pp, tokens = batch·(1 + ISL/OSL)
-    within [2048, 32768] (tensorrt_llm/bench/build/tuning.py ``finetune_setting``; its upward rounding
-    to multiples of 32-1024 is left out: the batch is KV-bound either way)."""
+    within [2048, 32768] (tensorrt_llm/bench/build/tuning.py ``finetune_setting``; its upward
+    rounding to multiples of 32-1024 is left out: the batch is KV-bound either way)."""
     batch = np.minimum(kv_requests, BENCH_MAX_BATCH) / pp
     tokens = np.clip(batch * (1.0 + isl / osl), BENCH_MIN_TOKENS, BENCH_MAX_TOKENS)
     return np.maximum(batch, 1.0), tokens

@@ -69,7 +69,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def start_server(folder: Path) -> Iterator[str]:
-    """``streamlit run app/main.py`` on 127.0.0.1 at a free port; yields the URL, always stops it."""
+    """``streamlit run app/main.py`` on 127.0.0.1 at a free port;
+    yields the URL, always stops it."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = (folder / "streamlit.log").open("wb")

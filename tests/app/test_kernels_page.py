@@ -1,4 +1,5 @@
-"""Kernels page: the curve shown equals kernels_db's lookup; measured rows appear; bad folders are one line."""
+"""Kernels page: the curve shown equals kernels_db's lookup; measured rows appear;
+bad folders are one line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Catalog behaviour: name resolution, did-you-mean, user folders (--hardware-dir), bad user files."""
+"""Catalog behaviour: name resolution, did-you-mean, user folders
+(--hardware-dir), bad user files."""
 
 from __future__ import annotations
 

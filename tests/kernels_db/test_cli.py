@@ -98,7 +98,8 @@ def test_import_then_lookup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_bench_layout_fit_then_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """What ``planner calibrate run --gpu cpu`` writes (our schema + meta.yaml) fits and validates."""
+    """What ``planner calibrate run --gpu cpu`` writes (our schema + meta.yaml) fits and
+    validates."""
     data = tmp_path / "run"
     data.mkdir()
     (data / "meta.yaml").write_text("gpu: cpu\ntool: kernels_db.bench\n")

@@ -97,7 +97,8 @@ def test_implausible_bus_bandwidth_groups_are_left_out() -> None:
 
 
 def test_engine_all_reduce_price_is_continuous_and_monotone_in_bytes() -> None:
-    """The planner prices an in-domain all-reduce as min(custom, NCCL): no step at the fit boundary."""
+    """The planner prices an in-domain all-reduce as min(custom, NCCL):
+    no step at the fit boundary."""
     for gpu in ("h100_sxm", "a100_sxm", "b200_sxm", "l40s"):
         db = KernelDB.for_gpu(get_gpu(gpu))
         b = np.geomspace(1e3, 1e9, 2000)

@@ -73,7 +73,8 @@ def test_decode_head_configurations_share_one_grid() -> None:
 
 
 def test_prefill_pools_batch_times_heads_at_one_group_size() -> None:
-    """Prefill rows with equal batch x heads, seq and group size share a node; other group sizes not."""
+    """Prefill rows with equal batch x heads, seq and group size share a node;
+    other group sizes not."""
     keys = {
         "batch": np.array([4, 1, 4]),
         "seq": np.array([512] * 3),

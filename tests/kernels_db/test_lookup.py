@@ -39,7 +39,8 @@ def test_gemm_is_vectorized_and_sane_on_h200() -> None:
     cost = KernelDB.for_gpu(spec).gemm(np.array([1, 16, 4096]), 8192, 8192, "bf16")
     assert cost.seconds.shape == (3,)
     assert set(cost.provenance) <= set(PROVENANCE)
-    # large GEMM: between 60% and 95% of the 989 TF dense peak (datasheet); measured 761 us (AIConfigurator)
+    # large GEMM: between 60% and 95% of the 989 TF dense peak (datasheet); measured 761 us
+    # (AIConfigurator)
     assert 0.6 < cost.tflops[2] * 1e12 / spec.peak_flops("bf16") < 0.95
     # m=1 is weight-read bound: 134 MB at 4.8 TB/s = 28 us, measured 35.6 us
     assert 28e-6 < cost.seconds[0] < 60e-6
@@ -110,9 +111,9 @@ def test_weight_only_gemm_takes_the_math_dtype_efficiency_with_packed_bytes() ->
 
 
 def test_grouped_expert_gemms_borrow_the_dense_fit_at_lower_compute_efficiency() -> None:
-    """MoE experts take the GEMM fit with compute efficiency x GROUPED_GEMM_COMPUTE_FRACTION: a prefill-
-    sized (compute-bound) grouped GEMM is slower than the dense GEMM of its FLOPs, a decode-sized
-    (memory-bound) one is not."""
+    """MoE experts take the GEMM fit with compute efficiency x GROUPED_GEMM_COMPUTE_FRACTION: a
+    prefill-sized (compute-bound) grouped GEMM is slower than the dense GEMM of its FLOPs, a
+    decode-sized (memory-bound) one is not."""
     from kernels_db import fitted
 
     db = KernelDB.for_gpu(get_gpu("h100"))

@@ -43,7 +43,10 @@ def test_good_table_reads(tmp_path: Path) -> None:
 
 
 def _aic_nccl(tmp_path: Path) -> Path:
-    src = "github:ai-dynamo/aiconfigurator aic-core/src/x/systems/data/h200_sxm/comm/nccl/2.29.2/nccl_perf.parquet @abc"
+    src = (
+        "github:ai-dynamo/aiconfigurator "
+        "aic-core/src/x/systems/data/h200_sxm/comm/nccl/2.29.2/nccl_perf.parquet @abc"
+    )
     rows = [
         (src, "all_reduce", "half", 8, 1024, 0.02),
         (src, "all_reduce", "int8", 8, 2048, 0.03),  # same bytes as the half row: dropped

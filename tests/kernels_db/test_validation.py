@@ -33,15 +33,16 @@ LOO_MEDIAN_PCT, LOO_P90_PCT, FITTED_MEDIAN_PCT = 5.0, 15.0, 15.0
 # switches kernels in between (single-block vs multi-block split-KV: +5 us from KV 128 to 1024 at
 # batch 1), so the residuals of the fitted model are uncorrelated between neighbours: interpolating
 # along batch, along KV, along constant batch x KV (only 32 nodes have such neighbours) or in
-# log(bytes) all stay at 7-13% median. The L2 term (working sets under ``l2_cache_bytes`` read faster)
-# took L40S from 15.6/97 to 8.9/29.
+# log(bytes) all stay at 7-13% median. The L2 term (working sets under ``l2_cache_bytes`` read
+# faster) took L40S from 15.6/97 to 8.9/29.
 DECODE_SWITCHES = "decode: kernel switches between coarse grid points"
 # L40S GEMM: the measured latencies at m <= 128 are not monotone in m (n=k=4096 bf16: m=1 44 us,
 # m=2 24 us, m=64 42 us, m=128 29 us; 12288x4096 bf16: m=32 79 us, m=64 54 us, m=128 100 us), so the
-# LOO estimate between two neighbours misses by up to 2x (see test_l40s_gemm_measurements_are_not_monotone).
-# L40S all-reduce: ../shared/validation/README.md flags the L40S NCCL numbers as suspicious; at 8 GPUs
-# doubling the message triples the time twice (1 -> 2 MB: 0.86 -> 2.6 ms; 64 -> 128 MB: 55 -> 162 ms).
-# L40S prefill: p90 16.3% at kernel switches of the fallback (non-Hopper) FMHA, not yet explained.
+# LOO estimate between two neighbours misses by up to 2x (see
+# test_l40s_gemm_measurements_are_not_monotone). L40S all-reduce: ../shared/validation/README.md
+# flags the L40S NCCL numbers as suspicious; at 8 GPUs doubling the message triples the time twice
+# (1 -> 2 MB: 0.86 -> 2.6 ms; 64 -> 128 MB: 55 -> 162 ms). L40S prefill: p90 16.3% at kernel
+# switches of the fallback (non-Hopper) FMHA, not yet explained.
 KNOWN_LOO_MISSES: dict[tuple[str, str], tuple[float, float, str]] = {
     ("attention_decode", "h100_sxm"): (10.5, 24.5, DECODE_SWITCHES),
     ("attention_decode", "h200_sxm"): (11.5, 25.5, DECODE_SWITCHES),
@@ -80,7 +81,8 @@ FITTED_P90_PCT = 20.0
 KNOWN_FITTED_MISSES: dict[tuple[str, str], tuple[float, str]] = {
     ("gemm", "l40s"): (28.0, "L40S GEMM not monotone; L2 residency shape-dependent"),
 }
-# (op, gpu) groups whose rows the fit may leave out as implausible (fit.implausible_*_rows): the L40S
+# (op, gpu) groups whose rows the fit may leave out as implausible (fit.implausible_*_rows): the
+# L40S
 # 4- and 8-GPU collectives (bus bandwidth 5-18% of PCIe), 17 A100 decode rows of 0.27-2.1 GB read at
 # up to 3.3 TB/s against the 2.04 TB/s spec
 IMPLAUSIBLE_ALLOWED = {
@@ -90,7 +92,8 @@ IMPLAUSIBLE_ALLOWED = {
 
 
 def test_fitted_p90_of_every_group(all_groups: dict) -> None:
-    """Fitted-only p90 <= 20% for every (op family or collective, GPU) of the shared tables, with the
+    """Fitted-only p90 <= 20% for every (op family or collective, GPU) of the shared tables, with
+    the
     committed fits; the implausible-data groups are the stated ones only."""
     fitted_groups = [g for k, g in all_groups.items() if k[2] == "fitted"]
     assert len(fitted_groups) == 5 * 8  # 3 compute families and 5 collectives on 5 GPUs
@@ -177,9 +180,9 @@ def test_cli_validate_json_on_one_file(
 
 
 def test_committed_all_reduce_prices_at_mid_sizes(validation_kernels: Path) -> None:
-    """The engine all-reduce (min of the custom and NCCL fits) at 0.25-4 MB on 8 H100 stays within 30%
-    of aiconfigurator's custom_allreduce_perf: today 0.73-0.94x; 0.38-0.55x when the custom fit ran
-    through all sizes (NCCL's own fit is still ~25% cheap at 4 MB)."""
+    """The engine all-reduce (min of the custom and NCCL fits) at 0.25-4 MB on 8 H100 stays within
+    30% of aiconfigurator's custom_allreduce_perf: today 0.73-0.94x; 0.38-0.55x when the custom fit
+    ran through all sizes (NCCL's own fit is still ~25% cheap at 4 MB)."""
     t = read_folder(validation_kernels).tables["h100_sxm"]["comm"]
     k = t.keys
     sel = (

@@ -95,7 +95,8 @@ def test_text_format() -> None:
 def test_recorded_out_of_fold_coverage() -> None:
     """The committed table records its pooled out-of-fold coverage (campaign folds of
     campaign-held-out residuals): 75-85% of TTFT and TPOT overall and in every engine x mode cell
-    with >= 30 rows (recomputed from the data by tests/planner/validation/test_bands_coverage.py)."""
+    with >= 30 rows (recomputed from the data by
+    tests/planner/validation/test_bands_coverage.py)."""
     import yaml
 
     from planner.bands import BANDS_FILE

@@ -215,7 +215,8 @@ def _shared_configs() -> list[Path]:
 @pytest.mark.skipif(not SHARED_CONFIGS.is_dir(), reason="../shared/model_configs not present")
 @pytest.mark.parametrize("path", _shared_configs(), ids=lambda p: p.name)
 def test_shared_configs_parse_or_refuse(path: Path) -> None:
-    """Every public config either parses to a sane spec or is refused by name, never mis-modelled."""
+    """Every public config either parses to a sane spec or is refused by name,
+    never mis-modelled."""
     raw = json.loads(path.read_text())
     try:
         m = parse_config(raw, name=path.stem)

@@ -1,4 +1,5 @@
-"""Serving model: monotonic laws, disaggregated KV transfer, infeasible configs, simulator cross-check."""
+"""Serving model: monotonic laws, disaggregated KV transfer, infeasible configs,
+simulator cross-check."""
 
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ SIM_CASES = [
 def test_simulator_matches_analytical_under_poisson_load(
     model: str, tp: int, quant: str, isl: int, osl: int, rate: float
 ) -> None:
-    """Issue 5 acceptance: Poisson load at utilization <= 0.8, mean TPOT within 5%, p99 TTFT within 15%.
-    The cases reach from prefill in few steps to steps where prompts take most of the engine's time."""
+    """Issue 5 acceptance: Poisson load at utilization <= 0.8, mean TPOT within 5%, p99 TTFT within
+    15%. The cases reach from prefill in few steps to steps where prompts take most of the engine's
+    time."""
     m = load_model(model)
     w = WorkerConfig(parallel=Parallelism(tp=tp), weight_quant=quant)  # type: ignore[arg-type]
     wl = fixed(isl, osl, rate_per_s=rate)
@@ -109,8 +111,9 @@ def test_closed_loop_steady_state_matches_simulator(
     model: str, gpu: str, tp: int, quant: str, isl: int, osl: int, n: int
 ) -> None:
     """Closed loop past its start-up wave, lengths varying (lognormal, CV 0.3): the analytical mean
-    TTFT (the asymptotic bound, ``queueing.closed_loop_response``) is within 20% of the simulated one
-    and so is TPOT within 5%. Mean value analysis (the model before) put 1.2-1.6x the simulated TTFT on them."""
+    TTFT (the asymptotic bound, ``queueing.closed_loop_response``) is within 20% of the simulated
+    one and so is TPOT within 5%. Mean value analysis (the model before) put 1.2-1.6x the simulated
+    TTFT on them."""
     m = load_model(model)
     w = WorkerConfig(parallel=Parallelism(tp=tp), weight_quant=quant, kv_dtype=quant)  # type: ignore[arg-type]
     lengths = {

@@ -1,4 +1,5 @@
-"""TTFT percentiles: admission wait (slots full) is near-deterministic, prefill queueing has the tail."""
+"""TTFT percentiles: admission wait (slots full) is near-deterministic,
+prefill queueing has the tail."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def _ordered(r: ResultArrays) -> None:
 
 
 def test_admission_regime_percentiles_near_mean() -> None:
-    """64 clients over 8 slots: Little's law mean, p50 within a few percent of it, mean in [p50, p99]."""
+    """64 clients over 8 slots: Little's law mean, p50 within a few percent of it, mean in [p50,
+    p99]."""
     r = _sweep(2000, 500, 8)
     over = CONCURRENCY >= 64
     _ordered(r)

@@ -1,6 +1,6 @@
-"""Serving physics: elementwise traffic, all-reduce algorithm choice, attention-DP slots, prefill batch
-size, start-up wave of a closed loop. Reference values are the formulas' own terms from model configs
-(DESIGN.md reference table) and the kernels_db comm fit; no measured data needed."""
+"""Serving physics: elementwise traffic, all-reduce algorithm choice, attention-DP slots, prefill
+batch size, start-up wave of a closed loop. Reference values are the formulas' own terms from model
+configs (DESIGN.md reference table) and the kernels_db comm fit; no measured data needed."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ def _par(tp: float, dp: float = 1.0) -> object:
 
 
 def test_elementwise_traffic_of_llama_70b_layer() -> None:
-    """Two add+RMSNorm kernels on the full hidden (8 passes), RoPE on q and k heads of the rank (read +
-    write), SiLU-and-mul on the rank's FFN shard (3 widths): Llama-3.1-70B h 8192, 64/8 heads, d 128,
-    ffn 28672."""
+    """Two add+RMSNorm kernels on the full hidden (8 passes), RoPE on q and k heads of the rank
+    (read + write), SiLU-and-mul on the rank's FFN shard (3 widths): Llama-3.1-70B h 8192, 64/8
+    heads, d 128, ffn 28672."""
     m = load_model("llama-3.1-70b")
     g = layer_groups(m)[0]
     for tp in (1.0, 8.0):
@@ -70,8 +70,9 @@ def test_attention_dp_ranks_each_hold_max_num_seqs() -> None:
 
 
 def test_prefill_batch_size_limits_prompts_per_prefill_step() -> None:
-    """Disaggregated prefill workers that take one prompt per step (prefill batch 1) price each short
-    prompt alone, so under load their TTFT is at least that of workers batching prompts up to the chunk."""
+    """Disaggregated prefill workers that take one prompt per step (prefill batch 1) price each
+    short prompt alone, so under load their TTFT is at least that of workers batching prompts up to
+    the chunk."""
     m = load_model("llama-3.1-8b")
     c = CandidateArrays.from_lists(
         mode=1,
@@ -109,8 +110,8 @@ def test_start_up_wave_replaces_steady_wait_for_its_share() -> None:
 
 
 def test_closed_loop_response_is_the_asymptotic_bound() -> None:
-    """Below the knee N* = (Z + work)/work a prompt waits for nobody (R = t_own); past it the prefill
-    stage is the bottleneck and R = N·work - Z, growing by ``work`` per extra client."""
+    """Below the knee N* = (Z + work)/work a prompt waits for nobody (R = t_own); past it the
+    prefill stage is the bottleneck and R = N·work - Z, growing by ``work`` per extra client."""
     t, w, z = np.array([0.2]), np.array([0.1]), np.array([2.0])
     below = queueing.closed_loop_response(t, w, z, np.array([16.0]))
     above = queueing.closed_loop_response(t, w, z, np.array([40.0]))
@@ -151,8 +152,8 @@ def test_per_request_cpu_overhead_grows_with_each_schedulers_batch() -> None:
 
 
 def test_disaggregated_requests_pay_their_own_request_overhead() -> None:
-    """``disagg_request_overhead_s`` enters disaggregated TTFT (one for one at light load) and leaves
-    aggregated candidates alone."""
+    """``disagg_request_overhead_s`` enters disaggregated TTFT (one for one at light load) and
+    leaves aggregated candidates alone."""
     from planner.engine_calibration import Sourced, engine
 
     m, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
@@ -179,8 +180,8 @@ def test_disaggregated_requests_pay_their_own_request_overhead() -> None:
 
 
 def test_per_layer_qk_norm_all_reduces_its_statistics_under_tp() -> None:
-    """MiniMax-M2's QK-norm spans all heads of a layer (qk_norm_type 'per_layer'); under TP each rank
-    holds some heads, so every layer all-reduces two fp32 sums per token (vLLM
+    """MiniMax-M2's QK-norm spans all heads of a layer (qk_norm_type 'per_layer'); under TP each
+    rank holds some heads, so every layer all-reduces two fp32 sums per token (vLLM
     MiniMaxText01RMSNormTP.forward_qk). Models with per-head QK-norm have no such op."""
     from planner.opgraph import step_ops
 

@@ -1,4 +1,5 @@
-"""Property tests (hypothesis) of the serving model's monotonic laws and the estimate JSON contract."""
+"""Property tests (hypothesis) of the serving model's monotonic laws and the estimate JSON
+contract."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The accelerated closed-loop fixed point (``serving.solve_agg``, ``solve_disagg``) lands where the fixed point
-converged to 1e-9 does, in few priced passes (speed work must not move predictions)."""
+"""The accelerated closed-loop fixed point (``serving.solve_agg``, ``solve_disagg``) lands where the
+fixed point converged to 1e-9 does, in few priced passes (speed work must not move predictions)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,8 @@ def test_fixed_point_matches_the_tightly_converged_one(
 
 
 def test_bench_estimate_prices_few_passes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The ``make bench`` estimate: a closed loop needs no initial pricing and converges in <= 4 passes."""
+    """The ``make bench`` estimate: a closed loop needs no initial pricing and converges in <= 4
+    passes."""
     calls: list[int] = []
     steps = serving._steps
 

@@ -1,4 +1,5 @@
-"""The fast pricing paths give the same numbers as the plain ones (speed work must not move predictions).
+"""The fast pricing paths give the same numbers as the plain ones (speed work must not move
+predictions).
 
 ``KernelDbPricer.price_ops`` prices a whole step with one kernels_db lookup per op family; it must
 equal ``price`` called op by op, in seconds (to 1e-12) and provenance tags, and so must every
@@ -136,7 +137,8 @@ def test_step_breakdown_and_provenance_equal_the_op_by_op_path() -> None:
 
 def _reference_price(db: KernelDB, op: str, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
     """Row by row: each row's own parameter set (its label, its math dtype's for a weight-only GEMM,
-    else without the MHA suffix, else the family default) in the roofline; provenance fitted where that set was fitted."""
+    else without the MHA suffix, else the family default) in the roofline; provenance fitted where
+    that set was fitted."""
     fams = db.fit.families if db.fit else {}
     own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
     table = own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})

@@ -20,7 +20,8 @@ DEFAULT: dict[str, Any] = {
     "ttft_ms": 5000.0,
     "tpot_ms": 30.0,
     "percentile": "p90",
-    "confidence": 0.0,  # the binding rules at the point prediction (band edge: test_plan_confidence)
+    # the binding rules at the point prediction (band edge: test_plan_confidence)
+    "confidence": 0.0,
 }
 
 

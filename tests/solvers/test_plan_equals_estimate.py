@@ -1,4 +1,5 @@
-"""A plan predicts exactly what ``planner estimate`` predicts for the same deployment (one serving model)."""
+"""A plan predicts exactly what ``planner estimate`` predicts for the same deployment
+(one serving model)."""
 
 from __future__ import annotations
 

@@ -54,7 +54,8 @@ SMALL = dict(
 
 
 def test_search_equals_brute_force_on_small_space() -> None:
-    """The vectorized search's best equals a one-by-one loop over the space through ``planner estimate``."""
+    """The vectorized search's best equals a one-by-one loop over the space through
+    ``planner estimate``."""
     req = PlanRequest(
         model="llama-3.1-8b",
         gpus=("h100",),

@@ -1,5 +1,6 @@
-"""End to end on this machine's CPU: ``planner calibrate run --gpu cpu --quick`` -> ``calibrate fit``
--> ``validate kernels`` through the CLI, as CI runs it (the acceptance budget is 2 minutes)."""
+"""End to end on this machine's CPU: ``planner calibrate run --gpu cpu --quick`` ->
+``calibrate fit`` -> ``validate kernels`` through the CLI, as CI runs it (the acceptance budget is
+2 minutes)."""
 
 from __future__ import annotations
 

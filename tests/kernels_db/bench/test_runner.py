@@ -81,7 +81,8 @@ def test_cpu_run_writes_readable_tables_and_meta(tmp_path: Path) -> None:
 def test_planner_imports_without_torch_or_the_bench() -> None:
     code = (
         "import sys; import planner.cli.main as m; m.build_parser(); "
-        "bad = [n for n in sys.modules if n in ('torch', 'triton') or n.startswith('kernels_db.bench')]; "
+        "bad = [n for n in sys.modules "
+        "if n in ('torch', 'triton') or n.startswith('kernels_db.bench')]; "
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[3])

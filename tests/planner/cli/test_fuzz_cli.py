@@ -463,7 +463,8 @@ COMMANDS = (
 )
 PROTECTED = {"calibrate run": ("--ops",), "plan": ("--max-gpus",)}
 """Flags whose values the mutator leaves alone (a valid --ops list would start real benchmarks; plan
-search budgets are issue 18's; --max-gpus is still bounded by the argparse type, tested elsewhere)."""
+search budgets are issue 18's; --max-gpus is still bounded by the argparse type, tested
+elsewhere)."""
 
 
 def _mutate_flags(draw: Callable[..., Any], command: str, argv: list[str]) -> list[str]:

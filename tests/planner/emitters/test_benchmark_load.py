@@ -1,4 +1,5 @@
-"""benchmark.sh replays the load the plan was predicted for: closed loop when it has a concurrency."""
+"""benchmark.sh replays the load the plan was predicted for:
+closed loop when it has a concurrency."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``planner emit`` and ``write_engine_configs``: files written, bad input is one line and exit 2."""
+"""``planner emit`` and ``write_engine_configs``: files written,
+bad input is one line and exit 2."""
 
 from __future__ import annotations
 

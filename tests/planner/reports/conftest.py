@@ -14,7 +14,8 @@ DATA = Path(__file__).parent / "data"
 
 @pytest.fixture(scope="session")
 def solver_plan_json() -> str:
-    """The default Llama-3.1-70B / H200 plan, as ``planner plan --format json`` prints it (~0.3 s)."""
+    """The default Llama-3.1-70B / H200 plan, as ``planner plan --format json`` prints it
+    (~0.3 s)."""
     from solvers.plan import PlanRequest, plan
 
     req = PlanRequest(
@@ -39,7 +40,8 @@ def solver_plan(solver_plan_json: str) -> dict[str, Any]:
 
 @pytest.fixture
 def synthetic_plan() -> dict[str, Any]:
-    """Hand-written plan: breakdown as shares, one memory plan, a None alternative, short numbers."""
+    """Hand-written plan: breakdown as shares, one memory plan, a None alternative,
+    short numbers."""
     data: dict[str, Any] = json.loads((DATA / "synthetic_plan.json").read_text())
     return data
 

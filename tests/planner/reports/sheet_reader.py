@@ -1,4 +1,5 @@
-"""Read the report's tables back from an openpyxl worksheet (title row, optional note, header, rows)."""
+"""Read the report's tables back from an openpyxl worksheet
+(title row, optional note, header, rows)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""HTML page (self-contained, same charts and tables) and CSV (one candidates table, exact numbers)."""
+"""HTML page (self-contained, same charts and tables) and CSV
+(one candidates table, exact numbers)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ DEFAULT = {
     "ttft_ms": 5000.0,
     "tpot_ms": 40.0,
     "percentile": "p90",
-    "confidence": 0.0,  # formatting of both modes: the forced agg plan misses 40 ms at the band edge
+    # formatting of both modes: the forced agg plan misses 40 ms at the band edge
+    "confidence": 0.0,
 }
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*\.(\d+)(?![\w.])")
 SCIENTIFIC = re.compile(r"\d\.?\d*e[+-]\d+", re.IGNORECASE)

@@ -1,7 +1,8 @@
-"""The spreadsheet opens with openpyxl, has every sheet and both native charts, and holds the plan's numbers.
+"""The spreadsheet opens with openpyxl, has every sheet and both native charts, and holds the plan's
+numbers.
 
-Numbers are compared to 1 part in 1e15: xlsxwriter stores numbers with 16 significant digits (``%.16G``),
-as Excel itself does, so the last binary digits of a double may differ.
+Numbers are compared to 1 part in 1e15: xlsxwriter stores numbers with 16 significant digits
+(``%.16G``), as Excel itself does, so the last binary digits of a double may differ.
 """
 
 from __future__ import annotations

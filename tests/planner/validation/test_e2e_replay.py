@@ -76,7 +76,8 @@ def _row(**kw: object) -> pd.Series:
 
 
 def test_attention_dp_rows_run_batch_size_clients_per_rank() -> None:
-    """The harness runs batch_size x attention-DP clients (ids ``..._c256_...`` with batch 32, DP 8)."""
+    """The harness runs batch_size x attention-DP clients
+    (ids ``..._c256_...`` with batch 32, DP 8)."""
     from planner.validation.e2e import candidate_columns
 
     c = candidate_columns(_row(), "bf16")

@@ -9,7 +9,16 @@ import pytest
 
 from planner.engine_calibration import ENGINES_FILE, load_engines
 from planner.validation.e2e import prepare, read_rows
-from planner.validation.fit_engines import CONSTANTS, fit_constants, fit_file, main, render
+from planner.validation.fit_engines import (
+    CONSTANTS,
+    fit_constants,
+    fit_file,
+    fit_log_entry,
+    fitted_values,
+    main,
+    render,
+    written_date,
+)
 
 DATA = (
     Path(__file__).resolve().parents[3]
@@ -70,4 +79,35 @@ def test_fit_reproduces_the_packaged_file() -> None:
     """``python -m planner.validation.fit_engines`` regenerates engines.yaml exactly."""
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
-    assert render(fit_file(DATA, progress=False), load_engines()) == ENGINES_FILE.read_text()
+    text = render(fit_file(DATA, progress=False), load_engines(), written_date(ENGINES_FILE) or "")
+    assert text == ENGINES_FILE.read_text()
+
+
+def test_sources_are_short_and_dated() -> None:
+    """One short source per constant: what, fitted to what on which rows by which command, when
+    (unit and bounds stand next to it); the history lives in engines_fit_log.md."""
+    date = written_date(ENGINES_FILE)
+    assert date is not None
+    for e in load_engines().values():
+        for c in CONSTANTS:
+            src = getattr(e, c.name).source
+            assert len(src) <= 300 and src.startswith(c.meaning) and src.endswith(date)
+    assert ENGINES_FILE.with_name("engines_fit_log.md").is_file()
+
+
+def test_render_of_the_packaged_values_is_the_packaged_file() -> None:
+    """The writer alone (no fit): the packaged values and date give back the packaged bytes."""
+    engines = load_engines()
+    text = render(fitted_values(engines), engines, written_date(ENGINES_FILE) or "")
+    assert text == ENGINES_FILE.read_text()
+
+
+def test_fit_log_entry_lists_changed_values(tmp_path: Path) -> None:
+    data = tmp_path / "rows.csv"
+    data.write_text("a,b\n1,2\n")
+    old = {"vllm": {"kernel_scale": 1.0, "step_overhead_s": 0.002}}
+    new = {"vllm": {"kernel_scale": 1.1, "step_overhead_s": 0.002}}
+    entry = fit_log_entry(old, new, data, "2026-12-01")
+    assert "## 2026-12-01:" in entry and "rows.csv (sha256 " in entry
+    assert "- vllm.kernel_scale: 1 -> 1.1" in entry and "step_overhead_s" not in entry
+    assert "No value changed." in fit_log_entry(old, old, data, "2026-12-01")

@@ -20,8 +20,14 @@ DATA = (
 
 
 def test_campaign_drops_the_per_row_parts() -> None:
-    a = "db-dump/2026-04-27; config_id=759; silicon_concurrency=4; measured=2026-04-18; workflow_run_id=778; img:1.1"
-    b = "db-dump/2026-04-27; config_id=12; silicon_concurrency=64; measured=2026-04-19; workflow_run_id=779; img:1.1"
+    a = (
+        "db-dump/2026-04-27; config_id=759; silicon_concurrency=4; measured=2026-04-18; "
+        "workflow_run_id=778; img:1.1"
+    )
+    b = (
+        "db-dump/2026-04-27; config_id=12; silicon_concurrency=64; measured=2026-04-19; "
+        "workflow_run_id=779; img:1.1"
+    )
     assert campaign(a) == campaign(b) == "db-dump/2026-04-27; img:1.1"
 
 

@@ -1,0 +1,82 @@
+"""Fields documented once: every pydantic field has a description, and a CLI flag that sets a field
+shows that description as its ``--help`` (``planner.cli.field_help``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+from pydantic import BaseModel
+
+from planner.cli.field_help import MAPPED, description
+from planner.cli.main import build_parser
+
+PACKAGES = ("hardware", "kernels_db", "planner", "solvers")
+SKIP_MODULES = ("kernels_db.bench", "planner.__main__")
+
+
+def _models() -> dict[str, type[BaseModel]]:
+    found: dict[str, type[BaseModel]] = {}
+    for pkg in PACKAGES:
+        root = importlib.import_module(pkg)
+        for info in pkgutil.walk_packages(root.__path__, pkg + "."):
+            if info.name.startswith(SKIP_MODULES):
+                continue
+            mod = importlib.import_module(info.name)
+            for name, obj in vars(mod).items():
+                if (
+                    inspect.isclass(obj)
+                    and issubclass(obj, BaseModel)
+                    and obj.__module__ == mod.__name__
+                ):
+                    found[f"{mod.__name__}.{name}"] = obj
+    return found
+
+
+def test_every_field_has_a_description() -> None:
+    models = _models()
+    assert "planner.deployment.WorkerConfig" in models and len(models) > 30
+    missing = [
+        f"{qual}.{field}"
+        for qual, cls in models.items()
+        for field, info in cls.model_fields.items()
+        if not (info.description or "").strip()
+    ]
+    assert missing == [], f"fields without a description: {missing}"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("no sub-commands")
+
+
+@pytest.mark.parametrize("command", sorted(MAPPED))
+def test_flag_help_is_the_field_description(command: str) -> None:
+    sub = _subparsers(build_parser())[command]
+    flags = {s: a for a in sub._actions for s in a.option_strings}
+    for flag, (model, field) in MAPPED[command].items():
+        assert flag in flags, f"planner {command} has no {flag}"
+        shown = (flags[flag].help or "").replace("%%", "%")
+        text = description(model, field)
+        assert shown == text or shown.startswith(text + " (default: "), (flag, shown, text)
+
+
+def test_max_num_seqs_defaults_to_the_engines_own() -> None:
+    """One source for an engine's default slot cap and chunk: engines.yaml, per --backend."""
+    from planner.cli.field_help import engine_limits
+    from planner.engine_calibration import engine
+
+    for backend in ("vllm", "sglang", "trtllm"):
+        args = argparse.Namespace(backend=backend, max_num_seqs=None, max_num_batched_tokens=None)
+        cal = engine(backend)
+        assert engine_limits(args) == {
+            "max_num_seqs": int(cal.max_num_seqs.value),
+            "max_num_batched_tokens": int(cal.max_num_batched_tokens.value),
+        }
+    given = argparse.Namespace(backend="trtllm", max_num_seqs=64, max_num_batched_tokens=4096)
+    assert engine_limits(given) == {"max_num_seqs": 64, "max_num_batched_tokens": 4096}
