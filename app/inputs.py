@@ -289,7 +289,6 @@ def slo_input(page: str, robust_option: bool = False) -> SloChoice:
         key=f"{page}_pct",
         help=description(PlanRequest, "percentile"),
     )
-    pct = cols[2].selectbox("Percentile", PERCENTILES, index=1, key=f"{page}_pct")
     robust = not robust_option or st.checkbox(
         "Meet the SLO at the upper edge of the 80% prediction band (as `planner plan` does)",
         value=True,

@@ -190,13 +190,15 @@ class FittedGpu(BaseModel):
     families: dict[str, RooflineFamilyFit] = Field(
         default_factory=dict, description="Compute op families."
     )
-    comm: CommFamilyFit | None = None
+    comm: CommFamilyFit | None = Field(
+        default=None, description="Collectives (latency + bytes / bus bandwidth lines)."
+    )
     param_bounds: dict[str, tuple[float, float, str]] = Field(
         default_factory=dict,
         description="(lowest, highest, unit) of every fitted parameter, as the fit applied them "
         "(``kernels_db.fit.PARAM_BOUNDS``, ``COMM_BOUNDS``).",
     )
-    notes: str = ""
+    notes: str = Field(default="", description="Free text: what the fit was run on.")
 
 
 # Defaults for uncalibrated GPUs: rounded medians of the fits shipped in kernels_db/fitted (H100,

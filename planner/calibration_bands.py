@@ -38,19 +38,19 @@ class MetricBand(BaseModel):
     """Quantiles of ln(measured / predicted) of one metric (natural log)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    lo: float = Field(ge=-10.0, le=10.0)
-    hi: float = Field(ge=-10.0, le=10.0)
+    lo: float = Field(ge=-10.0, le=10.0, description="Lower quantile of ln(measured/predicted).")
+    hi: float = Field(ge=-10.0, le=10.0, description="Upper quantile of ln(measured/predicted).")
 
 
 class ModeBands(BaseModel):
     """One mode's own bands (``None`` with fewer than ``MIN_ROWS`` rows) and their row count."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    rows: int = Field(ge=0)
-    level: float = Field(gt=0.0, lt=1.0)
-    method: str = METHOD
-    ttft: MetricBand | None = None
-    tpot: MetricBand | None = None
+    rows: int = Field(ge=0, description="Rows whose out-of-sample residuals made the band.")
+    level: float = Field(gt=0.0, lt=1.0, description="Coverage level of the band, e.g. 0.8.")
+    method: str = Field(default=METHOD, description="How the residuals were made and used.")
+    ttft: MetricBand | None = Field(default=None, description="TTFT band (None: too few rows).")
+    tpot: MetricBand | None = Field(default=None, description="TPOT band (None: too few rows).")
 
 
 def conformal(residuals: np.ndarray, level: float) -> MetricBand | None:

@@ -145,9 +145,15 @@ class EngineProfile(BaseModel):
     per mode (``planner.calibration_bands``; empty in a profile written before them)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    all_gpus: Fit
-    by_gpu: dict[str, Fit] = Field(default_factory=dict)
-    own_bands: dict[str, ModeBands] = Field(default_factory=dict)
+    all_gpus: Fit = Field(description="The fit on the engine's rows of every GPU.")
+    by_gpu: dict[str, Fit] = Field(
+        default_factory=dict,
+        description="GPU -> the fit on that GPU's rows alone (where they determine it).",
+    )
+    own_bands: dict[str, ModeBands] = Field(
+        default_factory=dict,
+        description="Mode -> bands from the profile's own out-of-sample residuals.",
+    )
 
 
 class Profile(BaseModel):

@@ -100,13 +100,16 @@ class EngineCalibration(BaseModel):
         description="Share of a closed-loop run's requests in its first lockstep wave (aggregated)."
     )
     disagg_burst_fraction: Sourced = Field(description="The same for disaggregated deployments.")
-    disagg_prefill_kernel_scale: Sourced = Sourced(
-        value=1.0,
-        unit="1",
-        bounds=(0.25, 4.0),
-        source="a disaggregated prefill worker's kernel time relative to kernel_scale (1: the "
-        "same); a user's profile that fits kernel_scale to decode (TPOT) keeps the prefill "
-        "worker at the packaged kernel time (planner.calibration_profile.with_constants)",
+    disagg_prefill_kernel_scale: Sourced = Field(
+        default=Sourced(
+            value=1.0,
+            unit="1",
+            bounds=(0.25, 4.0),
+            source="a disaggregated prefill worker's kernel time relative to kernel_scale (1: the "
+            "same); a user's profile that fits kernel_scale to decode (TPOT) keeps the prefill "
+            "worker at the packaged kernel time (planner.calibration_profile.with_constants)",
+        ),
+        description="Disaggregated prefill worker's kernel time relative to kernel_scale.",
     )
     max_num_batched_tokens: Sourced = Field(
         description="The engine's default token budget per step."

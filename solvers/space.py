@@ -36,7 +36,9 @@ class SearchSpace(BaseModel):
     model_config = _FROZEN
     gpus: tuple[str, ...] = Field(min_length=1, description="GPU keys to consider.")
     max_gpus: int = Field(ge=1, description="Upper bound on GPUs of the whole deployment.")
-    modes: tuple[Mode, ...] = Field(default=("agg", "disagg"), min_length=1)
+    modes: tuple[Mode, ...] = Field(
+        default=("agg", "disagg"), min_length=1, description="Deployment modes searched."
+    )
     tp: tuple[int, ...] = Field(
         default=(1, 2, 4, 8, 16, 32, 64),
         description="Tensor-parallel sizes (those above the GPU's scale-up domain are skipped).",

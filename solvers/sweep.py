@@ -82,12 +82,16 @@ class SweepSpec(BaseModel):
     """``planner sweep --spec sweep.yaml``."""
 
     model_config = _FROZEN
-    models: tuple[str, ...] = Field(min_length=1)
-    gpu_sets: tuple[GpuSet, ...] = Field(min_length=1)
-    workloads: tuple[SweepWorkload, ...] = Field(min_length=1)
-    slos: tuple[SloSet, ...] = Field(min_length=1)
-    objectives: tuple[Literal["throughput-per-gpu", "cost", "gpus"], ...] = ("throughput-per-gpu",)
-    mode: Literal["agg", "disagg", "auto"] = "auto"
+    models: tuple[str, ...] = Field(min_length=1, description="Models to plan for.")
+    gpu_sets: tuple[GpuSet, ...] = Field(min_length=1, description="GPU sets to plan on.")
+    workloads: tuple[SweepWorkload, ...] = Field(min_length=1, description="Loads to plan for.")
+    slos: tuple[SloSet, ...] = Field(min_length=1, description="SLO sets to meet.")
+    objectives: tuple[Literal["throughput-per-gpu", "cost", "gpus"], ...] = Field(
+        default=("throughput-per-gpu",), description="Objectives to plan with."
+    )
+    mode: Literal["agg", "disagg", "auto"] = Field(
+        default="auto", description="Deployment mode: agg, disagg or auto (both)."
+    )
     backend: str = Field(
         default="vllm",
         description="Engine of every scenario: its calibration and the worker shapes it can "

@@ -42,7 +42,13 @@ def _traced_path() -> list[traceback.FrameSummary]:
     finally:
         sys.setprofile(None)
     assert found, "no kernel lookup seen"
-    return [f for f in found[0] if f.filename.startswith(str(ROOT)) and "/tests/" not in f.filename]
+    return [
+        f
+        for f in found[0]
+        if f.filename.startswith(str(ROOT))
+        and "/tests/" not in f.filename
+        and "site-packages" not in f.filename
+    ]
 
 
 def test_readme_names_the_files_of_the_prediction_path() -> None:

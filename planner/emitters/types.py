@@ -26,8 +26,10 @@ class Command(BaseModel):
     args: tuple[tuple[str, tuple[str, ...]], ...] = Field(
         default=(), description="(flag, values); no values means a bare switch."
     )
-    env: tuple[tuple[str, str], ...] = ()
-    comment: str = ""
+    env: tuple[tuple[str, str], ...] = Field(
+        default=(), description="Environment variables set for the command."
+    )
+    comment: str = Field(default="", description="Comment written above the command.")
     launcher: tuple[str, ...] = Field(
         default=(),
         description="Words before the program that start it on several hosts (e.g. mpirun ...); "
@@ -50,11 +52,11 @@ class Slot(BaseModel):
     model_config = _FROZEN
     role: Role = Field(description="Role of the worker (agg, prefill or decode).")
     index: int = Field(ge=0, description="Replica index within the role.")
-    worker: WorkerConfig
-    node: int = Field(ge=0)
+    worker: WorkerConfig = Field(description="The worker's engine settings.")
+    node: int = Field(ge=0, description="Index of the node the worker runs on.")
     gpu_ids: tuple[int, ...] = Field(description="Local GPU ids on this slot's node.")
-    host: str
-    port: int
+    host: str = Field(description="Host name or address of that node.")
+    port: int = Field(description="Port the worker serves on.")
     nodes: int = Field(default=1, ge=1, description="Hosts the replica spans (one slot each).")
     node_rank: int = Field(default=0, ge=0, description="This slot's rank among those hosts.")
     head: str = Field(default="", description="Host of node rank 0 (multi-node replicas).")
@@ -90,8 +92,10 @@ class EmitContext(BaseModel):
             "Role -> the engine's --quantization value (None: the engine reads the checkpoint)."
         ),
     )
-    slots: tuple[Slot, ...]
-    workload: Workload
+    slots: tuple[Slot, ...] = Field(description="Every worker with its node and port.")
+    workload: Workload = Field(
+        description="The load the deployment was planned for (the benchmark replays it)."
+    )
     node_gpus: int = Field(default=8, ge=1, description="GPUs per host the slots were packed in.")
 
     def role_slots(self, role: Role) -> tuple[Slot, ...]:

@@ -115,7 +115,7 @@ def test_fitted_kernel_scale_keeps_the_disaggregated_prefill_worker() -> None:
 
     base = load_engines()["vllm"]
     cal = with_constants(base, {"kernel_scale": 0.5}, "fit")
-    assert cal.disagg_prefill_kernel_scale.value == pytest.approx(2.0)
+    assert cal.disagg_prefill_kernel_scale.value == pytest.approx(base.kernel_scale.value / 0.5)
     one = [1.0]
     cand = CandidateArrays.from_lists(
         tp=one, prefill_tp=one, prefill_workers=one, workers=one, mode=one
