@@ -36,7 +36,7 @@ def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     d = json.loads(capsys.readouterr().out)
     assert d["workload"]["isl"] == 4000 and d["best"]["gpus"] <= 8
     assert set(d["best"]["predicted"]["ttft_ms"]) == {"mean", "p50", "p90", "p99"}
-    assert d["best"]["deployment"]["mode"] in ("agg", "disagg") and len(d["pareto"]) >= 5
+    assert d["best"]["deployment"]["mode"] in ("agg", "disagg") and len(d["pareto"]) >= 3
 
 
 def test_plan_table_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
