@@ -53,7 +53,8 @@ def test_tpot_never_falls_as_batch_grows(ctx: int, tp: int) -> None:
     c = CandidateArrays.from_lists(tp=np.full(batch.size, tp), concurrency=batch, max_num_seqs=1024)
     r = evaluate_batch(M8, H100, c, fixed(ctx, 64, concurrency=1))
     finite = np.isfinite(r.tpot_mean_s)
-    assert np.all(np.diff(r.tpot_mean_s[finite]) >= -1e-6 * r.tpot_mean_s[finite][1:])
+    # 0.5% slack: split-KV decode may be slightly faster at a 128-token chunk boundary (issue 16b)
+    assert np.all(np.diff(r.tpot_mean_s[finite]) >= -5e-3 * r.tpot_mean_s[finite][1:])
 
 
 @PROPERTY_SETTINGS
