@@ -20,9 +20,9 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final, Literal, NoReturn, overload
 
 import yaml
 
@@ -134,7 +134,7 @@ class _JsonNumberError(ValueError):
         super().__init__(why)
 
 
-def _json_constant(token: str) -> Any:
+def _json_constant(token: str) -> NoReturn:
     raise _JsonNumberError(token, f"{token} is not a finite number")
 
 
@@ -155,7 +155,7 @@ def _json_int(token: str) -> int:
     return int(token)
 
 
-def parse_json(text: str, where: str) -> Any:
+def parse_json(text: str, where: str) -> object:
     """Decode JSON with finite numbers and bounded nesting; errors name ``where`` and the line."""
     try:
         data = json.loads(
@@ -171,15 +171,15 @@ def parse_json(text: str, where: str) -> Any:
     return data
 
 
-def read_json(path: str | Path, kind: str, field: str) -> Any:
+def read_json(path: str | Path, kind: str, field: str) -> object:
     """A regular ``kind`` JSON file decoded by :func:`parse_json`."""
     where = f"{field}: {path}" if field else str(path)
     return parse_json(decode_utf8(read_bytes(path, kind, field), where), where)
 
 
-def check_nesting(data: Any, where: str) -> None:
+def check_nesting(data: object, where: str) -> None:
     """Refuse lists/mappings nested deeper than ``MAX_NESTING`` (iterative: no recursion limit)."""
-    stack: list[tuple[Any, int]] = [(data, 0)]
+    stack: list[tuple[object, int]] = [(data, 0)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_NESTING:
@@ -190,13 +190,18 @@ def check_nesting(data: Any, where: str) -> None:
             stack.extend((v, depth + 1) for v in node)
 
 
-_LOADER_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    _LoaderBase = yaml.SafeLoader
+else:  # the C loader when PyYAML was built with libyaml (same interface, faster)
+    _LoaderBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _StrictLoader(_LOADER_BASE):  # type: ignore[misc]
+class _StrictLoader(_LoaderBase):
     """Safe YAML loader: no duplicate keys, finite floats, integers of sane size."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+    def construct_mapping(
+        self, node: yaml.MappingNode, deep: bool = False
+    ) -> dict[Hashable, object]:
         seen: set[tuple[str, str]] = set()
         for key_node, _ in node.value:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
@@ -231,7 +236,7 @@ class _StrictLoader(_LOADER_BASE):  # type: ignore[misc]
 class _NoAliasLoader(_StrictLoader):
     """:class:`_StrictLoader` that also refuses aliases (used when the text holds a ``*``)."""
 
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> object:
         if node in self.constructed_objects or node in self.recursive_objects:
             raise yaml.constructor.ConstructorError(
                 None, None, "anchors and aliases (*name) are not accepted", node.start_mark
@@ -252,7 +257,7 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     return f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
 
-def parse_yaml(text: str, where: str) -> Any:
+def parse_yaml(text: str, where: str) -> object:
     """Decode YAML text strictly (see the module docstring); errors name ``where`` and the line."""
     try:
         # An alias needs a '*'; only then pay for the loader that checks every node.
@@ -266,7 +271,7 @@ def parse_yaml(text: str, where: str) -> Any:
     return data
 
 
-def read_yaml(path: str | Path, kind: str, field: str) -> Any:
+def read_yaml(path: str | Path, kind: str, field: str) -> object:
     """A regular ``kind`` YAML file decoded by :func:`parse_yaml`."""
     where = f"{field}: {path}" if field else str(path)
     return parse_yaml(decode_utf8(read_bytes(path, kind, field), where), where)
@@ -294,7 +299,9 @@ def csv_rows(path: str | Path, kind: str, field: str) -> Iterator[tuple[int, dic
         raise PlannerInputError(f"{where}:{reader.line_num}", f"bad CSV ({exc})") from None
 
 
-def read_csv(path: str | Path, kind: str, field: str, **kwargs: Any) -> pd.DataFrame:
+def read_csv(
+    path: str | Path, kind: str, field: str, *, nrows: int | None = None, low_memory: bool = True
+) -> pd.DataFrame:
     """A CSV file as a DataFrame; empty, malformed or non-UTF-8 files are one-line errors."""
     import pandas as pd
 
@@ -302,7 +309,7 @@ def read_csv(path: str | Path, kind: str, field: str, **kwargs: Any) -> pd.DataF
     fd, _ = _open_regular(Path(path), kind, field)
     try:
         with os.fdopen(fd, "rb") as fh:
-            return pd.read_csv(fh, encoding="utf-8", **kwargs)
+            return pd.read_csv(fh, encoding="utf-8", nrows=nrows, low_memory=low_memory)
     except UnicodeDecodeError as exc:
         raise PlannerInputError(where, f"not UTF-8 text (byte {exc.start} of a block)") from None
     except pd.errors.EmptyDataError:
@@ -312,7 +319,17 @@ def read_csv(path: str | Path, kind: str, field: str, **kwargs: Any) -> pd.DataF
         raise PlannerInputError(where, f"bad CSV: {first}") from None
 
 
-def check_number(value: Any, where: str, lo: float, hi: float, *, integer: bool = False) -> Any:
+@overload
+def check_number(
+    value: object, where: str, lo: float, hi: float, *, integer: Literal[True]
+) -> int: ...
+@overload
+def check_number(
+    value: object, where: str, lo: float, hi: float, *, integer: Literal[False] = False
+) -> float: ...
+def check_number(
+    value: object, where: str, lo: float, hi: float, *, integer: bool = False
+) -> int | float:
     """``value`` as an int (``integer``) or float once it is finite and in ``[lo, hi]``.
 
     Booleans and strings are refused; the message names ``where`` and the allowed range.
@@ -334,7 +351,7 @@ def _bound(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

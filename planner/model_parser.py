@@ -10,7 +10,7 @@ supported types, never guessed.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from hardware.errors import PlannerInputError
 from hardware.input_files import check_number
@@ -40,7 +40,7 @@ GPTJ_MLP_RATIO = 4
 (HF transformers GPTJConfig / GPTJBlock)."""
 
 
-def _gptj_as_dense(cfg: dict[str, Any]) -> dict[str, Any]:
+def _gptj_as_dense(cfg: Mapping[str, object]) -> dict[str, object]:
     """GPT-J (multi-head attention; a non-gated GELU MLP fc_in/fc_out of width I) in the dense-GQA
     field names. Its 2·H·I MLP weights and FLOPs equal those of a gated MLP of width 2I/3, which is
     how the op graph (gate, up, down) prices it; attention and MLP run in parallel in GPT-J but are
@@ -58,7 +58,9 @@ def _gptj_as_dense(cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _get(cfg: dict[str, Any], *keys: str, default: Any = None, required: bool = True) -> Any:
+def _get(
+    cfg: Mapping[str, object], *keys: str, default: object = None, required: bool = True
+) -> object:
     """First present key of ``keys``; a missing required field is a one-line input error."""
     for k in keys:
         if k in cfg and cfg[k] is not None:
@@ -77,7 +79,7 @@ MAX_POSITIONS = 1_000_000_000
 
 
 def _int(
-    cfg: dict[str, Any],
+    cfg: Mapping[str, object],
     *keys: str,
     default: int | None = None,
     minimum: int = 1,
@@ -87,7 +89,7 @@ def _int(
     return int(check_number(val, f"config.json: {keys[0]}", minimum, maximum, integer=True))
 
 
-def _opt_int(cfg: dict[str, Any], key: str, maximum: int = MAX_DIM) -> int:
+def _opt_int(cfg: Mapping[str, object], key: str, maximum: int = MAX_DIM) -> int:
     """An optional count (absent, null or 0 -> 0)."""
     val = cfg.get(key)
     if val is None or val is False or val == 0:
@@ -95,7 +97,7 @@ def _opt_int(cfg: dict[str, Any], key: str, maximum: int = MAX_DIM) -> int:
     return int(check_number(val, f"config.json: {key}", 0, maximum, integer=True))
 
 
-def _int_list(cfg: dict[str, Any], key: str) -> list[int]:
+def _int_list(cfg: Mapping[str, object], key: str) -> list[int]:
     """An optional list of layer indices or flags."""
     val = cfg.get(key) or []
     if not isinstance(val, list):
@@ -103,7 +105,7 @@ def _int_list(cfg: dict[str, Any], key: str) -> list[int]:
     return [int(check_number(v, f"config.json: {key}", 0, MAX_DIM, integer=True)) for v in val]
 
 
-def _check_types(cfg: dict[str, Any]) -> None:
+def _check_types(cfg: Mapping[str, object]) -> None:
     """Fields read as objects or lists must be of that type (a string there is a broken config)."""
     q = cfg.get("quantization_config")
     if q is not None and not isinstance(q, dict):
@@ -121,21 +123,31 @@ def _check_types(cfg: dict[str, Any]) -> None:
         )
 
 
-def text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _layer_types(cfg: Mapping[str, object]) -> list[str]:
+    """``layer_types`` (checked to be a list of strings by :func:`_check_types`); [] if absent."""
+    types = cfg.get("layer_types")
+    return [str(t) for t in types] if isinstance(types, list) else []
+
+
+def text_config(raw: object) -> tuple[Mapping[str, object], str]:
     """The language-model part of a (possibly multimodal) config and its architecture name."""
     if not isinstance(raw, dict):
         raise PlannerInputError("config.json", "must be a JSON object")
     archs = raw.get("architectures") or []
-    arch = archs[0] if isinstance(archs, list) and archs else str(raw.get("model_type", "unknown"))
+    arch = (
+        str(archs[0])
+        if isinstance(archs, list) and archs
+        else str(raw.get("model_type", "unknown"))
+    )
     sub = raw.get("text_config")
     if isinstance(sub, dict) and sub:
-        merged = {k: v for k, v in raw.items() if k != "text_config"}
+        merged: dict[str, object] = {k: v for k, v in raw.items() if k != "text_config"}
         merged.update(sub)
         return merged, arch
     return raw, arch
 
 
-def _moe_dims(cfg: dict[str, Any], model_type: str) -> MoeDims:
+def _moe_dims(cfg: Mapping[str, object], model_type: str) -> MoeDims:
     experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
     inter_key = (
         "intermediate_size"
@@ -162,7 +174,7 @@ def _moe_dims(cfg: dict[str, Any], model_type: str) -> MoeDims:
     )
 
 
-def _moe_flags(cfg: dict[str, Any], model_type: str, n: int) -> list[bool]:
+def _moe_flags(cfg: Mapping[str, object], model_type: str, n: int) -> list[bool]:
     """Which layers carry a MoE FFN."""
     if model_type in MLA_TYPES:
         first_dense = _opt_int(cfg, "first_k_dense_replace")
@@ -176,11 +188,11 @@ def _moe_flags(cfg: dict[str, Any], model_type: str, n: int) -> list[bool]:
     return [i not in dense_only and (i + 1) % step == 0 for i in range(n)]
 
 
-def _attention_layers(cfg: dict[str, Any], model_type: str, n: int) -> list[tuple[str, int]]:
+def _attention_layers(cfg: Mapping[str, object], model_type: str, n: int) -> list[tuple[str, int]]:
     """(attention kind, window) per layer."""
     if model_type in MLA_TYPES:
         return [("mla", 0)] * n
-    types = cfg.get("layer_types")
+    types = _layer_types(cfg)
     if model_type in HYBRID_LINEAR_TYPES:
         if not types:
             interval = _int(cfg, "full_attention_interval")
@@ -215,7 +227,7 @@ def _attention_layers(cfg: dict[str, Any], model_type: str, n: int) -> list[tupl
     return [("gqa", 0)] * n
 
 
-def _mla_dims(cfg: dict[str, Any]) -> MlaDims:
+def _mla_dims(cfg: Mapping[str, object]) -> MlaDims:
     return MlaDims(
         q_lora_rank=_opt_int(cfg, "q_lora_rank"),
         kv_lora_rank=_int(cfg, "kv_lora_rank"),
@@ -226,7 +238,7 @@ def _mla_dims(cfg: dict[str, Any]) -> MlaDims:
     )
 
 
-def _linear_dims(cfg: dict[str, Any]) -> LinearAttnDims:
+def _linear_dims(cfg: Mapping[str, object]) -> LinearAttnDims:
     return LinearAttnDims(
         num_key_heads=_int(cfg, "linear_num_key_heads"),
         num_value_heads=_int(cfg, "linear_num_value_heads"),
@@ -245,10 +257,10 @@ def _family(model_type: str, any_moe: bool) -> str:
 
 
 def parse_config(
-    raw: dict[str, Any],
+    raw: object,
     name: str = "",
     hf_id: str = "",
-    hf_quant_config: dict[str, Any] | None = None,
+    hf_quant_config: Mapping[str, object] | None = None,
 ) -> ModelSpec:
     """Build a :class:`ModelSpec` from a HF config dict; refuses architectures it cannot model.
 
@@ -290,7 +302,7 @@ def parse_config(
         LayerSpec(attention=a, window=w, moe=m) for (a, w), m in zip(attn, moe_flags, strict=True)
     )  # type: ignore[arg-type]
     notes: list[str] = []
-    if raw.get("vision_config"):
+    if isinstance(raw, dict) and raw.get("vision_config"):
         notes.append("vision encoder not modelled (text decoder only)")
     if model_type == GPTJ_TYPE:
         notes.append("GELU MLP priced as a gated MLP of equal weights (width 2/3 of n_inner)")

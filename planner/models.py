@@ -9,7 +9,6 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -114,7 +113,7 @@ def refusal(ref: str) -> tuple[str, str] | None:
     return None
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path) -> dict[str, object]:
     """Read a config.json; malformed, truncated or oversized files are one-line input errors."""
     if path.is_dir():
         path = path / "config.json"
@@ -124,7 +123,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _sibling_quant_config(path: Path) -> dict[str, Any] | None:
+def _sibling_quant_config(path: Path) -> dict[str, object] | None:
     """ModelOpt's ``hf_quant_config.json`` next to a config.json (HF repository layout)."""
     folder = path if path.is_dir() else path.parent
     quant = folder / "hf_quant_config.json"

@@ -4,7 +4,7 @@ shared by emit and report."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -14,12 +14,12 @@ from hardware.input_files import read_json
 T = TypeVar("T", bound=BaseModel)
 
 
-def read_plan_json(path: str | Path, field: str = "--plan") -> Any:
+def read_plan_json(path: str | Path, field: str = "--plan") -> object:
     """Decode a plan file; unreadable or non-JSON files are one-line input errors."""
     return read_json(path, "plan.json", field)
 
 
-def validate_plan(data: Any, model: type[T]) -> T:
+def validate_plan(data: object, model: type[T]) -> T:
     """Validate a decoded plan against ``model``; the first problem becomes one error naming the
     field."""
     if not isinstance(data, dict):

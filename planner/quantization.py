@@ -12,7 +12,8 @@ A method we cannot read is refused by name: the planner never guesses a checkpoi
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,7 +66,7 @@ def _field(name: str) -> str:
     return f"config.json: quantization_config.{name}"
 
 
-def _str_list(value: Any, name: str) -> tuple[str, ...]:
+def _str_list(value: object, name: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -73,7 +74,19 @@ def _str_list(value: Any, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _modelopt(q: dict[str, Any], where: str) -> CheckpointQuant:
+def _count(value: object, default: int, field: str) -> int:
+    """A whole-number field (a number or its text); absent, null or 0 -> ``default``."""
+    if not value:
+        return default
+    if isinstance(value, int | float | str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise PlannerInputError(_field(field), f"must be a whole number, got {value!r}")
+
+
+def _modelopt(q: Mapping[str, object], where: str) -> CheckpointQuant:
     """ModelOpt's ``quantization`` block (``quant_algo``, ``kv_cache_quant_algo``...)."""
     algo = str(q.get("quant_algo") or "").upper()
     formats: dict[str, tuple[WeightFormat, int, int]] = {
@@ -98,14 +111,14 @@ def _modelopt(q: dict[str, Any], where: str) -> CheckpointQuant:
         method="modelopt",
         weight_format=fmt,
         activation_bits=act,
-        group_size=int(q.get("group_size") or group),
+        group_size=_count(q.get("group_size"), group, "group_size"),
         ignored=_str_list(q.get("exclude_modules"), "exclude_modules"),
         kv_cache="fp8" if kv == "fp8" else kv,
         source=f"{where}.quant_algo",
     )
 
 
-_CT_FORMATS: dict[tuple[Any, str], WeightFormat] = {
+_CT_FORMATS: dict[tuple[object, str], WeightFormat] = {
     (4, "int"): "int4",
     (8, "int"): "int8",
     (8, "float"): "fp8",
@@ -113,7 +126,7 @@ _CT_FORMATS: dict[tuple[Any, str], WeightFormat] = {
 }
 
 
-def _compressed_tensors(q: dict[str, Any]) -> CheckpointQuant:
+def _compressed_tensors(q: Mapping[str, object]) -> CheckpointQuant:
     """llm-compressor's ``config_groups``: the widest group decides the weight format."""
     groups = q.get("config_groups")
     if not isinstance(groups, dict) or not groups:
@@ -132,8 +145,12 @@ def _compressed_tensors(q: dict[str, Any]) -> CheckpointQuant:
                 "4/8-bit int, 8-bit float, 4-bit float",
             )
         acts = group.get("input_activations")
-        act = int(acts.get("num_bits", 16)) if isinstance(acts, dict) else 16
-        seen.append((fmt, act, int(weights.get("group_size") or 0)))
+        act = (
+            _count(acts.get("num_bits", 16), 0, "input_activations.num_bits")
+            if isinstance(acts, dict)
+            else 16
+        )
+        seen.append((fmt, act, _count(weights.get("group_size"), 0, "group_size")))
     fmt, act, group_size = max(seen, key=lambda s: ("int4", "nvfp4", "int8", "fp8").index(s[0]))
     kv = q.get("kv_cache_scheme")
     kv_text = "fp8" if isinstance(kv, (dict, str)) and "8" in str(kv) else ""
@@ -148,7 +165,7 @@ def _compressed_tensors(q: dict[str, Any]) -> CheckpointQuant:
     )
 
 
-def _hf_method(q: dict[str, Any], method: str) -> CheckpointQuant:
+def _hf_method(q: Mapping[str, object], method: str) -> CheckpointQuant:
     """Hugging Face quantizers named by ``quant_method``."""
     src = "config.json: quantization_config.quant_method"
     ignored = _str_list(
@@ -156,7 +173,7 @@ def _hf_method(q: dict[str, Any], method: str) -> CheckpointQuant:
     )
     if method in ("fp8", "fbgemm_fp8"):
         block = q.get("weight_block_size")
-        group = int(block[0]) if isinstance(block, list) and block else 0
+        group = _count(block[0], 0, "weight_block_size") if isinstance(block, list) and block else 0
         static = str(q.get("activation_scheme", "dynamic")) == "static"
         return CheckpointQuant(
             method=method,
@@ -185,14 +202,14 @@ def _hf_method(q: dict[str, Any], method: str) -> CheckpointQuant:
         method=method,
         weight_format="int4" if bits == 4 else "int8",
         activation_bits=16,
-        group_size=int(q.get("group_size") or 0),
+        group_size=_count(q.get("group_size"), 0, "group_size"),
         ignored=ignored,
         source=src,
     )
 
 
 def read_quantization(
-    cfg: dict[str, Any], hf_quant_config: dict[str, Any] | None = None
+    cfg: Mapping[str, object], hf_quant_config: Mapping[str, object] | None = None
 ) -> CheckpointQuant:
     """The checkpoint's quantization; unquantized (bf16) when neither record is present."""
     q = cfg.get("quantization_config")
@@ -208,8 +225,9 @@ def read_quantization(
     method = str(q.get("quant_method") or "").lower()
     producer = q.get("producer")
     if method == "modelopt" or (isinstance(producer, dict) and producer.get("name") == "modelopt"):
-        if hf_quant_config is not None and isinstance(hf_quant_config.get("quantization"), dict):
-            return _modelopt(hf_quant_config["quantization"], "hf_quant_config.json: quantization")
+        block = hf_quant_config.get("quantization") if hf_quant_config is not None else None
+        if isinstance(block, dict):
+            return _modelopt(block, "hf_quant_config.json: quantization")
         if q.get("quant_algo"):
             return _modelopt(q, "config.json: quantization_config")
         raise PlannerInputError(

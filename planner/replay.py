@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -251,11 +251,19 @@ def _pcts(x: np.ndarray) -> dict[str, float | None]:
     }
 
 
-def by_window(res: ReplayResult, window_of: np.ndarray, count: int) -> list[dict[str, Any]]:
+class WindowStats(TypedDict):
+    """Requests and their TTFT/TPOT mean and percentiles (ms; None without finite entries)."""
+
+    requests: int
+    ttft_ms: dict[str, float | None]
+    tpot_ms: dict[str, float | None]
+
+
+def by_window(res: ReplayResult, window_of: np.ndarray, count: int) -> list[WindowStats]:
     """Requests and TTFT/TPOT mean and percentiles (ms) of the requests arriving in each window."""
     order = np.argsort(window_of, kind="stable")
     bounds = np.searchsorted(window_of[order], np.arange(count + 1))
-    out: list[dict[str, Any]] = []
+    out: list[WindowStats] = []
     for k in range(count):
         sel = order[bounds[k] : bounds[k + 1]]
         out.append(
@@ -268,7 +276,7 @@ def by_window(res: ReplayResult, window_of: np.ndarray, count: int) -> list[dict
     return out
 
 
-def overall(res: ReplayResult) -> dict[str, Any]:
+def overall(res: ReplayResult) -> WindowStats:
     """The same over every replayed request."""
     return {
         "requests": int(res.ttft_s.size),

@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hardware.errors import PlannerInputError
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
+
+if TYPE_CHECKING:
+    from planner.replay import WindowStats
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -364,7 +367,7 @@ def _schedule(data: dict[str, Any], schedule: str, trace: Any, window_s: float) 
     )
 
 
-def _meets(row: dict[str, Any], slo: dict[str, Any] | None) -> bool | None:
+def _meets(row: WindowStats, slo: dict[str, Any] | None) -> bool | None:
     if not slo or not row["requests"]:
         return None
     pct = str(slo.get("percentile", "p90"))
@@ -445,7 +448,7 @@ def cmd_simulate_trace(args: argparse.Namespace) -> int:
 
 
 def _print_replay(
-    wins: list[dict[str, Any]], tot: dict[str, Any], slo: dict[str, Any] | None, met: list[bool]
+    wins: list[dict[str, Any]], tot: WindowStats, slo: dict[str, Any] | None, met: list[bool]
 ) -> None:
     pct = str((slo or {}).get("percentile", "p90"))
     print(
