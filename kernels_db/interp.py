@@ -35,14 +35,17 @@ mean.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
 from kernels_db.schema import SIZE_KEYS, category_keys
 from kernels_db.tables import KernelTable
+
+Column: TypeAlias = np.ndarray | float | int | str
+"""One key column of a table or query: an array of rows or one value broadcast to all."""
 
 EXACT_TOL = 1e-9
 
@@ -205,7 +208,7 @@ class Partition:
         return np.where(k > 1, others, lines)
 
 
-def size_coords(op: str, cols: Mapping[str, Any], n: int) -> np.ndarray:
+def size_coords(op: str, cols: Mapping[str, Column], n: int) -> np.ndarray:
     """(n, d) log(1 + size) coordinates of the size keys of ``op``
     (``interp_space`` for the grid's)."""
     return np.stack(
@@ -215,7 +218,7 @@ def size_coords(op: str, cols: Mapping[str, Any], n: int) -> np.ndarray:
 
 
 def category_labels(
-    op: str, cols: Mapping[str, Any], n: int, keys: tuple[str, ...] | None = None
+    op: str, cols: Mapping[str, Column], n: int, keys: tuple[str, ...] | None = None
 ) -> np.ndarray:
     """One string label per row joining its category keys (rows with equal labels share a grid)."""
     keys = category_keys(op) if keys is None else keys
@@ -230,16 +233,16 @@ def category_labels(
     return out
 
 
-def _col(cols: Mapping[str, Any], key: str, n: int) -> np.ndarray:
+def _col(cols: Mapping[str, Column], key: str, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(cols[key]), (n,))
 
 
 def _pooled_space(
-    cols: Mapping[str, Any],
+    cols: Mapping[str, Column],
     n: int,
     units: np.ndarray,
     sizes: tuple[str, ...],
-    labels: dict[str, Any],
+    labels: Mapping[str, Column],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Labels joined from ``labels``; coords log1p of ``units`` then of the ``sizes`` columns."""
     lab = category_labels("", labels, n, keys=tuple(labels))
@@ -249,7 +252,7 @@ def _pooled_space(
     return lab, np.stack(coords, axis=1)
 
 
-def interp_space(op: str, cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
+def interp_space(op: str, cols: Mapping[str, Column], n: int) -> tuple[np.ndarray, np.ndarray]:
     """(labels, coords) of ``n`` rows: rows with equal labels share one grid over coords.
 
     Attention tables pool their head configurations (module docstring): decode on (batch x kv_heads,
@@ -303,19 +306,19 @@ class TableInterpolator:
     """Interpolates log(measured / model) of one table; built once per table and model."""
 
     def __init__(
-        self, table: KernelTable, model_seconds: Callable[[Mapping[str, Any], int], np.ndarray]
+        self, table: KernelTable, model_seconds: Callable[[Mapping[str, Column], int], np.ndarray]
     ) -> None:
         n = len(table)
         self.op = table.op
         base = model_seconds(table.keys, n)
         ratio = np.log(table.latency_s) - np.log(base)
         labels, coords = interp_space(table.op, table.keys, n)
-        self.parts: dict[Any, Partition] = {}
+        self.parts: dict[Hashable, Partition] = {}
         for lab in dict.fromkeys(labels.tolist()):
             mask = labels == lab
             self.parts[lab] = Partition(coords[mask], ratio[mask])
 
-    def query(self, cols: Mapping[str, Any], n: int) -> Hit:
+    def query(self, cols: Mapping[str, Column], n: int) -> Hit:
         """Look up ``n`` query rows (``cols`` broadcastable to ``n``)."""
         labels, coords = interp_space(self.op, cols, n)
         ratio, inside, exact = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,7 +59,7 @@ def _row_error(source: str, line: int, message: str) -> PlannerInputError:
     return PlannerInputError("kernel table", f"{source} row {line}: {message}")
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> object:
     """A numpy scalar as the Python value it holds (messages show 5, not np.int64(5))."""
     return value.item() if isinstance(value, np.generic) else value
 

@@ -12,7 +12,7 @@ custom all-reduce rows are priced as the engine's all-reduce, the faster of it a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from kernels_db.fitted import FittedGpu
 from kernels_db.interp import loo_log_ratio
 from kernels_db.lookup import KernelDB, _comm_model
 from kernels_db.tables import KernelTable
+
+GroupRow: TypeAlias = dict[str, str | int | float | None]
+"""One (op, gpu, method) group: n and median / p90 APE (%; None when n is 0)."""
 
 
 def model_seconds(db: KernelDB, table: KernelTable) -> np.ndarray:
@@ -60,7 +63,7 @@ def _groups(table: KernelTable) -> dict[str, np.ndarray]:
     }
 
 
-def _summary(op: str, gpu: str, method: str, pred: np.ndarray, meas: np.ndarray) -> dict[str, Any]:
+def _summary(op: str, gpu: str, method: str, pred: np.ndarray, meas: np.ndarray) -> GroupRow:
     ok = np.isfinite(pred)
     e = ape_pct(pred[ok], meas[ok])
     med = round(float(np.median(e)), 2) if e.size else None
@@ -77,11 +80,11 @@ def _summary(op: str, gpu: str, method: str, pred: np.ndarray, meas: np.ndarray)
 
 def evaluate_gpu(
     spec: GpuSpec, tables: dict[str, KernelTable], fit: FittedGpu | None = None
-) -> list[dict[str, Any]]:
+) -> list[GroupRow]:
     """Groups (op, gpu, method, n, median/p90 APE) for one GPU's tables."""
     fit = fit or fit_gpu(tables, spec, command="validate (in-sample fit)")
     db = KernelDB(spec, {}, fit)
-    rows: list[dict[str, Any]] = []
+    rows: list[GroupRow] = []
     for _, table in sorted(tables.items()):
         base = model_seconds(db, table)
         loo = loo_predictions(table, base)
