@@ -15,7 +15,7 @@ its best plan or the reason it has none.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def raw_score(ev: Evaluated, objective: str) -> np.ndarray:
         ev.within_budget = within
 
 
-def headroom(ev: Evaluated, i: int) -> list[dict[str, Any]]:
+def headroom(ev: Evaluated, i: int) -> list[dict[str, object]]:
     """Every limit of candidate ``i``: its value, the limit and the headroom (1 - value/limit)."""
     req = ev.req
     b, j = ev.blocks[ev.block_of[i]], int(ev.local[i])
@@ -104,7 +104,7 @@ def _change(ev: Evaluated, best: int, k: int) -> str:
     return ", ".join(parts) or ev.summary(k)
 
 
-def _slo_binding(ev: Evaluated, best: int, k: int, gain: float) -> dict[str, Any]:
+def _slo_binding(ev: Evaluated, best: int, k: int, gain: float) -> dict[str, object]:
     name, value, limit = _violation(ev, k)
     pct = ev.req.percentile
     edge = f" at the {ev.req.confidence:.0%} band edge" if ev.req.confidence > 0 else ""
@@ -125,7 +125,7 @@ def _slo_binding(ev: Evaluated, best: int, k: int, gain: float) -> dict[str, Any
     }
 
 
-def _budget_binding(ev: Evaluated, best: int, k: int) -> dict[str, Any]:
+def _budget_binding(ev: Evaluated, best: int, k: int) -> dict[str, object]:
     req = ev.req
     sentence = (
         f"GPU budget binds: a plan with {count(ev.gpus[k])} GPUs would meet the SLOs with "
@@ -141,7 +141,7 @@ def _budget_binding(ev: Evaluated, best: int, k: int) -> dict[str, Any]:
     }
 
 
-def _idle_binding(ev: Evaluated, best: int) -> dict[str, Any]:
+def _idle_binding(ev: Evaluated, best: int) -> dict[str, object]:
     req = ev.req
     b, j = ev.blocks[ev.block_of[best]], int(ev.local[best])
     cap, running = float(b.res.seq_capacity[j]), float(b.res.decode_batch[j])
@@ -186,7 +186,7 @@ def _idle_binding(ev: Evaluated, best: int) -> dict[str, Any]:
     }
 
 
-def explain_binding(ev: Evaluated, best: int) -> dict[str, Any]:
+def explain_binding(ev: Evaluated, best: int) -> dict[str, object]:
     """The binding constraint of pick ``best`` as data and as a sentence, with every headroom."""
     req = ev.req
     score = ev.score(req.objective)
@@ -208,7 +208,7 @@ def explain_binding(ev: Evaluated, best: int) -> dict[str, Any]:
     return {**out, "headroom": headroom(ev, best)}
 
 
-def candidate_record(ev: Evaluated, i: int, score: float, on_front: bool) -> dict[str, Any]:
+def candidate_record(ev: Evaluated, i: int, score: float, on_front: bool) -> dict[str, object]:
     """One candidate as a flat JSON row: names with percentile and unit (full precision)."""
     pct = ev.req.percentile
     clients = ev.clients_of(i)
@@ -232,7 +232,7 @@ def candidate_record(ev: Evaluated, i: int, score: float, on_front: bool) -> dic
 
 def top_candidates(
     ev: Evaluated, ok: np.ndarray, front: np.ndarray, n: int = TOP_CANDIDATES
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The ``n`` best feasible candidates by the objective, best first (ties by tok/s per GPU)."""
     score = np.where(ok, ev.score(ev.req.objective), -np.inf)
     idx = np.flatnonzero(ok)
@@ -251,12 +251,12 @@ def top_candidates(
     return out
 
 
-def per_gpu_type(ev: Evaluated, ok: np.ndarray, best: int) -> dict[str, dict[str, Any]]:
+def per_gpu_type(ev: Evaluated, ok: np.ndarray, best: int) -> dict[str, dict[str, object]]:
     """For each GPU type asked for: its best plan, or why it has none (the closest it gets)."""
     req = ev.req
     gpu_keys = np.array([ev.blocks[k].gpu.key for k in ev.block_of])
     score = np.where(ok, ev.score(req.objective), -np.inf)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for key in dict.fromkeys(get_gpu(g, req.hardware_dirs).key for g in req.gpus):
         mine = gpu_keys == key
         if (ok & mine).any():

@@ -17,7 +17,6 @@ modelled rows or none meeting the SLO as measured are skipped. DataFrames stay h
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,7 +79,7 @@ def judge(
 
 def validate_decisions(
     path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tpot_ms: float = DEFAULT_TPOT_MS
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``{"groups": G, "top1_pct": ..., "within5_pct": ...}`` plus skip counts and per-group
     rows."""
     path = Path(path)
@@ -105,7 +104,7 @@ def validate_decisions(
         meas_ok=(mt <= ttft_ms) & (mp <= tpot_ms),
         pred_ok=np.isfinite(pt) & np.isfinite(pp) & (pt <= ttft_ms) & (pp <= tpot_ms),
     )
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     skipped = 0
     for key, g in rows.groupby(GROUP_KEYS, sort=True):
         meas_ok = g["meas_ok"].to_numpy(dtype=bool)

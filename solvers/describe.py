@@ -3,12 +3,16 @@ predictions."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, op_pricer, parallel_arrays
+from planner.batch_eval import (
+    KV_DTYPES,
+    WEIGHT_QUANTS,
+    ResultArrays,
+    op_pricer,
+    parallel_arrays,
+)
 from planner.deployment import Deployment, Parallelism, WorkerConfig
 from planner.engine_calibration import calibration_label, engine
 from planner.memory import plan_memory
@@ -35,7 +39,7 @@ def worker_config(w: Workers, i: int, workers: int, mem_frac: float | None = Non
 
 def deployment(m: ModelSpec, b: Block, i: int, isl: int, osl: int) -> Deployment:
     """The deployment of candidate ``i`` of block ``b`` (replicas folded into worker counts)."""
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "model": m.name,
         "hf_id": m.hf_id,
         "gpu": b.gpu.key,
@@ -57,7 +61,7 @@ def deployment(m: ModelSpec, b: Block, i: int, isl: int, osl: int) -> Deployment
     )
 
 
-def stats(res: Any, metric: str, i: int) -> dict[str, float]:
+def stats(res: ResultArrays, metric: str, i: int) -> dict[str, float]:
     """mean/p50/p90/p99 of ``metric`` (ttft or tpot) of candidate ``i``, ms."""
     return {p: float(percentile_ms(res, metric, p)[i]) for p in PERCENTILE_FIELDS}
 
@@ -87,7 +91,7 @@ def step_breakdown(
 
 def memory_summary(
     m: ModelSpec, gpu: GpuSpec, wc: WorkerConfig, isl: int, osl: int
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """planner.memory's plan of one worker, as JSON-ready values."""
     plan = plan_memory(
         m,
@@ -104,7 +108,9 @@ def memory_summary(
     return plan.model_dump(mode="json")
 
 
-def predicted(m: ModelSpec, b: Block, i: int, isl: int, osl: int, backend: str) -> dict[str, Any]:
+def predicted(
+    m: ModelSpec, b: Block, i: int, isl: int, osl: int, backend: str
+) -> dict[str, object]:
     """The ``predicted`` object of the plan file for candidate ``i``
     (``evaluate_batch``'s numbers)."""
     r = b.res

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pulp
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.input_files import read_yaml
-from solvers.milp import solve
+from solvers.milp import MilpOutcome, solve
 from solvers.plan_core import evaluate_request
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -141,7 +140,7 @@ def build_options(spec: FleetSpec) -> Options:
     """Best SLO-meeting agg operating point per (class, GPU type, worker size)."""
     from solvers.plan import PlanRequest
 
-    rows: dict[str, list[Any]] = {k: [] for k in Options.model_fields}
+    rows: dict[str, list[object]] = {k: [] for k in Options.model_fields}
     for k, c in enumerate(spec.classes):
         for t, pool in enumerate(spec.gpus):
             req = PlanRequest(
@@ -182,10 +181,10 @@ def build_options(spec: FleetSpec) -> Options:
                     strict=True,
                 ):
                     rows[key].append(val)
-    return Options(**{k: tuple(v) for k, v in rows.items()})
+    return Options.model_validate({k: tuple(v) for k, v in rows.items()})
 
 
-def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], Any]:
+def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome]:
     """The fleet MILP on prepared options: replicas per option and the solver outcome."""
     prob = pulp.LpProblem("fleet", pulp.LpMinimize)
     n = [pulp.LpVariable(f"n_{o}", 0, None, cat="Integer") for o in range(len(opt.gpus))]

@@ -23,7 +23,7 @@ objective, build the Pareto front of tok/s/GPU vs tok/s/user, name the binding c
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -33,6 +33,9 @@ from solvers.binding import explain_binding, per_gpu_type, top_candidates
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.pareto import pareto_indices
 from solvers.plan_core import Evaluated, evaluate_request, pick_best
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 Objective = Literal["throughput-per-gpu", "cost", "gpus"]
@@ -107,13 +110,13 @@ class Choice(BaseModel):
     gpu: str = Field(description="GPU key.")
     config: str = Field(description="Short description of the deployment.")
     deployment: Deployment = Field(description="The deployment.")
-    predicted: dict[str, Any] = Field(
+    predicted: dict[str, object] = Field(
         description="Predicted TTFT, TPOT, throughput and memory (planner estimate's numbers)."
     )
     gpus: int = Field(description="GPUs of the deployment.")
     cost_per_million_output_tokens: float = Field(description="USD per million output tokens.")
     cost_per_hour_usd: float = Field(description="USD per hour of the deployment.")
-    headroom: dict[str, Any] = Field(
+    headroom: dict[str, object] = Field(
         default_factory=dict,
         description="SLO / predicted and SLO / band edge per metric, and "
         "the constraint that binds at the band edge.",
@@ -146,8 +149,8 @@ class PlanResult(BaseModel):
     request: PlanRequest = Field(description="The request planned for.")
     model: str = Field(description="Model name.")
     gpu: str = Field(description="GPU key of the best choice.")
-    workload: dict[str, Any] = Field(description="The load planned for.")
-    slo: dict[str, Any] = Field(description="TTFT and TPOT targets and their percentile.")
+    workload: dict[str, object] = Field(description="The load planned for.")
+    slo: dict[str, object] = Field(description="TTFT and TPOT targets and their percentile.")
     best: Choice = Field(description="The recommendation.")
     pareto: tuple[ParetoPoint, ...] = Field(description="Throughput-per-GPU vs per-user frontier.")
     binding_constraint: str = Field(
@@ -158,22 +161,22 @@ class PlanResult(BaseModel):
     alternatives: dict[str, Choice | None] = Field(
         description="Best choice per mode; None where a mode has none."
     )
-    milp: dict[str, Any] | None = Field(
+    milp: dict[str, object] | None = Field(
         default=None,
         description="Disaggregated rate search (MILP) details; None when it did not run.",
     )
-    binding: dict[str, Any] = Field(
+    binding: dict[str, object] = Field(
         default_factory=dict, description="solvers.binding.explain_binding."
     )
-    candidates: tuple[dict[str, Any], ...] = Field(
+    candidates: tuple[dict[str, object], ...] = Field(
         default=(), description="Top feasible candidates."
     )
-    per_gpu_type: dict[str, dict[str, Any]] = Field(
+    per_gpu_type: dict[str, dict[str, object]] = Field(
         default_factory=dict, description="Best plan or reason, per GPU type."
     )
     max_gpus: int = Field(default=0, description="The GPU budget of the request.")
 
-    def to_plan_dict(self) -> dict[str, Any]:
+    def to_plan_dict(self) -> dict[str, object]:
         """The plan-file JSON (``planner plan --format json``; read by
         planner.emitters.plan_file)."""
         out = self.model_dump(mode="json", exclude={"request"})
@@ -181,7 +184,7 @@ class PlanResult(BaseModel):
         return out
 
 
-def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, Any]:
+def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, object]:
     conc = req.concurrency
     if conc is None and req.rate_per_s is None:
         conc = ev.total_clients(i)
@@ -199,7 +202,7 @@ def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, Any]:
     }
 
 
-def _front(ev: Evaluated, ok: Any) -> Any:
+def _front(ev: Evaluated, ok: np.ndarray) -> np.ndarray:
     import numpy as np
 
     sel = np.flatnonzero(ok)
@@ -209,7 +212,7 @@ def _front(ev: Evaluated, ok: Any) -> Any:
     return front
 
 
-def _pareto(ev: Evaluated, front: Any) -> tuple[ParetoPoint, ...]:
+def _pareto(ev: Evaluated, front: np.ndarray) -> tuple[ParetoPoint, ...]:
     rate = ev.req.rate_per_s is not None
     return tuple(
         ParetoPoint(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from solvers.rate_pd import rate_disagg_block
 from solvers.space import SearchSpace
 
 if TYPE_CHECKING:
+    from planner.deployment import WorkerConfig
     from solvers.plan import Choice, PlanRequest
 
 SECONDS_PER_HOUR = 3600.0
@@ -44,7 +45,7 @@ class Evaluated:
     blocks: list[Block]
     prices: list[float]
     evaluated: int
-    milp_info: dict[str, Any] = field(default_factory=dict)
+    milp_info: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         p, cat = self.req.percentile, np.concatenate
@@ -82,20 +83,22 @@ class Evaluated:
             & (self.tpot_edge <= self.req.tpot_ms)
         )
 
-    def headroom(self, i: int) -> dict[str, Any]:
+    def headroom(self, i: int) -> dict[str, object]:
         """SLO / predicted and SLO / band edge of TTFT and TPOT, and which binds at the edge."""
         r = self.req
-        out: dict[str, Any] = {"confidence": r.confidence, "percentile": r.percentile}
+        out: dict[str, object] = {"confidence": r.confidence, "percentile": r.percentile}
+        over_edge: dict[str, float] = {}
         for name, pred, edge, slo in (
             ("ttft", self.ttft, self.ttft_band, r.ttft_ms),
             ("tpot", self.tpot, self.tpot_band, r.tpot_ms),
         ):
+            over_edge[name] = float(slo / edge[i])
             out[name] = {
                 "slo_over_predicted": float(slo / pred[i]),
-                "slo_over_band_edge": float(slo / edge[i]),
+                "slo_over_band_edge": over_edge[name],
                 "band_edge_ms": float(edge[i]),
             }
-        ttft_tighter = out["ttft"]["slo_over_band_edge"] <= out["tpot"]["slo_over_band_edge"]
+        ttft_tighter = over_edge["ttft"] <= over_edge["tpot"]
         out["binding_at_band_edge"] = "TTFT" if ttft_tighter else "TPOT"
         return out
 
@@ -128,7 +131,7 @@ class Evaluated:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
         d = deployment(self.model, b, j, self.req.isl, self.req.osl)
 
-        def one(role: Any) -> str:
+        def one(role: WorkerConfig) -> str:
             p = role.parallel
             return (
                 f"tp{p.tp} pp{p.pp}"
@@ -141,6 +144,7 @@ class Evaluated:
         load = f", {self.clients_of(i)} clients/worker" if np.isfinite(b.clients[j]) else ""
         if d.agg is not None:
             return f"agg {one(d.agg)}{load}"
+        assert d.prefill is not None and d.decode is not None
         return f"disagg P[{one(d.prefill)}] D[{one(d.decode)}]{load}"
 
     def choice(self, i: int) -> Choice:
@@ -231,8 +235,8 @@ def band_factor(m: ModelSpec, b: Block, backend: str, metric: str) -> np.ndarray
 
 
 def band_predictions(
-    m: ModelSpec, b: Block, j: int, backend: str, pred: dict[str, Any]
-) -> dict[str, Any]:
+    m: ModelSpec, b: Block, j: int, backend: str, pred: dict[str, object]
+) -> dict[str, object]:
     """``ttft_ms_band`` / ``tpot_ms_band`` (level, and lo/hi of the mean and each percentile, as
     ``planner estimate`` reports them) of candidate ``j`` of ``b``."""
     from planner.bands import band_account, candidate_bands, load_bands
@@ -251,13 +255,19 @@ def band_predictions(
         int(w.kv[k]),
     )
     level = load_bands().level
-    out = {}
+    out: dict[str, object] = {}
     for metric in ("ttft", "tpot"):
-        stats = {s: float(pred[f"{metric}_ms"][s]) for s in ("mean", "p50", "p90", "p99")}
+        ms = pred[f"{metric}_ms"]
+        assert isinstance(ms, dict), "predicted() writes each metric as a dict"
+        stats = {s: float(ms[s]) for s in ("mean", "p50", "p90", "p99")}
         band = Percentiles(**stats).with_band(bands[metric], level).band
         assert band is not None
         out[f"{metric}_ms_band"] = band.model_dump()
-    out["provenance"] = {**pred.get("provenance", {}), "bands": band_account(backend, b.mode)}
+    prov = pred.get("provenance")
+    out["provenance"] = {
+        **(prov if isinstance(prov, dict) else {}),
+        "bands": band_account(backend, b.mode),
+    }
     return out
 
 
@@ -317,7 +327,8 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
     gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)
     load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.backend)
-    blocks, prices, evaluated, milp = [], [], 0, {}
+    blocks, prices, evaluated = [], [], 0
+    milp: dict[str, object] = {}
     for gi, gpu in enumerate(gpus):
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:

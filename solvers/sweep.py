@@ -20,13 +20,16 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hardware.errors import InfeasibleError, PlannerInputError
 from solvers.counts import MAX_BUDGET_GPUS
+
+if TYPE_CHECKING:
+    from solvers.plan import PlanRequest, PlanResult
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -108,7 +111,7 @@ class Scenario(BaseModel):
     gpu_set: str = Field(description="GPU set name.")
     workload: str = Field(description="Workload name.")
     slo: str = Field(description="SLO set name.")
-    request: dict[str, Any] = Field(description="The plan request of the scenario.")
+    request: dict[str, object] = Field(description="The plan request of the scenario.")
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -134,7 +137,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     return spec
 
 
-def scenario_id(request: dict[str, Any]) -> str:
+def scenario_id(request: dict[str, object]) -> str:
     """Stable id of a request (same request, same id, across runs and machines)."""
     text = json.dumps(request, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -214,14 +217,19 @@ COLUMNS: tuple[str, ...] = (
 """Columns of a sweep's results file (percentile columns are at the row's ``percentile``)."""
 
 
-def _base(s: Scenario) -> dict[str, Any]:
+def _texts(value: object) -> list[str]:
+    """A request's list of names (one name alone as a list of one)."""
+    return [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
+
+
+def _base(s: Scenario) -> dict[str, object]:
     r = s.request
     return {
         "index": s.index,
         "scenario_id": s.scenario_id,
         "model": r["model"],
         "gpu_set": s.gpu_set,
-        "gpus_allowed": "/".join(r["gpus"]),
+        "gpus_allowed": "/".join(_texts(r["gpus"])),
         "max_gpus": r["max_gpus"],
         "workload": s.workload,
         "isl": r["isl"],
@@ -236,12 +244,20 @@ def _base(s: Scenario) -> dict[str, Any]:
     }
 
 
-def _finite(x: Any) -> float | None:
+def _finite(x: object) -> float | None:
+    if not isinstance(x, int | float):
+        return None
     v = float(x)
     return v if math.isfinite(v) else None
 
 
-def _plan_fields(result: Any, pct: str) -> dict[str, Any]:
+def _stat(predicted: dict[str, object], metric: str, which: str) -> float | None:
+    """``predicted[metric][which]`` (e.g. ttft_ms / p90) when finite, else None."""
+    stats = predicted.get(metric)
+    return _finite(stats.get(which)) if isinstance(stats, dict) else None
+
+
+def _plan_fields(result: PlanResult, pct: str) -> dict[str, object]:
     b, pr = result.best, result.best.predicted
     return {
         "status": "ok",
@@ -249,10 +265,10 @@ def _plan_fields(result: Any, pct: str) -> dict[str, Any]:
         "gpu": b.gpu,
         "config": b.config,
         "gpus": b.gpus,
-        "ttft_at_percentile_ms": _finite(pr["ttft_ms"][pct]),
-        "tpot_at_percentile_ms": _finite(pr["tpot_ms"][pct]),
-        "ttft_mean_ms": _finite(pr["ttft_ms"]["mean"]),
-        "tpot_mean_ms": _finite(pr["tpot_ms"]["mean"]),
+        "ttft_at_percentile_ms": _stat(pr, "ttft_ms", pct),
+        "tpot_at_percentile_ms": _stat(pr, "tpot_ms", pct),
+        "ttft_mean_ms": _stat(pr, "ttft_ms", "mean"),
+        "tpot_mean_ms": _stat(pr, "tpot_ms", "mean"),
         "output_tok_s_per_gpu": _finite(pr["output_tok_s_per_gpu"]),
         "output_tok_s_per_user": _finite(pr["output_tok_s_per_user"]),
         "requests_per_s": _finite(pr["requests_per_s"]),
@@ -283,16 +299,16 @@ def _quiet() -> Iterator[None]:
             os.close(fd)
 
 
-def scenario_request(s: Scenario) -> Any:
+def scenario_request(s: Scenario) -> PlanRequest:
     """The scenario's PlanRequest, limited to the worker shapes its backend can launch (as
     ``planner plan --backend``; the rules are not part of the request's id)."""
     from planner.emitters.capabilities import shape_rules
     from solvers.plan import PlanRequest
 
-    return PlanRequest(**s.request, shape_rules=shape_rules(s.request["backend"]))
+    return PlanRequest(**s.request, shape_rules=shape_rules(str(s.request["backend"])))
 
 
-def run_scenario(s: Scenario) -> dict[str, Any]:
+def run_scenario(s: Scenario) -> dict[str, object]:
     """Plan one scenario into a row; never raises (infeasible and failing scenarios are rows)."""
     from solvers.plan import plan
 
@@ -301,7 +317,7 @@ def run_scenario(s: Scenario) -> dict[str, Any]:
     try:
         with _quiet():  # the sweep's progress line replaces plan's, and the MILP solver's banner
             result = plan(scenario_request(s))
-        row |= _plan_fields(result, s.request["percentile"])
+        row |= _plan_fields(result, str(s.request["percentile"]))
     except InfeasibleError as exc:
         row |= {
             "status": "infeasible",

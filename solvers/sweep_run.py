@@ -21,12 +21,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from hardware.errors import PlannerInputError
 from planner.reports.write import check_out_path
 from planner.safe_files import csv_cell, write_new_file
 from solvers.sweep import COLUMNS, Scenario, run_scenario
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 """A CSV cell starting with one of these is read as a formula by spreadsheets; it gets a quote."""
@@ -59,7 +62,7 @@ def check_paths(out: str, resume: bool, force: bool) -> Path:
     return p
 
 
-def _read_journal(j: Path) -> Iterator[dict[str, Any]]:
+def _read_journal(j: Path) -> Iterator[dict[str, object]]:
     if not j.exists():
         return
     with j.open() as fh:
@@ -72,7 +75,7 @@ def _read_journal(j: Path) -> Iterator[dict[str, Any]]:
                 yield row
 
 
-def _read_results(p: Path) -> list[dict[str, Any]]:
+def _read_results(p: Path) -> list[dict[str, object]]:
     if not p.exists():
         return []
     import pandas as pd
@@ -85,20 +88,20 @@ def _read_results(p: Path) -> list[dict[str, Any]]:
     return [_clean(r) for r in df.to_dict("records")]
 
 
-def _clean(row: dict[str, Any]) -> dict[str, Any]:
+def _clean(row: dict[str, object]) -> dict[str, object]:
     return {
         k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()
     }
 
 
-def finished_rows(out: Path) -> dict[str, dict[str, Any]]:
+def finished_rows(out: Path) -> dict[str, dict[str, object]]:
     """Rows already written for ``out`` (results file, then journal), by scenario id."""
     rows = {str(r["scenario_id"]): r for r in _read_results(out)}
     rows.update({str(r["scenario_id"]): r for r in _read_journal(journal_path(out))})
     return rows
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: object) -> object:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
     if isinstance(v, str) and v.startswith(FORMULA_START):
@@ -106,9 +109,17 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def results_bytes(rows: list[dict[str, Any]], suffix: str) -> bytes:
+def _index(row: dict[str, object]) -> int:
+    """A row's scenario index (an int in the journal and parquet, text in a CSV)."""
+    v = row["index"]
+    if not isinstance(v, int | float | str):
+        raise PlannerInputError("--out", f"scenario index {v!r} is not a number")
+    return int(v)
+
+
+def results_bytes(rows: list[dict[str, object]], suffix: str) -> bytes:
     """The results file: one row per scenario in scenario order, the COLUMNS in order."""
-    rows = sorted(rows, key=lambda r: int(r["index"]))
+    rows = sorted(rows, key=_index)
     if suffix == ".parquet":
         import pandas as pd
 
@@ -136,7 +147,7 @@ class Progress:
     t0: float = field(default_factory=time.perf_counter)
     _last: float = 0.0
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, object]) -> None:
         self.done += 1
         self.infeasible += row.get("status") == "infeasible"
         self.failed += row.get("status") == "error"
@@ -155,7 +166,7 @@ class Progress:
         )
 
 
-def _client(scheduler: str | None, workers: int) -> Any:
+def _client(scheduler: str | None, workers: int) -> Client:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -178,8 +189,8 @@ def _client(scheduler: str | None, workers: int) -> Any:
 
 
 def _run(
-    client: Any, todo: list[Scenario], journal: Path, progress: Progress
-) -> list[dict[str, Any]]:
+    client: Client, todo: list[Scenario], journal: Path, progress: Progress
+) -> list[dict[str, object]]:
     from distributed import as_completed
 
     futures = client.map(run_scenario, todo, pure=False)
@@ -199,8 +210,8 @@ def _run(
     return rows
 
 
-def _failed(s: Scenario, exc: BaseException) -> dict[str, Any]:
-    row: dict[str, Any] = {c: None for c in COLUMNS}
+def _failed(s: Scenario, exc: BaseException) -> dict[str, object]:
+    row: dict[str, object] = {c: None for c in COLUMNS}
     row |= {
         "index": s.index,
         "scenario_id": s.scenario_id,
@@ -221,7 +232,7 @@ def run_sweep(
     scheduler: str | None = None,
     workers: int | None = None,
     resume: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Run the scenarios not yet finished, write the results file at the end; returns counts."""
     done = finished_rows(out) if resume else {}
     ids = {s.scenario_id for s in all_scenarios}
