@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from planner.reports.plan_view import PlanView, as_float, flatten
 from planner.reports.present import kind_of, label, step_name
@@ -20,11 +19,11 @@ _MEMORY_PARTS = (
 )
 
 
-def _is_leaf_breakdown(m: Mapping[str, Any]) -> bool:
+def _is_leaf_breakdown(m: Mapping[str, object]) -> bool:
     return all(not isinstance(v, Mapping) or "share" in v or "ms" in v for v in m.values())
 
 
-def breakdown_roles(obj: Any) -> dict[str, dict[str, tuple[float | None, float | None]]]:
+def breakdown_roles(obj: object) -> dict[str, dict[str, tuple[float | None, float | None]]]:
     """``{role: {op kind: (share, ms)}}`` from the plan's ``step_breakdown``.
 
     Accepts ``{op: share}``, ``{op: ms}``, ``{op: {"share", "ms"}}`` or any of them keyed by role
@@ -52,7 +51,7 @@ def breakdown_roles(obj: Any) -> dict[str, dict[str, tuple[float | None, float |
     return out
 
 
-def _share_ms(value: Any) -> tuple[float | None, float | None]:
+def _share_ms(value: object) -> tuple[float | None, float | None]:
     if isinstance(value, Mapping):
         ms = value.get("ms", value.get("time_ms"))
         return as_float(value.get("share", value.get("fraction"))), as_float(ms)
@@ -70,7 +69,7 @@ def latency_table(view: PlanView) -> Table:
     has_ms = any(r[2] is not None for r in rows)
     cols: tuple[str, ...] = ("Step", "Op kind", "Time (ms)", "Share of step (%)")
     short = [(s, o, sh) for s, o, _, sh in rows]
-    body: tuple[tuple[Any, ...], ...] = tuple(rows if has_ms else short)
+    body: tuple[tuple[object, ...], ...] = tuple(rows if has_ms else short)
     cols = cols if has_ms else (cols[0], cols[1], cols[3])
     note = "" if rows else "the plan has no step breakdown"
     return Table(
@@ -82,7 +81,7 @@ def latency_table(view: PlanView) -> Table:
     )
 
 
-def memory_roles(view: PlanView) -> dict[str, Mapping[str, Any]]:
+def memory_roles(view: PlanView) -> dict[str, Mapping[str, object]]:
     """Memory plan per role ('all' when the plan holds a single one)."""
     mem = view.best.predicted.get("memory")
     if not isinstance(mem, Mapping) or not mem:
@@ -94,7 +93,7 @@ def memory_roles(view: PlanView) -> dict[str, Mapping[str, Any]]:
     }
 
 
-def _part_bytes(mem: Mapping[str, Any], key: str) -> float | None:
+def _part_bytes(mem: Mapping[str, object], key: str) -> float | None:
     if key:
         return as_float(mem.get(key))
     device = as_float(mem.get("gpu_memory_bytes"))

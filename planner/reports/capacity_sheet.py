@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any
 
 import xlsxwriter
+from xlsxwriter.chart import Chart
+from xlsxwriter.format import Format
 from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
+
+from hardware.errors import PlannerInputError
+from hardware.jsontypes import as_list, as_mapping
 
 SHEET = "Capacity"
 FLEET_ROW = 3
@@ -41,14 +45,14 @@ def window_columns(pct: str) -> list[tuple[str, str]]:
     ]
 
 
-def _get(row: dict[str, Any], key: str) -> Any:
-    cur: Any = row
+def _get(row: dict[str, object], key: str) -> object:
+    cur: object = row
     for part in key.split("."):
         cur = cur.get(part) if isinstance(cur, dict) else None
     return cur
 
 
-def _write(ws: Worksheet, r: int, c: int, value: Any) -> None:
+def _write(ws: Worksheet, r: int, c: int, value: object) -> None:
     """Typed write: bool and str as text, finite numbers as numbers, the rest blank."""
     if isinstance(value, bool) or isinstance(value, str):
         ws.write_string(r, c, str(value))
@@ -58,7 +62,18 @@ def _write(ws: Worksheet, r: int, c: int, value: Any) -> None:
         ws.write_blank(r, c, None)
 
 
-def _fleet(ws: Worksheet, cap: dict[str, Any], bold: Any) -> None:
+def _g(value: object) -> str:
+    """A number in ``%g`` form (other values as text)."""
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def _number(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PlannerInputError(where, f"must be a number, got {value!r}")
+    return float(value)
+
+
+def _fleet(ws: Worksheet, cap: dict[str, object], bold: Format) -> None:
     heads = ["deployment", "GPUs (max)", "GPU-hours", "cost ($)", "windows violating SLO"]
     for c, h in enumerate(heads):
         ws.write_string(FLEET_ROW, c, h, bold)
@@ -70,14 +85,14 @@ def _fleet(ws: Worksheet, cap: dict[str, Any], bold: Any) -> None:
         ),
         start=FLEET_ROW + 1,
     ):
-        f = cap[key]
+        f = as_mapping(cap[key], f"capacity: {key}")
         for c, v in enumerate(
             (name, f["gpus"], f["gpu_hours"], f["cost"], f.get("windows_violating", 0))
         ):
             _write(ws, r, c, v)
 
 
-def _chart(wb: Workbook, first: int, last: int, rate_col: int, gpu_col: int) -> Any:
+def _chart(wb: Workbook, first: int, last: int, rate_col: int, gpu_col: int) -> Chart:
     chart = wb.add_chart({"type": "column"})
     chart.add_series(
         {
@@ -105,47 +120,49 @@ def _chart(wb: Workbook, first: int, last: int, rate_col: int, gpu_col: int) -> 
     return chart
 
 
-def add_capacity_sheet(wb: Workbook, cap: dict[str, Any]) -> Worksheet:
+def add_capacity_sheet(wb: Workbook, cap: dict[str, object]) -> Worksheet:
     """Add the Capacity sheet for ``cap`` (the JSON of ``planner capacity``) to ``wb``."""
     ws = wb.add_worksheet(SHEET)
     bold = wb.add_format({"bold": True})
-    slo = cap["slo"]
+    slo = as_mapping(cap["slo"], "capacity: slo")
+    trace = as_mapping(cap["trace"], "capacity: trace")
+    windows = as_list(cap["windows"], "capacity: windows")
     pct = str(slo["percentile"])
     ws.write_string(
         0,
         0,
         f"{cap['model']} on {cap['gpu']} ({cap['backend']}): SLO {pct} TTFT <= "
-        f"{slo['ttft_ms']:g} ms, TPOT <= {slo['tpot_ms']:g} ms; windows of "
-        f"{cap['window_s'] / 60:g} min; scale-up {cap['scale_up_s']:g} s",
+        f"{_g(slo['ttft_ms'])} ms, TPOT <= {_g(slo['tpot_ms'])} ms; windows of "
+        f"{_g(_number(cap['window_s'], 'capacity: window_s') / 60)} min; "
+        f"scale-up {_g(cap['scale_up_s'])} s",
         bold,
     )
     ws.write_string(
         1,
         0,
-        f"trace {cap['trace']['source']}: {cap['trace']['requests']} requests; "
-        f"${cap['price_per_gpu_hour']:g} per GPU-hour",
+        f"trace {trace['source']}: {trace['requests']} requests; "
+        f"${_g(cap['price_per_gpu_hour'])} per GPU-hour",
     )
     _fleet(ws, cap, bold)
     top = FLEET_ROW + 6
     cols = window_columns(pct)
     for c, (head, _) in enumerate(cols):
         ws.write_string(top, c, head, bold)
-    for i, w in enumerate(cap["windows"]):
-        row = {**w, "#": i, "start_h": w["start_s"] / 3600.0}
+    for i, item in enumerate(windows):
+        w = as_mapping(item, f"capacity: windows[{i}]")
+        row = {**w, "#": i, "start_h": _number(w["start_s"], "capacity: start_s") / 3600.0}
         for c, (_, key) in enumerate(cols):
             _write(ws, top + 1 + i, c, _get(row, key))
     ws.set_column(0, len(cols) - 2, 12)
     ws.set_column(len(cols) - 1, len(cols) - 1, 48)
-    if cap["windows"]:
+    if windows:
         keys = [k for _, k in cols]
-        chart = _chart(
-            wb, top + 1, top + len(cap["windows"]), keys.index("rate"), keys.index("gpus")
-        )
+        chart = _chart(wb, top + 1, top + len(windows), keys.index("rate"), keys.index("gpus"))
         ws.insert_chart(top, len(cols) + 1, chart)
     return ws
 
 
-def capacity_xlsx(cap: dict[str, Any]) -> bytes:
+def capacity_xlsx(cap: dict[str, object]) -> bytes:
     """A workbook with the Capacity sheet only, as bytes."""
     buf = io.BytesIO()
     wb = xlsxwriter.Workbook(

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
 
 from planner.reports.plan_view import PlanView, flat_rows, parse_plan
 from planner.reports.present import machine_name
 from planner.safe_files import csv_cell
 
 
-def candidate_rows(view: PlanView) -> list[dict[str, Any]]:
+def candidate_rows(view: PlanView) -> list[dict[str, object]]:
     """Top candidates (``rank`` 1 = the recommendation's score) and every other Pareto point.
 
     Latency columns carry the SLO percentile (``ttft_p90_ms``); a ``pareto`` column says whether a
@@ -41,6 +40,6 @@ def render_csv(view: PlanView) -> str:
     return buf.getvalue()
 
 
-def build_csv(plan: dict[str, Any]) -> str:
+def build_csv(plan: dict[str, object]) -> str:
     """CSV report of a decoded plan file (raises PlannerInputError when it is not a plan)."""
     return render_csv(parse_plan(plan))

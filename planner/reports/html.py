@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -37,7 +36,7 @@ nav a{margin-right:12px}
 """
 
 
-def fmt_cell(value: Any, kind: str = "num") -> str:
+def fmt_cell(value: object, kind: str = "num") -> str:
     """Display text of one cell (the xlsx keeps the exact value; the page rounds for reading)."""
     if value is None:
         return ""
@@ -209,6 +208,6 @@ def render_html(view: PlanView) -> str:
     )
 
 
-def build_html(plan: dict[str, Any]) -> str:
+def build_html(plan: dict[str, object]) -> str:
     """HTML report of a decoded plan file (raises PlannerInputError when it is not a plan)."""
     return render_html(parse_plan(plan))

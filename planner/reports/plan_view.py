@@ -7,9 +7,8 @@ candidates and alternatives are flattened into one-level rows with dotted column
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,8 +35,8 @@ class BestView(BaseModel):
     """The recommended deployment and its predictions."""
 
     model_config = _LENIENT
-    deployment: dict[str, Any] = Field(description="Deployment.model_dump(mode='json').")
-    predicted: dict[str, Any] = Field(description="Predicted latency, throughput, breakdowns.")
+    deployment: dict[str, object] = Field(description="Deployment.model_dump(mode='json').")
+    predicted: dict[str, object] = Field(description="Predicted latency, throughput, breakdowns.")
     gpus: int | None = Field(default=None, description="GPUs of the whole deployment.")
     cost_per_million_output_tokens: float | None = Field(
         default=None, description="$ per 1e6 output tokens."
@@ -51,14 +50,14 @@ class PlanView(BaseModel):
     model: str = Field(description="Model name.")
     gpu: str = Field(description="GPU key.")
     workload: WorkloadView = Field(description="The load the plan was sized for.")
-    slo: dict[str, Any] = Field(
+    slo: dict[str, object] = Field(
         default_factory=dict, description="TTFT and TPOT targets and their percentile."
     )
     best: BestView = Field(description="The recommendation.")
-    pareto: list[dict[str, Any]] = Field(
+    pareto: list[dict[str, object]] = Field(
         default_factory=list, description="Throughput-per-GPU vs per-user frontier points."
     )
-    candidates: list[dict[str, Any]] = Field(
+    candidates: list[dict[str, object]] = Field(
         default_factory=list, description="Every candidate evaluated, one row each."
     )
     binding_constraint: str = Field(
@@ -68,15 +67,16 @@ class PlanView(BaseModel):
         default=None, description="Candidates the search priced."
     )
     search_seconds: float | None = Field(default=None, description="Wall time of the search, s.")
-    alternatives: dict[str, Any] = Field(
+    alternatives: dict[str, object] = Field(
         default_factory=dict, description="Best choice per mode (agg, disagg)."
     )
-    raw: dict[str, Any] = Field(default_factory=dict, description="The whole decoded plan.")
+    raw: dict[str, object] = Field(default_factory=dict, description="The whole decoded plan.")
 
 
-def parse_plan(data: Any) -> PlanView:
+def parse_plan(data: object) -> PlanView:
     """Validate a decoded plan; any problem is one ``PlannerInputError`` naming the field."""
     view = validate_plan(data, PlanView)
+    assert isinstance(data, dict)  # validate_plan refuses anything else
     alts = data.get("alternatives")
     alternatives = alts if isinstance(alts, dict) else {}
     return view.model_copy(update={"raw": data, "alternatives": alternatives})
@@ -87,7 +87,7 @@ def load_plan(path: str | Path) -> PlanView:
     return parse_plan(read_plan_json(path, "--plan"))
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: object) -> object:
     """A JSON leaf as one spreadsheet cell: scalars as is, short lists joined, others summarised."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
@@ -100,9 +100,9 @@ def _cell(value: Any) -> Any:
     return str(value)
 
 
-def flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(obj: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     """Nested dict -> one level with dotted keys; leaves become single cells."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in obj.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
@@ -125,7 +125,7 @@ def _short_names(names: list[str]) -> dict[str, str]:
     return short
 
 
-def flat_rows(entries: list[Any]) -> list[dict[str, Any]]:
+def flat_rows(entries: Sequence[object]) -> list[dict[str, object]]:
     """Flatten a list of (possibly nested) entries into rows with one shared column order."""
     flats = [flatten(e) if isinstance(e, Mapping) else {"value": _cell(e)} for e in entries]
     columns: list[str] = []
@@ -135,7 +135,13 @@ def flat_rows(entries: list[Any]) -> list[dict[str, Any]]:
     return [{rename[c]: row.get(c) for c in columns} for row in flats]
 
 
-def pick(row: Mapping[str, Any], name: str) -> Any:
+def section(obj: Mapping[str, object], key: str) -> Mapping[str, object]:
+    """``obj[key]`` when it is a mapping, else an empty one (a plan may lack optional parts)."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def pick(row: Mapping[str, object], name: str) -> object:
     """``row[name]``, else the value of the first column whose dotted name ends with ``.name``."""
     if name in row:
         return row[name]
@@ -145,7 +151,7 @@ def pick(row: Mapping[str, Any], name: str) -> Any:
     return None
 
 
-def as_float(value: Any) -> float | None:
+def as_float(value: object) -> float | None:
     """A number as float; None for anything that is not a finite number."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from typing import Any
 
 from planner.errors import PlannerInputError
 
@@ -95,14 +94,14 @@ TEXT_NAMES: dict[str, str] = {
 MODE_WORDS = {"agg": "aggregated", "disagg": "disaggregated (prefill/decode)"}
 
 
-def _finite(value: Any) -> float | None:
+def _finite(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     f = float(value)
     return f if math.isfinite(f) else None
 
 
-def num(value: Any, sig: int = SIG_FIGS) -> str:
+def num(value: object, sig: int = SIG_FIGS) -> str:
     """A quantity rounded to ``sig`` significant figures, with thousands separators; '-' for none.
 
     Integers (Python ``int``) are counts and print exactly.
@@ -125,19 +124,19 @@ def num(value: Any, sig: int = SIG_FIGS) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def count(value: Any) -> str:
+def count(value: object) -> str:
     """An exact count (GPUs, clients, tokens of a size): no rounding beyond the integer."""
     x = _finite(value)
     return "-" if x is None else f"{round(x):,}"
 
 
-def pct(share: Any, decimals: int = 1) -> str:
+def pct(share: object, decimals: int = 1) -> str:
     """A share (0.123) as percent ('12.3%')."""
     x = _finite(share)
     return "-" if x is None else f"{x * 100:.{decimals}f}%"
 
 
-def money(value: Any) -> str:
+def money(value: object) -> str:
     """Dollars: cents below $1,000, whole dollars above."""
     x = _finite(value)
     if x is None:
@@ -145,13 +144,13 @@ def money(value: Any) -> str:
     return f"${x:,.0f}" if abs(x) >= 1000 else f"${x:,.2f}"
 
 
-def gb(n_bytes: Any) -> str:
+def gb(n_bytes: object) -> str:
     """Bytes as GB (1e9 bytes), 4 significant figures."""
     x = _finite(n_bytes)
     return "-" if x is None else f"{num(x / GB)} GB"
 
 
-def ms(value: Any) -> str:
+def ms(value: object) -> str:
     """Milliseconds with the unit."""
     x = _finite(value)
     return "-" if x is None else f"{num(x)} ms"
@@ -207,14 +206,14 @@ def kind_of(key: str) -> str:
     return "num"
 
 
-def show(key: str, value: Any) -> str:
+def show(key: str, value: object) -> str:
     """The cell text of ``value`` for the raw key ``key`` (its kind picks the rounding)."""
     if value is None or isinstance(value, str):
         return "-" if value is None else value
     return show_kind(kind_of(key), value)
 
 
-def show_kind(kind: str, value: Any) -> str:
+def show_kind(kind: str, value: object) -> str:
     """Cell text of a number of a known display kind ('count', 'pct', 'money', 'gb', 'num')."""
     if kind == "count":
         return count(value)
@@ -240,7 +239,7 @@ def excel_format(kind: str) -> str:
     }.get(kind, "General")
 
 
-def excel_format_for(value: Any, kind: str = "num") -> str:
+def excel_format_for(value: object, kind: str = "num") -> str:
     """A number format that shows ``value`` with at most 4 significant figures."""
     if kind in ("count", "pct"):
         return excel_format(kind)
@@ -262,14 +261,21 @@ def gpu_name(key: str) -> str:
     return spec.name if spec is not None else key
 
 
-def split_text(parallel: Mapping[str, Any]) -> str:
+def _more_than_one(parallel: Mapping[str, object], key: str) -> bool:
+    value = parallel.get(key, 1)
+    return isinstance(value, int | float) and value > 1
+
+
+def split_text(parallel: Mapping[str, object]) -> str:
     """'TP4' / 'TP2 x PP4' / 'TP8 DP8 EP8': the model split of one worker."""
     parts = [f"TP{parallel.get('tp', 1)}"]
-    parts += [f"{k.upper()}{parallel[k]}" for k in ("pp", "dp", "ep") if parallel.get(k, 1) > 1]
+    parts += [
+        f"{k.upper()}{parallel[k]}" for k in ("pp", "dp", "ep") if _more_than_one(parallel, k)
+    ]
     return " x ".join(parts)
 
 
-def _whole(value: Any, field: str) -> int:
+def _whole(value: object, field: str) -> int:
     """A count from a plan file; anything but a whole number >= 1 is one input error."""
     if (
         isinstance(value, bool)
@@ -282,9 +288,10 @@ def _whole(value: Any, field: str) -> int:
     return int(value)
 
 
-def worker_parts(w: Mapping[str, Any]) -> dict[str, str]:
+def worker_parts(w: Mapping[str, object]) -> dict[str, str]:
     """One worker role as labelled parts (what a person reads in a table)."""
-    p = w.get("parallel", {}) if isinstance(w.get("parallel"), Mapping) else {}
+    parallel = w.get("parallel")
+    p: Mapping[str, object] = parallel if isinstance(parallel, Mapping) else {}
     gpus = 1
     for k in ("tp", "pp", "dp"):
         gpus *= _whole(p.get(k, 1), f"parallel.{k}")
@@ -301,7 +308,7 @@ def worker_parts(w: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def worker_sentence(w: Mapping[str, Any]) -> str:
+def worker_sentence(w: Mapping[str, object]) -> str:
     """'2 replicas of TP4 (4 GPUs each), up to 64 running requests, 2,048-token chunks'."""
     n, parts = _whole(w.get("workers", 1), "workers"), worker_parts(w)
     each = parts["GPUs per replica"]
@@ -313,13 +320,18 @@ def worker_sentence(w: Mapping[str, Any]) -> str:
     )
 
 
-def roles(dep: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def roles(dep: Mapping[str, object]) -> list[tuple[str, Mapping[str, object]]]:
     """The worker roles of a deployment dict, in order: agg, or prefill then decode."""
     names = ("agg",) if dep.get("mode") == "agg" else ("prefill", "decode")
-    return [(r, dep[r]) for r in names if isinstance(dep.get(r), Mapping)]
+    out: list[tuple[str, Mapping[str, object]]] = []
+    for r in names:
+        role = dep.get(r)
+        if isinstance(role, Mapping):
+            out.append((r, role))
+    return out
 
 
-def config_sentence(dep: Mapping[str, Any], gpus: int | None = None, gpu_label: str = "") -> str:
+def config_sentence(dep: Mapping[str, object], gpus: int | None = None, gpu_label: str = "") -> str:
     """The deployment as people say it (mode, replicas, split, batch, chunk, dtypes)."""
     rs = roles(dep)
     head = f"{gpus} x {gpu_label or gpu_name(str(dep.get('gpu', 'GPU')))}, " if gpus else ""
@@ -333,7 +345,7 @@ def config_sentence(dep: Mapping[str, Any], gpus: int | None = None, gpu_label: 
     return f"{head}{mode}: {body}; {dtypes}."
 
 
-def config_table(dep: Mapping[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def config_table(dep: Mapping[str, object]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The deployment's parts: columns ('Role', ...) and one row of text per role."""
     rs = roles(dep)
     if not rs:
@@ -358,7 +370,7 @@ def step_name(key: str) -> str:
     return STEP_NAMES.get(base, base.replace("_", " "))
 
 
-def step_rows(breakdown: Any) -> list[tuple[str, str, float, float]]:
+def step_rows(breakdown: object) -> list[tuple[str, str, float, float]]:
     """(step, op kind, ms, share) for every non-empty op of every step the plan reports.
 
     Accepts ``{step: {op: ms}}`` or ``{op: ms}``; op kinds that take no time (a 0 ms MoE row of a
@@ -380,7 +392,7 @@ def step_rows(breakdown: Any) -> list[tuple[str, str, float, float]]:
     return out
 
 
-def _op_ms(value: Any) -> float | None:
+def _op_ms(value: object) -> float | None:
     if isinstance(value, Mapping):
         value = value.get("ms", value.get("time_ms"))
     x = _finite(value)

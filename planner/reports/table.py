@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -13,7 +12,7 @@ class Table:
 
     title: str
     columns: tuple[str, ...]
-    rows: tuple[tuple[Any, ...], ...]
+    rows: tuple[tuple[object, ...], ...]
     note: str = ""
     formats: dict[str, str] = field(default_factory=dict)
     """Column name -> display kind (``planner.reports.present.kind_of``): 'count', 'pct', 'money',
@@ -31,7 +30,7 @@ class Table:
 
 
 def kv_table(
-    title: str, pairs: Mapping[str, Any], note: str = "", kinds: Mapping[str, str] | None = None
+    title: str, pairs: Mapping[str, object], note: str = "", kinds: Mapping[str, str] | None = None
 ) -> Table:
     """Two-column Item / Value table (``kinds``: display kind per item)."""
     rows = tuple((k, v) for k, v in pairs.items())
@@ -39,7 +38,7 @@ def kv_table(
     return Table(title, ("Item", "Value"), rows, note, {"Item": "text"}, row_kinds)
 
 
-def rows_table(title: str, rows: list[dict[str, Any]], note: str = "") -> Table:
+def rows_table(title: str, rows: list[dict[str, object]], note: str = "") -> Table:
     """Table from flat dict rows (shared keys become the columns, missing cells are blank)."""
     columns: list[str] = []
     for row in rows:

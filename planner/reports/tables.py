@@ -9,11 +9,10 @@ details follow on the other sheets; candidates appear in one table.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from planner.reports import present as pr
 from planner.reports.breakdowns import latency_table, memory_detail, memory_table
-from planner.reports.plan_view import PlanView, as_float, flat_rows, pick
+from planner.reports.plan_view import PlanView, as_float, flat_rows, pick, section
 from planner.reports.table import Table, kv_table
 
 PER_GPU = "output_tok_s_per_gpu"
@@ -50,11 +49,11 @@ def _pct(view: PlanView) -> str:
     return str(view.slo.get("percentile", "p90"))
 
 
-def _stat(stats: Any, which: str) -> float | None:
+def _stat(stats: object, which: str) -> float | None:
     return as_float(stats.get(which)) if isinstance(stats, Mapping) else as_float(stats)
 
 
-def band_text(stats: Any, which: str, band: Any = None) -> str | None:
+def band_text(stats: object, which: str, band: object = None) -> str | None:
     """The prediction band of one percentile ('700-1,250'), None while the plan carries none.
 
     Issue 17 adds ``{"band": {"level", "<stat>": {"lo", "hi"}}}`` to ``ttft_ms`` / ``tpot_ms``.
@@ -67,7 +66,7 @@ def band_text(stats: Any, which: str, band: Any = None) -> str | None:
     return f"{pr.num(one.get('lo'))}-{pr.num(one.get('hi'))}"
 
 
-def headline(view: PlanView) -> dict[str, Any]:
+def headline(view: PlanView) -> dict[str, object]:
     """Raw headline numbers of the recommendation (the Pareto chart's star reads these)."""
     pred = view.best.predicted
     return {PER_GPU: pred.get(PER_GPU), PER_USER: pred.get(PER_USER)}
@@ -76,12 +75,13 @@ def headline(view: PlanView) -> dict[str, Any]:
 def deploy_table(view: PlanView) -> Table:
     """What to deploy, in words."""
     gpus, asked = view.best.gpus, view.raw.get("per_gpu_type") or [view.gpu]
-    binding = view.raw.get("binding", {}).get("sentence") or view.binding_constraint
-    pairs: dict[str, Any] = {
+    names = asked if isinstance(asked, Mapping | list) else [view.gpu]
+    binding = section(view.raw, "binding").get("sentence") or view.binding_constraint
+    pairs: dict[str, object] = {
         "Model": view.model,
         "GPUs": gpus,
         "GPU type": pr.gpu_name(view.gpu),
-        "GPU types asked for": ", ".join(pr.gpu_name(g) for g in asked),
+        "GPU types asked for": ", ".join(pr.gpu_name(str(g)) for g in names),
         "Configuration": pr.config_sentence(view.best.deployment, gpus),
         "Binding constraint": binding,
         "Objective": view.raw.get("objective", "-"),
@@ -93,7 +93,7 @@ def deploy_table(view: PlanView) -> Table:
 def predictions_table(view: PlanView) -> Table:
     """Predicted latency and throughput against the SLOs, with headroom (and bands when present)."""
     pred, slo, pct = view.best.predicted, view.slo, _pct(view)
-    rows: list[tuple[Any, ...]] = []
+    rows: list[tuple[object, ...]] = []
     for key in ("ttft_ms", "tpot_ms"):
         stats, limit = pred.get(key), as_float(slo.get(key))
         for which in dict.fromkeys((pct, "mean")):
@@ -121,7 +121,7 @@ def predictions_table(view: PlanView) -> Table:
 
 def cost_table(view: PlanView) -> Table:
     """Cost of the recommendation."""
-    best = view.raw.get("best", {})
+    best = section(view.raw, "best")
     pairs = {
         pr.label("cost_per_million_output_tokens"): best.get("cost_per_million_output_tokens"),
         pr.label("cost_per_hour_usd"): best.get("cost_per_hour_usd"),
@@ -133,7 +133,8 @@ def cost_table(view: PlanView) -> Table:
 
 def headroom_table(view: PlanView) -> Table:
     """Every limit of the recommendation: predicted value, limit, headroom."""
-    items = view.raw.get("binding", {}).get("headroom") or []
+    found = section(view.raw, "binding").get("headroom") or []
+    items = found if isinstance(found, list) else []
     keys = ("limit_name", "value", "limit", "unit", "headroom")
     rows = tuple(tuple(h.get(k) for k in keys) for h in items if isinstance(h, Mapping))
     note = "" if rows else "the plan states no headroom"
@@ -164,7 +165,7 @@ def summary_tables(view: PlanView) -> list[Table]:
     ]
 
 
-def _choice_pairs(alt: Any, pct: str) -> dict[str, Any]:
+def _choice_pairs(alt: object, pct: str) -> dict[str, object]:
     if not isinstance(alt, Mapping):
         return {"Configuration": "none meets the SLOs"}
     pred = alt.get("predicted") if isinstance(alt.get("predicted"), Mapping) else {}
@@ -257,7 +258,7 @@ def per_gpu_table(view: PlanView) -> Table | None:
     )
 
 
-def candidate_rows(view: PlanView) -> list[dict[str, Any]]:
+def candidate_rows(view: PlanView) -> list[dict[str, object]]:
     """Top candidates (best first) plus Pareto points not among them; latency keys without the
     percentile (``ttft_ms``), as the Pareto points name them."""
     pct = _pct(view)
@@ -294,7 +295,7 @@ def pareto_table(view: PlanView) -> Table:
     return candidates_table(view)
 
 
-def metric_xy(row: Mapping[str, Any]) -> tuple[float | None, float | None]:
+def metric_xy(row: Mapping[str, object]) -> tuple[float | None, float | None]:
     """(tokens/s per user, tokens/s per GPU) of a raw flat row, None where missing."""
     return as_float(pick(row, PER_USER)), as_float(pick(row, PER_GPU))
 
@@ -302,7 +303,7 @@ def metric_xy(row: Mapping[str, Any]) -> tuple[float | None, float | None]:
 def load_model_line(view: PlanView) -> str:
     """How the load was modelled, in words."""
     wl = view.workload
-    load = view.raw.get("workload", {}).get("load")
+    load = section(view.raw, "workload").get("load")
     if load == "rate" or (load is None and wl.concurrency is None and wl.rate is not None):
         return f"open loop: {pr.num(wl.rate)} requests/s (Poisson arrivals)"
     if load in (None, "concurrency") and wl.concurrency is not None:
@@ -321,7 +322,7 @@ def load_model_line(view: PlanView) -> str:
 def assumptions_table(view: PlanView) -> Table:
     """Inputs the prediction rests on: workload, SLOs, load model, engine settings, assumptions."""
     pct, dep = _pct(view), view.best.deployment
-    pairs: dict[str, Any] = {
+    pairs: dict[str, object] = {
         "Load model": load_model_line(view),
         pr.label("isl"): view.workload.isl,
         pr.label("osl"): view.workload.osl,
@@ -345,7 +346,7 @@ def assumptions_table(view: PlanView) -> Table:
 
 def provenance_table(view: PlanView) -> Table:
     """Where each predicted number came from (measured table, interpolation, fitted, roofline)."""
-    pairs: dict[str, Any] = {}
+    pairs: dict[str, object] = {}
     prov = view.best.predicted.get("provenance")
     if isinstance(prov, Mapping):
         pairs.update({k.replace("_", " ").capitalize(): str(v) for k, v in prov.items()})

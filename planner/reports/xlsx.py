@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import xlsxwriter
 from xlsxwriter.format import Format
@@ -23,7 +22,7 @@ from planner.reports.tables import PER_GPU_LABEL, PER_USER_LABEL, SHEETS, sheet_
 CHART_ROWS = 20
 """Rows kept free above the Pareto table for its chart."""
 MAX_COL_WIDTH = 90
-_FMT_SPECS: dict[str, dict[str, Any]] = {
+_FMT_SPECS: dict[str, dict[str, object]] = {
     "title": {"bold": True, "font_size": 14},
     "table": {"bold": True, "font_size": 11, "font_color": "#1f4e79"},
     "note": {"italic": True, "font_color": "#7f7f7f"},
@@ -65,13 +64,16 @@ class Formats(dict[str, Format]):
         return self[key]
 
 
-def _cell_format(value: Any, kind: str, fmts: dict[str, Format]) -> Format:
+def _cell_format(value: object, kind: str, fmts: dict[str, Format]) -> Format:
     """4 significant figures for quantities, exact counts, % for shares (the cell keeps the value);
     text longer than a column wraps."""
     if isinstance(value, str) and len(value) > MAX_COL_WIDTH:
         return fmts["wrap"]
-    is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not is_number or not isinstance(fmts, Formats):
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not isinstance(fmts, Formats)
+    ):
         return fmts["plain"]
     if kind == "gb":  # memory detail cells hold bytes: shown as GB
         return fmts.number(excel_format_for(value / 1e9) + ",,,")
@@ -80,7 +82,7 @@ def _cell_format(value: Any, kind: str, fmts: dict[str, Format]) -> Format:
     return fmts.number(excel_format_for(value, kind))
 
 
-def _write_cell(ws: Worksheet, row: int, col: int, value: Any, fmt: Format) -> None:
+def _write_cell(ws: Worksheet, row: int, col: int, value: object, fmt: Format) -> None:
     """Typed write: strings never become formulas or links, non-finite numbers become blanks."""
     if isinstance(value, bool):
         ws.write_boolean(row, col, value)
@@ -266,6 +268,6 @@ def render_xlsx(view: PlanView) -> bytes:
     return buf.getvalue()
 
 
-def build_xlsx(plan: dict[str, Any]) -> bytes:
+def build_xlsx(plan: dict[str, object]) -> bytes:
     """Spreadsheet report of a decoded plan file (PlannerInputError when it is not a plan)."""
     return render_xlsx(parse_plan(plan))
