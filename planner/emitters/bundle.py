@@ -7,7 +7,6 @@ import math
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -66,7 +65,7 @@ def bench_command(
 ) -> Command:
     """One load-generator client against one endpoint, carrying its share of the load."""
     wl = ctx.workload
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "bench_backend": "default",
         "bench_model": ctx.model_id,
         "bench_host": host,
@@ -79,12 +78,14 @@ def bench_command(
     }
     prompts = 0
     if wl.concurrency is not None:
-        values["bench_concurrency"] = int(split(wl.concurrency, n, index)) or 1
-        prompts = values["bench_concurrency"] * ROUNDS_PER_CLIENT
+        clients = int(split(wl.concurrency, n, index)) or 1
+        values["bench_concurrency"] = clients
+        prompts = clients * ROUNDS_PER_CLIENT
     if wl.rate is not None and wl.concurrency is None:
         # with a concurrency the plan was predicted for a closed loop; its rate is an output then
-        values["bench_rate"] = round(wl.rate / n, 6)
-        prompts = max(prompts, math.ceil(values["bench_rate"] * RATE_WINDOW_S))
+        rate = round(wl.rate / n, 6)
+        values["bench_rate"] = rate
+        prompts = max(prompts, math.ceil(rate * RATE_WINDOW_S))
     values["bench_num_prompts"] = max(prompts, MIN_PROMPTS)
     values["bench_ignore_eos"] = True
     values |= _result_values(flags, index)
@@ -95,7 +96,7 @@ def bench_command(
     )
 
 
-def _result_values(flags: Flags, index: int) -> dict[str, Any]:
+def _result_values(flags: Flags, index: int) -> dict[str, object]:
     """Where client ``index`` writes its native result file (the layout ``planner calibrate e2e``
     reads): vLLM / TensorRT-LLM ``--save-result`` JSON, SGLang ``--output-file`` JSON lines."""
     if flags.find("bench_result_dir", "bench") is not None:
@@ -154,7 +155,7 @@ def benchmark_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFil
     return OutFile(name="benchmark.sh", text=text, executable=True)
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> set[str]:
+def _flatten(tree: Mapping[str, object], prefix: str = "") -> set[str]:
     keys: set[str] = set()
     for key, value in tree.items():
         path = f"{prefix}{key}"
@@ -262,7 +263,7 @@ def write_files(
 
 
 def write_engine_configs(
-    plan_dict: Mapping[str, Any],
+    plan_dict: Mapping[str, object],
     backend: str,
     out_dir: str | Path,
     version: str | None = None,

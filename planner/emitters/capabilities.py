@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import yaml
 
@@ -27,22 +27,38 @@ _PLANNER_DTYPE = {
 }
 
 
+class QuantCaps(TypedDict):
+    """Weight formats an engine runs, per GPU architecture, and what it quantizes on load."""
+
+    checkpoint: dict[str, list[str]]
+    online: NotRequired[dict[str, str]]
+    source: str
+
+
+class EngineCaps(TypedDict):
+    """One engine's entry of capabilities.yaml (``shapes`` holds :class:`ShapeRules` fields)."""
+
+    shapes: dict[str, str]
+    quant: QuantCaps
+
+
 @cache
-def _table() -> dict[str, Any]:
+def _table() -> dict[str, EngineCaps]:
     text = resources.files("planner.emitters").joinpath("capabilities.yaml").read_text()
-    return dict(yaml.safe_load(text)["engines"])
+    engines: dict[str, EngineCaps] = yaml.safe_load(text)["engines"]
+    return dict(engines)
 
 
-def _engine(engine: str) -> dict[str, Any]:
+def _engine(engine: str) -> EngineCaps:
     table = _table()
     if engine not in table:
         raise PlannerInputError("--backend", f"'{engine}' is not one of {', '.join(table)}")
-    return dict(table[engine])
+    return table[engine]
 
 
 def shape_rules(engine: str) -> ShapeRules:
     """The engine-neutral shape rules of ``engine``."""
-    return ShapeRules(**_engine(engine)["shapes"])
+    return ShapeRules.model_validate(_engine(engine)["shapes"])
 
 
 def check_shape(engine: str, role: str, par: Parallelism, node_gpus: int | None = None) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.deployment import Deployment, WorkerConfig
@@ -74,7 +72,7 @@ def _named(slot: Slot) -> Slot:
 
 def worker_values(
     deployment: Deployment, worker: WorkerConfig, quant: str | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Engine-neutral planner values of one worker, keyed by flag-table ``param``.
 
     Parallel degrees of 1 are left out so the engine default applies. ``quant`` is the
@@ -82,7 +80,7 @@ def worker_values(
     needs none, the engine reads its format.
     """
     par = worker.parallel
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "tp": par.tp,
         "max_batch": worker.max_num_seqs,
         "chunk": worker.max_num_batched_tokens,
@@ -101,7 +99,7 @@ def worker_values(
     return values
 
 
-def engine_value(flags: Flags, param: str, value: Any, tool: Tool) -> Any:
+def engine_value(flags: Flags, param: str, value: object, tool: Tool) -> object:
     """The engine's value for a planner value, or None when the row maps it to nothing."""
     row = flags.get(param, tool)
     if row.values:
@@ -114,19 +112,21 @@ class Rendered(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     args: tuple[tuple[str, tuple[str, ...]], ...] = Field(description="CLI (flag, values) pairs.")
-    tree: dict[str, Any] = Field(description="Nested mapping of the ``yaml`` rows.")
-    flat: dict[str, Any] = Field(description="CLI rows as a config-file mapping (flag without --).")
+    tree: dict[str, object] = Field(description="Nested mapping of the ``yaml`` rows.")
+    flat: dict[str, object] = Field(
+        description="CLI rows as a config-file mapping (flag without --)."
+    )
 
 
-def render(flags: Flags, values: dict[str, Any], tool: Tool = "serve") -> Rendered:
+def render(flags: Flags, values: dict[str, object], tool: Tool = "serve") -> Rendered:
     """Map planner values through the table.
 
     A parameter without an active row is skipped (see ``unmapped``); a value the row
     maps to nothing (e.g. bf16 weights -> no --quantization) is omitted.
     """
     args: list[tuple[str, tuple[str, ...]]] = []
-    tree: dict[str, Any] = {}
-    flat: dict[str, Any] = {}
+    tree: dict[str, object] = {}
+    flat: dict[str, object] = {}
     for param, raw in values.items():
         row = flags.find(param, tool)
         value = None if row is None else engine_value(flags, param, raw, tool)
@@ -141,7 +141,7 @@ def render(flags: Flags, values: dict[str, Any], tool: Tool = "serve") -> Render
     return Rendered(args=tuple(args), tree=tree, flat=flat)
 
 
-def unmapped(flags: Flags, values: dict[str, Any], tool: Tool = "serve") -> list[str]:
+def unmapped(flags: Flags, values: dict[str, object], tool: Tool = "serve") -> list[str]:
     """Parameters the engine has no spelling for (reported in PLAN.md)."""
     return [p for p in values if flags.find(p, tool) is None]
 

@@ -7,7 +7,6 @@ are kept in ``raw`` and ignored here, so the plan format can grow without breaki
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,7 +27,7 @@ class Best(BaseModel):
 
     model_config = _PLAN
     deployment: Deployment = Field(description="The recommended deployment.")
-    predicted: dict[str, Any] = Field(default_factory=dict, description="Predicted metrics.")
+    predicted: dict[str, object] = Field(default_factory=dict, description="Predicted metrics.")
     gpus: int = Field(ge=1, description="GPUs of the deployment.")
     cost_per_million_output_tokens: float | None = Field(
         default=None, description="USD per million output tokens; None without a price."
@@ -55,7 +54,7 @@ def _check_text(field: str, value: str) -> None:
         )
 
 
-def parse_plan(data: Any) -> PlanFile:
+def parse_plan(data: object) -> PlanFile:
     """Validate a decoded plan; any problem is one PlannerInputError naming the field.
 
     The model's identity (``best.deployment.hf_id``) must be present and be an HF id or a local

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from planner.emitters.common import roles
 from planner.emitters.flag_table import FlagRow, Flags
@@ -14,19 +13,19 @@ from planner.reports.present import label, num, show
 _PERCENTILES = ("mean", "p50", "p90", "p99")
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return lines
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return num(value)
     return "-" if value is None else str(value).replace("|", "\\|")
 
 
-def _band_cell(value: Any) -> Any:
+def _band_cell(value: object) -> object:
     """A band edge pair {lo, hi} as ``lo-hi``; other values unchanged."""
     if isinstance(value, dict) and {"lo", "hi"} <= set(value):
         return f"{value['lo']:.4g}-{value['hi']:.4g}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from planner.emitters.common import (
     LOCAL_HOST,
     bind_host,
@@ -27,7 +25,7 @@ def bootstrap_port(slot: Slot) -> int:
     return BOOTSTRAP_BASE + slot.index
 
 
-def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
+def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
     """Planner values in SGLang's terms: with DP attention ``--tp-size`` counts all tp*dp GPUs."""
     values = worker_values(ctx.deployment, slot.worker, ctx.quant.get(slot.role))
     values["tp"] = slot.worker.parallel.tp * slot.worker.parallel.dp
@@ -39,7 +37,7 @@ def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
     return values
 
 
-def multi_node_values(slot: Slot) -> dict[str, Any]:
+def multi_node_values(slot: Slot) -> dict[str, object]:
     """Per-host values of a replica spanning hosts: the same line on every host with
     --nnodes, --node-rank and the head's --dist-init-addr (docs references/multi_node_deployment);
     --tp-size already counts the GPUs of all hosts."""

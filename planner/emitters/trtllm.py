@@ -3,8 +3,6 @@ server."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from planner.emitters.common import (
     LOCAL_HOST,
     bind_host,
@@ -22,7 +20,7 @@ BASE_PORT = 8001  # the disaggregated-serving guide's first context server
 ROUTER_PORT = 8000  # the guide's disaggregated server port
 
 
-def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
+def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
     """Planner values in LLM-API terms: the world size is tp*dp when attention DP is on."""
     par = slot.worker.parallel
     values = worker_values(ctx.deployment, slot.worker, ctx.quant.get(slot.role))
@@ -84,7 +82,7 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
 def disagg_file(ctx: EmitContext, flags: Flags) -> OutFile:
     """``disagg_config.yaml`` for ``trtllm-serve disaggregated``."""
     pre, dec = ctx.role_slots("prefill"), ctx.role_slots("decode")
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "router_host": LOCAL_HOST,
         "router_port": ROUTER_PORT,
         "router_backend": "default",

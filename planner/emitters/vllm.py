@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from planner.emitters.common import (
     LOCAL_HOST,
@@ -26,7 +25,7 @@ DP_RPC_PORT = 13345  # the data-parallel deployment guide's --data-parallel-rpc-
 MASTER_PORT = 29501  # torch.distributed rendezvous port of a multi-node TP/PP replica
 
 
-def multi_node_values(slot: Slot) -> dict[str, Any]:
+def multi_node_values(slot: Slot) -> dict[str, object]:
     """Per-host values of a replica spanning ``slot.nodes`` hosts (none for one host).
 
     With attention DP every host runs ``dp / nodes`` whole DP ranks (the shape rule
@@ -38,7 +37,7 @@ def multi_node_values(slot: Slot) -> dict[str, Any]:
     if slot.nodes == 1:
         return {}
     par = slot.worker.parallel
-    values: dict[str, Any]
+    values: dict[str, object]
     if par.dp > 1:
         local = par.dp // slot.nodes
         values = {
@@ -59,7 +58,7 @@ def multi_node_values(slot: Slot) -> dict[str, Any]:
     return values
 
 
-def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, Any]:
+def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
     """Planner values in vLLM's terms: DP ranks are the attention-DP ranks; EP is a switch."""
     values = worker_values(ctx.deployment, slot.worker, ctx.quant.get(slot.role))
     values.pop("attention_dp", None)
@@ -105,7 +104,7 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
 def router(ctx: EmitContext, flags: Flags) -> Command:
     """The documented toy proxy that sends each request to a prefiller, then a decoder."""
     pre, dec = ctx.role_slots("prefill"), ctx.role_slots("decode")
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "router_port": ROUTER_PORT,
         "router_prefill_hosts": tuple(s.host for s in pre),
         "router_prefill_ports": tuple(s.port for s in pre),

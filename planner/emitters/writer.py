@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import yaml
 
@@ -38,18 +37,21 @@ def shell_line(cmd: Command, background: bool = False) -> str:
     return (comment(cmd.comment) + "\n" if cmd.comment else "") + text
 
 
-def yaml_text(data: Mapping[str, Any], header: Iterable[str] = ()) -> str:
+def yaml_text(data: Mapping[str, object], header: Iterable[str] = ()) -> str:
     """Block-style YAML in insertion order, with ``#`` header lines."""
     body = yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)
     return "".join(comment(line) + "\n" for line in header) + body
 
 
-def set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(target: dict[str, object], dotted: str, value: object) -> None:
     """``set_dotted(d, 'a.b', 1)`` sets ``d['a']['b'] = 1``, creating levels."""
     *parents, leaf = dotted.split(".")
     node = target
     for key in parents:
-        node = node.setdefault(key, {})
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ValueError(f"{dotted}: {key} already holds a value, not a mapping")
+        node = child
     node[leaf] = value
 
 

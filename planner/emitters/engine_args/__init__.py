@@ -15,13 +15,75 @@ import argparse
 import functools
 import json
 import re
+from collections.abc import Callable, Iterable
 from importlib import resources
-from typing import Any, NoReturn
+from typing import NoReturn, Required, TypedDict, TypeVar, overload
 
 import yaml
 
 ENGINES = ("vllm", "sglang", "trtllm")
+_N = TypeVar("_N")
 _HUMAN_INT = re.compile(r"^-?\d+(\.\d+)?([kKmMgGtT]i?)?$")
+
+
+class ArgRecord(TypedDict, total=False):
+    """One argument of an engine tool as the data files hold it (see the files' header)."""
+
+    flags: Required[list[str]]
+    takes_value: Required[bool]
+    positional: bool
+    type: str
+    nargs: str | int
+    choices: list[str | int | float | bool | None]
+    choices_dynamic: bool
+    choices_checked_by: str
+    nullable: bool
+    append: bool
+    required: bool
+    type_source: str
+    unresolved: str
+
+
+class ToolRecord(TypedDict, total=False):
+    """One tool of an engine (``serve``, ``bench``, ``router``)."""
+
+    program: Required[str]
+    entry: str
+    sources: list[str]
+    notes: str
+    count: int
+    arguments: Required[list[ArgRecord]]
+
+
+class FieldRecord(TypedDict, total=False):
+    """One field of the LLM-API YAML schema: accepted types, null, choices, nested model."""
+
+    types: list[str]
+    nullable: bool
+    choices: list[str | int | float | bool | None]
+    model: str
+    note: str
+
+
+class LlmApiSchema(TypedDict, total=False):
+    """The LLM-API YAML schema: class -> field -> record, and the top-level class."""
+
+    root: Required[str]
+    sources: list[str]
+    models: Required[dict[str, dict[str, FieldRecord]]]
+
+
+class EngineArgs(TypedDict, total=False):
+    """One engine's data file."""
+
+    engine: Required[str]
+    source: dict[str, str]
+    tools: Required[dict[str, ToolRecord]]
+    llm_api_yaml: LlmApiSchema
+
+
+Converted = str | int | float | bool | list[object] | dict[str, object] | None
+"""What a converter makes of one command-line word (JSON for the json types)."""
 
 
 class EngineArgError(ValueError):
@@ -34,7 +96,19 @@ class StrictParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise EngineArgError(f"{self.prog}: {message}")
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: None = None
+    ) -> tuple[argparse.Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None, namespace: _N
+    ) -> tuple[_N, list[str]]: ...
+    @overload
+    def parse_known_args(self, *, namespace: _N) -> tuple[_N, list[str]]: ...
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: object = None
+    ) -> tuple[object, list[str]]:
         try:
             return super().parse_known_args(args, namespace)
         except argparse.ArgumentError as exc:
@@ -42,12 +116,13 @@ class StrictParser(argparse.ArgumentParser):
 
 
 @functools.cache
-def load(engine: str) -> dict[str, Any]:
+def load(engine: str) -> EngineArgs:
     """The parsed data file of one engine."""
     if engine not in ENGINES:
         raise EngineArgError(f"unknown engine {engine!r} (allowed: {', '.join(ENGINES)})")
     text = resources.files(__package__).joinpath(f"{engine}.yaml").read_text("utf-8")
-    data = yaml.safe_load(text)
+    # a bundled file that extract.py wrote in this layout (tests/planner/emitters check it)
+    data: EngineArgs | None = yaml.safe_load(text)
     if not isinstance(data, dict) or data.get("engine") != engine:
         raise EngineArgError(f"{engine}.yaml: not an argument list for {engine}")
     return data
@@ -62,11 +137,11 @@ def program(engine: str, tool: str) -> str:
     return str(_tool(engine, tool)["program"])
 
 
-def _tool(engine: str, tool: str) -> dict[str, Any]:
+def _tool(engine: str, tool: str) -> ToolRecord:
     known = load(engine)["tools"]
     if tool not in known:
         raise EngineArgError(f"{engine} has no tool {tool!r} (allowed: {', '.join(known)})")
-    return dict(known[tool])
+    return known[tool]
 
 
 def _human_int(text: str) -> str:
@@ -79,12 +154,13 @@ def _human_int_or_auto(text: str) -> str:
     return text if text == "auto" else _human_int(text)
 
 
-def _json(text: str) -> Any:
-    return json.loads(text)
+def _json(text: str) -> Converted:
+    value: Converted = json.loads(text)
+    return value
 
 
-def _json_or_str(text: str) -> Any:
-    return json.loads(text) if text.lstrip().startswith("{") else text
+def _json_or_str(text: str) -> Converted:
+    return _json(text) if text.lstrip().startswith("{") else text
 
 
 def _bool_text(text: str) -> bool:
@@ -96,7 +172,7 @@ def _bool_text(text: str) -> bool:
     raise ValueError(text)
 
 
-CONVERTERS: dict[str, Any] = {
+CONVERTERS: dict[str, Callable[[str], Converted]] = {
     "int": int,
     "float": float,
     "str": str,
@@ -109,12 +185,12 @@ CONVERTERS: dict[str, Any] = {
 }
 
 
-def _converter(arg: dict[str, Any]) -> Any:
+def _converter(arg: ArgRecord) -> Callable[[str], Converted]:
     name = str(arg.get("type", "str"))
     base = CONVERTERS[name]
     nullable = bool(arg.get("nullable"))
 
-    def conv(text: str) -> Any:
+    def conv(text: str) -> Converted:
         if nullable and text in {"", "None"}:
             return None
         return base(text)
@@ -123,30 +199,29 @@ def _converter(arg: dict[str, Any]) -> Any:
     return conv
 
 
-def _add(parser: argparse.ArgumentParser, arg: dict[str, Any]) -> None:
+def _add(parser: argparse.ArgumentParser, arg: ArgRecord) -> None:
     flags = list(arg["flags"])
     if not arg.get("takes_value", True):
         parser.add_argument(*flags, action="store_true", dest=_dest(flags))
         return
-    kwargs: dict[str, Any] = {"type": _converter(arg)}
+    conv, nargs = _converter(arg), arg.get("nargs")
     if arg.get("positional"):
-        if "nargs" in arg:
-            kwargs["nargs"] = arg["nargs"]
-        parser.add_argument(flags[0], **kwargs)
+        parser.add_argument(flags[0], type=conv, nargs=nargs)
         return
-    kwargs["dest"] = _dest(flags)
-    if "nargs" in arg:
-        kwargs["nargs"] = arg["nargs"]
+    choices: list[str | int | float | bool | None] | None = None
     if arg.get("choices") is not None and not arg.get("choices_dynamic"):
-        choices = list(arg["choices"])
+        choices = list(arg.get("choices", []))
         if arg.get("nullable"):
             choices.append(None)
-        kwargs["choices"] = choices
-    if arg.get("append"):
-        kwargs["action"] = "append"
-    if arg.get("required"):
-        kwargs["required"] = True
-    parser.add_argument(*flags, **kwargs)
+    parser.add_argument(
+        *flags,
+        type=conv,
+        dest=_dest(flags),
+        nargs=nargs,
+        choices=choices,
+        action="append" if arg.get("append") else "store",
+        required=bool(arg.get("required")),
+    )
 
 
 def _dest(flags: list[str]) -> str:
@@ -155,7 +230,7 @@ def _dest(flags: list[str]) -> str:
 
 
 @functools.cache
-def _spec(engine: str, tool: str) -> tuple[str, tuple[dict[str, Any], ...]]:
+def _spec(engine: str, tool: str) -> tuple[str, tuple[ArgRecord, ...]]:
     data = _tool(engine, tool)
     return str(data["program"]), tuple(data["arguments"])
 
@@ -184,16 +259,16 @@ def parse_command(engine: str, tool: str, argv: list[str]) -> argparse.Namespace
     return _cached_parser(engine, tool).parse_args(argv)
 
 
-def yaml_keys(engine: str) -> dict[str, Any]:
+def yaml_keys(engine: str) -> LlmApiSchema:
     """The LLM-API YAML schema (`models`: class -> field -> type record; `root`: the
     class of the top level). Only TensorRT-LLM reads such a file."""
     schema = load(engine).get("llm_api_yaml")
     if not schema:
         raise EngineArgError(f"{engine} has no LLM-API YAML schema")
-    return dict(schema)
+    return schema
 
 
-def check_llm_api_yaml(tree: Any, engine: str = "trtllm") -> list[str]:
+def check_llm_api_yaml(tree: object, engine: str = "trtllm") -> list[str]:
     """Problems of an extra-options YAML tree: unknown keys, wrong types, bad choices.
 
     Each problem reads `dotted.key: what is wrong (allowed: ...)`; an empty list means
@@ -209,7 +284,11 @@ def check_llm_api_yaml(tree: Any, engine: str = "trtllm") -> list[str]:
 
 
 def _check_model(
-    schema: dict[str, Any], model: str, tree: dict[str, Any], prefix: str, problems: list[str]
+    schema: LlmApiSchema,
+    model: str,
+    tree: dict[str, object],
+    prefix: str,
+    problems: list[str],
 ) -> None:
     fields = schema["models"][model]
     for key, value in tree.items():
@@ -221,14 +300,14 @@ def _check_model(
 
 
 def _check_value(
-    schema: dict[str, Any], rec: dict[str, Any], value: Any, where: str, problems: list[str]
+    schema: LlmApiSchema, rec: FieldRecord, value: object, where: str, problems: list[str]
 ) -> None:
     if value is None:
         if not rec.get("nullable"):
             problems.append(f"{where}: null is not allowed")
         return
     kinds = rec.get("types", ["any"])
-    if "choices" in rec and value not in rec["choices"]:
+    if "choices" in rec and value not in rec.get("choices", []):
         allowed = ", ".join(map(str, rec["choices"]))
         problems.append(f"{where}: {value!r} is not allowed (allowed: {allowed})")
         return
@@ -240,7 +319,7 @@ def _check_value(
         problems.append(f"{where}: {type(value).__name__} {value!r} is not {' or '.join(kinds)}")
 
 
-def _is_kind(value: Any, kind: str) -> bool:
+def _is_kind(value: object, kind: str) -> bool:
     if kind == "any":
         return True
     if kind == "bool":
