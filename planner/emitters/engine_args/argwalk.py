@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from typing import Any
+from typing import TypeAlias
 
 from planner.emitters.engine_args.astlib import Module, Source, base_name, const, method
 
-Spec = dict[str, Any]
+Spec: TypeAlias = dict[str, object]
+"""One argument record (flags, takes_value, type, nargs, choices...; see engine_args/*.yaml)
+or a partial one (the keywords of one `add_argument` call)."""
+Env: TypeAlias = dict[str, ast.expr | tuple[Module, ast.ClassDef]]
+"""Local names -> the expression assigned to them; ``__cls__`` -> the class of a method."""
+KwBinding: TypeAlias = tuple[str, Module, ast.ClassDef, str]
+"""A local bound to `get_kwargs(Cls)` ("cls", mod, Cls, "") or to one of its fields
+("field", mod, Cls, field name)."""
 SWITCH_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version"}
 NAMED_TYPES = {
     "human_readable_int": "human_int",
@@ -48,7 +55,8 @@ class Walker:
         self._stack: list[int] = []
 
     def add(self, spec: Spec) -> None:
-        names = [n for n in spec["flags"] if n not in self.flags]
+        flags = spec.get("flags")
+        names = [str(n) for n in flags if n not in self.flags] if isinstance(flags, list) else []
         if not names:
             return
         spec["flags"] = names
@@ -66,15 +74,15 @@ class Walker:
             return
         self._stack.append(id(fn))
         self.files.add(self.src.relpath(mod))
-        env: dict[str, Any] = {}
-        kw_env: dict[str, Any] = {}
+        env: Env = {}
+        kw_env: dict[str, KwBinding] = {}
         if cls is not None:
             env["__cls__"] = (cls_mod or mod, cls)
         self._block(mod, fn.body, env, kw_env)
         self._stack.pop()
 
     def _block(
-        self, mod: Module, body: list[ast.stmt], env: dict[str, Any], kw_env: dict[str, Any]
+        self, mod: Module, body: list[ast.stmt], env: Env, kw_env: dict[str, KwBinding]
     ) -> None:
         for stmt in body:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
@@ -98,8 +106,8 @@ class Walker:
         self,
         mod: Module,
         stmt: ast.Assign | ast.AnnAssign,
-        env: dict[str, Any],
-        kw_env: dict[str, Any],
+        env: Env,
+        kw_env: dict[str, KwBinding],
     ) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         value = stmt.value
@@ -116,26 +124,26 @@ class Walker:
             self._call(mod, value, env, kw_env)
 
     def _kwargs_binding(
-        self, mod: Module, value: ast.expr, env: dict[str, Any], kw_env: dict[str, Any]
-    ) -> Any:
-        """`get_kwargs(Cls)` -> ("cls", mod, Cls); `get_kwargs(Cls)["f"]` -> ("field", ...)."""
+        self, mod: Module, value: ast.expr, env: Env, kw_env: dict[str, KwBinding]
+    ) -> KwBinding | None:
+        """`get_kwargs(Cls)` -> ("cls", mod, Cls, ""); `get_kwargs(Cls)["f"]` -> ("field", ...)."""
         if isinstance(value, ast.Call) and base_name(value.func) == "get_kwargs" and value.args:
             found = self._class_of(mod, value.args[0], env)
-            return ("cls", *found) if found else None
+            return ("cls", found[0], found[1], "") if found else None
         if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Call):
             inner = self._kwargs_binding(mod, value.value, env, kw_env)
             key = const(self.src, mod, value.slice)
             if inner and isinstance(key, str):
                 return ("field", inner[1], inner[2], key)
-        if (
-            isinstance(value, ast.Subscript)
-            and isinstance(value.value, ast.Name)
-            and kw_env.get(value.value.id, ("",))[0] == "cls"
-        ):
+        bound = (
+            kw_env.get(value.value.id)
+            if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
+            else None
+        )
+        if isinstance(value, ast.Subscript) and bound is not None and bound[0] == "cls":
             key = const(self.src, mod, value.slice)
-            inner = kw_env[value.value.id]
             if isinstance(key, str):
-                return ("field", inner[1], inner[2], key)
+                return ("field", bound[1], bound[2], key)
         if isinstance(value, ast.Call):  # x = cls._customize_cli_kwargs(x) keeps the binding
             for arg in value.args:
                 if isinstance(arg, ast.Name) and arg.id in kw_env:
@@ -143,19 +151,17 @@ class Walker:
         return None
 
     def _class_of(
-        self, mod: Module, node: ast.expr, env: dict[str, Any]
+        self, mod: Module, node: ast.expr, env: Env
     ) -> tuple[Module, ast.ClassDef] | None:
         if isinstance(node, ast.Name) and node.id == "cls" and "__cls__" in env:
             found = env["__cls__"]
-            return (found[0], found[1])
+            return found if isinstance(found, tuple) else None
         got = self.src.resolve_attr(mod, node)
         if got and isinstance(got[1], ast.ClassDef):
             return got[0], got[1]
         return None
 
-    def _call(
-        self, mod: Module, call: ast.Call, env: dict[str, Any], kw_env: dict[str, Any]
-    ) -> None:
+    def _call(self, mod: Module, call: ast.Call, env: Env, kw_env: dict[str, KwBinding]) -> None:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument":
             spec = self.spec_from_call(mod, call, env, kw_env)
             if spec is not None:
@@ -165,7 +171,7 @@ class Walker:
             return
         self._follow(mod, call, env)
 
-    def _follow(self, mod: Module, call: ast.Call, env: dict[str, Any]) -> None:
+    def _follow(self, mod: Module, call: ast.Call, env: Env) -> None:
         """Walk a called helper that registers arguments (it mentions add_argument)."""
         func = call.func
         target: tuple[Module, ast.FunctionDef] | None = None
@@ -186,7 +192,7 @@ class Walker:
             self.walk(target[0], target[1])
 
     def _for_fields(
-        self, mod: Module, stmt: ast.For, env: dict[str, Any], kw_env: dict[str, Any]
+        self, mod: Module, stmt: ast.For, env: Env, kw_env: dict[str, KwBinding]
     ) -> bool:
         """`for key, value in kwargs.items(): group.add_argument(f"--{key...}", **value)`."""
         it = stmt.iter
@@ -210,7 +216,7 @@ class Walker:
         return True
 
     def spec_from_call(
-        self, mod: Module, call: ast.Call, env: dict[str, Any], kw_env: dict[str, Any]
+        self, mod: Module, call: ast.Call, env: Env, kw_env: dict[str, KwBinding]
     ) -> Spec | None:
         names: list[str] = []
         for arg in call.args:
@@ -227,21 +233,21 @@ class Walker:
                 part.update(self.keyword(mod, kw.arg, kw.value, env))
         return finish(names, part)
 
-    def _flag_text(self, mod: Module, node: ast.expr, env: dict[str, Any]) -> str | None:
+    def _flag_text(self, mod: Module, node: ast.expr, env: Env) -> str | None:
         if isinstance(node, ast.JoinedStr):
             out = ""
             for piece in node.values:
                 if isinstance(piece, ast.Constant):
                     out += str(piece.value)
                 else:
-                    val = const(self.src, mod, piece.value, env)  # type: ignore[attr-defined]
-                    out += "" if val is None else str(val)
+                    part = const(self.src, mod, piece.value, env)  # type: ignore[attr-defined]
+                    out += "" if part is None else str(part)
             return out
         val = const(self.src, mod, node, env)
         return val if isinstance(val, str) else None
 
     def _star_kwargs(
-        self, mod: Module, node: ast.expr, env: dict[str, Any], kw_env: dict[str, Any]
+        self, mod: Module, node: ast.expr, env: Env, kw_env: dict[str, KwBinding]
     ) -> Spec:
         if isinstance(node, ast.Dict):
             part: Spec = {}
@@ -255,16 +261,16 @@ class Walker:
             return part
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             bound = kw_env.get(node.value.id)
-            key = const(self.src, mod, node.slice)
-            if bound and bound[0] == "cls" and isinstance(key, str) and self.field_hook:
-                return dict(self.field_hook(bound[1], bound[2], key))
+            field = const(self.src, mod, node.slice)
+            if bound and bound[0] == "cls" and isinstance(field, str) and self.field_hook:
+                return dict(self.field_hook(bound[1], bound[2], field))
         if isinstance(node, ast.Name):
             bound = kw_env.get(node.id)
             if bound and bound[0] == "field" and self.field_hook:
                 return dict(self.field_hook(bound[1], bound[2], bound[3]))
         return {"unresolved": ast.unparse(node)}
 
-    def keyword(self, mod: Module, name: str, node: ast.expr, env: dict[str, Any]) -> Spec:
+    def keyword(self, mod: Module, name: str, node: ast.expr, env: Env) -> Spec:
         if name == "type":
             return type_of(self.src, mod, node)
         if name == "choices":
@@ -306,12 +312,13 @@ def type_of(src: Source, mod: Module, node: ast.expr) -> Spec:
 
 def finish(names: list[str], part: Spec) -> Spec:
     """A partial spec (type, nargs, action, choices...) as one argument record."""
-    spec: Spec = {"flags": list(names)}
+    flags = list(names)
+    spec: Spec = {"flags": flags}
     action = part.get("action")
     if not names[0].startswith("-"):
         spec["positional"] = True
     if action == "boolean_optional":
-        spec["flags"] += ["--no-" + n[2:] for n in names if n.startswith("--")]
+        flags += ["--no-" + n[2:] for n in names if n.startswith("--")]
         spec["takes_value"] = False
         return spec
     if isinstance(action, str) and (action in SWITCH_ACTIONS or _custom_switch(action, part)):
@@ -336,12 +343,13 @@ def finish(names: list[str], part: Spec) -> Spec:
         spec["append"] = True
     if spec.get("choices_dynamic"):
         spec.pop("choices", None)
-    if isinstance(spec.get("choices"), list) and spec["type"] == "str":
-        spec["choices"] = [c for c in spec["choices"] if c is not None]
+    choices = spec.get("choices")
+    if isinstance(choices, list) and spec["type"] == "str":
+        spec["choices"] = [c for c in choices if c is not None]
     return spec
 
 
-def _is_custom(action: Any) -> bool:
+def _is_custom(action: object) -> bool:
     return isinstance(action, str) and action.startswith("custom:")
 
 

@@ -8,9 +8,10 @@ Only what the engines' argument code needs is understood; anything else reads as
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 BUILTIN_TYPES = {"int", "float", "str", "bool", "dict", "list", "tuple", "set", "bytes"}
 TYPING_ALIASES = {
@@ -160,10 +161,13 @@ def const(
     src: Source,
     mod: Module,
     node: ast.AST | None,
-    env: dict[str, Any] | None = None,
+    env: Mapping[str, object] | None = None,
     depth: int = 0,
-) -> Any:
-    """The value of a constant expression (lists of strings and the like) or None."""
+) -> object:
+    """The value of a constant expression (lists of strings and the like) or None.
+
+    ``env`` maps local names to the expressions assigned to them (other bindings are ignored).
+    """
     if node is None or depth > 20:
         return None
     env = env or {}
@@ -187,7 +191,8 @@ def const(
         return None
     if isinstance(node, ast.Name):
         if node.id in env:
-            return const(src, mod, env[node.id], None, depth + 1)
+            bound = env[node.id]
+            return const(src, mod, bound, None, depth + 1) if isinstance(bound, ast.AST) else None
         found = src.lookup(mod, node.id)
         if found and isinstance(found[1], ast.expr):
             return const(src, found[0], found[1], None, depth + 1)
@@ -204,14 +209,16 @@ def const(
     return None
 
 
-def _literal_values(src: Source, mod: Module, node: ast.Subscript, depth: int) -> Any:
+def _literal_values(src: Source, mod: Module, node: ast.Subscript, depth: int) -> object:
     if _base_name(node.value) != "Literal":
         return None
     vals = literal_args(src, mod, node)
     return vals
 
 
-def _const_call(src: Source, mod: Module, node: ast.Call, env: dict[str, Any], depth: int) -> Any:
+def _const_call(
+    src: Source, mod: Module, node: ast.Call, env: Mapping[str, object], depth: int
+) -> object:
     fname = _base_name(node.func)
     if fname in {"list", "sorted", "set", "tuple", "frozenset", "get_args"} and node.args:
         val = const(src, mod, node.args[0], env, depth + 1)
@@ -226,10 +233,10 @@ def _const_call(src: Source, mod: Module, node: ast.Call, env: dict[str, Any], d
     return None
 
 
-def literal_args(src: Source, mod: Module, node: ast.Subscript) -> list[Any] | None:
+def literal_args(src: Source, mod: Module, node: ast.Subscript) -> list[object] | None:
     """The values of `Literal[...]` (nested Literals and named Literal aliases included)."""
     elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    out: list[Any] = []
+    out: list[object] = []
     for elt in elts:
         if isinstance(elt, ast.Constant):
             out.append(elt.value)
@@ -257,7 +264,22 @@ def base_name(node: ast.AST) -> str | None:
     return _base_name(node)
 
 
-Comp = tuple[Any, ...]
+Comp: TypeAlias = tuple[object, ...]
+"""One member of an annotation's union, a tagged tuple (see :func:`annotation`)."""
+
+
+def comp_values(comp: Comp) -> list[object]:
+    """The values of a ``("literal", [values])`` member ([] for any other)."""
+    return comp[1] if comp[0] == "literal" and isinstance(comp[1], list) else []
+
+
+def comp_members(comp: Comp) -> list[Comp]:
+    """The element members of a ``("coll", kind, [members], nargs)`` member ([] for others)."""
+    if comp[0] != "coll" or not isinstance(comp[2], list):
+        return []
+    return [c for c in comp[2] if isinstance(c, tuple)]
+
+
 ANNOTATED = {"Annotated", "A"}
 
 

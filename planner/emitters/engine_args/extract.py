@@ -17,12 +17,13 @@ import ast
 import datetime as _dt
 import shlex
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import yaml
 
-from planner.emitters.engine_args.argwalk import Walker
+from planner.emitters.engine_args.argwalk import Spec, Walker
 from planner.emitters.engine_args.astlib import Source, const, find_function
 from planner.emitters.engine_args.sglang_rules import dataclass_hook
 from planner.emitters.engine_args.vllm_rules import VllmFields
@@ -31,7 +32,24 @@ from planner.safe_files import write_new_file
 HERE = Path(__file__).resolve().parent
 
 
-def _tool(walker: Walker, program: str, entry: str) -> dict[str, Any]:
+class Tool(TypedDict):
+    """One tool's block of the data file."""
+
+    program: str
+    entry: str
+    sources: list[str]
+    arguments: list[Spec]
+    notes: NotRequired[str]
+
+
+class Meta(TypedDict):
+    """How the file was made: the command line and the release it was read from."""
+
+    command: str
+    source: dict[str, str]
+
+
+def _tool(walker: Walker, program: str, entry: str) -> Tool:
     return {
         "program": program,
         "entry": entry,
@@ -68,7 +86,8 @@ def add_checked_choices(
         if not isinstance(values, list):
             raise LookupError(f"{dotted}.{name} is not a constant list")
         for arg in walker.args:
-            if flag in arg["flags"]:
+            flags = arg.get("flags")
+            if isinstance(flags, list) and flag in flags:
                 arg["choices"] = values
                 arg["choices_checked_by"] = where
         walker.files.add(src.relpath(mod))  # type: ignore[arg-type]
@@ -76,7 +95,7 @@ def add_checked_choices(
 
 def vllm_tools(
     root: Path, proxy_root: Path | None = None, proxy_commit: str = ""
-) -> dict[str, Any]:
+) -> dict[str, Tool]:
     src = Source([root])
     fields = VllmFields(src)
     serve = Walker(src, field_hook=fields)
@@ -96,7 +115,7 @@ def vllm_tools(
 PROXY = "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"
 
 
-def _vllm_proxy(root: Path, commit: str) -> dict[str, Any]:
+def _vllm_proxy(root: Path, commit: str) -> dict[str, Tool]:
     """The P/D toy proxy: in vLLM's source tree (tests/), not in the release wheel."""
     src = Source([root])
     walker = Walker(src)
@@ -110,7 +129,7 @@ def _vllm_proxy(root: Path, commit: str) -> dict[str, Any]:
     return {"router": tool}
 
 
-def sglang_tools(root: Path, router_root: Path | None = None) -> dict[str, Any]:
+def sglang_tools(root: Path, router_root: Path | None = None) -> dict[str, Tool]:
     src = Source([root])
     serve = Walker(src, call_hook=dataclass_hook)
     mod, fn = find_function(src, "sglang.srt.server_args", "ServerArgs.add_cli_args")
@@ -144,16 +163,22 @@ def sglang_tools(root: Path, router_root: Path | None = None) -> dict[str, Any]:
     return tools
 
 
-EXTRACTORS: dict[str, Any] = {"vllm": vllm_tools, "sglang": sglang_tools}
+EXTRACTORS: dict[str, Callable[..., dict[str, Tool]]] = {
+    "vllm": vllm_tools,
+    "sglang": sglang_tools,
+}
 
 
-def _arg_line(arg: Any) -> str:
+def _arg_line(arg: object) -> str:
     text = yaml.safe_dump(arg, default_flow_style=True, width=10_000, sort_keys=False)
     return text.removesuffix("\n...\n").strip()
 
 
 def render(
-    engine: str, meta: dict[str, Any], tools: dict[str, Any], extra: dict[str, Any] | None = None
+    engine: str,
+    meta: Meta,
+    tools: Mapping[str, Tool],
+    extra: Mapping[str, object] | None = None,
 ) -> str:
     """The YAML text: a header, the provenance block, then one flow mapping per argument."""
     lines = [
@@ -172,7 +197,7 @@ def render(
         lines.append(f"  {name}:")
         for key in ("program", "entry", "sources", "notes"):
             if key in tool:
-                lines.append(f"    {key}: {_arg_line(tool[key])}")
+                lines.append(f"    {key}: {_arg_line(tool.get(key))}")
         lines.append(f"    count: {len(tool['arguments'])}")
         lines.append("    arguments:")
         lines += [f"      - {_arg_line(a)}" for a in tool["arguments"]]
@@ -221,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     if out.is_symlink() or (out.exists() and not args.force):
         print(f"extract: {out} exists (use --force to replace it)", file=sys.stderr)
         return 2
-    kwargs: dict[str, Any] = {"router_root": args.router_root} if args.engine == "sglang" else {}
+    kwargs: dict[str, Path | str | None] = (
+        {"router_root": args.router_root} if args.engine == "sglang" else {}
+    )
     if args.engine == "vllm" and args.proxy_root:
         kwargs = {"proxy_root": args.proxy_root, "proxy_commit": args.proxy_commit}
     tools = EXTRACTORS[args.engine](args.root, **kwargs)
@@ -232,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.proxy_root:
         cmd += ["--proxy-root", "PROXY_ROOT", "--proxy-commit", args.proxy_commit]
     cmd += ["--tag", args.tag] + (["--commit", args.commit] if args.commit else [])
-    meta: dict[str, Any] = {
+    meta: Meta = {
         "command": " ".join(cmd[:1] + [shlex.quote(c) for c in cmd[1:]]),
         "source": {
             "tag": args.tag,

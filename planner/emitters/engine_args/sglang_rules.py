@@ -9,7 +9,6 @@ input namespaces listed in `_INPUT_NAMESPACES` (server_args.py) whose annotation
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from planner.emitters.engine_args.argwalk import Spec, Walker, finish, type_of
 from planner.emitters.engine_args.astlib import (
@@ -19,12 +18,14 @@ from planner.emitters.engine_args.astlib import (
     annotation,
     base_name,
     class_fields,
+    comp_members,
+    comp_values,
     const,
     split_annotated,
 )
 
 
-def _arg_meta(src: Source, mod: Module, metas: list[ast.expr]) -> dict[str, Any] | None:
+def _arg_meta(src: Source, mod: Module, metas: list[ast.expr]) -> dict[str, ast.expr] | None:
     """The `Arg(...)` keywords as nodes, `{}` for a bare help string, None if neither."""
     for meta in metas:
         if isinstance(meta, ast.Constant) and isinstance(meta.value, str):
@@ -59,7 +60,7 @@ def field_spec(src: Source, mod: Module, stmt: ast.AnnAssign) -> Spec | None:
     name = stmt.target.id  # type: ignore[union-attr]
     cli = const(src, mod, meta.get("cli_name")) or "--" + name.replace("_", "-")
     aliases = const(src, mod, meta.get("aliases")) or []
-    names = [cli, *aliases]
+    names = [str(cli), *(str(a) for a in (aliases if isinstance(aliases, list) else []))]
     walker = Walker(src)
     part: Spec = {}
     if "action" in meta:
@@ -76,12 +77,12 @@ def field_spec(src: Source, mod: Module, stmt: ast.AnnAssign) -> Spec | None:
     choices = const(src, mod, meta.get("choices")) if "choices" in meta else None
     nargs = const(src, mod, meta.get("nargs"))
     if len(comps) == 1 and comps[0][0] == "literal":
-        values = comps[0][1]
+        values = comp_values(comps[0])
         vtype = type(values[0]).__name__ if values else "str"
         part = parser or {"type": _infer(("type", vtype))}
         part["choices"] = choices or values
     elif len(comps) == 1 and comps[0][0] == "coll" and comps[0][1] == "list" and not parser:
-        elems = comps[0][2]
+        elems = comp_members(comps[0])
         part = {"type": _infer(elems[0] if len(elems) == 1 else None), "nargs": nargs or "+"}
         if choices:
             part["choices"] = choices

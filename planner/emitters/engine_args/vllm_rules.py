@@ -8,7 +8,6 @@ written in the source, plus the `_customize_cli_kwargs` edits of the frontend cl
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from planner.emitters.engine_args.argwalk import Spec, type_of
 from planner.emitters.engine_args.astlib import (
@@ -17,6 +16,8 @@ from planner.emitters.engine_args.astlib import (
     Source,
     annotation,
     class_fields,
+    comp_members,
+    comp_values,
     method,
 )
 
@@ -38,7 +39,7 @@ def _non_builtin(comps: list[Comp]) -> bool:
 
 
 def _literal_spec(comps: list[Comp]) -> Spec:
-    values: list[Any] = next(c[1] for c in comps if c[0] == "literal")
+    values = comp_values(next(c for c in comps if c[0] == "literal"))
     vtype = type(values[0]).__name__ if values else "str"
     if _has(comps, "str"):
         return {"type": "str"}
@@ -49,7 +50,7 @@ def _literal_spec(comps: list[Comp]) -> Spec:
 
 
 def _collection_spec(comp: Comp) -> Spec:
-    elems: list[Comp] = comp[2]
+    elems = comp_members(comp)
     spec: Spec = {"nargs": comp[3]}
     if len([e for e in elems if e != ("none",)]) > 1:
         spec["type"] = "str"
@@ -77,7 +78,7 @@ def field_spec(name: str, comps: list[Comp]) -> Spec:
     elif "coll" in kinds:
         coll = [c for c in comps if c[0] == "coll"]
         order = {"tuple": 0, "list": 1, "set": 2}
-        spec = _collection_spec(min(coll, key=lambda c: order[c[1]]))
+        spec = _collection_spec(min(coll, key=lambda c: order[str(c[1])]))
     elif _has(comps, "int"):
         spec = {
             "type": "human_int_or_auto"
