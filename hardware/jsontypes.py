@@ -14,8 +14,7 @@ from hardware.errors import PlannerInputError
 
 JSONScalar: TypeAlias = str | int | float | bool | None
 JSONValue: TypeAlias = "JSONScalar | list[JSONValue] | dict[str, JSONValue]"
-JSONObject: TypeAlias = dict[str, JSONValue]
-"""A JSON value as written: scalars, lists and string-keyed objects, nested."""
+"""A decoded JSON document: scalars, lists and string-keyed objects, nested."""
 
 
 def type_name(value: object) -> str:
@@ -52,11 +51,3 @@ def as_list(value: object, where: str) -> list[object]:
     if not isinstance(value, list | tuple):
         raise PlannerInputError(where, f"must be a list, got {type_name(value)}")
     return list(value)
-
-
-def opt_mapping(value: object) -> Mapping[str, object]:
-    """``value`` when it is a mapping, else an empty one (for optional sections of our own
-    output, e.g. a plan's ``predicted`` block read back by a report)."""
-    if isinstance(value, Mapping):
-        return value
-    return {}

@@ -96,6 +96,8 @@ def test_compressed_tensors_int4_and_nvfp4() -> None:
             },
             "config_groups.g.weights",
         ),
+        ({"quant_method": "gptq", "bits": 4, "group_size": "wide"}, "group_size"),
+        ({"quant_method": "fp8", "weight_block_size": [[128]]}, "weight_block_size"),
     ],
 )
 def test_unreadable_quantization_is_refused_by_field(q: object, field: str) -> None:

@@ -17,9 +17,11 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from importlib import resources
-from typing import NoReturn, Required, TypedDict, TypeVar, overload
+from typing import NoReturn, Required, TypeAlias, TypedDict, TypeVar, overload
 
 import yaml
+
+from hardware.jsontypes import JSONValue
 
 ENGINES = ("vllm", "sglang", "trtllm")
 _N = TypeVar("_N")
@@ -82,8 +84,8 @@ class EngineArgs(TypedDict, total=False):
     llm_api_yaml: LlmApiSchema
 
 
-Converted = str | int | float | bool | list[object] | dict[str, object] | None
-"""What a converter makes of one command-line word (JSON for the json types)."""
+Converted: TypeAlias = JSONValue
+"""What a converter makes of one command-line word (a JSON document for the json types)."""
 
 
 class EngineArgError(ValueError):
