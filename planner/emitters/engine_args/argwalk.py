@@ -239,8 +239,8 @@ class Walker:
             for piece in node.values:
                 if isinstance(piece, ast.Constant):
                     out += str(piece.value)
-                else:
-                    part = const(self.src, mod, piece.value, env)  # type: ignore[attr-defined]
+                elif isinstance(piece, ast.FormattedValue):
+                    part = const(self.src, mod, piece.value, env)
                     out += "" if part is None else str(part)
             return out
         val = const(self.src, mod, node, env)
