@@ -14,12 +14,11 @@ the data measure the central number, and the model's error on it is what the ban
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import yaml
@@ -38,6 +37,8 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     (),
 )
 """Group keys from the most specific to the pooled table; a lookup takes the first group present."""
+GroupKey = tuple[tuple[str, str], ...]
+"""A group's (key name, value) pairs in ``LEVELS`` order, e.g. (("engine", "vllm"),)."""
 LOAD_BUCKETS: tuple[tuple[str, float], ...] = (
     ("light", 0.5),
     ("busy", 0.9),
@@ -117,52 +118,105 @@ class LogBand:
         return p * np.exp(self.lo), p * np.exp(self.hi)
 
 
+def widest_names(key: Mapping[str, str]) -> tuple[str, ...]:
+    """The ``widest_by_tier`` entries a GPU or model without rows tries, in order."""
+    engine, mode, tier = key.get("engine", ""), key.get("mode", ""), key.get("tier", "")
+    return (f"{engine}/{mode}/{tier}", f"{mode}/{tier}", tier, "*")
+
+
+def resolve(
+    key: Mapping[str, str],
+    gpu: str,
+    model: str,
+    groups: Container[GroupKey],
+    widest: Container[str],
+    gpus: Container[str],
+    models: Container[str],
+) -> GroupKey | str:
+    """Which band a deployment gets: the most specific group of ``key`` (``LEVELS``) present in
+    ``groups``, or, when its GPU or model has no rows, the first ``widest_names`` entry present."""
+    if (gpu and gpu not in gpus) or (model and model not in models):
+        for name in widest_names(key):
+            if name in widest:
+                return name
+        raise KeyError("band table has no widest band '*'")
+    for names in LEVELS:
+        k = tuple((n, key[n]) for n in names)
+        if k in groups:
+            return k
+    raise KeyError("band table has no pooled group")
+
+
 @dataclass(frozen=True)
 class BandTable:
     """A loaded band table (see module docstring)."""
 
     level: float
-    groups: dict[tuple[tuple[str, str], ...], dict[str, LogBand]]
+    groups: dict[GroupKey, dict[str, LogBand]]
     widest_by_tier: dict[str, dict[str, LogBand]]
     gpus: frozenset[str]
     models: frozenset[str]
-    provenance: dict[str, Any]
+    provenance: dict[str, str | int | float]
 
     def lookup(self, key: dict[str, str], gpu: str = "", model: str = "") -> dict[str, LogBand]:
         """Bands (``ttft``, ``tpot``) of the most specific group of ``key`` with enough rows; the
         widest band of the tier when the GPU or model has no rows in the data."""
-        if (gpu and gpu not in self.gpus) or (model and model not in self.models):
-            tier = key.get("tier", "")
-            for name in (
-                f"{key.get('engine', '')}/{key.get('mode', '')}/{tier}",
-                f"{key.get('mode', '')}/{tier}",
-                tier,
-            ):
-                if name in self.widest_by_tier:
-                    return self.widest_by_tier[name]
-            return self.widest_by_tier["*"]
-        for names in LEVELS:
-            g = self.groups.get(tuple((n, key[n]) for n in names))
-            if g is not None:
-                return g
-        raise KeyError("band table has no pooled group")
+        ref = resolve(key, gpu, model, self.groups, self.widest_by_tier, self.gpus, self.models)
+        return self.groups[ref] if isinstance(ref, tuple) else self.widest_by_tier[ref]
 
 
-def _bands(raw: dict[str, Any]) -> dict[str, LogBand]:
-    return {m: LogBand(float(raw[m]["lo"]), float(raw[m]["hi"])) for m in ("ttft", "tpot")}
+def _mapping(raw: object, what: str) -> Mapping[str, object]:
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"{what}: not a mapping")
+    return raw
 
 
-def table_from_dict(raw: dict[str, Any]) -> BandTable:
-    """A ``BandTable`` from the YAML layout written by ``planner.validation.bands``."""
-    groups = {tuple((k, str(v)) for k, v in g["key"].items()): _bands(g) for g in raw["groups"]}
-    widest = {str(t): _bands(b) for t, b in raw["widest_by_tier"].items()}
+def _number(raw: object, what: str) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not np.isfinite(raw):
+        raise ValueError(f"{what}: {raw!r} is not a finite number")
+    return float(raw)
+
+
+def _bands(raw: object, what: str) -> dict[str, LogBand]:
+    out = {}
+    for m in ("ttft", "tpot"):
+        band = _mapping(_mapping(raw, what)[m], f"{what}.{m}")
+        lo, hi = (_number(band[e], f"{what}.{m}.{e}") for e in ("lo", "hi"))
+        if lo > hi:
+            raise ValueError(f"{what}.{m}: lo {lo} above hi {hi}")
+        out[m] = LogBand(lo, hi)
+    return out
+
+
+def _strings(raw: object, what: str) -> frozenset[str]:
+    if not isinstance(raw, list):
+        raise TypeError(f"{what}: not a list")
+    return frozenset(str(x) for x in raw)
+
+
+def table_from_dict(raw: object) -> BandTable:
+    """A ``BandTable`` from the YAML layout written by ``planner.validation.bands`` (a
+    ``KeyError``, ``TypeError`` or ``ValueError`` naming the entry when it is not one)."""
+    top = _mapping(raw, "table")
+    listed = top["groups"]
+    if not isinstance(listed, list):
+        raise TypeError("groups: not a list")
+    groups = {}
+    for i, g in enumerate(listed):
+        key = _mapping(_mapping(g, f"groups[{i}]")["key"], f"groups[{i}].key")
+        groups[tuple((str(k), str(v)) for k, v in key.items())] = _bands(g, f"groups[{i}]")
+    widest = {
+        str(t): _bands(b, f"widest_by_tier.{t}")
+        for t, b in _mapping(top["widest_by_tier"], "widest_by_tier").items()
+    }
+    prov = _mapping(top.get("provenance", {}), "provenance")
     return BandTable(
-        float(raw["level"]),
+        _number(top["level"], "level"),
         groups,
         widest,
-        frozenset(raw["gpus"]),
-        frozenset(raw["models"]),
-        dict(raw.get("provenance", {})),
+        _strings(top["gpus"], "gpus"),
+        _strings(top["models"], "models"),
+        {str(k): v if isinstance(v, (str, int, float)) else str(v) for k, v in prov.items()},
     )
 
 

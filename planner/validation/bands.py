@@ -7,12 +7,17 @@ Every row is first predicted with engine constants not fitted to its own measure
 (``planner validate e2e --holdout campaign``: campaigns dealt to 5 folds, constants refitted on the
 other folds, folds in parallel). Each row's log residual ln(measured / predicted) of TTFT and TPOT
 is grouped by engine, agg/disagg, load bucket and provenance tier (``planner.bands``); a group's
-quantiles are shrunk toward its parent's. Coverage is measured out of fold: the residual rows are
-dealt to K campaign folds (campaigns sorted by name, round-robin), band quantiles and nominal
-levels fitted on K-1 folds are scored on the remaining fold, pooled over folds. The committed
-table is then fitted on all rows and records its provenance and the out-of-fold coverage.
-``--predictions F`` reuses a CSV written by ``planner validate e2e --holdout campaign
---predictions-out F`` of the same data instead of predicting here.
+quantiles are shrunk toward its parent's. Campaigns differ (benchmark protocol, software version),
+so a band fitted on other campaigns misses more often than its nominal tails say, and not equally
+on both sides: the tail probability of each side of each engine x mode cell's band is chosen so
+that the leave-one-fold-out share of measured values beyond it is (1 - level) / 2
+(``choose_tails``). Coverage is measured out of fold: the residual rows are dealt to K campaign
+folds (campaigns sorted by name, round-robin); tails chosen and quantiles fitted on K-1 folds are
+scored on the remaining fold, pooled over folds. The committed table is then fitted on all rows
+and records its provenance and the out-of-fold coverage. ``--predictions-out F`` also writes the
+held-out predictions; ``--predictions F`` reuses such a CSV (or one written by ``planner validate
+e2e --holdout campaign --predictions-out F``) of the same data instead of predicting here
+(seconds instead of minutes).
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ import datetime as dt
 import hashlib
 import shlex
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -36,22 +41,98 @@ from planner.bands import (
     KEYS,
     LEVELS,
     BandTable,
+    GroupKey,
     LogBand,
     load_bucket,
     provenance_tier,
-    table_from_dict,
+    resolve,
 )
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.models import load_model
 from planner.validation.protocol import campaign
 
+Metric = Literal["ttft", "tpot"]
+Side = Literal["lo", "hi"]
+SIDES: tuple[Side, ...] = ("lo", "hi")
+METRICS: tuple[Metric, ...] = ("ttft", "tpot")
 LEVEL = 0.8
 FOLDS = 10
 MIN_ROWS = 30
 """A group gets its own quantiles with at least this many rows (else the next coarser level)."""
-METRICS: tuple[str, ...] = ("ttft", "tpot")
+NOMINAL_TAILS: np.ndarray = np.round(np.arange(0.01, 0.301, 0.01), 2)
+"""Tail probabilities tried on each side of a band (``choose_tails``); 0.1 on both sides is the
+plain 80% split-conformal band."""
 DUPLICATE_IGNORES: tuple[str, ...] = ("id", "silicon_data_source")
 """Columns that do not make a row distinct: the same configuration and measurement again."""
+WEIGHTING_TEXT: dict[str, str] = {
+    "rows": "every row counting once",
+    "campaigns": "every campaign counting once",
+    "sqrt": "every row counting 1/sqrt(its campaign's rows)",
+}
+WEIGHTINGS: tuple[str, ...] = tuple(WEIGHTING_TEXT)
+
+
+@dataclass(frozen=True)
+class Method:
+    """How a group's quantiles are fitted: ``weighting`` of its rows (``campaign_weights``), the
+    prior weight (rows) of its parent's quantiles (``_group_fit``) and of its mode's (a mode's:
+    all rows') out-of-fold miss rates when its tails are chosen (``choose_tails``)."""
+
+    weighting: str = "rows"
+    shrink_rows: float = 30.0
+    tail_shrink: float = 60.0
+
+    def describe(self) -> str:
+        return (
+            "split conformal on ln(measured/predicted) of campaign-held-out predictions, "
+            f"{WEIGHTING_TEXT[self.weighting]} in a group's quantiles; groups shrunk toward their "
+            f"parent with {self.shrink_rows:g} rows of prior weight; the tail probability of each "
+            "side per engine x mode chosen by leave-one-fold-out misses on the fitting folds, "
+            f"shrunk toward the mode's with {self.tail_shrink:g} rows of prior weight"
+        )
+
+
+class BandDict(TypedDict):
+    """One metric's band in the YAML: log quantiles and the tail probabilities they came from."""
+
+    lo: float
+    hi: float
+    tail_lo: NotRequired[float]
+    tail_hi: NotRequired[float]
+
+
+class GroupDict(TypedDict):
+    key: dict[str, str]
+    n: int
+    campaigns: int
+    ttft: BandDict
+    tpot: BandDict
+
+
+class CoverageDict(TypedDict):
+    coverage_pct: float
+    median_width_pct: float
+
+
+class CoverageRow(TypedDict):
+    by: str
+    key: str
+    n: int
+    ttft: CoverageDict
+    tpot: CoverageDict
+
+
+class TableDict(TypedDict):
+    """The band table's YAML layout (read by ``planner.bands.table_from_dict``)."""
+
+    level: float
+    tails: dict[str, float]
+    groups: list[GroupDict]
+    widest_by_tier: dict[str, dict[Metric, BandDict]]
+    gpus: list[str]
+    models: list[str]
+    provenance: NotRequired[dict[str, str | int | float]]
+    out_of_fold: NotRequired[list[CoverageRow]]
 
 
 def add_band_keys(pred: pd.DataFrame) -> pd.DataFrame:
@@ -79,112 +160,285 @@ def add_band_keys(pred: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def conformal_band(residuals: np.ndarray, level: float) -> LogBand:
-    """Split-conformal equal-tailed band of log residuals: the floor((n+1)·a/2)-th and the
-    ceil((n+1)·(1-a/2))-th smallest of n residuals, a = 1 - level."""
-    r = np.sort(residuals[np.isfinite(residuals)])
-    n, a = r.size, 1.0 - level
-    lo = int(np.floor((n + 1) * a / 2.0))
-    hi = int(np.ceil((n + 1) * (1.0 - a / 2.0)))
-    return LogBand(float(r[max(lo, 1) - 1]), float(r[min(hi, n) - 1]))
+def weighted_quantiles(
+    residuals: np.ndarray, weights: np.ndarray, tails: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split-conformal quantiles of ``residuals`` at every tail probability t of ``tails``: the
+    residual where the cumulative weight first reaches k/n, k = max(floor((n+1)·t), 1) below and
+    min(ceil((n+1)·(1-t)), n) above; with equal weights the k-th smallest."""
+    order = np.argsort(residuals, kind="stable")
+    r = residuals[order]
+    c = np.cumsum(weights[order])
+    c = c / c[-1]
+    n, t = r.size, np.asarray(tails, dtype=float)
+    p_lo = np.maximum(np.floor((n + 1) * t), 1.0) / n
+    p_hi = np.minimum(np.ceil((n + 1) * (1.0 - t)), n) / n
+    at = [np.minimum(np.searchsorted(c, p - 1e-9, side="left"), n - 1) for p in (p_lo, p_hi)]
+    return r[at[0]], r[at[1]]
 
 
-def _group_dict(key: dict[str, str], sub: pd.DataFrame, levels: dict[str, float]) -> dict[str, Any]:
-    out: dict[str, Any] = {"key": key, "n": len(sub)}
-    for m in METRICS:
-        b = conformal_band(sub[f"res_{m}"].to_numpy(float), levels[m])
-        out[m] = {"lo": round(b.lo, 4), "hi": round(b.hi, 4), "nominal_level": levels[m]}
-    return out
+def conformal_band(
+    residuals: np.ndarray, level: float, weights: np.ndarray | None = None
+) -> LogBand:
+    """Split-conformal equal-tailed band of the finite log ``residuals`` at ``level``
+    (``weighted_quantiles`` at tail (1 - level) / 2; equal weights unless given)."""
+    ok = np.isfinite(residuals)
+    w = np.ones(int(ok.sum())) if weights is None else np.asarray(weights, dtype=float)[ok]
+    lo, hi = weighted_quantiles(residuals[ok], w, np.array([(1.0 - level) / 2.0]))
+    return LogBand(float(lo[0]), float(hi[0]))
 
 
-def _widest(groups: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        m: {"lo": min(g[m]["lo"] for g in groups), "hi": max(g[m]["hi"] for g in groups)}
-        for m in METRICS
-    }
+@dataclass(frozen=True)
+class GroupFit:
+    """One group's rows, campaigns and log-residual quantiles (lo, hi) of each metric, one entry
+    per tail probability (``NOMINAL_TAILS`` while tails are chosen, one once chosen)."""
+
+    n: int
+    campaigns: int
+    lo: dict[Metric, np.ndarray]
+    hi: dict[Metric, np.ndarray]
 
 
-def _cell_level(key: dict[str, str], nominal: dict[str, float], level: float, metric: str) -> float:
-    """Nominal quantile level of a group for ``metric``: its engine x mode cell's, else the
-    largest of the cells it pools (at least ``level``)."""
-    if "engine" in key:
-        return nominal.get(f"{key['engine']}/{key['mode']}/{metric}", level)
-    pooled = [
-        v
-        for c, v in nominal.items()
-        if c.endswith(f"/{metric}") and key.get("mode", c.split("/")[1]) == c.split("/")[1]
-    ]
-    return max([level, *pooled])
+@dataclass(frozen=True)
+class Fit:
+    """Fitted groups (``LEVELS`` keys) and the GPUs and models of the rows they were fitted on."""
+
+    groups: dict[GroupKey, GroupFit]
+    gpus: frozenset[str]
+    models: frozenset[str]
 
 
-SHRINK_ROWS = 30.0
-"""Prior weight (rows) of a group's parent: a group of n rows gets quantiles
-(n·own + SHRINK_ROWS·parent) / (n + SHRINK_ROWS), so a small group moves toward its parent."""
+def campaign_weights(rows: pd.DataFrame, weighting: str) -> np.ndarray:
+    """Weight of each row in its group's quantiles: ``rows`` 1; ``campaigns`` 1 / (the rows of its
+    campaign in the group), so every campaign counts once; ``sqrt`` 1 / sqrt(those rows)."""
+    if weighting == "rows":
+        return np.ones(len(rows))
+    size = rows.groupby("campaign")["campaign"].transform("size").to_numpy(float)
+    return 1.0 / (size if weighting == "campaigns" else np.sqrt(size))
 
 
-def _parent(
-    key: dict[str, str], fitted: dict[tuple[tuple[str, str], ...], dict[str, Any]]
-) -> dict[str, Any] | None:
+def _parent(key: GroupKey, fitted: dict[GroupKey, GroupFit]) -> GroupFit | None:
     """The nearest coarser fitted group of ``key`` (``LEVELS`` order), or None for the pool."""
-    for names in LEVELS:
-        if len(names) < len(key) and set(names) <= set(key):
-            g = fitted.get(tuple((n, key[n]) for n in names))
+    names = {n for n, _ in key}
+    values = dict(key)
+    for level in LEVELS:
+        if len(level) < len(key) and set(level) <= names:
+            g = fitted.get(tuple((n, values[n]) for n in level))
             if g is not None:
                 return g
     return None
 
 
-def _shrunk_group(
-    key: dict[str, str], sub: pd.DataFrame, levels: dict[str, float], parent: dict[str, Any] | None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {"key": key, "n": len(sub)}
-    w = len(sub) / (len(sub) + SHRINK_ROWS) if parent is not None else 1.0
+def _group_fit(sub: pd.DataFrame, parent: GroupFit | None, method: Method) -> GroupFit:
+    """Quantiles of ``sub``'s residuals at every ``NOMINAL_TAILS`` entry, shrunk toward
+    ``parent``'s: (n·own + shrink_rows·parent) / (n + shrink_rows)."""
+    w = campaign_weights(sub, method.weighting)
+    share = len(sub) / (len(sub) + method.shrink_rows) if parent is not None else 1.0
+    lo: dict[Metric, np.ndarray] = {}
+    hi: dict[Metric, np.ndarray] = {}
     for m in METRICS:
-        b = conformal_band(sub[f"res_{m}"].to_numpy(float), levels[m])
-        lo, hi = b.lo, b.hi
+        lo[m], hi[m] = weighted_quantiles(sub[f"res_{m}"].to_numpy(float), w, NOMINAL_TAILS)
         if parent is not None:
-            lo = w * lo + (1.0 - w) * parent[m]["lo"]
-            hi = w * hi + (1.0 - w) * parent[m]["hi"]
-        out[m] = {"lo": round(lo, 4), "hi": round(hi, 4), "nominal_level": levels[m]}
-    return out
+            lo[m] = share * lo[m] + (1.0 - share) * parent.lo[m]
+            hi[m] = share * hi[m] + (1.0 - share) * parent.hi[m]
+    return GroupFit(len(sub), int(sub["campaign"].nunique()), lo, hi)
 
 
-def fit_table(
-    rows: pd.DataFrame, level: float, nominal: dict[str, float] | None = None
-) -> dict[str, Any]:
-    """The band table (YAML layout of ``planner.bands.table_from_dict``) fitted on ``rows``;
-    ``nominal``: quantile level per engine x mode cell ("engine/mode/metric"), default ``level``.
-    Groups are fitted from the pool down (``LEVELS`` reversed), each shrunk toward its parent."""
-    nominal = nominal or {}
-    fitted: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+def fit_groups(rows: pd.DataFrame, method: Method) -> Fit:
+    """Every group of ``LEVELS`` with at least ``MIN_ROWS`` rows (and the pool) fitted on
+    ``rows`` at every tail probability, from the pool down, each shrunk toward its parent."""
+    fitted: dict[GroupKey, GroupFit] = {}
     for names in reversed(LEVELS):
-        parts = rows.groupby(list(names)) if names else [((), rows)]
+        parts = rows.groupby(list(names), sort=True) if names else [((), rows)]
         for vals, sub in parts:
             if len(sub) >= MIN_ROWS or not names:
                 vals = vals if isinstance(vals, tuple) else (vals,)
-                key = {n: str(v) for n, v in zip(names, vals, strict=True)}
-                lv = {m: _cell_level(key, nominal, level, m) for m in METRICS}
-                fitted[tuple(key.items())] = _shrunk_group(key, sub, lv, _parent(key, fitted))
-    groups = sorted(fitted.values(), key=lambda g: -len(g["key"]))
-    finest = [g for g in groups if len(g["key"]) == len(KEYS)] or groups
-    widest = {"*": _widest(groups)}
-    for names in (("engine", "mode", "tier"), ("mode", "tier")):
-        for vals in sorted(
-            {tuple(g["key"][n] for n in names) for g in finest if "tier" in g["key"]}
-        ):
-            widest["/".join(vals)] = _widest(
-                [g for g in finest if tuple(g["key"][n] for n in names) == vals]
-            )
-    for tier in sorted({g["key"]["tier"] for g in finest if "tier" in g["key"]}):
-        widest[tier] = _widest([g for g in finest if g["key"].get("tier") == tier])
-    return {
-        "level": level,
-        "nominal_levels": nominal,
-        "groups": groups,
-        "widest_by_tier": widest,
-        "gpus": sorted(rows["gpu_name"].astype(str).unique().tolist()),
-        "models": sorted(rows["model_name"].astype(str).unique().tolist()),
+                key = tuple((n, str(v)) for n, v in zip(names, vals, strict=True))
+                fitted[key] = _group_fit(sub, _parent(key, fitted), method)
+    return Fit(
+        fitted,
+        frozenset(rows["gpu_name"].astype(str)),
+        frozenset(rows["model_name"].astype(str)),
+    )
+
+
+def _widest_of(fits: list[GroupFit]) -> GroupFit:
+    lo = {m: np.min([g.lo[m] for g in fits], axis=0) for m in METRICS}
+    hi = {m: np.max([g.hi[m] for g in fits], axis=0) for m in METRICS}
+    return GroupFit(sum(g.n for g in fits), 0, lo, hi)
+
+
+def widest_by_tier(groups: dict[GroupKey, GroupFit]) -> dict[str, GroupFit]:
+    """The bands of a GPU or model without rows (``planner.bands.widest_names``): per engine x
+    mode x tier, mode x tier and tier, the widest of the finest groups; ``*``: of all groups."""
+    finest = [dict(k) for k in groups if len(k) == len(KEYS)] or [dict(k) for k in groups]
+    out = {"*": _widest_of(list(groups.values()))}
+    for names in (("engine", "mode", "tier"), ("mode", "tier"), ("tier",)):
+        for key in finest:
+            if "tier" not in key:
+                continue
+            name = "/".join(key[n] for n in names)
+            if name not in out:
+                out[name] = _widest_of(
+                    [
+                        g
+                        for k, g in groups.items()
+                        if len(k) == len(KEYS) and all(dict(k)[n] == key[n] for n in names)
+                    ]
+                )
+    return out
+
+
+def band_arrays(fit: Fit, rows: pd.DataFrame) -> dict[Metric, tuple[np.ndarray, np.ndarray]]:
+    """Per row of ``rows`` (positional), the (lo, hi) log quantiles of each metric at every tail
+    probability of ``fit`` (rows x tails), looked up as ``BandTable.lookup`` does."""
+    widest = widest_by_tier(fit.groups)
+    width = next(iter(fit.groups.values())).lo["ttft"].size
+    out = {m: (np.empty((len(rows), width)), np.empty((len(rows), width))) for m in METRICS}
+    cols = [*KEYS, "gpu_name", "model_name"]
+    for combo, idx in rows.groupby(cols, sort=False).indices.items():
+        k = dict(zip(cols, map(str, combo), strict=True))
+        ref = resolve(
+            {n: k[n] for n in KEYS},
+            k["gpu_name"],
+            k["model_name"],
+            fit.groups,
+            widest,
+            fit.gpus,
+            fit.models,
+        )
+        g = fit.groups[ref] if isinstance(ref, tuple) else widest[ref]
+        for m in METRICS:
+            out[m][0][idx], out[m][1][idx] = g.lo[m], g.hi[m]
+    return out
+
+
+def _cells(rows: pd.DataFrame) -> np.ndarray:
+    """ "engine/mode" of every row."""
+    return np.asarray((rows["engine"].astype(str) + "/" + rows["mode"].astype(str)).to_numpy())
+
+
+def _misses(fit: Fit, rows: pd.DataFrame) -> dict[tuple[Metric, Side], np.ndarray]:
+    """Per row and tail probability of ``fit``, whether the measured value lies below the band
+    (``lo``) or above it (``hi``)."""
+    b = band_arrays(fit, rows)
+    out: dict[tuple[Metric, Side], np.ndarray] = {}
+    for m in METRICS:
+        r = rows[f"res_{m}"].to_numpy(float)[:, None]
+        out[(m, "lo")], out[(m, "hi")] = r < b[m][0], r > b[m][1]
+    return out
+
+
+def _pools(rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Rows of every engine x mode cell, every mode ("*/mode") and all rows ("*/*")."""
+    cells, modes = _cells(rows), rows["mode"].astype(str).to_numpy()
+    pools = {"*/*": np.ones(len(rows), dtype=bool)}
+    pools |= {f"*/{mo}": modes == mo for mo in sorted(set(modes))}
+    return pools | {c: cells == c for c in sorted(set(cells))}
+
+
+def choose_tails(
+    rows: pd.DataFrame, fold: np.ndarray, level: float, method: Method
+) -> dict[str, float]:
+    """Tail probability of each side of the band per engine x mode cell, per mode and for all rows
+    ("engine/mode/metric/side", "*/mode/...", "*/*/..."): the ``NOMINAL_TAILS`` entry whose
+    leave-one-fold-out share of measured values beyond that side (quantiles fitted on the other
+    folds of ``rows``) comes closest to (1 - level) / 2, the
+    larger (narrower band) on a tie. Campaigns differ (protocol, software version), so a band
+    fitted on other campaigns misses more than its nominal tails, and not equally on both sides.
+    A cell's miss rates are shrunk toward its mode's, a mode's toward all rows': (n·own +
+    tail_shrink·parent) / (n + tail_shrink)."""
+    rows = rows.reset_index(drop=True)
+    miss = {
+        (m, e): np.zeros((len(rows), NOMINAL_TAILS.size), dtype=bool)
+        for m in METRICS
+        for e in SIDES
     }
+    for k in np.unique(fold):
+        got = _misses(fit_groups(rows[fold != k], method), rows[fold == k].reset_index(drop=True))
+        for me, flags in got.items():
+            miss[me][fold == k] = flags
+    out: dict[str, float] = {}
+    rate: dict[str, np.ndarray] = {}
+    for name, sel in _pools(rows).items():
+        up = "*/*" if name.startswith("*/") else f"*/{name.split('/')[1]}"
+        n = int(sel.sum())
+        for (m, e), flags in miss.items():
+            at = f"{name}/{m}/{e}"
+            rate[at] = flags[sel].mean(axis=0)
+            if name != "*/*":
+                k = method.tail_shrink
+                rate[at] = (n * rate[at] + k * rate[f"{up}/{m}/{e}"]) / (n + k)
+            gap = np.abs(rate[at] - (1.0 - level) / 2.0)
+            out[at] = float(NOMINAL_TAILS[NOMINAL_TAILS.size - 1 - int(np.argmin(gap[::-1]))])
+    return out
+
+
+def _level_name(key: GroupKey) -> str:
+    k = dict(key)
+    return f"{k['engine']}/{k['mode']}" if "engine" in k else f"*/{k['mode']}" if k else "*/*"
+
+
+def select(fit: Fit, tails: dict[str, float]) -> Fit:
+    """``fit`` at the chosen tail probabilities: each group at its cell's (``choose_tails``)."""
+    groups = {}
+    for key, g in fit.groups.items():
+        name = _level_name(key)
+        at = {
+            (m, e): int(np.argmin(np.abs(NOMINAL_TAILS - tails[f"{name}/{m}/{e}"])))
+            for m in METRICS
+            for e in SIDES
+        }
+        groups[key] = GroupFit(
+            g.n,
+            g.campaigns,
+            {m: g.lo[m][at[(m, "lo")] : at[(m, "lo")] + 1] for m in METRICS},
+            {m: g.hi[m][at[(m, "hi")] : at[(m, "hi")] + 1] for m in METRICS},
+        )
+    return Fit(groups, fit.gpus, fit.models)
+
+
+def fit_table(
+    rows: pd.DataFrame, fold: np.ndarray, level: float, method: Method
+) -> tuple[Fit, dict[str, float]]:
+    """(the band table fitted on ``rows`` at the tail probabilities chosen on their folds, those
+    tails)."""
+    tails = choose_tails(rows, fold, level, method)
+    return select(fit_groups(rows, method), tails), tails
+
+
+def _band(
+    g: GroupFit, m: Metric, tails: dict[str, float] | None = None, name: str = ""
+) -> BandDict:
+    out = BandDict(lo=round(float(g.lo[m][0]), 4), hi=round(float(g.hi[m][0]), 4))
+    if tails is not None:
+        out["tail_lo"], out["tail_hi"] = tails[f"{name}/{m}/lo"], tails[f"{name}/{m}/hi"]
+    return out
+
+
+def table_dict(fit: Fit, level: float, tails: dict[str, float]) -> TableDict:
+    """The YAML layout (``planner.bands.table_from_dict``) of a selected ``fit``."""
+    groups = [
+        GroupDict(
+            key=dict(key),
+            n=g.n,
+            campaigns=g.campaigns,
+            ttft=_band(g, "ttft", tails, _level_name(key)),
+            tpot=_band(g, "tpot", tails, _level_name(key)),
+        )
+        for key, g in sorted(fit.groups.items(), key=lambda kv: (-len(kv[0]), kv[0]))
+    ]
+    widest = {
+        name: {m: _band(g, m) for m in METRICS} for name, g in widest_by_tier(fit.groups).items()
+    }
+    return TableDict(
+        level=level,
+        tails=tails,
+        groups=groups,
+        widest_by_tier=widest,
+        gpus=sorted(fit.gpus),
+        models=sorted(fit.models),
+    )
 
 
 def row_bands(table: BandTable, rows: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -207,10 +461,12 @@ def campaign_folds(rows: pd.DataFrame, folds: int) -> np.ndarray:
 
 
 def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
-    """Keyed rows with finite log residuals of both metrics, repeated measurements dropped."""
+    """Keyed rows with finite log residuals of both metrics and their campaign, repeated
+    measurements dropped."""
     rows = add_band_keys(pred)
     rows["model_name"] = rows["model_path"].astype(str).map(lambda p: load_model(p).name)
     rows["gpu_name"] = rows["system"].astype(str).map(lambda s: get_gpu(s).name)
+    rows["campaign"] = rows["silicon_data_source"].map(campaign)
     for m in METRICS:
         with np.errstate(divide="ignore", invalid="ignore"):
             rows[f"res_{m}"] = np.log(
@@ -224,109 +480,55 @@ def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
     return rows.drop_duplicates(subset=subset).reset_index(drop=True)
 
 
-NOMINAL_LEVELS: tuple[float, ...] = tuple(round(0.5 + 0.03 * i, 2) for i in range(17))
-"""Quantile levels tried per engine x mode cell: campaigns differ (benchmark protocol, software
-version), so a band fitted on other campaigns covers less than its nominal level; the level that
-covers ``level`` of the rows of campaigns held out of the fit is chosen on the training folds."""
-
-
-def _scored(
-    rows: pd.DataFrame, fold: np.ndarray, level: float, nominal: dict[str, float]
+def _fold_part(
+    rows: pd.DataFrame, fold: np.ndarray, k: int, level: float, method: Method
 ) -> pd.DataFrame:
-    """Rows with the band fitted on the other folds (``fold`` per row) and coverage flags."""
-    parts = []
-    for k in np.unique(fold):
-        test = rows[fold == k]
-        table = table_from_dict(fit_table(rows[fold != k], level, nominal))
-        b = row_bands(table, test)
-        part = test.assign(fold=k, **{f"band_{n}": v for n, v in b.items()})
-        for m in METRICS:
-            r = part[f"res_{m}"].to_numpy(float)
-            part[f"in_{m}"] = (r >= part[f"band_{m}_lo"]) & (r <= part[f"band_{m}_hi"])
-            part[f"width_{m}_pct"] = (
-                np.exp(part[f"band_{m}_hi"]) - np.exp(part[f"band_{m}_lo"])
-            ) * 100.0
-        parts.append(part)
-    return pd.concat(parts, ignore_index=True)
-
-
-CELL_ROWS = 60
-"""An engine x mode cell with fewer training rows takes the nominal level chosen for its mode."""
-
-
-def _cells(rows: pd.DataFrame) -> pd.Series:
-    """ "engine/mode" of every row."""
-    return rows["engine"].astype(str) + "/" + rows["mode"].astype(str)
-
-
-def choose_levels(rows: pd.DataFrame, fold: np.ndarray, level: float) -> dict[str, float]:
-    """Per engine x mode cell and metric ("engine/mode/metric"), the ``NOMINAL_LEVELS`` entry whose
-    leave-one-fold-out coverage on ``rows`` comes closest to ``level`` (the smaller on a tie); a
-    cell with fewer than ``CELL_ROWS`` rows takes the entry chosen for all rows of its mode."""
-    cells = _cells(rows)
-    names = sorted(set(cells))
-    best: dict[str, tuple[float, float]] = {}
-    for nom in NOMINAL_LEVELS:
-        scored = _scored(rows, fold, level, {f"{c}/{m}": nom for c in names for m in METRICS})
-        of = _cells(scored).to_numpy()
-        pools = {c: of == c for c in names} | {
-            f"*/{mo}": scored["mode"].to_numpy() == mo for mo in set(scored["mode"])
-        }
-        for c, sel in pools.items():
-            for m in METRICS:
-                gap = abs(float(scored[f"in_{m}"].to_numpy()[sel].mean()) - level)
-                if f"{c}/{m}" not in best or gap < best[f"{c}/{m}"][0] - 1e-9:
-                    best[f"{c}/{m}"] = (gap, nom)
-    out = {}
-    for c in names:
-        small = int((cells == c).sum()) < CELL_ROWS
-        for m in METRICS:
-            out[f"{c}/{m}"] = best[f"*/{c.split('/')[1]}/{m}" if small else f"{c}/{m}"][1]
-    return out
-
-
-def _fold_part(rows: pd.DataFrame, fold: np.ndarray, k: int, level: float) -> pd.DataFrame:
-    """Fold ``k``'s rows scored with levels chosen and quantiles fitted on the other folds."""
+    """Fold ``k``'s rows with the band whose tails were chosen and quantiles fitted on the other
+    folds only, whether each measured value lies inside, and the band's width (% of the
+    prediction)."""
     train = fold != k
-    nominal = choose_levels(rows[train], fold[train], level)
-    scored = _scored(rows, np.where(train, -1, k), level, nominal)
-    return scored[scored["fold"] == k]
+    table, _ = fit_table(rows[train].reset_index(drop=True), fold[train], level, method)
+    test = rows[~train].reset_index(drop=True)
+    b = band_arrays(table, test)
+    part = test.assign(fold=k)
+    for m in METRICS:
+        lo, hi = b[m][0][:, 0], b[m][1][:, 0]
+        r = part[f"res_{m}"].to_numpy(float)
+        part[f"in_{m}"] = (r >= lo) & (r <= hi)
+        part[f"width_{m}_pct"] = (np.exp(hi) - np.exp(lo)) * 100.0
+    return part
 
 
 def out_of_fold(
-    rows: pd.DataFrame, folds: int, level: float, progress: bool = False
+    rows: pd.DataFrame, folds: int, level: float, method: Method, progress: bool = False
 ) -> pd.DataFrame:
-    """Rows with their out-of-fold band and coverage flags: for each campaign fold, the nominal
-    levels chosen (``choose_levels``) and the quantiles fitted on the other K-1 folds only
-    (folds in parallel processes)."""
-    from planner.validation.holdout import _workers
-
+    """Rows with their out-of-fold band and coverage flags: for each campaign fold, the tail
+    probabilities (``choose_tails``, itself leave-one-fold-out on the training folds) and the
+    quantiles fitted on the other K-1 folds only."""
     fold = campaign_folds(rows, folds)
     ks = [int(k) for k in np.unique(fold)]
     parts = []
-    with ProcessPoolExecutor(max_workers=_workers(len(ks))) as pool:
-        futures = [pool.submit(_fold_part, rows, fold, k, level) for k in ks]
-        for n, fut in enumerate(futures):
-            parts.append(fut.result())
-            if progress:
-                sys.stderr.write(f"\rbands: out-of-fold coverage, fold {n + 1}/{len(ks)}")
+    for n, k in enumerate(ks):
+        parts.append(_fold_part(rows, fold, k, level, method))
+        if progress:
+            sys.stderr.write(f"\rbands: out-of-fold coverage, fold {n + 1}/{len(ks)}")
     if progress:
         sys.stderr.write("\n")
     return pd.concat(parts, ignore_index=True)
 
 
-def coverage_report(oof: pd.DataFrame) -> list[dict[str, Any]]:
+def coverage_report(oof: pd.DataFrame) -> list[CoverageRow]:
     """Pooled out-of-fold coverage (%) and median band width (% of the prediction): overall, per
     engine x mode, per engine and per mode."""
 
-    def one(by: str, key: str, sub: pd.DataFrame) -> dict[str, Any]:
-        g: dict[str, Any] = {"by": by, "key": key, "n": len(sub)}
-        for m in METRICS:
-            g[m] = {
-                "coverage_pct": round(float(sub[f"in_{m}"].mean()) * 100, 1),
-                "median_width_pct": round(float(sub[f"width_{m}_pct"].median()), 1),
-            }
-        return g
+    def cov(sub: pd.DataFrame, m: Metric) -> CoverageDict:
+        return CoverageDict(
+            coverage_pct=round(float(sub[f"in_{m}"].mean()) * 100, 1),
+            median_width_pct=round(float(sub[f"width_{m}_pct"].median()), 1),
+        )
+
+    def one(by: str, key: str, sub: pd.DataFrame) -> CoverageRow:
+        return CoverageRow(by=by, key=key, n=len(sub), ttft=cov(sub, "ttft"), tpot=cov(sub, "tpot"))
 
     out = [one("overall", "all", oof)]
     for by in (["engine", "mode"], ["engine"], ["mode"]):
@@ -390,13 +592,21 @@ def build(
     command: str = "",
     holdout_folds: int = HOLDOUT_FOLDS,
     progress: bool = True,
-) -> dict[str, Any]:
+    method: Method = Method(),
+    predictions_out: Path | None = None,
+    force: bool = False,
+) -> TableDict:
     """The band table (fitted on all held-out residuals) with its provenance and out-of-fold
     coverage. The residuals are campaign-held-out: predicted here (``held_out_predictions``) or
     read from ``predictions`` (the same predictions written by ``validate e2e --holdout campaign
-    --predictions-out``)."""
+    --predictions-out``); ``predictions_out``: where to write the predictions made here."""
     if predictions is None:
         pred, n_data = held_out_predictions(data, holdout_folds, progress)
+        if predictions_out is not None:
+            from planner.safe_files import write_new_file
+
+            data_csv = pred.to_csv(index=False).encode()
+            write_new_file(predictions_out, data_csv, force, "--predictions-out")
         source = (
             f"campaign held out: {holdout_folds} folds, engine constants refitted on the other "
             "folds (planner.validation.holdout, as validate e2e --holdout campaign)"
@@ -405,40 +615,43 @@ def build(
         pred, n_data = _read_predictions(predictions), int(len(pd.read_csv(data)))
         source = f"{predictions} (validate e2e --holdout campaign --predictions-out)"
     rows = residual_rows(pred)
-    oof = out_of_fold(rows, folds, level, progress)
-    table = fit_table(rows, level, choose_levels(rows, campaign_folds(rows, folds), level))
+    oof = out_of_fold(rows, folds, level, method, progress)
+    fit, tails = fit_table(rows, campaign_folds(rows, folds), level, method)
+    table = table_dict(fit, level, tails)
     table["provenance"] = {
         "data": str(data),
         "data_sha256": _sha256(data),
         "data_rows": n_data,
         "rows_used": len(rows),
+        "campaigns": int(rows["campaign"].nunique()),
         "predictions": source,
         "folds": folds,
         "fold_rule": "campaign (protocol.campaign of silicon_data_source), "
         "campaigns sorted by name dealt round-robin; rows repeating a configuration and "
         "measurement dropped",
         "min_group_rows": MIN_ROWS,
-        "shrink_rows": SHRINK_ROWS,
+        "tail_shrink_rows": method.tail_shrink,
+        "weighting": method.weighting,
+        "shrink_rows": method.shrink_rows,
         "date": dt.date.today().isoformat(),
         "command": command,
-        "method": "split conformal on ln(measured/predicted) of campaign-held-out predictions, "
-        "equal tails; groups shrunk toward their parent; nominal level per engine x mode chosen "
-        "by leave-one-fold-out coverage on the fitting folds",
+        "method": method.describe(),
     }
     table["out_of_fold"] = coverage_report(oof)
     return table
 
 
-def _print_summary(table: dict[str, Any], out: Path) -> None:
+def _print_summary(table: TableDict, out: Path) -> None:
+    prov = table.get("provenance", {})
     print(
-        f"wrote {out}: {len(table['groups'])} groups, {table['provenance']['rows_used']} rows, "
-        f"{table['provenance']['folds']} campaign folds, level {table['level']}"
+        f"wrote {out}: {len(table['groups'])} groups, {prov.get('rows_used')} rows, "
+        f"{prov.get('folds')} campaign folds, level {table['level']}"
     )
     print(
         f"{'by':16s} {'key':28s} {'n':>5s} {'TTFT cov%':>9s} {'width%':>7s} "
         f"{'TPOT cov%':>9s} {'width%':>7s}"
     )
-    for g in table["out_of_fold"]:
+    for g in table.get("out_of_fold", []):
         t, p = g["ttft"], g["tpot"]
         print(
             f"{g['by']:16s} {g['key']:28s} {g['n']:5d} "
@@ -472,7 +685,20 @@ def main(argv: list[str] | None = None) -> int:
         help="reuse a validate e2e --holdout campaign --predictions-out CSV of --data "
         "(default: predict held out here)",
     )
-    ap.add_argument("--force", action="store_true", help="replace an existing --out")
+    ap.add_argument(
+        "--weighting",
+        choices=WEIGHTINGS,
+        default=Method.weighting,
+        help="weight of a row in its group's quantiles: rows (the default), campaigns (each "
+        "campaign counts once) or sqrt (1/sqrt of its campaign's rows)",
+    )
+    ap.add_argument(
+        "--predictions-out",
+        type=Path,
+        default=None,
+        help="also write the held-out predictions made here (CSV) for --predictions",
+    )
+    ap.add_argument("--force", action="store_true", help="replace --out / --predictions-out")
     args = ap.parse_args(argv)
     try:
         if not 2 <= args.folds <= 20:
@@ -484,6 +710,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.data.is_file():
             raise PlannerInputError("--data", f"{args.data} does not exist")
         check_new_file(args.out, args.force, "--out")  # before the long build
+        if args.predictions_out is not None:
+            if args.predictions is not None:
+                raise PlannerInputError("--predictions-out", "not with --predictions")
+            check_new_file(args.predictions_out, args.force, "--predictions-out")
         command = shlex.join(
             [
                 "python",
@@ -493,7 +723,15 @@ def main(argv: list[str] | None = None) -> int:
             ]
         )
         table = build(
-            args.data, args.folds, args.level, args.predictions, command, args.holdout_folds
+            args.data,
+            args.folds,
+            args.level,
+            args.predictions,
+            command,
+            args.holdout_folds,
+            method=Method(weighting=args.weighting),
+            predictions_out=args.predictions_out,
+            force=args.force,
         )
         text = (
             "# Prediction bands: generated by planner/validation/bands.py; do not edit by hand.\n"
@@ -508,10 +746,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _print_summary(table, args.out)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 def with_band_columns(pred: pd.DataFrame, table: BandTable | None = None) -> pd.DataFrame:
@@ -529,3 +763,7 @@ def with_band_columns(pred: pd.DataFrame, table: BandTable | None = None) -> pd.
         out[f"pred_{m}_ms_lo"] = p * np.exp(b[f"{m}_lo"])
         out[f"pred_{m}_ms_hi"] = p * np.exp(b[f"{m}_hi"])
     return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

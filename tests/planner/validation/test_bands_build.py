@@ -78,6 +78,13 @@ def test_builder_refuses_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture
     assert bands.main(["--data", "x", "--out", "y", "--folds", "1"]) == 2
     assert bands.main(["--data", "x", "--out", "y", "--level", "0.99"]) == 2
     assert bands.main(["--data", "x", "--out", "y", "--holdout-folds", "1"]) == 2
+    data = tmp_path / "d.csv"
+    data.write_text("x\n1\n")
+    capsys.readouterr()
+    both = ["--predictions", str(data), "--predictions-out", str(tmp_path / "p.csv")]
+    assert bands.main(["--data", str(data), "--out", str(tmp_path / "b.yaml"), *both]) == 2
+    assert "--predictions-out" in capsys.readouterr().err
+    assert not (tmp_path / "b.yaml").exists() and not (tmp_path / "p.csv").exists()
 
 
 def test_campaign_folds_deal_sorted_campaigns_round_robin() -> None:

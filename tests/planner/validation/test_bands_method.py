@@ -1,0 +1,88 @@
+"""The band builder's method on synthetic residuals (no measured data needed): conformal
+quantiles with row or campaign weights, and the out-of-fold protocol with per-side tails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.bands import table_from_dict
+from planner.validation import bands
+
+
+def test_equal_weights_give_the_kth_smallest() -> None:
+    rng = np.random.default_rng(1)
+    for n in (9, 30, 101):
+        r = rng.normal(size=n)
+        lo, hi = bands.weighted_quantiles(r, np.ones(n), np.array([0.1]))
+        s = np.sort(r)
+        assert lo[0] == s[max(int(np.floor((n + 1) * 0.1)), 1) - 1]
+        assert hi[0] == s[min(int(np.ceil((n + 1) * 0.9)), n) - 1]
+
+
+def test_campaign_weights_count_each_campaign_once() -> None:
+    rows = pd.DataFrame({"campaign": ["a"] * 99 + ["b"]})
+    w = bands.campaign_weights(rows, "campaigns")
+    assert w[:99].sum() == pytest.approx(w[99])
+    assert np.all(bands.campaign_weights(rows, "rows") == 1.0)
+    r = np.r_[np.zeros(99), np.ones(1)]
+    _, hi_rows = bands.weighted_quantiles(r, bands.campaign_weights(rows, "rows"), np.array([0.1]))
+    _, hi_camp = bands.weighted_quantiles(r, w, np.array([0.1]))
+    assert hi_rows[0] == 0.0 and hi_camp[0] == 1.0  # the one-row campaign is half the mass
+
+
+def _synthetic(campaigns: int = 40, seed: int = 0) -> pd.DataFrame:
+    """Exchangeable campaigns of 5-40 rows: residual = campaign offset + row noise, two engines."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for c in range(campaigns):
+        n = int(rng.integers(5, 40))
+        off = rng.normal(0.0, 0.3, 2)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "campaign": f"c{c:02d}",
+                    "silicon_data_source": f"c{c:02d}",
+                    "engine": "vllm" if c % 2 else "sglang",
+                    "mode": "agg",
+                    "load": "light",
+                    "tier": "fitted",
+                    "gpu_name": "H200-SXM",
+                    "model_name": "m",
+                    "res_ttft": off[0] + rng.normal(0.0, 0.2, n),
+                    "res_tpot": off[1] + rng.normal(0.0, 0.1, n),
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_out_of_fold_coverage_on_exchangeable_campaigns() -> None:
+    """Campaigns drawn alike: bands fitted on 9 of 10 campaign folds cover about 80% of the 10th."""
+    cover = []
+    for seed in range(3):
+        oof = bands.out_of_fold(_synthetic(seed=seed), 10, 0.8, bands.Method())
+        cover += [oof[f"in_{m}"].mean() for m in bands.METRICS]
+        assert set(oof["fold"]) == set(range(10)) and len(oof) == len(_synthetic(seed=seed))
+    assert 0.72 <= float(np.mean(cover)) <= 0.88
+
+
+def test_tails_are_chosen_per_side_and_written() -> None:
+    rows = _synthetic(seed=4)
+    rows.loc[rows["engine"] == "sglang", "res_tpot"] -= np.where(
+        rows.loc[rows["engine"] == "sglang", "campaign"].str[-1].astype(int) % 3 == 0, 0.8, 0.0
+    )  # a third of sglang's campaigns far below the rest: its lower tail must widen
+    fold = bands.campaign_folds(rows, 10)
+    fit, tails = bands.fit_table(rows, fold, 0.8, bands.Method())
+    assert set(tails.values()) <= set(bands.NOMINAL_TAILS)
+    # held-out shifted campaigns fall below the band more often than above: a smaller lower tail
+    assert tails["sglang/agg/tpot/lo"] < tails["sglang/agg/tpot/hi"]
+    assert tails["sglang/agg/tpot/lo"] < tails["vllm/agg/tpot/lo"]
+    raw = bands.table_dict(fit, 0.8, tails)
+    t = table_from_dict(raw)
+    key = {"engine": "sglang", "mode": "agg", "load": "light", "tier": "fitted"}
+    b = t.lookup(key, gpu="H200-SXM", model="m")["tpot"]
+    low = rows.loc[rows["engine"] == "sglang", "res_tpot"].to_numpy()
+    assert b.lo <= np.quantile(low, 0.15)  # the band reaches the shifted campaigns
+    assert t.lookup(key, gpu="Other", model="m") == t.widest_by_tier["sglang/agg/fitted"]
