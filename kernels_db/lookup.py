@@ -29,7 +29,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 import numpy as np
 
@@ -159,14 +159,14 @@ class KernelDB:
     ) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
         """(seconds, fitted-or-not mask, counts) of the roofline model alone."""
         table, default = self._family_params(op)
-        cols = costs.factorize(cols)
+        factored = costs.factorize(cols)
         p, pad, found = costs.gather_params(
             table,
             default,
-            costs.param_label_set(op, cols),
+            costs.param_label_set(op, factored),
             lambda name: self._param_entry(op, name),
         )
-        cnt = costs.counts(op, cols, self.spec)
+        cnt = costs.counts(op, factored, self.spec)
         return costs.model_time(cnt, p, self.spec.hbm_bandwidth_bytes_per_s, pad), found, cnt
 
     def _interpolator(self, op: str) -> TableInterpolator | None:
@@ -353,7 +353,7 @@ def _gpu_counts(n_arr: np.ndarray) -> list[int]:
 
 def _alpha_beta_params(
     db: KernelDB, collective: str, n_arr: np.ndarray, link: str
-) -> tuple[Any, Any, list[tuple[Any, Any]], np.ndarray]:
+) -> tuple[Size, Size, Sequence[tuple[Size, Size]], np.ndarray]:
     """Per row: latency, bus bandwidth, the small-message lines (``CommParams.extra_lines``;
     scalars when every row has the same GPU count > 1) and provenance code; rows of one GPU get
     (0, 1) and ``MEASURED`` (they move nothing)."""

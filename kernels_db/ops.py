@@ -22,7 +22,7 @@ Size: TypeAlias = "np.ndarray | float"
 Label: TypeAlias = "np.ndarray | str"
 """A name column (dtype, collective, link): a name or an array of names (one per row)."""
 Column: TypeAlias = "np.ndarray | float | str"
-"""Any key column of a kernel table (``Size`` or ``Label``)."""
+"""A key column of a kernel table, of either kind (``Size`` or ``Label``)."""
 
 
 @dataclass(frozen=True, eq=False)
