@@ -17,8 +17,8 @@ from kernels_db.ops import Size
 
 CUSTOM_ALL_REDUCE = "custom_all_reduce"
 """The engines' own one-/two-shot all-reduce kernels (NCCL for large messages); priced as the
-faster of it and NCCL's all-reduce (``planner.kernels_adapter``, ``kernels_db.validate``), as the
-engines switch between the two."""
+faster of it and NCCL's all-reduce (``kernels_db.lookup.StepPricer``, ``kernels_db.validate``), as
+the engines switch between the two."""
 ALL_REDUCE_LIKE = ("all_reduce", CUSTOM_ALL_REDUCE)
 
 

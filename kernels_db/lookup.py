@@ -21,6 +21,10 @@ Roofline: ``launch + max(FLOPs/(peak·eff_c), bytes/(BW·eff_m))`` (``kernels_db
 Collectives: alpha-beta ``latency + bytes·algo_factor/bus_bandwidth`` (``kernels_db.comm``); one GPU
 costs 0 s with provenance ``measured`` (nothing to measure). MoE and MLA borrow the GEMM and
 attention fits. ``KernelDB.for_gpu`` is cached per GPU and folders.
+
+The serving model prices the ops of a step through ``StepPricer.price_ops`` (one ``price_codes`` /
+``comm_codes`` call per op family): ``price_codes`` is the one pricing function over arrays, and
+``KernelDB.price``, its shorthands and ``StepPricer.price`` (one op) wrap it.
 """
 
 from __future__ import annotations
