@@ -8,17 +8,17 @@ costs nothing. NVLS (NVLink SHARP) all-reduce moves each byte about once: factor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from hardware.spec import GpuSpec
 from kernels_db.fitted import DEFAULT_COMM_BW_EFF, DEFAULT_COMM_LATENCY_S, CommFamilyFit, CommParams
+from kernels_db.ops import Size
 
 CUSTOM_ALL_REDUCE = "custom_all_reduce"
 """The engines' own one-/two-shot all-reduce kernels (NCCL for large messages); priced as the
-faster of it and NCCL's all-reduce (``planner.kernels_adapter``, ``kernels_db.validate``), as the
-engines switch between the two."""
+faster of it and NCCL's all-reduce (``kernels_db.lookup.StepPricer``, ``kernels_db.validate``), as
+the engines switch between the two."""
 ALL_REDUCE_LIKE = ("all_reduce", CUSTOM_ALL_REDUCE)
 
 
@@ -34,11 +34,11 @@ def algo_factor(collective: str, n_gpus: np.ndarray, nvls: bool = False) -> np.n
 
 
 def alpha_beta(
-    nbytes: Any,
-    factor: Any,
-    latency_s: Any,
-    bus_bandwidth_bytes_per_s: Any,
-    extra: Sequence[tuple[Any, Any]] = (),
+    nbytes: Size,
+    factor: Size,
+    latency_s: Size,
+    bus_bandwidth_bytes_per_s: Size,
+    extra: Sequence[tuple[Size, Size]] = (),
 ) -> np.ndarray:
     """Seconds of one collective; zero where the factor is zero (one GPU). ``extra`` = (latency,
     bus bandwidth) of latency-optimised protocols: the fastest line is taken (``CommParams``)."""
@@ -49,7 +49,7 @@ def alpha_beta(
     return np.asarray(np.where(np.asarray(factor) > 0, t, 0.0))
 
 
-def params_time(nbytes: Any, factor: Any, prm: CommParams) -> np.ndarray:
+def params_time(nbytes: Size, factor: Size, prm: CommParams) -> np.ndarray:
     """``alpha_beta`` under one parameter set (all of its lines)."""
     return alpha_beta(
         nbytes, factor, prm.latency_s, prm.bus_bandwidth_bytes_per_s, prm.extra_lines()

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final, TypeAlias
 
 import numpy as np
 
 from hardware.spec import GpuSpec
 from kernels_db import roofline as rf
 from kernels_db.fitted import RooflineParams
+from kernels_db.ops import Column, Size
 
-Cols = Mapping[str, Any]
 # which key names the dtype that selects the parameters and the peak of each family
 PARAM_KEY: Final[dict[str, str]] = {
     "gemm": "dtype",
@@ -68,6 +68,17 @@ class Labels:
     index: np.ndarray
 
 
+Value: TypeAlias = "Column | Labels"
+"""A key column as the formulas read it: a number, a name, an array, or factorized names."""
+Cols: TypeAlias = Mapping[str, Value]
+"""Key columns by name (``schema.OP_KEYS``)."""
+
+
+def _sizes(c: Cols) -> dict[str, Size]:
+    """The size columns of ``c`` (numbers or arrays; the name columns left out)."""
+    return {k: v for k, v in c.items() if not isinstance(v, (str, Labels))}
+
+
 def _same(words: np.ndarray, row: int) -> np.ndarray:
     """Rows of ``words`` (fixed-width strings as integer columns) equal to row ``row``."""
     hit = words[:, 0] == words[row, 0]
@@ -76,7 +87,7 @@ def _same(words: np.ndarray, row: int) -> np.ndarray:
     return hit
 
 
-def distinct(values: Any) -> tuple[list[str], np.ndarray]:
+def distinct(values: Column) -> tuple[list[str], np.ndarray]:
     """Distinct strings of array ``values`` and each entry's index into them (shape of ``values``).
 
     Label columns (dtypes) hold a handful of names over many rows: one comparison per name (of the
@@ -106,10 +117,10 @@ def distinct(values: Any) -> tuple[list[str], np.ndarray]:
     return [str(n) for n in uniq], inv_all.reshape(arr.shape)
 
 
-def factorize(cols: Cols) -> dict[str, Any]:
+def factorize(cols: Cols) -> dict[str, Value]:
     """``cols`` with every string array replaced by its ``Labels`` (by its one name when all rows
     share it), so that the formulas below resolve each label column once."""
-    out = dict(cols)
+    out: dict[str, Value] = dict(cols)
     for key, v in cols.items():
         if isinstance(v, np.ndarray) and v.ndim and v.dtype.kind == "U":
             names, index = distinct(v)
@@ -117,7 +128,7 @@ def factorize(cols: Cols) -> dict[str, Any]:
     return out
 
 
-def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
+def per_value(values: Value, fn: Callable[[str], float]) -> np.ndarray:
     """Apply ``fn`` to each distinct string of ``values``
     (scalar, array or ``Labels``) and broadcast back."""
     if isinstance(values, str):
@@ -131,11 +142,11 @@ def per_value(values: Any, fn: Callable[[str], float]) -> np.ndarray:
     return np.array([fn(n) for n in names])[inverse]
 
 
-def _peak(spec: GpuSpec, dtype: Any) -> np.ndarray:
+def _peak(spec: GpuSpec, dtype: Value) -> np.ndarray:
     return per_value(dtype, spec.peak_flops)
 
 
-def _elem_bytes(dtype: Any) -> np.ndarray:
+def _elem_bytes(dtype: Value) -> np.ndarray:
     """Bytes per element of each dtype name (``roofline.dtype_bytes`` without its sort)."""
     return per_value(dtype, rf.DTYPE_BYTES.__getitem__)
 
@@ -143,102 +154,103 @@ def _elem_bytes(dtype: Any) -> np.ndarray:
 def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     """FLOPs, bytes and peak of each row of op family ``op``."""
     zero = np.asarray(0.0)
+    z = _sizes(c)
     if op == "gemm":
         eb = _elem_bytes(c["dtype"])
-        b = rf.gemm_bytes(c["m"], c["n"], c["k"], eb)
+        b = rf.gemm_bytes(z["m"], z["n"], z["k"], eb)
         return Counts(
-            rf.gemm_flops(c["m"], c["n"], c["k"]),
+            rf.gemm_flops(z["m"], z["n"], z["k"]),
             b,
             _peak(spec, c["dtype"]),
-            np.asarray(2.0 * c["n"] * c["k"], dtype=float),
-            units=rf.gemm_tiles(c["m"], c["n"]),
+            np.asarray(2.0 * z["n"] * z["k"], dtype=float),
+            units=rf.gemm_tiles(z["m"], z["n"]),
             resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes),
         )
     if op == "attention_prefill":
         f = rf.prefill_attention_flops(
-            c["batch"], c["seq"], c["prior"], c["heads"], c["head_dim"], c["window"]
+            z["batch"], z["seq"], z["prior"], z["heads"], z["head_dim"], z["window"]
         )
         b = rf.prefill_attention_bytes(
-            c["batch"],
-            c["seq"],
-            c["prior"],
-            c["heads"],
-            c["kv_heads"],
-            c["head_dim"],
+            z["batch"],
+            z["seq"],
+            z["prior"],
+            z["heads"],
+            z["kv_heads"],
+            z["head_dim"],
             _elem_bytes(c["dtype"]),
             _elem_bytes(c["kv_dtype"]),
         )
-        tiles = np.maximum(rf.prefill_tiles(c["batch"], c["seq"], c["heads"]), 1.0)
+        tiles = np.maximum(rf.prefill_tiles(z["batch"], z["seq"], z["heads"]), 1.0)
         return Counts(
             f,
             b,
             _peak(spec, c["dtype"]),
-            np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"] * c["seq"], dtype=float),
+            np.asarray(4.0 * z["batch"] * z["heads"] * z["head_dim"] * z["seq"], dtype=float),
             units=tiles,
             resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes),
             tiles=tiles,
         )
     if op == "attention_decode":
-        f = rf.decode_attention_flops(c["batch"], c["kv_len"], c["heads"], c["head_dim"])
+        f = rf.decode_attention_flops(z["batch"], z["kv_len"], z["heads"], z["head_dim"])
         b = rf.decode_attention_bytes(
-            c["batch"],
-            c["kv_len"],
-            c["heads"],
-            c["kv_heads"],
-            c["head_dim"],
+            z["batch"],
+            z["kv_len"],
+            z["heads"],
+            z["kv_heads"],
+            z["head_dim"],
             _elem_bytes(c["kv_dtype"]),
         )
-        units = np.maximum(np.asarray(c["batch"] * c["kv_heads"], dtype=float), 1.0)
-        splits = rf.decode_kv_splits(units, c["kv_len"], spec.sm_count)
-        heads = np.maximum(np.asarray(c["heads"], dtype=float), 1.0)
+        units = np.maximum(np.asarray(z["batch"] * z["kv_heads"], dtype=float), 1.0)
+        splits = rf.decode_kv_splits(units, z["kv_len"], spec.sm_count)
+        heads = np.maximum(np.asarray(z["heads"], dtype=float), 1.0)
         return Counts(
             f,
             b,
             np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
-            np.asarray(4.0 * c["batch"] * c["heads"] * c["head_dim"], dtype=float),
+            np.asarray(4.0 * z["batch"] * z["heads"] * z["head_dim"], dtype=float),
             units,
-            rf.decode_issued_heads(c["heads"], c["kv_heads"]) / heads,
+            rf.decode_issued_heads(z["heads"], z["kv_heads"]) / heads,
             rf.l2_resident_fraction(b, spec.l2_cache_bytes),
             units,
             splits=splits,
-            long_kv=np.asarray(np.asarray(c["kv_len"]) > rf.DECODE_KV_CHUNK, dtype=float),
+            long_kv=np.asarray(np.asarray(z["kv_len"]) > rf.DECODE_KV_CHUNK, dtype=float),
             streams=True,
         )
     if op == "mla_prefill":
         f = rf.mla_prefill_flops(
-            c["batch"], c["seq"], c["prior"], c["heads"], c["kv_lora_rank"], c["rope_dim"]
+            z["batch"], z["seq"], z["prior"], z["heads"], z["kv_lora_rank"], z["rope_dim"]
         )
         b = rf.mla_prefill_bytes(
-            c["batch"],
-            c["seq"],
-            c["prior"],
-            c["heads"],
-            c["kv_lora_rank"],
-            c["rope_dim"],
+            z["batch"],
+            z["seq"],
+            z["prior"],
+            z["heads"],
+            z["kv_lora_rank"],
+            z["rope_dim"],
             _elem_bytes(c["dtype"]),
         )
-        tiles = np.maximum(rf.prefill_tiles(c["batch"], c["seq"], c["heads"]), 1.0)
+        tiles = np.maximum(rf.prefill_tiles(z["batch"], z["seq"], z["heads"]), 1.0)
         return Counts(f, b, _peak(spec, c["dtype"]), zero, units=tiles, tiles=tiles)
     if op == "mla_decode":
         f = rf.mla_decode_flops(
-            c["batch"], c["kv_len"], c["heads"], c["kv_lora_rank"], c["rope_dim"]
+            z["batch"], z["kv_len"], z["heads"], z["kv_lora_rank"], z["rope_dim"]
         )
         b = rf.mla_decode_bytes(
-            c["batch"], c["kv_len"], c["kv_lora_rank"], c["rope_dim"], _elem_bytes(c["kv_dtype"])
+            z["batch"], z["kv_len"], z["kv_lora_rank"], z["rope_dim"], _elem_bytes(c["kv_dtype"])
         )
         return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), zero)
     if op == "moe":
         eb = _elem_bytes(c["dtype"])
-        f = rf.moe_flops(c["tokens"], c["hidden"], c["inter"], c["topk"], c["ep"])
-        b = rf.moe_bytes(c["tokens"], c["hidden"], c["inter"], c["topk"], c["experts"], c["ep"], eb)
+        f = rf.moe_flops(z["tokens"], z["hidden"], z["inter"], z["topk"], z["ep"])
+        b = rf.moe_bytes(z["tokens"], z["hidden"], z["inter"], z["topk"], z["experts"], z["ep"], eb)
         return Counts(f, b, _peak(spec, c["dtype"]), zero)
     if op == "memcpy":
-        return Counts(zero, rf.memcpy_bytes(c["bytes"]), np.asarray(spec.peak_flops("bf16")), zero)
+        return Counts(zero, rf.memcpy_bytes(z["bytes"]), np.asarray(spec.peak_flops("bf16")), zero)
     raise KeyError(op)
 
 
 def model_time(
-    cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: Any = 0.0
+    cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: np.ndarray | float = 0.0
 ) -> np.ndarray:
     """Seconds under parameters ``p`` (rows of ``RooflineParams.as_array``). A kernel that splits
     the KV (``p[8]`` = ``split_kv``) runs ``cnt.splits`` thread blocks per unit and a second launch
@@ -263,14 +275,14 @@ def model_time(
     )
 
 
-def param_labels(op: str, c: Cols) -> Any:
+def param_labels(op: str, c: Cols) -> Value:
     """Name of the parameter set of each row: its dtype (``PARAM_KEY``), ``+ MHA_SUFFIX`` for
     multi-head decode attention; a string for scalar inputs, else a string array."""
     labels = param_label_set(op, c)
     return np.array(labels.names)[labels.index] if isinstance(labels, Labels) else labels
 
 
-def param_label_set(op: str, c: Cols) -> Any:
+def param_label_set(op: str, c: Cols) -> Value:
     """``param_labels`` as a string, a string array or ``Labels`` (when ``c`` holds ``Labels``, or
     for multi-head decode attention), for ``gather_params``."""
     key = PARAM_KEY[op]
@@ -316,7 +328,7 @@ def param_entry(
 def gather_params(
     table: Mapping[str, RooflineParams],
     default: RooflineParams,
-    keys: Any,
+    keys: Value,
     entry: Callable[[str], ParamEntry] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-row parameter array (9, ...), pad rows, and a mask of rows that found a fitted entry;

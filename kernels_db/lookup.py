@@ -21,15 +21,19 @@ Roofline: ``launch + max(FLOPs/(peak·eff_c), bytes/(BW·eff_m))`` (``kernels_db
 Collectives: alpha-beta ``latency + bytes·algo_factor/bus_bandwidth`` (``kernels_db.comm``); one GPU
 costs 0 s with provenance ``measured`` (nothing to measure). MoE and MLA borrow the GEMM and
 attention fits. ``KernelDB.for_gpu`` is cached per GPU and folders.
+
+The serving model prices the ops of a step through ``StepPricer.price_ops`` (one ``price_codes`` /
+``comm_codes`` call per op family): ``price_codes`` is the one pricing function over arrays, and
+``KernelDB.price``, its shorthands and ``StepPricer.price`` (one op) wrap it.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, Generic, TypeVar
 
 import numpy as np
 
@@ -40,6 +44,7 @@ from kernels_db import costs, fitted, paths, transfer
 from kernels_db import roofline as rf
 from kernels_db.interp import TableInterpolator
 from kernels_db.ops import (
+    SHAPES,
     AttentionDecode,
     AttentionPrefill,
     Column,
@@ -51,6 +56,7 @@ from kernels_db.ops import (
     MlaPrefill,
     Moe,
     Size,
+    StepOp,
 )
 from kernels_db.schema import COLLECTIVES, LINKS, SIZE_KEYS
 from kernels_db.tables import KernelTable, read_gpu_folder
@@ -157,14 +163,14 @@ class KernelDB:
     ) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
         """(seconds, fitted-or-not mask, counts) of the roofline model alone."""
         table, default = self._family_params(op)
-        cols = costs.factorize(cols)
+        factored = costs.factorize(cols)
         p, pad, found = costs.gather_params(
             table,
             default,
-            costs.param_label_set(op, cols),
+            costs.param_label_set(op, factored),
             lambda name: self._param_entry(op, name),
         )
-        cnt = costs.counts(op, cols, self.spec)
+        cnt = costs.counts(op, factored, self.spec)
         return costs.model_time(cnt, p, self.spec.hbm_bandwidth_bytes_per_s, pad), found, cnt
 
     def _interpolator(self, op: str) -> TableInterpolator | None:
@@ -351,7 +357,7 @@ def _gpu_counts(n_arr: np.ndarray) -> list[int]:
 
 def _alpha_beta_params(
     db: KernelDB, collective: str, n_arr: np.ndarray, link: str
-) -> tuple[Any, Any, list[tuple[Any, Any]], np.ndarray]:
+) -> tuple[Size, Size, Sequence[tuple[Size, Size]], np.ndarray]:
     """Per row: latency, bus bandwidth, the small-message lines (``CommParams.extra_lines``;
     scalars when every row has the same GPU count > 1) and provenance code; rows of one GPU get
     (0, 1) and ``MEASURED`` (they move nothing)."""
@@ -441,3 +447,211 @@ def _comm_model(db: KernelDB, cols: Mapping[str, Column], n: int) -> np.ndarray:
         factor = cm.algo_factor(c, np.full(int(sel.sum()), max(int(g), 2)))
         out[sel] = cm.params_time(nbytes[sel], factor, prm)
     return out
+
+
+# ---- the ops of a serving step ---------------------------------------------------------------
+OpT = TypeVar("OpT", bound=StepOp)
+MESSAGE_DIVIDED: Final[frozenset[str]] = frozenset({"memcpy"})
+"""Families whose op bytes are split over ``StepOp.kernels`` equal kernels (priced one each, times
+kernels)."""
+
+
+class StepPricer(Generic[OpT]):
+    """Prices the ops of one serving step on one GPU (``planner.step_model`` calls ``price_ops``).
+
+    The ops of one kernels_db family (attention and MLP GEMMs and the LM head; the two all-reduces)
+    go into one ``price_codes`` / ``comm_codes`` call for all K candidates, with provenance kept as
+    integer codes until each op's tag is read off its rows. An op reports the weakest provenance
+    among its K candidates (a solver sweep mixes fitted dtypes with unfitted ones; the tag must not
+    overstate the evidence). ``price`` of one op is ``price_ops`` of a list of one: there is one
+    pricing path.
+
+    * Grouped expert GEMMs: kernels_db prices the balanced load; the busiest EP rank's load factor
+      (``StepOp.imbalance``) multiplies the time (the step waits for the slowest rank).
+    * Collectives: one message per kernel (dispatch + combine for all-to-all), over the scale-up
+      link inside the domain and the NIC ("ib") beyond it; an all-reduce inside the domain takes the
+      faster of NCCL and the engines' custom all-reduce (``comm.CUSTOM_ALL_REDUCE``).
+    * Ops with no work (no prefill tokens in a decode-only step) cost 0 s, not a kernel launch.
+    * Ops without a kernels_db family (linear-attention recurrences) are priced by ``fallback``
+      (seconds per instance), tagged ``roofline_uncalibrated``.
+    """
+
+    def __init__(self, db: KernelDB, fallback: Callable[[OpT], np.ndarray]) -> None:
+        self.db = db
+        self.fallback = fallback
+        self.link = cm.scale_up_link(db.spec)
+
+    def price(self, op: OpT) -> tuple[np.ndarray, str]:
+        """Seconds per instance of ``op`` (shape (K,)) and its provenance."""
+        return self.price_ops([op])[0]
+
+    def price_ops(self, ops: Sequence[OpT]) -> list[tuple[np.ndarray, str]]:
+        """(seconds per instance, provenance) of every op of ``ops``, each kernels_db family and
+        each collective in one lookup."""
+        out: list[tuple[np.ndarray, str]] = [(np.zeros(0), "")] * len(ops)
+        groups: dict[str, list[int]] = {}
+        for i, op in enumerate(ops):
+            key = "comm:" + op.collective if op.family == "comm" else _family(op)
+            if not key:
+                out[i] = (np.where(_busy(op), self.fallback(op), 0.0), PROVENANCE[UNCALIBRATED])
+            else:  # ops whose work is not one row per candidate are priced alone
+                groups.setdefault(key if _rows(op) >= 0 else f"{key}#{i}", []).append(i)
+        for key, idx in groups.items():
+            sub = [ops[i] for i in idx]
+            sizes = [_rows(op) for op in sub]
+            t, tags = (
+                self._comm_many(sub, sizes)
+                if key.startswith("comm:")
+                else self._compute_many(_family(sub[0]), sub, sizes)
+            )
+            if len(sub) == 1:
+                out[idx[0]] = (np.where(_busy(sub[0]), t, 0.0), tags[0])
+                continue
+            busy = (np.concatenate([op.flops for op in sub]) > 0) | (
+                np.concatenate([op.nbytes for op in sub]) > 0
+            )
+            t = np.where(busy, t, 0.0)
+            a = 0
+            for i, k, tag in zip(idx, sizes, tags, strict=True):
+                out[i] = (t[a : a + k], tag)
+                a += k
+        return out
+
+    def _compute_many(
+        self, family: str, ops: Sequence[OpT], sizes: list[int]
+    ) -> tuple[np.ndarray, list[str]]:
+        """Ops of one kernels_db family in one ``price_codes`` call: seconds of all their rows end
+        to end, and each op's provenance tag."""
+        shapes = [op.shape.columns() for op in ops if op.shape is not None]
+        scale: Column
+        if len(ops) == 1:
+            cols, scale = shapes[0], ops[0].imbalance
+        else:
+            cols = {k: _concat([s[k] for s in shapes], sizes) for k in shapes[0]}
+            scale = _concat([op.imbalance for op in ops], sizes)
+        seconds, codes, _, _ = self.db.price_codes(SHAPES[family](**cols))
+        # x * 1.0 == x exactly: a scale of 1 is not applied
+        t = seconds if _is_one(scale) else seconds * np.asarray(scale, dtype=float)
+        if family in MESSAGE_DIVIDED:
+            reps = [op.kernels for op in ops]
+            t = t * (reps[0] if len(set(reps)) == 1 else np.repeat(reps, sizes))
+        if sizes == [-1]:
+            codes, sizes = codes.ravel(), [codes.size]
+        return t, _tags(codes, sizes, self.db.labels)
+
+    def _comm_many(self, ops: Sequence[OpT], sizes: list[int]) -> tuple[np.ndarray, list[str]]:
+        """Collectives of one kind, priced in one ``comm_codes`` call per link: seconds of all
+        their rows end to end (0 for rows of one GPU), and each op's provenance tag."""
+        n = np.concatenate([_per_row(op.n_gpus, op) for op in ops])
+        rows = [np.size(op.nbytes) for op in ops]
+        collective = ops[0].collective
+        t, codes = np.zeros(n.shape), np.zeros(n.shape, dtype=np.int64)
+        if collective != "none" and (n > 1).any():
+            span = np.concatenate([_per_row(op.spread(), op) for op in ops])
+            kernels = np.repeat([op.kernels for op in ops], rows)
+            message = np.concatenate([np.ravel(op.nbytes / op.kernels) for op in ops])
+            if collective == "all_to_all":  # op bytes already exclude the rank's own share
+                message = message / np.maximum(1.0 - 1.0 / np.maximum(n, 1.0), 1e-9)
+            t, codes, n_int = self._comm_rows(collective, n, message, kernels, span)
+            # single-GPU rows move nothing: they do not weaken the tag
+            codes = np.where(n_int > 1, codes, 0)
+        if len(ops) == 1:  # also one op priced alone: rows of its bytes, flattened, reshaped
+            return t.reshape(np.shape(ops[0].nbytes)), _tags(codes, rows, self.db.labels)
+        return t, _tags(codes, sizes, self.db.labels)
+
+    def _comm_rows(
+        self,
+        collective: str,
+        n: np.ndarray,
+        message: np.ndarray,
+        kernels: np.ndarray,
+        span: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(seconds, provenance codes, GPU counts) per row: scale-up link when the members lie
+        inside one domain (``span`` GPUs), NIC beyond."""
+        inside = span <= self.db.spec.scale_up.domain_size
+        n_int = np.maximum(np.round(n), 1).astype(np.int64)
+        links = [(self.link, inside)] if inside.all() else [(self.link, inside), ("ib", ~inside)]
+        t, codes = np.zeros(n.shape), np.zeros(n.shape, dtype=np.int64)
+        for link, sel in links:
+            if sel.any():
+                whole = len(links) == 1
+                n_sel, m_sel = (n_int, message) if whole else (n_int[sel], message[sel])
+                seconds, c, _ = comm_codes(self.db, collective, n_sel, m_sel, link)
+                if collective == "all_reduce" and link == self.link:
+                    # engines pick the faster of NCCL and their custom (one-/two-shot) all-reduce
+                    seconds = np.minimum(
+                        seconds, comm_codes(self.db, cm.CUSTOM_ALL_REDUCE, n_sel, m_sel, link)[0]
+                    )
+                if whole:
+                    t, codes = seconds * kernels, c
+                else:
+                    t[sel], codes[sel] = seconds * kernels[sel], c
+        return t, codes, n_int
+
+
+def _family(op: StepOp) -> str:
+    """kernels_db family of ``op``'s kernel; '' when it has none."""
+    return op.shape.family if op.shape is not None else ""
+
+
+def _busy(op: StepOp) -> np.ndarray:
+    """Rows of ``op`` that do any work."""
+    return np.asarray((np.asarray(op.flops) > 0) | (np.asarray(op.nbytes) > 0))
+
+
+def _per_row(value: np.ndarray | float, op: StepOp) -> np.ndarray:
+    """``value`` as floats, one per row of ``op``'s bytes (flattened)."""
+    return np.broadcast_to(np.asarray(value, dtype=float), np.shape(op.nbytes)).ravel()
+
+
+def _rows(op: StepOp) -> int:
+    """Candidates K of an op whose work arrays have shape (K,); -1 otherwise (priced alone)."""
+    flops, nbytes = op.flops, op.nbytes
+    if (
+        isinstance(flops, np.ndarray)
+        and isinstance(nbytes, np.ndarray)
+        and nbytes.ndim == 1
+        and flops.shape == nbytes.shape
+    ):
+        return int(nbytes.shape[0])
+    return -1
+
+
+def _is_one(v: object) -> bool:
+    """True for the scalar 1 (a factor that leaves every row as it is)."""
+    return not isinstance(v, np.ndarray) and bool(v == 1.0)
+
+
+def _concat(values: Sequence[Column], sizes: list[int]) -> Column:
+    """One key column of several ops: a shared scalar stays scalar, else rows end to end."""
+    first = values[0]
+    if not isinstance(first, np.ndarray) and all(
+        not isinstance(v, np.ndarray) and v == first for v in values
+    ):
+        return first
+    return np.concatenate(
+        [
+            v
+            if isinstance(v, np.ndarray) and v.shape == (k,)
+            else np.full(k, v)
+            if np.ndim(v) == 0
+            else np.broadcast_to(np.asarray(v), (k,))
+            for v, k in zip(values, sizes, strict=True)
+        ]
+    )
+
+
+def _tags(codes: np.ndarray, sizes: list[int], labels: np.ndarray) -> list[str]:
+    """Weakest provenance (``PROVENANCE`` order: the highest code) of each block of ``sizes`` rows,
+    as ``labels`` names the codes (``KernelDB.labels``: a transferred fit's tag for 'fitted')."""
+    if not codes.size:
+        return [str(labels[0])] * len(sizes)
+    lo, hi = int(codes.min()), int(codes.max())
+    if lo == hi:
+        return [str(labels[hi])] * len(sizes)
+    starts = np.cumsum([0, *sizes[:-1]])
+    return [
+        str(labels[int(c)]) if k else str(labels[0])
+        for c, k in zip(np.maximum.reduceat(codes, starts), sizes, strict=True)
+    ]

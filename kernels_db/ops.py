@@ -10,7 +10,7 @@ Collectives are priced by ``KernelDB.comm`` (collective, GPUs, bytes, link), not
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import ClassVar, TypeAlias
+from typing import ClassVar, Protocol, TypeAlias
 
 import numpy as np
 
@@ -22,7 +22,7 @@ Size: TypeAlias = "np.ndarray | float"
 Label: TypeAlias = "np.ndarray | str"
 """A name column (dtype, collective, link): a name or an array of names (one per row)."""
 Column: TypeAlias = "np.ndarray | float | str"
-"""Any key column of a kernel table (``Size`` or ``Label``)."""
+"""A key column of a kernel table, of either kind (``Size`` or ``Label``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,3 +146,52 @@ def shape_of(family: str, cols: dict[str, Column]) -> KernelShape:
         allowed = ", ".join(OP_KEYS[family])
         raise PlannerInputError(unknown[0], f"not a key of {family}; allowed: {allowed}")
     return cls(**cols)
+
+
+class StepOp(Protocol):
+    """An op of a serving step as the step pricer (``kernels_db.lookup.StepPricer``) reads it:
+    ``planner.opgraph.Op`` is one. Work arrays have one row per candidate."""
+
+    @property
+    def family(self) -> str:
+        """'comm' for a collective; otherwise the serving model's family name."""
+        ...
+
+    @property
+    def shape(self) -> KernelShape | None:
+        """The kernels_db description of the kernel; None when kernels_db has no family for it."""
+        ...
+
+    @property
+    def flops(self) -> np.ndarray:
+        """FLOPs per instance (an op with neither FLOPs nor bytes costs 0 s)."""
+        ...
+
+    @property
+    def nbytes(self) -> np.ndarray:
+        """Bytes per instance (a collective's message bytes)."""
+        ...
+
+    @property
+    def kernels(self) -> float:
+        """Kernels (collective messages) per instance."""
+        ...
+
+    @property
+    def imbalance(self) -> np.ndarray | float:
+        """Busiest rank's load / mean load: multiplies the kernel time."""
+        ...
+
+    @property
+    def collective(self) -> str:
+        """Collective of a comm op (``schema.COLLECTIVES``) or 'none'."""
+        ...
+
+    @property
+    def n_gpus(self) -> np.ndarray | float:
+        """Ranks of the collective."""
+        ...
+
+    def spread(self) -> np.ndarray | float:
+        """GPUs whose placement decides the link (inside the scale-up domain or not)."""
+        ...

@@ -6,13 +6,15 @@
     res = evaluate_batch(load_model("llama-3.1-70b"), get_gpu("h200"), cands, load)
     res.ttft_p99_s, res.tpot_mean_s, res.output_tok_s_per_gpu, res.feasible   # arrays, shape (K,)
 
-``CandidateArrays`` holds one entry per candidate (shape (K,)): tp, pp, dp, ep, max_num_seqs,
-max_num_batched_tokens, weight_quant and kv_dtype codes (indices into ``WEIGHT_QUANTS`` /
-``KV_DTYPES``), concurrency (closed loop; NaN = use the workload's rate), and for disaggregated
-candidates ``mode`` = 1 with prefill_* arrays and worker counts (agg candidates ignore those).
+``CandidateArrays`` holds one entry per candidate (shape (K,), every column): tp, pp, dp, ep,
+max_num_seqs, max_num_batched_tokens, ``weight_quant`` and ``kv_dtype`` (``WeightQuant`` /
+``KvDtype`` values), concurrency with the mask ``own_concurrency`` (True: the row is a closed loop
+of that many clients; False: the workload's own load, its concurrency or its rate), ``mode``
+(``DeployMode``), worker counts and the prefill worker's columns (``prefill_*``; the decode
+worker's values when not given; aggregated rows ignore them).
 ``ResultArrays`` holds TTFT/TPOT mean and p50/p90/p99 (seconds), requests/s, output tok/s per GPU
 and per user, decode batch, prefill utilization, KV capacity (sequences), ``feasible`` (fits in
-memory and not saturated) and ``infeasible_reason`` codes (index into ``REASONS``). The same code
+memory and not saturated) and ``infeasible_reason`` (``Reason`` values). The same code
 path serves ``planner.estimate.estimate`` (K = 1), so the two always agree.
 """
 
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from typing import Self
 
 import numpy as np
 from scipy import special
@@ -42,9 +46,58 @@ from planner.serving import (
 from planner.step_model import OpPricer
 from planner.workload import Workload
 
-WEIGHT_QUANTS: tuple[str, ...] = ("bf16", "fp8", "fp4", "int4")
-KV_DTYPES: tuple[str, ...] = ("bf16", "fp8")
-REASONS: tuple[str, ...] = ("ok", "out_of_memory", "saturated")
+
+class _Named(IntEnum):
+    """An integer code with a lower-case name (the name users and configs spell)."""
+
+    @property
+    def label(self) -> str:
+        """The lower-case name ('bf16', 'disagg', 'saturated')."""
+        return self.name.lower()
+
+    @classmethod
+    def of(cls, label: str) -> Self:
+        """The member named ``label`` (lower case)."""
+        return cls[label.upper()]
+
+
+class DeployMode(_Named):
+    """``CandidateArrays.mode``: one aggregated worker type, or prefill and decode workers."""
+
+    AGG = 0
+    DISAGG = 1
+
+
+class WeightQuant(_Named):
+    """``CandidateArrays.weight_quant``: the weight format the engine runs."""
+
+    BF16 = 0
+    FP8 = 1
+    FP4 = 2
+    INT4 = 3
+
+
+class KvDtype(_Named):
+    """``CandidateArrays.kv_dtype``: the KV cache's data type."""
+
+    BF16 = 0
+    FP8 = 1
+
+
+class Reason(_Named):
+    """``ResultArrays.infeasible_reason``: why a candidate is not feasible (OK when it is)."""
+
+    OK = 0
+    OUT_OF_MEMORY = 1
+    SATURATED = 2
+
+
+WEIGHT_QUANTS: tuple[str, ...] = tuple(q.label for q in WeightQuant)
+"""Weight format names in ``WeightQuant`` order."""
+KV_DTYPES: tuple[str, ...] = tuple(q.label for q in KvDtype)
+"""KV dtype names in ``KvDtype`` order."""
+REASONS: tuple[str, ...] = tuple(r.label for r in Reason)
+"""Reason names in ``Reason`` order."""
 
 
 def kv_tokens_held(
@@ -70,9 +123,33 @@ def _arr(x: object, k: int, fill: float) -> np.ndarray:
     return np.broadcast_to(a, (k,)).astype(float)
 
 
+def _empty() -> np.ndarray:
+    return np.zeros(0)
+
+
+OPTIONAL_DEFAULTS: Mapping[str, float] = {
+    "mode": DeployMode.AGG,
+    "workers": 1,
+    "prefill_workers": 1,
+}
+"""Defaults of the columns a direct construction may leave out (length 0); the ``prefill_*`` worker
+columns default to the decode worker's (``PREFILL_OF``)."""
+PREFILL_OF: Mapping[str, str] = {
+    "prefill_tp": "tp",
+    "prefill_pp": "pp",
+    "prefill_dp": "dp",
+    "prefill_ep": "ep",
+    "prefill_max_num_batched_tokens": "max_num_batched_tokens",
+    "prefill_max_num_seqs": "max_num_seqs",
+}
+"""Prefill worker column -> the decode worker's column it defaults to."""
+
+
 @dataclass(frozen=True)
 class CandidateArrays:
-    """Candidate configs, arrays of shape (K,) (see module docstring)."""
+    """Candidate configs, arrays of shape (K,) (see module docstring). Every column has K entries
+    after construction: left-out optional columns take ``OPTIONAL_DEFAULTS`` / ``PREFILL_OF``, a
+    left-out ``own_concurrency`` is True where ``concurrency`` is a number."""
 
     tp: np.ndarray
     pp: np.ndarray
@@ -80,60 +157,69 @@ class CandidateArrays:
     ep: np.ndarray
     max_num_seqs: np.ndarray
     max_num_batched_tokens: np.ndarray
-    weight_quant: np.ndarray  # index into WEIGHT_QUANTS
-    kv_dtype: np.ndarray  # index into KV_DTYPES
+    weight_quant: np.ndarray
+    """``WeightQuant`` values."""
+    kv_dtype: np.ndarray
+    """``KvDtype`` values."""
     concurrency: np.ndarray
-    mode: np.ndarray = field(default_factory=lambda: np.zeros(0))  # 0 agg, 1 disagg
-    workers: np.ndarray = field(
-        default_factory=lambda: np.zeros(0)
-    )  # agg replicas / decode workers
-    prefill_tp: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    prefill_pp: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    prefill_dp: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    prefill_ep: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    prefill_workers: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    prefill_max_num_batched_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    prefill_max_num_seqs: np.ndarray = field(
-        default_factory=lambda: np.zeros(0)
-    )  # prompts per prefill step (per DP rank)
+    """Closed-loop clients of the row (read where ``own_concurrency``)."""
+    mode: np.ndarray = field(default_factory=_empty)
+    """``DeployMode`` values."""
+    workers: np.ndarray = field(default_factory=_empty)
+    """Aggregated replicas / decode workers."""
+    prefill_tp: np.ndarray = field(default_factory=_empty)
+    prefill_pp: np.ndarray = field(default_factory=_empty)
+    prefill_dp: np.ndarray = field(default_factory=_empty)
+    prefill_ep: np.ndarray = field(default_factory=_empty)
+    prefill_workers: np.ndarray = field(default_factory=_empty)
+    prefill_max_num_batched_tokens: np.ndarray = field(default_factory=_empty)
+    prefill_max_num_seqs: np.ndarray = field(default_factory=_empty)
+    """Prompts per prefill step (per DP rank)."""
+    own_concurrency: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """True: the row is a closed loop of ``concurrency`` clients; False: the workload's load."""
+
+    def __post_init__(self) -> None:
+        k = len(self)
+        fill: dict[str, np.ndarray] = {}
+        for f, default in OPTIONAL_DEFAULTS.items():
+            if not getattr(self, f).size:
+                fill[f] = np.full(k, float(default))
+        for f, src in PREFILL_OF.items():
+            if not getattr(self, f).size:
+                fill[f] = getattr(self, src)
+        if not self.own_concurrency.size:
+            fill["own_concurrency"] = np.isfinite(self.concurrency)
+        for f, column in fill.items():
+            object.__setattr__(self, f, column)
+
+    @property
+    def disagg(self) -> np.ndarray:
+        """Rows with prefill and decode workers (``DeployMode.DISAGG``)."""
+        return np.asarray(self.mode == DeployMode.DISAGG)
 
     @classmethod
     def from_lists(cls, **cols: object) -> CandidateArrays:
-        """Build from lists/arrays/scalars; missing columns take defaults (tp 1, chunk 8192...)."""
+        """Build from lists/arrays/scalars; missing columns take defaults (tp 1, chunk 8192...);
+        NaN in a given column means its default (e.g. agg rows of a mixed frame), in
+        ``concurrency`` the workload's load (``own_concurrency`` False)."""
         k = max((np.size(np.asarray(v)) for v in cols.values()), default=1)
-        d = {
+        d: dict[str, float] = {
             "tp": 1,
             "pp": 1,
             "dp": 1,
             "ep": 1,
             "max_num_seqs": 256,
             "max_num_batched_tokens": 8192,
-            "weight_quant": 0,
-            "kv_dtype": 0,
-            "concurrency": np.nan,
-            "mode": 0,
-            "workers": 1,
-            "prefill_workers": 1,
+            "weight_quant": WeightQuant.BF16,
+            "kv_dtype": KvDtype.BF16,
+            **OPTIONAL_DEFAULTS,
         }
-        full = {f: _arr(cols.get(f), k, d.get(f, np.nan)) for f in cls.__dataclass_fields__}
-        for (
-            f,
-            v,
-        ) in d.items():  # NaN in a given column means "default" (e.g. agg rows of a mixed frame)
-            if f != "concurrency":
-                full[f] = np.where(np.isnan(full[f]), v, full[f])
-        for f in ("prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep"):
-            full[f] = np.where(np.isnan(full[f]), full[f.removeprefix("prefill_")], full[f])
-        full["prefill_max_num_batched_tokens"] = np.where(
-            np.isnan(full["prefill_max_num_batched_tokens"]),
-            full["max_num_batched_tokens"],
-            full["prefill_max_num_batched_tokens"],
-        )
-        full["prefill_max_num_seqs"] = np.where(
-            np.isnan(full["prefill_max_num_seqs"]),
-            full["max_num_seqs"],
-            full["prefill_max_num_seqs"],
-        )
+        names = [f for f in cls.__dataclass_fields__ if f != "own_concurrency"]
+        full = {f: _arr(cols.get(f), k, d.get(f, np.nan)) for f in names}
+        for f, v in d.items():
+            full[f] = np.where(np.isnan(full[f]), v, full[f])
+        for f, src in PREFILL_OF.items():
+            full[f] = np.where(np.isnan(full[f]), full[src], full[f])
         return cls(**full)
 
     def __len__(self) -> int:
@@ -162,7 +248,8 @@ class ResultArrays:
     seq_capacity: np.ndarray
     gpus: np.ndarray
     feasible: np.ndarray
-    infeasible_reason: np.ndarray  # index into REASONS
+    infeasible_reason: np.ndarray
+    """``Reason`` values."""
 
 
 def parallel_arrays(
@@ -415,12 +502,10 @@ def evaluate_batch(
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
-    conc = np.where(
-        np.isfinite(c.concurrency), c.concurrency, w.concurrency if w.concurrency else np.nan
-    )
+    conc = np.where(c.own_concurrency, c.concurrency, w.concurrency if w.concurrency else np.nan)
     load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, constants))
     tokens = np.asarray(kv_tokens_held(load.isl, load.osl, backend))
-    disagg = c.mode.astype(bool) if c.mode.size else np.zeros(k, dtype=bool)
+    disagg = c.disagg
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     burst = lockstep_share(w, conc, cal, constants=constants)
     dec = _worker(
@@ -511,7 +596,9 @@ def _results(
 ) -> ResultArrays:
     pct = percentiles(res, load)
     feasible = fits & ~res.saturated
-    reason = np.where(~fits, 1, np.where(res.saturated, 2, 0))
+    reason = np.where(
+        ~fits, Reason.OUT_OF_MEMORY, np.where(res.saturated, Reason.SATURATED, Reason.OK)
+    )
     return ResultArrays(
         ttft_mean_s=res.ttft_s,
         tpot_mean_s=res.tpot_s,

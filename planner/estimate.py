@@ -17,11 +17,12 @@ from hardware.spec import GpuSpec
 from kernels_db.transfer import calibration as kernel_calibration
 from planner.bands import LogBand, deployment_bands
 from planner.batch_eval import (
-    KV_DTYPES,
-    REASONS,
-    WEIGHT_QUANTS,
     CandidateArrays,
+    DeployMode,
+    KvDtype,
+    Reason,
     ResultArrays,
+    WeightQuant,
     evaluate_batch,
     parallel_arrays,
 )
@@ -32,7 +33,7 @@ from planner.memory import MemoryPlan, plan_memory
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays, StepMix, step_ops
 from planner.serving import free_chunk, prompt_chunks
-from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, StepCost, price_ops, price_step
+from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, StepCost, price_step
 from planner.workload import Workload
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -182,7 +183,7 @@ def provenance_mix(
     """Share of one step's kernel time (candidate 0) priced from each provenance tier."""
     times: dict[str, float] = {}
     ops = step_ops(m, par, mix)
-    for op, (t, tag) in zip(ops, price_ops(pricer, ops), strict=True):
+    for op, (t, tag) in zip(ops, pricer.price_ops(ops), strict=True):
         times[tag] = times.get(tag, 0.0) + float(t[0]) * op.count
     total = sum(times.values()) or 1.0
     return {tag: v / total for tag, v in sorted(times.items())}
@@ -200,8 +201,8 @@ def source_shares(cost: StepCost) -> dict[str, float]:
 def _par(gpu: GpuSpec, w: WorkerConfig) -> ParallelArrays:
     p = w.parallel
     one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
-    wq = np.array([float(WEIGHT_QUANTS.index(w.weight_quant))])
-    kv = np.array([float(KV_DTYPES.index(w.kv_dtype))])
+    wq = np.array([float(WeightQuant.of(w.weight_quant))])
+    kv = np.array([float(KvDtype.of(w.kv_dtype))])
     return parallel_arrays(gpu, one[0], one[1], one[2], one[3], wq, kv)
 
 
@@ -285,10 +286,9 @@ def estimate(
         ep=main.parallel.ep,
         max_num_seqs=main.max_num_seqs,
         max_num_batched_tokens=main.max_num_batched_tokens,
-        weight_quant=WEIGHT_QUANTS.index(main.weight_quant),
-        kv_dtype=KV_DTYPES.index(main.kv_dtype),
-        concurrency=wl.concurrency if wl.concurrency else np.nan,
-        mode=int(disagg),
+        weight_quant=WeightQuant.of(main.weight_quant),
+        kv_dtype=KvDtype.of(main.kv_dtype),
+        mode=DeployMode.DISAGG if disagg else DeployMode.AGG,
         workers=main.workers,
         prefill_tp=pre.parallel.tp,
         prefill_pp=pre.parallel.pp,
@@ -300,14 +300,14 @@ def estimate(
     r = evaluate_batch(
         m, gpu, c, wl, backend=backend, gpu_memory_utilization=main.gpu_memory_utilization
     )
-    if r.infeasible_reason[0] == 1:
+    if r.infeasible_reason[0] == Reason.OUT_OF_MEMORY:
         raise InfeasibleError(
             "memory",
             f"{m.name} leaves no room for one sequence of KV on {gpu.name}",
             binding_constraint="memory",
         )
     capacity = None
-    if r.infeasible_reason[0] == REASONS.index("saturated") and wl.rate_per_s is not None:
+    if r.infeasible_reason[0] == Reason.SATURATED and wl.rate_per_s is not None:
         capacity = saturation_capacity(m, gpu, c, wl, backend, main.gpu_memory_utilization)
         at_cap = evaluate_batch(
             m,
@@ -411,7 +411,7 @@ def saturation_capacity(
             backend=backend,
             gpu_memory_utilization=util,
         )
-        return bool(r.infeasible_reason[0] == REASONS.index("saturated"))
+        return bool(r.infeasible_reason[0] == Reason.SATURATED)
 
     hi = float(wl.rate_per_s or 0.0)
     lo = hi

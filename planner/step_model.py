@@ -1,11 +1,12 @@
 """Price one step: ops from :mod:`planner.opgraph` through an op pricer, plus the engine overhead.
 
-The pricer is a narrow protocol (``OpPricer.price(op) -> (seconds per instance, provenance)``) so
-the source of kernel times can change without touching the op graph: :class:`RooflinePricer` is the
-built-in fallback (time = max(FLOPs / (peak·eff_c), bytes / (BW·eff_m)) + launches; DESIGN.md
-"Costs of one forward step", tier 3); :mod:`planner.kernels_adapter` plugs in ``kernels_db``.
-Communication is alpha-beta: latency + bytes·algo_factor / (link bandwidth·eff), over NVLink inside
-the scale-up domain and over the NIC beyond it.
+The pricer is a narrow protocol (``OpPricer.price_ops(ops)``: seconds per instance and provenance
+of each op) so the source of kernel times can change without touching the op graph:
+:class:`RooflinePricer` is the built-in fallback (time = max(FLOPs / (peak·eff_c),
+bytes / (BW·eff_m)) + launches; DESIGN.md "Costs of one forward step", tier 3);
+:mod:`planner.kernels_adapter` plugs in ``kernels_db``. Communication is kernels_db's alpha-beta
+(``kernels_db.comm``): latency + bytes·algo_factor / (link bandwidth·eff), over the scale-up link
+inside the domain and over the NIC beyond it; the roofline pricer uses its unfitted defaults.
 """
 
 from __future__ import annotations
@@ -18,23 +19,16 @@ import numpy as np
 
 from hardware.spec import GpuSpec
 from kernels_db import fitted
+from kernels_db.lookup import KernelDB, StepPricer
 from planner.model_spec import ModelSpec
 from planner.opgraph import OP_KINDS, Op, OpKind, ParallelArrays, StepMix, step_ops
 
 
 class OpPricer(Protocol):
-    """Anything that turns an op into seconds per instance (shape (K,)) and says where from."""
+    """Anything that turns the ops of a step into seconds per instance (shape (K,)) and says
+    where from (``kernels_db.lookup.StepPricer``: one kernels_db lookup per op family)."""
 
-    def price(self, op: Op) -> tuple[np.ndarray, str]: ...
-
-
-def price_ops(pricer: OpPricer, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]:
-    """``pricer.price`` of every op; a pricer with a ``price_ops`` method prices them all at once
-    (``KernelDbPricer``: one kernels_db lookup per op family instead of one per op)."""
-    many = getattr(pricer, "price_ops", None)
-    if many is not None:
-        return list(many(ops))
-    return [pricer.price(op) for op in ops]
+    def price_ops(self, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]: ...
 
 
 @dataclass(frozen=True)
@@ -60,29 +54,8 @@ DEFAULT_EFFICIENCY: dict[str, Efficiency] = {
     "moe": _efficiency("moe"),
     "elementwise": _efficiency("memcpy"),
 }
-COMM_BW_EFFICIENCY = fitted.DEFAULT_COMM_BW_EFF
-"""Achieved bus bandwidth / link bandwidth for large messages: kernels_db's unfitted default."""
-COMM_LATENCY_S: dict[str, float] = {
-    # small-message time of one collective inside an NVLink domain: kernels_db's unfitted default
-    # for all-reduce / all-gather; ASSUMPTION: all-to-all (DeepEP low-latency) ~15 us,
-    # send/recv 5 us
-    "all_reduce": fitted.DEFAULT_COMM_LATENCY_S,
-    "all_gather": fitted.DEFAULT_COMM_LATENCY_S,
-    "all_to_all": 15e-6,
-    "send_recv": 5e-6,
-}
-INTER_NODE_LATENCY_S = 20e-6
-"""ASSUMPTION: extra start-up latency of a collective that crosses the scale-out network."""
 ATTENTION_DTYPE = "bf16"
 """Attention math runs in 16-bit (fp8 KV is dequantized in the kernel)."""
-
-
-def algo_factor(collective: str, n: np.ndarray) -> np.ndarray:
-    """Bytes each GPU sends per byte of payload: ring all-reduce 2(n-1)/n;
-    others 1 (already in bytes)."""
-    if collective == "all_reduce":
-        return 2.0 * (n - 1.0) / np.maximum(n, 1.0)
-    return np.ones_like(n)
 
 
 class RooflinePricer:
@@ -92,6 +65,8 @@ class RooflinePricer:
         self.gpu = gpu
         self.eff = efficiency or DEFAULT_EFFICIENCY
         self.attn_peak = gpu.peak_flops(ATTENTION_DTYPE)
+        # collectives: kernels_db's alpha-beta with its unfitted defaults (no tables, no fit)
+        self.comm = StepPricer[Op](KernelDB(gpu), lambda op: np.zeros(np.shape(op.nbytes)))
 
     def price(self, op: Op) -> tuple[np.ndarray, str]:
         if op.family == "comm":
@@ -105,20 +80,16 @@ class RooflinePricer:
             compute, memory
         ) + e.launch_s * op.kernels * busy, "roofline (uncalibrated)"
 
+    def price_ops(self, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]:
+        """``price`` of every op."""
+        return [self.price(op) for op in ops]
+
     def comm_time(self, op: Op) -> np.ndarray:
-        """alpha-beta time of one collective; zero where a single GPU is involved or nothing
+        """alpha-beta time of one collective with kernels_db's unfitted defaults
+        (``kernels_db.comm.default_params``); zero where a single GPU is involved or nothing
         moves."""
+        t = self.comm.price(op)[0]
         n = np.asarray(op.n_gpus, dtype=float) * np.ones_like(op.nbytes)
-        link = self.gpu.scale_up
-        inside = np.asarray(op.spread(), dtype=float) * np.ones_like(op.nbytes) <= link.domain_size
-        bw = (
-            np.where(inside, link.bandwidth_bytes_per_s, self.gpu.scale_out_bandwidth_bytes_per_s)
-            * COMM_BW_EFFICIENCY
-        )
-        alpha = COMM_LATENCY_S[op.collective] * op.kernels + np.where(
-            inside, 0.0, INTER_NODE_LATENCY_S
-        )
-        t = alpha + op.nbytes * algo_factor(op.collective, n) / bw
         return np.where((n > 1) & (op.nbytes > 0), t, 0.0)
 
 
@@ -164,7 +135,7 @@ def price_step(
     kind_index: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
     by_source: dict[str, np.ndarray] = {}
     ops = step_ops(m, p, s)
-    for op, (t, src) in zip(ops, price_ops(pricer, ops), strict=True):
+    for op, (t, src) in zip(ops, pricer.price_ops(ops), strict=True):
         kinds[kind_index[op.kind]] += t * op.count
         prov.setdefault(op.name, src)
         by_source[src] = by_source[src] + t * op.count if src in by_source else t * op.count
@@ -186,6 +157,6 @@ def step_time(
     """Seconds of one step (the fast path: no breakdown kept)."""
     total = np.zeros(np.shape(s.decode_reqs)[0])
     ops = step_ops(m, p, s)
-    for op, (t, _) in zip(ops, price_ops(pricer, ops), strict=True):
+    for op, (t, _) in zip(ops, pricer.price_ops(ops), strict=True):
         total += t * op.count
     return total * kernel_scale + engine_overhead(p, s, overhead_s, seq_overhead_s)

@@ -188,11 +188,11 @@ def evaluate(
     # a closed loop never fills more slots than its clients per worker: slots beyond them change
     # nothing (no admission wait either way), so they share one prediction
     per_worker = c.concurrency / np.maximum(c.workers, 1.0)
-    slots = np.where(np.isnan(per_worker), slots, np.minimum(slots, per_worker))
+    slots = np.where(c.own_concurrency, np.minimum(slots, per_worker), slots)
     fields = [f for f in CandidateArrays.__dataclass_fields__ if f != "max_num_seqs"]
     key = np.stack(
         [np.nan_to_num(getattr(c, f), nan=-1.0) for f in fields]
-        + [slots, dec_cap >= 1, (c.mode == 0) | (pre_cap >= 1)],
+        + [slots, dec_cap >= 1, ~c.disagg | (pre_cap >= 1)],
         axis=1,
     )
     first, inv = unique_rows(key)

@@ -52,7 +52,9 @@ class PlanRequest(BaseModel):
     shape_rules: ShapeRules = Field(
         default_factory=ShapeRules, description="Worker shapes the target engine can launch."
     )
-    gpus: tuple[str, ...] = Field(min_length=1, description="GPU names to consider.")
+    gpus: tuple[str, ...] = Field(
+        min_length=1, description="GPU names or aliases to consider (see `planner gpus`)."
+    )
     max_gpus: int = Field(default=8, ge=1, description="GPU budget of the deployment.")
 
     @field_validator("max_gpus")
@@ -68,7 +70,7 @@ class PlanRequest(BaseModel):
     isl: int = Field(ge=1, description="Input tokens per request.")
     osl: int = Field(ge=1, description="Output tokens per request.")
     rate_per_s: float | None = Field(
-        default=None, gt=0, description="Open-loop request rate to serve."
+        default=None, gt=0, description="Open-loop request rate to serve, requests/s."
     )
     concurrency: int | None = Field(default=None, ge=1, description="Closed-loop clients to serve.")
     ttft_ms: float = Field(gt=0, description="TTFT SLO, ms.")
@@ -77,7 +79,11 @@ class PlanRequest(BaseModel):
     mode: Literal["agg", "disagg", "auto"] = Field(
         default="auto", description="agg, disagg, or auto (both, the better wins)."
     )
-    backend: str = Field(default="vllm", description="Engine whose calibration to use.")
+    backend: str = Field(
+        default="vllm",
+        description="Engine: its calibration, the worker shapes it can launch and the configs "
+        "written for it.",
+    )
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="Override of every GPU's $/hour."
     )

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.spec import HOST_GPUS_MAX
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
+from planner.batch_eval import WEIGHT_QUANTS, KvDtype, WeightQuant
 from planner.deployment import Parallelism, ShapeRules, placement_problem
 from planner.memory import check_parallelism
 from planner.model_spec import ModelSpec
@@ -27,7 +27,8 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 Mode = Literal["agg", "disagg"]
 QUANTS: tuple[str, ...] = WEIGHT_QUANTS
-"""Weight dtype codes (indices) shared with :class:`planner.batch_eval.CandidateArrays`."""
+"""Weight format names in ``planner.batch_eval.WeightQuant`` order (the codes of ``Workers.quant``,
+shared with :class:`planner.batch_eval.CandidateArrays`)."""
 
 
 class SearchSpace(BaseModel):
@@ -87,8 +88,10 @@ class Workers:
     pp: np.ndarray
     dp: np.ndarray
     ep: np.ndarray
-    quant: np.ndarray  # index into QUANTS
-    kv: np.ndarray  # index into KV_DTYPES
+    quant: np.ndarray
+    """``planner.batch_eval.WeightQuant`` values."""
+    kv: np.ndarray
+    """``planner.batch_eval.KvDtype`` values."""
     max_num_seqs: np.ndarray
     chunk: np.ndarray
     mem_frac: np.ndarray
@@ -200,8 +203,8 @@ def enumerate_workers(
     if not splits:
         return _empty()
     par = np.array([[p.tp, p.pp, p.dp, p.ep] for p in splits])
-    quants = np.array([QUANTS.index(q) for q in quant_choices(model, space)])
-    kvs = np.array([KV_DTYPES.index(k) for k in (kv_dtypes or space.kv_dtypes)])
+    quants = np.array([WeightQuant.of(q) for q in quant_choices(model, space)])
+    kvs = np.array([KvDtype.of(k) for k in (kv_dtypes or space.kv_dtypes)])
     seqs = np.array(max_num_seqs or space.max_num_seqs)
     chunks = np.array(space.chunk_tokens)
     fracs = np.array(space.mem_fractions)

@@ -10,11 +10,13 @@ import sys
 import traceback
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOKUPS = ("price_codes", "comm_codes")
 """The kernels_db functions that look a kernel up."""
+MAX_FILES = 6
+"""Files a reader follows from ``planner estimate`` to the lookup (``planner/cli/main.py`` only
+dispatches and is not counted)."""
 
 
 def _readme_files() -> list[str]:
@@ -28,7 +30,7 @@ def _traced_path() -> list[traceback.FrameSummary]:
 
     found: list[list[traceback.FrameSummary]] = []
 
-    def hook(frame: FrameType, event: str, arg: Any) -> None:
+    def hook(frame: FrameType, event: str, arg: object) -> None:
         code = frame.f_code
         if not found and event == "call" and code.co_name in LOOKUPS:
             if code.co_filename.endswith("kernels_db/lookup.py"):
@@ -59,4 +61,6 @@ def test_readme_names_the_files_of_the_prediction_path() -> None:
         if rel != "planner/cli/main.py" and rel not in files:
             files.append(rel)
     assert files == _readme_files(), f"traced {files} ({len(frames)} frames)"
+    assert len(files) <= MAX_FILES, f"{len(files)} files on the path (issue 23 asks <= 6)"
+    assert files[-1] == "kernels_db/lookup.py"
     assert f"({len(frames)} frames;" in (ROOT / "README.md").read_text()

@@ -8,24 +8,23 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.cli.cmd_calibrate_e2e import add_calibration, use_profile
 from planner.cli.cmd_capacity import add_replay_args
 from planner.cli.common import (
     EXIT_SATURATED,
     add_model_arg,
-    chunk_tokens,
     client_count,
     float_in,
     fraction,
     gpu_count,
     int_in,
-    memory_fraction,
     model_of,
     request_rate,
     shard_size,
     token_count,
 )
-from planner.cli.field_help import ENGINE_DEFAULT, LOAD, WORKER, engine_limits, flag_help
+from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
 from planner.errors import PlannerInputError
@@ -42,9 +41,7 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
     add_model_arg(p, required)
     p.add_argument("--gpu", required=required, help="GPU key or alias, e.g. h200")
     p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
-    for flag in ("tp", "pp", "dp", "ep"):
-        size = shard_size if flag in ("tp", "pp") else gpu_count
-        p.add_argument(f"--{flag}", type=size, default=1, help=flag_help(WORKER, f"--{flag}"))
+    add_worker_flags(p, WEIGHT_QUANTS, KV_DTYPES)
     p.add_argument("--isl", type=token_count, default=1024, help="prompt tokens (mean)")
     p.add_argument("--osl", type=token_count, default=256, help="output tokens (mean)")
     p.add_argument(
@@ -91,33 +88,6 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
     )
     p.add_argument(
         "--spec-acceptance", type=fraction, default=0.7, help=flag_help(LOAD, "--spec-acceptance")
-    )
-    p.add_argument(
-        "--weight-quant",
-        default=None,
-        choices=("bf16", "fp8", "fp4", "int4"),
-        help=flag_help(WORKER, "--weight-quant", "the checkpoint's"),
-    )
-    p.add_argument(
-        "--kv-dtype", default="bf16", choices=("bf16", "fp8"), help=flag_help(WORKER, "--kv-dtype")
-    )
-    p.add_argument(
-        "--max-num-seqs",
-        type=client_count,
-        default=None,
-        help=flag_help(WORKER, "--max-num-seqs", ENGINE_DEFAULT),
-    )
-    p.add_argument(
-        "--max-num-batched-tokens",
-        type=chunk_tokens,
-        default=None,
-        help=flag_help(WORKER, "--max-num-batched-tokens", ENGINE_DEFAULT),
-    )
-    p.add_argument(
-        "--gpu-memory-utilization",
-        type=memory_fraction,
-        default=0.9,
-        help=flag_help(WORKER, "--gpu-memory-utilization"),
     )
     p.add_argument("--mode", choices=("agg", "disagg"), default="agg")
     for flag in (

@@ -5,71 +5,24 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.cli.common import (
-    add_format,
-    add_model_gpu,
-    chunk_tokens,
-    client_count,
-    gpu_count,
-    memory_fraction,
-    resolve_model_gpu,
-    shard_size,
-    token_count,
-)
-from planner.cli.field_help import ENGINE_DEFAULT, WORKER, engine_limits, flag_help
+from planner.cli.common import add_format, add_model_gpu, resolve_model_gpu, token_count
+from planner.cli.field_help import add_worker_flags, engine_limits
 from planner.cli.output import print_json, render_kv
 from planner.deployment import Parallelism
 from planner.engine_calibration import BACKENDS
 from planner.memory import KV_BYTES, WEIGHT_BYTES, MemoryPlan, plan_memory
 
 
-def add_parallel(p: argparse.ArgumentParser) -> None:
-    for flag in ("tp", "pp", "dp", "ep"):
-        size = shard_size if flag in ("tp", "pp") else gpu_count
-        p.add_argument(f"--{flag}", type=size, default=1, help=flag_help(WORKER, f"--{flag}"))
-
-
-def add_engine_memory(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--weight-quant",
-        choices=sorted(WEIGHT_BYTES),
-        default=None,
-        help=flag_help(WORKER, "--weight-quant", "the checkpoint's"),
-    )
-    p.add_argument(
-        "--kv-dtype", choices=sorted(KV_BYTES), default="bf16", help=flag_help(WORKER, "--kv-dtype")
-    )
-    p.add_argument(
-        "--max-num-batched-tokens",
-        type=chunk_tokens,
-        default=None,
-        help=flag_help(WORKER, "--max-num-batched-tokens", ENGINE_DEFAULT),
-    )
-    p.add_argument(
-        "--max-num-seqs",
-        type=client_count,
-        default=None,
-        help=flag_help(WORKER, "--max-num-seqs", ENGINE_DEFAULT),
-    )
-    p.add_argument(
-        "--gpu-memory-utilization",
-        type=memory_fraction,
-        default=0.9,
-        help=flag_help(WORKER, "--gpu-memory-utilization"),
-    )
+def register(sub: Any, groups: dict[str, Any]) -> None:
+    p = sub.add_parser("memory", help="per-GPU memory plan: weights, KV cache, capacity")
+    add_model_gpu(p)
+    add_worker_flags(p, sorted(WEIGHT_BYTES), sorted(KV_BYTES))
     p.add_argument(
         "--backend",
         default="vllm",
         choices=BACKENDS,
         help="engine whose default --max-num-seqs and --max-num-batched-tokens apply",
     )
-
-
-def register(sub: Any, groups: dict[str, Any]) -> None:
-    p = sub.add_parser("memory", help="per-GPU memory plan: weights, KV cache, capacity")
-    add_model_gpu(p)
-    add_parallel(p)
-    add_engine_memory(p)
     p.add_argument("--isl", type=token_count, default=None, help="input tokens per request")
     p.add_argument("--osl", type=token_count, default=None, help="output tokens per request")
     add_format(p)

@@ -19,60 +19,62 @@ from planner.cli.common import (
     slo_ms,
     token_count,
 )
+from planner.cli.field_help import PLAN, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
     p = sub.add_parser("plan", help="recommend a deployment that meets TTFT/TPOT SLOs")
     add_model_arg(p)
-    p.add_argument("--gpu", required=True, help="GPU name(s), comma separated (see `planner gpus`)")
+    p.add_argument("--gpu", required=True, help=flag_help(PLAN, "--gpu", note="comma separated"))
     add_hardware_dir(p)
-    p.add_argument("--max-gpus", type=gpu_count, default=8, help="GPU budget")
-    p.add_argument("--isl", type=token_count, required=True, help="input tokens per request")
-    p.add_argument("--osl", type=token_count, required=True, help="output tokens per request")
+    p.add_argument("--max-gpus", type=gpu_count, default=8, help=flag_help(PLAN, "--max-gpus"))
+    p.add_argument("--isl", type=token_count, required=True, help=flag_help(PLAN, "--isl"))
+    p.add_argument("--osl", type=token_count, required=True, help=flag_help(PLAN, "--osl"))
     load = p.add_mutually_exclusive_group()
+    load.add_argument("--rate", type=request_rate, default=None, help=flag_help(PLAN, "--rate"))
     load.add_argument(
-        "--rate", type=request_rate, default=None, help="requests/s to serve (open loop)"
+        "--concurrency", type=client_count, default=None, help=flag_help(PLAN, "--concurrency")
     )
-    load.add_argument(
-        "--concurrency", type=client_count, default=None, help="concurrent clients (closed loop)"
-    )
-    p.add_argument("--ttft-ms", type=slo_ms, required=True, help="TTFT SLO (ms)")
-    p.add_argument("--tpot-ms", type=slo_ms, required=True, help="TPOT SLO (ms)")
-    p.add_argument("--percentile", choices=("p50", "p90", "p99"), default="p90")
+    p.add_argument("--ttft-ms", type=slo_ms, required=True, help=flag_help(PLAN, "--ttft-ms"))
+    p.add_argument("--tpot-ms", type=slo_ms, required=True, help=flag_help(PLAN, "--tpot-ms"))
     p.add_argument(
-        "--confidence",
-        type=float,
-        default=0.8,
-        help="meet the SLO at the upper edge of the prediction band of this level "
-        "(default 0.8, the committed band table's level); 0: at the point prediction",
+        "--percentile",
+        choices=("p50", "p90", "p99"),
+        default="p90",
+        help=flag_help(PLAN, "--percentile"),
     )
-    p.add_argument("--mode", choices=("agg", "disagg", "auto"), default="auto")
+    p.add_argument("--confidence", type=float, default=0.8, help=flag_help(PLAN, "--confidence"))
+    p.add_argument(
+        "--mode", choices=("agg", "disagg", "auto"), default="auto", help=flag_help(PLAN, "--mode")
+    )
     p.add_argument(
         "--backend",
         default="vllm",
         choices=("vllm", "sglang", "trtllm"),
-        help="engine: its calibration, the worker shapes it can launch, and the configs "
-        "--out writes",
+        help=flag_help(PLAN, "--backend"),
     )
     p.add_argument(
         "--price-per-gpu-hour",
         type=float_in(0, 1e6, lo_open=True),
         default=None,
-        help="override $/GPU-hour",
+        help=flag_help(PLAN, "--price-per-gpu-hour"),
     )
     p.add_argument(
-        "--objective", choices=("throughput-per-gpu", "cost", "gpus"), default="throughput-per-gpu"
+        "--objective",
+        choices=("throughput-per-gpu", "cost", "gpus"),
+        default="throughput-per-gpu",
+        help=flag_help(PLAN, "--objective"),
     )
     p.add_argument(
         "--weight-quant",
         action="append",
         default=[],
         choices=("bf16", "fp8", "fp4", "int4"),
-        help="also allow this weight dtype (may repeat)",
+        help=flag_help(PLAN, "--weight-quant", note="one per flag; may repeat"),
     )
     p.add_argument(
-        "--node-gpus", type=shard_size, default=None, help="count GPUs in whole nodes of this size"
+        "--node-gpus", type=shard_size, default=None, help=flag_help(PLAN, "--node-gpus")
     )
     p.add_argument(
         "--out",

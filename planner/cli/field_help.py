@@ -4,12 +4,21 @@ each setting is documented once (the UI's tooltips read the same descriptions)."
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from planner.cli.common import (
+    chunk_tokens,
+    client_count,
+    gpu_count,
+    memory_fraction,
+    shard_size,
+)
 from planner.deployment import Parallelism, WorkerConfig
 from planner.engine_calibration import engine
 from planner.workload import SpecDecode, Workload
+from solvers.plan import PlanRequest
 
 WORKER: dict[str, tuple[type[BaseModel], str]] = {
     "--tp": (Parallelism, "tp"),
@@ -36,10 +45,34 @@ LOAD: dict[str, tuple[type[BaseModel], str]] = {
 }
 """Flags of the offered load (``planner estimate``, ``simulate``)."""
 
+PLAN: dict[str, tuple[type[BaseModel], str]] = {
+    f"--{flag}": (PlanRequest, field)
+    for flag, field in (
+        ("gpu", "gpus"),
+        ("max-gpus", "max_gpus"),
+        ("isl", "isl"),
+        ("osl", "osl"),
+        ("rate", "rate_per_s"),
+        ("concurrency", "concurrency"),
+        ("ttft-ms", "ttft_ms"),
+        ("tpot-ms", "tpot_ms"),
+        ("percentile", "percentile"),
+        ("confidence", "confidence"),
+        ("mode", "mode"),
+        ("backend", "backend"),
+        ("price-per-gpu-hour", "price_per_gpu_hour"),
+        ("objective", "objective"),
+        ("weight-quant", "weight_quants"),
+        ("node-gpus", "node_gpus"),
+    )
+}
+"""Flags of ``planner plan`` that set a ``solvers.plan.PlanRequest`` field."""
+
 MAPPED: dict[str, dict[str, tuple[type[BaseModel], str]]] = {
     "estimate": {**WORKER, **LOAD},
     "simulate": {**WORKER, **LOAD},
     "memory": WORKER,
+    "plan": PLAN,
 }
 """Command -> flag -> the (model, field) it sets; the test checks each flag's help against it."""
 
@@ -52,11 +85,15 @@ def description(model: type[BaseModel], field: str) -> str:
     return text
 
 
-def flag_help(table: dict[str, tuple[type[BaseModel], str]], flag: str, default: str = "") -> str:
+def flag_help(
+    table: dict[str, tuple[type[BaseModel], str]], flag: str, default: str = "", note: str = ""
+) -> str:
     """``--help`` text of ``flag``: its field's description, plus ``(default: ...)`` where the CLI
-    default differs from the field's (argparse's ``%`` escaped)."""
+    default differs from the field's and ``(note)`` for how the flag spells it (argparse's ``%``
+    escaped)."""
     model, field = table[flag]
     text = description(model, field) + (f" (default: {default})" if default else "")
+    text += f" ({note})" if note else ""
     return text.replace("%", "%%")
 
 
@@ -71,3 +108,41 @@ def engine_limits(args: argparse.Namespace) -> dict[str, int]:
         name: getattr(args, name) or int(getattr(cal, name).value)
         for name in ("max_num_seqs", "max_num_batched_tokens")
     }
+
+
+def add_worker_flags(
+    p: argparse.ArgumentParser, weight_quants: Sequence[str], kv_dtypes: Sequence[str]
+) -> None:
+    """One worker's flags (``WORKER``: parallelism, weight and KV formats, engine limits, memory
+    fraction), shared by ``planner estimate``, ``simulate`` and ``memory``; ``weight_quants`` and
+    ``kv_dtypes`` are the formats the command accepts."""
+    for flag in ("tp", "pp", "dp", "ep"):
+        size = shard_size if flag in ("tp", "pp") else gpu_count
+        p.add_argument(f"--{flag}", type=size, default=1, help=flag_help(WORKER, f"--{flag}"))
+    p.add_argument(
+        "--weight-quant",
+        choices=weight_quants,
+        default=None,
+        help=flag_help(WORKER, "--weight-quant", "the checkpoint's"),
+    )
+    p.add_argument(
+        "--kv-dtype", choices=kv_dtypes, default="bf16", help=flag_help(WORKER, "--kv-dtype")
+    )
+    p.add_argument(
+        "--max-num-seqs",
+        type=client_count,
+        default=None,
+        help=flag_help(WORKER, "--max-num-seqs", ENGINE_DEFAULT),
+    )
+    p.add_argument(
+        "--max-num-batched-tokens",
+        type=chunk_tokens,
+        default=None,
+        help=flag_help(WORKER, "--max-num-batched-tokens", ENGINE_DEFAULT),
+    )
+    p.add_argument(
+        "--gpu-memory-utilization",
+        type=memory_fraction,
+        default=0.9,
+        help=flag_help(WORKER, "--gpu-memory-utilization"),
+    )

@@ -1,23 +1,24 @@
 """The fast pricing paths give the same numbers as the plain ones (speed work must not move
 predictions).
 
-``KernelDbPricer.price_ops`` prices a whole step with one kernels_db lookup per op family; it must
-equal ``price`` called op by op, in seconds (to 1e-12) and provenance tags, and so must every
-prediction of ``evaluate_batch`` and ``estimate`` made through it. kernels_db's cached parameter
-gathers must equal a row-by-row reference of the roofline with the fitted parameters.
+``StepPricer.price_ops`` prices a whole step with one kernels_db lookup per op family; it must
+equal ``price`` called op by op (each op in a lookup of its own), in seconds (to 1e-12) and
+provenance tags, and so must every prediction of ``evaluate_batch`` and ``estimate`` made through
+it. kernels_db's lookup of many rows with mixed labels (cached parameter gathers) must equal the
+same lookup called one row at a time.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
 from hardware.catalog import get_gpu
-from kernels_db import costs, fitted, transfer
-from kernels_db.lookup import FITTED, PROVENANCE, UNCALIBRATED, KernelDB
-from kernels_db.ops import shape_of
+from kernels_db import costs
+from kernels_db.lookup import KernelDB
+from kernels_db.ops import Column, shape_of
 from planner.batch_eval import CandidateArrays, evaluate_batch, parallel_arrays
 from planner.kernels_adapter import default_pricer
 from planner.models import load_model
@@ -37,13 +38,13 @@ RTOL = 1e-12
 
 
 class PerOpPricer:
-    """The plain path: ``KernelDbPricer.price`` one op at a time (no ``price_ops``)."""
+    """The plain path: ``StepPricer.price``, one op per lookup."""
 
     def __init__(self, gpu_key: str) -> None:
         self.inner = default_pricer(get_gpu(gpu_key))
 
-    def price(self, op: Op) -> tuple[np.ndarray, str]:
-        return self.inner.price(op)
+    def price_ops(self, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]:
+        return [self.inner.price(op) for op in ops]
 
 
 def _candidates(k: int, seed: int) -> CandidateArrays:
@@ -135,31 +136,16 @@ def test_step_breakdown_and_provenance_equal_the_op_by_op_path() -> None:
     np.testing.assert_allclose(fast.by_kind_s, plain.by_kind_s, rtol=RTOL, atol=0.0)
 
 
-def _reference_price(db: KernelDB, op: str, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Row by row: each row's own parameter set (its label, its math dtype's for a weight-only GEMM,
-    else without the MHA suffix, else the family default) in the roofline; provenance fitted where
-    that set was fitted."""
-    fams = db.fit.families if db.fit else {}
-    own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
-    table = own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
-    default = transfer.default_params(db.spec, op, db.fit is not None)  # measured-ceiling rule
+def _row_by_row(db: KernelDB, op: str, kw: dict[str, Column]) -> tuple[np.ndarray, list[str]]:
+    """``db.price`` of each row alone (scalar columns: one parameter set, no gather)."""
     n = int(np.broadcast_shapes(*(np.shape(v) for v in kw.values()))[0])
-    rows = [
-        {k: (v if np.ndim(v) == 0 else np.asarray(v)[i]) for k, v in kw.items()} for i in range(n)
-    ]
-    seconds, codes = np.empty(n), np.empty(n, dtype=int)
-    for i, row in enumerate(rows):
-        label = str(costs.param_labels(op, row))
-        if op in ("gemm", "moe") and label not in table and db.spec.math_dtype(label) in table:
-            label = db.spec.math_dtype(label)  # weight-only: the math dtype's efficiencies
-        base = label.removesuffix(costs.MHA_SUFFIX)
-        prm = table.get(label) or table.get(base, default)
-        cnt = costs.counts(op, row, db.spec)
-        seconds[i] = costs.model_time(
-            cnt, prm.as_array(), db.spec.hbm_bandwidth_bytes_per_s, prm.pad_rows
-        )
-        codes[i] = FITTED if (label in table or base in table) else UNCALIBRATED
-    return seconds, codes
+    seconds, tags = np.empty(n), []
+    for i in range(n):
+        row = {k: (v if np.ndim(v) == 0 else np.asarray(v)[i].item()) for k, v in kw.items()}
+        cost = db.price(shape_of(op, row))
+        seconds[i] = float(cost.seconds)
+        tags.append(str(cost.provenance))
+    return seconds, tags
 
 
 @pytest.mark.parametrize("gpu", ["h200", "a100", "mi300x"])
@@ -170,7 +156,7 @@ def test_kernel_lookup_with_mixed_labels_equals_row_by_row(gpu: str) -> None:
     dtypes = rng.choice(["bf16", "fp8", "fp4", "fp16"], k)
     kv = rng.choice(["bf16", "fp8"], k)
     heads = rng.choice([8.0, 16, 64], k)
-    calls: list[tuple[str, dict[str, Any]]] = [
+    calls: list[tuple[str, dict[str, Column]]] = [
         (
             "gemm",
             {
@@ -221,9 +207,9 @@ def test_kernel_lookup_with_mixed_labels_equals_row_by_row(gpu: str) -> None:
     ]
     for op, kw in calls:
         cost = db.price(shape_of(op, kw))
-        seconds, codes = _reference_price(db, op, **kw)
+        seconds, tags = _row_by_row(db, op, kw)
         np.testing.assert_allclose(cost.seconds, seconds, rtol=RTOL, atol=0.0, err_msg=op)
-        assert cost.provenance.tolist() == [PROVENANCE[int(c)] for c in codes], op
+        assert cost.provenance.tolist() == tags, op
 
 
 def test_distinct_matches_unique() -> None:
