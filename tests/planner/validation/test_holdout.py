@@ -36,6 +36,48 @@ def test_duplicates_keep_the_lowest_id() -> None:
     assert list(kept["id"]) == ["a", "c"]
 
 
+def test_copies_differing_in_float_round_off_are_duplicates() -> None:
+    df = pd.DataFrame(
+        {
+            "id": ["b", "a", "c"],
+            "silicon_data_source": ["x", "y", "z"],
+            "silicon_tpot_ms": [19.252099757615234, 19.25209975761523, 19.2521],
+        }
+    )
+    kept, dropped = drop_duplicates(df)
+    assert dropped == 1 and list(kept["id"]) == ["a", "c"]
+    assert kept["silicon_tpot_ms"].iloc[0] == 19.25209975761523  # values kept as read
+
+
+def test_a_layout_read_from_its_id_joins_its_copy_in_another_dump() -> None:
+    """The same DeepSeek-R1 measurement in two dumps: one records ``..._tp8_ep8_...`` as tp_size
+    64, moe_tp 8; the other as tp 8, moe_tp 1. Read from the id, the two are one measurement."""
+    from planner.validation.e2e import layouts_from_ids
+
+    common = {"mode": "agg", "batch_size": 32.0, "attention_dp_size": 1.0, "moe_ep_size": 8.0}
+    df = pd.DataFrame(
+        [
+            {
+                "id": "d2_agg_1024x1024_c32_tp8_ep8_922",
+                "silicon_data_source": "b",
+                "tp_size": 64.0,
+                "moe_tp_size": 8.0,
+                **common,
+            },
+            {
+                "id": "d1_agg_1024x1024_c32_tp8_0_ep8_0_1255",
+                "silicon_data_source": "a",
+                "tp_size": 8.0,
+                "moe_tp_size": 1.0,
+                **common,
+            },
+        ]
+    )
+    read, n = layouts_from_ids(df)
+    assert n == 1 and read.loc[0, "tp_size"] == 8.0 and read.loc[0, "moe_tp_size"] == 1.0
+    assert drop_duplicates(read)[1] == 1
+
+
 def test_campaigns_are_dealt_round_robin_and_never_split() -> None:
     src = [f"dump/{c}; config_id={i}; silicon_concurrency=4" for i, c in enumerate("cabcdeab")]
     folds = campaign_folds(pd.DataFrame({"silicon_data_source": src}), 2)
