@@ -100,7 +100,8 @@ def test_held_out_accuracy() -> None:
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     r = validate_e2e(DATA, progress=False, holdout="campaign", folds=5)
-    assert r["duplicates_dropped"] == 225
+    assert r["duplicates_dropped"] == 311  # 225 exact copies, 52 round-off, 34 by id layout
+    assert r["layout_read_from_id"] == 71
     assert r["modelled"] + sum(r["skipped"].values()) == r["rows"] - r["duplicates_dropped"]
     assert set(r["skipped"]) <= {"incomplete_config", "tp_not_dividing_heads"}
     groups = {(g["by"], g["key"]): g for g in r["groups"]}  # type: ignore[attr-defined]
@@ -115,14 +116,21 @@ def test_held_out_accuracy() -> None:
 
 
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 31.5,
-    "agg_tpot": 16.2,
-    "disagg_ttft": 35.5,
-    "disagg_tpot": 15.5,
+    "agg_ttft": 29.0,
+    "agg_tpot": 16.9,
+    "disagg_ttft": 37.5,
+    "disagg_tpot": 19.2,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (30.9, 15.7, 34.8,
-14.9 % on 1,678 rows; issue 16's targets 22, 13, 25, 15 % are not all reached). The fitted kernel
-tier of issue 16b (multi-line collectives, bounded efficiencies, split-KV decode) moved them from
-29.8 / 14.1 / 43.8 / 17.0 %: disaggregated TTFT and TPOT much better, aggregated TPOT worse. The
-earlier step from 30.8 / 14.3 % came from no longer modelling 68 rows whose TP cannot split the
-attention heads (``tp_not_dividing_heads``; planner/validation/notes/outliers.md)."""
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (28.4, 16.4, 36.9,
+18.6 % on 1,648 rows; issue 16's targets 22, 13, 25, 15 % are not reached). Three guards were
+LOOSENED in this pass (agg TPOT 16.2 -> 16.9, disagg TTFT 35.5 -> 37.5, disagg TPOT 15.5 ->
+19.2) and one tightened (agg TTFT 31.5 -> 29.0), for a protocol reason, not a model change:
+duplicates are now compared to 9 significant digits and layouts are read from the row ids, so 86
+more rows are recognised as copies of a measurement in another dump (they sat in a training and a
+test fold before) and the round-robin deal of campaigns to folds moved. With the model unchanged
+that move alone takes the figures from 29.6 / 15.9 / 34.8 / 14.9 to 28.4 / 16.5 / 36.9 / 18.6
+(the disaggregated ones rest on 158 rows of about ten campaigns; a fold's shared kernel_scale
+flips between 0.9 and 1.0 with the deal). Of the model changes, DSA pricing took agg TPOT from
+16.5 to 16.4 (GLM-5 TPOT 25 -> 11 %) and reading the layouts from the ids agg TTFT from 30.9 to
+29.6 %. History: 30.9 / 15.7 / 34.8 / 14.9 % (1,678 rows) after issue 16b's fitted kernel tier,
+29.8 / 14.1 / 43.8 / 17.0 % before it (planner/validation/notes/outliers.md)."""
