@@ -18,7 +18,7 @@ COVERAGE_PCT = (75.0, 85.0)
 MIN_CELL_ROWS = 30
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {
     ("sglang x agg", "ttft"): (60.0, 85.0),
-    ("sglang x agg", "tpot"): (42.0, 85.0),
+    ("sglang x agg", "tpot"): (35.0, 85.0),
     ("sglang x disagg", "ttft"): (75.0, 90.0),
     ("trtllm x disagg", "tpot"): (70.0, 85.0),
 }
@@ -28,7 +28,9 @@ covered; the 49 disaggregated SGLang rows come from 4 campaigns. After the kerne
 (issue 16b) the SGLang aggregated TPOT cell fell to 45% (was 80%): its campaigns disagree on TPOT
 more than the other engines'. Recomputed on merged main: 63.8 / 45.1 / 87.8 %, and TensorRT-LLM
 disaggregated TPOT 73.9 % (the committed table is still the one built before the merge; see the
-README). Their bounds here only stop a regression."""
+README). Their bounds here only stop a regression. Issue 16 (id layouts, round-off duplicates:
+86 more copies dropped, campaigns dealt to other folds) moved the SGLang aggregated TPOT cell to
+37.8 % with no model change behind it; its lower bound went from 42 to 35 with that reason."""
 
 
 @pytest.fixture(scope="module")
