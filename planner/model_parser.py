@@ -235,6 +235,8 @@ def _mla_dims(cfg: Mapping[str, object]) -> MlaDims:
         qk_rope_head_dim=_int(cfg, "qk_rope_head_dim"),
         v_head_dim=_int(cfg, "v_head_dim"),
         index_topk=_opt_int(cfg, "index_topk", MAX_POSITIONS),
+        index_n_heads=_opt_int(cfg, "index_n_heads"),
+        index_head_dim=_opt_int(cfg, "index_head_dim"),
     )
 
 
@@ -307,7 +309,10 @@ def parse_config(
     if model_type == GPTJ_TYPE:
         notes.append("GELU MLP priced as a gated MLP of equal weights (width 2/3 of n_inner)")
     if mla and mla.index_topk:
-        notes.append(f"sparse attention indexer modelled as MLA over at most {mla.index_topk} keys")
+        notes.append(
+            f"DSA: MLA over at most {mla.index_topk} keys per query plus a lightning indexer "
+            f"of {mla.index_n_heads} x {mla.index_head_dim} over the whole context"
+        )
     return ModelSpec(
         name=name or hf_id or arch,
         hf_id=hf_id,

@@ -31,6 +31,12 @@ class MlaDims(BaseModel):
     index_topk: int = Field(
         default=0, ge=0, description="Sparse-attention (DSA) keys per query; 0 = dense."
     )
+    index_n_heads: int = Field(
+        default=0, ge=0, description="Heads of the DSA lightning indexer; 0 = no indexer."
+    )
+    index_head_dim: int = Field(
+        default=0, ge=0, description="Query/key dim of one lightning-indexer head."
+    )
 
 
 class LinearAttnDims(BaseModel):

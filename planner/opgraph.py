@@ -224,16 +224,20 @@ def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: Step
         nbytes = chunks * (2.0 * state + chunk * m.hidden_size * 3 * ACT_BYTES / p.tp)
         return Op("attn_prefill", "attention", "attention_prefill", g.count, flops, nbytes, 0.0)
     dqk, dv = _qk_v_dims(m, g)
+    topk = _dsa_topk(m, g)
+    if topk:  # DSA: each query attends its top-k keys (at most all keys before it)
+        span = sparse_span(s.prefill_prior, chunk, topk)
     flops = chunks * 2.0 * heads * (dqk + dv) * chunk * span
     kv = _kv_elems_per_token(m, g, p.tp) * p.kv_bytes
     nbytes = chunks * ((s.prefill_prior + chunk) * kv + chunk * heads * (dqk + dv) * 2 * ACT_BYTES)
     seq = chunk * (chunks > 0)
     if g.attention == "mla":
         assert m.mla is not None
+        batch, seq, prior = _as_dense_chunks(chunks, seq, s.prefill_prior, span)
         mla = MlaPrefill(
-            chunks,
+            batch,
             seq,
-            s.prefill_prior,
+            prior,
             heads,
             float(m.mla.kv_lora_rank),
             float(m.mla.qk_rope_head_dim),
@@ -277,6 +281,9 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
     reqs = s.decode_reqs / (p.dp * p.pp)
     heads = m.num_heads / p.tp
     ctx = np.minimum(s.decode_ctx, g.window) if g.window else s.decode_ctx
+    topk = _dsa_topk(m, g)
+    if topk:  # DSA: the new token attends (and gathers) its top-k cached keys
+        ctx = np.minimum(ctx, float(topk))
     if g.attention == "linear":
         state = _linear_state_bytes(m, p.tp)
         return Op(
@@ -331,6 +338,110 @@ def decode_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepM
         nbytes,
         0.0,
         shape=shape,
+    )
+
+
+def _dsa_topk(m: ModelSpec, g: LayerGroup) -> int:
+    """Keys per query of DeepSeek sparse attention (``index_topk``) on an MLA layer; 0 = dense."""
+    return m.mla.index_topk if g.attention == "mla" and m.mla is not None else 0
+
+
+def sparse_span(prior: np.ndarray, chunk: np.ndarray, topk: float) -> np.ndarray:
+    """Mean keys a query of a causal chunk attends when it attends at most ``topk``: the query at
+    position x (x from prior to prior + chunk) sees min(x, topk) keys; the mean of that over the
+    chunk (= prior + chunk/2 when topk does not bind)."""
+    a, b = prior, prior + chunk
+    below = np.minimum(b, topk)  # the part of [a, b] under topk
+    low = np.where(a < topk, (below**2 - np.minimum(a, topk) ** 2) / 2.0, 0.0)
+    high = topk * np.maximum(b - np.maximum(a, topk), 0.0)
+    return (low + high) / np.maximum(chunk, 1.0)
+
+
+def _as_dense_chunks(
+    chunks: np.ndarray, seq: np.ndarray, prior: np.ndarray, span: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(batch, seq, prior) of dense causal chunks with the same query tokens and mean span as a
+    chunk of ``seq`` tokens whose queries attend ``span`` keys on average (the kernel key of a
+    sparse prefill): the same chunk over a shorter prior when span >= seq/2, else
+    seq·chunks/(2·span) chunks of 2·span tokens with no prior."""
+    whole = span >= seq / 2.0
+    short = np.maximum(2.0 * span, 1.0)
+    return (
+        np.where(whole, chunks, chunks * seq / short),
+        np.where(whole, seq, np.where(seq > 0, short, 0.0)),
+        np.where(whole, np.minimum(prior, span - seq / 2.0), 0.0),
+    )
+
+
+INDEXER_BYTES = 1.0
+"""Bytes of one element of the lightning indexer's cached keys and math (FP8, DeepSeek-V3.2
+report, sec. 2.1)."""
+LOGIT_BYTES = 4.0
+"""fp32 index score of one (query, key) pair, written by the score kernel and read by top-k."""
+
+
+def dsa_indexer_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[Op]:
+    """The DSA lightning indexer of one MLA layer (DeepSeek-V3.2, GLM-5): per token a query of
+    ``index_n_heads`` x ``index_head_dim`` (from the query latent), one key of ``index_head_dim``
+    and one weight per head (from the hidden state), then a score against every cached key before
+    it (2·heads·dim FLOPs per pair, FP8) and a top-k over the scores. ASSUMPTION: the indexer is
+    replicated on every TP rank (its projections are small), so its work is not split by TP."""
+    mla = m.mla
+    if g.attention != "mla" or mla is None or not (mla.index_topk and mla.index_n_heads):
+        return []
+    h, d = float(mla.index_n_heads), float(mla.index_head_dim)
+    ta = _tokens_per_rank(p, s)
+    q_in = float(mla.q_lora_rank or m.hidden_size)
+    proj = [
+        ("dsa_indexer_q", h * d, q_in),
+        ("dsa_indexer_kw", d + h, float(m.hidden_size)),
+    ]
+    ops = [
+        Op(
+            name,
+            "gemm",
+            "gemm",
+            g.count,
+            2.0 * ta * n * k,
+            n * k * p.weight_bytes + ta * (n + k) * ACT_BYTES,
+            p.gemm_peak_flops_per_s,
+            shape=_gemm_shape(ta, n, k, p),
+        )
+        for name, n, k in proj
+    ]
+    # prefill: each chunk token scores every key before it (mean prior + chunk/2)
+    chunk = np.maximum(s.prefill_chunk, 1.0)
+    chunks = s.prefill_tokens / chunk / (p.dp * p.pp)
+    pairs = chunks * chunk * (s.prefill_prior + chunk / 2.0)
+    keys = chunks * (s.prefill_prior + chunk) * d * INDEXER_BYTES
+    ops.append(_indexer_score_op("dsa_indexer_prefill", "attention_prefill", g, h, d, pairs, keys))
+    reqs = s.decode_reqs / (p.dp * p.pp)
+    pairs = reqs * s.decode_ctx
+    keys = pairs * d * INDEXER_BYTES
+    ops.append(_indexer_score_op("dsa_indexer_decode", "attention_decode", g, h, d, pairs, keys))
+    return ops
+
+
+def _indexer_score_op(
+    name: str,
+    family: Family,
+    g: LayerGroup,
+    h: float,
+    d: float,
+    pairs: np.ndarray,
+    keys: np.ndarray,
+) -> Op:
+    """Scores of ``pairs`` (query, key) pairs reading ``keys`` bytes of cached indexer keys, plus
+    the fp32 scores written and read back by the top-k (priced by the roofline)."""
+    return Op(
+        name,
+        "attention",
+        family,
+        g.count,
+        2.0 * h * d * pairs,
+        keys + 2.0 * LOGIT_BYTES * pairs,
+        0.0,
+        kernels=2.0,
     )
 
 
@@ -583,6 +694,7 @@ def step_ops(m: ModelSpec, p: ParallelArrays, s: StepMix) -> list[Op]:
         ops.append(attention_proj_op(m, g, p, s))
         ops.append(prefill_attention_op(m, g, p, s))
         ops.append(decode_attention_op(m, g, p, s))
+        ops.extend(dsa_indexer_ops(m, g, p, s))
         ops.append(all_reduce_op("tp_all_reduce_attn", m, g.count, p, s))
         if m.qk_norm_across_heads and g.attention == "gqa":
             ops.append(qk_norm_all_reduce_op(m, g, p, s))

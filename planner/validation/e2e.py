@@ -91,13 +91,42 @@ def _attention_dp(row: pd.Series, role: str, tp: float, ep: float) -> float:
     return moe / tp if moe > tp and moe % tp == 0 else 1.0
 
 
+_ID_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_")
+"""The layout an aggregated row's id names: ``..._tp8_ep8_...`` or ``..._tp8_0_ep8_0_...``."""
+
+
+def id_layout(row: pd.Series, tp: float, dp: float) -> tuple[float, float, float] | None:
+    """(tp, attention DP, EP) read from the row's id when its columns record the id's layout
+    flattened, else None.
+
+    Reading rule: an aggregated row whose id names ``_tp<N>_ep<M>_`` (M > 1: the id's world is N
+    GPUs, TensorRT-LLM's convention, EP inside it) but whose columns give a worker of
+    tp_size x attention_dp_size = N x M GPUs counts the expert ranks twice (one dump records
+    ``..._tp8_ep8_...`` as tp_size 64 or attention DP 64 on an 8-GPU H200, beyond its scale-up
+    domain, and ``..._tp2_ep2_...`` as tp_size 4). The id is unambiguous: N GPUs, EP M, and the
+    recorded split keeps its direction (attention DP N at TP 1 where the row records attention
+    DP, else TP N). The clients stay as recorded (batch_size x the recorded ranks = the id's
+    ``_c<K>_``)."""
+    m = _ID_LAYOUT.search(str(row.get("id", "")))
+    if row.get("mode") != "agg" or m is None:
+        return None
+    n, ep = float(m.group(1)), float(m.group(2))
+    if ep <= 1 or tp * dp != n * ep or _num(row, "moe_ep_size") != ep:
+        return None
+    return (1.0, n, ep) if dp > 1 else (n, 1.0, ep)
+
+
 def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] | str:
-    """CandidateArrays columns of one row, or the reason it cannot be modelled."""
+    """CandidateArrays columns of one row, or the reason it cannot be modelled (``id_layout``
+    corrects a layout that contradicts the row's id)."""
     quant = QUANT_MODES.get(str(row.get("gemm_quant_mode")), weight_default)
     kv = "fp8" if row["backend"] == "trtllm" and quant in ("fp8", "fp4") else "bf16"
     agg_tp, agg_ep = _num(row, "tp_size"), _num(row, "moe_ep_size")
     agg_dp = _attention_dp(row, "", agg_tp, agg_ep)
     conc = _concurrency(row, agg_dp)
+    from_id = id_layout(row, agg_tp, agg_dp)
+    if from_id is not None:
+        agg_tp, agg_dp, agg_ep = from_id
     if not np.isfinite(conc):
         return "incomplete_config"
     out = {
@@ -319,20 +348,65 @@ def read_measurements(path: Path, field: str = "--data") -> pd.DataFrame:
     return numeric_columns(df, _numeric_ranges(df.columns), where)
 
 
+DUPLICATE_DIGITS = 9
+"""Significant digits two copies of a measurement agree to (dumps re-serialise floats: the same
+TPOT reads 19.252099757615234 in one and 19.25209975761523 in another)."""
+
+
 def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Rows equal on every column except ``DUPLICATE_IGNORES`` count once (the lowest ``id`` in
-    string order is kept), so one measurement cannot sit in a training and a test fold;
-    (rows, dropped)."""
+    """Rows equal on every column except ``DUPLICATE_IGNORES`` (numbers to ``DUPLICATE_DIGITS``
+    significant digits) count once (the lowest ``id`` in string order is kept), so one
+    measurement cannot sit in a training and a test fold; (rows, dropped)."""
     cols = [c for c in df.columns if c not in DUPLICATE_IGNORES]
-    order = df.sort_values("id", kind="stable") if "id" in df.columns else df
+    key = df[cols].copy()
+    for c in key.columns:
+        if pd.api.types.is_float_dtype(key[c]):
+            key[c] = key[c].map(lambda v: v if pd.isna(v) else float(f"{v:.{DUPLICATE_DIGITS}g}"))
+    order = key.assign(id=df["id"]).sort_values("id", kind="stable") if "id" in df.columns else key
     keep = ~order.duplicated(subset=cols, keep="first")
-    kept = order[keep].sort_index()
+    kept = df.loc[order.index[keep.to_numpy()]].sort_index()
     return kept.reset_index(drop=True), int((~keep).sum())
 
 
+def layouts_from_ids(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``df`` with every aggregated row whose columns contradict its id (``id_layout``) rewritten
+    to the id's layout, the way the other dumps record it (tp_size, attention_dp_size,
+    moe_tp_size = GPUs / EP, batch_size per attention-DP rank, so the clients stay), and how many
+    were rewritten. Copies of one measurement then compare equal (``drop_duplicates``)."""
+    out = df.copy()
+    n = 0
+    for i, row in df.iterrows():
+        if row.get("mode") != "agg":
+            continue
+        tp = _num(row, "tp_size")
+        dp = _attention_dp(row, "", tp, _num(row, "moe_ep_size"))
+        got = id_layout(row, tp, dp)
+        if got is None:
+            continue
+        new_tp, new_dp, ep = got
+        out.loc[i, ["tp_size", "attention_dp_size", "moe_tp_size"]] = [
+            new_tp,
+            new_dp,
+            new_tp * new_dp / ep,
+        ]
+        if not pd.isna(row.get("batch_size")):
+            out.loc[i, "batch_size"] = float(row["batch_size"]) * dp / new_dp
+        n += 1
+    return out, n
+
+
+def read_rows_counted(path: Path) -> tuple[pd.DataFrame, int, int]:
+    """The measured rows of ``path`` with layouts read from their ids where their columns
+    contradict them, without duplicates; (rows, duplicates dropped, layouts read from ids)."""
+    df, from_id = layouts_from_ids(read_measurements(path))
+    rows, duplicates = drop_duplicates(df)
+    return rows, duplicates, from_id
+
+
 def read_rows(path: Path) -> tuple[pd.DataFrame, int]:
-    """The measured rows of ``path`` without duplicates, and how many duplicates were dropped."""
-    return drop_duplicates(read_measurements(path))
+    """``read_rows_counted`` without the layout count."""
+    rows, duplicates, _ = read_rows_counted(path)
+    return rows, duplicates
 
 
 def modelled(pred: pd.DataFrame, skipped: dict[str, int]) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -355,9 +429,13 @@ def validate_e2e(
     constants), or held out ("campaign": each fold of measurement campaigns priced with constants
     refitted on the other folds, ``planner.validation.holdout``), in the same shape plus
     ``holdout``."""
-    df, duplicates = read_rows(path)
+    df, duplicates, from_id = read_rows_counted(path)
     prep = prepare(df)
-    head = {"rows": int(len(df) + duplicates), "duplicates_dropped": duplicates}
+    head = {
+        "rows": int(len(df) + duplicates),
+        "duplicates_dropped": duplicates,
+        "layout_read_from_id": from_id,
+    }
     if holdout == "none":
         pred = predict(prep.rows, progress)
         extra: dict[str, object] = {}

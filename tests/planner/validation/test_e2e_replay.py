@@ -91,3 +91,35 @@ def test_recorded_concurrency_wins() -> None:
         _row(silicon_data_source="x; silicon_concurrency=96; measured=2026"), "bf16"
     )
     assert isinstance(c, dict) and c["concurrency"] == 96.0
+
+
+def test_a_layout_flattened_against_its_id_is_read_from_the_id() -> None:
+    """``..._tp8_ep8_...`` recorded as tp_size 64 (or attention DP 64) with moe_tp 8 x ep 8: 64
+    GPUs on an 8-GPU H200, the id's 8 GPUs with EP 8 counted twice; the id wins, the recorded
+    direction of the split (TP or attention DP) and the recorded clients stay."""
+    from planner.validation.e2e import candidate_columns
+
+    rid = "2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c32_tp8_ep8_922"
+    tp = _row(id=rid, tp_size=64.0, attention_dp_size=1.0, moe_tp_size=8.0, batch_size=32.0)
+    c = candidate_columns(tp, "bf16")
+    assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (8, 1, 8, 32)
+    rid = "2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_8192x1024_c256_tp8_ep8_1999"
+    dp = _row(id=rid, tp_size=1.0, attention_dp_size=64.0, moe_tp_size=8.0, batch_size=4.0)
+    c = candidate_columns(dp, "bf16")
+    assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (1, 8, 8, 256)
+    rid = "2026_04_06_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_1024x1024_c4_tp2_ep2_992"
+    small = _row(id=rid, tp_size=4.0, attention_dp_size=1.0, moe_tp_size=2.0, moe_ep_size=2.0)
+    c = candidate_columns(small, "bf16")
+    assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"]) == (2, 1, 2)
+
+
+def test_a_layout_that_agrees_with_its_id_is_kept() -> None:
+    """The id's world is tp x attention DP (``_tp8_0_ep8_0_`` with tp 1 x attention DP 8), and
+    ids without a layout keep their columns."""
+    from planner.validation.e2e import candidate_columns, id_layout
+
+    rid = "2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x8192_c256_tp8_0_ep8_0_1238"
+    c = candidate_columns(_row(id=rid), "bf16")
+    assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (1, 8, 8, 256)
+    assert id_layout(_row(id="qwen_h100_trtllm_agg_1024x128_c8_tp4_epnone_1"), 4.0, 1.0) is None
+    assert id_layout(_row(id="x_tp8_ep8_1", mode="disagg"), 64.0, 1.0) is None

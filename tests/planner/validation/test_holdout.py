@@ -36,6 +36,48 @@ def test_duplicates_keep_the_lowest_id() -> None:
     assert list(kept["id"]) == ["a", "c"]
 
 
+def test_copies_differing_in_float_round_off_are_duplicates() -> None:
+    df = pd.DataFrame(
+        {
+            "id": ["b", "a", "c"],
+            "silicon_data_source": ["x", "y", "z"],
+            "silicon_tpot_ms": [19.252099757615234, 19.25209975761523, 19.2521],
+        }
+    )
+    kept, dropped = drop_duplicates(df)
+    assert dropped == 1 and list(kept["id"]) == ["a", "c"]
+    assert kept["silicon_tpot_ms"].iloc[0] == 19.25209975761523  # values kept as read
+
+
+def test_a_layout_read_from_its_id_joins_its_copy_in_another_dump() -> None:
+    """The same DeepSeek-R1 measurement in two dumps: one records ``..._tp8_ep8_...`` as tp_size
+    64, moe_tp 8; the other as tp 8, moe_tp 1. Read from the id, the two are one measurement."""
+    from planner.validation.e2e import layouts_from_ids
+
+    common = {"mode": "agg", "batch_size": 32.0, "attention_dp_size": 1.0, "moe_ep_size": 8.0}
+    df = pd.DataFrame(
+        [
+            {
+                "id": "d2_agg_1024x1024_c32_tp8_ep8_922",
+                "silicon_data_source": "b",
+                "tp_size": 64.0,
+                "moe_tp_size": 8.0,
+                **common,
+            },
+            {
+                "id": "d1_agg_1024x1024_c32_tp8_0_ep8_0_1255",
+                "silicon_data_source": "a",
+                "tp_size": 8.0,
+                "moe_tp_size": 1.0,
+                **common,
+            },
+        ]
+    )
+    read, n = layouts_from_ids(df)
+    assert n == 1 and read.loc[0, "tp_size"] == 8.0 and read.loc[0, "moe_tp_size"] == 1.0
+    assert drop_duplicates(read)[1] == 1
+
+
 def test_campaigns_are_dealt_round_robin_and_never_split() -> None:
     src = [f"dump/{c}; config_id={i}; silicon_concurrency=4" for i, c in enumerate("cabcdeab")]
     folds = campaign_folds(pd.DataFrame({"silicon_data_source": src}), 2)
@@ -58,7 +100,8 @@ def test_held_out_accuracy() -> None:
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     r = validate_e2e(DATA, progress=False, holdout="campaign", folds=5)
-    assert r["duplicates_dropped"] == 225
+    assert r["duplicates_dropped"] == 311  # 225 exact copies, 52 round-off, 34 by id layout
+    assert r["layout_read_from_id"] == 71
     assert r["modelled"] + sum(r["skipped"].values()) == r["rows"] - r["duplicates_dropped"]
     assert set(r["skipped"]) <= {"incomplete_config", "tp_not_dividing_heads"}
     groups = {(g["by"], g["key"]): g for g in r["groups"]}  # type: ignore[attr-defined]
@@ -73,14 +116,21 @@ def test_held_out_accuracy() -> None:
 
 
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 31.5,
-    "agg_tpot": 16.2,
-    "disagg_ttft": 35.5,
-    "disagg_tpot": 15.5,
+    "agg_ttft": 29.0,
+    "agg_tpot": 16.9,
+    "disagg_ttft": 37.5,
+    "disagg_tpot": 19.2,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (30.9, 15.7, 34.8,
-14.9 % on 1,678 rows; issue 16's targets 22, 13, 25, 15 % are not all reached). The fitted kernel
-tier of issue 16b (multi-line collectives, bounded efficiencies, split-KV decode) moved them from
-29.8 / 14.1 / 43.8 / 17.0 %: disaggregated TTFT and TPOT much better, aggregated TPOT worse. The
-earlier step from 30.8 / 14.3 % came from no longer modelling 68 rows whose TP cannot split the
-attention heads (``tp_not_dividing_heads``; planner/validation/notes/outliers.md)."""
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (28.4, 16.4, 36.9,
+18.6 % on 1,648 rows; issue 16's targets 22, 13, 25, 15 % are not reached). Three guards were
+LOOSENED in this pass (agg TPOT 16.2 -> 16.9, disagg TTFT 35.5 -> 37.5, disagg TPOT 15.5 ->
+19.2) and one tightened (agg TTFT 31.5 -> 29.0), for a protocol reason, not a model change:
+duplicates are now compared to 9 significant digits and layouts are read from the row ids, so 86
+more rows are recognised as copies of a measurement in another dump (they sat in a training and a
+test fold before) and the round-robin deal of campaigns to folds moved. With the model unchanged
+that move alone takes the figures from 29.6 / 15.9 / 34.8 / 14.9 to 28.4 / 16.5 / 36.9 / 18.6
+(the disaggregated ones rest on 158 rows of about ten campaigns; a fold's shared kernel_scale
+flips between 0.9 and 1.0 with the deal). Of the model changes, DSA pricing took agg TPOT from
+16.5 to 16.4 (GLM-5 TPOT 25 -> 11 %) and reading the layouts from the ids agg TTFT from 30.9 to
+29.6 %. History: 30.9 / 15.7 / 34.8 / 14.9 % (1,678 rows) after issue 16b's fitted kernel tier,
+29.8 / 14.1 / 43.8 / 17.0 % before it (planner/validation/notes/outliers.md)."""
