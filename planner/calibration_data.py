@@ -178,13 +178,14 @@ class Sidecar:
     path: Path
 
 
-def read_sidecar(path: Path) -> Sidecar:
-    """``deployment.json``: deployment object, backend and engine version, checked."""
+def read_sidecar(path: Path, result: Path | None = None) -> Sidecar:
+    """``deployment.json``: deployment object, backend and engine version, checked; ``result``:
+    the result file it is read for (named when the sidecar is missing)."""
     if not path.exists():
         raise PlannerInputError(
             "--data",
-            f"{path.parent}: results without a {SIDECAR} sidecar "
-            "(benchmark.sh writes one next to its results)",
+            f"{result or path.parent}: results without a {SIDECAR} sidecar in "
+            f"{path.parent} (benchmark.sh writes one next to its results)",
         )
     text = read_text(path, f"a {SIDECAR} sidecar")
     try:
@@ -464,7 +465,7 @@ def load_data(root: Path, backend: str | None = None) -> LoadedData:
         if path.suffix == ".csv":
             frames.append(read_csv_rows(path, data))
             continue
-        side = sidecars.get(path.parent) or read_sidecar(path.parent / SIDECAR)
+        side = sidecars.get(path.parent) or read_sidecar(path.parent / SIDECAR, path)
         sidecars[path.parent] = side
         frames.append(pd.DataFrame(read_results(path, side, data)))
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

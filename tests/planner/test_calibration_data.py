@@ -192,7 +192,8 @@ def test_bad_sidecar_is_one_line(
     message: str,
 ) -> None:
     folder = _run(tmp_path / "results" / "run-1", "vllm", sidecar)
-    _expect_exit_2(tmp_path, capsys, str(folder), message)
+    named = folder / ("client0.json" if sidecar is None else "deployment.json")
+    _expect_exit_2(tmp_path, capsys, str(named), message)
 
 
 def test_unreadable_files_are_one_line(
