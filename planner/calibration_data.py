@@ -19,6 +19,12 @@ Three inputs, each read as a regular UTF-8 file of at most ``MAX_BYTES``:
   ``max_concurrency``, ``completed``, ``total_input_tokens``, ``total_output_tokens``,
   ``mean_ttft_ms``, ``mean_tpot_ms``; it names no model.
 
+A closed-loop result names its benchmark run: its request count (``num_prompts``, or SGLang's
+``completed``) and, where the file says, whether every request had the same lengths; the row
+carries them (``bench_requests``, ``fixed_lengths``) and is priced as ``estimate
+--bench-requests`` prices that run (``validation.e2e.named_runs``). A CSV may carry the same two
+columns; rows without them keep the engine's fitted start-up share.
+
 A result file needs a ``deployment.json`` sidecar in its own folder (what ``benchmark.sh``
 writes): ``{"deployment": <the deployment object of a plan file>, "backend": "vllm"|"sglang"|
 "trtllm", "engine_version": "..."}``. Every problem is one :class:`PlannerInputError` naming the
@@ -36,7 +42,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 import pandas as pd
 from pydantic import ValidationError
@@ -73,6 +79,17 @@ LENGTH_RANGE = (1, 10_000_000)
 CONCURRENCY_RANGE = (1, 1_000_000)
 GEMM_MODES = {"bf16": "bf16", "fp8": "fp8", "fp4": "nvfp4", "int4": "int4_wo"}
 """Deployment weight dtype -> ``gemm_quant_mode`` of the validation layout."""
+REQUESTS_RANGE = (1, 1_000_000_000)
+RANDOM_DATASETS = ("random", "random-ids")
+"""SGLang ``--dataset-name`` values whose lengths ``random_range_ratio`` sets."""
+
+JsonObject: TypeAlias = dict[str, object]
+"""One object of a result file, as ``json`` decodes it (fields checked where read)."""
+Cell: TypeAlias = str | int | float | None
+Row: TypeAlias = dict[str, Cell]
+"""One row of the validation layout (column -> value)."""
+Source: TypeAlias = dict[str, str | int]
+"""Provenance of one data file (path, sha256, format, rows, ...)."""
 
 
 @dataclass
@@ -80,7 +97,7 @@ class LoadedData:
     """Rows in the validation layout, where each came from, and what was skipped (by reason)."""
 
     rows: pd.DataFrame
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
 
 
@@ -109,7 +126,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _json_objects(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+def _json_objects(path: Path, text: str) -> list[tuple[int, JsonObject]]:
     """(line, object) of a JSON file or of every non-empty line of a JSON-lines file."""
     try:
         whole = json.loads(text)
@@ -120,7 +137,7 @@ def _json_objects(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         )
     except json.JSONDecodeError:
         pass
-    out = []
+    out: list[tuple[int, JsonObject]] = []
     for no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -136,7 +153,7 @@ def _json_objects(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def _number(where: str, obj: dict[str, Any], key: str, lo: float, hi: float) -> float:
+def _number(where: str, obj: JsonObject, key: str, lo: float, hi: float) -> float:
     if key not in obj or obj[key] is None:
         raise PlannerInputError("--data", f"{where}: field '{key}' is missing")
     v = obj[key]
@@ -161,13 +178,14 @@ class Sidecar:
     path: Path
 
 
-def read_sidecar(path: Path) -> Sidecar:
-    """``deployment.json``: deployment object, backend and engine version, checked."""
+def read_sidecar(path: Path, result: Path | None = None) -> Sidecar:
+    """``deployment.json``: deployment object, backend and engine version, checked; ``result``:
+    the result file it is read for (named when the sidecar is missing)."""
     if not path.exists():
         raise PlannerInputError(
             "--data",
-            f"{path.parent}: results without a {SIDECAR} sidecar "
-            "(benchmark.sh writes one next to its results)",
+            f"{result or path.parent}: results without a {SIDECAR} sidecar in "
+            f"{path.parent} (benchmark.sh writes one next to its results)",
         )
     text = read_text(path, f"a {SIDECAR} sidecar")
     try:
@@ -218,7 +236,7 @@ def _check_model(path: Path, dep: Deployment) -> None:
         )
 
 
-def _parallel_columns(prefix: str, w: WorkerConfig) -> dict[str, Any]:
+def _parallel_columns(prefix: str, w: WorkerConfig) -> Row:
     p = w.parallel
     return {
         f"{prefix}tp_size": p.tp,
@@ -228,11 +246,11 @@ def _parallel_columns(prefix: str, w: WorkerConfig) -> dict[str, Any]:
     }
 
 
-def deployment_columns(dep: Deployment, concurrency: float) -> dict[str, Any]:
+def deployment_columns(dep: Deployment, concurrency: float) -> Row:
     """The deployment part of a validation-layout row (workers per role, parallelism, batch)."""
     main = dep.agg if dep.mode == "agg" else dep.decode
     assert main is not None
-    cols: dict[str, Any] = {
+    cols: Row = {
         "gemm_quant_mode": GEMM_MODES[main.weight_quant],
         "kv_dtype": main.kv_dtype,
         "max_num_seqs": main.max_num_seqs,
@@ -251,7 +269,40 @@ def deployment_columns(dep: Deployment, concurrency: float) -> dict[str, Any]:
     }
 
 
-def result_row(where: str, obj: dict[str, Any], side: Sidecar) -> dict[str, Any] | str:
+def _lengths_fixed(obj: JsonObject) -> float:
+    """1.0 when every request of the run had the same ISL and OSL, 0.0 when they varied, NaN when
+    the result does not say: per-request ``input_lens`` / ``output_lens`` (``vllm bench serve
+    --save-detailed``, SGLang ``--output-details``), else SGLang's ``dataset_name`` with
+    ``random_range_ratio`` (its random dataset draws lengths from [r*L, L]: 1 is fixed;
+    ``sample_random_requests`` in ``bench_serving.py``). vLLM's summary records neither; its
+    ``--random-range-ratio`` (default 0) is fixed, and benchmark.sh asks for fixed lengths."""
+    ins, outs = obj.get("input_lens"), obj.get("output_lens")
+    if isinstance(ins, list) and isinstance(outs, list) and ins and outs:
+        return float(len({str(v) for v in ins}) == 1 and len({str(v) for v in outs}) == 1)
+    name, ratio = obj.get("dataset_name"), obj.get("random_range_ratio")
+    if name is None:
+        return math.nan
+    if name not in RANDOM_DATASETS:
+        return 0.0
+    if isinstance(ratio, (int, float)) and not isinstance(ratio, bool):
+        return float(ratio == 1.0)
+    return math.nan
+
+
+def named_run(where: str, obj: JsonObject, concurrency: float) -> Row:
+    """``bench_requests`` (the run's requests in all: vLLM's ``num_prompts``, else the
+    ``completed`` count SGLang writes instead) and ``fixed_lengths`` of a closed-loop result:
+    with them ``validation.e2e.predict`` prices the row as the named benchmark run, the way
+    ``estimate --bench-requests`` prices it."""
+    key = "num_prompts" if obj.get("num_prompts") is not None else "completed"
+    runs = _number(where, obj, key, *REQUESTS_RANGE)
+    return {
+        "bench_requests": max(int(runs), int(concurrency)),
+        "fixed_lengths": _lengths_fixed(obj),
+    }
+
+
+def result_row(where: str, obj: JsonObject, side: Sidecar) -> Row | str:
     """One validation-layout row from one result object, or the reason it is skipped."""
     dep = side.deployment
     model_id = obj.get("model_id")
@@ -292,12 +343,13 @@ def result_row(where: str, obj: dict[str, Any], side: Sidecar) -> dict[str, Any]
         "isl": isl,
         "osl": osl,
         **deployment_columns(dep, conc),
+        **named_run(where, obj, conc),
         "silicon_ttft_ms": vals["mean_ttft_ms"],
         "silicon_tpot_ms": vals["mean_tpot_ms"],
     }
 
 
-def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[dict[str, Any]]:
+def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[Row]:
     """Rows of one native result file (``.json``: vLLM/TRT-LLM, ``.jsonl``: SGLang)."""
     text = read_text(path, "a benchmark result file")
     objs = _json_objects(path, text)
@@ -323,6 +375,29 @@ def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[dict[str, 
     return rows
 
 
+OPTIONAL_RANGES = {"bench_requests": REQUESTS_RANGE, "fixed_lengths": (0, 1)}
+"""Optional CSV columns naming each row's benchmark run (``validation.e2e.named_runs``); empty
+cells: not named / not known."""
+
+
+def _check_run_columns(path: Path, df: pd.DataFrame) -> None:
+    for col, (lo, hi) in OPTIONAL_RANGES.items():
+        if col not in df:
+            continue
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = (df[col].notna() & num.isna()) | (num < lo) | (num > hi)
+        if col == "fixed_lengths":
+            bad |= num.notna() & ~num.isin([0, 1])
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise PlannerInputError(
+                "--data",
+                f"{path}:{i + 2}:{col}: expected empty or a number in [{lo:g}, {hi:g}]"
+                + (" (0 or 1)" if col == "fixed_lengths" else "")
+                + f", got {df[col].iloc[i]!r}",
+            )
+
+
 def read_csv_rows(path: Path, data: LoadedData) -> pd.DataFrame:
     """A validation-layout CSV, its required columns and numbers checked (``file:line:field``)."""
     text = read_text(path, "a measurement CSV")
@@ -344,6 +419,7 @@ def read_csv_rows(path: Path, data: LoadedData) -> pd.DataFrame:
                 "--data",
                 f"{path}:{i + 2}:{col}: expected a positive finite number, got {df[col].iloc[i]!r}",
             )
+    _check_run_columns(path, df)
     df = df.assign(campaign=f"{path}")
     data.sources.append(
         {
@@ -389,7 +465,7 @@ def load_data(root: Path, backend: str | None = None) -> LoadedData:
         if path.suffix == ".csv":
             frames.append(read_csv_rows(path, data))
             continue
-        side = sidecars.get(path.parent) or read_sidecar(path.parent / SIDECAR)
+        side = sidecars.get(path.parent) or read_sidecar(path.parent / SIDECAR, path)
         sidecars[path.parent] = side
         frames.append(pd.DataFrame(read_results(path, side, data)))
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -21,11 +21,11 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,7 @@ from planner.calibration_bands import (
     profile_bands,
     use_profile_bands,
 )
-from planner.calibration_data import LoadedData, read_text
+from planner.calibration_data import LoadedData, Source, read_text
 from planner.engine_calibration import (
     BACKENDS,
     EngineCalibration,
@@ -53,7 +53,7 @@ from planner.engine_calibration import (
 )
 from planner.errors import PlannerInputError
 from planner.validation import fit_engines
-from planner.validation.e2e import error_stats, predict, prepare
+from planner.validation.e2e import error_stats, named_runs, predict, prepare
 
 FORMAT = "planner-calibration-profile/1"
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -87,9 +87,10 @@ PREFILL_RULE_SHORT = (
 RULE = (
     "fitted when the rows hold at least N distinct (model, GPU, mode, ISL, OSL, concurrency) load "
     "points: kernel_scale and the request overheads N=1, step_overhead_s N=3, the lockstep "
-    "shares N=4 (of their mode), and of those the set (none, the step-time constants, all) "
-    "with the lowest 2-fold cross-validation loss on the rows; the rest keep the packaged "
-    "value; " + PREFILL_RULE_SHORT
+    "shares N=4 (of their mode, among rows that do not name their benchmark run's request "
+    "count: a named run's share is known), and of those the set (none, the step-time "
+    "constants, all) with the lowest 2-fold cross-validation loss on the rows; the rest keep "
+    "the packaged value; " + PREFILL_RULE_SHORT
 )
 GRID_SWEEPS = 1
 """Sweeps of the grid stage (the packaged fit uses ``fit_engines.SWEEPS``; the refinement after it
@@ -99,6 +100,10 @@ ROBUST_SCALE = 0.1
 model cannot follow do not drag the constants away from the rows it can."""
 MAX_EVALS = 200
 """Most model evaluations of the refinement."""
+
+
+RowRecord: TypeAlias = dict[str, str | int | float]
+"""One fitted row of a profile: its load point, measurement and predictions before and after."""
 
 
 class Residuals(BaseModel):
@@ -135,7 +140,7 @@ class Fit(BaseModel):
     constants: dict[str, float] = Field(description="Every constant's value after the fit.")
     residuals_before: Residuals = Field(description="Errors with the packaged constants.")
     residuals_after: Residuals = Field(description="Errors with the fitted constants.")
-    rows: list[dict[str, Any]] = Field(
+    rows: list[RowRecord] = Field(
         default_factory=list, description="Per-row predictions before and after the fit."
     )
 
@@ -156,6 +161,19 @@ class EngineProfile(BaseModel):
     )
 
 
+class DataProvenance(BaseModel):
+    """The measured data a profile was fitted to."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    files: list[Source] = Field(
+        default_factory=list,
+        description="Every data file read: path, sha256, format, sidecar, rows taken.",
+    )
+    skipped_rows: dict[str, int] = Field(
+        default_factory=dict, description="Rows not fitted, counted by reason."
+    )
+
+
 class Profile(BaseModel):
     """A calibration profile file."""
 
@@ -165,7 +183,7 @@ class Profile(BaseModel):
     rule: str = Field(
         description="Which constants are fitted from how many load points (the rest stay packaged)."
     )
-    data: dict[str, Any] = Field(
+    data: DataProvenance = Field(
         description="The measured data the profile was fitted to: files and skipped rows."
     )
     engines: dict[str, EngineProfile] = Field(description="Engine -> its fits.")
@@ -192,9 +210,20 @@ def load_points(rows: pd.DataFrame, mode: str = "all") -> int:
     return int(len(sub[keys].drop_duplicates()))
 
 
+SHARES = ("burst_fraction", "disagg_burst_fraction")
+"""The fitted lockstep shares: they price only rows that do not name their benchmark run (a named
+run of P requests has the share N/P, ``validation.e2e.named_runs``)."""
+
+
 def constants_to_fit(rows: pd.DataFrame) -> list[str]:
-    """The constants the rows can determine (``TIERS``)."""
-    return [name for name, mode, least in TIERS if load_points(rows, mode) >= least]
+    """The constants the rows can determine (``TIERS``); the lockstep shares from the rows that do
+    not name their benchmark run only."""
+    unnamed = rows[named_runs(rows) == 0] if len(rows) else rows
+    return [
+        name
+        for name, mode, least in TIERS
+        if load_points(unnamed if name in SHARES else rows, mode) >= least
+    ]
 
 
 PREFILL = "disagg_prefill_kernel_scale"
@@ -267,7 +296,7 @@ GRID: dict[str, tuple[float, ...]] = {c.name: c.grid for c in fit_engines.CONSTA
 
 def _log_errors(
     rows: pd.DataFrame, backend: str, base: EngineCalibration, progress: str = ""
-) -> Any:
+) -> Callable[[dict[str, float]], np.ndarray]:
     """values -> log(pred/measured) of TTFT and of TPOT of every row (5 where unmodelled); with
     ``progress``, the count of evaluations goes to stderr."""
     count = [0]
@@ -356,7 +385,7 @@ def residuals(pred: pd.DataFrame) -> Residuals:
     return Residuals(**out)
 
 
-def _row_records(before: pd.DataFrame, after: pd.DataFrame) -> list[dict[str, Any]]:
+def _row_records(before: pd.DataFrame, after: pd.DataFrame) -> list[RowRecord]:
     keep = [
         "id",
         "model_path",
@@ -370,6 +399,7 @@ def _row_records(before: pd.DataFrame, after: pd.DataFrame) -> list[dict[str, An
     ]
     recs = before[[c for c in keep if c in before]].rename(columns={"c_concurrency": "concurrency"})
     recs = recs.assign(
+        bench_requests=named_runs(before),  # the run's requests when it names them, else 0
         pred_before_ttft_ms=before["pred_ttft_ms"],
         pred_before_tpot_ms=before["pred_tpot_ms"],
         pred_after_ttft_ms=after["pred_ttft_ms"],
@@ -451,7 +481,7 @@ def calibrate(data: LoadedData, progress: bool = True) -> Profile:
         all_gpus = fit_engine(sub, str(backend), label and f"{label} on {', '.join(gpus)}")
         own = cross_fit(sub, str(backend), label)
         engines[str(backend)] = EngineProfile(all_gpus=all_gpus, by_gpu=by_gpu, own_bands=own)
-    prov = {"files": data.sources, "skipped_rows": {**data.skipped, **skipped}}
+    prov = DataProvenance(files=data.sources, skipped_rows={**data.skipped, **skipped})
     return Profile(
         format=FORMAT,
         created_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

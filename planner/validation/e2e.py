@@ -22,7 +22,7 @@ from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from hardware.input_files import numeric_columns, read_csv, require_columns
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
-from planner.engine_calibration import BACKENDS, EngineCalibration, engine
+from planner.engine_calibration import BACKENDS, EngineCalibration, engine, prefill_first
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.workload import fixed
@@ -218,6 +218,24 @@ def _row_constants(sub: pd.DataFrame) -> dict[str, np.ndarray] | None:
     return {k: v for k, v in vals.items() if np.isfinite(v).all()}
 
 
+def named_runs(rows: pd.DataFrame) -> pd.Series:
+    """Request count of every row that names its benchmark run, else 0. Optional columns:
+    ``bench_requests`` (the run's requests in all, e.g. ``--num-prompts``) and ``fixed_lengths``
+    (1 every request has the row's ISL/OSL, 0 varied, empty unknown; ``planner.calibration_data``
+    reads both from native result files). Such a row is priced as ``estimate --isl --osl
+    --bench-requests P`` prices that run: a lockstep start-up wave of N/P, and on an engine that
+    keeps fixed-length waves in lockstep (``batch_eval.lasting_lockstep``) the whole run in
+    lockstep, unless its lengths are known to vary (that row keeps the fitted share)."""
+    if "bench_requests" not in rows:
+        return pd.Series(0, index=rows.index, dtype=int)
+    runs = pd.to_numeric(rows["bench_requests"], errors="coerce")
+    lengths = rows["fixed_lengths"] if "fixed_lengths" in rows else pd.Series(np.nan, rows.index)
+    varied = pd.to_numeric(lengths, errors="coerce") == 0
+    lockstep = rows["backend"].map(lambda b: prefill_first(str(b))).astype(bool)
+    named = (runs >= 1) & (runs < 1e9) & ~(varied & lockstep)
+    return runs.where(named, 0).fillna(0).round().astype(int)
+
+
 def predict(
     rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None
 ) -> pd.DataFrame:
@@ -226,8 +244,9 @@ def predict(
     out = rows.copy()
     for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu", "pred_prefill_util"):
         out[col] = np.nan
-    groups = list(out.groupby(["model_path", "system", "backend", "isl", "osl"]).groups.items())
-    for n, ((model, system, backend, isl, osl), idx) in enumerate(groups):
+    keys = [out[c] for c in ("model_path", "system", "backend", "isl", "osl")]
+    groups = list(out.groupby([*keys, named_runs(out)]).groups.items())
+    for n, ((model, system, backend, isl, osl, runs), idx) in enumerate(groups):
         sub = out.loc[idx]
         eng = (overrides or {}).get(str(backend)) or engine(str(backend))
         given = {
@@ -240,8 +259,10 @@ def predict(
         cand = CandidateArrays.from_lists(
             **given, max_num_batched_tokens=eng.max_num_batched_tokens.value
         )
-        # a benchmark run: its lockstep start-up wave priced with the engine's fitted share
-        bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update={"startup_wave": True})
+        # a benchmark run: its lockstep start-up wave priced with the engine's fitted share, or
+        # the named run itself (as `estimate --bench-requests` prices it) where the row names it
+        run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
+        bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run)
         res = evaluate_batch(
             load_model(str(model)),
             get_gpu(str(system)),

@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import pandas as pd
 
@@ -82,25 +82,67 @@ def _ape(sub: pd.DataFrame, which: str, metric: str) -> float:
     )
 
 
-def pooled(preds: pd.DataFrame) -> list[dict[str, Any]]:
+class Apes(TypedDict):
+    """Held-out median APE (percent) with the packaged (shipped) and the self-fitted (own)
+    constants."""
+
+    ttft_median_ape_pct_shipped: float
+    ttft_median_ape_pct_own: float
+    tpot_median_ape_pct_shipped: float
+    tpot_median_ape_pct_own: float
+
+
+def _apes(sub: pd.DataFrame) -> Apes:
+    return {
+        "ttft_median_ape_pct_shipped": _ape(sub, "shipped", "ttft"),
+        "ttft_median_ape_pct_own": _ape(sub, "own", "ttft"),
+        "tpot_median_ape_pct_shipped": _ape(sub, "shipped", "tpot"),
+        "tpot_median_ape_pct_own": _ape(sub, "own", "tpot"),
+    }
+
+
+class PooledRow(Apes):
+    """One line of the pooled table: an engine (or ``all``) and mode."""
+
+    engine: str
+    mode: str
+    held_out_rows: int
+
+
+class CampaignRow(Apes):
+    """One campaign: its engine, rows and the constants fitted on its fitting half."""
+
+    campaign: str
+    engine: str
+    rows: int
+    fitted: list[str]
+
+
+class Report(TypedDict):
+    """``self_calibration_report``: the pooled table, the per-campaign detail and the targets."""
+
+    campaigns: int
+    min_rows: int
+    targets_pct: dict[str, float]
+    meets_targets: bool
+    pooled: list[PooledRow]
+    by_campaign: list[CampaignRow]
+
+
+def pooled(preds: pd.DataFrame) -> list[PooledRow]:
     """Median APE per (engine, mode) and over all engines per mode: packaged vs self-calibrated."""
-    out = []
+    out: list[PooledRow] = []
     keys = [(b, m) for (b, m) in sorted(set(zip(preds["backend"], preds["mode"], strict=True)))]
     keys += [("all", m) for m in sorted(set(preds["mode"]))]
     for backend, mode in keys:
         sub = preds[(preds["mode"] == mode) & ((preds["backend"] == backend) | (backend == "all"))]
-        out.append(
-            {
-                "engine": backend,
-                "mode": mode,
-                "held_out_rows": int(len(sub)),
-                **{
-                    f"{m}_median_ape_pct_{w}": _ape(sub, w, m)
-                    for m in ("ttft", "tpot")
-                    for w in ("shipped", "own")
-                },
-            }
-        )
+        row: PooledRow = {
+            "engine": str(backend),
+            "mode": str(mode),
+            "held_out_rows": int(len(sub)),
+            **_apes(sub),
+        }
+        out.append(row)
     return out
 
 
@@ -109,10 +151,11 @@ def self_calibration_report(
     min_rows: int = MIN_ROWS,
     max_campaigns: int | None = None,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> Report:
     """The pooled held-out table and the per-campaign detail."""
     groups = campaign_rows(df, min_rows)[:max_campaigns]
-    preds, detail = [], []
+    preds: list[pd.DataFrame] = []
+    detail: list[CampaignRow] = []
     for i, (camp, backend, rows) in enumerate(groups):
         if progress:
             sys.stderr.write(
@@ -120,19 +163,14 @@ def self_calibration_report(
             )
         pred, names = held_out(rows, backend)
         preds.append(pred)
-        detail.append(
-            {
-                "campaign": camp,
-                "engine": backend,
-                "rows": int(len(rows)),
-                "fitted": names,
-                **{
-                    f"{m}_median_ape_pct_{w}": _ape(pred, w, m)
-                    for m in ("ttft", "tpot")
-                    for w in ("shipped", "own")
-                },
-            }
-        )
+        one: CampaignRow = {
+            "campaign": camp,
+            "engine": backend,
+            "rows": int(len(rows)),
+            "fitted": names,
+            **_apes(pred),
+        }
+        detail.append(one)
     if progress:
         sys.stderr.write("\n")
     table = pooled(pd.concat(preds, ignore_index=True)) if preds else []

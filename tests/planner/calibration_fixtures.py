@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from planner.calibration_bands import ModeBands
-from planner.calibration_data import deployment_columns
+from planner.calibration_data import deployment_columns, named_run
 from planner.calibration_profile import (
     BOUNDS,
     FORMAT,
@@ -41,6 +41,9 @@ SHIFT = {
     "burst_fraction": 0.6,
 }
 """Factor applied to each packaged constant (every one shifted by >= 30 %)."""
+NAMED_RUN_SHARES = ("burst_fraction",)
+"""Shifted but without effect on the native results: each names its run (``num_prompts`` or
+``completed``), whose lockstep share N/P is then known, so the fit keeps them packaged."""
 
 
 def small_plan() -> dict[str, Any]:
@@ -71,7 +74,9 @@ def shifted_constants(backend: str) -> dict[str, float]:
 
 
 def synthetic_measurements(dep: Deployment, backend: str) -> pd.DataFrame:
-    """Predicted TTFT/TPOT (ms) of every point of ``POINTS`` under the shifted constants."""
+    """Predicted TTFT/TPOT (ms) of every point of ``POINTS`` under the shifted constants, each
+    point priced as the benchmark run its native result names (``native_result``: request count
+    and lengths, read by ``calibration_data.named_run`` as ``calibrate e2e`` reads them)."""
     recs = [
         {
             "id": f"{isl}-{c}",
@@ -83,6 +88,7 @@ def synthetic_measurements(dep: Deployment, backend: str) -> pd.DataFrame:
             "isl": isl,
             "osl": OSL,
             **deployment_columns(dep, c),
+            **named_run("synthetic", native_result(backend, dep.hf_id, isl, c, 1.0, 1.0), c),
             "silicon_ttft_ms": 1.0,
             "silicon_tpot_ms": 1.0,
         }

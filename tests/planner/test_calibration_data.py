@@ -8,11 +8,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import planner.calibration_data as cd
+from hardware.catalog import get_gpu
 from planner.calibration_data import load_data
+from planner.calibration_profile import prepared
 from planner.cli.main import main
+from planner.estimate import estimate
+from planner.models import load_model
+from planner.validation.e2e import named_runs, predict
+from planner.workload import fixed
 from tests.planner.calibration_fixtures import native_result, small_plan
 
 MODEL_ID = "meta-llama/Llama-3.1-8B-Instruct"
@@ -54,6 +61,53 @@ def test_vllm_and_sglang_results_become_rows(tmp_path: Path) -> None:
         len(s["sha256"]) == 64 for s in data.sources
     )
     assert len(load_data(tmp_path, "sglang").rows) == 2
+
+
+def test_results_name_their_benchmark_run(tmp_path: Path) -> None:
+    """Request count (vLLM num_prompts, SGLang completed) and, where the file says, fixed
+    lengths: SGLang's random dataset at range ratio 1, or per-request lengths."""
+    vllm = native_result("vllm", MODEL_ID, 1000, 8, 120.0, 12.0)
+    _run(tmp_path / "a", "vllm", _sidecar(), [{**vllm, "num_prompts": 64}])
+    sg = native_result("sglang", "", 1000, 4, 120.0, 12.0)
+    varied = [
+        sg,
+        {**sg, "random_range_ratio": 0.5},
+        {**sg, "dataset_name": "sharegpt"},
+        {**sg, "input_lens": [1000, 1000], "output_lens": [500, 499]},
+    ]
+    _run(tmp_path / "b", "sglang", _sidecar("sglang"), varied)
+    rows = load_data(tmp_path).rows
+    assert rows["bench_requests"].tolist() == [64, 20, 20, 20, 20]
+    fixed = rows["fixed_lengths"].tolist()
+    assert np.isnan(fixed[0]) and fixed[1:] == [1.0, 0.0, 0.0, 0.0]
+    # varied lengths on SGLang keep the fitted share; unknown (vLLM) and fixed are named runs
+    assert named_runs(rows).tolist() == [64, 20, 0, 0, 0]
+
+
+def test_named_sglang_run_is_priced_as_estimate_prices_it(tmp_path: Path) -> None:
+    """A fixed-length SGLang run of P requests: the row and `estimate --bench-requests P` agree;
+    without the request count the row keeps the fitted share (and another price)."""
+    _run(tmp_path / "a", "sglang", _sidecar("sglang"))
+    rows, _ = prepared(load_data(tmp_path).rows)
+    named = predict(rows, progress=False)
+    unnamed = predict(rows.drop(columns=["bench_requests"]), progress=False)
+    w = fixed(1000, 500, concurrency=8).model_copy(update={"bench_requests": 40})
+    est = estimate(load_model("llama-3.1-8b-instruct"), get_gpu("h100_sxm"), w, backend="sglang")
+    assert named["pred_ttft_ms"][0] == pytest.approx(est.ttft_ms.mean, rel=1e-6)
+    assert abs(unnamed["pred_ttft_ms"][0] / named["pred_ttft_ms"][0] - 1) > 0.05
+
+
+def test_csv_may_name_the_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    res = tmp_path / "results"
+    res.mkdir()
+    head = "backend,model_path,system,mode,isl,osl,batch_size,silicon_ttft_ms,silicon_tpot_ms"
+    row = "sglang,llama-3.1-8b-instruct,h100_sxm,agg,1000,500,8,120,12"
+    (res / "m.csv").write_text(f"{head},bench_requests,fixed_lengths\n{row},40,1\n{row},,\n")
+    assert named_runs(load_data(res).rows).tolist() == [40, 0]
+    (res / "m.csv").write_text(f"{head},bench_requests,fixed_lengths\n{row},40,0.5\n")
+    _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:2:fixed_lengths", "(0 or 1)")
+    (res / "m.csv").write_text(f"{head},bench_requests\n{row},many\n")
+    _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:2:bench_requests", "expected empty or")
 
 
 def test_open_loop_runs_are_counted_not_fitted(tmp_path: Path) -> None:
@@ -138,7 +192,8 @@ def test_bad_sidecar_is_one_line(
     message: str,
 ) -> None:
     folder = _run(tmp_path / "results" / "run-1", "vllm", sidecar)
-    _expect_exit_2(tmp_path, capsys, str(folder), message)
+    named = folder / ("client0.json" if sidecar is None else "deployment.json")
+    _expect_exit_2(tmp_path, capsys, str(named), message)
 
 
 def test_unreadable_files_are_one_line(

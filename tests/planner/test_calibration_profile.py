@@ -50,6 +50,15 @@ def test_fewer_rows_fit_fewer_constants(concurrencies: list[int], expected: list
     assert constants_to_fit(_rows("agg", concurrencies)) == expected
 
 
+def test_named_runs_do_not_fit_the_lockstep_share() -> None:
+    """A run that names its request count P has the share N/P: nothing to fit."""
+    named = _rows("agg", [1, 2, 4, 8]).assign(backend="sglang", bench_requests=[5, 10, 20, 40])
+    assert constants_to_fit(named) == ["kernel_scale", "request_overhead_s", "step_overhead_s"]
+    half = named.assign(bench_requests=[5, 10, None, None])
+    assert "burst_fraction" not in constants_to_fit(half)  # two unnamed load points
+    assert "burst_fraction" in constants_to_fit(named.assign(bench_requests=None))
+
+
 def test_disaggregated_rows_fit_their_own_constants() -> None:
     rows = pd.concat([_rows("agg", [8, 16]), _rows("disagg", [1, 2, 4, 8])])
     assert constants_to_fit(rows) == [
