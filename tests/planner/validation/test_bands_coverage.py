@@ -29,9 +29,9 @@ prediction (medians) and no other SGLang campaign with more than 6 rows does; he
 TTFT and 1% of its TPOT fall inside the band fitted on the other campaigns, and the other 157 rows
 are covered 70% / 70% (figures of 2026-12-01 on the merged model). SGLang disaggregated: 49 rows
 from 4 campaigns, so one row is 2 points and the binomial spread of an 80% coverage is 5.7 points
-(the 75-85% window is +-0.9 of it); both bands err wide (42 and 43 of 49 inside). TensorRT-LLM aggregated TPOT: 85.6% after
-issue 16's round-off duplicates and id layouts dealt the campaigns to other folds (750 rows; the
-band is 0.6 points wider than the window allows)."""
+(the 75-85% window is +-0.9 of it); both bands err wide (42 and 43 of 49 inside).
+TensorRT-LLM aggregated TPOT: 85.6% after issue 16's round-off duplicates and id layouts dealt the
+campaigns to other folds (750 rows; the band is 0.6 points wider than the window allows)."""
 
 
 @pytest.fixture(scope="module")
