@@ -120,8 +120,10 @@ def weight_bytes_per_gpu(
 
 
 def kv_bytes_per_token(m: ModelSpec, layer: LayerSpec, tp: int, kv_dtype: str) -> float:
-    """KV bytes one token adds to one GPU in ``layer`` (0 for linear attention)."""
-    return float(mb.kv_elems_per_token(m, layer, tp)) * KV_BYTES[kv_dtype]
+    """KV bytes one token adds to one GPU in ``layer`` (0 for linear attention; a DSA indexer's
+    key included)."""
+    per_token = float(mb.kv_elems_per_token(m, layer, tp)) * KV_BYTES[kv_dtype]
+    return per_token + mb.indexer_key_bytes_per_token(m, layer)
 
 
 def seq_kv_bytes(

@@ -9,11 +9,14 @@ ceil(layers/pp) layers each; :func:`planner.memory.plan_memory` (one deployment,
 
 KV per token for a GQA layer is 2 (K and V) x kv_heads_per_gpu x head_dim x bytes; for MLA it is
 (kv_lora_rank + rope_dim) x bytes, replicated on every TP rank (so not divided by TP);
-sliding-window layers hold at most the window.
+sliding-window layers hold at most the window. A DSA model (``index_head_dim`` > 0) also caches the
+lightning indexer's one key per token and layer in fp8 with an fp32 scale per 128 elements
+(:func:`indexer_key_bytes_per_token`), whatever the KV dtype.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Protocol, TypeAlias
 
@@ -111,6 +114,22 @@ def kv_elems_per_token(m: ModelSpec, layer: LayerSpec, tp: Num) -> Num:
     return 2.0 * np.ceil(m.num_kv_heads / tp) * m.head_dim
 
 
+INDEXER_SCALE_BLOCK = 128
+"""Elements of an indexer key that share one fp32 scale (DeepSeek-V3.2's fp8 indexer cache, as the
+engines store it: e.g. lightllm ``Deepseek3_2MemoryManager(index_quant_block_size)``; vLLM and
+SGLang keep 128-element blocks too)."""
+
+
+def indexer_key_bytes_per_token(m: ModelSpec, layer: LayerSpec) -> float:
+    """Bytes of the DSA lightning indexer's cached key for one token in ``layer`` on one GPU: one
+    fp8 key of ``index_head_dim`` plus fp32 block scales, replicated on every TP rank like the MLA
+    latent; 0 for models without an indexer."""
+    if layer.attention != "mla" or m.mla is None or m.mla.index_head_dim <= 0:
+        return 0.0
+    dim = m.mla.index_head_dim
+    return dim * 1.0 + math.ceil(dim / INDEXER_SCALE_BLOCK) * 4.0
+
+
 def state_bytes_per_seq(m: ModelSpec, layer: LayerSpec, tp: Num) -> Num:
     """Recurrent state of a linear-attention layer per sequence: fp32 matrix state + bf16 conv
     state."""
@@ -138,7 +157,8 @@ def layers_seq_bytes(
             continue
         held = np.minimum(tokens, layer.window) if layer.window else tokens
         held = np.ceil(held / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
-        total += count * kv_elems_per_token(m, layer, tp) * kv_bytes * held
+        per_token = kv_elems_per_token(m, layer, tp) * kv_bytes
+        total += count * (per_token + indexer_key_bytes_per_token(m, layer)) * held
     return total
 
 

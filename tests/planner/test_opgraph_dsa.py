@@ -57,3 +57,19 @@ def test_dsa_prefill_caps_attention_work_and_prices_the_indexer() -> None:
     idx = dsa["dsa_indexer_prefill"]
     pairs = 8192.0 * (4096.0 + 4096.0)
     assert np.isclose(idx.flops[0], pairs * 2 * 32 * 128)  # type: ignore[attr-defined]
+
+
+def test_dsa_models_cache_the_indexer_key_next_to_the_mla_latent() -> None:
+    from planner.memory import kv_bytes_per_token
+    from planner.memory_batch import indexer_key_bytes_per_token
+
+    dsa, dense = load_model("deepseek-ai/DeepSeek-V3.2"), load_model("deepseek-ai/DeepSeek-R1")
+    assert dsa.mla is not None and dsa.mla.index_head_dim == 128
+    mla_layer = next(la for la in dsa.layers if la.attention == "mla")
+    # one fp8 key of 128 elements plus one fp32 scale per 128 elements, whatever the KV dtype
+    assert indexer_key_bytes_per_token(dsa, mla_layer) == 132.0
+    latent = (512 + 64) * 2.0  # bf16 MLA latent + rope key
+    assert kv_bytes_per_token(dsa, mla_layer, 8, "bf16") == latent + 132.0
+    dense_layer = next(la for la in dense.layers if la.attention == "mla")
+    assert indexer_key_bytes_per_token(dense, dense_layer) == 0.0
+    assert kv_bytes_per_token(dense, dense_layer, 8, "bf16") == latent
