@@ -49,6 +49,7 @@ from planner.bands import (
 )
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.models import load_model
+from planner.validation.holdout import campaign_folds
 from planner.validation.protocol import campaign
 
 Metric = Literal["ttft", "tpot"]
@@ -451,13 +452,6 @@ def row_bands(table: BandTable, rows: pd.DataFrame) -> dict[str, np.ndarray]:
         for m in METRICS:
             out[f"{m}_lo"][idx], out[f"{m}_hi"][idx] = b[m].lo, b[m].hi
     return out
-
-
-def campaign_folds(rows: pd.DataFrame, folds: int) -> np.ndarray:
-    """Fold of each row: campaigns sorted by name, dealt round-robin to ``folds`` folds."""
-    camp = rows["silicon_data_source"].map(campaign)
-    order = {c: i % folds for i, c in enumerate(sorted(camp.unique()))}
-    return np.asarray(camp.map(order).to_numpy(int))
 
 
 def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
