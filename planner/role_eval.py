@@ -22,6 +22,7 @@ from hardware.spec import GpuSpec
 from planner.batch_eval import (
     CandidateArrays,
     _worker,
+    kv_tokens_held,
     load_arrays,
     lockstep_share,
     op_pricer,
@@ -31,7 +32,7 @@ from planner.batch_eval import (
 from planner.engine_calibration import EngineCalibration, engine
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
-from planner.serving import _prefill_plan, _steps
+from planner.serving import _steps, prefill_times
 from planner.step_model import OpPricer
 from planner.workload import Workload
 
@@ -56,12 +57,12 @@ def prefill_role(
     gpu_memory_utilization: float | np.ndarray = 0.9,
     calibration: EngineCalibration | None = None,
 ) -> PrefillRole:
-    """The prefill role of ``c`` (its ``prefill_*`` columns),
-    priced as ``solve_disagg`` prices it."""
+    """The prefill role of ``c`` (its ``prefill_*`` columns, ``prefill_max_num_seqs`` prompts per
+    step and attention-DP rank), priced by ``serving.prefill_times`` as ``solve_disagg`` prices
+    it."""
     cal = calibration or engine(backend)
     k = len(c)
     load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
-    zero = np.zeros(k)
     par = parallel_arrays(
         gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
     )
@@ -69,7 +70,7 @@ def prefill_role(
         m,
         gpu,
         par,
-        c.max_num_seqs,
+        c.prefill_max_num_seqs,
         c.prefill_max_num_batched_tokens,
         c.prefill_workers,
         load.isl + 1,
@@ -78,16 +79,8 @@ def prefill_role(
         lockstep_share(w, load.concurrency, cal),
     )
     pre = prefill_kernels(pre, cal, k)
-    free = np.maximum(pre.chunk_tokens, 1.0)
-    chunks, own = _prefill_plan(load.isl_compute, free)
-    prior = (chunks - 1.0) / 2.0 * own
-    t_full, t_one = _steps(
-        m,
-        op_pricer(gpu, pricer),
-        pre,
-        [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)],
-    )
-    return PrefillRole(chunks * t_one, load.isl_compute * t_full / free, pre.seq_capacity >= 1)
+    pt = prefill_times(m, op_pricer(gpu, pricer), pre, load.isl_compute)
+    return PrefillRole(pt.chunks * pt.t_one, pt.work, pre.seq_capacity >= 1)
 
 
 @dataclass(frozen=True)
@@ -95,7 +88,7 @@ class DecodeRole:
     """Decode workers (K candidates)."""
 
     step_s: np.ndarray  # decode-only step at the given batch (x speculative-decoding multiplier)
-    seq_capacity: np.ndarray  # sequences of ISL+OSL tokens one worker holds
+    seq_capacity: np.ndarray  # sequences one worker holds (``batch_eval.kv_tokens_held`` each)
 
 
 def decode_role(
@@ -123,7 +116,7 @@ def decode_role(
         c.max_num_seqs,
         c.max_num_batched_tokens,
         c.workers,
-        load.isl + load.osl,
+        np.asarray(kv_tokens_held(load.isl, load.osl, backend)),
         cal,
         gpu_memory_utilization,
         lockstep_share(w, load.concurrency, cal),

@@ -497,6 +497,36 @@ def kv_transfer_s(kv_bytes_per_gpu: np.ndarray, link_bw: np.ndarray) -> np.ndarr
     return KV_TRANSFER_LATENCY_S + kv_bytes_per_gpu / (link_bw * KV_TRANSFER_BW_EFFICIENCY)
 
 
+@dataclass(frozen=True)
+class PrefillTimes:
+    """A disaggregated prefill worker's plan for one prompt (K candidates), steps and seconds."""
+
+    chunks: np.ndarray  # steps one prompt needs
+    free: np.ndarray  # prompt tokens of a full step
+    t_full: np.ndarray  # seconds of a full step
+    t_one: np.ndarray  # seconds of a step that carries one chunk of the prompt and nothing else
+    work: np.ndarray  # busy seconds of one worker per prompt when steps run full
+
+
+def prefill_times(
+    m: ModelSpec, pricer: OpPricer, wp: WorkerArrays, isl_c: np.ndarray
+) -> PrefillTimes:
+    """The prefill worker's steps for prompts of ``isl_c`` computed tokens, priced once for
+    ``solve_disagg`` and ``planner.role_eval`` (one code path, so the roles a P/D search ranks are
+    priced as the deployment is): a step holds the chunk budget, at most ``max_num_seqs`` prompts
+    per attention-DP rank (the prefill worker's batch size: aiconfigurator-generated Dynamo
+    prefill workers run max_batch_size 1 and max_num_tokens ISL + 500, ``generator/rule_plugin/
+    trtllm.rule`` in ai-dynamo/aiconfigurator@095f58a)."""
+    free = np.maximum(np.minimum(wp.chunk_tokens, wp.max_num_seqs * wp.par.dp * isl_c), 1.0)
+    chunks, own = _prefill_plan(isl_c, free)
+    prior = (chunks - 1.0) / 2.0 * own
+    zero = np.zeros_like(isl_c)
+    t_full, t_one = _steps(
+        m, pricer, wp, [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)]
+    )
+    return PrefillTimes(chunks, free, t_full, t_one, isl_c * t_full / free)
+
+
 def solve_disagg(
     m: ModelSpec,
     pricer: OpPricer,
@@ -512,16 +542,9 @@ def solve_disagg(
     dsteps = np.maximum(load.osl - 1.0, 0.0) / load.tokens_per_step
     ctx = load.isl + load.osl / 2.0
     zero = np.zeros_like(ctx)
-    # a prefill step holds at most max_num_seqs prompts (the prefill worker's batch size)
-    free = np.maximum(
-        np.minimum(wp.chunk_tokens, wp.max_num_seqs * wp.par.dp * load.isl_compute), 1.0
-    )
-    chunks, own = _prefill_plan(load.isl_compute, free)
-    prior = (chunks - 1.0) / 2.0 * own
-    t_full, t_one = _steps(
-        m, pricer, wp, [StepMix(zero, zero, free, own, prior), StepMix(zero, zero, own, own, prior)]
-    )
-    work = load.isl_compute * t_full / free / wp.workers
+    pt = prefill_times(m, pricer, wp, load.isl_compute)
+    chunks, t_one = pt.chunks, pt.t_one
+    work = pt.work / wp.workers
     b = n / wd.workers
     t = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
     t0 = t
