@@ -350,8 +350,11 @@ def lasting_lockstep(w: Workload, backend: str) -> bool:
     validation rows, whose length distribution is not recorded) keeps the fitted first-wave share.
     On the one SGLang campaign of silicon_measured.csv that behaves so (Qwen3-32B on H100, SGLang
     0.5.1, 78 rows) it moves the median ln(pred/meas) of TTFT from -1.24 to 0.03 and of TPOT from
-    0.24 to 0.01; on the other SGLang campaigns it puts TTFT 1.3-3x high (they do not stay in
-    lockstep: varied lengths or another harness), see planner/validation/notes/outliers.md."""
+    0.24 to 0.01; on the other SGLang campaigns it puts TTFT 1.3-3x high: they do not stay in
+    lockstep (aiconfigurator's generator launches SGLang with --enable-mixed-chunk; the dumps'
+    client draws lengths from [0.8, 1] x ISL/OSL), which the rows do not record, see
+    planner/validation/notes/sglang.md. A result that says its server mixed chunks
+    (``mixed_chunk``) keeps the fitted share (``validation.e2e.named_runs``)."""
     return w.bench_requests is not None and fixed_lengths(w) and prefill_first(backend)
 
 

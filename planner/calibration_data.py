@@ -22,8 +22,10 @@ Three inputs, each read as a regular UTF-8 file of at most ``MAX_BYTES``:
 A closed-loop result names its benchmark run: its request count (``num_prompts``, or SGLang's
 ``completed``) and, where the file says, whether every request had the same lengths; the row
 carries them (``bench_requests``, ``fixed_lengths``) and is priced as ``estimate
---bench-requests`` prices that run (``validation.e2e.named_runs``). A CSV may carry the same two
-columns; rows without them keep the engine's fitted start-up share.
+--bench-requests`` prices that run (``validation.e2e.named_runs``). An SGLang result also says
+whether the server ran with ``--enable-mixed-chunk`` (``mixed_chunk``, from its ``server_info``).
+A CSV may carry the same three columns; rows without them keep the engine's fitted start-up
+share.
 
 A result file needs a ``deployment.json`` sidecar in its own folder (what ``benchmark.sh``
 writes): ``{"deployment": <the deployment object of a plan file>, "backend": "vllm"|"sglang"|
@@ -289,16 +291,28 @@ def _lengths_fixed(obj: JsonObject) -> float:
     return math.nan
 
 
+def _mixed_chunk(obj: JsonObject) -> float:
+    """1.0 when the SGLang server mixed prefill chunks into decode steps, 0.0 when it did not,
+    NaN when the result does not say: SGLang's ``bench_serving.py`` (0.5.6 on) writes the
+    server's ``/get_server_info`` answer, every ``ServerArgs`` field, as ``server_info``
+    (``srt/entrypoints/http_server.py`` ``server_info``); its ``enable_mixed_chunk`` (default
+    False, ``server_args.py``) decides whether decodes run while prompts wait."""
+    info = obj.get("server_info")
+    flag = info.get("enable_mixed_chunk") if isinstance(info, dict) else None
+    return float(flag) if isinstance(flag, bool) else math.nan
+
+
 def named_run(where: str, obj: JsonObject, concurrency: float) -> Row:
     """``bench_requests`` (the run's requests in all: vLLM's ``num_prompts``, else the
-    ``completed`` count SGLang writes instead) and ``fixed_lengths`` of a closed-loop result:
-    with them ``validation.e2e.predict`` prices the row as the named benchmark run, the way
-    ``estimate --bench-requests`` prices it."""
+    ``completed`` count SGLang writes instead), ``fixed_lengths`` and ``mixed_chunk`` of a
+    closed-loop result: with them ``validation.e2e.predict`` prices the row as the named
+    benchmark run, the way ``estimate --bench-requests`` prices it."""
     key = "num_prompts" if obj.get("num_prompts") is not None else "completed"
     runs = _number(where, obj, key, *REQUESTS_RANGE)
     return {
         "bench_requests": max(int(runs), int(concurrency)),
         "fixed_lengths": _lengths_fixed(obj),
+        "mixed_chunk": _mixed_chunk(obj),
     }
 
 
@@ -375,9 +389,11 @@ def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[Row]:
     return rows
 
 
-OPTIONAL_RANGES = {"bench_requests": REQUESTS_RANGE, "fixed_lengths": (0, 1)}
+OPTIONAL_RANGES = {"bench_requests": REQUESTS_RANGE, "fixed_lengths": (0, 1), "mixed_chunk": (0, 1)}
 """Optional CSV columns naming each row's benchmark run (``validation.e2e.named_runs``); empty
 cells: not named / not known."""
+FLAG_COLUMNS = ("fixed_lengths", "mixed_chunk")
+"""Optional columns that take 0 or 1 only."""
 
 
 def _check_run_columns(path: Path, df: pd.DataFrame) -> None:
@@ -386,14 +402,14 @@ def _check_run_columns(path: Path, df: pd.DataFrame) -> None:
             continue
         num = pd.to_numeric(df[col], errors="coerce")
         bad = (df[col].notna() & num.isna()) | (num < lo) | (num > hi)
-        if col == "fixed_lengths":
+        if col in FLAG_COLUMNS:
             bad |= num.notna() & ~num.isin([0, 1])
         if bad.any():
             i = int(bad.to_numpy().nonzero()[0][0])
             raise PlannerInputError(
                 "--data",
                 f"{path}:{i + 2}:{col}: expected empty or a number in [{lo:g}, {hi:g}]"
-                + (" (0 or 1)" if col == "fixed_lengths" else "")
+                + (" (0 or 1)" if col in FLAG_COLUMNS else "")
                 + f", got {df[col].iloc[i]!r}",
             )
 

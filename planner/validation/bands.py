@@ -12,10 +12,11 @@ so a band fitted on other campaigns misses more often than its nominal tails say
 on both sides: the tail probability of each side of each engine x mode cell's band is chosen so
 that the leave-one-fold-out share of measured values beyond it is (1 - level) / 2
 (``choose_tails``). Coverage is measured out of fold: the residual rows are dealt to K campaign
-folds (campaigns sorted by name, round-robin); tails chosen and quantiles fitted on K-1 folds are
-scored on the remaining fold, pooled over folds. The committed table is then fitted on all rows
-and records its provenance and the out-of-fold coverage. ``--predictions-out F`` also writes the
-held-out predictions; ``--predictions F`` reuses such a CSV (or one written by ``planner validate
+folds (``band_folds``: campaigns sorted by engine x mode cell and name, round-robin, so a cell's
+campaigns spread over the folds); tails chosen and quantiles fitted on K-1 folds are scored on
+the remaining fold, pooled over folds. The committed table is then fitted on all rows and records
+its provenance and the out-of-fold coverage. ``--predictions-out F`` also writes the held-out
+predictions; ``--predictions F`` reuses such a CSV (or one written by ``planner validate
 e2e --holdout campaign --predictions-out F``) of the same data instead of predicting here
 (seconds instead of minutes).
 """
@@ -49,7 +50,7 @@ from planner.bands import (
 )
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.models import load_model
-from planner.validation.holdout import campaign_folds
+from planner.validation.holdout import MAX_FOLDS
 from planner.validation.protocol import campaign
 
 Metric = Literal["ttft", "tpot"]
@@ -63,8 +64,14 @@ MIN_ROWS = 30
 NOMINAL_TAILS: np.ndarray = np.round(np.arange(0.01, 0.301, 0.01), 2)
 """Tail probabilities tried on each side of a band (``choose_tails``); 0.1 on both sides is the
 plain 80% split-conformal band."""
-DUPLICATE_IGNORES: tuple[str, ...] = ("id", "silicon_data_source")
-"""Columns that do not make a row distinct: the same configuration and measurement again."""
+DUPLICATE_IGNORES: tuple[str, ...] = ("id", "silicon_data_source", "model_path")
+"""Columns that do not make a residual row distinct: the same configuration, measurement and
+prediction again. The model label is among them: two dumps hold the same 15 DeepSeek-R1 SGLang
+(and 15 TensorRT-LLM) measurements, one labelled DeepSeek-V3 (same architecture, so the same
+prediction; TTFT and TPOT equal to 15 digits); kept twice, one measurement would sit in a fitting
+and a scored fold (``residual_rows``)."""
+DUPLICATE_DIGITS = 9
+"""Significant digits two copies agree to (as ``validation.e2e.DUPLICATE_DIGITS``)."""
 WEIGHTING_TEXT: dict[str, str] = {
     "rows": "every row counting once",
     "campaigns": "every campaign counting once",
@@ -456,7 +463,9 @@ def row_bands(table: BandTable, rows: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
     """Keyed rows with finite log residuals of both metrics and their campaign, repeated
-    measurements dropped."""
+    measurements dropped (equal on every column but ``DUPLICATE_IGNORES`` and the prediction and
+    candidate columns, numbers to ``DUPLICATE_DIGITS`` significant digits; the lowest ``id`` is
+    kept)."""
     rows = add_band_keys(pred)
     rows["model_name"] = rows["model_path"].astype(str).map(lambda p: load_model(p).name)
     rows["gpu_name"] = rows["system"].astype(str).map(lambda s: get_gpu(s).name)
@@ -471,7 +480,35 @@ def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
     subset = [
         c for c in pred.columns if c not in DUPLICATE_IGNORES and not c.startswith(("pred_", "c_"))
     ]
-    return rows.drop_duplicates(subset=subset).reset_index(drop=True)
+    key = rows[subset].copy()
+    for c in key.columns:
+        if pd.api.types.is_float_dtype(key[c]):
+            key[c] = key[c].map(lambda v: v if pd.isna(v) else float(f"{v:.{DUPLICATE_DIGITS}g}"))
+    order = key.assign(_id=rows["id"].astype(str)).sort_values("_id", kind="stable").index
+    keep = ~key.loc[order].duplicated(subset=subset, keep="first")
+    return rows.loc[order[keep.to_numpy()]].sort_index().reset_index(drop=True)
+
+
+def band_folds(rows: pd.DataFrame, k: int) -> np.ndarray:
+    """Fold index (0..k-1) of every residual row, for the tail choice, the quantile fits and
+    their out-of-fold scoring: campaigns dealt round-robin as ``holdout.campaign_folds`` deals
+    them, stratified by cell: each campaign belongs to the engine x mode cell most of its rows are
+    in (ties: the first in name order), campaigns are sorted by (cell, name) and dealt in one
+    running round-robin. A cell's campaigns so land in different folds (up to K of them), and a
+    cell's held-out fold is scored with the cell's other campaigns in the fit; the unstratified
+    deal put the SGLang 0.5.1.post1 sweep and both copies of the DeepSeek-R1 SGLang campaign
+    (108 of the cell's 230 rows) in one of ten folds."""
+    if not 2 <= k <= MAX_FOLDS:
+        raise PlannerInputError("--folds", f"{k} not in [2, {MAX_FOLDS}]")
+    camp = rows["silicon_data_source"].map(campaign)
+    cell = rows["engine"].astype(str) + " x " + rows["mode"].astype(str)
+    counts = pd.DataFrame({"camp": camp, "cell": cell}).value_counts()
+    major: dict[str, str] = {}
+    for (c, cl), _ in sorted(counts.items(), key=lambda t: (t[0][0], -t[1], t[0][1])):
+        major.setdefault(str(c), str(cl))
+    order = sorted(major, key=lambda c: (major[c], c))
+    fold_of = {c: i % k for i, c in enumerate(order)}
+    return camp.map(fold_of).to_numpy(dtype=int)
 
 
 def _fold_part(
@@ -499,7 +536,7 @@ def out_of_fold(
     """Rows with their out-of-fold band and coverage flags: for each campaign fold, the tail
     probabilities (``choose_tails``, itself leave-one-fold-out on the training folds) and the
     quantiles fitted on the other K-1 folds only."""
-    fold = campaign_folds(rows, folds)
+    fold = band_folds(rows, folds)
     ks = [int(k) for k in np.unique(fold)]
     parts = []
     for n, k in enumerate(ks):
@@ -610,7 +647,7 @@ def build(
         source = f"{predictions} (validate e2e --holdout campaign --predictions-out)"
     rows = residual_rows(pred)
     oof = out_of_fold(rows, folds, level, method, progress)
-    fit, tails = fit_table(rows, campaign_folds(rows, folds), level, method)
+    fit, tails = fit_table(rows, band_folds(rows, folds), level, method)
     table = table_dict(fit, level, tails)
     table["provenance"] = {
         "data": str(data),
@@ -621,8 +658,9 @@ def build(
         "predictions": source,
         "folds": folds,
         "fold_rule": "campaign (protocol.campaign of silicon_data_source), "
-        "campaigns sorted by name dealt round-robin; rows repeating a configuration and "
-        "measurement dropped",
+        "campaigns sorted by (engine x mode cell of most of their rows, name) dealt "
+        "round-robin (band_folds); rows repeating a configuration, measurement and prediction "
+        "under another id, source or model label dropped",
         "min_group_rows": MIN_ROWS,
         "tail_shrink_rows": method.tail_shrink,
         "weighting": method.weighting,

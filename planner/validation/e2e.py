@@ -225,14 +225,18 @@ def named_runs(rows: pd.DataFrame) -> pd.Series:
     reads both from native result files). Such a row is priced as ``estimate --isl --osl
     --bench-requests P`` prices that run: a lockstep start-up wave of N/P, and on an engine that
     keeps fixed-length waves in lockstep (``batch_eval.lasting_lockstep``) the whole run in
-    lockstep, unless its lengths are known to vary (that row keeps the fitted share)."""
+    lockstep, unless its lengths are known to vary or the server mixed prefill chunks into
+    decode steps (optional ``mixed_chunk`` = 1: SGLang's ``--enable-mixed-chunk``, which breaks
+    the lockstep; planner/validation/notes/sglang.md): that row keeps the fitted share."""
     if "bench_requests" not in rows:
         return pd.Series(0, index=rows.index, dtype=int)
     runs = pd.to_numeric(rows["bench_requests"], errors="coerce")
     lengths = rows["fixed_lengths"] if "fixed_lengths" in rows else pd.Series(np.nan, rows.index)
     varied = pd.to_numeric(lengths, errors="coerce") == 0
+    mixed = rows["mixed_chunk"] if "mixed_chunk" in rows else pd.Series(np.nan, rows.index)
+    mixes = pd.to_numeric(mixed, errors="coerce") == 1  # SGLang --enable-mixed-chunk
     lockstep = rows["backend"].map(lambda b: prefill_first(str(b))).astype(bool)
-    named = (runs >= 1) & (runs < 1e9) & ~(varied & lockstep)
+    named = (runs >= 1) & (runs < 1e9) & ~((varied | mixes) & lockstep)
     return runs.where(named, 0).fillna(0).round().astype(int)
 
 

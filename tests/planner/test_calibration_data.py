@@ -84,6 +84,27 @@ def test_results_name_their_benchmark_run(tmp_path: Path) -> None:
     assert named_runs(rows).tolist() == [64, 20, 0, 0, 0]
 
 
+def test_sglang_results_say_whether_the_server_mixed_chunks(tmp_path: Path) -> None:
+    """SGLang's result carries the server's arguments (``server_info``): a fixed-length run on a
+    server with --enable-mixed-chunk does not stay in lockstep, so it keeps the fitted share;
+    the same run without the flag, or a result without server_info, is a named run."""
+    sg = native_result("sglang", "", 1000, 4, 120.0, 12.0)
+    runs = [
+        {**sg, "server_info": {"enable_mixed_chunk": True, "chunked_prefill_size": 8192}},
+        {**sg, "server_info": {"enable_mixed_chunk": False}},
+        {**sg, "server_info": {"enable_mixed_chunk": "yes"}},
+        sg,
+    ]
+    _run(tmp_path / "b", "sglang", _sidecar("sglang"), runs)
+    rows = load_data(tmp_path).rows
+    mixed = rows["mixed_chunk"].tolist()
+    assert mixed[:2] == [1.0, 0.0] and np.isnan(mixed[2]) and np.isnan(mixed[3])
+    assert rows["fixed_lengths"].tolist() == [1.0] * 4
+    assert named_runs(rows).tolist() == [0, 20, 20, 20]
+    vllm = rows.assign(backend="vllm")  # an engine that mixes by default: the flag changes nothing
+    assert named_runs(vllm).tolist() == [20, 20, 20, 20]
+
+
 def test_named_sglang_run_is_priced_as_estimate_prices_it(tmp_path: Path) -> None:
     """A fixed-length SGLang run of P requests: the row and `estimate --bench-requests P` agree;
     without the request count the row keeps the fitted share (and another price)."""
@@ -106,6 +127,10 @@ def test_csv_may_name_the_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert named_runs(load_data(res).rows).tolist() == [40, 0]
     (res / "m.csv").write_text(f"{head},bench_requests,fixed_lengths\n{row},40,0.5\n")
     _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:2:fixed_lengths", "(0 or 1)")
+    (res / "m.csv").write_text(f"{head},bench_requests,mixed_chunk\n{row},40,1\n{row},40,0\n")
+    assert named_runs(load_data(res).rows).tolist() == [0, 40]
+    (res / "m.csv").write_text(f"{head},bench_requests,mixed_chunk\n{row},40,2\n")
+    _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:2:mixed_chunk", "(0 or 1)")
     (res / "m.csv").write_text(f"{head},bench_requests\n{row},many\n")
     _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:2:bench_requests", "expected empty or")
 

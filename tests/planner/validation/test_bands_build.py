@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from hardware.errors import PlannerInputError
 from planner.bands import table_from_dict
 from planner.validation import bands
 from planner.validation.e2e import validate_e2e
@@ -87,8 +88,65 @@ def test_builder_refuses_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture
     assert not (tmp_path / "b.yaml").exists() and not (tmp_path / "p.csv").exists()
 
 
-def test_campaign_folds_deal_sorted_campaigns_round_robin() -> None:
+def test_band_folds_deal_each_cells_campaigns_to_different_folds() -> None:
+    """Campaigns sorted by (cell of most of their rows, name), dealt round-robin in one run."""
+    src = ["b; config_id=1", "a; config_id=2", "c", "a; config_id=3", "d", "e", "f"]
     rows = pd.DataFrame(
-        {"silicon_data_source": ["b; config_id=1", "a; config_id=2", "c", "a; config_id=3"]}
+        {
+            "silicon_data_source": src,
+            "engine": ["sglang", "sglang", "vllm", "sglang", "sglang", "sglang", "vllm"],
+            "mode": ["agg", "agg", "agg", "agg", "agg", "disagg", "agg"],
+        }
     )
-    assert list(bands.campaign_folds(rows, 2)) == [1, 0, 0, 0]
+    # cells: sglang x agg {a, b, d}, sglang x disagg {e}, vllm x agg {c, f}
+    assert list(bands.band_folds(rows, 3)) == [1, 0, 1, 0, 2, 0, 2]
+    assert list(bands.band_folds(rows, 2)) == [1, 0, 0, 0, 0, 1, 1]
+    # a campaign spread over two cells belongs to the one holding most of its rows
+    two = rows.assign(silicon_data_source=["a", "a", "a", "b", "b", "c", "c"])
+    two.loc[:, "engine"] = ["vllm", "vllm", "sglang", "sglang", "sglang", "sglang", "sglang"]
+    two.loc[:, "mode"] = "agg"
+    assert list(bands.band_folds(two, 3)) == [2, 2, 2, 0, 0, 1, 1]
+    with pytest.raises(PlannerInputError, match="--folds"):
+        bands.band_folds(rows, 1)
+
+
+def test_residual_rows_keep_one_copy_of_a_measurement_under_two_model_labels() -> None:
+    """Two dumps hold one DeepSeek-R1 measurement, one labelled DeepSeek-V3 (same architecture):
+    one residual row remains (the lowest id); a different measurement of the same layout stays."""
+    if not DATA.is_file():
+        pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
+    base = {
+        "backend": "sglang",
+        "backend_version": "0.5.9",
+        "system": "h200_sxm",
+        "precision": "fp8",
+        "mode": "agg",
+        "isl": 1024.0,
+        "osl": 1024.0,
+        "batch_size": 4.0,
+        "tp_size": 8.0,
+        "silicon_ttft_ms": 259.911429,
+        "silicon_tpot_ms": 10.292254,
+        "pred_ttft_ms": 271.0,
+        "pred_tpot_ms": 10.8,
+        "pred_prefill_util": 0.01,
+        "c_weight_quant": 2,
+        "c_kv_dtype": 1,
+    }
+    pred = pd.DataFrame(
+        [
+            base
+            | {"id": "b", "silicon_data_source": "dump 1", "model_path": "deepseek-ai/DeepSeek-V3"},
+            base
+            | {"id": "a", "silicon_data_source": "dump 2", "model_path": "deepseek-ai/DeepSeek-R1"},
+            base
+            | {
+                "id": "c",
+                "silicon_data_source": "dump 2",
+                "model_path": "deepseek-ai/DeepSeek-R1",
+                "silicon_tpot_ms": 11.0,
+            },
+        ]
+    )
+    rows = bands.residual_rows(pred)
+    assert sorted(rows["id"]) == ["a", "c"]

@@ -16,22 +16,28 @@ DATA = (
 COVERAGE_PCT = (75.0, 85.0)
 MIN_CELL_ROWS = 30
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {
-    ("sglang x agg", "ttft"): (55.0, 85.0),
+    ("sglang x agg", "ttft"): (60.0, 85.0),
     ("sglang x agg", "tpot"): (35.0, 85.0),
-    ("sglang x disagg", "ttft"): (75.0, 90.0),
     ("sglang x disagg", "tpot"): (75.0, 90.0),
     ("trtllm x agg", "tpot"): (75.0, 87.0),
+    ("vllm x agg", "ttft"): (75.0, 87.0),
 }
 """Cells allowed outside 75-85% (issue 17), each for a stated reason; their bounds only stop a
-regression. SGLang aggregated: its campaigns disagree more than the other engines'. One campaign
-(Qwen3-32B on H100, SGLang 0.5.1; 78 of the cell's 235 rows) measures TTFT 4.2x and TPOT 0.80x the
-prediction (medians) and no other SGLang campaign with more than 6 rows does; held out, 54% of its
-TTFT and 1% of its TPOT fall inside the band fitted on the other campaigns, and the other 157 rows
-are covered 70% / 70% (figures of 2026-12-01 on the merged model). SGLang disaggregated: 49 rows
-from 4 campaigns, so one row is 2 points and the binomial spread of an 80% coverage is 5.7 points
-(the 75-85% window is +-0.9 of it); both bands err wide (42 and 43 of 49 inside).
-TensorRT-LLM aggregated TPOT: 85.6% after issue 16's round-off duplicates and id layouts dealt the
-campaigns to other folds (750 rows; the band is 0.6 points wider than the window allows)."""
+regression. Figures of 2026-12-01 (stratified band folds, ``bands.band_folds``):
+SGLang aggregated, 73.0% / 51.2% of 215 rows: its campaigns disagree more than the other
+engines'. One campaign (Qwen3-32B on H100, SGLang 0.5.1.post1; 78 rows) measures TTFT 3.5x and
+TPOT 0.77x the prediction (medians): it stays in lockstep, which its launch flags (no
+--enable-mixed-chunk) and fixed-length client explain but the rows do not record
+(planner/validation/notes/sglang.md); held out, 76% of its TTFT and 4% of its TPOT fall inside
+the band fitted on the other campaigns, most of which (FP8 on H200) have TPOT predicted 0.8x; the
+other 137 rows are covered 71.5% / 78.1%. SGLang disaggregated TPOT: 49 rows from 4 campaigns, so
+one row is 2 points and the binomial spread of an 80% coverage is 5.7 points; the band errs wide
+(43 of 49).
+TensorRT-LLM aggregated TPOT: 85.2% of 750 rows, 0.2 points (two rows) wider than the window.
+vLLM aggregated TTFT: 85.1% of 510 rows (434 inside), one row over the window.
+The SGLang aggregated lower bounds (60 / 35) also admit the table committed before the stratified
+folds (64.3 / 37.8), which tests/planner/test_bands.py reads; once planner/calibration/bands.yaml
+is rebuilt they can rise to about 68 / 45."""
 
 
 @pytest.fixture(scope="module")

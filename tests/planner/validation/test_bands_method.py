@@ -10,6 +10,8 @@ import pytest
 from planner.bands import table_from_dict
 from planner.validation import bands
 
+SIDES = bands.SIDES
+
 
 def test_equal_weights_give_the_kth_smallest() -> None:
     rng = np.random.default_rng(1)
@@ -68,17 +70,29 @@ def test_out_of_fold_coverage_on_exchangeable_campaigns() -> None:
     assert 0.72 <= float(np.mean(cover)) <= 0.88
 
 
+def _shifted(seed: int) -> pd.DataFrame:
+    """``_synthetic`` with two of sglang's 20 campaigns (c00, c20: the same band fold) far below
+    the rest in TPOT: a group of campaigns unlike the others, as SGLang's are."""
+    rows = _synthetic(seed=seed)
+    sg = rows["engine"] == "sglang"
+    shifted = rows.loc[sg, "campaign"].isin(["c00", "c20"]).to_numpy()
+    rows.loc[sg, "res_tpot"] -= np.where(shifted, 0.8, 0.0)
+    return rows
+
+
 def test_tails_are_chosen_per_side_and_written() -> None:
-    rows = _synthetic(seed=4)
-    rows.loc[rows["engine"] == "sglang", "res_tpot"] -= np.where(
-        rows.loc[rows["engine"] == "sglang", "campaign"].str[-1].astype(int) % 3 == 0, 0.8, 0.0
-    )  # a third of sglang's campaigns far below the rest: its lower tail must widen
-    fold = bands.campaign_folds(rows, 10)
-    fit, tails = bands.fit_table(rows, fold, 0.8, bands.Method())
-    assert set(tails.values()) <= set(bands.NOMINAL_TAILS)
-    # held-out shifted campaigns fall below the band more often than above: a smaller lower tail
-    assert tails["sglang/agg/tpot/lo"] < tails["sglang/agg/tpot/hi"]
-    assert tails["sglang/agg/tpot/lo"] < tails["vllm/agg/tpot/lo"]
+    chosen = []
+    for seed in range(1, 7):
+        rows = _shifted(seed)
+        fold = bands.band_folds(rows, 10)
+        assert fold[rows["campaign"] == "c00"][0] == fold[rows["campaign"] == "c20"][0]
+        fit, tails = bands.fit_table(rows, fold, 0.8, bands.Method())
+        assert set(tails.values()) <= set(bands.NOMINAL_TAILS)
+        chosen.append([tails[f"{e}/agg/tpot/{s}"] for e in ("sglang", "vllm") for s in SIDES])
+    sg_lo, sg_hi, vl_lo, _ = np.mean(chosen, axis=0)
+    # held-out shifted campaigns fall below the band more often than above: on average over the
+    # seeds (one seed's choice is noisy), a smaller lower tail than sglang's upper and vllm's lower
+    assert sg_lo < sg_hi and sg_lo < vl_lo
     raw = bands.table_dict(fit, 0.8, tails)
     t = table_from_dict(raw)
     key = {"engine": "sglang", "mode": "agg", "load": "light", "tier": "fitted"}
