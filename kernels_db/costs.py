@@ -238,7 +238,13 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         b = rf.mla_decode_bytes(
             z["batch"], z["kv_len"], z["kv_lora_rank"], z["rope_dim"], _elem_bytes(c["kv_dtype"])
         )
-        return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), zero)
+        return Counts(
+            f,
+            b,
+            np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
+            zero,
+            issue_scale=rf.mla_decode_issue_scale(z["heads"]),
+        )
     if op == "moe":
         eb = _elem_bytes(c["dtype"])
         f = rf.moe_flops(z["tokens"], z["hidden"], z["inter"], z["topk"], z["ep"])

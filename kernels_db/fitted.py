@@ -7,6 +7,7 @@ the alpha-beta model ``latency_s + bytes·algo_factor / bus_bandwidth_bytes_per_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Final
@@ -238,7 +239,12 @@ DEFAULT_PARAMS: Final[dict[str, RooflineParams]] = {
     ),
 }
 DEFAULT_PARAMS["mla_prefill"] = DEFAULT_PARAMS["attention_prefill"]
-DEFAULT_PARAMS["mla_decode"] = DEFAULT_PARAMS["attention_decode"]
+DEFAULT_PARAMS["mla_decode"] = DEFAULT_PARAMS["attention_decode"].model_copy(
+    update={
+        "compute_eff": DEFAULT_PARAMS["attention_prefill"].compute_eff,
+        "compute_half_flops": DEFAULT_PARAMS["attention_prefill"].compute_half_flops,
+    }
+)
 GROUPED_GEMM_COMPUTE_FRACTION: Final[float] = 0.3
 """ASSUMPTION (fitted end to end, no grouped-GEMM kernel table): a fused-MoE grouped expert GEMM
 reaches this fraction of the compute efficiency of a dense GEMM of the same FLOPs (few rows per
@@ -270,10 +276,41 @@ BORROW: Final[dict[str, str]] = {
 }
 
 
-def borrowed(op: str, params: dict[str, RooflineParams]) -> dict[str, RooflineParams]:
+COMPUTE_LENDER: Final[dict[str, str]] = {"mla_decode": "attention_prefill"}
+"""Families whose arithmetic runs on another kernel class than their ``BORROW`` lender's: their
+compute side (``compute_eff``, ``compute_half_flops``) comes from this family's fit at
+``COMPUTE_LENDER_DTYPE``, the rest from the lender's. Weight-absorbed MLA decode (FlashMLA,
+FlashInfer MLA, TensorRT-LLM's MLA generation kernel) multiplies all query heads of a sequence, as
+the M rows of a tensor-core MMA, against the one shared latent KV: about 2 x heads FLOPs per cached
+element (256 at 128 heads), so it is compute-bound on every GPU we hold, where GQA decode, what
+``attention_decode`` is fitted on (a few FLOPs per byte), is memory-bound and its fitted compute
+efficiency (0.14-0.19) is never exercised. Tensor-core attention's efficiency is the prefill fit's.
+Published check: FlashMLA reaches 580-660 TFLOP/s compute-bound (59-67% of the H800's 989 TFLOP/s
+bf16) and 3,000 GB/s memory-bound (90% of 3.35 TB/s) (github:deepseek-ai/FlashMLA README.md,
+2025-04-22 performance update); the H200 prefill fit's 0.56 and decode fit's 0.96 are of that
+order. Before this rule MLA decode of 64 sequences x 8,704 tokens (128 heads, bf16) was priced at
+0.99 ms on H200 (6.3x its compute roofline) and the fp8 cache at 1.09 ms on H200 but 0.25 ms on
+H100, the same chip with less bandwidth."""
+COMPUTE_LENDER_DTYPE: Final[str] = "bf16"
+"""Math dtype of the borrowed compute side (MLA decode dequantizes an fp8 cache and multiplies in
+16-bit, as ``costs.DECODE_MATH_DTYPE``)."""
+
+
+def borrowed(
+    op: str,
+    params: dict[str, RooflineParams],
+    compute: Mapping[str, RooflineParams] | None = None,
+) -> dict[str, RooflineParams]:
     """The parameters family ``op`` takes from the fit of ``BORROW[op]``: as fitted, except grouped
-    expert GEMMs (``moe``) at ``GROUPED_GEMM_COMPUTE_FRACTION`` of the dense compute efficiency."""
-    return {name: _grouped(prm) for name, prm in params.items()} if op == "moe" else params
+    expert GEMMs (``moe``) at ``GROUPED_GEMM_COMPUTE_FRACTION`` of the dense compute efficiency and
+    families in ``COMPUTE_LENDER`` with the compute side of ``compute`` (that lender's fit)."""
+    if op == "moe":
+        return {name: _grouped(prm) for name, prm in params.items()}
+    src = compute.get(COMPUTE_LENDER_DTYPE) if compute is not None else None
+    if op not in COMPUTE_LENDER or src is None:
+        return params
+    side = {"compute_eff": src.compute_eff, "compute_half_flops": src.compute_half_flops}
+    return {name: prm.model_copy(update=side) for name, prm in params.items()}
 
 
 # ASSUMPTION: NCCL small-message latency inside one node, ~10 us (order of the fitted alphas), and

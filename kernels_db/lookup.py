@@ -135,8 +135,15 @@ class KernelDB:
         if got is None:
             fams = self.fit.families if self.fit else {}
             own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
+            compute = fams.get(fitted.COMPUTE_LENDER.get(op, ""))
             table = (
-                own.params if own else (fitted.borrowed(op, dict(lender.params)) if lender else {})
+                own.params
+                if own
+                else (
+                    fitted.borrowed(op, dict(lender.params), compute.params if compute else None)
+                    if lender
+                    else {}
+                )
             )
             default = transfer.default_params(self.spec, op, self.fit is not None)
             got = self._families[op] = (table, default)

@@ -260,6 +260,19 @@ def mla_decode_flops(
     return np.asarray(2.0 * batch * heads * kv_len * (2.0 * kv_lora_rank + rope_dim))
 
 
+MLA_DECODE_HEAD_TILE: Final[int] = 64
+"""Query rows of one absorbed-MLA decode tile: FlashMLA multiplies query heads x query tokens as
+the M dimension of its tensor-core MMA in tiles of 64 rows and targets ``heads >= 64``
+(github:deepseek-ai/FlashMLA README.md, 2025-04-22 update: "number of q heads x number of q tokens
+per request >= 64"); fewer heads (a TP-split model: 128 / TP 8 = 16) still issue a 64-row tile."""
+
+
+def mla_decode_issue_scale(heads: ArrayLike) -> np.ndarray:
+    """Issued / useful FLOPs of absorbed MLA decode: heads padded to whole 64-row tiles."""
+    h = np.maximum(np.asarray(heads, dtype=float), 1.0)
+    return np.asarray(np.ceil(h / MLA_DECODE_HEAD_TILE) * MLA_DECODE_HEAD_TILE / h)
+
+
 def mla_decode_bytes(
     batch: ArrayLike,
     kv_len: ArrayLike,
