@@ -65,9 +65,10 @@ class RooflineParams(BaseModel):
     )
     split_kv: bool = Field(
         default=False,
-        description="Decode attention: the kernel splits a long KV over several thread blocks when "
-        "there are fewer units than SMs (``kernels_db.roofline.decode_kv_splits``) and combines "
-        "the parts in a second launch; chosen by the fit (both are tried).",
+        description="Decode attention: the kernel splits a long KV over several thread blocks "
+        "(multi-block mode, ``kernels_db.roofline.decode_kv_splits``), each reading the query and "
+        "writing a partial output, and pays one more fixed cost (``launch_s``) for merging the "
+        "parts once the KV spans more than one chunk; chosen by the fit (both are tried).",
     )
 
     def as_array(self) -> np.ndarray:
