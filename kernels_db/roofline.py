@@ -109,12 +109,13 @@ CUTLASS / cuBLAS tile for large bf16 and fp8 problems."""
 
 
 def gemm_tiles(m: ArrayLike, n: ArrayLike) -> np.ndarray:
-    """Output tiles of an (m x n) result (each one thread block's work), as a continuous count
-    m n / tile^2 at least 1: FLOPs per tile then never fall as a size grows, so the occupancy term
-    keeps the time monotone (whole tiles would make it a sawtooth)."""
-    return np.asarray(
-        np.maximum(np.asarray(m, dtype=float) * np.asarray(n, dtype=float) / GEMM_TILE**2, 1.0)
-    )
+    """Output tiles of an (m x n) result (each one thread block's work): max(m / tile, 1) x
+    max(n / tile, 1), counted continuously so that FLOPs per tile never fall as a size grows and
+    the occupancy term keeps the time monotone (whole tiles would make it a sawtooth). A tile
+    holds at least one row: a skinny GEMM (decode, m of a few tokens) still runs n / tile blocks,
+    so its parallelism, and the share of the SMs it keeps busy, follow n."""
+    rows = np.maximum(np.asarray(m, dtype=float) / GEMM_TILE, 1.0)
+    return np.asarray(rows * np.maximum(np.asarray(n, dtype=float) / GEMM_TILE, 1.0))
 
 
 def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, elem_bytes: ArrayLike) -> np.ndarray:
