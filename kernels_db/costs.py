@@ -30,6 +30,11 @@ PARAM_KEY: Final[dict[str, str]] = {
 }
 DECODE_MATH_DTYPE: Final[str] = "bf16"  # decode kernels dequantize fp8 KV and compute in 16-bit
 MEMCPY_KEY: Final[str] = "any"
+MLA_QUERY_TILE: Final[float] = 64.0
+"""Query heads per MMA tile of an MLA decode kernel: FlashMLA's ``kBlockM`` = 64 (deepseek-ai/
+FlashMLA, flash_fwd_mla_kernel.h). Fewer heads per GPU (DeepSeek-V3's 128 over TP 8 = 16) still
+issue a full tile, so the kernel computes ceil(heads / 64) x 64 heads. ASSUMPTION: TensorRT-LLM's
+and SGLang's MLA decode kernels tile alike."""
 # Multi-head (not grouped) decode attention runs other kernels than GQA (TRT-LLM: masked MHA vs
 # XQA): its own parameters, under "<kv_dtype>_mha", falling back to "<kv_dtype>" where not fitted.
 MHA_SUFFIX: Final[str] = "_mha"
@@ -245,7 +250,11 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         b = rf.mla_decode_bytes(
             z["batch"], z["kv_len"], z["kv_lora_rank"], z["rope_dim"], _elem_bytes(c["kv_dtype"])
         )
-        return Counts(f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), zero)
+        heads = np.maximum(np.asarray(z["heads"], dtype=float), 1.0)
+        issued = MLA_QUERY_TILE * np.ceil(heads / MLA_QUERY_TILE)
+        return Counts(
+            f, b, np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)), zero, issue_scale=issued / heads
+        )
     if op == "moe":
         eb = _elem_bytes(c["dtype"])
         f = rf.moe_flops(z["tokens"], z["hidden"], z["inter"], z["topk"], z["ep"])

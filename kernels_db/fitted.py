@@ -28,13 +28,13 @@ class RooflineParams(BaseModel):
     model_config = _FROZEN
     launch_s: float = Field(ge=0, description="Fixed cost per kernel (launch + tail), seconds.")
     compute_eff: float = Field(
-        gt=0, le=1.2, description="Asymptotic fraction of dense peak FLOP/s."
+        gt=0, le=1.0, description="Asymptotic fraction of dense peak FLOP/s (at most 100%)."
     )
     compute_half_flops: float = Field(
         ge=0, description="FLOPs at which compute efficiency is half its maximum."
     )
     memory_eff: float = Field(
-        gt=0, le=1.5, description="Asymptotic fraction of peak HBM bandwidth."
+        gt=0, le=1.0, description="Asymptotic fraction of peak HBM bandwidth (at most 100%)."
     )
     memory_half_bytes: float = Field(
         ge=0, description="Bytes at which memory efficiency is half its maximum."
@@ -271,10 +271,31 @@ BORROW: Final[dict[str, str]] = {
 }
 
 
-def borrowed(op: str, params: dict[str, RooflineParams]) -> dict[str, RooflineParams]:
+COMPUTE_LENDER: Final[dict[str, tuple[str, str]]] = {"mla_decode": ("attention_prefill", "bf16")}
+"""Family and parameter set whose compute efficiency a borrowing family takes instead of its
+lender's. MLA decode is compute-bound from about 128 query rows per latent KV (FlashMLA's analysis,
+deepseek-ai/FlashMLA docs/20250422-new-kernel-deep-dive.md: up to 660 of 990 TFLOP/s on H800):
+its compute runs as a tensor-core flash attention, which the prefill fit measures (H200 bf16: 56%
+of peak), in 16-bit whatever the KV dtype; the grouped-query decode tables are memory-bound and do
+not identify a compute efficiency (refits moved it from 16% to 8% on H200 with no change in fit
+quality). Its bytes and fixed cost stay those of decode attention."""
+
+
+def borrowed(
+    op: str, params: dict[str, RooflineParams], compute: RooflineParams | None = None
+) -> dict[str, RooflineParams]:
     """The parameters family ``op`` takes from the fit of ``BORROW[op]``: as fitted, except grouped
-    expert GEMMs (``moe``) at ``GROUPED_GEMM_COMPUTE_FRACTION`` of the dense compute efficiency."""
-    return {name: _grouped(prm) for name, prm in params.items()} if op == "moe" else params
+    expert GEMMs (``moe``) at ``GROUPED_GEMM_COMPUTE_FRACTION`` of the dense compute efficiency, and
+    the compute efficiency of ``compute`` (``COMPUTE_LENDER``) where given."""
+    if op == "moe":
+        return {name: _grouped(prm) for name, prm in params.items()}
+    if compute is None:
+        return params
+    update = {
+        "compute_eff": compute.compute_eff,
+        "compute_half_flops": compute.compute_half_flops,
+    }
+    return {name: prm.model_copy(update=update) for name, prm in params.items()}
 
 
 # ASSUMPTION: NCCL small-message latency inside one node, ~10 us (order of the fitted alphas), and
