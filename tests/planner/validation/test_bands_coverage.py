@@ -21,6 +21,7 @@ KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {
     ("sglang x disagg", "ttft"): (75.0, 90.0),
     ("sglang x disagg", "tpot"): (75.0, 90.0),
     ("trtllm x agg", "tpot"): (75.0, 87.0),
+    ("trtllm x disagg", "tpot"): (75.0, 92.0),
 }
 """Cells allowed outside 75-85% (issue 17), each for a stated reason; their bounds only stop a
 regression. SGLang aggregated: its campaigns disagree more than the other engines'. One campaign
@@ -31,7 +32,10 @@ are covered 70% / 70% (figures of 2026-12-01 on the merged model). SGLang disagg
 from 4 campaigns, so one row is 2 points and the binomial spread of an 80% coverage is 5.7 points
 (the 75-85% window is +-0.9 of it); both bands err wide (42 and 43 of 49 inside).
 TensorRT-LLM aggregated TPOT: 85.6% after issue 16's round-off duplicates and id layouts dealt the
-campaigns to other folds (750 rows; the band is 0.6 points wider than the window allows)."""
+campaigns to other folds (750 rows; the band is 0.6 points wider than the window allows).
+TensorRT-LLM disaggregated TPOT: 91.3% (84 of 92 rows) after issue 16k's MLA decode pricing took
+the held-out disaggregated TPOT error from 19.2 to 13.3%: the DeepSeek campaigns' errors shrank
+unevenly across folds, so the tails chosen on the other folds err wide (one row is 1.1 points)."""
 
 
 @pytest.fixture(scope="module")
