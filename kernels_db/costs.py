@@ -38,7 +38,9 @@ MHA_SUFFIX: Final[str] = "_mha"
 @dataclass(frozen=True)
 class Counts:
     """Work of a batch of ops: FLOPs, bytes, applicable peak FLOP/s, FLOPs per padded GEMM row; the
-    kernel's parallel work units and its issued / useful FLOPs ratio (decode attention)."""
+    kernel's parallel work units and its issued / useful FLOPs ratio (decode attention); for a
+    split-KV decode the blocks per unit (``roofline.decode_kv_splits``) and the bytes each further
+    block adds (it reads the query and writes a partial output)."""
 
     flops: np.ndarray
     nbytes: np.ndarray
@@ -49,6 +51,7 @@ class Counts:
     resident: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
     tiles: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
     splits: np.ndarray = field(default_factory=lambda: np.asarray(1.0))
+    split_bytes: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
     long_kv: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
     streams: bool = False
 
@@ -201,7 +204,8 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             _elem_bytes(c["kv_dtype"]),
         )
         units = np.maximum(np.asarray(z["batch"] * z["kv_heads"], dtype=float), 1.0)
-        splits = rf.decode_kv_splits(units, z["kv_len"], spec.sm_count)
+        grouped = np.asarray(z["heads"]) != np.asarray(z["kv_heads"])
+        splits = rf.decode_kv_splits(units, z["kv_len"], spec.sm_count, grouped)
         heads = np.maximum(np.asarray(z["heads"], dtype=float), 1.0)
         return Counts(
             f,
@@ -213,6 +217,9 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             rf.l2_resident_fraction(b, spec.l2_cache_bytes),
             units,
             splits=splits,
+            split_bytes=rf.decode_attention_bytes(
+                z["batch"], 0.0, z["heads"], z["kv_heads"], z["head_dim"], 0.0
+            ),
             long_kv=np.asarray(np.asarray(z["kv_len"]) > rf.DECODE_KV_CHUNK, dtype=float),
             streams=True,
         )
@@ -259,24 +266,28 @@ def model_time(
     cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: np.ndarray | float = 0.0
 ) -> np.ndarray:
     """Seconds under parameters ``p`` (rows of ``RooflineParams.as_array``). A kernel that splits
-    the KV (``p[8]`` = ``split_kv``) runs ``cnt.splits`` thread blocks per unit and a second launch
-    that combines them."""
-    flops = (cnt.flops + cnt.row_flops * pad_rows) * cnt.issue_scale
+    the KV (``p[8]`` = ``split_kv``) runs ``cnt.splits`` thread blocks per unit: each block pays
+    the tile cost, pads its own key range (decode ``pad_rows`` are per block) and moves
+    ``cnt.split_bytes`` more, and the blocks add parallel streams (``streams``). Merging the
+    partial results (and zeroing the counters the blocks sync on, a memset before the launch in
+    TensorRT-LLM) costs one more ``launch_s`` whenever the KV spans more than one chunk, at any
+    batch, so that the time never falls as the batch grows past the SM-filling cap. With the
+    per-block padding and bytes, each further block adds time, and the time is monotone in the KV
+    and the batch (it was not: 17.0 us at 129 tokens fell to 14.3 us at 1,024 on h200)."""
     split_kernel = np.asarray(p[8]) > 0.5
     blocks = np.where(split_kernel, cnt.splits, 1.0)
-    # the combine launch runs whenever the KV spans more than one chunk, at any batch (so the time
-    # never falls as the batch grows)
-    split = split_kernel & (cnt.long_kv > 0.0)
+    pad = pad_rows * blocks if cnt.streams else pad_rows
+    flops = (cnt.flops + cnt.row_flops * pad) * cnt.issue_scale
     return rf.roofline_time(
         flops,
-        cnt.nbytes,
+        cnt.nbytes + cnt.split_bytes * (blocks - 1.0),
         cnt.peak_flops_per_s,
         bandwidth_bytes_per_s,
         p,
         cnt.units * blocks,
         cnt.resident,
         cnt.tiles * blocks,
-        np.where(split, 2.0, 1.0),
+        np.where(split_kernel & (cnt.long_kv > 0.0), 2.0, 1.0),
         cnt.streams,
     )
 

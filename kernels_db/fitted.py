@@ -7,7 +7,6 @@ the alpha-beta model ``latency_s + bytes·algo_factor / bus_bandwidth_bytes_per_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Final
@@ -29,13 +28,13 @@ class RooflineParams(BaseModel):
     model_config = _FROZEN
     launch_s: float = Field(ge=0, description="Fixed cost per kernel (launch + tail), seconds.")
     compute_eff: float = Field(
-        gt=0, le=1.2, description="Asymptotic fraction of dense peak FLOP/s."
+        gt=0, le=1.0, description="Asymptotic fraction of dense peak FLOP/s (at most 100%)."
     )
     compute_half_flops: float = Field(
         ge=0, description="FLOPs at which compute efficiency is half its maximum."
     )
     memory_eff: float = Field(
-        gt=0, le=1.5, description="Asymptotic fraction of peak HBM bandwidth."
+        gt=0, le=1.0, description="Asymptotic fraction of peak HBM bandwidth (at most 100%)."
     )
     memory_half_bytes: float = Field(
         ge=0, description="Bytes at which memory efficiency is half its maximum."
@@ -66,9 +65,10 @@ class RooflineParams(BaseModel):
     )
     split_kv: bool = Field(
         default=False,
-        description="Decode attention: the kernel splits a long KV over several thread blocks when "
-        "there are fewer units than SMs (``kernels_db.roofline.decode_kv_splits``) and combines "
-        "the parts in a second launch; chosen by the fit (both are tried).",
+        description="Decode attention: the kernel splits a long KV over several thread blocks "
+        "(multi-block mode, ``kernels_db.roofline.decode_kv_splits``), each reading the query and "
+        "writing a partial output, and pays one more fixed cost (``launch_s``) for merging the "
+        "parts once the KV spans more than one chunk; chosen by the fit (both are tried).",
     )
 
     def as_array(self) -> np.ndarray:
@@ -239,6 +239,7 @@ DEFAULT_PARAMS: Final[dict[str, RooflineParams]] = {
     ),
 }
 DEFAULT_PARAMS["mla_prefill"] = DEFAULT_PARAMS["attention_prefill"]
+# no fit: MLA decode computes on tensor cores as prefill attention does (``COMPUTE_LENDER``)
 DEFAULT_PARAMS["mla_decode"] = DEFAULT_PARAMS["attention_decode"].model_copy(
     update={
         "compute_eff": DEFAULT_PARAMS["attention_prefill"].compute_eff,
@@ -276,41 +277,31 @@ BORROW: Final[dict[str, str]] = {
 }
 
 
-COMPUTE_LENDER: Final[dict[str, str]] = {"mla_decode": "attention_prefill"}
-"""Families whose arithmetic runs on another kernel class than their ``BORROW`` lender's: their
-compute side (``compute_eff``, ``compute_half_flops``) comes from this family's fit at
-``COMPUTE_LENDER_DTYPE``, the rest from the lender's. Weight-absorbed MLA decode (FlashMLA,
-FlashInfer MLA, TensorRT-LLM's MLA generation kernel) multiplies all query heads of a sequence, as
-the M rows of a tensor-core MMA, against the one shared latent KV: about 2 x heads FLOPs per cached
-element (256 at 128 heads), so it is compute-bound on every GPU we hold, where GQA decode, what
-``attention_decode`` is fitted on (a few FLOPs per byte), is memory-bound and its fitted compute
-efficiency (0.14-0.19) is never exercised. Tensor-core attention's efficiency is the prefill fit's.
-Published check: FlashMLA reaches 580-660 TFLOP/s compute-bound (59-67% of the H800's 989 TFLOP/s
-bf16) and 3,000 GB/s memory-bound (90% of 3.35 TB/s) (github:deepseek-ai/FlashMLA README.md,
-2025-04-22 performance update); the H200 prefill fit's 0.56 and decode fit's 0.96 are of that
-order. Before this rule MLA decode of 64 sequences x 8,704 tokens (128 heads, bf16) was priced at
-0.99 ms on H200 (6.3x its compute roofline) and the fp8 cache at 1.09 ms on H200 but 0.25 ms on
-H100, the same chip with less bandwidth."""
-COMPUTE_LENDER_DTYPE: Final[str] = "bf16"
-"""Math dtype of the borrowed compute side (MLA decode dequantizes an fp8 cache and multiplies in
-16-bit, as ``costs.DECODE_MATH_DTYPE``)."""
+COMPUTE_LENDER: Final[dict[str, tuple[str, str]]] = {"mla_decode": ("attention_prefill", "bf16")}
+"""Family and parameter set whose compute efficiency a borrowing family takes instead of its
+lender's. MLA decode is compute-bound from about 128 query rows per latent KV (FlashMLA's analysis,
+deepseek-ai/FlashMLA docs/20250422-new-kernel-deep-dive.md: up to 660 of 990 TFLOP/s on H800):
+its compute runs as a tensor-core flash attention, which the prefill fit measures (H200 bf16: 56%
+of peak), in 16-bit whatever the KV dtype; the grouped-query decode tables are memory-bound and do
+not identify a compute efficiency (refits moved it from 16% to 8% on H200 with no change in fit
+quality). Its bytes and fixed cost stay those of decode attention."""
 
 
 def borrowed(
-    op: str,
-    params: dict[str, RooflineParams],
-    compute: Mapping[str, RooflineParams] | None = None,
+    op: str, params: dict[str, RooflineParams], compute: RooflineParams | None = None
 ) -> dict[str, RooflineParams]:
     """The parameters family ``op`` takes from the fit of ``BORROW[op]``: as fitted, except grouped
-    expert GEMMs (``moe``) at ``GROUPED_GEMM_COMPUTE_FRACTION`` of the dense compute efficiency and
-    families in ``COMPUTE_LENDER`` with the compute side of ``compute`` (that lender's fit)."""
+    expert GEMMs (``moe``) at ``GROUPED_GEMM_COMPUTE_FRACTION`` of the dense compute efficiency, and
+    the compute efficiency of ``compute`` (``COMPUTE_LENDER``) where given."""
     if op == "moe":
         return {name: _grouped(prm) for name, prm in params.items()}
-    src = compute.get(COMPUTE_LENDER_DTYPE) if compute is not None else None
-    if op not in COMPUTE_LENDER or src is None:
+    if compute is None:
         return params
-    side = {"compute_eff": src.compute_eff, "compute_half_flops": src.compute_half_flops}
-    return {name: prm.model_copy(update=side) for name, prm in params.items()}
+    update = {
+        "compute_eff": compute.compute_eff,
+        "compute_half_flops": compute.compute_half_flops,
+    }
+    return {name: prm.model_copy(update=update) for name, prm in params.items()}
 
 
 # ASSUMPTION: NCCL small-message latency inside one node, ~10 us (order of the fitted alphas), and

@@ -135,12 +135,11 @@ class KernelDB:
         if got is None:
             fams = self.fit.families if self.fit else {}
             own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
-            compute = fams.get(fitted.COMPUTE_LENDER.get(op, ""))
             table = (
                 own.params
                 if own
                 else (
-                    fitted.borrowed(op, dict(lender.params), compute.params if compute else None)
+                    fitted.borrowed(op, dict(lender.params), self._compute_lender(op))
                     if lender
                     else {}
                 )
@@ -148,6 +147,13 @@ class KernelDB:
             default = transfer.default_params(self.spec, op, self.fit is not None)
             got = self._families[op] = (table, default)
         return got
+
+    def _compute_lender(self, op: str) -> fitted.RooflineParams | None:
+        """The fitted parameter set whose compute efficiency family ``op`` borrows
+        (``fitted.COMPUTE_LENDER``), or None."""
+        family, name = fitted.COMPUTE_LENDER.get(op, ("", ""))
+        fam = self.fit.families.get(family) if self.fit else None
+        return fam.params.get(name) if fam else None
 
     def _param_entry(self, op: str, name: str) -> costs.ParamEntry:
         """``costs.param_entry`` of family ``op``, cached per (family, parameter-set name). A GEMM

@@ -109,12 +109,13 @@ CUTLASS / cuBLAS tile for large bf16 and fp8 problems."""
 
 
 def gemm_tiles(m: ArrayLike, n: ArrayLike) -> np.ndarray:
-    """Output tiles of an (m x n) result (each one thread block's work), as a continuous count
-    m n / tile^2 at least 1: FLOPs per tile then never fall as a size grows, so the occupancy term
-    keeps the time monotone (whole tiles would make it a sawtooth)."""
-    return np.asarray(
-        np.maximum(np.asarray(m, dtype=float) * np.asarray(n, dtype=float) / GEMM_TILE**2, 1.0)
-    )
+    """Output tiles of an (m x n) result (each one thread block's work): max(m / tile, 1) x
+    max(n / tile, 1), counted continuously so that FLOPs per tile never fall as a size grows and
+    the occupancy term keeps the time monotone (whole tiles would make it a sawtooth). A tile
+    holds at least one row: a skinny GEMM (decode, m of a few tokens) still runs n / tile blocks,
+    so its parallelism, and the share of the SMs it keeps busy, follow n."""
+    rows = np.maximum(np.asarray(m, dtype=float) / GEMM_TILE, 1.0)
+    return np.asarray(rows * np.maximum(np.asarray(n, dtype=float) / GEMM_TILE, 1.0))
 
 
 def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, elem_bytes: ArrayLike) -> np.ndarray:
@@ -174,21 +175,47 @@ def decode_attention_flops(
 
 
 DECODE_KV_CHUNK: Final[float] = 128.0
-"""Fewest KV tokens per thread block of a split-KV decode. ASSUMPTION: TensorRT-LLM XQA multi-block
-mode and FlashDecoding split the KV of a sequence over several thread blocks when there are fewer
-(sequence, KV head) units than SMs; the TRT-LLM tables in ../shared/validation show the extra
-combine step (+5 us) between KV 128 and 1024 at batch 1. Chosen among 128 / 256 / 512 / 1024 by the
-in-sample p90 of the decode fits (H200 17.3 / 19.5 / 20.7 / 19.4%, H100 13.4 / 14.8 / 15.3 / 19.4%);
-the tables hold KV 128 and 1024 but nothing in between, so any value in [128, 1024) splits alike."""
+"""Fewest KV tokens per thread block of a split-KV (multi-block) decode: TensorRT-LLM XQA's
+``kMinHistoryTokensPerBlock`` (NVIDIA/TensorRT-LLM
+cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAConstants.h @ 37e602fd)."""
+DECODE_SPLIT_SQRT: Final[float] = 8.0
+"""XQA caps the blocks per sequence at round(sqrt(8 x chunks)) "otherwise the final reduction may
+dominate" (``computeMultiBlockCount`` in decoderXQAImplCommon.h @ b35ac1b6): the last block of a
+sequence merges every block's partial result, a cost that grows with the blocks while each block's
+share of the KV shrinks with them."""
+MMHA_BLOCKS_PER_SM: Final[float] = 1.0
+"""Resident masked-MHA blocks per SM that its multi-block mode fills (``blocks_per_sm`` from the
+CUDA occupancy query in TensorRT-LLM). ASSUMPTION: 1; of 1 / 2 / 4 / 8 it gives the lowest
+multi-head decode p90 on H100 and H200 (14 / 20 / 20 / 19% on H100 bf16)."""
+DECODE_TARGET_WAVES: Final[float] = 8.0
+"""XQA's ``kTargetWaveFactor``: the blocks per sequence are cut so that the whole grid (batch x KV
+heads x blocks) is at most 8 waves of the SMs (same file and function)."""
 
 
-def decode_kv_splits(units: ArrayLike, kv_len: ArrayLike, sm_count: float) -> np.ndarray:
-    """Thread blocks per (sequence, KV head) of a split-KV decode: enough to fill the SMs, at most
-    one per ``DECODE_KV_CHUNK`` tokens, at least 1. Continuous, so that units x splits
-    (= max(units, min(SMs, units x KV / chunk))) never falls as the batch or the KV grows."""
+def decode_kv_splits(
+    units: ArrayLike, kv_len: ArrayLike, sm_count: float, grouped: ArrayLike = True
+) -> np.ndarray:
+    """Thread blocks per (sequence, KV head) of a multi-block decode, at least 1, counted
+    continuously (the engines round down) so that the time is monotone: the blocks never fall as
+    the KV grows, units x blocks never falls as the batch grows, and the tokens per block (KV /
+    blocks) never fall as either grows.
+
+    Grouped-query attention runs TensorRT-LLM XQA (``computeMultiBlockCount``): one block per
+    ``DECODE_KV_CHUNK`` tokens, at most sqrt(``DECODE_SPLIT_SQRT`` x chunks), cut to
+    ``DECODE_TARGET_WAVES`` waves of the SMs over all ``units``. Multi-head attention (``grouped``
+    false) runs the masked MHA kernel (``multi_block_grid_setup`` in NVIDIA/TensorRT-LLM
+    cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderMaskedMultiheadAttentionLaunch.h
+    @ 05316d33): enough blocks to fill the SMs with ``MMHA_BLOCKS_PER_SM`` each (its occupancy
+    query at up to 1,024 threads a block), at most one per ``DECODE_KV_CHUNK`` tokens (its loop of
+    block size / threads per value x 8 unrolled keys: 128 at 256 threads)."""
     chunks = np.asarray(kv_len, dtype=float) / DECODE_KV_CHUNK
-    fill = sm_count / np.maximum(np.asarray(units, dtype=float), 1.0)
-    return np.asarray(np.maximum(np.minimum(chunks, fill), 1.0))
+    per_unit = 1.0 / np.maximum(np.asarray(units, dtype=float), 1.0)
+    xqa = np.minimum(
+        np.minimum(chunks, np.sqrt(DECODE_SPLIT_SQRT * chunks)),
+        DECODE_TARGET_WAVES * sm_count * per_unit,
+    )
+    mmha = np.minimum(chunks, MMHA_BLOCKS_PER_SM * sm_count * per_unit)
+    return np.asarray(np.maximum(np.where(grouped, xqa, mmha), 1.0))
 
 
 def decode_issued_heads(heads: ArrayLike, kv_heads: ArrayLike) -> np.ndarray:

