@@ -216,7 +216,7 @@ def test_several_gpu_types_each_get_a_line() -> None:
 def test_rate_mode_shows_no_zero_clients() -> None:
     at = page("plan")
     widget(at.radio, "plan_load").set_value("Rate").run()
-    widget(at.number_input, "plan_rate").set_value(2.0)
+    widget(at.number_input, "plan_rate").set_value(1.0)
     at.button(key="plan_button").click().run()
     no_errors(at)
     top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
