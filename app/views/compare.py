@@ -187,11 +187,12 @@ def _page() -> None:
     rows = st.session_state.get("compare_rows")
     if rows:
         if given != st.session_state.get("compare_given"):
-            st.warning(planning.STALE_TEXT.replace("Plan", "Compare"), icon="⏳")
+            # style before warning: elements stream in order (see plan._results)
             st.markdown(
                 "<style>.st-key-compare_results{opacity:0.4;filter:grayscale(1)}</style>",
                 unsafe_allow_html=True,
             )
+            st.warning(planning.STALE_TEXT.replace("Plan", "Compare"), icon="⏳")
         with guarded("results"), st.container(key="compare_results"):
             _show(rows)
 

@@ -115,11 +115,13 @@ def _results(given: planning.PlanInputs | None) -> None:
     plan, used = result
     stale = given != used
     if stale:
-        st.warning(STALE_TEXT, icon="⏳")
+        # the style goes first: Streamlit streams elements in order, so the page never shows the
+        # warning over a result that is not yet greyed
         st.markdown(
             "<style>.st-key-plan_results{opacity:0.4;filter:grayscale(1)}</style>",
             unsafe_allow_html=True,
         )
+        st.warning(STALE_TEXT, icon="⏳")
     with st.container(key="plan_results"):
         if used.isl.dist != "fixed" or used.osl.dist != "fixed" or used.isl.samples:
             isl, osl = planning.planned_lengths(used.isl, used.osl)
