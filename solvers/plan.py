@@ -125,7 +125,7 @@ class Choice(BaseModel):
     headroom: dict[str, object] = Field(
         default_factory=dict,
         description="SLO / predicted and SLO / band edge per metric, and "
-        "the constraint that binds at the band edge.",
+        "the metric with the least headroom at the band edge (tightest_at_band_edge).",
     )
 
 

@@ -84,7 +84,8 @@ class Evaluated:
         )
 
     def headroom(self, i: int) -> dict[str, object]:
-        """SLO / predicted and SLO / band edge of TTFT and TPOT, and which binds at the edge."""
+        """SLO / predicted and SLO / band edge of TTFT and TPOT, and the tighter of the two at the
+        edge (the smaller SLO / band edge; what stops a better plan is ``binding``, not this)."""
         r = self.req
         out: dict[str, object] = {"confidence": r.confidence, "percentile": r.percentile}
         over_edge: dict[str, float] = {}
@@ -99,7 +100,7 @@ class Evaluated:
                 "band_edge_ms": float(edge[i]),
             }
         ttft_tighter = over_edge["ttft"] <= over_edge["tpot"]
-        out["binding_at_band_edge"] = "TTFT" if ttft_tighter else "TPOT"
+        out["tightest_at_band_edge"] = "TTFT" if ttft_tighter else "TPOT"
         return out
 
     def score(self, objective: str) -> np.ndarray:

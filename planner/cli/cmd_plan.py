@@ -193,7 +193,7 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
         )
         for m in ("ttft", "tpot")
     }
-    return {**out, "binds at the band edge": h["binding_at_band_edge"]}
+    return {**out, "least headroom at the band edge": h["tightest_at_band_edge"]}
 
 
 def plan_table(r: Any) -> str:

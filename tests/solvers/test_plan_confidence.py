@@ -42,7 +42,7 @@ def test_band_edge_changes_the_pick() -> None:
     # ... the default pick meets it at the edge, and so does every alternative it offers
     assert _edges_ok(robust.best)
     assert all(_edges_ok(c) for c in robust.alternatives.values() if c is not None)
-    assert robust.best.headroom["binding_at_band_edge"] in ("TTFT", "TPOT")
+    assert robust.best.headroom["tightest_at_band_edge"] in ("TTFT", "TPOT")
     assert robust.slo["confidence"] == 0.8 and point.slo["confidence"] == 0
 
 
