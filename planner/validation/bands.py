@@ -6,19 +6,20 @@
 Every row is first predicted with engine constants not fitted to its own measurement campaign
 (``planner validate e2e --holdout campaign``: campaigns dealt to 5 folds, constants refitted on the
 other folds, folds in parallel). Each row's log residual ln(measured / predicted) of TTFT and TPOT
-is grouped by engine, agg/disagg, load bucket and provenance tier (``planner.bands``); a group's
-quantiles are shrunk toward its parent's. Campaigns differ (benchmark protocol, software version),
-so a band fitted on other campaigns misses more often than its nominal tails say, and not equally
-on both sides: the tail probability of each side of each engine x mode cell's band is chosen so
-that the leave-one-fold-out share of measured values beyond it is (1 - level) / 2
-(``choose_tails``). Coverage is measured out of fold: the residual rows are dealt to K campaign
-folds (``band_folds``: campaigns sorted by engine x mode cell and name, round-robin, so a cell's
-campaigns spread over the folds); tails chosen and quantiles fitted on K-1 folds are scored on
-the remaining fold, pooled over folds. The committed table is then fitted on all rows and records
-its provenance and the out-of-fold coverage. ``--predictions-out F`` also writes the held-out
-predictions; ``--predictions F`` reuses such a CSV (or one written by ``planner validate
-e2e --holdout campaign --predictions-out F``) of the same data instead of predicting here
-(seconds instead of minutes).
+(from the nearer of the two regimes' predictions where the data leave the regime open,
+``planner.validation.regimes``) is grouped by engine, agg/disagg, load bucket and provenance tier
+(``planner.bands``); a group's quantiles are shrunk toward its parent's. Campaigns differ
+(benchmark protocol, software version), so a band fitted on other campaigns misses more often than
+its nominal tails say, and not equally on both sides: the tail probability of each side of each
+engine x mode cell's band is chosen so that the leave-one-fold-out share of measured values beyond
+it is (1 - level) / 2 (``choose_tails``). Coverage is measured out of fold: the residual rows are
+dealt to K campaign folds (``band_folds``: campaigns sorted by engine x mode cell and name, round-
+robin, so a cell's campaigns spread over the folds); tails chosen and quantiles fitted on K-1 folds
+are scored on the remaining fold, pooled over folds. The committed table is then fitted on all rows
+and records its provenance and the out-of-fold coverage. ``--predictions-out F`` also writes the
+held-out predictions; ``--predictions F`` reuses such a CSV (or one written by ``planner validate
+e2e --holdout campaign --predictions-out F``) of the same data instead of predicting here (seconds
+instead of minutes).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from planner.bands import (
 )
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.models import load_model
+from planner.validation import regimes
 from planner.validation.holdout import MAX_FOLDS
 from planner.validation.protocol import campaign
 
@@ -462,23 +464,25 @@ def row_bands(table: BandTable, rows: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
-    """Keyed rows with finite log residuals of both metrics and their campaign, repeated
+    """Keyed rows with finite log residuals of both metrics and their campaign (measured from
+    the nearer of two predictions where the serving regime is open, ``regimes``), repeated
     measurements dropped (equal on every column but ``DUPLICATE_IGNORES`` and the prediction and
     candidate columns, numbers to ``DUPLICATE_DIGITS`` significant digits; the lowest ``id`` is
     kept)."""
-    rows = add_band_keys(pred)
+    rows = add_band_keys(regimes.with_alternatives(pred))
     rows["model_name"] = rows["model_path"].astype(str).map(lambda p: load_model(p).name)
     rows["gpu_name"] = rows["system"].astype(str).map(lambda s: get_gpu(s).name)
     rows["campaign"] = rows["silicon_data_source"].map(campaign)
     for m in METRICS:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rows[f"res_{m}"] = np.log(
-                rows[f"silicon_{m}_ms"].to_numpy(float) / rows[f"pred_{m}_ms"].to_numpy(float)
-            )
+        rows[f"res_{m}"] = regimes.envelope_residual(
+            rows[f"silicon_{m}_ms"].to_numpy(float), *regimes.envelope(rows, m)
+        )
     ok = np.isfinite(rows["res_ttft"]) & np.isfinite(rows["res_tpot"])
     rows = rows[ok]
     subset = [
-        c for c in pred.columns if c not in DUPLICATE_IGNORES and not c.startswith(("pred_", "c_"))
+        c
+        for c in pred.columns
+        if c not in DUPLICATE_IGNORES and not c.startswith(("pred_", "alt_", "c_"))
     ]
     key = rows[subset].copy()
     for c in key.columns:
@@ -511,6 +515,15 @@ def band_folds(rows: pd.DataFrame, k: int) -> np.ndarray:
     return camp.map(fold_of).to_numpy(dtype=int)
 
 
+def _width_pct(rows: pd.DataFrame, m: Metric, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Band width (% of the prediction) of log quantiles ``lo``/``hi`` around each row's
+    predictions (both regimes' where open; rows without predictions: around 1)."""
+    if f"pred_{m}_ms" not in rows:
+        return (np.exp(hi) - np.exp(lo)) * 100.0
+    edge_lo, edge_hi = regimes.band_edges(*regimes.envelope(rows, m), lo, hi)
+    return np.asarray((edge_hi - edge_lo) / rows[f"pred_{m}_ms"].to_numpy(float) * 100.0)
+
+
 def _fold_part(
     rows: pd.DataFrame, fold: np.ndarray, k: int, level: float, method: Method
 ) -> pd.DataFrame:
@@ -526,7 +539,7 @@ def _fold_part(
         lo, hi = b[m][0][:, 0], b[m][1][:, 0]
         r = part[f"res_{m}"].to_numpy(float)
         part[f"in_{m}"] = (r >= lo) & (r <= hi)
-        part[f"width_{m}_pct"] = (np.exp(hi) - np.exp(lo)) * 100.0
+        part[f"width_{m}_pct"] = _width_pct(part, m, lo, hi)
     return part
 
 
@@ -782,18 +795,19 @@ def main(argv: list[str] | None = None) -> int:
 
 def with_band_columns(pred: pd.DataFrame, table: BandTable | None = None) -> pd.DataFrame:
     """Predicted rows (``e2e.predict``) with pred_ttft_ms_lo/hi and pred_tpot_ms_lo/hi: the band of
-    the committed table (``planner.bands.load_bands``) around each prediction."""
+    the committed table (``planner.bands.load_bands``) around each prediction (around both
+    predictions of a row whose regime is open, ``regimes.band_edges``)."""
     from planner.bands import load_bands
 
-    keyed = add_band_keys(pred)
+    keyed = add_band_keys(regimes.with_alternatives(pred))
     keyed["model_name"] = keyed["model_path"].astype(str).map(lambda p: load_model(p).name)
     keyed["gpu_name"] = keyed["system"].astype(str).map(lambda s: get_gpu(s).name)
     b = row_bands(table or load_bands(), keyed.reset_index(drop=True))
     out = pred.copy()
     for m in METRICS:
-        p = out[f"pred_{m}_ms"].to_numpy(float)
-        out[f"pred_{m}_ms_lo"] = p * np.exp(b[f"{m}_lo"])
-        out[f"pred_{m}_ms_hi"] = p * np.exp(b[f"{m}_hi"])
+        out[f"pred_{m}_ms_lo"], out[f"pred_{m}_ms_hi"] = regimes.band_edges(
+            *regimes.envelope(keyed, m), b[f"{m}_lo"], b[f"{m}_hi"]
+        )
     return out
 
 
