@@ -38,6 +38,8 @@ def open_regime(pred: pd.DataFrame) -> np.ndarray:
     """Whether each row's regime is open: aggregated, on a prefill-first engine, from the
     fixed-length aic harness, its server's chunk mixing not recorded (``mixed_chunk`` absent or
     empty) and its run not already named (``bench_requests``)."""
+    if "silicon_data_source" not in pred or "mode" not in pred:
+        return np.zeros(len(pred), dtype=bool)  # a source that does not name its harness
     src = pred["silicon_data_source"].astype(str)
     agg = pred["mode"].astype(str) == "agg"
     first = pred["backend"].astype(str).map(prefill_first).astype(bool)

@@ -28,6 +28,9 @@ def test_open_regime_needs_the_fixed_length_harness_a_prefill_first_engine_and_n
         }
     )
     assert regimes.open_regime(rows).tolist() == [True, False, False, False, False, False]
+    unnamed = rows.drop(columns=["silicon_data_source"])  # a user's file need not name a source
+    assert not regimes.open_regime(unnamed).any()
+    assert regimes.with_alternatives(unnamed)["alt_ttft_ms"].isna().all()
 
 
 def test_envelope_residual_is_the_log_ratio_to_the_nearer_prediction() -> None:
