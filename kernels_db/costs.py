@@ -33,6 +33,10 @@ MEMCPY_KEY: Final[str] = "any"
 # Multi-head (not grouped) decode attention runs other kernels than GQA (TRT-LLM: masked MHA vs
 # XQA): its own parameters, under "<kv_dtype>_mha", falling back to "<kv_dtype>" where not fitted.
 MHA_SUFFIX: Final[str] = "_mha"
+KV_DRAM_SHARE: Final[str] = "kv_dram_share"
+"""Optional decode attention column (not a table key): the share of the K + V bytes the kernel
+reads from DRAM, 1 when absent. Only fitting and validation set it, for rows of a benchmark harness
+that read less than a serving engine does (``kernels_db.harness``)."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             z["heads"],
             z["kv_heads"],
             z["head_dim"],
-            _elem_bytes(c["kv_dtype"]),
+            _elem_bytes(c["kv_dtype"]) * np.asarray(z.get(KV_DRAM_SHARE, 1.0)),
         )
         units = np.maximum(np.asarray(z["batch"] * z["kv_heads"], dtype=float), 1.0)
         grouped = np.asarray(z["heads"]) != np.asarray(z["kv_heads"])
