@@ -208,7 +208,7 @@ def implausible_roofline_rows(table: KernelTable, spec: GpuSpec) -> np.ndarray:
     (``kernels_db.harness``); with that, none is left out today."""
     if table.op not in ROOFLINE_FAMILIES:
         return np.zeros(len(table), dtype=bool)
-    cnt = costs.counts(table.op, measured_cols(table), spec)
+    cnt = costs.counts(table.op, measured_cols(table, spec), spec)
     beyond_cache = np.maximum(np.asarray(cnt.nbytes) - (spec.l2_cache_bytes or 0.0), 0.0)
     floor = np.broadcast_to(beyond_cache / spec.hbm_bandwidth_bytes_per_s, (len(table),))
     return np.asarray(floor > table.latency_s)
@@ -230,7 +230,7 @@ def fit_roofline_family(
     for name in sorted(set(groups.tolist())):
         mask = groups == name
         sub = table.subset(mask & keep)
-        cnt = costs.counts(op, measured_cols(sub), spec)
+        cnt = costs.counts(op, measured_cols(sub, spec), spec)
         prm = fit_roofline_params(op, cnt, sub.latency_s, bw)
         params[str(name)] = prm
         pred[mask & keep] = costs.model_time(cnt, prm.as_array(), bw, prm.pad_rows)

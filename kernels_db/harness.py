@@ -29,7 +29,9 @@ from typing import Final
 
 import numpy as np
 
-from kernels_db.costs import KV_DRAM_SHARE
+from hardware.spec import GpuSpec
+from kernels_db import roofline as rf
+from kernels_db.costs import KV_DRAM_SHARE, WORKING_SET
 from kernels_db.tables import KernelTable
 
 KV_ALIASED_HARNESSES: Final[tuple[str, ...]] = ("/attention/trtllm/1.0.0/generation_attention",)
@@ -54,9 +56,45 @@ def kv_dram_share(table: KernelTable) -> np.ndarray:
     return share
 
 
-def measured_cols(table: KernelTable) -> dict[str, np.ndarray]:
+GEMM_HARNESS: Final[str] = "/gemm/trtllm/"
+"""Row origin (a substring of ``source``) of AIConfigurator's TensorRT-LLM GEMM tables."""
+GEMM_FIXED_COPIES: Final[dict[str, float]] = {"/gemm/trtllm/1.0.0/": 5.0}
+"""Harness versions that ran a fixed number of weight copies in turn: the TensorRT-LLM 1.0.0
+collector (``collector/trtllm/collect_gemm.py`` @ 9f2bf08b, ``repeat_n = 5  # to reduce impact of
+L2 cache hit``)."""
+GEMM_MAX_COPIES: Final[float] = 5.0
+"""Later collectors (``collect_gemm.py`` @ dec5f4cd, which made the 1.3.0rc20 tables) run
+``max(1, min(5, ceil(L2 / weight bytes)))`` copies, the L2 size as the CUDA runtime reports it: a
+single copy of weights larger than the L2, and enough copies of small ones to fill it. The working
+set they cycle through is those copies plus the (shared) activations and output."""
+
+
+def gemm_working_set(table: KernelTable, spec: GpuSpec) -> np.ndarray | None:
+    """Bytes each GEMM row's harness cycled through (``WORKING_SET``): AIConfigurator's copies
+    (``GEMM_MAX_COPIES``), else the GEMM's own bytes (a benchmark that re-runs one GEMM); None
+    for other families or a GPU without a known L2."""
+    if table.op != "gemm" or not spec.l2_cache_bytes:
+        return None
+    origins = table.row_origins().astype(str)
+    ours = np.char.find(origins, GEMM_HARNESS) >= 0
+    k = table.keys
+    elem = rf.dtype_bytes(k["dtype"].astype(str))
+    weights = k["n"].astype(float) * k["k"].astype(float) * elem
+    copies = np.maximum(1.0, np.minimum(GEMM_MAX_COPIES, np.ceil(spec.l2_cache_bytes / weights)))
+    for marker, fixed in GEMM_FIXED_COPIES.items():
+        copies = np.where(np.char.find(origins, marker) >= 0, fixed, copies)
+    one = rf.gemm_bytes(k["m"].astype(float), k["n"].astype(float), k["k"].astype(float), elem)
+    # rows of another origin: their own bytes, the reading before harnesses were told apart
+    return np.asarray(np.where(ours, one + (copies - 1.0) * weights, one))
+
+
+def measured_cols(table: KernelTable, spec: GpuSpec) -> dict[str, np.ndarray]:
     """The key columns of ``table`` plus the harness columns that price its rows as measured."""
+    out = dict(table.keys)
     share = kv_dram_share(table)
-    if np.all(share == 1.0):
-        return dict(table.keys)
-    return {**table.keys, KV_DRAM_SHARE: share}
+    if not np.all(share == 1.0):
+        out[KV_DRAM_SHARE] = share
+    ws = gemm_working_set(table, spec)
+    if ws is not None:
+        out[WORKING_SET] = ws
+    return out

@@ -45,7 +45,7 @@ def model_seconds(db: KernelDB, table: KernelTable) -> np.ndarray:
             out = np.where(custom, np.minimum(out, _comm_model(db, nccl, n)), out)
         return out
     # priced as measured: harness columns (``kernels_db.harness``) where a harness read less
-    return np.broadcast_to(db.model(table.op, measured_cols(table))[0], (n,)).astype(float)
+    return np.broadcast_to(db.model(table.op, measured_cols(table, db.spec))[0], (n,)).astype(float)
 
 
 def loo_predictions(table: KernelTable, base: np.ndarray) -> np.ndarray:
