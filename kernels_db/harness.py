@@ -1,7 +1,9 @@
 """What a measurement harness did that a serving engine does not, priced when fitting to its rows.
 
 The fit and the validation price each measured row as it was measured (``measured_cols``); serving
-predictions price the engine's kernel (no harness columns, every share 1).
+predictions price the engine's kernel (no harness columns, every share 1). Two facts of
+AIConfigurator's collectors are priced: decode rows that read half their KV (below) and the GEMM
+weight copies a benchmark cycles through (``gemm_working_set``).
 
 AIConfigurator's TensorRT-LLM 1.0.0 decode tables (``generation_attention_perf`` of
 ``systems/data/<gpu>/attention/trtllm/1.0.0``): the grouped-query rows (XQA kernel) read the KV
