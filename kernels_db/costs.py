@@ -33,6 +33,16 @@ MEMCPY_KEY: Final[str] = "any"
 # Multi-head (not grouped) decode attention runs other kernels than GQA (TRT-LLM: masked MHA vs
 # XQA): its own parameters, under "<kv_dtype>_mha", falling back to "<kv_dtype>" where not fitted.
 MHA_SUFFIX: Final[str] = "_mha"
+KV_DRAM_SHARE: Final[str] = "kv_dram_share"
+"""Optional decode attention column (not a table key): the share of the K + V bytes the kernel
+reads from DRAM, 1 when absent. Only fitting and validation set it, for rows of a benchmark harness
+that read less than a serving engine does (``kernels_db.harness``)."""
+WORKING_SET: Final[str] = "working_set_bytes"
+"""Optional GEMM column (not a table key): bytes that a benchmark cycles through between two runs
+of the same GEMM, on which the L2-resident share is computed. Only fitting and validation set it
+(``kernels_db.harness``: AIConfigurator runs up to 5 copies of the weights in turn). Absent, as in
+serving, nothing is resident: a forward step reads every layer's weights before it reads this
+one's again, far more than any L2 holds."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +177,11 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             _peak(spec, c["dtype"]),
             np.asarray(2.0 * z["n"] * z["k"], dtype=float),
             units=rf.gemm_tiles(z["m"], z["n"]),
-            resident=rf.l2_resident_fraction(b, spec.l2_cache_bytes),
+            resident=(
+                rf.l2_resident_fraction(z[WORKING_SET], spec.l2_cache_bytes)
+                if WORKING_SET in z
+                else np.zeros(np.shape(b))
+            ),
         )
     if op == "attention_prefill":
         f = rf.prefill_attention_flops(
@@ -201,7 +215,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             z["heads"],
             z["kv_heads"],
             z["head_dim"],
-            _elem_bytes(c["kv_dtype"]),
+            _elem_bytes(c["kv_dtype"]) * np.asarray(z.get(KV_DRAM_SHARE, 1.0)),
         )
         units = np.maximum(np.asarray(z["batch"] * z["kv_heads"], dtype=float), 1.0)
         grouped = np.asarray(z["heads"]) != np.asarray(z["kv_heads"])

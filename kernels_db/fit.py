@@ -28,6 +28,7 @@ from kernels_db.fitted import (
     RooflineFamilyFit,
     RooflineParams,
 )
+from kernels_db.harness import measured_cols
 from kernels_db.tables import KernelTable
 
 ROOFLINE_FAMILIES: Final[tuple[str, ...]] = (
@@ -201,11 +202,13 @@ def implausible_roofline_rows(table: KernelTable, spec: GpuSpec) -> np.ndarray:
     """Rows of a compute table measured faster than the spec DRAM bandwidth allows: the bytes that
     cannot sit in the last-level cache (``bytes - l2_cache_bytes``) read at 100% of
     ``hbm_bandwidth_bytes_per_s`` take longer than the measured latency. No model with efficiencies
-    within 100% can price them; they are left out of the fit and reported apart. Today: 17 A100
-    decode attention rows of 0.27-2.1 GB at up to 3.3 TB/s against a 2.04 TB/s spec."""
+    within 100% can price them; they are left out of the fit and reported apart. Rows are priced as
+    measured (``harness.measured_cols``): the 17 A100 decode rows of 0.5-2.1 GB that read at up to
+    3.3 TB/s against a 2.04 TB/s spec came from a harness whose kernel reads half the KV from DRAM
+    (``kernels_db.harness``); with that, none is left out today."""
     if table.op not in ROOFLINE_FAMILIES:
         return np.zeros(len(table), dtype=bool)
-    cnt = costs.counts(table.op, table.keys, spec)
+    cnt = costs.counts(table.op, measured_cols(table, spec), spec)
     beyond_cache = np.maximum(np.asarray(cnt.nbytes) - (spec.l2_cache_bytes or 0.0), 0.0)
     floor = np.broadcast_to(beyond_cache / spec.hbm_bandwidth_bytes_per_s, (len(table),))
     return np.asarray(floor > table.latency_s)
@@ -227,7 +230,7 @@ def fit_roofline_family(
     for name in sorted(set(groups.tolist())):
         mask = groups == name
         sub = table.subset(mask & keep)
-        cnt = costs.counts(op, sub.keys, spec)
+        cnt = costs.counts(op, measured_cols(sub, spec), spec)
         prm = fit_roofline_params(op, cnt, sub.latency_s, bw)
         params[str(name)] = prm
         pred[mask & keep] = costs.model_time(cnt, prm.as_array(), bw, prm.pad_rows)

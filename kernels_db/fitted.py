@@ -53,8 +53,9 @@ class RooflineParams(BaseModel):
     cache_speedup: float = Field(
         default=1.0,
         ge=1.0,
-        description="Decode attention: how many times faster than DRAM a working set "
-        "resident in the GPU's last-level cache (``l2_cache_bytes``) is read; 1 = no cache term.",
+        description="How many times faster than DRAM a working set resident in the GPU's "
+        "last-level cache (``l2_cache_bytes``) is read (GEMM, attention); 1 = no cache term. "
+        "Serving GEMMs have no resident share (``costs.WORKING_SET``).",
     )
 
     tile_s: float = Field(

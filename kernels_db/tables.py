@@ -24,7 +24,9 @@ class KernelTable:
     """Measured latencies of one op family on one GPU.
 
     ``keys`` maps each key column of ``OP_KEYS[op]`` to an array (int64 sizes or str categories);
-    ``latency_s`` is seconds; ``lines`` is the CSV line of each row (for messages).
+    ``latency_s`` is seconds; ``lines`` is the CSV line of each row (for messages); ``origins`` is
+    where each row was measured (the optional ``source`` column, else the file), which
+    ``kernels_db.harness`` reads to price what a benchmark harness did.
     """
 
     op: str
@@ -33,6 +35,13 @@ class KernelTable:
     latency_s: np.ndarray
     source: str
     lines: np.ndarray
+    origins: np.ndarray | None = None
+
+    def row_origins(self) -> np.ndarray:
+        """Where each row was measured (``origins``, else the table's ``source`` for every row)."""
+        if self.origins is not None:
+            return self.origins
+        return np.full(len(self), self.source, dtype=object)
 
     def __len__(self) -> int:
         return int(self.latency_s.size)
@@ -52,6 +61,7 @@ class KernelTable:
             self.latency_s[mask],
             self.source,
             self.lines[mask],
+            None if self.origins is None else self.origins[mask],
         )
 
 
@@ -114,7 +124,8 @@ def table_from_frame(df: pd.DataFrame, op: str, gpu: str, source: str) -> Kernel
         for c in OP_KEYS[op]
     }
     lat = df[LATENCY_COLUMN].to_numpy(dtype=float)
-    return KernelTable(op, gpu, keys, lat, source, lines)
+    origins = df["source"].astype(str).to_numpy(dtype=object) if "source" in df.columns else None
+    return KernelTable(op, gpu, keys, lat, source, lines, origins)
 
 
 def read_table(path: Path, gpu: str) -> KernelTable:

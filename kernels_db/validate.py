@@ -20,6 +20,7 @@ from hardware.spec import GpuSpec
 from kernels_db.comm import CUSTOM_ALL_REDUCE
 from kernels_db.fit import ape_pct, fit_gpu, implausible_comm_rows, implausible_roofline_rows
 from kernels_db.fitted import FittedGpu
+from kernels_db.harness import measured_cols
 from kernels_db.interp import loo_log_ratio
 from kernels_db.lookup import KernelDB, _comm_model
 from kernels_db.tables import KernelTable
@@ -43,7 +44,8 @@ def model_seconds(db: KernelDB, table: KernelTable) -> np.ndarray:
             }
             out = np.where(custom, np.minimum(out, _comm_model(db, nccl, n)), out)
         return out
-    return np.broadcast_to(db.model(table.op, table.keys)[0], (n,)).astype(float)
+    # priced as measured: harness columns (``kernels_db.harness``) where a harness read less
+    return np.broadcast_to(db.model(table.op, measured_cols(table, db.spec))[0], (n,)).astype(float)
 
 
 def loo_predictions(table: KernelTable, base: np.ndarray) -> np.ndarray:

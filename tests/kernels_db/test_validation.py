@@ -76,19 +76,16 @@ def test_loo_and_fitted_targets(all_groups: dict, op: str, gpu: str) -> None:
 
 FITTED_P90_PCT = 20.0
 # Fitted-only p90 misses (issue 16), each with a ceiling just above the committed fit's value.
-# L40S GEMM: latencies not monotone in m at small m (test below), and 50-100 MB weights read at L2
-# speed for one shape (12288 x 4096) but at DRAM speed for another (8192 x 8192, 67 MB fp8).
+# L40S GEMM: latencies not monotone in m at small m (test below), and the harness's working set
+# lands exactly on the 96 MiB L2 for three of eight shapes, where the cached share swings row to row
+# (planner/validation/notes/kernels.md).
 KNOWN_FITTED_MISSES: dict[tuple[str, str], tuple[float, str]] = {
-    ("gemm", "l40s"): (28.0, "L40S GEMM not monotone; L2 residency shape-dependent"),
+    ("gemm", "l40s"): (26.5, "L40S GEMM not monotone; working sets on the L2 size (cliff)"),
 }
 # (op, gpu) groups whose rows the fit may leave out as implausible (fit.implausible_*_rows): the
-# L40S
-# 4- and 8-GPU collectives (bus bandwidth 5-18% of PCIe), 17 A100 decode rows of 0.27-2.1 GB read at
-# up to 3.3 TB/s against the 2.04 TB/s spec
-IMPLAUSIBLE_ALLOWED = {
-    ("attention_decode", "a100_sxm"),
-    *((f"comm_{c}", "l40s") for c in COLLECTIVES if c != "send_recv"),
-}
+# L40S 4- and 8-GPU collectives (bus bandwidth 5-18% of PCIe) only. The A100 decode rows that read
+# faster than the HBM spec are priced as their harness measured them (kernels_db.harness).
+IMPLAUSIBLE_ALLOWED = {*((f"comm_{c}", "l40s") for c in COLLECTIVES if c != "send_recv")}
 
 
 def test_fitted_p90_of_every_group(all_groups: dict) -> None:
