@@ -100,7 +100,8 @@ def test_held_out_accuracy() -> None:
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     r = validate_e2e(DATA, progress=False, holdout="campaign", folds=5)
-    assert r["duplicates_dropped"] == 311  # 225 exact copies, 52 round-off, 34 by id layout
+    # 225 exact copies, 52 round-off, 34 by id layout, 30 under a second label of one architecture
+    assert r["duplicates_dropped"] == 341
     assert r["layout_read_from_id"] == 71
     assert r["modelled"] + sum(r["skipped"].values()) == r["rows"] - r["duplicates_dropped"]
     assert set(r["skipped"]) <= {"incomplete_config", "tp_not_dividing_heads"}
@@ -116,13 +117,21 @@ def test_held_out_accuracy() -> None:
 
 
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 29.0,
+    "agg_ttft": 28.0,
     "agg_tpot": 16.9,
-    "disagg_ttft": 44.0,
-    "disagg_tpot": 13.8,
+    "disagg_ttft": 45.5,
+    "disagg_tpot": 12.9,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (28.4, 16.4, 36.9,
-18.6 % on 1,648 rows; issue 16's targets 22, 13, 25, 15 % are not reached). Three guards were
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (27.6, 16.6, 45.1,
+12.5 % on 1,618 rows, 2026-12-01; issue 16's targets 22, 13, 25, 15 % are not reached). The
+latest pass tightened agg TTFT 29.0 -> 28.0 and disagg TPOT 13.8 -> 12.9 and LOOSENED disagg TTFT
+44.0 -> 45.5: the 30 DeepSeek-R1 measurements a second dump labels DeepSeek-V3 now count once
+(``e2e.drop_duplicates`` compares model labels by architecture; all 30 aggregated), which removes
+two campaigns and so re-deals the campaigns to folds, and the kernel fit now prices each measured
+row as its harness ran it (``kernels_db.harness``; held out on the old deal 43.4 -> 43.7 %). The
+disaggregated figure rests on 158 rows of about ten campaigns and moves by points with the deal.
+Earlier passes, for the record: the guards were just above 28.4, 16.4, 36.9, 18.6 % on 1,648
+rows. Three guards were
 LOOSENED in this pass (agg TPOT 16.2 -> 16.9, disagg TTFT 35.5 -> 37.5, disagg TPOT 15.5 ->
 19.2) and one tightened (agg TTFT 31.5 -> 29.0), for a protocol reason, not a model change:
 duplicates are now compared to 9 significant digits and layouts are read from the row ids, so 86
