@@ -1,13 +1,14 @@
 """What limits a plan, per DESIGN.md ("Binding constraint and step breakdowns"), and the evidence.
 
 The binding constraint is the limit that stops the *next better plan*: among candidates within the
-GPU budget that score better than the pick (more throughput per GPU, lower cost or fewer GPUs), the
-nearest one; it fails some limit, and the one it exceeds most binds (named with that plan's
-predicted value and the limit; at the upper edge of the prediction band when the plan requires the
-SLO there, ``PlanRequest.confidence`` > 0). When no candidate within the budget scores better, a
-better plan with more GPUs than the budget means the GPU budget binds; otherwise KV capacity binds
-when it caps the running batch, else the workload itself (its clients or rate are all there is to
-serve) or, without a stated load, the search space. Headroom is stated for every limit of the pick.
+GPU budget that fit in memory and score better than the pick (more throughput per GPU, lower cost
+or fewer GPUs), the nearest one; it fails some limit, and the one it exceeds most binds (named with
+that plan's predicted value and the limit; at the upper edge of the prediction band when the plan
+requires the SLO there, ``PlanRequest.confidence`` > 0). When no candidate within the budget scores
+better, a better plan with more GPUs than the budget means the GPU budget binds; otherwise KV
+capacity binds when it caps the running batch, else the workload itself (its clients or rate are
+all there is to serve) or, without a stated load, the search space. Headroom is stated for every
+limit of the pick.
 
 Also: the top-N feasible candidates (not only the Pareto front) and, for each GPU type asked for,
 its best plan or the reason it has none.
@@ -192,7 +193,8 @@ def explain_binding(ev: Evaluated, best: int) -> dict[str, object]:
     score = ev.score(req.objective)
     cur = float(score[best])
     bar = cur + abs(cur) * (GAIN - 1.0)
-    better = np.isfinite(score) & (score > bar)
+    # a candidate that does not fit in memory is no plan: its throughput was never possible
+    better = np.isfinite(score) & (score > bar) & ev.fits_memory
     if better.any():
         k = int(np.argmin(np.where(better, score, np.inf)))
         out = _slo_binding(ev, best, k, (float(score[k]) - cur) / abs(cur) if cur else 0.0)

@@ -12,6 +12,7 @@ import numpy as np
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
+from planner.batch_eval import Reason
 from planner.deployment import Parallelism
 from planner.memory import plan_memory
 from planner.model_spec import ModelSpec
@@ -59,6 +60,9 @@ class Evaluated:
         self.rps = cat([b.res.requests_per_s for b in self.blocks])
         self.tok_per_gpu = cat([b.res.output_tok_s_per_gpu for b in self.blocks])
         self.predicted_ok = cat([b.res.feasible for b in self.blocks])
+        self.fits_memory = cat(
+            [b.res.infeasible_reason != Reason.OUT_OF_MEMORY for b in self.blocks]
+        )
         price = cat([np.full(b.size, pr) for b, pr in zip(self.blocks, self.prices, strict=True)])
         self.cost_per_hour = price * self.gpus
         self.cost_per_mtok = price / (SECONDS_PER_HOUR * np.maximum(self.tok_per_gpu, 1e-12)) * 1e6

@@ -16,7 +16,9 @@ DEFAULT: dict[str, Any] = {
     "max_gpus": 8,
     "isl": 4000,
     "osl": 500,
-    "concurrency": 64,
+    # the planner sizes the load: with 64 clients the one plan scoring better than the pick did
+    # not fit in memory, and the workload binds (test_the_next_better_plan_fits_in_memory)
+    "concurrency": None,
     "ttft_ms": 5000.0,
     "tpot_ms": 30.0,
     "percentile": "p90",
@@ -105,3 +107,24 @@ def test_rate_plans_have_no_client_counts() -> None:
 
 def test_every_name_is_declared(default: PlanResult) -> None:
     assert default.binding_constraint in BINDING
+
+
+def test_the_next_better_plan_fits_in_memory() -> None:
+    """A candidate that does not fit (for 64 clients the one that scores better than the pick runs
+    Llama-3.1-70B bf16 prefill at TP1 on one H200: 143 GB of weights, activations and reserve for
+    136 GB) is no plan: it must not be named the next better plan with an 'unbounded queue', as
+    the binding sentence once did."""
+    import numpy as np
+
+    from solvers.binding import GAIN, explain_binding
+    from solvers.plan_core import evaluate_request, pick_best
+
+    req = PlanRequest(**{**DEFAULT, "concurrency": 64})
+    ev = evaluate_request(req)
+    best = pick_best(ev, ev.feasible(), req.objective)
+    score = ev.score(req.objective)
+    better = np.isfinite(score) & (score > score[best] * GAIN)
+    assert better.any() and not (better & ev.fits_memory).any()  # the case this guards
+    b = explain_binding(ev, best)
+    assert b["constraint"] == "workload" and b["next_config"] is None
+    assert "unbounded queue" not in str(b["sentence"])
