@@ -59,7 +59,10 @@ def band_caption(plan: Mapping[str, Any], pct: str) -> str:
     if not parts:
         return ""
     level = pred.get("ttft_ms_band", {}).get("level", 0.8)
-    return f"{level:.0%} prediction band, calibrated on measured deployments: " + "; ".join(parts)
+    text = f"{level:.0%} prediction band, calibrated on measured deployments: " + "; ".join(parts)
+    prov = pred.get("provenance")
+    source = prov.get("bands") if isinstance(prov, Mapping) else None
+    return f"{text}. From {source}." if isinstance(source, str) and source else text
 
 
 def headroom_frame(plan: Mapping[str, Any]) -> pd.DataFrame:

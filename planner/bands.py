@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -157,12 +157,34 @@ class BandTable:
     gpus: frozenset[str]
     models: frozenset[str]
     provenance: dict[str, str | int | float]
+    support: dict[GroupKey, tuple[int, int]] = field(default_factory=dict)
+    """Rows and campaigns each group was fitted on (where the table records them)."""
+    cell_coverage: dict[str, tuple[float, float, int]] = field(default_factory=dict)
+    """Out-of-fold coverage (%) of TTFT and TPOT and rows per "engine x mode" cell."""
 
     def lookup(self, key: dict[str, str], gpu: str = "", model: str = "") -> dict[str, LogBand]:
         """Bands (``ttft``, ``tpot``) of the most specific group of ``key`` with enough rows; the
         widest band of the tier when the GPU or model has no rows in the data."""
         ref = resolve(key, gpu, model, self.groups, self.widest_by_tier, self.gpus, self.models)
         return self.groups[ref] if isinstance(ref, tuple) else self.widest_by_tier[ref]
+
+    def account(self, key: dict[str, str], gpu: str = "", model: str = "") -> str:
+        """Which group ``lookup`` takes, what it was fitted on, and how often the bands of its
+        engine x mode held measured values of campaigns left out of their fit: a user reads
+        whether this band's stated level was met where it came from."""
+        ref = resolve(key, gpu, model, self.groups, self.widest_by_tier, self.gpus, self.models)
+        if isinstance(ref, str):
+            return f"widest band of tier '{ref}' (no data for this GPU/model)"
+        name = "/".join(v for _, v in ref) or "all rows"
+        rows = self.support.get(ref)
+        text = f"group {name}" + (f" ({rows[0]:,} rows, {rows[1]} campaigns)" if rows else "")
+        cell = self.cell_coverage.get(f"{key.get('engine', '')} x {key.get('mode', '')}")
+        if cell:
+            text += (
+                f"; out of fold its engine x mode held {cell[0]:.1f}% of measured TTFT and "
+                f"{cell[1]:.1f}% of TPOT ({cell[2]:,} rows; stated level {self.level:.0%})"
+            )
+        return text
 
 
 def _mapping(raw: object, what: str) -> Mapping[str, object]:
@@ -201,10 +223,16 @@ def table_from_dict(raw: object) -> BandTable:
     listed = top["groups"]
     if not isinstance(listed, list):
         raise TypeError("groups: not a list")
-    groups = {}
+    groups, support = {}, {}
     for i, g in enumerate(listed):
         key = _mapping(_mapping(g, f"groups[{i}]")["key"], f"groups[{i}].key")
-        groups[tuple((str(k), str(v)) for k, v in key.items())] = _bands(g, f"groups[{i}]")
+        gk = tuple((str(k), str(v)) for k, v in key.items())
+        groups[gk] = _bands(g, f"groups[{i}]")
+        if "n" in g and "campaigns" in g:
+            support[gk] = (
+                int(_number(g["n"], f"groups[{i}].n")),
+                int(_number(g["campaigns"], f"groups[{i}].campaigns")),
+            )
     widest = {
         str(t): _bands(b, f"widest_by_tier.{t}")
         for t, b in _mapping(top["widest_by_tier"], "widest_by_tier").items()
@@ -217,7 +245,27 @@ def table_from_dict(raw: object) -> BandTable:
         _strings(top["gpus"], "gpus"),
         _strings(top["models"], "models"),
         {str(k): v if isinstance(v, (str, int, float)) else str(v) for k, v in prov.items()},
+        support,
+        _cell_coverage(top.get("out_of_fold", [])),
     )
+
+
+def _cell_coverage(raw: object) -> dict[str, tuple[float, float, int]]:
+    """The "engine x mode" rows of a table's ``out_of_fold`` list: (TTFT %, TPOT %, rows)."""
+    if not isinstance(raw, list):
+        raise TypeError("out_of_fold: not a list")
+    out = {}
+    for i, row in enumerate(raw):
+        r = _mapping(row, f"out_of_fold[{i}]")
+        if r.get("by") != "engine x mode":
+            continue
+        t, p = (_mapping(r[m], f"out_of_fold[{i}].{m}") for m in ("ttft", "tpot"))
+        out[str(r["key"])] = (
+            _number(t["coverage_pct"], f"out_of_fold[{i}].ttft.coverage_pct"),
+            _number(p["coverage_pct"], f"out_of_fold[{i}].tpot.coverage_pct"),
+            int(_number(r["n"], f"out_of_fold[{i}].n")),
+        )
+    return out
 
 
 @lru_cache(maxsize=2)
@@ -245,13 +293,6 @@ def profile_band(engine: str, mode: str) -> tuple[dict[str, LogBand] | None, str
     return (PROFILE_BANDS.get() or {}).get((engine, mode))
 
 
-def band_account(engine: str, mode: str) -> str:
-    """Where the bands of ``engine``/``mode`` come from: the active profile or the table."""
-    own = profile_band(engine, mode)
-    table = f"{BANDS_FILE.name} level {load_bands().level}"
-    return table if own is None else own[1] if own[0] is not None else f"{own[1]}; {table}"
-
-
 def deployment_bands(
     m: ModelSpec,
     gpu: GpuSpec,
@@ -274,11 +315,10 @@ def deployment_bands(
         "load": str(load_bucket(prefill_utilization)),
         "tier": provenance_tier(m, gpu, weight_quant, kv_dtype),
     }
-    seen = gpu.name in t.gpus and _model_name(m) in t.models
     how = (
-        "group "
-        + " ".join(f"{k}={v}" for k, v in key.items())
-        + ("" if seen else " (no data for this GPU/model: widest band of its tier)")
+        " ".join(f"{k}={v}" for k, v in key.items())
+        + ": "
+        + t.account(key, gpu=gpu.name, model=_model_name(m))
     )
     note = f"{own[1]}; " if own is not None else ""
     return t.lookup(key, gpu=gpu.name, model=_model_name(m)), (

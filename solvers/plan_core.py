@@ -244,20 +244,21 @@ def band_predictions(
 ) -> dict[str, object]:
     """``ttft_ms_band`` / ``tpot_ms_band`` (level, and lo/hi of the mean and each percentile, as
     ``planner estimate`` reports them) of candidate ``j`` of ``b``."""
-    from planner.bands import band_account, candidate_bands, load_bands
+    from planner.bands import deployment_bands, load_bands
+    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
     from planner.estimate import Percentiles
 
     w = b.workers if b.mode == "agg" else b.decode
     assert w is not None
     k = j if b.mode == "agg" else int(b.units.d[j]) if b.units is not None else j
-    bands = candidate_bands(
+    bands, account = deployment_bands(  # the bands and account `planner estimate` gives
         m,
         b.gpu,
         backend,
-        0 if b.mode == "agg" else 1,
+        b.mode,
         float(b.res.prefill_utilization[j]),
-        int(w.quant[k]),
-        int(w.kv[k]),
+        WEIGHT_QUANTS[int(w.quant[k])],
+        KV_DTYPES[int(w.kv[k])],
     )
     level = load_bands().level
     out: dict[str, object] = {}
@@ -271,7 +272,7 @@ def band_predictions(
     prov = pred.get("provenance")
     out["provenance"] = {
         **(prov if isinstance(prov, dict) else {}),
-        "bands": band_account(backend, b.mode),
+        "bands": account,
     }
     return out
 

@@ -28,7 +28,7 @@ def _cell(value: object) -> str:
 def _band_cell(value: object) -> object:
     """A band edge pair {lo, hi} as ``lo-hi``; other values unchanged."""
     if isinstance(value, dict) and {"lo", "hi"} <= set(value):
-        return f"{value['lo']:.4g}-{value['hi']:.4g}"
+        return f"{num(value['lo'])}-{num(value['hi'])}"
     return value
 
 
@@ -80,14 +80,21 @@ def predicted_section(plan: PlanFile) -> list[str]:
     scalars = {k: v for k, v in pred.items() if not isinstance(v, dict) and v not in (None, "")}
     lines = ["## Predicted", ""]
     if nested:
-        lines += _table(
-            ("metric", *(f"{p} (ms)" for p in _PERCENTILES)),
-            (
-                (label(k).removesuffix(" (ms)"), *(v.get(p) for p in _PERCENTILES))
-                for k, v in nested.items()
-            ),
-        )
+        rows: list[tuple[object, ...]] = [
+            (label(k).removesuffix(" (ms)"), *(v.get(p) for p in _PERCENTILES))
+            for k, v in nested.items()
+        ]
+        for k in nested:  # the calibrated band of each number (issue 17), where the plan has one
+            band = pred.get(f"{k}_band")
+            if isinstance(band, dict):
+                name = f"{label(k).removesuffix(' (ms)')} {float(band.get('level', 0.8)):.0%} band"
+                rows.append((name, *(_band_cell(band.get(p)) for p in _PERCENTILES)))
+        lines += _table(("metric", *(f"{p} (ms)" for p in _PERCENTILES)), rows)
         lines.append("")
+        prov = pred.get("provenance")
+        source = prov.get("bands") if isinstance(prov, dict) else None
+        if isinstance(source, str) and source:
+            lines += [f"Bands: {source}.", ""]
     scalars["gpus"] = plan.best.gpus
     scalars["cost_per_million_output_tokens"] = plan.best.cost_per_million_output_tokens
     lines += _table(("quantity", "value"), ((label(k), show(k, v)) for k, v in scalars.items()))

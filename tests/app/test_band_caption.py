@@ -29,6 +29,14 @@ def test_caption_names_level_bands_and_headroom() -> None:
     assert "TTFT p90 200-500 ms" in text and "TPOT p90 20-40 ms" in text and "1.25" in text
 
 
+def test_caption_says_where_the_band_came_from() -> None:
+    account = "engine=vllm mode=agg load=light tier=fitted: group vllm/agg/light/fitted"
+    plan = {"best": {**PLAN["best"], "predicted": {**PLAN["best"]["predicted"]}}}
+    plan["best"]["predicted"]["provenance"] = {"bands": account}  # type: ignore[index]
+    text = band_caption(plan, "p90")
+    assert text.endswith(f"From {account}.") and "TTFT p90 200-500 ms" in text
+
+
 def test_caption_empty_without_bands() -> None:
     assert band_caption({"best": {"predicted": {}}}, "p90") == ""
 

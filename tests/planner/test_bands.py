@@ -81,7 +81,9 @@ def test_estimate_reports_bands() -> None:
             assert edge.hi / v == pytest.approx(p.band.mean.hi / p.mean)  # one multiplicative band
     tb = e.output_tok_s_per_gpu_band
     assert tb is not None and tb.lo < tb.hi
-    assert "group engine=vllm mode=agg" in e.provenance["bands"]
+    account = e.provenance["bands"]
+    assert "engine=vllm mode=agg" in account and "group vllm/agg" in account
+    assert "rows" in account and "campaigns" in account and "out of fold" in account
     js = json.loads(e.model_dump_json())
     assert set(js["ttft_ms"]["band"]) == {"level", "mean", "p50", "p90", "p99"}
     assert set(js["output_tok_s_per_gpu_band"]) == {"level", "lo", "hi"}
@@ -111,3 +113,17 @@ def test_recorded_out_of_fold_coverage() -> None:
                 pct = g[m]["coverage_pct"]
                 lo, hi = KNOWN_MISSES.get((g["key"], m), COVERAGE_RANGE)
                 assert lo <= pct <= hi, (g["key"], m, pct)
+
+
+def test_the_account_names_the_group_its_data_and_the_cells_measured_coverage() -> None:
+    """A user reads where a band came from and whether its stated level held there."""
+    t = load_bands()
+    key = {"engine": "sglang", "mode": "disagg", "load": "light", "tier": "fitted"}
+    text = t.account(key, gpu="H200-SXM", model="DeepSeek-V3")
+    ref = next(k for k in t.support if dict(k) == {"engine": "sglang", "mode": "disagg"})
+    rows, campaigns = t.support[ref]
+    ttft, tpot, n = t.cell_coverage["sglang x disagg"]
+    assert f"group sglang/disagg ({rows:,} rows, {campaigns} campaigns)" in text
+    assert f"{ttft:.1f}% of measured TTFT and {tpot:.1f}% of TPOT ({n:,} rows" in text
+    unseen = t.account(key, gpu="MI300X", model="DeepSeek-V3")
+    assert unseen.startswith("widest band of tier") and "no data" in unseen

@@ -158,6 +158,9 @@ def test_plan_md(plan_dict: dict[str, Any]) -> None:
         if line.startswith("| ") and "---" not in line and not line.startswith("| metric"):
             name = line.split("|")[1].strip()
             assert name in WORDS or UNIT.search(name) or name.startswith(("TTFT", "TPOT")), name
+    if "ttft_ms_band" in plan_dict["best"]["predicted"]:  # the calibrated bands (issue 17)
+        assert "| TTFT 80% band |" in predicted and "| TPOT 80% band |" in predicted
+        assert "Bands: engine=" in predicted
 
 
 def test_cli_text(plan_dict: dict[str, Any]) -> None:
