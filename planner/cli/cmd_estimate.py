@@ -307,6 +307,11 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
     if "holdout" in report:
         h = report["holdout"]
         head["held out"] = f"{h['folds']} folds of {h['campaigns']} measurement campaigns"
+    off = report.get("off_by_3x")
+    if isinstance(off, dict):
+        head["rows off by > 3x (TTFT, TPOT, either)"] = (
+            f"{off['ttft']}, {off['tpot']}, {off['either']} ({off['share_pct']}% of modelled)"
+        )
     print(render_kv(head))
     stats = ("median_ape_pct", "p90_ape_pct", "band_coverage_pct")
     rows = [

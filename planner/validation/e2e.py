@@ -458,6 +458,28 @@ def modelled(pred: pd.DataFrame, skipped: dict[str, int]) -> tuple[pd.DataFrame,
     return pred[~bad], out
 
 
+OFF_FACTOR = 3.0
+"""A row is grossly off when its prediction is more than this factor from the measurement, either
+way, on TTFT or TPOT (issue 16: |ln(predicted / measured)| > ln 3)."""
+
+
+def off_by_factor(pred: pd.DataFrame, factor: float = OFF_FACTOR) -> dict[str, float]:
+    """Rows of ``pred`` whose TTFT, TPOT, or either is off by more than ``factor`` either way,
+    and the share (%) of rows off on either."""
+    out: dict[str, float] = {"factor": factor}
+    off = np.zeros(len(pred), dtype=bool)
+    for m in ("ttft", "tpot"):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.log(
+                pred[f"pred_{m}_ms"].to_numpy(float) / pred[f"silicon_{m}_ms"].to_numpy(float)
+            )
+        this = np.abs(r) > np.log(factor)
+        out[m], off = int(this.sum()), off | this
+    out["either"] = int(off.sum())
+    out["share_pct"] = round(100.0 * float(off.mean()), 2) if len(pred) else 0.0
+    return out
+
+
 def validate_e2e(
     path: Path,
     predictions_out: Path | None = None,
@@ -499,5 +521,6 @@ def validate_e2e(
         "modelled": int(len(good)),
         "skipped": skipped,
         "groups": summarize(good),
+        "off_by_3x": off_by_factor(good),
         **extra,
     }

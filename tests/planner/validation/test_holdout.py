@@ -114,8 +114,13 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
+    # rows off by more than 3x either way on TTFT or TPOT: 198 of 1,618 on 2026-12-01 (issue 16
+    # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
+    assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
+OFF_BY_3X = 200
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 198 (2026-12-01)."""
 HELD_OUT: dict[str, float] = {
     "agg_ttft": 28.0,
     "agg_tpot": 16.9,
