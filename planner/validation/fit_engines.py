@@ -149,7 +149,8 @@ which the TTFT constants then build on). Dropped because the campaign-held-out f
 them: a CPU time per running request per step (fitted 1e-5 s shared; held out without it agg TTFT
 30.7 vs 30.8 %, TPOT 15.3 vs 15.6 %, disagg TTFT 41.8 vs 42.0 %, TPOT 13.1 vs 12.1 %) and
 per-engine step-time and lockstep constants (shared values: agg TTFT 30.8 vs 31.0 %, disagg TPOT
-12.1 vs 20.1 %)."""
+12.1 vs 20.1 %). Tried and not kept: one disaggregated request overhead shared by the engines
+(held out disagg TTFT 45.6 vs 45.1 %, agg TTFT 27.5 vs 27.6 %; 2026-12-01, 1,618 rows)."""
 BY_NAME: dict[str, Constant] = {c.name: c for c in CONSTANTS}
 
 Values = dict[str, dict[str, float]]
