@@ -592,7 +592,10 @@ PREDICTION_COLUMNS = frozenset(
         "pred_prefill_util",
         "c_weight_quant",
         "c_kv_dtype",
+        "c_concurrency",  # the open-regime rows are re-priced at the harness's request count
         "silicon_data_source",
+        "backend",
+        "mode",
     }
 )
 
