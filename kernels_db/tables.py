@@ -74,6 +74,11 @@ def plain(value: object) -> object:
     return value.item() if isinstance(value, np.generic) else value
 
 
+MAX_KEY = float(2**53)
+"""Largest size or count a kernel table may hold: every integer up to it is exact as a float and
+fits the int64 keys (a larger one is a corrupt or hostile cell, not a kernel shape)."""
+
+
 def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> None:
     for col in columns(op):
         bad = df[col].isna().to_numpy()
@@ -89,12 +94,14 @@ def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> 
         if col in STRING_COLUMNS:
             continue
         vals = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(vals) | (vals < 0) | (vals != np.round(vals))
+        bad = ~np.isfinite(vals) | (vals < 0) | (vals > MAX_KEY) | (vals != np.round(vals))
         if bad.any():
             i = int(bad.argmax())
             got = plain(df[col].iloc[i])
             raise _row_error(
-                source, int(lines[i]), f"'{col}' must be a non-negative integer, got {got}"
+                source,
+                int(lines[i]),
+                f"'{col}' must be an integer in [0, 2^53], got {got}",
             )
     dup = df.duplicated(subset=list(OP_KEYS[op]), keep="first").to_numpy()
     if dup.any():
