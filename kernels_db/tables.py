@@ -15,8 +15,17 @@ import yaml
 
 from hardware.errors import PlannerInputError
 from hardware.input_files import read_csv, read_yaml
+from hardware.spec import DTYPES
 from kernels_db import paths
-from kernels_db.schema import LATENCY_COLUMN, OP_FAMILIES, OP_KEYS, STRING_COLUMNS, columns
+from kernels_db.schema import (
+    COLLECTIVES,
+    LATENCY_COLUMN,
+    LINKS,
+    OP_FAMILIES,
+    OP_KEYS,
+    STRING_COLUMNS,
+    columns,
+)
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,13 @@ def plain(value: object) -> object:
     return value.item() if isinstance(value, np.generic) else value
 
 
+ALLOWED_STRINGS: dict[str, tuple[str, ...]] = {
+    "dtype": DTYPES,
+    "kv_dtype": DTYPES,
+    "collective": COLLECTIVES,
+    "link": LINKS,
+}
+"""The values a string key column may take (``kernels_db.schema``)."""
 MAX_KEY = float(2**53)
 """Largest size or count a kernel table may hold: every integer up to it is exact as a float and
 fits the int64 keys (a larger one is a corrupt or hostile cell, not a kernel shape)."""
@@ -92,6 +108,15 @@ def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> 
         raise _row_error(source, int(lines[i]), f"latency_s must be a positive number, got {got}")
     for col in OP_KEYS[op]:
         if col in STRING_COLUMNS:
+            allowed = ALLOWED_STRINGS[col]
+            bad = ~df[col].astype(str).isin(allowed).to_numpy()
+            if bad.any():
+                i = int(bad.argmax())
+                raise _row_error(
+                    source,
+                    int(lines[i]),
+                    f"'{col}' must be one of {', '.join(allowed)}, got {plain(df[col].iloc[i])!r}",
+                )
             continue
         vals = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         bad = ~np.isfinite(vals) | (vals < 0) | (vals > MAX_KEY) | (vals != np.round(vals))
