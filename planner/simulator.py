@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hardware.catalog import get_gpu
+from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
 from planner.deployment import WorkerConfig
 from planner.engine_calibration import engine
@@ -152,10 +153,7 @@ def simulate(
                 running.remove(r)
                 r.left, r.finish = -1, now
                 done.append(r)
-                if closed and pending:
-                    nxt = pending.popleft()
-                    nxt.arrival = now
-                    waiting.append(nxt)
+                _next_request(closed, pending, waiting, now)
         for r, take in plan:
             r.left -= take
             if r.left <= 0:
@@ -163,15 +161,31 @@ def simulate(
                 r.first, r.done_tokens = now, 1
                 if r.osl > 1:
                     running.append(r)
-                else:
+                else:  # a one-token answer ends with its prefill; its client asks again
                     r.finish = now
                     done.append(r)
+                    _next_request(closed, pending, waiting, now)
     measured = [r for r in done if not r.warm]
     keep = sorted(measured, key=lambda r: r.arrival)[int(warmup_frac * len(measured)) :]
+    if not keep:  # every request was one of the in-flight starts of the steady state
+        raise PlannerInputError(
+            "--requests",
+            f"{requests:,} requests leave none to measure: the steady state starts "
+            f"{len(done) - len(measured):,} of them already running (not measured); "
+            f"use more requests than the {w.concurrency or 0:,} clients",
+        )
     finish = np.array([r.first for r in keep])
     ttft = finish - np.array([r.arrival for r in keep]) + clock.cal.request_overhead_s.value
     span = max(now - keep[0].arrival, 1e-9)
     return SimResult(ttft_s=ttft, tpot_s=_tpots(keep), requests_per_s=len(keep) / span, steps=steps)
+
+
+def _next_request(closed: bool, pending: deque[_Req], waiting: deque[_Req], now: float) -> None:
+    """A closed-loop client whose request just finished sends its next one at ``now``."""
+    if closed and pending:
+        nxt = pending.popleft()
+        nxt.arrival = now
+        waiting.append(nxt)
 
 
 def _start_clients(

@@ -214,6 +214,15 @@ def test_simulate_flags_in_range(
     assert f"argument {flag}" in bad(capsys, *SIM, *extra)
 
 
+def test_simulate_needs_requests_beyond_the_in_flight_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The steady state starts the 4 clients' requests already running and does not measure them:
+    2 requests leave nothing (once an IndexError traceback, CLI fuzz at 6,000 cases)."""
+    err = bad(capsys, *SIM, "--requests", "2")
+    assert "--requests" in err and "none to measure" in err and "4 clients" in err
+
+
 @pytest.mark.parametrize(
     "content, needle",
     [
