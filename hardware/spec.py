@@ -166,6 +166,9 @@ class GpuSpec(FrozenSpec):
             "fp4": ("fp4", "bf16", "fp16"),
             "int4": ("int4", "bf16", "fp16"),
             "fp8": ("fp8", "bf16", "fp16"),
+            # FP6 runs on the FP8 tensor-core path (NVIDIA HGX B200 datasheet: "FP8/FP6 Tensor
+            # Core" one figure); without FP8, at 16-bit like the others
+            "fp6": ("fp6", "fp8", "bf16", "fp16"),
             "int8": ("int8", "bf16", "fp16"),
             "bf16": ("bf16", "fp16"),
             "fp16": ("fp16", "bf16"),

@@ -34,6 +34,7 @@ DTYPE_BYTES: Final[dict[str, float]] = {
     "fp16": 2.0,
     "fp8": 1.0,
     "int8": 1.0,
+    "fp6": 0.75,  # 6 bits (OCP Microscaling Formats v1.0: FP6 E2M3 / E3M2), scales not counted
     "fp4": 0.5,
     "int4": 0.5,
 }

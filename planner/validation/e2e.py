@@ -383,7 +383,7 @@ def _architecture(model_path: object) -> str:
     one architecture compare equal); a name no bundled config answers to stays itself."""
     try:
         spec = load_model(str(model_path))
-    except (PlannerInputError, ValueError):
+    except PlannerInputError:
         return str(model_path)
     return repr(sorted(spec.model_dump(exclude={"name", "hf_id"}).items()))
 
@@ -397,8 +397,9 @@ def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     TTFT and TPOT equal to 15 digits), which would otherwise sit in two campaigns' folds."""
     cols = [c for c in df.columns if c not in DUPLICATE_IGNORES]
     key = df[cols].copy()
-    if "model_path" in key:
-        key["model_path"] = key["model_path"].map(_architecture)
+    if "model_path" in key:  # one config read per distinct label, not per row
+        labels = key["model_path"].astype(str)
+        key["model_path"] = labels.map({p: _architecture(p) for p in labels.unique()})
     for c in key.columns:
         if pd.api.types.is_float_dtype(key[c]):
             key[c] = key[c].map(lambda v: v if pd.isna(v) else float(f"{v:.{DUPLICATE_DIGITS}g}"))

@@ -91,3 +91,15 @@ def test_aiconfigurator_bad_latency_names_file_and_row(tmp_path: Path) -> None:
     df.to_csv(path, index=False)
     with pytest.raises(PlannerInputError, match=r"aiconfigurator_nccl.csv row 4"):
         read_folder(tmp_path)
+
+
+def test_every_allowed_dtype_reads_and_prices(tmp_path: Path) -> None:
+    """A dtype the reader accepts must not crash the fit further on (fp6 once had no bytes per
+    element and no math path: KeyError tracebacks in validate kernels)."""
+    from hardware.catalog import get_gpu
+    from hardware.spec import DTYPES
+    from kernels_db.roofline import dtype_bytes
+
+    for d in DTYPES:
+        assert float(dtype_bytes(d)) > 0
+        assert get_gpu("h100_sxm").peak_flops(d) > 0
