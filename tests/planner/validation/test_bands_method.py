@@ -86,7 +86,7 @@ def test_tails_are_chosen_per_side_and_written() -> None:
         rows = _shifted(seed)
         fold = bands.band_folds(rows, 10)
         assert fold[rows["campaign"] == "c00"][0] == fold[rows["campaign"] == "c20"][0]
-        fit, tails = bands.fit_table(rows, fold, 0.8, bands.Method())
+        fit, tails = bands.fit_table(rows, 0.8, bands.Method())
         assert set(tails.values()) <= set(bands.NOMINAL_TAILS)
         chosen.append([tails[f"{e}/agg/tpot/{s}"] for e in ("sglang", "vllm") for s in SIDES])
     sg_lo, sg_hi, vl_lo, _ = np.mean(chosen, axis=0)
