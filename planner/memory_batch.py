@@ -256,7 +256,8 @@ class KvPool(IntEnum):
     the profiled peak: KV = 0.9 x (device - weights - activations - reserve)."""
     SGLANG = 2
     """``mem_fraction_static`` from ``ServerArgs._handle_gpu_memory_settings`` (SGLang >= 0.5.3):
-    KV = fraction x device - weights - CUDA context and NCCL."""
+    KV = fraction x device - weights - CUDA context and NCCL (the replay applies it only with
+    ``planner.validation.e2e.SGLANG_AT_DEFAULT``)."""
     SGLANG_052 = 3
     """``mem_fraction_static`` from ``ServerArgs.__post_init__`` of SGLang <= 0.5.2."""
 

@@ -248,14 +248,27 @@ CUDA-graph reserve (``memory_batch.sglang_mem_fraction``; 0.5.2 and earlier: a r
 ``memory_batch.sglang_052_mem_fraction``)."""
 
 
-def kv_pool(backend: str, version: object) -> KvPool:
+SGLANG_AT_DEFAULT = False
+"""Whether SGLang rows are replayed at SGLang's own default ``mem_fraction_static`` (False: at
+0.9 of the device in vLLM's meaning, as before). Off because the rows show that their SGLang
+deployments did not all run at the default: the cfg227 GB200 DeepSeek-V3 FP8 deployment (attention
+DP 4, 181.7 GB of weights per GPU) served 16-128 clients, yet SGLang 0.5.5's default there is
+0.811 of the GPU, below the weights' 0.915, so it cannot have started without a raised
+``--mem-fraction-static``. Applied to every SGLang row (campaign-held-out) the default moved 12
+rows: 3 aggregated H100 rows closer, 6 of 8 disaggregated rows further on TTFT (one of them off
+by > 3x), held-out medians unchanged (planner/validation/notes/outliers.md, "Tried: engines'
+default KV pools")."""
+
+
+def kv_pool(backend: str, version: object, sglang_default: bool = SGLANG_AT_DEFAULT) -> KvPool:
     """How a measured row's engine sized its KV pool: no row records its memory flag
     (``--gpu-memory-utilization``, ``free_gpu_memory_fraction``, ``--mem-fraction-static``), so
-    each is replayed at its engine's default (``memory_batch.KvPool``). SGLang's default changed
-    in 0.5.3; a row without a readable version (empty, or a build tag) takes the newer rule."""
+    each is replayed at its engine's default (``memory_batch.KvPool``), SGLang only with
+    ``sglang_default`` (``SGLANG_AT_DEFAULT``). SGLang's default changed in 0.5.3; a row without
+    a readable version (empty, or a build tag) takes the newer rule."""
     if backend == "trtllm":
         return KvPool.TRTLLM
-    if backend == "sglang":
+    if backend == "sglang" and sglang_default:
         v = parse_version(version)
         old = v is not None and v < SGLANG_RESERVE_RULE_SINCE
         return KvPool.SGLANG_052 if old else KvPool.SGLANG
@@ -273,8 +286,8 @@ def predict(
     rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None
 ) -> pd.DataFrame:
     """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows; ``const_<name>``
-    columns (``with_constants``) replace the engines' fitted constants row by row; every row's KV
-    pool is its engine's default (``kv_pool``)."""
+    columns (``with_constants``) replace the engines' fitted constants row by row; each row's KV
+    pool is sized as ``kv_pool`` says."""
     out = rows.copy()
     for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu", "pred_prefill_util"):
         out[col] = np.nan

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from planner.memory_batch import KvPool
-from planner.validation.e2e import kv_pool, kv_pools
+from planner.validation.e2e import SGLANG_AT_DEFAULT, kv_pool, kv_pools
 
 
 @pytest.mark.parametrize(
@@ -29,9 +29,17 @@ from planner.validation.e2e import kv_pool, kv_pools
 def test_each_engine_is_replayed_at_its_own_default(
     backend: str, version: object, pool: KvPool
 ) -> None:
-    assert kv_pool(backend, version) is pool
+    assert kv_pool(backend, version, sglang_default=True) is pool
 
 
-def test_rows_without_a_version_column_take_each_engines_current_rule() -> None:
+def test_sglang_rows_keep_the_device_fraction_unless_asked() -> None:
+    """``SGLANG_AT_DEFAULT`` is off (a measured SGLang deployment could not have run at the
+    default): SGLang rows keep vLLM's meaning, TensorRT-LLM rows take their engine's default."""
+    assert not SGLANG_AT_DEFAULT
+    rows = pd.DataFrame({"backend": ["vllm", "sglang", "trtllm"], "backend_version": ["0.5.9"] * 3})
+    assert np.array_equal(kv_pools(rows), [KvPool.VLLM, KvPool.VLLM, KvPool.TRTLLM])
+
+
+def test_rows_without_a_version_column_are_read() -> None:
     rows = pd.DataFrame({"backend": ["vllm", "sglang", "trtllm"]})
-    assert np.array_equal(kv_pools(rows), [KvPool.VLLM, KvPool.SGLANG, KvPool.TRTLLM])
+    assert np.array_equal(kv_pools(rows), [KvPool.VLLM, KvPool.VLLM, KvPool.TRTLLM])
