@@ -256,8 +256,8 @@ DP 4, 181.7 GB of weights per GPU) served 16-128 clients, yet SGLang 0.5.5's def
 0.811 of the GPU, below the weights' 0.915, so it cannot have started without a raised
 ``--mem-fraction-static``. Applied to every SGLang row (campaign-held-out) the default moved 12
 rows: 3 aggregated H100 rows closer, 6 of 8 disaggregated rows further on TTFT (one of them off
-by > 3x), held-out medians unchanged (planner/validation/notes/outliers.md, "Tried: engines'
-default KV pools")."""
+by > 3x), held-out medians unchanged (planner/validation/notes/outliers.md, "Engines' default
+KV pools")."""
 
 
 def kv_pool(backend: str, version: object, sglang_default: bool = SGLANG_AT_DEFAULT) -> KvPool:
