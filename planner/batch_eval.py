@@ -371,7 +371,10 @@ def _worker(
     burst: np.ndarray,
     constants: Constants | None = None,
     lockstep: bool = False,
+    kv_pool: np.ndarray | None = None,
 ) -> WorkerArrays:
+    if kv_pool is not None:
+        util = memory_batch.default_pool_util(kv_pool, m, gpu, par, chunk, seqs, util)
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
     return WorkerArrays(
@@ -498,10 +501,14 @@ def evaluate_batch(
     gpu_memory_utilization: float | np.ndarray = 0.9,
     calibration: EngineCalibration | None = None,
     constants: Constants | None = None,
+    kv_pool: np.ndarray | None = None,
 ) -> ResultArrays:
     """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
     (``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``constants``:
-    per-candidate values of fitted engine constants, see ``Constants``)."""
+    per-candidate values of fitted engine constants, see ``Constants``; ``kv_pool``: per
+    candidate, the ``memory_batch.KvPool`` whose default sizes each worker's KV pool, for
+    replaying deployments measured at their engine's default; None: ``gpu_memory_utilization``
+    of the device, vLLM's meaning, as the planner's plans set it)."""
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
@@ -524,6 +531,7 @@ def evaluate_batch(
         burst,
         constants,
         lasting_lockstep(w, backend),
+        kv_pool,
     )
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(
@@ -552,6 +560,7 @@ def evaluate_batch(
             gpu_memory_utilization,
             burst,
             constants,
+            kv_pool=kv_pool,
         )
         pre = prefill_kernels(pre, cal, k, constants)
         total = (

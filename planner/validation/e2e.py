@@ -23,8 +23,10 @@ from hardware.errors import PlannerInputError
 from hardware.input_files import numeric_columns, read_csv, require_columns
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.engine_calibration import BACKENDS, EngineCalibration, engine, prefill_first
+from planner.memory_batch import KvPool
 from planner.model_spec import ModelSpec
 from planner.models import load_model
+from planner.validation.rows import parse_version
 from planner.workload import fixed
 
 QUANT_MODES: dict[str, str] = {
@@ -240,11 +242,52 @@ def named_runs(rows: pd.DataFrame) -> pd.Series:
     return runs.where(named, 0).fillna(0).round().astype(int)
 
 
+SGLANG_RESERVE_RULE_SINCE = (0, 5, 3)
+"""First SGLang release whose ``mem_fraction_static`` default follows the chunked-prefill and
+CUDA-graph reserve (``memory_batch.sglang_mem_fraction``; 0.5.2 and earlier: a reserve table,
+``memory_batch.sglang_052_mem_fraction``)."""
+
+
+SGLANG_AT_DEFAULT = False
+"""Whether SGLang rows are replayed at SGLang's own default ``mem_fraction_static`` (False: at
+0.9 of the device in vLLM's meaning, as before). Off because the rows show that their SGLang
+deployments did not all run at the default: the cfg227 GB200 DeepSeek-V3 FP8 deployment (attention
+DP 4, 181.7 GB of weights per GPU) served 16-128 clients, yet SGLang 0.5.5's default there is
+0.811 of the GPU, below the weights' 0.915, so it cannot have started without a raised
+``--mem-fraction-static``. Applied to every SGLang row (campaign-held-out) the default moved 12
+rows: 3 aggregated H100 rows closer, 6 of 8 disaggregated rows further on TTFT (one of them off
+by > 3x), held-out medians unchanged (planner/validation/notes/outliers.md, "Engines' default
+KV pools")."""
+
+
+def kv_pool(backend: str, version: object, sglang_default: bool = SGLANG_AT_DEFAULT) -> KvPool:
+    """How a measured row's engine sized its KV pool: no row records its memory flag
+    (``--gpu-memory-utilization``, ``free_gpu_memory_fraction``, ``--mem-fraction-static``), so
+    each is replayed at its engine's default (``memory_batch.KvPool``), SGLang only with
+    ``sglang_default`` (``SGLANG_AT_DEFAULT``). SGLang's default changed in 0.5.3; a row without
+    a readable version (empty, or a build tag) takes the newer rule."""
+    if backend == "trtllm":
+        return KvPool.TRTLLM
+    if backend == "sglang" and sglang_default:
+        v = parse_version(version)
+        old = v is not None and v < SGLANG_RESERVE_RULE_SINCE
+        return KvPool.SGLANG_052 if old else KvPool.SGLANG
+    return KvPool.VLLM
+
+
+def kv_pools(rows: pd.DataFrame) -> np.ndarray:
+    """``kv_pool`` of every row (``KvPool`` values; ``backend_version`` optional)."""
+    versions = rows["backend_version"] if "backend_version" in rows else [None] * len(rows)
+    pairs = zip(rows["backend"], versions, strict=True)
+    return np.array([int(kv_pool(str(b), v)) for b, v in pairs], dtype=int)
+
+
 def predict(
     rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None
 ) -> pd.DataFrame:
     """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows; ``const_<name>``
-    columns (``with_constants``) replace the engines' fitted constants row by row."""
+    columns (``with_constants``) replace the engines' fitted constants row by row; each row's KV
+    pool is sized as ``kv_pool`` says."""
     out = rows.copy()
     for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu", "pred_prefill_util"):
         out[col] = np.nan
@@ -275,6 +318,7 @@ def predict(
             backend=str(backend),
             calibration=eng,
             constants=_row_constants(sub),
+            kv_pool=kv_pools(sub),
         )
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
