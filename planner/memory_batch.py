@@ -287,6 +287,31 @@ SGLANG_052_RESERVE_GIB: tuple[tuple[float, float, float], ...] = (
 )
 """SGLang <= 0.5.2's reserve by GPU memory: (below this many MiB, GiB, GiB per GPU of
 tp_size x pp); ``__post_init__`` of python/sglang/srt/server_args.py."""
+SGLANG_052_CHUNKS: tuple[tuple[float, int], ...] = (
+    (35 * 1024, 2048),
+    (160 * 1024, 8192),
+    (math.inf, 16384),
+)
+"""SGLang <= 0.5.2's ``chunked_prefill_size`` default by GPU memory: (below this many MiB,
+tokens); ``ServerArgs.__post_init__`` of python/sglang/srt/server_args.py in the 0.5.0rc0,
+0.5.1.post1 and 0.5.2 wheels ("A10, L40, 4090" / "H100, H200, A100, H20" / "B200, MI300")."""
+
+
+def sglang_chunked_prefill(memory_bytes: float, before_053: bool = False) -> int:
+    """SGLang's default ``--chunked-prefill-size`` (tokens a prefill step takes, whole worker) on
+    a GPU of ``memory_bytes`` (as nvidia-smi reports it: ``get_device_memory_capacity`` reads
+    ``memory.total``, the smallest GPU), from python/sglang/srt/server_args.py of the PyPI wheels:
+    0.5.3, 0.5.5.post2, 0.5.6.post2, 0.5.8, 0.5.8.post1, 0.5.9 ``_handle_gpu_memory_settings``
+    (``SGLANG_SIZES``: 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384;
+    0.5.23 keeps the rule from 35 GiB up, ``srt/arg_groups/memory_hook.py``); with
+    ``before_053`` (0.5.0rc0 to 0.5.2, ``__post_init__``) ``SGLANG_052_CHUNKS``, which has no
+    60 GiB step. Neither depends on TP or the model. With DP attention SGLang divides it by the
+    DP size per rank (``chunked_prefill_size // dp_size``), so the worker's step still takes
+    this many tokens."""
+    mib = memory_bytes / MIB
+    if before_053:
+        return next(chunk for limit, chunk in SGLANG_052_CHUNKS if mib < limit)
+    return next(row[1] for row in SGLANG_SIZES if mib < row[0])
 
 
 def sglang_mem_fraction(memory_bytes: float, tp: Num, pp: Num, dp: Num) -> np.ndarray:

@@ -23,7 +23,7 @@ from hardware.errors import PlannerInputError
 from hardware.input_files import numeric_columns, read_csv, require_columns
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.engine_calibration import BACKENDS, EngineCalibration, engine, prefill_first
-from planner.memory_batch import KvPool
+from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.validation.rows import parse_version
@@ -282,12 +282,35 @@ def kv_pools(rows: pd.DataFrame) -> np.ndarray:
     return np.array([int(kv_pool(str(b), v)) for b, v in pairs], dtype=int)
 
 
+def engine_chunk(backend: str, version: object, memory_bytes: float, default: float) -> float:
+    """``max_num_batched_tokens`` a measured row's engine ran at: no row records its chunk flag
+    (``--chunked-prefill-size``, ``--max-num-batched-tokens``, ``max_num_tokens``), so each runs
+    at its engine's default. SGLang's depends on the GPU's memory and, below 60 GiB, on the
+    version (``memory_batch.sglang_chunked_prefill``: 16384 on GPUs of 160 GiB and more, e.g.
+    GB200 and B200, 8192 on H100 and H200, in every wheel read, 0.5.0rc0 to 0.5.23); a row
+    without a readable version takes the newer rule. Other engines: ``default``, engines.yaml's
+    value (the planner's own plans keep it too: they pass the flag)."""
+    if backend != "sglang":
+        return default
+    v = parse_version(version)
+    return float(
+        sglang_chunked_prefill(memory_bytes, v is not None and v < SGLANG_RESERVE_RULE_SINCE)
+    )
+
+
+def engine_chunks(rows: pd.DataFrame, memory_bytes: float, default: float) -> np.ndarray:
+    """``engine_chunk`` of every row, all on one GPU (``backend_version`` optional)."""
+    versions = rows["backend_version"] if "backend_version" in rows else [None] * len(rows)
+    pairs = zip(rows["backend"], versions, strict=True)
+    return np.array([engine_chunk(str(b), v, memory_bytes, default) for b, v in pairs])
+
+
 def predict(
     rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None
 ) -> pd.DataFrame:
     """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows; ``const_<name>``
     columns (``with_constants``) replace the engines' fitted constants row by row; each row's KV
-    pool is sized as ``kv_pool`` says."""
+    pool is sized as ``kv_pool`` says, its chunk as ``engine_chunk`` says."""
     out = rows.copy()
     for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu", "pred_prefill_util"):
         out[col] = np.nan
@@ -303,16 +326,16 @@ def predict(
         }
         seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
-        cand = CandidateArrays.from_lists(
-            **given, max_num_batched_tokens=eng.max_num_batched_tokens.value
-        )
+        gpu = get_gpu(str(system))
+        chunk = engine_chunks(sub, gpu.memory_bytes, eng.max_num_batched_tokens.value)
+        cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=chunk)
         # a benchmark run: its lockstep start-up wave priced with the engine's fitted share, or
         # the named run itself (as `estimate --bench-requests` prices it) where the row names it
         run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
         bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run)
         res = evaluate_batch(
             load_model(str(model)),
-            get_gpu(str(system)),
+            gpu,
             cand,
             bench,
             backend=str(backend),
