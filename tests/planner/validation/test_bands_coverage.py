@@ -16,25 +16,29 @@ DATA = (
 COVERAGE_PCT = (75.0, 85.0)
 MIN_CELL_ROWS = 30
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {
+    ("sglang x disagg", "ttft"): (70.0, 85.0),
     ("sglang x disagg", "tpot"): (75.0, 90.0),
-    ("trtllm x disagg", "tpot"): (75.0, 92.0),
+    ("trtllm x disagg", "tpot"): (75.0, 90.0),
 }
 """Cells allowed outside 75-85% (issue 17), each for a stated reason; their bounds only stop a
 regression. Figures of 2026-12-01 (stratified band folds ``bands.band_folds``; rows of an open
 serving regime scored against both regimes, ``planner.validation.regimes``; tails chosen one
-campaign out, ``bands.choose_tails``):
-SGLang disaggregated TPOT, 85.7% of 49 rows (one row over: one row is 2 points; the binomial spread
-of an 80% coverage on 49 rows is 5.7 points) from three campaigns of 10-18 rows and four of one
-row, three of which measure TPOT 3-20x the prediction (contradictory one-row jobs,
-notes/disagg.md cause 6).
-TensorRT-LLM disaggregated TPOT: 91.3% of 92 rows from five campaigns of 8-27 rows (and one-row
-jobs): the campaigns' TPOT errors differ by campaign more than within one (campaign medians of
-ln(measured/predicted) -0.22 to +0.23), so with one fold's campaigns out of the fit the cell's
-groups change and its band errs wide (one row is 1.1 points).
-SGLang disaggregated TTFT (75.5%) and vLLM aggregated TTFT (83.7%) are inside the window since the
-tails are chosen one campaign out (they were 73.5% and 86.3% with one band fold out); SGLang
-aggregated (80.9% / 84.2%) and TensorRT-LLM aggregated TPOT (85.0%) since the open-regime rows are
-scored against both regimes (they were 73.5% / 51.2% and 85.3%)."""
+campaign out, ``bands.choose_tails``; measured rows replayed at their engines' defaults):
+SGLang disaggregated, 73.5% / 85.7% of 49 rows (one row short and one row over: one row is 2
+points; the binomial spread of an 80% coverage on 49 rows is 5.7 points) from three campaigns of
+10-18 rows and four of one row, three of which measure TPOT 3-20x the prediction (contradictory
+one-row jobs, notes/disagg.md cause 6). Its coverage moves with predictions of other cells (the
+parents its groups shrink toward): 75.5% TTFT before the TensorRT-LLM rows were replayed at their
+engine's default KV pool, 71.4% after it, 73.5% with SGLang's GB200 chunk default.
+TensorRT-LLM disaggregated TPOT: 87.0% of 92 rows (two rows over) from five campaigns of 8-27 rows
+(and one-row jobs): the campaigns' TPOT errors differ by campaign more than within one (campaign
+medians of ln(measured/predicted) -0.22 to +0.23), so with one fold's campaigns out of the fit the
+cell's groups change and its band errs wide (one row is 1.1 points; it was 91.3% before the
+default KV pool).
+vLLM aggregated TTFT (83.3%) is inside the window since the tails are chosen one campaign out (it
+was 86.3% with one band fold out); SGLang aggregated (80.9% / 84.2%) and TensorRT-LLM aggregated
+TPOT (85.0%) since the open-regime rows are scored against both regimes (they were 73.5% / 51.2%
+and 85.3%)."""
 
 
 @pytest.fixture(scope="module")
