@@ -352,6 +352,11 @@ def _bound(x: float) -> str:
 
 
 def _short(value: object) -> str:
+    """``value`` as a person reads it in a message: text quoted, numbers as written (numpy's
+    scalars unwrapped: ``0``, not ``np.int64(0)``), at most 40 characters."""
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, str):
+        value = item()
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -366,14 +371,19 @@ def require_columns(df: pd.DataFrame, cols: Iterable[str], where: str) -> None:
 
 
 def numeric_columns(
-    df: pd.DataFrame, ranges: dict[str, tuple[float, float]], where: str
+    df: pd.DataFrame,
+    ranges: dict[str, tuple[float, float]],
+    where: str,
+    integers: Iterable[str] = (),
 ) -> pd.DataFrame:
     """``df`` with the columns of ``ranges`` as floats; a cell that holds text, a non-finite number
-    or a value outside its ``(lo, hi)`` is an error naming ``where:line: column``. Empty cells stay
-    NaN (the layouts use them for "not given"); line numbers count the header as line 1."""
+    or a value outside its ``(lo, hi)`` (or, in a column of ``integers``, a fraction) is an error
+    naming ``where:line: column``. Empty cells stay NaN (the layouts use them for "not given");
+    line numbers count the header as line 1."""
     import numpy as np
     import pandas as pd
 
+    whole = frozenset(integers)
     out = df.copy()
     for col, (lo, hi) in ranges.items():
         if col not in df.columns:
@@ -382,12 +392,15 @@ def numeric_columns(
         num = pd.to_numeric(raw, errors="coerce").astype(float)
         with np.errstate(invalid="ignore"):
             bad = (num.isna() & raw.notna()) | (num.notna() & ~((num >= lo) & (num <= hi)))
+            if col in whole:
+                bad |= num.notna() & (num % 1 != 0)
         if bad.any():
             i = int(np.argmax(bad.to_numpy()))
+            kind = "a whole number" if col in whole else "a number"
             allowed = f"[{_bound(lo)}, {_bound(hi)}]"
             raise PlannerInputError(
                 f"{where}:{i + 2}: {col}",
-                f"must be a number in {allowed}, got {_short(raw.iloc[i])}",
+                f"must be {kind} in {allowed}, got {_short(raw.iloc[i])}",
             )
         out[col] = num
     return out

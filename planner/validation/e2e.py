@@ -437,7 +437,9 @@ def read_measurements(path: Path, field: str = "--data") -> pd.DataFrame:
     df = read_csv(path, "measurement CSV", field)
     where = f"{field} {path}"
     require_columns(df, REQUIRED_COLUMNS, where)
-    return numeric_columns(df, _numeric_ranges(df.columns), where)
+    ranges = _numeric_ranges(df.columns)
+    counts = [c for c in ranges if c not in ("silicon_ttft_ms", "silicon_tpot_ms")]
+    return numeric_columns(df, ranges, where, integers=counts)
 
 
 DUPLICATE_DIGITS = 9

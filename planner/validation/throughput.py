@@ -160,8 +160,16 @@ def validate_throughput(
     require_columns(df, REQUIRED_COLUMNS, f"--data {path}")
     df = numeric_columns(
         df,
-        {"tp": (0, 1024), "pp": (0, 1024), "isl": (1, 1e7), "osl": (1, 1e7), "value": (0, 1e12)},
+        {
+            "tp": (1, 1024),
+            "pp": (1, 1024),
+            "ep": (1, 1024),
+            "isl": (1, 1e7),
+            "osl": (1, 1e7),
+            "value": (0, 1e12),
+        },
         f"--data {path}",
+        integers=("tp", "pp", "ep", "isl", "osl"),
     )
     skipped: dict[str, int] = {}
     preds = []

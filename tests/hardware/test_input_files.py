@@ -178,3 +178,18 @@ def test_ten_thousand_gpu_specs_load(tmp_path: Path) -> None:
     again = time.perf_counter() - start
     assert len(specs) >= 10_000 and specs["g9999"].name == "G9999"
     assert first < 60.0 and again < 5.0, (first, again)  # ~4 s on one idle core; generous for CI
+
+
+def test_numeric_columns_whole_numbers_and_plain_values() -> None:
+    """Counts must be whole numbers; the message shows the cell as written (not np.int64(0))."""
+    import pandas as pd
+
+    from hardware.input_files import numeric_columns
+
+    df = pd.DataFrame({"tp": [1, 0], "share": [0.5, 0.25]})
+    err = _err(numeric_columns, df, {"tp": (1, 8)}, "f.csv", ("tp",))
+    assert err.startswith("f.csv:3: tp") and err.endswith("must be a whole number in [1, 8], got 0")
+    frac = pd.DataFrame({"tp": [2.0, 1.5]})
+    assert "whole number" in _err(numeric_columns, frac, {"tp": (1, 8)}, "f.csv", ("tp",))
+    out = numeric_columns(df, {"tp": (0, 8), "share": (0, 1)}, "f.csv", ("tp",))
+    assert out["share"].tolist() == [0.5, 0.25]  # fractions stay allowed outside ``integers``

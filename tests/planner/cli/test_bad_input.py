@@ -400,7 +400,14 @@ def e2e_rows(edit: Callable[[list[list[str]]], None]) -> str:
 
 
 @pytest.mark.parametrize(
-    "col, value", [("isl", "abc"), ("tp_size", "inf"), ("silicon_ttft_ms", "-3")]
+    "col, value",
+    [
+        ("isl", "abc"),
+        ("tp_size", "inf"),
+        ("silicon_ttft_ms", "-3"),
+        ("tp_size", "1.5"),  # a count is a whole number
+        ("batch_size", "2.5"),
+    ],
 )
 def test_validate_e2e_garbage_cells(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], col: str, value: str
@@ -409,6 +416,26 @@ def test_validate_e2e_garbage_cells(
     path.write_text(e2e_rows(lambda r: r[1].__setitem__(r[0].index(col), value)))
     for verb in ("e2e", "decisions"):
         assert f"e2e.csv:2: {col}" in bad(capsys, "validate", verb, "--data", str(path))
+
+
+THROUGHPUT_ROWS = (
+    "framework_version,concurrency_or_rate,metric,model,gpu,precision,tp,pp,isl,osl,value\n"
+    "0.14.0,max-throughput,output_tok_s_total,LLaMA v3.1 8B,H200-SXM-141GB,FP8,{tp},1,1000,1000,"
+    "20000\n"
+)
+
+
+@pytest.mark.parametrize("tp", ["0", "1.5", "2000"])
+def test_validate_throughput_bad_parallelism(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tp: str
+) -> None:
+    """A TP of 0 was priced (dividing by zero) and counted as a row that does not fit; a TP must
+    be a whole number in [1, 1,024], named with file and line (found by the CLI fuzz at 6,000
+    cases with RuntimeWarnings as errors)."""
+    path = tmp_path / "tp.csv"
+    path.write_text(THROUGHPUT_ROWS.format(tp=tp))
+    err = bad(capsys, "validate", "throughput", "--data", str(path))
+    assert "tp.csv:2: tp" in err and "whole number in [1, 1,024]" in err and f"got {tp}" in err
 
 
 def test_validate_other_layouts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
