@@ -93,6 +93,9 @@ ALLOWED_STRINGS: dict[str, tuple[str, ...]] = {
 MAX_KEY = float(2**53)
 """Largest size or count a kernel table may hold: every integer up to it is exact as a float and
 fits the int64 keys (a larger one is a corrupt or hostile cell, not a kernel shape)."""
+ZERO_KEYS = frozenset({"prior", "window"})
+"""Keys that may be 0 (no cached prefix, no sliding window); every other size or count is at
+least 1 (a GEMM with n = 0 divided by zero in the fit's working-set share)."""
 
 
 def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> None:
@@ -119,14 +122,15 @@ def _check_values(df: pd.DataFrame, op: str, source: str, lines: np.ndarray) -> 
                 )
             continue
         vals = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(vals) | (vals < 0) | (vals > MAX_KEY) | (vals != np.round(vals))
+        low = 0.0 if col in ZERO_KEYS else 1.0
+        bad = ~np.isfinite(vals) | (vals < low) | (vals > MAX_KEY) | (vals != np.round(vals))
         if bad.any():
             i = int(bad.argmax())
             got = plain(df[col].iloc[i])
             raise _row_error(
                 source,
                 int(lines[i]),
-                f"'{col}' must be an integer in [0, 2^53], got {got}",
+                f"'{col}' must be an integer in [{low:.0f}, 2^53], got {got}",
             )
     dup = df.duplicated(subset=list(OP_KEYS[op]), keep="first").to_numpy()
     if dup.any():

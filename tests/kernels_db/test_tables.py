@@ -22,7 +22,11 @@ GOOD = "m,n,k,dtype,latency_s\n1,4096,4096,bf16,1.3e-05\n2,4096,4096,bf16,1.31e-
         (GOOD + "4,4096,4096,bf16,-1e-05\n", "row 4: latency_s must be a positive"),
         (GOOD + "4,4096,4096,bf16,\n", "row 4: column 'latency_s' is empty or NaN"),
         (GOOD + "2,4096,4096,bf16,2e-05\n", "row 4: duplicate key"),
-        (GOOD + "2.5,4096,4096,bf16,2e-05\n", r"row 4: 'm' must be an integer in \[0, 2\^53\]"),
+        (GOOD + "2.5,4096,4096,bf16,2e-05\n", r"row 4: 'm' must be an integer in \[1, 2\^53\]"),
+        (  # n = 0: once a divide-by-zero in the fit (fuzz, 6,000 cases, warnings as errors)
+            GOOD + "4,0,4096,bf16,2e-05\n",
+            r"row 4: 'n' must be an integer in \[1, 2\^53\], got 0",
+        ),
         (  # a NUL in a dtype cell: once a KeyError traceback (fuzz, 3,000 cases)
             GOOD + "4,4096,4096,\x00bf16,2e-05\n",
             r"row 4: 'dtype' must be one of fp32, .*, got '\\x00bf16'",
@@ -30,7 +34,7 @@ GOOD = "m,n,k,dtype,latency_s\n1,4096,4096,bf16,1.3e-05\n2,4096,4096,bf16,1.31e-
         (GOOD + "4,4096,4096,bf17,2e-05\n", r"row 4: 'dtype' must be one of .*bf16.*'bf17'"),
         (  # past int64: once an OverflowError traceback (fuzz, 1,500 cases)
             GOOD + "999999999999999999999999999999,4096,4096,bf16,2e-05\n",
-            r"row 4: 'm' must be an integer in \[0, 2\^53\]",
+            r"row 4: 'm' must be an integer in \[1, 2\^53\]",
         ),
     ],
 )
