@@ -176,7 +176,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             b,
             _peak(spec, c["dtype"]),
             np.asarray(2.0 * z["n"] * z["k"], dtype=float),
-            units=rf.gemm_tiles(z["m"], z["n"]),
+            units=rf.gemm_units(z["m"], z["n"], z["k"], spec.sm_count),
             resident=(
                 rf.l2_resident_fraction(z[WORKING_SET], spec.l2_cache_bytes)
                 if WORKING_SET in z

@@ -114,26 +114,34 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 198 of 1,618 on 2026-12-01 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 194 of 1,618 on 2026-12-01 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 200
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 198 (2026-12-01)."""
+OFF_BY_3X = 196
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 194 (2026-12-01)."""
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 27.9,
-    "agg_tpot": 16.8,
+    "agg_ttft": 28.9,
+    "agg_tpot": 16.5,
     "disagg_ttft": 43.4,
     "disagg_tpot": 12.7,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (27.55, 16.46,
-43.01, 12.32 % on 1,618 rows, 2026-12-01; issue 16's targets 22, 13, 25, 15 % are not reached). The
-latest pass replays each measured row at its engine's defaults for the flags it does not record
-(TensorRT-LLM's KV pool: 0.9 of the memory free after the model, ``e2e.kv_pool``; SGLang's prefill
-chunk by GPU memory and version, ``e2e.engine_chunk``; it was 27.6, 16.6, 45.1, 12.5 %) and
-tightened agg TTFT 28.0 -> 27.9, agg TPOT 16.9 -> 16.8, disagg TTFT 45.5 -> 43.4 and disagg TPOT
-12.9 -> 12.7. The pass before tightened agg TTFT 29.0 -> 28.0 and disagg TPOT 13.8 -> 12.9 and
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (28.52, 16.16,
+42.99, 12.32 % on 1,618 rows, 2026-12-01; issue 16's targets 22, 13, 25, 15 % are not reached).
+The agg TTFT guard was LOOSENED 27.9 -> 28.9 in the last step of this pass, for a physics fix: the
+fitted GEMM model now counts the split-K blocks a library runs when a product has too few output
+tiles to fill the SMs (``kernels_db.roofline.gemm_units``; before, a larger m priced up to 23%
+faster, breaking "more work never takes less time"); all five GPUs refitted, kernel p90s within
+0.7 points. Held out, one campaign moves: aic TensorRT-LLM 1.0.0rc3 Llama-3.1-8B on H100 (177
+rows), whose small prefill GEMMs now price faster, TTFT median APE 31.0 -> 40.3 % (its TTFT was
+already priced low: host-side queue, notes/outliers.md), while agg TPOT improves 16.46 -> 16.16 %
+(guard tightened 16.8 -> 16.5) and rows off by > 3x 198 -> 194. Earlier in this pass each measured
+row was replayed at its engine's defaults for the flags it does not record (TensorRT-LLM's KV
+pool: 0.9 of the memory free after the model, ``e2e.kv_pool``; SGLang's prefill chunk by GPU
+memory and version, ``e2e.engine_chunk``): 27.6, 16.6, 45.1, 12.5 -> 27.55, 16.46, 43.01, 12.32 %,
+guards tightened agg TTFT 28.0 -> 27.9, agg TPOT 16.9 -> 16.8, disagg TTFT 45.5 -> 43.4, disagg
+TPOT 12.9 -> 12.7. The pass before tightened agg TTFT 29.0 -> 28.0 and disagg TPOT 13.8 -> 12.9 and
 LOOSENED disagg TTFT 44.0 -> 45.5: the 30 DeepSeek-R1 measurements a second dump labels DeepSeek-V3
 now count once (``e2e.drop_duplicates`` compares model labels by architecture; all 30 aggregated),
 which removes two campaigns and so re-deals the campaigns to folds, and the kernel fit now prices
