@@ -297,6 +297,12 @@ tokens); ``ServerArgs.__post_init__`` of python/sglang/srt/server_args.py in the
 0.5.1.post1 and 0.5.2 wheels ("A10, L40, 4090" / "H100, H200, A100, H20" / "B200, MI300")."""
 
 
+def _by_memory(table: tuple[tuple[float, ...], ...], mib: float) -> tuple[float, ...]:
+    """The first row of a by-memory ``table`` whose limit (its first value, MiB) lies above
+    ``mib``."""
+    return next(row for row in table if mib < row[0])
+
+
 def sglang_chunked_prefill(memory_bytes: float, before_053: bool = False) -> int:
     """SGLang's default ``--chunked-prefill-size`` (tokens a prefill step takes, whole worker) on
     a GPU of ``memory_bytes`` (as nvidia-smi reports it: ``get_device_memory_capacity`` reads
@@ -309,9 +315,7 @@ def sglang_chunked_prefill(memory_bytes: float, before_053: bool = False) -> int
     DP size per rank (``chunked_prefill_size // dp_size``), so the worker's step still takes
     this many tokens."""
     mib = memory_bytes / MIB
-    if before_053:
-        return next(chunk for limit, chunk in SGLANG_052_CHUNKS if mib < limit)
-    return next(row[1] for row in SGLANG_SIZES if mib < row[0])
+    return int(_by_memory(SGLANG_052_CHUNKS if before_053 else SGLANG_SIZES, mib)[1])
 
 
 def sglang_mem_fraction(memory_bytes: float, tp: Num, pp: Num, dp: Num) -> np.ndarray:
@@ -325,7 +329,7 @@ def sglang_mem_fraction(memory_bytes: float, tp: Num, pp: Num, dp: Num) -> np.nd
     piecewise CUDA graphs are off by default. Memory as nvidia-smi reports it, MiB."""
     mib = memory_bytes / MIB
     sgl_tp = np.asarray(tp) * dp
-    _, chunk, small_bs, big_bs = next(row for row in SGLANG_SIZES if mib < row[0])
+    _, chunk, small_bs, big_bs = _by_memory(SGLANG_SIZES, mib)
     graph_bs = np.where(sgl_tp >= 4, big_bs, small_bs)
     reserve = 512 + 1.5 * max(chunk, 2048) + 2 * graph_bs + 1024 * sgl_tp * pp / 8
     dp_attention = np.asarray(dp) > 1
@@ -341,7 +345,7 @@ def sglang_052_mem_fraction(memory_bytes: float, tp: Num, pp: Num, dp: Num) -> n
     (``SGLANG_052_RESERVE_GIB``) + 4 GiB with DP attention."""
     mib = memory_bytes / MIB
     gpus = np.asarray(tp) * dp * pp
-    _, base, per_gpu = next(row for row in SGLANG_052_RESERVE_GIB if mib < row[0])
+    _, base, per_gpu = _by_memory(SGLANG_052_RESERVE_GIB, mib)
     reserve = (base + per_gpu * gpus + 4 * (np.asarray(dp) > 1)) * 1024
     return np.asarray(np.round((mib - reserve) / mib, 3))
 

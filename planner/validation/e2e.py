@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -269,17 +269,26 @@ def kv_pool(backend: str, version: object, sglang_default: bool = SGLANG_AT_DEFA
     if backend == "trtllm":
         return KvPool.TRTLLM
     if backend == "sglang" and sglang_default:
-        v = parse_version(version)
-        old = v is not None and v < SGLANG_RESERVE_RULE_SINCE
-        return KvPool.SGLANG_052 if old else KvPool.SGLANG
+        return KvPool.SGLANG_052 if _sglang_before_053(version) else KvPool.SGLANG
     return KvPool.VLLM
 
 
-def kv_pools(rows: pd.DataFrame) -> np.ndarray:
-    """``kv_pool`` of every row (``KvPool`` values; ``backend_version`` optional)."""
+def _sglang_before_053(version: object) -> bool:
+    """Whether an SGLang ``backend_version`` predates ``SGLANG_RESERVE_RULE_SINCE`` (the memory
+    defaults changed there); an unreadable version (empty, a build tag) counts as newer."""
+    v = parse_version(version)
+    return v is not None and v < SGLANG_RESERVE_RULE_SINCE
+
+
+def _backends_versions(rows: pd.DataFrame) -> Iterator[tuple[str, object]]:
+    """(backend, backend_version) of every row; the version column is optional."""
     versions = rows["backend_version"] if "backend_version" in rows else [None] * len(rows)
-    pairs = zip(rows["backend"], versions, strict=True)
-    return np.array([int(kv_pool(str(b), v)) for b, v in pairs], dtype=int)
+    return zip(rows["backend"].astype(str), versions, strict=True)
+
+
+def kv_pools(rows: pd.DataFrame) -> np.ndarray:
+    """``kv_pool`` of every row (``KvPool`` values)."""
+    return np.array([int(kv_pool(b, v)) for b, v in _backends_versions(rows)], dtype=int)
 
 
 def engine_chunk(backend: str, version: object, memory_bytes: float, default: float) -> float:
@@ -292,17 +301,14 @@ def engine_chunk(backend: str, version: object, memory_bytes: float, default: fl
     value (the planner's own plans keep it too: they pass the flag)."""
     if backend != "sglang":
         return default
-    v = parse_version(version)
-    return float(
-        sglang_chunked_prefill(memory_bytes, v is not None and v < SGLANG_RESERVE_RULE_SINCE)
-    )
+    return float(sglang_chunked_prefill(memory_bytes, _sglang_before_053(version)))
 
 
 def engine_chunks(rows: pd.DataFrame, memory_bytes: float, default: float) -> np.ndarray:
-    """``engine_chunk`` of every row, all on one GPU (``backend_version`` optional)."""
-    versions = rows["backend_version"] if "backend_version" in rows else [None] * len(rows)
-    pairs = zip(rows["backend"], versions, strict=True)
-    return np.array([engine_chunk(str(b), v, memory_bytes, default) for b, v in pairs])
+    """``engine_chunk`` of every row, all on one GPU."""
+    return np.array(
+        [engine_chunk(b, v, memory_bytes, default) for b, v in _backends_versions(rows)]
+    )
 
 
 def predict(
