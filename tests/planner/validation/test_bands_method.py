@@ -100,3 +100,31 @@ def test_tails_are_chosen_per_side_and_written() -> None:
     low = rows.loc[rows["engine"] == "sglang", "res_tpot"].to_numpy()
     assert b.lo <= np.quantile(low, 0.15)  # the band reaches the shifted campaigns
     assert t.lookup(key, gpu="Other", model="m") == t.widest_by_tier["sglang/agg/fitted"]
+
+
+def test_coverage_interval_is_the_campaign_spread() -> None:
+    """One campaign: no spread. Campaigns that each cover all or nothing (they miss together):
+    the interval spans what resampling them can give, far wider than the rows' binomial spread;
+    rows that miss independently of their campaign: about the binomial spread."""
+    one = bands.coverage_interval(np.array([True, False, True, True]), np.array(["a"] * 4))
+    assert one == (75.0, 75.0)
+    camps = np.repeat([f"c{i}" for i in range(8)], 10)
+    together = np.repeat([True] * 6 + [False] * 2, 10)  # 75% covered, by whole campaigns
+    lo, hi = bands.coverage_interval(together, camps)
+    assert lo <= 50.0 and hi >= 100.0 - 1e-9
+    rng = np.random.default_rng(3)
+    camps = np.repeat([f"c{i}" for i in range(40)], 25)
+    alone = rng.random(camps.size) < 0.8
+    lo, hi = bands.coverage_interval(alone, camps)
+    binomial_half = 1.645 * np.sqrt(0.8 * 0.2 / camps.size) * 100
+    assert lo < alone.mean() * 100 < hi
+    assert (hi - lo) / 2 == pytest.approx(binomial_half, rel=0.35)
+    assert bands.coverage_interval(alone, camps) == (lo, hi)  # deterministic
+
+
+def test_coverage_report_carries_the_intervals() -> None:
+    oof = bands.out_of_fold(_synthetic(seed=1), 10, 0.8, bands.Method())
+    for row in bands.coverage_report(oof):
+        for m in bands.METRICS:
+            lo, hi = row[m]["coverage_interval_pct"]
+            assert lo <= row[m]["coverage_pct"] <= hi
