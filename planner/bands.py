@@ -161,6 +161,11 @@ class BandTable:
     """Rows and campaigns each group was fitted on (where the table records them)."""
     cell_coverage: dict[str, tuple[float, float, int]] = field(default_factory=dict)
     """Out-of-fold coverage (%) of TTFT and TPOT and rows per "engine x mode" cell."""
+    cell_spread: dict[str, tuple[int, tuple[float, float], tuple[float, float]]] = field(
+        default_factory=dict
+    )
+    """Campaigns per "engine x mode" cell and the 90% interval (%) of its TTFT and TPOT coverage
+    over campaign resamples (``planner.validation.bands.coverage_interval``), where recorded."""
 
     def lookup(self, key: dict[str, str], gpu: str = "", model: str = "") -> dict[str, LogBand]:
         """Bands (``ttft``, ``tpot``) of the most specific group of ``key`` with enough rows; the
@@ -178,12 +183,20 @@ class BandTable:
         name = "/".join(v for _, v in ref) or "all rows"
         rows = self.support.get(ref)
         text = f"group {name}" + (f" ({rows[0]:,} rows, {rows[1]} campaigns)" if rows else "")
-        cell = self.cell_coverage.get(f"{key.get('engine', '')} x {key.get('mode', '')}")
+        name_cell = f"{key.get('engine', '')} x {key.get('mode', '')}"
+        cell = self.cell_coverage.get(name_cell)
         if cell:
             text += (
                 f"; out of fold its engine x mode held {cell[0]:.1f}% of measured TTFT and "
                 f"{cell[1]:.1f}% of TPOT ({cell[2]:,} rows; stated level {self.level:.0%})"
             )
+            spread = self.cell_spread.get(name_cell)
+            if spread:
+                (c, (t_lo, t_hi), (p_lo, p_hi)) = spread
+                text += (
+                    f", figures that move over {t_lo:.0f}-{t_hi:.0f}% (TTFT) and "
+                    f"{p_lo:.0f}-{p_hi:.0f}% (TPOT) with which of its {c} campaigns were measured"
+                )
         return text
 
 
@@ -247,6 +260,7 @@ def table_from_dict(raw: object) -> BandTable:
         {str(k): v if isinstance(v, (str, int, float)) else str(v) for k, v in prov.items()},
         support,
         _cell_coverage(top.get("out_of_fold", [])),
+        _cell_spread(top.get("out_of_fold", [])),
     )
 
 
@@ -265,6 +279,34 @@ def _cell_coverage(raw: object) -> dict[str, tuple[float, float, int]]:
             _number(p["coverage_pct"], f"out_of_fold[{i}].tpot.coverage_pct"),
             int(_number(r["n"], f"out_of_fold[{i}].n")),
         )
+    return out
+
+
+def _cell_spread(
+    raw: object,
+) -> dict[str, tuple[int, tuple[float, float], tuple[float, float]]]:
+    """The "engine x mode" rows of ``out_of_fold`` that record their campaigns and coverage
+    intervals: (campaigns, TTFT interval %, TPOT interval %)."""
+    if not isinstance(raw, list):
+        raise TypeError("out_of_fold: not a list")
+    out = {}
+    for i, row in enumerate(raw):
+        r = _mapping(row, f"out_of_fold[{i}]")
+        if r.get("by") != "engine x mode" or "campaigns" not in r:
+            continue
+        spans = []
+        for m in ("ttft", "tpot"):
+            iv = _mapping(r[m], f"out_of_fold[{i}].{m}").get("coverage_interval_pct")
+            if not isinstance(iv, list) or len(iv) != 2:
+                break
+            where = f"out_of_fold[{i}].{m}.coverage_interval_pct"
+            spans.append((_number(iv[0], where), _number(iv[1], where)))
+        if len(spans) == 2:
+            out[str(r["key"])] = (
+                int(_number(r["campaigns"], f"out_of_fold[{i}].campaigns")),
+                spans[0],
+                spans[1],
+            )
     return out
 
 

@@ -125,5 +125,10 @@ def test_the_account_names_the_group_its_data_and_the_cells_measured_coverage() 
     ttft, tpot, n = t.cell_coverage["sglang x disagg"]
     assert f"group sglang/disagg ({rows:,} rows, {campaigns} campaigns)" in text
     assert f"{ttft:.1f}% of measured TTFT and {tpot:.1f}% of TPOT ({n:,} rows" in text
+    # and how far those figures move with which campaigns were measured (few campaigns: far)
+    c, (t_lo, t_hi), (p_lo, p_hi) = t.cell_spread["sglang x disagg"]
+    assert t_lo <= ttft <= t_hi and p_lo <= tpot <= p_hi and c >= 2
+    assert f"over {t_lo:.0f}-{t_hi:.0f}% (TTFT) and {p_lo:.0f}-{p_hi:.0f}% (TPOT)" in text
+    assert f"which of its {c} campaigns were measured" in text
     unseen = t.account(key, gpu="MI300X", model="DeepSeek-V3")
     assert unseen.startswith("widest band of tier") and "no data" in unseen
