@@ -35,6 +35,7 @@ MIB: Final[int] = 1024 * 1024
 SIZE_CAPS: Final[dict[str, int]] = {
     "config.json": 4 * MIB,
     "GPU YAML": 4 * MIB,
+    "calibration YAML": 4 * MIB,
     "plan.json": 16 * MIB,
     "fleet YAML": 16 * MIB,
     "sweep YAML": 16 * MIB,

@@ -312,6 +312,11 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
         head["rows off by > 3x (TTFT, TPOT, either)"] = (
             f"{off['ttft']}, {off['tpot']}, {off['either']} ({off['share_pct']}% of modelled)"
         )
+        if "named" in off:
+            head["of them named unmodellable (planner/calibration/unmodellable.yaml)"] = (
+                f"{off['named']}; not named {off['not_named']}; the list is "
+                f"{off['named_share_pct']}% of modelled rows (cap {off['named_cap_pct']}%)"
+            )
     print(render_kv(head))
     stats = ("median_ape_pct", "p90_ape_pct", "band_coverage_pct")
     rows = [
