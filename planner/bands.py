@@ -14,7 +14,7 @@ the data measure the central number, and the model's error on it is what the ban
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -147,6 +147,10 @@ def resolve(
     raise KeyError("band table has no pooled group")
 
 
+CellSpread = tuple[int, tuple[float, float], tuple[float, float]]
+"""Campaigns of an "engine x mode" cell and the 90% interval (%) of its TTFT and TPOT coverage."""
+
+
 @dataclass(frozen=True)
 class BandTable:
     """A loaded band table (see module docstring)."""
@@ -161,9 +165,7 @@ class BandTable:
     """Rows and campaigns each group was fitted on (where the table records them)."""
     cell_coverage: dict[str, tuple[float, float, int]] = field(default_factory=dict)
     """Out-of-fold coverage (%) of TTFT and TPOT and rows per "engine x mode" cell."""
-    cell_spread: dict[str, tuple[int, tuple[float, float], tuple[float, float]]] = field(
-        default_factory=dict
-    )
+    cell_spread: dict[str, CellSpread] = field(default_factory=dict)
     """Campaigns per "engine x mode" cell and the 90% interval (%) of its TTFT and TPOT coverage
     over campaign resamples (``planner.validation.bands.coverage_interval``), where recorded."""
 
@@ -264,49 +266,50 @@ def table_from_dict(raw: object) -> BandTable:
     )
 
 
-def _cell_coverage(raw: object) -> dict[str, tuple[float, float, int]]:
-    """The "engine x mode" rows of a table's ``out_of_fold`` list: (TTFT %, TPOT %, rows)."""
+def _engine_mode_rows(raw: object) -> Iterator[tuple[str, str, Mapping[str, object]]]:
+    """(key, where, row) of the "engine x mode" rows of a table's ``out_of_fold`` list."""
     if not isinstance(raw, list):
         raise TypeError("out_of_fold: not a list")
-    out = {}
     for i, row in enumerate(raw):
         r = _mapping(row, f"out_of_fold[{i}]")
-        if r.get("by") != "engine x mode":
-            continue
-        t, p = (_mapping(r[m], f"out_of_fold[{i}].{m}") for m in ("ttft", "tpot"))
-        out[str(r["key"])] = (
-            _number(t["coverage_pct"], f"out_of_fold[{i}].ttft.coverage_pct"),
-            _number(p["coverage_pct"], f"out_of_fold[{i}].tpot.coverage_pct"),
-            int(_number(r["n"], f"out_of_fold[{i}].n")),
+        if r.get("by") == "engine x mode":
+            yield str(r["key"]), f"out_of_fold[{i}]", r
+
+
+def _cell_coverage(raw: object) -> dict[str, tuple[float, float, int]]:
+    """The "engine x mode" rows of a table's ``out_of_fold`` list: (TTFT %, TPOT %, rows)."""
+    out = {}
+    for key, where, r in _engine_mode_rows(raw):
+        t, p = (_mapping(r[m], f"{where}.{m}") for m in ("ttft", "tpot"))
+        out[key] = (
+            _number(t["coverage_pct"], f"{where}.ttft.coverage_pct"),
+            _number(p["coverage_pct"], f"{where}.tpot.coverage_pct"),
+            int(_number(r["n"], f"{where}.n")),
         )
     return out
 
 
-def _cell_spread(
-    raw: object,
-) -> dict[str, tuple[int, tuple[float, float], tuple[float, float]]]:
+def _span(raw: object, where: str) -> tuple[float, float] | None:
+    """A recorded ``[lo, hi]`` interval (%), or None where the table has none."""
+    if not isinstance(raw, list) or len(raw) != 2:
+        return None
+    return _number(raw[0], where), _number(raw[1], where)
+
+
+def _cell_spread(raw: object) -> dict[str, CellSpread]:
     """The "engine x mode" rows of ``out_of_fold`` that record their campaigns and coverage
-    intervals: (campaigns, TTFT interval %, TPOT interval %)."""
-    if not isinstance(raw, list):
-        raise TypeError("out_of_fold: not a list")
+    intervals (tables built before they were recorded have none)."""
     out = {}
-    for i, row in enumerate(raw):
-        r = _mapping(row, f"out_of_fold[{i}]")
-        if r.get("by") != "engine x mode" or "campaigns" not in r:
-            continue
-        spans = []
-        for m in ("ttft", "tpot"):
-            iv = _mapping(r[m], f"out_of_fold[{i}].{m}").get("coverage_interval_pct")
-            if not isinstance(iv, list) or len(iv) != 2:
-                break
-            where = f"out_of_fold[{i}].{m}.coverage_interval_pct"
-            spans.append((_number(iv[0], where), _number(iv[1], where)))
-        if len(spans) == 2:
-            out[str(r["key"])] = (
-                int(_number(r["campaigns"], f"out_of_fold[{i}].campaigns")),
-                spans[0],
-                spans[1],
+    for key, where, r in _engine_mode_rows(raw):
+        t, p = (
+            _span(
+                _mapping(r[m], f"{where}.{m}").get("coverage_interval_pct"),
+                f"{where}.{m}.coverage_interval_pct",
             )
+            for m in ("ttft", "tpot")
+        )
+        if "campaigns" in r and t is not None and p is not None:
+            out[key] = (int(_number(r["campaigns"], f"{where}.campaigns")), t, p)
     return out
 
 
