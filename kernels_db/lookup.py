@@ -498,43 +498,62 @@ class StepPricer(Generic[OpT]):
         """Seconds per instance of ``op`` (shape (K,)) and its provenance."""
         return self.price_ops([op])[0]
 
-    def price_ops(self, ops: Sequence[OpT]) -> list[tuple[np.ndarray, str]]:
+    def price_ops(self, ops: Sequence[OpT], blocks: int = 1) -> list[tuple[np.ndarray, str]]:
         """(seconds per instance, provenance) of every op of ``ops``, each kernels_db family and
-        each collective in one lookup."""
-        out: list[tuple[np.ndarray, str]] = [(np.zeros(0), "")] * len(ops)
+        each collective in one lookup.
+
+        ``blocks`` > 1: the rows of every op are that many steps end to end (equal blocks of rows,
+        e.g. several step mixes of one worker tiled); the answer is then each block's answer in
+        turn (``len(ops) * blocks`` entries, block by block), each op's provenance the weakest of
+        that block's rows only, as if each block had been priced on its own (a row's seconds and
+        provenance code do not depend on the other rows)."""
+        n_ops = len(ops)
+        out: list[tuple[np.ndarray, str]] = [(np.zeros(0), "")] * (n_ops * blocks)
         groups: dict[str, list[int]] = {}
         for i, op in enumerate(ops):
             key = "comm:" + op.collective if op.family == "comm" else _family(op)
             if not key:
-                out[i] = (np.where(_busy(op), self.fallback(op), 0.0), PROVENANCE[UNCALIBRATED])
+                t = np.where(_busy(op), self.fallback(op), 0.0)
+                for b, part in enumerate(_split(t, blocks)):
+                    out[b * n_ops + i] = (part, PROVENANCE[UNCALIBRATED])
             else:  # ops whose work is not one row per candidate are priced alone
                 groups.setdefault(key if _rows(op) >= 0 else f"{key}#{i}", []).append(i)
         for key, idx in groups.items():
             sub = [ops[i] for i in idx]
             sizes = [_rows(op) for op in sub]
             t, tags = (
-                self._comm_many(sub, sizes)
+                self._comm_many(sub, sizes, blocks)
                 if key.startswith("comm:")
-                else self._compute_many(_family(sub[0]), sub, sizes)
+                else self._compute_many(_family(sub[0]), sub, sizes, blocks)
             )
             if len(sub) == 1:
-                out[idx[0]] = (np.where(_busy(sub[0]), t, 0.0), tags[0])
+                t = np.where(_busy(sub[0]), t, 0.0)
+                if blocks == 1:
+                    out[idx[0]] = (t, tags[0])
+                    continue
+                for b, part in enumerate(_split(t, blocks)):
+                    out[b * n_ops + idx[0]] = (part, tags[b])
                 continue
             busy = (np.concatenate([op.flops for op in sub]) > 0) | (
                 np.concatenate([op.nbytes for op in sub]) > 0
             )
             t = np.where(busy, t, 0.0)
             a = 0
-            for i, k, tag in zip(idx, sizes, tags, strict=True):
-                out[i] = (t[a : a + k], tag)
+            for j, (i, k) in enumerate(zip(idx, sizes, strict=True)):
+                if blocks == 1:
+                    out[i] = (t[a : a + k], tags[j])
+                else:
+                    for b, part in enumerate(_split(t[a : a + k], blocks)):
+                        out[b * n_ops + i] = (part, tags[j * blocks + b])
                 a += k
         return out
 
     def _compute_many(
-        self, family: str, ops: Sequence[OpT], sizes: list[int]
+        self, family: str, ops: Sequence[OpT], sizes: list[int], blocks: int = 1
     ) -> tuple[np.ndarray, list[str]]:
         """Ops of one kernels_db family in one ``price_codes`` call: seconds of all their rows end
-        to end, and each op's provenance tag."""
+        to end, and each op's provenance tag (each op's tag of each of ``blocks`` row blocks in
+        turn when ``blocks`` > 1)."""
         shapes = [op.shape.columns() for op in ops if op.shape is not None]
         scale: Column
         if len(ops) == 1:
@@ -550,11 +569,14 @@ class StepPricer(Generic[OpT]):
             t = t * (reps[0] if len(set(reps)) == 1 else np.repeat(reps, sizes))
         if sizes == [-1]:
             codes, sizes = codes.ravel(), [codes.size]
-        return t, _tags(codes, sizes, self.db.labels)
+        return t, _tags(codes, _blocked(sizes, blocks), self.db.labels)
 
-    def _comm_many(self, ops: Sequence[OpT], sizes: list[int]) -> tuple[np.ndarray, list[str]]:
+    def _comm_many(
+        self, ops: Sequence[OpT], sizes: list[int], blocks: int = 1
+    ) -> tuple[np.ndarray, list[str]]:
         """Collectives of one kind, priced in one ``comm_codes`` call per link: seconds of all
-        their rows end to end (0 for rows of one GPU), and each op's provenance tag."""
+        their rows end to end (0 for rows of one GPU), and each op's provenance tag (per row block
+        as in ``_compute_many``)."""
         n = np.concatenate([_per_row(op.n_gpus, op) for op in ops])
         rows = [np.size(op.nbytes) for op in ops]
         collective = ops[0].collective
@@ -569,8 +591,9 @@ class StepPricer(Generic[OpT]):
             # single-GPU rows move nothing: they do not weaken the tag
             codes = np.where(n_int > 1, codes, 0)
         if len(ops) == 1:  # also one op priced alone: rows of its bytes, flattened, reshaped
-            return t.reshape(np.shape(ops[0].nbytes)), _tags(codes, rows, self.db.labels)
-        return t, _tags(codes, sizes, self.db.labels)
+            t = t.reshape(np.shape(ops[0].nbytes))
+            return t, _tags(codes, _blocked(rows, blocks), self.db.labels)
+        return t, _tags(codes, _blocked(sizes, blocks), self.db.labels)
 
     def _comm_rows(
         self,
@@ -629,6 +652,25 @@ def _rows(op: StepOp) -> int:
     ):
         return int(nbytes.shape[0])
     return -1
+
+
+def _blocked(sizes: list[int], blocks: int) -> list[int]:
+    """Each of ``sizes`` rows cut into ``blocks`` equal blocks (``StepPricer.price_ops``)."""
+    if blocks == 1:
+        return sizes
+    if any(k % blocks for k in sizes):
+        raise ValueError(f"rows {sizes} do not split into {blocks} equal blocks")
+    return [k // blocks for k in sizes for _ in range(blocks)]
+
+
+def _split(t: np.ndarray, blocks: int) -> list[np.ndarray]:
+    """``t`` cut along its first axis into ``blocks`` equal parts (views)."""
+    if blocks == 1:
+        return [t]
+    k, rest = divmod(int(np.shape(t)[0]) if np.ndim(t) else 0, blocks)
+    if rest or not np.ndim(t):
+        raise ValueError(f"shape {np.shape(t)} does not split into {blocks} equal blocks")
+    return [t[b * k : (b + 1) * k] for b in range(blocks)]
 
 
 def _is_one(v: object) -> bool:

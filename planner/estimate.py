@@ -33,7 +33,7 @@ from planner.memory import MemoryPlan, plan_memory
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays, StepMix, step_ops
 from planner.serving import free_chunk, prompt_chunks
-from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, StepCost, price_step
+from planner.step_model import KINDS_WITH_OVERHEAD, OpPricer, StepCost, price_steps
 from planner.workload import Workload
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -236,19 +236,20 @@ def step_breakdowns(
     ctx = np.array([wl.isl.mean + wl.osl.mean / 2])
     isl_c = np.array([max(wl.isl.mean * (1 - wl.prefix_hit), 1.0)])
     par = _par(gpu, main)
-    pricer = default_pricer(gpu)
-    kw = cal.step_kwargs()
-    decode = price_step(m, par, StepMix(b, ctx, z, z, z), pricer, **kw)
-    out = {}
+    steps = [(par, StepMix(b, ctx, z, z, z))]
     if not disagg:
         free = free_chunk(main.max_num_batched_tokens * one, b)
         _, own, prior = prompt_chunks(isl_c, free)
         p = np.maximum(r.mixed_prefill_tokens[:1], own)
-        mixed = price_step(m, par, StepMix(b, ctx, p, own, prior), pricer, **kw)
-        out["mixed_step_ms"] = _kinds_ms(mixed)
+        steps.append((par, StepMix(b, ctx, p, own, prior)))
     chunks, own, prior = prompt_chunks(isl_c, pre.max_num_batched_tokens * one)
-    lone = price_step(m, _par(gpu, pre), StepMix(z, z, own, own, prior), pricer, **kw)
-    out["prefill_ms"] = _kinds_ms(lone, float(chunks[0]))
+    steps.append((_par(gpu, pre), StepMix(z, z, own, own, prior)))
+    # one pricer call for the three steps, each step's provenance kept apart
+    decode, *rest = price_steps(m, steps, default_pricer(gpu), **cal.step_kwargs())
+    out = {}
+    if not disagg:
+        out["mixed_step_ms"] = _kinds_ms(rest[0])
+    out["prefill_ms"] = _kinds_ms(rest[-1], float(chunks[0]))
     out["decode_step_ms"] = _kinds_ms(decode)
     return out, decode
 

@@ -31,6 +31,13 @@ class OpPricer(Protocol):
     def price_ops(self, ops: Sequence[Op]) -> list[tuple[np.ndarray, str]]: ...
 
 
+class BlockPricer(Protocol):
+    """An ``OpPricer`` that also prices several steps tiled in one call, each step's provenance
+    kept apart (``kernels_db.lookup.StepPricer.price_ops`` with ``blocks``)."""
+
+    def price_ops(self, ops: Sequence[Op], blocks: int = 1) -> list[tuple[np.ndarray, str]]: ...
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """Achieved fraction of peak compute / memory bandwidth and per-kernel launch cost."""
@@ -105,6 +112,10 @@ class StepCost:
 
 
 KINDS_WITH_OVERHEAD: tuple[str, ...] = (*OP_KINDS, "overhead")
+_KIND_INDEX: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
+_PAR_ARRAYS = tuple(f for f in ParallelArrays.__dataclass_fields__ if f != "gemm_dtype")
+"""The array columns of ``ParallelArrays`` (``gemm_dtype`` may be None: ``gemm_dtypes()``)."""
+_MIX_ARRAYS = tuple(StepMix.__dataclass_fields__)
 
 
 def engine_overhead(
@@ -130,13 +141,67 @@ def price_step(
 ) -> StepCost:
     """Sum the priced ops of one step; ``kernel_scale``, ``overhead_s`` and ``seq_overhead_s`` are
     the engine calibration (``engine_overhead``)."""
+    ops = step_ops(m, p, s)
+    return _step_cost(ops, pricer.price_ops(ops), p, s, kernel_scale, overhead_s, seq_overhead_s)
+
+
+def price_steps(
+    m: ModelSpec,
+    steps: Sequence[tuple[ParallelArrays, StepMix]],
+    pricer: BlockPricer,
+    *,
+    kernel_scale: np.ndarray | float = 1.0,
+    overhead_s: np.ndarray | float = 0.0,
+    seq_overhead_s: np.ndarray | float = 0.0,
+) -> list[StepCost]:
+    """``price_step`` of each (parallelism, mix) of ``steps`` (K candidates each, the engine
+    calibration the same for all), equal to it, in one pricer call: the steps' rows end to end,
+    each step's provenance kept apart (``BlockPricer``). The op graph of a step depends on its
+    rows only, except for the pipeline hops (``opgraph.pp_send_op`` counts the largest pp of the
+    rows): steps whose largest pp differ are priced one by one."""
+    if len(steps) == 1 or len({float(np.max(p.pp)) for p, _ in steps}) > 1:
+        return [
+            price_step(
+                m,
+                p,
+                s,
+                pricer,
+                kernel_scale=kernel_scale,
+                overhead_s=overhead_s,
+                seq_overhead_s=seq_overhead_s,
+            )
+            for p, s in steps
+        ]
+    pars, mixes = [p for p, _ in steps], [s for _, s in steps]
+    par = ParallelArrays(
+        **{f: np.concatenate([getattr(p, f) for p in pars]) for f in _PAR_ARRAYS},
+        gemm_dtype=np.concatenate([p.gemm_dtypes() for p in pars]),
+    )
+    mix = StepMix(*(np.concatenate([getattr(s, f) for s in mixes]) for f in _MIX_ARRAYS))
+    ops = step_ops(m, par, mix)
+    priced = pricer.price_ops(ops, blocks=len(steps))
+    n = len(ops)
+    return [
+        _step_cost(ops, priced[i * n : (i + 1) * n], p, s, kernel_scale, overhead_s, seq_overhead_s)
+        for i, (p, s) in enumerate(steps)
+    ]
+
+
+def _step_cost(
+    ops: Sequence[Op],
+    priced: Sequence[tuple[np.ndarray, str]],
+    p: ParallelArrays,
+    s: StepMix,
+    kernel_scale: np.ndarray | float,
+    overhead_s: np.ndarray | float,
+    seq_overhead_s: np.ndarray | float,
+) -> StepCost:
+    """``price_step`` of ``ops`` priced as ``priced`` (seconds per instance, provenance)."""
     kinds = np.zeros((len(KINDS_WITH_OVERHEAD), np.shape(s.decode_reqs)[0]))
     prov: dict[str, str] = {}
-    kind_index: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
     by_source: dict[str, np.ndarray] = {}
-    ops = step_ops(m, p, s)
-    for op, (t, src) in zip(ops, pricer.price_ops(ops), strict=True):
-        kinds[kind_index[op.kind]] += t * op.count
+    for op, (t, src) in zip(ops, priced, strict=True):
+        kinds[_KIND_INDEX[op.kind]] += t * op.count
         prov.setdefault(op.name, src)
         by_source[src] = by_source[src] + t * op.count if src in by_source else t * op.count
     kinds[:-1] *= kernel_scale
