@@ -7,7 +7,9 @@ and in DESIGN.md "Memory"); this module applies them to the exact layers of each
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +20,7 @@ from planner.deployment import Parallelism
 from planner.memory_batch import (
     KV_BYTES,
     WEIGHT_BYTES,
+    LayerCounts,
     activation_bytes,
     state_bytes_per_seq,
 )
@@ -110,12 +113,46 @@ def _counts(layers: tuple[LayerSpec, ...]) -> list[tuple[LayerSpec, int]]:
     return list(Counter(layers).items())
 
 
+@dataclass(frozen=True)
+class _Stage:
+    """The layers of one pipeline stage as ``plan_memory`` reads them."""
+
+    counts: tuple[tuple[LayerSpec, int], ...]
+    """``_counts`` of the stage's layers."""
+    index: tuple[int, ...]
+    """Each layer of the stage, in order: its index into the model's distinct layers."""
+
+
+@functools.lru_cache(maxsize=64)
+def _stages(m: ModelSpec, pp: int) -> tuple[tuple[LayerSpec, ...], tuple[_Stage, ...]]:
+    """The distinct layers of ``m`` (first-seen order) and its ``pp`` stages (``stage_layers``),
+    cached per spec and pp (a ModelSpec hashes its fields once, ``hardware.frozen.FrozenSpec``):
+    a model's layers are distinct-but-equal objects, so finding the equal ones (pydantic
+    equality) is the costly part of a memory plan."""
+    distinct: dict[LayerSpec, int] = {}
+    stages = tuple(
+        _Stage(
+            tuple(_counts(layers)),
+            tuple(distinct.setdefault(x, len(distinct)) for x in layers),
+        )
+        for layers in stage_layers(m, pp)
+    )
+    return tuple(distinct), stages
+
+
 def weight_bytes_per_gpu(
     m: ModelSpec, p: Parallelism, quant: str, layers: tuple[LayerSpec, ...], with_embed: bool
 ) -> float:
     """Weights one GPU holds: attention / tp, dense FFN and experts / (tp*dp), embeddings / tp
     (``memory_batch.layers_weight_bytes`` of these layers)."""
-    total = float(mb.layers_weight_bytes(m, _counts(layers), p.tp, p.dp, WEIGHT_BYTES[quant]))
+    return _weight_bytes(m, p, quant, _counts(layers), with_embed)
+
+
+def _weight_bytes(
+    m: ModelSpec, p: Parallelism, quant: str, counts: LayerCounts, with_embed: bool
+) -> float:
+    """``weight_bytes_per_gpu`` of layers given as ``_counts``."""
+    total = float(mb.layers_weight_bytes(m, counts, p.tp, p.dp, WEIGHT_BYTES[quant]))
     return total + (float(mb.embedding_bytes(m, p.tp)) if with_embed else 0.0)
 
 
@@ -131,7 +168,12 @@ def seq_kv_bytes(
 ) -> float:
     """KV + state bytes of one sequence of ``tokens`` on one GPU, windows and block rounding
     included (``memory_batch.layers_seq_bytes`` of these layers)."""
-    return float(mb.layers_seq_bytes(m, _counts(layers), tp, KV_BYTES[kv_dtype], tokens))
+    return _seq_bytes(m, _counts(layers), tp, kv_dtype, tokens)
+
+
+def _seq_bytes(m: ModelSpec, counts: LayerCounts, tp: int, kv_dtype: str, tokens: int) -> float:
+    """``seq_kv_bytes`` of layers given as ``_counts``."""
+    return float(mb.layers_seq_bytes(m, counts, tp, KV_BYTES[kv_dtype], tokens))
 
 
 def reserved_bytes(p: Parallelism, cuda_graphs: bool = True) -> float:
@@ -172,10 +214,10 @@ def plan_memory(
     if kv_dtype not in KV_BYTES:
         raise PlannerInputError("--kv-dtype", f"'{kv_dtype}' not one of {sorted(KV_BYTES)}")
     check_parallelism(m, p)
-    stages = stage_layers(m, p.pp)
+    distinct, stages = _stages(m, p.pp)
     weights = max(
-        weight_bytes_per_gpu(m, p, quant, layers, with_embed=(s == 0 or s == p.pp - 1))
-        for s, layers in enumerate(stages)
+        _weight_bytes(m, p, quant, st.counts, with_embed=(s == 0 or s == p.pp - 1))
+        for s, st in enumerate(stages)
     )
     act = float(activation_bytes(m, p, max_num_batched_tokens, max_num_seqs))
     reserve = reserved_bytes(p)
@@ -191,14 +233,17 @@ def plan_memory(
             f"({gpu_memory_utilization:g} x {gpu.memory_bytes / 1e9:.0f} GB)",
             binding_constraint="memory",
         )
-    fullest = max(stages, key=lambda ls: sum(kv_bytes_per_token(m, x, p.tp, kv_dtype) for x in ls))
-    kv_tok = sum(kv_bytes_per_token(m, x, p.tp, kv_dtype) for x in fullest)
-    state = sum(float(state_bytes_per_seq(m, x, p.tp)) for x in fullest)
+    # per layer in stage order (sums as over the layers themselves), each distinct layer once
+    kv_of = [kv_bytes_per_token(m, x, p.tp, kv_dtype) for x in distinct]
+    fullest = max(stages, key=lambda st: sum(kv_of[i] for i in st.index))
+    kv_tok = sum(kv_of[i] for i in fullest.index)
+    state_of = [float(state_bytes_per_seq(m, x, p.tp)) for x in distinct]
+    state = sum(state_of[i] for i in fullest.index)
     capacity = int(kv_budget / kv_tok) * p.dp if kv_tok > 0 else 0
     tokens = (isl or 0) + (osl or 0) if (isl or osl) else None
     conc = None
     if tokens:
-        per_seq = max(seq_kv_bytes(m, layers, p.tp, kv_dtype, tokens) for layers in stages)
+        per_seq = max(_seq_bytes(m, st.counts, p.tp, kv_dtype, tokens) for st in stages)
         conc = int(kv_budget // per_seq) * p.dp
     return MemoryPlan(
         gpu_memory_bytes=gpu.memory_bytes,
