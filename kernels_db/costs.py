@@ -45,6 +45,16 @@ serving, nothing is resident: a forward step reads every layer's weights before 
 one's again, far more than any L2 holds."""
 
 
+def _constant(value: float) -> np.ndarray:
+    """A read-only 0-d array (a default shared by every ``Counts``: nobody may write into it)."""
+    arr = np.asarray(value)
+    arr.setflags(write=False)
+    return arr
+
+
+_INF, _ZERO, _ONE = _constant(np.inf), _constant(0.0), _constant(1.0)
+
+
 @dataclass(frozen=True)
 class Counts:
     """Work of a batch of ops: FLOPs, bytes, applicable peak FLOP/s, FLOPs per padded GEMM row; the
@@ -56,13 +66,13 @@ class Counts:
     nbytes: np.ndarray
     peak_flops_per_s: np.ndarray
     row_flops: np.ndarray
-    units: np.ndarray = field(default_factory=lambda: np.asarray(np.inf))
-    issue_scale: np.ndarray = field(default_factory=lambda: np.asarray(1.0))
-    resident: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
-    tiles: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
-    splits: np.ndarray = field(default_factory=lambda: np.asarray(1.0))
-    split_bytes: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
-    long_kv: np.ndarray = field(default_factory=lambda: np.asarray(0.0))
+    units: np.ndarray = field(default_factory=lambda: _INF)
+    issue_scale: np.ndarray = field(default_factory=lambda: _ONE)
+    resident: np.ndarray = field(default_factory=lambda: _ZERO)
+    tiles: np.ndarray = field(default_factory=lambda: _ZERO)
+    splits: np.ndarray = field(default_factory=lambda: _ONE)
+    split_bytes: np.ndarray = field(default_factory=lambda: _ZERO)
+    long_kv: np.ndarray = field(default_factory=lambda: _ZERO)
     streams: bool = False
 
 
@@ -289,7 +299,16 @@ def model_time(
     per-block padding and bytes, each further block adds time, and the time is monotone in the KV
     and the batch (it was not: 17.0 us at 129 tokens fell to 14.3 us at 1,024 on h200)."""
     split_kernel = np.asarray(p[8]) > 0.5
-    blocks = np.where(split_kernel, cnt.splits, 1.0)
+    blocks: np.ndarray | float
+    kernels: np.ndarray | float
+    if split_kernel.ndim:
+        blocks = np.where(split_kernel, cnt.splits, 1.0)
+        kernels = np.where(split_kernel & (cnt.long_kv > 0.0), 2.0, 1.0)
+    elif split_kernel:  # one parameter set (every row): the same values, no per-row select
+        blocks = np.asarray(cnt.splits, dtype=float)
+        kernels = np.where(cnt.long_kv > 0.0, 2.0, 1.0)
+    else:
+        blocks, kernels = 1.0, 1.0
     pad = pad_rows * blocks if cnt.streams else pad_rows
     flops = (cnt.flops + cnt.row_flops * pad) * cnt.issue_scale
     return rf.roofline_time(
@@ -301,21 +320,22 @@ def model_time(
         cnt.units * blocks,
         cnt.resident,
         cnt.tiles * blocks,
-        np.where(split_kernel & (cnt.long_kv > 0.0), 2.0, 1.0),
+        kernels,
         cnt.streams,
     )
 
 
 def param_labels(op: str, c: Cols) -> Value:
     """Name of the parameter set of each row: its dtype (``PARAM_KEY``), ``+ MHA_SUFFIX`` for
-    multi-head decode attention; a string for scalar inputs, else a string array."""
+    multi-head decode attention; a string when every row takes the same set (always for scalar
+    inputs), else a string array."""
     labels = param_label_set(op, c)
     return np.array(labels.names)[labels.index] if isinstance(labels, Labels) else labels
 
 
 def param_label_set(op: str, c: Cols) -> Value:
     """``param_labels`` as a string, a string array or ``Labels`` (when ``c`` holds ``Labels``, or
-    for multi-head decode attention), for ``gather_params``."""
+    for decode attention whose rows differ in being multi-head), for ``gather_params``."""
     key = PARAM_KEY[op]
     if not key:
         return MEMCPY_KEY
@@ -323,6 +343,11 @@ def param_label_set(op: str, c: Cols) -> Value:
         return c[key]
     mha = np.asarray(c["heads"]) == np.asarray(c["kv_heads"])
     kv = c[key]
+    if isinstance(kv, str) and mha.ndim:  # one KV dtype: one name when every row agrees on mha
+        if not mha.any():
+            return kv
+        if mha.all():
+            return kv + MHA_SUFFIX
     if isinstance(kv, Labels):
         names, inverse = kv.names, kv.index
     elif np.ndim(kv) == 0:
@@ -356,15 +381,32 @@ def param_entry(
     return arr, prm.pad_rows, name in table or base in table
 
 
+ParamStack = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Parameter arrays of several sets side by side (9, n), their pad rows (n,) and fitted flags
+(n,): ``stack_entries``."""
+
+
+def stack_entries(entries: list[ParamEntry]) -> ParamStack:
+    """``param_entry`` results of several parameter sets side by side (read-only: cacheable)."""
+    stack = np.stack([e[0] for e in entries], axis=1)  # (9, n_names)
+    pads = np.array([e[1] for e in entries])
+    found = np.array([e[2] for e in entries])
+    for arr in (stack, pads, found):
+        arr.setflags(write=False)
+    return stack, pads, found
+
+
 def gather_params(
     table: Mapping[str, RooflineParams],
     default: RooflineParams,
     keys: Value,
     entry: Callable[[str], ParamEntry] | None = None,
+    stacked: Callable[[tuple[str, ...]], ParamStack] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-row parameter array (9, ...), pad rows, and a mask of rows that found a fitted entry;
     ``entry`` (name -> ``param_entry``) may be a cached version of ``param_entry`` on these
-    tables."""
+    tables, ``stacked`` (names -> ``stack_entries`` of their entries) a cached version of the
+    stack."""
     pick = entry or (lambda name: param_entry(table, default, name))
     if isinstance(keys, str) or (not isinstance(keys, Labels) and np.ndim(keys) == 0):
         prm, pad, has = pick(str(keys))
@@ -373,8 +415,7 @@ def gather_params(
     if len(names) == 1:  # one set for every row: scalars broadcast to the same values
         prm, pad, has = pick(names[0])
         return prm, np.asarray(pad), np.asarray(has)
-    picked = [pick(n) for n in names]
-    stack = np.stack([e[0] for e in picked], axis=1)  # (9, n_names)
-    pads = np.array([e[1] for e in picked])
-    found = np.array([e[2] for e in picked])
+    stack, pads, found = (
+        stacked(tuple(names)) if stacked else stack_entries([pick(n) for n in names])
+    )
     return np.take(stack, inv, axis=1), pads[inv], found[inv]

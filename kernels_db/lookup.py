@@ -92,6 +92,9 @@ class KernelDB:
     """Key of the GPU whose fit was transferred (``kernels_db.transfer``); None for an own fit."""
     _interp: dict[str, TableInterpolator] = field(default_factory=dict, repr=False)
     _params: dict[tuple[str, str], costs.ParamEntry] = field(default_factory=dict, repr=False)
+    _stacks: dict[tuple[str, tuple[str, ...]], costs.ParamStack] = field(
+        default_factory=dict, repr=False
+    )
     _families: dict[str, tuple[Mapping[str, fitted.RooflineParams], fitted.RooflineParams]] = field(
         default_factory=dict, repr=False
     )
@@ -171,6 +174,15 @@ class KernelDB:
             self._params[(op, name)] = entry
         return entry
 
+    def _param_stack(self, op: str, names: tuple[str, ...]) -> costs.ParamStack:
+        """``costs.stack_entries`` of the ``_param_entry`` of each of ``names``, cached per (family,
+        names) as the entries are."""
+        got = self._stacks.get((op, names))
+        if got is None:
+            got = costs.stack_entries([self._param_entry(op, n) for n in names])
+            self._stacks[(op, names)] = got
+        return got
+
     def model(
         self, op: str, cols: Mapping[str, Column]
     ) -> tuple[np.ndarray, np.ndarray, costs.Counts]:
@@ -182,6 +194,7 @@ class KernelDB:
             default,
             costs.param_label_set(op, factored),
             lambda name: self._param_entry(op, name),
+            lambda names: self._param_stack(op, names),
         )
         cnt = costs.counts(op, factored, self.spec)
         return costs.model_time(cnt, p, self.spec.hbm_bandwidth_bytes_per_s, pad), found, cnt
@@ -204,7 +217,13 @@ class KernelDB:
         family, kw = op.family, op.columns()
         for name in SIZE_KEYS[family]:
             v = kw[name]
-            if (v < 0).any() if isinstance(v, np.ndarray) else np.any(np.asarray(v) < 0):
+            if (
+                (v < 0).any()
+                if isinstance(v, np.ndarray)
+                else v < 0
+                if isinstance(v, (int, float))
+                else np.any(np.asarray(v) < 0)
+            ):
                 raise PlannerInputError(name, "sizes must be >= 0")
         shapes = {v.shape for v in kw.values() if isinstance(v, np.ndarray)}
         shape = (
@@ -554,14 +573,16 @@ class StepPricer(Generic[OpT]):
         """Ops of one kernels_db family in one ``price_codes`` call: seconds of all their rows end
         to end, and each op's provenance tag (each op's tag of each of ``blocks`` row blocks in
         turn when ``blocks`` > 1)."""
-        shapes = [op.shape.columns() for op in ops if op.shape is not None]
         scale: Column
-        if len(ops) == 1:
-            cols, scale = shapes[0], ops[0].imbalance
+        shape = ops[0].shape
+        if len(ops) == 1 and shape is not None:
+            scale = ops[0].imbalance
         else:
+            shapes = [op.shape.columns() for op in ops if op.shape is not None]
             cols = {k: _concat([s[k] for s in shapes], sizes) for k in shapes[0]}
             scale = _concat([op.imbalance for op in ops], sizes)
-        seconds, codes, _, _ = self.db.price_codes(SHAPES[family](**cols))
+            shape = SHAPES[family](**cols)
+        seconds, codes, _, _ = self.db.price_codes(shape)
         # x * 1.0 == x exactly: a scale of 1 is not applied
         t = seconds if _is_one(scale) else seconds * np.asarray(scale, dtype=float)
         if family in MESSAGE_DIVIDED:
