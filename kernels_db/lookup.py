@@ -101,6 +101,9 @@ class KernelDB:
     _comm_prm: dict[tuple[str, int, str], tuple[fitted.CommParams, int]] = field(
         default_factory=dict, repr=False
     )
+    _comm_lines: dict[int, tuple[fitted.CommParams, list[tuple[float, float]]]] = field(
+        default_factory=dict, repr=False
+    )
 
     @classmethod
     def for_gpu(
@@ -378,13 +381,27 @@ MAX_COUNTED_GPUS: Final[int] = 1 << 16
 larger ones are sorted."""
 
 
+SMALL_COUNT: Final[int] = 64
+"""``_gpu_counts`` reads arrays up to this size as Python lists (cheaper than any numpy call)."""
+
+
 def _gpu_counts(n_arr: np.ndarray) -> list[int]:
     """Distinct GPU counts > 1 of ``n_arr`` (ints >= 1), ascending."""
     if not n_arr.size:
         return []
+    if n_arr.size <= SMALL_COUNT:
+        return sorted({n for n in n_arr.ravel().tolist() if n > 1})
     if int(n_arr.max()) < MAX_COUNTED_GPUS:
         return [int(n) for n in np.flatnonzero(np.bincount(n_arr.ravel())) if n > 1]
     return [int(n) for n in np.unique(n_arr[n_arr > 1])]
+
+
+def _extra_lines(db: KernelDB, prm: fitted.CommParams) -> list[tuple[float, float]]:
+    """``prm.extra_lines()``, cached on ``db`` per parameter set (its entries never change)."""
+    got = db._comm_lines.get(id(prm))
+    if got is None or got[0] is not prm:
+        got = db._comm_lines[id(prm)] = (prm, prm.extra_lines())
+    return got[1]
 
 
 def _alpha_beta_params(
@@ -399,7 +416,7 @@ def _alpha_beta_params(
         return (
             prm.latency_s,
             prm.bus_bandwidth_bytes_per_s,
-            prm.extra_lines(),
+            _extra_lines(db, prm),
             np.full(n_arr.shape, code),
         )
     lat, bw = np.zeros(n_arr.shape), np.ones(n_arr.shape)
@@ -598,12 +615,16 @@ class StepPricer(Generic[OpT]):
         """Collectives of one kind, priced in one ``comm_codes`` call per link: seconds of all
         their rows end to end (0 for rows of one GPU), and each op's provenance tag (per row block
         as in ``_compute_many``)."""
-        n = np.concatenate([_per_row(op.n_gpus, op) for op in ops])
+        n = _rows_of([_per_row(op.n_gpus, op) for op in ops])
         rows = [np.size(op.nbytes) for op in ops]
         collective = ops[0].collective
         t, codes = np.zeros(n.shape), np.zeros(n.shape, dtype=np.int64)
         if collective != "none" and (n > 1).any():
-            span = np.concatenate([_per_row(op.spread(), op) for op in ops])
+            span = (
+                n
+                if all(op.spread() is op.n_gpus for op in ops)
+                else _rows_of([_per_row(op.spread(), op) for op in ops])
+            )
             kernels = np.repeat([op.kernels for op in ops], rows)
             message = np.concatenate([np.ravel(op.nbytes / op.kernels) for op in ops])
             if collective == "all_to_all":  # op bytes already exclude the rank's own share
@@ -659,7 +680,18 @@ def _busy(op: StepOp) -> np.ndarray:
 
 def _per_row(value: np.ndarray | float, op: StepOp) -> np.ndarray:
     """``value`` as floats, one per row of ``op``'s bytes (flattened)."""
+    if (
+        isinstance(value, np.ndarray)
+        and value.dtype == np.float64
+        and value.shape == np.shape(op.nbytes)
+    ):
+        return value.ravel()
     return np.broadcast_to(np.asarray(value, dtype=float), np.shape(op.nbytes)).ravel()
+
+
+def _rows_of(parts: list[np.ndarray]) -> np.ndarray:
+    """``parts`` end to end (the one part itself when there is one)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _rows(op: StepOp) -> int:
