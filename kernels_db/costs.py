@@ -7,6 +7,7 @@ key of ``schema.OP_KEYS[op]`` (comm excepted) to a broadcastable array or scalar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
@@ -165,8 +166,15 @@ def per_value(values: Value, fn: Callable[[str], float]) -> np.ndarray:
     return np.array([fn(n) for n in names])[inverse]
 
 
+@functools.lru_cache(maxsize=256)
+def peak_flops(spec: GpuSpec, dtype: str) -> float:
+    """``spec.peak_flops(dtype)``, cached per (spec, dtype): a GpuSpec is frozen and hashes its
+    fields once (``hardware.frozen.FrozenSpec``), the lookup resolves the math dtype each call."""
+    return spec.peak_flops(dtype)
+
+
 def _peak(spec: GpuSpec, dtype: Value) -> np.ndarray:
-    return per_value(dtype, spec.peak_flops)
+    return per_value(dtype, functools.partial(peak_flops, spec))
 
 
 def _elem_bytes(dtype: Value) -> np.ndarray:
@@ -234,7 +242,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         return Counts(
             f,
             b,
-            np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
+            np.asarray(peak_flops(spec, DECODE_MATH_DTYPE)),
             np.asarray(4.0 * z["batch"] * z["heads"] * z["head_dim"], dtype=float),
             units,
             rf.decode_issued_heads(z["heads"], z["kv_heads"]) / heads,
@@ -272,7 +280,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         return Counts(
             f,
             b,
-            np.asarray(spec.peak_flops(DECODE_MATH_DTYPE)),
+            np.asarray(peak_flops(spec, DECODE_MATH_DTYPE)),
             zero,
             issue_scale=rf.mla_decode_issue_scale(z["heads"]),
         )
@@ -282,7 +290,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         b = rf.moe_bytes(z["tokens"], z["hidden"], z["inter"], z["topk"], z["experts"], z["ep"], eb)
         return Counts(f, b, _peak(spec, c["dtype"]), zero)
     if op == "memcpy":
-        return Counts(zero, rf.memcpy_bytes(z["bytes"]), np.asarray(spec.peak_flops("bf16")), zero)
+        return Counts(zero, rf.memcpy_bytes(z["bytes"]), np.asarray(peak_flops(spec, "bf16")), zero)
     raise KeyError(op)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from scipy import special
 
 from hardware.spec import GpuSpec
+from kernels_db.costs import peak_flops
 from planner import memory_batch, queueing
 from planner.engine_calibration import EngineCalibration, engine, prefill_first
 from planner.kernels_adapter import default_pricer
@@ -265,7 +266,7 @@ def parallel_arrays(
     wq_i, kv_i = wq.astype(int), kvd.astype(int)
     wbytes = np.array([WEIGHT_BYTES[q] for q in WEIGHT_QUANTS])[wq_i]
     kvbytes = np.array([KV_BYTES[q] for q in KV_DTYPES])[kv_i]
-    peaks = np.array([gpu.peak_flops(GEMM_DTYPE[q]) for q in WEIGHT_QUANTS])[wq_i]
+    peaks = np.array([peak_flops(gpu, GEMM_DTYPE[q]) for q in WEIGHT_QUANTS])[wq_i]
     dtypes = np.array([GEMM_DTYPE[q] for q in WEIGHT_QUANTS])[wq_i]
     return ParallelArrays(tp, pp, dp, ep, wbytes, kvbytes, peaks, dtypes)
 
