@@ -120,8 +120,10 @@ dequantizing MoE kernels do not reach the bandwidth of the packed bytes."""
 
 
 def _arr(x: object, k: int, fill: float) -> np.ndarray:
-    a = np.asarray(fill if x is None else x, dtype=float)
-    return np.broadcast_to(a, (k,)).astype(float)
+    v = fill if x is None else x
+    if isinstance(v, (int, float)):  # a number (bools and enum members included): its float
+        return np.full(k, float(v))
+    return np.broadcast_to(np.asarray(v, dtype=float), (k,)).astype(float)
 
 
 def _empty() -> np.ndarray:

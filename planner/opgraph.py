@@ -181,7 +181,9 @@ def _gemm_shape(
     rows: np.ndarray, n: np.ndarray | float, k: float, p: ParallelArrays, dtype: str | None = None
 ) -> Gemm:
     """kernels_db GEMM key: (rows x k) @ (k x n) in the weight dtype (or ``dtype``)."""
-    return Gemm(rows, np.broadcast_to(n, np.shape(rows)), float(k), dtype or p.gemm_dtypes())
+    if not (isinstance(n, np.ndarray) and n.shape == np.shape(rows)):
+        n = np.broadcast_to(n, np.shape(rows))
+    return Gemm(rows, n, float(k), dtype or p.gemm_dtypes())
 
 
 def _kv_elems_per_token(m: ModelSpec, g: LayerGroup, tp: np.ndarray) -> np.ndarray:

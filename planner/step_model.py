@@ -201,9 +201,10 @@ def _step_cost(
     prov: dict[str, str] = {}
     by_source: dict[str, np.ndarray] = {}
     for op, (t, src) in zip(ops, priced, strict=True):
-        kinds[_KIND_INDEX[op.kind]] += t * op.count
+        step_s = t * op.count
+        kinds[_KIND_INDEX[op.kind]] += step_s
         prov.setdefault(op.name, src)
-        by_source[src] = by_source[src] + t * op.count if src in by_source else t * op.count
+        by_source[src] = by_source[src] + step_s if src in by_source else step_s
     kinds[:-1] *= kernel_scale
     kinds[-1] = engine_overhead(p, s, overhead_s, seq_overhead_s)
     return StepCost(kinds.sum(axis=0), kinds, tuple(sorted(prov.items())), tuple(by_source.items()))
