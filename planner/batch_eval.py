@@ -543,10 +543,13 @@ def evaluate_batch(
             for f in LoadArrays.__dataclass_fields__
         }
     )
-    res = solve_agg(m, pricer, dec, agg_load)
+    # disaggregated rows take nothing from the aggregated model: unsolved when every row is one
+    only_disagg = bool(disagg.size) and bool(disagg.all())
+    agg = None if only_disagg else solve_agg(m, pricer, dec, agg_load)
     gpus = c.tp * c.pp * c.dp * c.workers
     fits = dec.seq_capacity >= 1
-    xs = res.requests_per_s * c.workers
+    xs = agg.requests_per_s * c.workers if agg is not None else gpus * np.nan
+    res = agg
     if disagg.any():
         pre_par = parallel_arrays(
             gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
@@ -587,15 +590,20 @@ def evaluate_batch(
             dload,
             t_kv,
         )
-        res = ServingArrays(
-            *(
-                np.where(disagg, getattr(dres, f), getattr(res, f))
-                for f in ServingArrays.__dataclass_fields__
+        res = (
+            dres
+            if agg is None
+            else ServingArrays(
+                *(
+                    np.where(disagg, getattr(dres, f), getattr(agg, f))
+                    for f in ServingArrays.__dataclass_fields__
+                )
             )
         )
         gpus = np.where(disagg, total, gpus)
         fits = fits & (~disagg | (pre.seq_capacity >= 1))
         xs = np.where(disagg, res.requests_per_s, xs)
+    assert res is not None  # every row is aggregated or disaggregated
     overhead = np.where(disagg, cal.disagg_request_overhead_s.value, load.request_overhead_s)
     load = replace(load, request_overhead_s=overhead)
     return _results(res, load, xs, gpus, fits, dec.seq_capacity)
