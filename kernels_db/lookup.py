@@ -24,7 +24,9 @@ attention fits. ``KernelDB.for_gpu`` is cached per GPU and folders.
 
 The serving model prices the ops of a step through ``StepPricer.price_ops`` (one ``price_codes`` /
 ``comm_codes`` call per op family): ``price_codes`` is the one pricing function over arrays, and
-``KernelDB.price``, its shorthands and ``StepPricer.price`` (one op) wrap it.
+``KernelDB.price``, its shorthands and ``StepPricer.price`` (one op) wrap it. ``price_ops`` with
+``blocks`` prices several steps of the same ops at once (their rows end to end) and tags each
+step's ops from that step's rows only.
 """
 
 from __future__ import annotations

@@ -243,7 +243,7 @@ def step_breakdowns(
         p = np.maximum(r.mixed_prefill_tokens[:1], own)
         steps.append((par, StepMix(b, ctx, p, own, prior)))
     chunks, own, prior = prompt_chunks(isl_c, pre.max_num_batched_tokens * one)
-    steps.append((_par(gpu, pre), StepMix(z, z, own, own, prior)))
+    steps.append((par if pre is main else _par(gpu, pre), StepMix(z, z, own, own, prior)))
     # one pricer call for the three steps, each step's provenance kept apart
     decode, *rest = price_steps(m, steps, default_pricer(gpu), **cal.step_kwargs())
     out = {}

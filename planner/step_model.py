@@ -7,6 +7,8 @@ bytes / (BW·eff_m)) + launches; DESIGN.md "Costs of one forward step", tier 3);
 :mod:`planner.kernels_adapter` plugs in ``kernels_db``. Communication is kernels_db's alpha-beta
 (``kernels_db.comm``): latency + bytes·algo_factor / (link bandwidth·eff), over the scale-up link
 inside the domain and over the NIC beyond it; the roofline pricer uses its unfitted defaults.
+``price_steps`` prices several steps in one pricer call (``BlockPricer``: the steps' rows end to
+end, each step's provenance kept apart), equal to ``price_step`` of each.
 """
 
 from __future__ import annotations
