@@ -147,3 +147,41 @@ def test_mla_decode_computes_at_the_prefill_efficiency_in_64_head_tiles() -> Non
     rate = spec.peak_flops("bf16") * prefill.compute_eff
     compute = (flops + prefill.compute_half_flops) / rate
     assert t64 == pytest.approx(decode.launch_s + compute, rel=1e-6)
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200", "b200", "a100", "l40s", "mi300x"])
+def test_rows_priced_together_equal_each_row_priced_alone(gpu: str) -> None:
+    """Rows of several parameter sets (dtypes, multi-head and grouped decode: per-row parameters)
+    priced in one call equal each row priced alone (one set: the single-set paths), seconds and
+    provenance bit for bit."""
+    from kernels_db.ops import AttentionDecode, Gemm
+
+    db = KernelDB.for_gpu(get_gpu(gpu))
+    batch = np.array([1.0, 8.0, 64.0, 3.0, 256.0])
+    kv_len = np.array([100.0, 4096.0, 300.0, 20000.0, 1.0])
+    heads = np.array([32.0, 32.0, 8.0, 64.0, 16.0])
+    kv_heads = np.array([8.0, 32.0, 8.0, 8.0, 16.0])  # rows 1 and 4 multi-head
+    kv_dtype = np.array(["bf16", "fp8", "bf16", "fp8", "bf16"])
+    m = np.array([1.0, 17.0, 512.0, 4096.0, 64.0])
+    dtype = np.array(["bf16", "fp8", "fp8", "bf16", "fp4"])
+
+    def shapes(i: slice) -> list[AttentionDecode | Gemm]:
+        return [
+            AttentionDecode(batch[i], kv_len[i], heads[i], kv_heads[i], 128.0, kv_dtype[i]),
+            Gemm(m[i], 8192.0, 4096.0, dtype[i]),
+        ]
+
+    for together, op in zip(shapes(slice(None)), range(2), strict=True):
+        seconds, codes, _, _ = db.price_codes(together)
+        for i in range(len(batch)):
+            alone, code, _, _ = db.price_codes(shapes(slice(i, i + 1))[op])
+            assert seconds[i] == alone[0] and codes[i] == code[0], (op, i)
+
+
+def test_gpu_counts_of_few_and_many_rows_agree() -> None:
+    from kernels_db.lookup import SMALL_COUNT, _gpu_counts
+
+    few = np.array([1, 8, 4, 1, 8, 2], dtype=np.int64)
+    many = np.tile(few, SMALL_COUNT)
+    assert _gpu_counts(few) == _gpu_counts(many) == [2, 4, 8]
+    assert _gpu_counts(np.ones(3, dtype=np.int64)) == _gpu_counts(np.ones(99, dtype=np.int64)) == []
