@@ -20,7 +20,7 @@ path serves ``planner.estimate.estimate`` (K = 1), so the two always agree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Self
@@ -410,7 +410,12 @@ mixture is taken (``mixture_quantiles``): quantiles within 1/64 of a probability
 def _lognormal_ratio(cs2: np.ndarray, z: float) -> np.ndarray:
     """Quantile / mean of a lognormal length with squared CV ``cs2`` (1 for fixed lengths)."""
     sigma2 = np.log1p(np.maximum(cs2, 0.0))
-    return np.asarray(np.exp(-sigma2 / 2.0 + z * np.sqrt(sigma2)))
+    return _lognormal_ratio_of(sigma2, np.sqrt(sigma2), z)
+
+
+def _lognormal_ratio_of(sigma2: np.ndarray, sigma: np.ndarray, z: float) -> np.ndarray:
+    """``_lognormal_ratio`` from the log variance ``sigma2`` and its square root ``sigma``."""
+    return np.asarray(np.exp(-sigma2 / 2.0 + z * sigma))
 
 
 def steady_ttft_quantile(s: ServingArrays, load: LoadArrays, q: float) -> np.ndarray:
@@ -420,17 +425,33 @@ def steady_ttft_quantile(s: ServingArrays, load: LoadArrays, q: float) -> np.nda
     queueing wait in steady state (the start-up wave excluded; exponential tail at the prefill
     utilization). Quantiles of a sum taken as the sum of quantiles: exact when all but one part
     are deterministic, an upper bound otherwise; every part is non-decreasing in q."""
-    z = float(special.ndtri(q))
+    return steady_ttft_quantiles(s, load, [q])[0]
+
+
+def steady_ttft_quantiles(
+    s: ServingArrays, load: LoadArrays, qs: Iterable[float]
+) -> list[np.ndarray]:
+    """``steady_ttft_quantile`` at each of ``qs``, the parts that do not depend on the quantile
+    computed once."""
     rho = np.clip(s.prefill_rho, 1e-9, 0.999)
     fixed_part = np.minimum(load.request_overhead_s, s.ttft_own_s)
-    own = fixed_part + (s.ttft_own_s - fixed_part) * _lognormal_ratio(load.cs2, z)
-    admit = queueing.admission_wait_quantile(s.admission_wait_s, s.admission_ahead, s.hold_cs2, z)
+    scaled_part = s.ttft_own_s - fixed_part
+    sigma2 = np.log1p(np.maximum(load.cs2, 0.0))
+    sigma = np.sqrt(sigma2)
     b = np.clip(s.wave_share, 0.0, 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         steady_wait = np.where(b < 1.0, (s.wait_s - b * s.wave_wait_s) / (1.0 - b), 0.0)
     steady_wait = np.maximum(np.nan_to_num(steady_wait), 0.0)
     steady_wait = np.where(np.isfinite(s.wait_s), steady_wait, np.inf)
-    return np.asarray(own + admit + queueing.wait_quantile(steady_wait, rho, q))
+    out = []
+    for q in qs:
+        z = float(special.ndtri(q))
+        own = fixed_part + scaled_part * _lognormal_ratio_of(sigma2, sigma, z)
+        admit = queueing.admission_wait_quantile(
+            s.admission_wait_s, s.admission_ahead, s.hold_cs2, z
+        )
+        out.append(np.asarray(own + admit + queueing.wait_quantile(steady_wait, rho, q)))
+    return out
 
 
 def mixture_quantiles(
@@ -464,14 +485,15 @@ def ttft_quantiles(s: ServingArrays, load: LoadArrays) -> dict[str, np.ndarray]:
     """TTFT p50/p90/p99 (s): the steady state, or, when the run's lockstep start-up wave is priced
     (``ServingArrays.wave_share`` > 0), the mixture of the steady state and the wave, whose k-th
     of N requests waits for the prefills ahead of it (uniform over 0..2x its mean wait)."""
-    steady = {name: steady_ttft_quantile(s, load, q) for name, q in queueing.QUANTILES.items()}
+    quantiles = queueing.QUANTILES
+    steady = dict(zip(quantiles, steady_ttft_quantiles(s, load, quantiles.values()), strict=True))
     if not (s.wave_share > 0).any():
         return steady
     grid = (np.arange(MIX_ATOMS) + 0.5) / MIX_ATOMS
-    atoms_steady = np.stack([steady_ttft_quantile(s, load, float(q)) for q in grid])
+    atoms_steady = np.stack(steady_ttft_quantiles(s, load, [float(q) for q in grid]))
     zero = np.zeros_like(s.wait_s)
     alone = replace(s, admission_wait_s=zero, wait_s=zero, wave_share=zero)
-    own = np.stack([steady_ttft_quantile(alone, load, float(q)) for q in grid])
+    own = np.stack(steady_ttft_quantiles(alone, load, [float(q) for q in grid]))
     atoms_wave = own + s.admission_wait_s + 2.0 * s.wave_wait_s * grid[:, None]
     return mixture_quantiles(steady, atoms_steady, atoms_wave, np.clip(s.wave_share, 0.0, 1.0))
 

@@ -474,14 +474,21 @@ class _Convergence:
     def record(self, state: tuple[np.ndarray, ...], s: np.ndarray, s_new: np.ndarray) -> bool:
         """Hold the state of candidates that settled now; True once every candidate has."""
         now = ~self.done & _settled(s_new, s)
-        self.held = tuple(
-            np.where(now, v, h) for v, h in zip(state, self.held or state, strict=True)
-        )
+        held = self.held or state
+        if now.all():  # (one candidate settles or not: no per-row select)
+            held = state
+        elif now.any():
+            held = tuple(np.where(now, v, h) for v, h in zip(state, held, strict=True))
+        self.held = held
         self.done |= now
         return bool(self.done.all())
 
     def result(self, state: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         """Held states where converged, the last iteration's elsewhere."""
+        if self.done.all():
+            return self.held
+        if not self.done.any():
+            return state
         return tuple(np.where(self.done, h, v) for h, v in zip(self.held, state, strict=True))
 
 
