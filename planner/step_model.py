@@ -160,8 +160,13 @@ def price_steps(
     calibration the same for all), equal to it, in one pricer call: the steps' rows end to end,
     each step's provenance kept apart (``BlockPricer``). The op graph of a step depends on its
     rows only, except for the pipeline hops (``opgraph.pp_send_op`` counts the largest pp of the
-    rows): steps whose largest pp differ are priced one by one."""
-    if len(steps) == 1 or len({float(np.max(p.pp)) for p, _ in steps}) > 1:
+    rows): steps whose largest pp differ, or whose candidate counts differ, are priced one by
+    one."""
+    if (
+        len(steps) == 1
+        or len({float(np.max(p.pp)) for p, _ in steps}) > 1
+        or len({np.shape(s.decode_reqs)[0] for _, s in steps}) > 1
+    ):
         return [
             price_step(
                 m,

@@ -91,3 +91,25 @@ def test_price_ops_blocks_must_split_every_op_evenly() -> None:
     assert len(pricer.price_ops([op, op], blocks=3)) == 6
     with pytest.raises(ValueError, match="equal blocks"):
         pricer.price_ops([op], blocks=2)
+
+
+def test_price_steps_of_different_candidate_counts_are_priced_one_by_one() -> None:
+    from planner.batch_eval import parallel_arrays
+    from planner.kernels_adapter import default_pricer
+    from planner.models import load_model
+    from planner.opgraph import StepMix
+    from planner.step_model import price_step, price_steps
+
+    m, g = load_model("llama-3.1-8b"), get_gpu("h100")
+    one = parallel_arrays(g, _a(2), _a(1), _a(1), _a(1), _a(0), _a(0))
+    three = parallel_arrays(
+        g, _a(1, 2, 4), _a(1, 1, 1), _a(1, 1, 1), _a(1, 1, 1), *[_a(0, 1, 0)] * 2
+    )
+    steps = [
+        (one, StepMix(_a(8), _a(900), _a(0), _a(0), _a(0))),
+        (three, StepMix(_a(0, 0, 0), _a(0, 0, 0), _a(512, 64, 8), _a(512, 64, 8), _a(0, 0, 0))),
+    ]
+    pricer = default_pricer(g)
+    for (p, s), got in zip(steps, price_steps(m, steps, pricer), strict=True):
+        want = price_step(m, p, s, pricer)
+        assert np.array_equal(got.time_s, want.time_s) and got.provenance == want.provenance
