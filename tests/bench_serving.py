@@ -1,4 +1,5 @@
-"""Timing of one estimate and of a 10,000-candidate vectorized evaluation (``make bench``)."""
+"""Timing of one estimate (best of 5 batches of 20) and of a 10,000-candidate vectorized evaluation
+(``make bench``)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ def bench() -> dict[str, float]:
     wl = fixed(2000, 500, concurrency=64)
     w = WorkerConfig(parallel=Parallelism(tp=4), weight_quant="fp8")
     estimate(m, gpu, wl, agg=w)
-    n = 20
-    t0 = time.perf_counter()
-    for _ in range(n):
-        estimate(m, gpu, wl, agg=w)
-    one = (time.perf_counter() - t0) / n
+    n, batches = 20, 5
+    one = float("inf")
+    for _ in range(batches):  # best of 5 batches: a shared machine's other jobs only add time
+        t0 = time.perf_counter()
+        for _ in range(n):
+            estimate(m, gpu, wl, agg=w)
+        one = min(one, (time.perf_counter() - t0) / n)
     rng = np.random.default_rng(0)
     k = 10_000
     c = CandidateArrays.from_lists(
