@@ -14,6 +14,7 @@ micro-batch's trip through every layer (latency) while pp micro-batches are in f
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -90,6 +91,13 @@ class StepMix:
     prefill_tokens: np.ndarray
     prefill_chunk: np.ndarray
     prefill_prior: np.ndarray
+
+    @classmethod
+    def concat(cls, mixes: Sequence[StepMix]) -> StepMix:
+        """``mixes`` end to end: one mix of their candidates in order (priced in one call)."""
+        return cls(
+            *(np.concatenate([getattr(s, f) for s in mixes]) for f in cls.__dataclass_fields__)
+        )
 
 
 @dataclass(frozen=True)

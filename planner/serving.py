@@ -127,9 +127,7 @@ def _steps(
     """Price several mixes of the same K candidates in one vectorized call; ``tiled`` is
     ``_tiled(w, len(mixes))`` when the caller prices the same worker repeatedly."""
     k = w.max_num_seqs.shape[0]
-    cat = StepMix(
-        *(np.concatenate([getattr(s, f) for s in mixes]) for f in StepMix.__dataclass_fields__)
-    )
+    cat = StepMix.concat(mixes)
     n = len(mixes)
     par, ks, oh = tiled or _tiled(w, n)
     t = step_time(m, par, cat, pricer, kernel_scale=ks, overhead_s=oh)

@@ -117,7 +117,6 @@ KINDS_WITH_OVERHEAD: tuple[str, ...] = (*OP_KINDS, "overhead")
 _KIND_INDEX: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
 _PAR_ARRAYS = tuple(f for f in ParallelArrays.__dataclass_fields__ if f != "gemm_dtype")
 """The array columns of ``ParallelArrays`` (``gemm_dtype`` may be None: ``gemm_dtypes()``)."""
-_MIX_ARRAYS = tuple(StepMix.__dataclass_fields__)
 
 
 def engine_overhead(
@@ -184,7 +183,7 @@ def price_steps(
         **{f: np.concatenate([getattr(p, f) for p in pars]) for f in _PAR_ARRAYS},
         gemm_dtype=np.concatenate([p.gemm_dtypes() for p in pars]),
     )
-    mix = StepMix(*(np.concatenate([getattr(s, f) for s in mixes]) for f in _MIX_ARRAYS))
+    mix = StepMix.concat(mixes)
     ops = step_ops(m, par, mix)
     priced = pricer.price_ops(ops, blocks=len(steps))
     n = len(ops)

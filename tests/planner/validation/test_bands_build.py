@@ -13,15 +13,9 @@ from hardware.errors import PlannerInputError
 from planner.bands import table_from_dict
 from planner.validation import bands
 from planner.validation.e2e import validate_e2e
+from tests.planner.validation import SILICON_MEASURED
 
-DATA = (
-    Path(__file__).resolve().parents[3]
-    / ".."
-    / "shared"
-    / "validation"
-    / "e2e"
-    / "silicon_measured.csv"
-)
+DATA = SILICON_MEASURED
 SLICE_ROWS = 400
 
 

@@ -4,15 +4,12 @@ quantiles and levels fitted on K-1 campaign folds, scored on the remaining fold,
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from planner.validation import bands
+from tests.planner.validation import SILICON_MEASURED
 
-DATA = (
-    Path(__file__).resolve().parents[3] / ".." / "shared" / "validation" / "e2e"
-) / "silicon_measured.csv"
+DATA = SILICON_MEASURED
 COVERAGE_PCT = (75.0, 85.0)
 MIN_CELL_ROWS = 30
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,15 +9,9 @@ import pytest
 from hardware.errors import PlannerInputError
 from planner.validation.e2e import drop_duplicates, validate_e2e
 from planner.validation.holdout import campaign_folds
+from tests.planner.validation import SILICON_MEASURED
 
-DATA = (
-    Path(__file__).resolve().parents[3]
-    / ".."
-    / "shared"
-    / "validation"
-    / "e2e"
-    / "silicon_measured.csv"
-)
+DATA = SILICON_MEASURED
 
 
 def test_duplicates_keep_the_lowest_id() -> None:

@@ -8,15 +8,9 @@ import pandas as pd
 import pytest
 
 from planner.validation.protocol import campaign, main, protocol_report
+from tests.planner.validation import SILICON_MEASURED
 
-DATA = (
-    Path(__file__).resolve().parents[3]
-    / ".."
-    / "shared"
-    / "validation"
-    / "e2e"
-    / "silicon_measured.csv"
-)
+DATA = SILICON_MEASURED
 
 
 def test_campaign_drops_the_per_row_parts() -> None:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from planner.validation import regimes
+from tests.planner.validation import SILICON_MEASURED
 
-DATA = (
-    Path(__file__).resolve().parents[3] / ".." / "shared" / "validation" / "e2e"
-) / "silicon_measured.csv"
+DATA = SILICON_MEASURED
 AIC = "source_file=/x/aic-auto-gap-analysis/data/h100_sxm/sglang/0.5.1.post1/Qwen_Qwen3-32B.csv"
 LOCKSTEP_CAMPAIGN = "aic-auto-gap-analysis/data/h100_sxm/sglang/0.5.1.post1/Qwen_Qwen3-32B.csv"
 

@@ -14,15 +14,9 @@ from planner.cli.main import main
 from planner.engine_calibration import use_calibration
 from planner.validation.protocol import campaign
 from planner.validation.self_calibration import self_calibration_report, split_alternate
+from tests.planner.validation import SILICON_MEASURED
 
-DATA = (
-    Path(__file__).resolve().parents[3]
-    / ".."
-    / "shared"
-    / "validation"
-    / "e2e"
-    / "silicon_measured.csv"
-)
+DATA = SILICON_MEASURED
 CAMPAIGN = "db-dump/2026-04-27; vllm/vllm-openai:v0.18.0"
 """A vLLM campaign of 18 aggregated rows (several models and concurrencies)."""
 

@@ -21,15 +21,9 @@ from planner.validation.e2e import (
     prepare,
     read_rows,
 )
+from tests.planner.validation import SILICON_MEASURED
 
-DATA = (
-    Path(__file__).resolve().parents[3]
-    / ".."
-    / "shared"
-    / "validation"
-    / "e2e"
-    / "silicon_measured.csv"
-)
+DATA = SILICON_MEASURED
 _TAIL = re.compile(r"\d+x\d+_c\d+.*$")
 
 
