@@ -53,6 +53,7 @@ from planner.bands import (
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.models import load_model
 from planner.validation import regimes
+from planner.validation.e2e import duplicate_key
 from planner.validation.holdout import MAX_FOLDS
 from planner.validation.protocol import campaign
 
@@ -73,8 +74,6 @@ prediction again. The model label is among them: two dumps hold the same 15 Deep
 (and 15 TensorRT-LLM) measurements, one labelled DeepSeek-V3 (same architecture, so the same
 prediction; TTFT and TPOT equal to 15 digits); kept twice, one measurement would sit in a fitting
 and a scored fold (``residual_rows``)."""
-DUPLICATE_DIGITS = 9
-"""Significant digits two copies agree to (as ``validation.e2e.DUPLICATE_DIGITS``)."""
 WEIGHTING_TEXT: dict[str, str] = {
     "rows": "every row counting once",
     "campaigns": "every campaign counting once",
@@ -470,8 +469,8 @@ def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
     """Keyed rows with finite log residuals of both metrics and their campaign (measured from
     the nearer of two predictions where the serving regime is open, ``regimes``), repeated
     measurements dropped (equal on every column but ``DUPLICATE_IGNORES`` and the prediction and
-    candidate columns, numbers to ``DUPLICATE_DIGITS`` significant digits; the lowest ``id`` is
-    kept)."""
+    candidate columns, compared as ``validation.e2e.duplicate_key`` compares them; the lowest
+    ``id`` is kept)."""
     rows = add_band_keys(regimes.with_alternatives(pred))
     rows["model_name"] = rows["model_path"].astype(str).map(lambda p: load_model(p).name)
     rows["gpu_name"] = rows["system"].astype(str).map(lambda s: get_gpu(s).name)
@@ -487,10 +486,7 @@ def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
         for c in pred.columns
         if c not in DUPLICATE_IGNORES and not c.startswith(("pred_", "alt_", "c_"))
     ]
-    key = rows[subset].copy()
-    for c in key.columns:
-        if pd.api.types.is_float_dtype(key[c]):
-            key[c] = key[c].map(lambda v: v if pd.isna(v) else float(f"{v:.{DUPLICATE_DIGITS}g}"))
+    key = duplicate_key(rows, subset)
     order = key.assign(_id=rows["id"].astype(str)).sort_values("_id", kind="stable").index
     keep = ~key.loc[order].duplicated(subset=subset, keep="first")
     return rows.loc[order[keep.to_numpy()]].sort_index().reset_index(drop=True)

@@ -27,7 +27,7 @@ from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.validation.rows import parse_version
-from planner.workload import fixed
+from planner.workload import LengthSpec, fixed
 
 QUANT_MODES: dict[str, str] = {
     "fp8": "fp8",
@@ -242,6 +242,59 @@ def named_runs(rows: pd.DataFrame) -> pd.Series:
     return runs.where(named, 0).fillna(0).round().astype(int)
 
 
+LOW_FRACTION_COLUMN = "length_low_fraction"
+"""Optional column: the run drew each request's ISL and OSL uniformly from the whole numbers in
+[int(f x ISL), ISL] and [int(f x OSL), OSL] (a ``benchmark_serving.py`` random dataset with
+``--random-range-ratio f``); empty: every request has the row's ISL and OSL."""
+INFERENCEMAX_LOW_FRACTION = 0.8
+"""``--random-range-ratio`` of the InferenceMAX (now InferenceX) runs: its sweep workflow passes
+0.8 (SemiAnalysisAI/InferenceX ``.github/workflows/full-sweep-tmpl.yml`` @2582bce40, the commit
+of 2025-10-29 that retired its Llama-3.1-70B runs, measured that day in these rows;
+``benchmarks/benchmark_lib.sh`` @843c6254f requires the flag), and its client
+(``utils/bench_serving/benchmark_serving.py`` ``sample_random_requests``, @d053ae24e and
+@843c6254f, the fork of kimbochen/bench_serving the earlier scripts cloned) draws lengths with
+``np.random.randint(int(L * ratio), L + 1)``: mean (int(0.8 L) + L) / 2, about 0.9 L."""
+INFERENCEMAX_SOURCES = re.compile(
+    r"^(db-dump/|source_file=\d{4}-\d{2}-\d{2}\.csv;|source_file=(kimi-k2\.5|qwen3\.5-397b)"
+    r"-gap-analysis\.csv;)"
+)
+"""``silicon_data_source`` of the InferenceMAX measurements: the result-database dump
+(``db-dump/...; config_id; workflow_run_id``: InferenceX's GitHub workflow runs), the dated
+exports (``source_file=2026-03-25.csv`` / ``2026-04-06.csv``) and the two gap-analysis files that
+restate them to 0.01 ms (``LATENCY_DECIMALS``). Every such row sits on InferenceMAX's
+fixed-sequence grid (ISL / OSL 1k / 1k, 1k / 8k, 8k / 1k); the aiconfigurator gap-analysis rows
+(``.../aic-auto-gap-analysis/...``) ran genai-perf or aiperf with standard deviation 0
+(planner/validation/notes/sglang.md)."""
+
+
+def length_low_fractions(rows: pd.DataFrame) -> pd.Series:
+    """Each row's ``LOW_FRACTION_COLUMN``: the column's value where given, else
+    ``INFERENCEMAX_LOW_FRACTION`` for an InferenceMAX row (``INFERENCEMAX_SOURCES``), else NaN
+    (fixed lengths)."""
+    given = (
+        pd.to_numeric(rows[LOW_FRACTION_COLUMN], errors="coerce")
+        if LOW_FRACTION_COLUMN in rows
+        else pd.Series(np.nan, index=rows.index)
+    )
+    source = rows["silicon_data_source"] if "silicon_data_source" in rows else None
+    if source is None:
+        return given
+    harness = np.array([bool(INFERENCEMAX_SOURCES.match(str(v))) for v in source], dtype=bool)
+    return given.where(given.notna().to_numpy() | ~harness, INFERENCEMAX_LOW_FRACTION)
+
+
+def length_spec(nominal: float, low_fraction: float) -> LengthSpec:
+    """The length distribution of a row's ISL or OSL: fixed at ``nominal``, or (``low_fraction``
+    given) the whole numbers in [int(f x L), L] drawn uniformly: their mean and standard deviation
+    (((L - lo + 1)^2 - 1) / 12)^(1/2)."""
+    if not np.isfinite(low_fraction) or low_fraction >= 1.0:
+        return LengthSpec(mean=nominal)
+    lo = max(float(int(low_fraction * nominal)), 1.0)
+    mean = (lo + nominal) / 2.0
+    std = np.sqrt(((nominal - lo + 1.0) ** 2 - 1.0) / 12.0)
+    return LengthSpec(mean=mean, dist="uniform", cv=float(std / mean))
+
+
 SGLANG_RESERVE_RULE_SINCE = (0, 5, 3)
 """First SGLang release whose ``mem_fraction_static`` default follows the chunked-prefill and
 CUDA-graph reserve (``memory_batch.sglang_mem_fraction``; 0.5.2 and earlier: a reserve table,
@@ -321,8 +374,9 @@ def predict(
     for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu", "pred_prefill_util"):
         out[col] = np.nan
     keys = [out[c] for c in ("model_path", "system", "backend", "isl", "osl")]
-    groups = list(out.groupby([*keys, named_runs(out)]).groups.items())
-    for n, ((model, system, backend, isl, osl, runs), idx) in enumerate(groups):
+    low = length_low_fractions(out).fillna(1.0)  # 1: fixed lengths (groupby drops NaN keys)
+    groups = list(out.groupby([*keys, named_runs(out), low]).groups.items())
+    for n, ((model, system, backend, isl, osl, runs, frac), idx) in enumerate(groups):
         sub = out.loc[idx]
         eng = (overrides or {}).get(str(backend)) or engine(str(backend))
         given = {
@@ -338,7 +392,8 @@ def predict(
         # a benchmark run: its lockstep start-up wave priced with the engine's fitted share, or
         # the named run itself (as `estimate --bench-requests` prices it) where the row names it
         run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
-        bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run)
+        lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
+        bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
         res = evaluate_batch(
             load_model(str(model)),
             gpu,
@@ -433,6 +488,7 @@ def _numeric_ranges(columns: pd.Index) -> dict[str, tuple[float, float]]:
         "osl": (1.0, 1e7),
         "silicon_ttft_ms": (0.0, 1e9),
         "silicon_tpot_ms": (0.0, 1e9),
+        LOW_FRACTION_COLUMN: (0.0, 1.0),
     }
     counts = [c for c in columns if c.endswith(("_size", "_workers")) or c == "batch_size"]
     return ranges | {c: (0.0, MAX_COUNT) for c in counts}
@@ -444,13 +500,33 @@ def read_measurements(path: Path, field: str = "--data") -> pd.DataFrame:
     where = f"{field} {path}"
     require_columns(df, REQUIRED_COLUMNS, where)
     ranges = _numeric_ranges(df.columns)
-    counts = [c for c in ranges if c not in ("silicon_ttft_ms", "silicon_tpot_ms")]
+    counts = [c for c in ranges if c not in (*LATENCY_COLUMNS, LOW_FRACTION_COLUMN)]
     return numeric_columns(df, ranges, where, integers=counts)
 
 
 DUPLICATE_DIGITS = 9
 """Significant digits two copies of a measurement agree to (dumps re-serialise floats: the same
 TPOT reads 19.252099757615234 in one and 19.25209975761523 in another)."""
+LATENCY_DECIMALS = 2
+"""Decimals (of a millisecond) the measured latencies of two copies agree to: the two
+gap-analysis files (``kimi-k2.5-gap-analysis.csv``, ``qwen3.5-397b-gap-analysis.csv``) restate 29
+InferenceMAX measurements of the dated exports with TTFT and TPOT written to 0.01 ms (148.61 for
+148.606387). Two distinct measurements agreeing to 10 us on both TTFT and TPOT at the same
+deployment and lengths do not occur in the data."""
+LATENCY_COLUMNS = ("silicon_ttft_ms", "silicon_tpot_ms")
+
+
+def duplicate_key(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """The columns ``cols`` of ``df`` as two copies of one measurement compare: measured
+    latencies to ``LATENCY_DECIMALS`` decimals, other numbers to ``DUPLICATE_DIGITS`` significant
+    digits."""
+    key = df[cols].copy()
+    for c in key.columns:
+        if c in LATENCY_COLUMNS:
+            key[c] = pd.to_numeric(key[c], errors="coerce").round(LATENCY_DECIMALS)
+        elif pd.api.types.is_float_dtype(key[c]):
+            key[c] = key[c].map(lambda v: v if pd.isna(v) else float(f"{v:.{DUPLICATE_DIGITS}g}"))
+    return key
 
 
 def _architecture(model_path: object) -> str:
@@ -464,20 +540,18 @@ def _architecture(model_path: object) -> str:
 
 
 def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Rows equal on every column except ``DUPLICATE_IGNORES`` (numbers to ``DUPLICATE_DIGITS``
-    significant digits) count once (the lowest ``id`` in string order is kept), so one
-    measurement cannot sit in a training and a test fold; (rows, dropped). Model labels compare
-    by architecture (``_architecture``): two dumps hold the same 15 DeepSeek-R1 SGLang and 15
-    TensorRT-LLM measurements, once labelled DeepSeek-V3 (same architecture and deployment,
-    TTFT and TPOT equal to 15 digits), which would otherwise sit in two campaigns' folds."""
+    """Rows equal on every column except ``DUPLICATE_IGNORES`` (``duplicate_key``: latencies to
+    0.01 ms, other numbers to ``DUPLICATE_DIGITS`` significant digits) count once (the lowest
+    ``id`` in string order is kept), so one measurement cannot sit in a training and a test fold;
+    (rows, dropped). Model labels compare by architecture (``_architecture``): two dumps hold the
+    same 15 DeepSeek-R1 SGLang and 15 TensorRT-LLM measurements, once labelled DeepSeek-V3 (same
+    architecture and deployment, TTFT and TPOT equal to 15 digits), which would otherwise sit in
+    two campaigns' folds."""
     cols = [c for c in df.columns if c not in DUPLICATE_IGNORES]
-    key = df[cols].copy()
+    key = duplicate_key(df, cols)
     if "model_path" in key:  # one config read per distinct label, not per row
         labels = key["model_path"].astype(str)
         key["model_path"] = labels.map({p: _architecture(p) for p in labels.unique()})
-    for c in key.columns:
-        if pd.api.types.is_float_dtype(key[c]):
-            key[c] = key[c].map(lambda v: v if pd.isna(v) else float(f"{v:.{DUPLICATE_DIGITS}g}"))
     order = key.assign(id=df["id"]).sort_values("id", kind="stable") if "id" in df.columns else key
     keep = ~order.duplicated(subset=cols, keep="first")
     kept = df.loc[order.index[keep.to_numpy()]].sort_index()

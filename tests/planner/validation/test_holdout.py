@@ -33,12 +33,27 @@ def test_copies_differing_in_float_round_off_are_duplicates() -> None:
         {
             "id": ["b", "a", "c"],
             "silicon_data_source": ["x", "y", "z"],
-            "silicon_tpot_ms": [19.252099757615234, 19.25209975761523, 19.2521],
+            "silicon_tpot_ms": [19.252099757615234, 19.25209975761523, 19.2621],
         }
     )
     kept, dropped = drop_duplicates(df)
     assert dropped == 1 and list(kept["id"]) == ["a", "c"]
     assert kept["silicon_tpot_ms"].iloc[0] == 19.25209975761523  # values kept as read
+
+
+def test_copies_written_to_a_hundredth_of_a_ms_are_duplicates() -> None:
+    """The gap-analysis files restate InferenceMAX measurements to 0.01 ms; latencies that differ
+    by more than that stay distinct measurements."""
+    df = pd.DataFrame(
+        {
+            "id": ["b", "a", "c"],
+            "silicon_data_source": ["dump", "gap-analysis", "other"],
+            "silicon_ttft_ms": [148.606387, 148.61, 148.62],
+            "silicon_tpot_ms": [10.431418, 10.43, 10.43],
+        }
+    )
+    kept, dropped = drop_duplicates(df)
+    assert dropped == 1 and list(kept["id"]) == ["a", "c"]
 
 
 def test_a_layout_read_from_its_id_joins_its_copy_in_another_dump() -> None:
@@ -92,8 +107,9 @@ def test_held_out_accuracy() -> None:
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     r = validate_e2e(DATA, progress=False, holdout="campaign", folds=5)
-    # 225 exact copies, 52 round-off, 34 by id layout, 30 under a second label of one architecture
-    assert r["duplicates_dropped"] == 341
+    # 225 exact copies, 52 round-off, 34 by id layout, 30 under a second label of one
+    # architecture, 30 restated to 0.01 ms by the gap-analysis files
+    assert r["duplicates_dropped"] == 371
     assert r["layout_read_from_id"] == 71
     assert r["modelled"] + sum(r["skipped"].values()) == r["rows"] - r["duplicates_dropped"]
     assert set(r["skipped"]) <= {"incomplete_config", "tp_not_dividing_heads"}
@@ -106,22 +122,31 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 194 of 1,618 on 2026-12-01 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 199 of 1,588 on 2026-12-01 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 196
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 194 (2026-12-01)."""
+OFF_BY_3X = 201
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 199 (2026-12-01)."""
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 28.9,
-    "agg_tpot": 16.5,
-    "disagg_ttft": 43.4,
-    "disagg_tpot": 12.7,
+    "agg_ttft": 26.9,
+    "agg_tpot": 16.3,
+    "disagg_ttft": 44.7,
+    "disagg_tpot": 13.4,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (28.52, 16.16,
-42.99, 12.32 % on 1,618 rows, 2026-12-01; issue 16's targets 22, 13, 25, 15 % are not reached).
-The agg TTFT guard was LOOSENED 27.9 -> 28.9 in the last step of this pass, for a physics fix: the
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (26.50, 15.91,
+44.32, 13.00 % on 1,588 rows, 2026-12-01, fourth pass; issue 16's targets 22, 13, 25, 15 % are
+not reached). In the fourth pass two readings of the rows changed: the InferenceMAX rows are
+replayed at the lengths their client drew (uniform whole numbers in [int(0.8 L), L], mean about
+0.9 L; ``e2e.length_spec``), and the 30 measurements the two gap-analysis files restate to 0.01 ms
+count once (``e2e.duplicate_key``: 1,618 -> 1,588 modelled rows, which re-deals the campaigns).
+The copies alone: 28.52 / 16.16 / 42.99 / 12.32 -> 28.92 / 15.85 / 42.99 / 12.32 %; with the
+lengths: 26.50 / 15.91 / 44.32 / 13.00 % (agg TTFT guard tightened 28.9 -> 26.9, agg TPOT 16.5 ->
+16.3; disagg TTFT LOOSENED 43.4 -> 44.7 and disagg TPOT 12.7 -> 13.4, rows off > 3x 196 -> 201:
+the disaggregated InferenceMAX rows were priced low on TTFT already, median ln(pred / measured)
+-0.03 -> -0.08; planner/validation/notes/outliers.md). Third pass: the agg TTFT guard was
+LOOSENED 27.9 -> 28.9 in the last step of that pass, for a physics fix: the
 fitted GEMM model now counts the split-K blocks a library runs when a product has too few output
 tiles to fill the SMs (``kernels_db.roofline.gemm_units``; before, a larger m priced up to 23%
 faster, breaking "more work never takes less time"); all five GPUs refitted, kernel p90s within
