@@ -358,6 +358,8 @@ def result_row(where: str, obj: JsonObject, side: Sidecar) -> Row | str:
         "osl": osl,
         **deployment_columns(dep, conc),
         **named_run(where, obj, conc),
+        # isl / osl above are the run's mean lengths already: no harness reading of them
+        "length_low_fraction": 1.0,
         "silicon_ttft_ms": vals["mean_ttft_ms"],
         "silicon_tpot_ms": vals["mean_tpot_ms"],
     }
@@ -389,9 +391,14 @@ def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[Row]:
     return rows
 
 
-OPTIONAL_RANGES = {"bench_requests": REQUESTS_RANGE, "fixed_lengths": (0, 1), "mixed_chunk": (0, 1)}
-"""Optional CSV columns naming each row's benchmark run (``validation.e2e.named_runs``); empty
-cells: not named / not known."""
+OPTIONAL_RANGES = {
+    "bench_requests": REQUESTS_RANGE,
+    "fixed_lengths": (0, 1),
+    "mixed_chunk": (0, 1),
+    "length_low_fraction": (0, 1),
+}
+"""Optional CSV columns naming each row's benchmark run (``validation.e2e.named_runs``,
+``validation.e2e.length_low_fractions``); empty cells: not named / not known."""
 FLAG_COLUMNS = ("fixed_lengths", "mixed_chunk")
 """Optional columns that take 0 or 1 only."""
 

@@ -255,8 +255,8 @@ of 2025-10-29 that retired its Llama-3.1-70B runs, measured that day in these ro
 @843c6254f, the fork of kimbochen/bench_serving the earlier scripts cloned) draws lengths with
 ``np.random.randint(int(L * ratio), L + 1)``: mean (int(0.8 L) + L) / 2, about 0.9 L."""
 INFERENCEMAX_SOURCES = re.compile(
-    r"^(db-dump/|source_file=\d{4}-\d{2}-\d{2}\.csv;|source_file=(kimi-k2\.5|qwen3\.5-397b)"
-    r"-gap-analysis\.csv;)"
+    r"^(db-dump/\d{4}-\d{2}-\d{2}; |source_file=\d{4}-\d{2}-\d{2}\.csv; "
+    r"|source_file=(kimi-k2\.5|qwen3\.5-397b)-gap-analysis\.csv; )"
 )
 """``silicon_data_source`` of the InferenceMAX measurements: the result-database dump
 (``db-dump/...; config_id; workflow_run_id``: InferenceX's GitHub workflow runs), the dated

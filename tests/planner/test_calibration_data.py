@@ -56,6 +56,8 @@ def test_vllm_and_sglang_results_become_rows(tmp_path: Path) -> None:
     assert list(rows["backend"]) == ["sglang", "vllm", "sglang"]
     assert list(rows["batch_size"]) == [4, 8, 32] and list(rows["isl"]) == [2000, 1000, 2000]
     assert set(rows["osl"]) == {500} and set(rows["system"]) == {"h100_sxm"}
+    # the mean lengths of the run itself: never read again as a harness's length draw
+    assert set(rows["length_low_fraction"]) == {1.0}
     assert rows["silicon_ttft_ms"].tolist() == [200.0, 120.0, 200.0]
     assert [s["rows"] for s in data.sources] == [1, 2] and all(
         len(s["sha256"]) == 64 for s in data.sources
@@ -131,6 +133,8 @@ def test_csv_may_name_the_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert named_runs(load_data(res).rows).tolist() == [0, 40]
     (res / "m.csv").write_text(f"{head},bench_requests,mixed_chunk\n{row},40,2\n")
     _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:2:mixed_chunk", "(0 or 1)")
+    (res / "m.csv").write_text(f"{head},length_low_fraction\n{row},1.2\n")
+    _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:2:length_low_fraction", "expected empty or")
     (res / "m.csv").write_text(f"{head},bench_requests\n{row},many\n")
     _expect_exit_2(tmp_path, capsys, f"{res / 'm.csv'}:2:bench_requests", "expected empty or")
 

@@ -51,6 +51,7 @@ SOURCES = {
     "source_file=qwen3.5-397b-gap-analysis.csv; silicon_concurrency=8": 0.8,
     "source_file=/Users/u/aic-auto-gap-analysis/data/h100_sxm/vllm/0.12.0/Qwen.csv": None,
     "my-own-run": None,
+    "db-dump/results.json:1; silicon_concurrency=8; num_prompts=80": None,  # a user's file
 }
 
 
@@ -65,7 +66,7 @@ def test_inferencemax_rows_are_read_at_its_range_ratio() -> None:
 def test_a_given_column_wins_over_the_harness() -> None:
     rows = pd.DataFrame(
         {
-            "silicon_data_source": ["db-dump/x; config_id=1", "mine", "mine"],
+            "silicon_data_source": ["db-dump/2026-04-27; config_id=1", "mine", "mine"],
             LOW_FRACTION_COLUMN: [1.0, 0.5, np.nan],
         }
     )
@@ -96,7 +97,7 @@ def _row(source: str) -> dict[str, object]:
 def test_a_shorter_mean_prompt_prices_a_shorter_prefill() -> None:
     """The same deployment read as an InferenceMAX run (lengths 0.8-1.0 x nominal) prices TTFT
     and TPOT below the fixed-length run, and as the fixed run at the draw's mean lengths."""
-    rows = prepare(pd.DataFrame([_row("mine"), _row("db-dump/x; config_id=1")])).rows
+    rows = prepare(pd.DataFrame([_row("mine"), _row("db-dump/2026-04-27; config_id=1")])).rows
     pred = predict(rows, progress=False)
     fixed_ttft, drawn_ttft = pred["pred_ttft_ms"].to_numpy()
     fixed_tpot, drawn_tpot = pred["pred_tpot_ms"].to_numpy()
