@@ -26,6 +26,7 @@ from planner.engine_calibration import BACKENDS, EngineCalibration, engine, pref
 from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
+from planner.validation.recipes import recipe_chunks, recipe_kv_dtype
 from planner.validation.rows import parse_version
 from planner.workload import LengthSpec, fixed
 
@@ -122,7 +123,9 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
     """CandidateArrays columns of one row, or the reason it cannot be modelled (``id_layout``
     corrects a layout that contradicts the row's id)."""
     quant = QUANT_MODES.get(str(row.get("gemm_quant_mode")), weight_default)
-    kv = "fp8" if row["backend"] == "trtllm" and quant in ("fp8", "fp4") else "bf16"
+    kv = recipe_kv_dtype(row) or (
+        "fp8" if row["backend"] == "trtllm" and quant in ("fp8", "fp4") else "bf16"
+    )
     agg_tp, agg_ep = _num(row, "tp_size"), _num(row, "moe_ep_size")
     agg_dp = _attention_dp(row, "", agg_tp, agg_ep)
     conc = _concurrency(row, agg_dp)
@@ -369,7 +372,8 @@ def predict(
 ) -> pd.DataFrame:
     """Add pred_ttft_ms / pred_tpot_ms / pred_tok_s_per_gpu to prepared rows; ``const_<name>``
     columns (``with_constants``) replace the engines' fitted constants row by row; each row's KV
-    pool is sized as ``kv_pool`` says, its chunk as ``engine_chunk`` says."""
+    pool is sized as ``kv_pool`` says, its chunk as ``engine_chunk`` says (an InferenceMAX row's
+    as its script set it, ``validation.recipes``)."""
     out = rows.copy()
     for col in ("pred_ttft_ms", "pred_tpot_ms", "pred_tok_s_per_gpu", "pred_prefill_util"):
         out[col] = np.nan
@@ -388,6 +392,8 @@ def predict(
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
         gpu = get_gpu(str(system))
         chunk = engine_chunks(sub, gpu.memory_bytes, eng.max_num_batched_tokens.value)
+        recipe = recipe_chunks(sub)  # InferenceMAX rows: their script's token budget
+        chunk = np.where(np.isfinite(recipe), recipe, chunk)
         cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=chunk)
         # a benchmark run: its lockstep start-up wave priced with the engine's fitted share, or
         # the named run itself (as `estimate --bench-requests` prices it) where the row names it

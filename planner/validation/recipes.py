@@ -1,0 +1,135 @@
+"""The launch flags of the InferenceMAX runs in the shared measurements
+(``inferencemax_recipes.yaml``).
+
+No row of ``silicon_measured.csv`` records its launch flags, so ``validation.e2e`` replays each row
+at its engine's defaults. The InferenceMAX runs were launched by public scripts
+(github:SemiAnalysisAI/InferenceX) that set some flags away from those defaults: the KV-cache dtype
+and the per-step token budget. A row of the dated exports (``source_file=YYYY-MM-DD.csv;
+model=<label>; ...``, aggregated) whose model label, engine and GPU match a recipe is replayed at
+the recipe's flags instead (``recipe_kv_dtype``, ``recipe_chunks``). Every entry names the script
+and commit it was read from.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hardware.errors import PlannerInputError
+from hardware.input_files import read_yaml
+
+RECIPES_FILE = Path(__file__).with_name("inferencemax_recipes.yaml")
+KV_DTYPES = ("bf16", "fp8")
+TOKENS_RULES = ("clients_plus_isl",)
+"""``max_num_tokens_rule`` values: ``clients_plus_isl`` is the DeepSeek-R1 TensorRT-LLM scripts'
+``MAX_NUM_TOKENS=$(( ($CONC+$ISL+64+63)/64*64 ))``: one prompt and every client's decode token per
+step, rounded up to 64."""
+EXPORT_ROW = re.compile(r"^source_file=\d{4}-\d{2}-\d{2}\.csv; model=([^;]+);")
+"""``silicon_data_source`` of a dated-export row, capturing its model label."""
+MAX_TOKENS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One script's flags for one model label, engine and set of GPUs."""
+
+    model: str
+    backend: str
+    systems: tuple[str, ...]
+    kv_dtype: str | None
+    max_num_tokens: float | None
+    max_num_tokens_rule: str | None
+    source: str
+
+    def tokens(self, clients: float, isl: float) -> float:
+        """The step token budget the script set for ``clients`` clients of ``isl``-token prompts
+        (NaN when it sets none)."""
+        if self.max_num_tokens is not None:
+            return self.max_num_tokens
+        if self.max_num_tokens_rule == "clients_plus_isl":
+            return float(math.ceil((clients + isl + 64) / 64) * 64)
+        return math.nan
+
+
+def _entry(path: Path, i: int, raw: object) -> Recipe:
+    where = f"{path}: recipes[{i}]"
+    if not isinstance(raw, dict):
+        raise PlannerInputError("recipes", f"{where}: not a mapping")
+    systems = raw.get("systems")
+    if not all(isinstance(raw.get(k), str) and raw[k] for k in ("model", "backend", "source")):
+        raise PlannerInputError("recipes", f"{where}: needs model, backend and source")
+    if not isinstance(systems, list) or not systems or not all(isinstance(s, str) for s in systems):
+        raise PlannerInputError("recipes", f"{where}: 'systems' must list GPU keys")
+    kv = raw.get("kv_dtype")
+    if kv is not None and kv not in KV_DTYPES:
+        raise PlannerInputError("recipes", f"{where}: kv_dtype {kv!r} not one of {KV_DTYPES}")
+    tokens, rule = raw.get("max_num_tokens"), raw.get("max_num_tokens_rule")
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_TOKENS
+    ):
+        raise PlannerInputError(
+            "recipes", f"{where}: max_num_tokens must be a whole number in [1, {MAX_TOKENS}]"
+        )
+    if rule is not None and rule not in TOKENS_RULES:
+        raise PlannerInputError(
+            "recipes", f"{where}: max_num_tokens_rule not one of {TOKENS_RULES}"
+        )
+    if tokens is not None and rule is not None:
+        raise PlannerInputError("recipes", f"{where}: give max_num_tokens or its rule, not both")
+    return Recipe(
+        model=str(raw["model"]),
+        backend=str(raw["backend"]),
+        systems=tuple(systems),
+        kv_dtype=kv,
+        max_num_tokens=float(tokens) if tokens is not None else None,
+        max_num_tokens_rule=rule,
+        source=str(raw["source"]),
+    )
+
+
+def load_recipes(path: Path = RECIPES_FILE) -> tuple[Recipe, ...]:
+    """The recipes of ``path`` (an input error naming the file and entry for a malformed one)."""
+    raw = read_yaml(path, "calibration YAML", "recipes")
+    if not isinstance(raw, dict) or not isinstance(raw.get("recipes"), list):
+        raise PlannerInputError("recipes", f"{path}: needs a 'recipes' list")
+    out = tuple(_entry(path, i, r) for i, r in enumerate(raw["recipes"]))
+    keys = [(r.model, r.backend, s) for r in out for s in r.systems]
+    if len(keys) != len(set(keys)):
+        raise PlannerInputError("recipes", f"{path}: a model, engine and GPU listed twice")
+    return out
+
+
+@cache
+def _by_key(path: Path = RECIPES_FILE) -> dict[tuple[str, str, str], Recipe]:
+    return {(r.model, r.backend, s): r for r in load_recipes(path) for s in r.systems}
+
+
+def recipe_for(row: pd.Series | dict[str, object]) -> Recipe | None:
+    """The recipe an aggregated dated-export row ran with, if one is listed."""
+    m = EXPORT_ROW.match(str(row.get("silicon_data_source", "")))
+    if m is None or row.get("mode") != "agg":
+        return None
+    return _by_key().get((m.group(1), str(row.get("backend")), str(row.get("system"))))
+
+
+def recipe_kv_dtype(row: pd.Series | dict[str, object]) -> str | None:
+    """The KV-cache dtype the row's recipe set, or None."""
+    r = recipe_for(row)
+    return r.kv_dtype if r is not None else None
+
+
+def recipe_chunks(rows: pd.DataFrame) -> np.ndarray:
+    """The step token budget each prepared row's recipe set (NaN where none): its clients are
+    ``c_concurrency``."""
+    out = np.full(len(rows), np.nan)
+    for i, (_, row) in enumerate(rows.iterrows()):
+        r = recipe_for(row)
+        if r is not None:
+            out[i] = r.tokens(float(row.get("c_concurrency", 1.0)), float(row["isl"]))
+    return out

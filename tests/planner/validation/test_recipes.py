@@ -1,0 +1,123 @@
+"""The InferenceMAX launch flags a measured row is replayed at (``planner.validation.recipes``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hardware.errors import PlannerInputError
+from planner.batch_eval import KV_DTYPES
+from planner.validation.e2e import candidate_columns, predict, prepare
+from planner.validation.recipes import (
+    load_recipes,
+    recipe_chunks,
+    recipe_for,
+    recipe_kv_dtype,
+)
+
+
+def _row(model: str, backend: str, system: str = "h200_sxm", **kw: object) -> dict[str, object]:
+    return {
+        "id": f"r_{model}_{backend}",
+        "silicon_data_source": f"source_file=2026-04-06.csv; model={model}; silicon_concurrency=4",
+        "backend": backend,
+        "backend_version": "1.0.0",
+        "model_path": "meta-llama/Llama-3.1-70B",
+        "system": system,
+        "mode": "agg",
+        "isl": 1024,
+        "osl": 1024,
+        "gemm_quant_mode": "fp8",
+        "batch_size": 4,
+        "tp_size": 4,
+        "pp_size": 1,
+        "silicon_ttft_ms": 200.0,
+        "silicon_tpot_ms": 10.0,
+        **kw,
+    }
+
+
+def test_the_packaged_recipes_load_and_name_their_scripts() -> None:
+    recipes = load_recipes()
+    assert len(recipes) >= 5
+    assert all("@" in r.source and "benchmarks/" in r.source for r in recipes)
+
+
+def test_a_recipe_sets_the_rows_kv_dtype() -> None:
+    """InferenceMAX ran Llama-3.3-70B-FP8 on vLLM with an FP8 KV cache; the replay's engine
+    default for vLLM is the model's dtype."""
+    vllm = pd.Series(_row("Llama-3.1-70B", "vllm"))
+    assert recipe_kv_dtype(vllm) == "fp8"
+    assert candidate_columns(vllm, "bf16")["kv_dtype"] == KV_DTYPES.index("fp8")  # type: ignore[index]
+    gpt = pd.Series(_row("GPT-OSS-120B", "trtllm", gemm_quant_mode="nvfp4"))
+    assert candidate_columns(gpt, "bf16")["kv_dtype"] == KV_DTYPES.index("bf16")  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"mode": "disagg"}, "multi-node recipes are other scripts"),
+        ({"system": "b200_sxm"}, "no recipe read for this GPU"),
+        ({"silicon_data_source": "db-dump/2026-04-27; config_id=181"}, "no model label"),
+        ({"silicon_data_source": "source_file=x.csv; model=Llama-3.1-70B;"}, "not a dated export"),
+    ],
+)
+def test_other_rows_keep_the_engine_defaults(change: dict[str, object], why: str) -> None:
+    row = pd.Series(_row("Llama-3.1-70B", "vllm") | change)
+    assert recipe_for(row) is None, why
+
+
+def test_the_deepseek_token_budget_follows_its_scripts_rule() -> None:
+    """MAX_NUM_TOKENS=$(( ($CONC+$ISL+64+63)/64*64 ))."""
+    rows = pd.DataFrame(
+        [
+            _row("DeepSeek-R1", "trtllm", isl=1024, c_concurrency=4.0),
+            _row("DeepSeek-R1", "trtllm", isl=8192, c_concurrency=64.0),
+            _row("Llama-3.1-70B", "trtllm", c_concurrency=4.0),
+            _row("Kimi-K2.5", "vllm", c_concurrency=4.0),
+        ]
+    )
+    got = recipe_chunks(rows)
+    assert got[:3].tolist() == [1152.0, 8320.0, 16384.0] and np.isnan(got[3])
+
+
+def test_predict_prices_a_recipe_rows_chunk() -> None:
+    """A TensorRT-LLM Llama-3.1-70B row at 64 clients of 8,192-token prompts: its script's 16,384
+    token budget prices TTFT unlike the engine default of 8,192."""
+    base = _row("Llama-3.1-70B", "trtllm", isl=8192, batch_size=64)
+    other = base | {"id": "plain", "silicon_data_source": "mine"}
+    pred = predict(prepare(pd.DataFrame([base, other])).rows, progress=False)
+    recipe_ttft, plain_ttft = pred["pred_ttft_ms"].to_numpy()
+    assert recipe_ttft != pytest.approx(plain_ttft, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("recipes: 1\n", "needs a 'recipes' list"),
+        ("recipes: [{model: a, backend: vllm, source: s}]\n", "'systems' must list"),
+        (
+            "recipes: [{model: a, backend: vllm, systems: [h100_sxm], source: s, "
+            "kv_dtype: int4}]\n",
+            "kv_dtype",
+        ),
+        (
+            "recipes: [{model: a, backend: vllm, systems: [h100_sxm], source: s, "
+            "max_num_tokens: 0}]\n",
+            "max_num_tokens must be",
+        ),
+        (
+            "recipes: [{model: a, backend: vllm, systems: [h1], source: s}, "
+            "{model: a, backend: vllm, systems: [h1], source: t}]\n",
+            "listed twice",
+        ),
+    ],
+)
+def test_a_malformed_recipe_file_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    with pytest.raises(PlannerInputError, match=message):
+        load_recipes(path)
