@@ -375,9 +375,10 @@ def _worker(
     constants: Constants | None = None,
     lockstep: bool = False,
     kv_pool: np.ndarray | None = None,
+    pool_flag: np.ndarray | None = None,
 ) -> WorkerArrays:
     if kv_pool is not None:
-        util = memory_batch.default_pool_util(kv_pool, m, gpu, par, chunk, seqs, util)
+        util = memory_batch.default_pool_util(kv_pool, m, gpu, par, chunk, seqs, util, pool_flag)
     cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
     k = seqs.shape[0]
     return WorkerArrays(
@@ -527,13 +528,16 @@ def evaluate_batch(
     calibration: EngineCalibration | None = None,
     constants: Constants | None = None,
     kv_pool: np.ndarray | None = None,
+    pool_flag: np.ndarray | None = None,
 ) -> ResultArrays:
     """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
     (``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``constants``:
     per-candidate values of fitted engine constants, see ``Constants``; ``kv_pool``: per
     candidate, the ``memory_batch.KvPool`` whose default sizes each worker's KV pool, for
     replaying deployments measured at their engine's default; None: ``gpu_memory_utilization``
-    of the device, vLLM's meaning, as the planner's plans set it)."""
+    of the device, vLLM's meaning, as the planner's plans set it; ``pool_flag``: per candidate,
+    the engine's own memory flag where a replayed launch recorded it, NaN elsewhere,
+    ``memory_batch.default_pool_util``)."""
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
@@ -557,6 +561,7 @@ def evaluate_batch(
         constants,
         lasting_lockstep(w, backend),
         kv_pool,
+        pool_flag,
     )
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(
@@ -589,6 +594,7 @@ def evaluate_batch(
             burst,
             constants,
             kv_pool=kv_pool,
+            pool_flag=pool_flag,
         )
         pre = prefill_kernels(pre, cal, k, constants)
         total = (

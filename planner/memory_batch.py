@@ -358,20 +358,27 @@ def default_pool_util(
     chunk: np.ndarray,
     max_num_seqs: np.ndarray,
     util: float | np.ndarray = 0.9,
+    flag: np.ndarray | None = None,
 ) -> np.ndarray:
     """The ``gpu_memory_utilization`` (vLLM's meaning, as ``kv_budget_per_gpu`` takes it) that
-    gives each candidate the KV pool its engine (``pool``: ``KvPool`` values) sizes at its default
-    memory flag; ``util`` for vLLM. TensorRT-LLM: util = f + (1 - f) x non-KV / device, so
-    KV = f x (device - non-KV). SGLang: util = fraction + (activations + CUDA graphs) / device,
-    so KV = fraction x device - weights - CUDA context and NCCL (SGLang reserves the rest for
-    activations and graphs; its weights are loaded before it reads free memory)."""
+    gives each candidate the KV pool its engine (``pool``: ``KvPool`` values) sizes at its memory
+    flag: the engine's default, or ``flag`` where finite (the engine's own flag as a launch set it:
+    vLLM ``--gpu-memory-utilization``, TensorRT-LLM ``free_gpu_memory_fraction``, SGLang
+    ``--mem-fraction-static``); ``util`` for vLLM otherwise. TensorRT-LLM: util = f + (1 - f) x
+    non-KV / device, so KV = f x (device - non-KV). SGLang: util = fraction + (activations + CUDA
+    graphs) / device, so KV = fraction x device - weights - CUDA context and NCCL (SGLang reserves
+    the rest for activations and graphs; its weights are loaded before it reads free memory)."""
     device = gpu.memory_bytes
     act = activation_bytes(m, p, chunk, max_num_seqs)
     non_kv = weights_per_gpu(m, p) + act + reserved_bytes(p.tp * p.pp * p.dp)
-    trt = TRTLLM_FREE_FRACTION + (1.0 - TRTLLM_FREE_FRACTION) * non_kv / device
+    given = np.full(np.shape(pool), np.nan) if flag is None else np.asarray(flag, dtype=float)
+    set_ = np.isfinite(given)
+    f_trt = np.where(set_, given, TRTLLM_FREE_FRACTION)
+    trt = f_trt + (1.0 - f_trt) * non_kv / device
     sgl_extra = (act + CUDA_GRAPH_BYTES) / device
-    sgl = sglang_mem_fraction(device, p.tp, p.pp, p.dp) + sgl_extra
-    sgl_052 = sglang_052_mem_fraction(device, p.tp, p.pp, p.dp) + sgl_extra
+    sgl = np.where(set_, given, sglang_mem_fraction(device, p.tp, p.pp, p.dp)) + sgl_extra
+    sgl_052 = np.where(set_, given, sglang_052_mem_fraction(device, p.tp, p.pp, p.dp)) + sgl_extra
+    util = np.where(set_, given, util)
     return np.asarray(
         np.select(
             [pool == KvPool.TRTLLM, pool == KvPool.SGLANG, pool == KvPool.SGLANG_052],

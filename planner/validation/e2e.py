@@ -26,7 +26,7 @@ from planner.engine_calibration import BACKENDS, EngineCalibration, engine, pref
 from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from planner.validation.recipes import recipe_chunks, recipe_kv_dtype
+from planner.validation.recipes import recipe_chunks, recipe_kv_dtype, recipe_memory_flags
 from planner.validation.rows import parse_version
 from planner.workload import LengthSpec, fixed
 
@@ -343,8 +343,17 @@ def _backends_versions(rows: pd.DataFrame) -> Iterator[tuple[str, object]]:
 
 
 def kv_pools(rows: pd.DataFrame) -> np.ndarray:
-    """``kv_pool`` of every row (``KvPool`` values)."""
-    return np.array([int(kv_pool(b, v)) for b, v in _backends_versions(rows)], dtype=int)
+    """``kv_pool`` of every row (``KvPool`` values); an SGLang row whose launch recorded its
+    ``--mem-fraction-static`` (``recipe_memory_flags``) sizes its pool by SGLang's rule at that
+    fraction."""
+    flags = recipe_memory_flags(rows)
+    return np.array(
+        [
+            int(kv_pool(b, v, sglang_default=b == "sglang" and bool(np.isfinite(f))))
+            for (b, v), f in zip(_backends_versions(rows), flags, strict=True)
+        ],
+        dtype=int,
+    )
 
 
 def engine_chunk(backend: str, version: object, memory_bytes: float, default: float) -> float:
@@ -409,6 +418,7 @@ def predict(
             calibration=eng,
             constants=_row_constants(sub),
             kv_pool=kv_pools(sub),
+            pool_flag=recipe_memory_flags(sub),
         )
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3

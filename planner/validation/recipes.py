@@ -6,8 +6,8 @@ at its engine's defaults. The InferenceMAX runs were launched by public scripts
 (github:SemiAnalysisAI/InferenceX) that set some flags away from those defaults: the KV-cache dtype
 and the per-step token budget. A row of the dated exports (``source_file=YYYY-MM-DD.csv;
 model=<label>; ...``, aggregated) whose model label, engine and GPU match a recipe is replayed at
-the recipe's flags instead (``recipe_kv_dtype``, ``recipe_chunks``). Every entry names the script
-and commit it was read from.
+the recipe's flags instead (``recipe_kv_dtype``, ``recipe_chunks``, ``recipe_memory_flags``). Every
+entry names the script and commit it was read from.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Recipe:
     kv_dtype: str | None
     max_num_tokens: float | None
     max_num_tokens_rule: str | None
+    memory_fraction: float | None
     source: str
 
     def tokens(self, clients: float, isl: float) -> float:
@@ -80,6 +81,11 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
         raise PlannerInputError(
             "recipes", f"{where}: max_num_tokens_rule not one of {TOKENS_RULES}"
         )
+    mem = raw.get("memory_fraction")
+    if mem is not None and (
+        isinstance(mem, bool) or not isinstance(mem, (int, float)) or not 0.05 <= mem <= 1.0
+    ):
+        raise PlannerInputError("recipes", f"{where}: memory_fraction must be in [0.05, 1]")
     if tokens is not None and rule is not None:
         raise PlannerInputError("recipes", f"{where}: give max_num_tokens or its rule, not both")
     return Recipe(
@@ -89,6 +95,7 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
         kv_dtype=kv,
         max_num_tokens=float(tokens) if tokens is not None else None,
         max_num_tokens_rule=rule,
+        memory_fraction=float(mem) if mem is not None else None,
         source=str(raw["source"]),
     )
 
@@ -132,4 +139,16 @@ def recipe_chunks(rows: pd.DataFrame) -> np.ndarray:
         r = recipe_for(row)
         if r is not None:
             out[i] = r.tokens(float(row.get("c_concurrency", 1.0)), float(row["isl"]))
+    return out
+
+
+def recipe_memory_flags(rows: pd.DataFrame) -> np.ndarray:
+    """The memory flag each row's recipe set (NaN where none), in its engine's own meaning: vLLM
+    ``--gpu-memory-utilization``, TensorRT-LLM ``free_gpu_memory_fraction``, SGLang
+    ``--mem-fraction-static`` (``memory_batch.default_pool_util``)."""
+    out = np.full(len(rows), np.nan)
+    for i, (_, row) in enumerate(rows.iterrows()):
+        r = recipe_for(row)
+        if r is not None and r.memory_fraction is not None:
+            out[i] = r.memory_fraction
     return out

@@ -40,6 +40,26 @@ def test_vllm_keeps_the_given_utilization() -> None:
     assert got.tolist() == [0.9, 0.85]
 
 
+def test_a_recorded_memory_flag_replaces_each_engines_default() -> None:
+    """A launch's own flag, in each engine's meaning: vLLM's utilization as given, TensorRT-LLM's
+    fraction of the memory left after the model, SGLang's static fraction of the device; NaN
+    keeps the default rule."""
+    m, gpu = load_model("llama-3.1-70b"), get_gpu("h200")
+    p = _par("h200", 2)
+    pools = np.array([int(KvPool.VLLM), int(KvPool.TRTLLM), int(KvPool.SGLANG), int(KvPool.TRTLLM)])
+    par = parallel_arrays(
+        gpu, np.full(4, 2.0), np.ones(4), np.ones(4), np.ones(4), np.zeros(4), np.zeros(4)
+    )
+    flags = np.array([0.95, 0.75, 0.8, np.nan])
+    chunk, seqs = np.full(4, 8192.0), np.full(4, 256.0)
+    got = mb.default_pool_util(pools, m, gpu, par, chunk, seqs, 0.9, flags)
+    assert got[0] == 0.95
+    kv = mb.kv_budget_per_gpu(m, gpu, p, CHUNK, SEQS, got[1])[0]
+    assert kv == pytest.approx(0.75 * mb.kv_budget_per_gpu(m, gpu, p, CHUNK, SEQS, 1.0)[0])
+    assert got[2] > 0.8  # plus activations and CUDA graphs, which SGLang keeps outside
+    assert got[3] == pytest.approx(_util(KvPool.TRTLLM, "llama-3.1-70b", "h200", p), rel=1e-12)
+
+
 def test_trtllm_takes_its_fraction_of_the_memory_left_after_the_model() -> None:
     """KV = 0.9 x (device - weights - activations - reserve): the budget at the equivalent
     utilization is 90 % of what vLLM's meaning would leave at utilization 1."""

@@ -10,12 +10,14 @@ import pytest
 
 from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES
-from planner.validation.e2e import candidate_columns, predict, prepare
+from planner.memory_batch import KvPool
+from planner.validation.e2e import candidate_columns, kv_pools, predict, prepare
 from planner.validation.recipes import (
     load_recipes,
     recipe_chunks,
     recipe_for,
     recipe_kv_dtype,
+    recipe_memory_flags,
 )
 
 
@@ -94,6 +96,23 @@ def test_predict_prices_a_recipe_rows_chunk() -> None:
     assert recipe_ttft != pytest.approx(plain_ttft, rel=1e-3)
 
 
+def test_a_recorded_memory_flag_reaches_the_pool() -> None:
+    """GLM-5 on SGLang ran --mem-fraction-static 0.85: the row's pool follows SGLang's rule at
+    that fraction (other SGLang rows keep the replay's default pool); TensorRT-LLM gpt-oss ran
+    free_gpu_memory_fraction 0.85."""
+    rows = pd.DataFrame(
+        [
+            _row("GLM-5", "sglang", backend_version="glm5-hopper"),
+            _row("Kimi-K2.5", "sglang"),
+            _row("GPT-OSS-120B", "trtllm"),
+        ]
+    )
+    flags = recipe_memory_flags(rows)
+    assert flags[0] == 0.85 and np.isnan(flags[1]) and flags[2] == 0.85
+    pools = kv_pools(rows)
+    assert pools.tolist() == [int(KvPool.SGLANG), int(KvPool.VLLM), int(KvPool.TRTLLM)]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -108,6 +127,11 @@ def test_predict_prices_a_recipe_rows_chunk() -> None:
             "recipes: [{model: a, backend: vllm, systems: [h100_sxm], source: s, "
             "max_num_tokens: 0}]\n",
             "max_num_tokens must be",
+        ),
+        (
+            "recipes: [{model: a, backend: vllm, systems: [h100_sxm], source: s, "
+            "memory_fraction: 1.5}]\n",
+            "memory_fraction must be",
         ),
         (
             "recipes: [{model: a, backend: vllm, systems: [h1], source: s}, "
