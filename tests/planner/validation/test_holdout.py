@@ -122,13 +122,13 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 196 of 1,588 on 2026-12-01 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 195 of 1,588 on 2026-12-01 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 198
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 196 (2026-12-01)."""
+OFF_BY_3X = 197
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 195 (2026-12-01)."""
 HELD_OUT: dict[str, float] = {
     "agg_ttft": 27.9,
     "agg_tpot": 13.1,
@@ -138,12 +138,12 @@ HELD_OUT: dict[str, float] = {
 """Median APE (%) guarded on held-out campaigns, just above the measured figures (27.55, 12.73,
 42.32, 9.53 % on 1,588 rows, 2026-12-01, fourth pass; issue 16's targets are 22, 13, 25, 15 %:
 agg TPOT and disagg TPOT met). Last in the fourth pass, the InferenceMAX aggregated rows are
-replayed at the KV-cache dtype and token budget their launch scripts set
+replayed at the KV-cache dtype, token budget and memory flag their launch scripts set
 (``validation.recipes``, ``inferencemax_recipes.yaml``: Llama-3.3-70B-FP8 on vLLM with an FP8 KV
 cache, TensorRT-LLM max_num_tokens 16,384 / 20,000 / clients + ISL, SGLang chunks of 16,384 and
 32,768): 26.50 / 15.91 / 44.32 / 13.00 -> 27.55 / 12.73 / 42.32 / 9.53 % (agg TTFT guard
 LOOSENED 26.9 -> 27.9; the others tightened: 16.3 -> 13.1, 44.7 -> 42.7, 13.4 -> 9.9; rows off
-> 3x 199 -> 196). In sample the TTFT figures do not move (23.73 / 35.47 %) and agg TPOT goes
+> 3x 199 -> 195). In sample the TTFT figures do not move (23.73 / 35.47 %) and agg TPOT goes
 14.22 -> 12.77 %; held out, the folds' refitted kernel_scale no longer drops to 0.9 in three of
 five folds, which moves TPOT everywhere, and two folds' TensorRT-LLM request overheads move
 (gpt-oss-120b TensorRT-LLM TTFT 26.8 -> 43.1 %). Before that in the fourth pass two readings of
