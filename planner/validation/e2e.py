@@ -26,7 +26,7 @@ from planner.engine_calibration import BACKENDS, EngineCalibration, engine, pref
 from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from planner.validation.recipes import recipe_chunks, recipe_kv_dtype, recipe_memory_flags
+from planner.validation.recipes import recipe_arrays, recipe_kv_dtype, recipe_memory_flags
 from planner.validation.rows import parse_version
 from planner.workload import LengthSpec, fixed
 
@@ -342,11 +342,11 @@ def _backends_versions(rows: pd.DataFrame) -> Iterator[tuple[str, object]]:
     return zip(rows["backend"].astype(str), versions, strict=True)
 
 
-def kv_pools(rows: pd.DataFrame) -> np.ndarray:
+def kv_pools(rows: pd.DataFrame, flags: np.ndarray | None = None) -> np.ndarray:
     """``kv_pool`` of every row (``KvPool`` values); an SGLang row whose launch recorded its
-    ``--mem-fraction-static`` (``recipe_memory_flags``) sizes its pool by SGLang's rule at that
-    fraction."""
-    flags = recipe_memory_flags(rows)
+    ``--mem-fraction-static`` (``flags``, default ``recipe_memory_flags``) sizes its pool by
+    SGLang's rule at that fraction."""
+    flags = recipe_memory_flags(rows) if flags is None else flags
     return np.array(
         [
             int(kv_pool(b, v, sglang_default=b == "sglang" and bool(np.isfinite(f))))
@@ -401,8 +401,9 @@ def predict(
         given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
         gpu = get_gpu(str(system))
         chunk = engine_chunks(sub, gpu.memory_bytes, eng.max_num_batched_tokens.value)
-        recipe = recipe_chunks(sub)  # InferenceMAX rows: their script's token budget
-        chunk = np.where(np.isfinite(recipe), recipe, chunk)
+        # InferenceMAX rows: the token budget and memory flag their launch script set
+        recipe_chunk, memory_flag = recipe_arrays(sub)
+        chunk = np.where(np.isfinite(recipe_chunk), recipe_chunk, chunk)
         cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=chunk)
         # a benchmark run: its lockstep start-up wave priced with the engine's fitted share, or
         # the named run itself (as `estimate --bench-requests` prices it) where the row names it
@@ -417,8 +418,8 @@ def predict(
             backend=str(backend),
             calibration=eng,
             constants=_row_constants(sub),
-            kv_pool=kv_pools(sub),
-            pool_flag=recipe_memory_flags(sub),
+            kv_pool=kv_pools(sub, memory_flag),
+            pool_flag=memory_flag,
         )
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
@@ -525,7 +526,7 @@ DUPLICATE_DIGITS = 9
 TPOT reads 19.252099757615234 in one and 19.25209975761523 in another)."""
 LATENCY_DECIMALS = 2
 """Decimals (of a millisecond) the measured latencies of two copies agree to: the two
-gap-analysis files (``kimi-k2.5-gap-analysis.csv``, ``qwen3.5-397b-gap-analysis.csv``) restate 29
+gap-analysis files (``kimi-k2.5-gap-analysis.csv``, ``qwen3.5-397b-gap-analysis.csv``) restate 30
 InferenceMAX measurements of the dated exports with TTFT and TPOT written to 0.01 ms (148.61 for
 148.606387). Two distinct measurements agreeing to 10 us on both TTFT and TPOT at the same
 deployment and lengths do not occur in the data."""

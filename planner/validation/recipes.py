@@ -3,11 +3,11 @@
 
 No row of ``silicon_measured.csv`` records its launch flags, so ``validation.e2e`` replays each row
 at its engine's defaults. The InferenceMAX runs were launched by public scripts
-(github:SemiAnalysisAI/InferenceX) that set some flags away from those defaults: the KV-cache dtype
-and the per-step token budget. A row of the dated exports (``source_file=YYYY-MM-DD.csv;
-model=<label>; ...``, aggregated) whose model label, engine and GPU match a recipe is replayed at
-the recipe's flags instead (``recipe_kv_dtype``, ``recipe_chunks``, ``recipe_memory_flags``). Every
-entry names the script and commit it was read from.
+(github:SemiAnalysisAI/InferenceX) that set some flags away from those defaults: the KV-cache
+dtype, the per-step token budget and the memory flag. A row of the dated exports
+(``source_file=YYYY-MM-DD.csv; model=<label>; ...``, aggregated) whose model label, engine and GPU
+match a recipe is replayed at the recipe's flags instead (``recipe_kv_dtype``,
+``recipe_arrays``). Every entry names the script and commit it was read from.
 """
 
 from __future__ import annotations
@@ -131,24 +131,28 @@ def recipe_kv_dtype(row: pd.Series | dict[str, object]) -> str | None:
     return r.kv_dtype if r is not None else None
 
 
-def recipe_chunks(rows: pd.DataFrame) -> np.ndarray:
-    """The step token budget each prepared row's recipe set (NaN where none): its clients are
-    ``c_concurrency``."""
-    out = np.full(len(rows), np.nan)
+def recipe_arrays(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(step token budget, memory flag) each prepared row's recipe set, NaN where it sets none, in
+    one pass over the rows. The budget's clients are ``c_concurrency``; the memory flag is in its
+    engine's own meaning: vLLM ``--gpu-memory-utilization``, TensorRT-LLM
+    ``free_gpu_memory_fraction``, SGLang ``--mem-fraction-static``
+    (``memory_batch.default_pool_util``)."""
+    chunks, flags = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
     for i, (_, row) in enumerate(rows.iterrows()):
         r = recipe_for(row)
-        if r is not None:
-            out[i] = r.tokens(float(row.get("c_concurrency", 1.0)), float(row["isl"]))
-    return out
+        if r is None:
+            continue
+        chunks[i] = r.tokens(float(row.get("c_concurrency", 1.0)), float(row["isl"]))
+        if r.memory_fraction is not None:
+            flags[i] = r.memory_fraction
+    return chunks, flags
+
+
+def recipe_chunks(rows: pd.DataFrame) -> np.ndarray:
+    """The step token budget of ``recipe_arrays``."""
+    return recipe_arrays(rows)[0]
 
 
 def recipe_memory_flags(rows: pd.DataFrame) -> np.ndarray:
-    """The memory flag each row's recipe set (NaN where none), in its engine's own meaning: vLLM
-    ``--gpu-memory-utilization``, TensorRT-LLM ``free_gpu_memory_fraction``, SGLang
-    ``--mem-fraction-static`` (``memory_batch.default_pool_util``)."""
-    out = np.full(len(rows), np.nan)
-    for i, (_, row) in enumerate(rows.iterrows()):
-        r = recipe_for(row)
-        if r is not None and r.memory_fraction is not None:
-            out[i] = r.memory_fraction
-    return out
+    """The memory flag of ``recipe_arrays``."""
+    return recipe_arrays(rows)[1]

@@ -14,29 +14,21 @@ from tests.planner.validation import SILICON_MEASURED
 DATA = SILICON_MEASURED
 
 
-def test_duplicates_keep_the_lowest_id() -> None:
-    df = pd.DataFrame(
-        {
-            "id": ["b", "a", "c"],
-            "silicon_data_source": ["x", "y", "z"],
-            "isl": [1, 1, 2],
-            "silicon_ttft_ms": [5.0, 5.0, 5.0],
-        }
+def _three_rows(**columns: list[object]) -> tuple[pd.DataFrame, int]:
+    """``drop_duplicates`` of rows with ids b, a, c from three sources and ``columns``."""
+    return drop_duplicates(
+        pd.DataFrame({"id": ["b", "a", "c"], "silicon_data_source": ["x", "y", "z"], **columns})
     )
-    kept, dropped = drop_duplicates(df)
+
+
+def test_duplicates_keep_the_lowest_id() -> None:
+    kept, dropped = _three_rows(isl=[1, 1, 2], silicon_ttft_ms=[5.0, 5.0, 5.0])
     assert dropped == 1
     assert list(kept["id"]) == ["a", "c"]
 
 
 def test_copies_differing_in_float_round_off_are_duplicates() -> None:
-    df = pd.DataFrame(
-        {
-            "id": ["b", "a", "c"],
-            "silicon_data_source": ["x", "y", "z"],
-            "silicon_tpot_ms": [19.252099757615234, 19.25209975761523, 19.2621],
-        }
-    )
-    kept, dropped = drop_duplicates(df)
+    kept, dropped = _three_rows(silicon_tpot_ms=[19.252099757615234, 19.25209975761523, 19.2621])
     assert dropped == 1 and list(kept["id"]) == ["a", "c"]
     assert kept["silicon_tpot_ms"].iloc[0] == 19.25209975761523  # values kept as read
 
@@ -44,15 +36,9 @@ def test_copies_differing_in_float_round_off_are_duplicates() -> None:
 def test_copies_written_to_a_hundredth_of_a_ms_are_duplicates() -> None:
     """The gap-analysis files restate InferenceMAX measurements to 0.01 ms; latencies that differ
     by more than that stay distinct measurements."""
-    df = pd.DataFrame(
-        {
-            "id": ["b", "a", "c"],
-            "silicon_data_source": ["dump", "gap-analysis", "other"],
-            "silicon_ttft_ms": [148.606387, 148.61, 148.62],
-            "silicon_tpot_ms": [10.431418, 10.43, 10.43],
-        }
+    kept, dropped = _three_rows(
+        silicon_ttft_ms=[148.606387, 148.61, 148.62], silicon_tpot_ms=[10.431418, 10.43, 10.43]
     )
-    kept, dropped = drop_duplicates(df)
     assert dropped == 1 and list(kept["id"]) == ["a", "c"]
 
 
