@@ -376,6 +376,7 @@ def _worker(
     lockstep: bool = False,
     kv_pool: np.ndarray | None = None,
     pool_flag: np.ndarray | None = None,
+    adp_balance_iters: np.ndarray | None = None,
 ) -> WorkerArrays:
     if kv_pool is not None:
         util = memory_batch.default_pool_util(kv_pool, m, gpu, par, chunk, seqs, util, pool_flag)
@@ -391,6 +392,7 @@ def _worker(
         workers,
         burst,
         np.full(k, lockstep) & np.isfinite(burst),
+        adp_balance_iters,
     )
 
 
@@ -529,6 +531,7 @@ def evaluate_batch(
     constants: Constants | None = None,
     kv_pool: np.ndarray | None = None,
     pool_flag: np.ndarray | None = None,
+    adp_balance_iters: np.ndarray | None = None,
 ) -> ResultArrays:
     """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
     (``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``constants``:
@@ -537,7 +540,9 @@ def evaluate_batch(
     replaying deployments measured at their engine's default; None: ``gpu_memory_utilization``
     of the device, vLLM's meaning, as the planner's plans set it; ``pool_flag``: per candidate,
     the engine's own memory flag where a replayed launch recorded it, NaN elsewhere,
-    ``memory_batch.default_pool_util``)."""
+    ``memory_batch.default_pool_util``; ``adp_balance_iters``: per candidate, TensorRT-LLM's
+    attention-DP balance ``timeout_iters`` where a replayed launch enabled it, 0 elsewhere,
+    ``serving.adp_balance_wait``; aggregated workers only)."""
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
@@ -562,6 +567,7 @@ def evaluate_batch(
         lasting_lockstep(w, backend),
         kv_pool,
         pool_flag,
+        adp_balance_iters,
     )
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(

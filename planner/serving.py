@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import special
 
 from planner import queueing
 from planner.model_spec import ModelSpec
@@ -57,6 +58,10 @@ class WorkerArrays:
     workers: np.ndarray
     burst_fraction: np.ndarray  # share of a closed loop's clients that arrive in lockstep waves
     lockstep: np.ndarray | None = None  # every wave in lockstep (``lockstep_agg``); None: none
+    adp_balance_iters: np.ndarray | None = None
+    """TensorRT-LLM attention-DP balance (``attention_dp_config: enable_balance,
+    timeout_iters``): steps a prompt may be held until every DP rank has one
+    (``adp_balance_wait``); None or 0: off."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +273,34 @@ def mean_step(t_dec: np.ndarray, t_pre: np.ndarray, f: np.ndarray) -> np.ndarray
     return (1.0 - f) * t_dec + f * t_pre
 
 
+def adp_balance_wait(
+    x: np.ndarray, t_step: np.ndarray, iters: np.ndarray, dp: np.ndarray
+) -> np.ndarray:
+    """Mean wait (s) of a prompt held by TensorRT-LLM's attention-DP balance: with
+    ``enable_balance`` a rank's context requests wait until every one of the ``dp`` ranks has one,
+    or until ``iters`` steps (``timeout_iters``, each ``t_step`` s) have passed, and then all that
+    waited go together (``PyExecutor._balance_adp_requests``, github:NVIDIA/TensorRT-LLM; the
+    strategy: docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md). Arrivals at ``x``
+    requests/s open a window at the first held prompt; it closes after W = min(iters·t_step,
+    (D·H_D - 1)/x), the timeout or the arrivals until every rank holds one: the router gives a new
+    request to the rank with the fewest active requests, in a closed loop the rank a request just
+    left, so the ranks are drawn at random and covering all D takes D·H_D arrivals on average
+    (H_D = 1 + 1/2 + ... + 1/D; coupon collector). The first prompt waits W and the x·W that
+    arrive during the window wait W/2 on average: mean W·(1 + x·W/2)/(1 + x·W). Zero where
+    ``iters`` <= 0 or ``dp`` <= 1. On the seven InferenceMAX DeepSeek-R1 TensorRT-LLM H200 rows with
+    attention DP 8 (``timeout_iters`` 60) it takes TTFT from 0.19-0.41 of the measured value to
+    0.40-0.68."""
+    on = (iters > 0) & (dp > 1)
+    d = np.maximum(dp, 1.0)
+    # arrivals until every rank has one: D·H_D (coupon collector) less the first
+    harmonic = special.digamma(d + 1.0) + np.euler_gamma  # H_D
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fill = np.where(x > 0, (d * harmonic - 1.0) / x, np.inf)
+    w = np.minimum(np.maximum(iters, 0.0) * t_step, fill)
+    xw = np.maximum(x, 0.0) * w
+    return np.where(on, w * (1.0 + xw / 2.0) / (1.0 + xw), 0.0)
+
+
 def own_prefill_time(
     t_dec: np.ndarray, t_pre: np.ndarray, chunks: np.ndarray, request_overhead: np.ndarray
 ) -> np.ndarray:
@@ -318,7 +351,11 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         f = prefill_step_fraction(x, load.isl_compute, p, t)
         t_new = mean_step(t_dec, t_pre, f) * load.step_multiplier
         work = load.isl_compute * t_full / free
-        t_own = own_prefill_time(t_dec, t_pre, chunks, load.request_overhead_s)
+        overhead = load.request_overhead_s
+        if w.adp_balance_iters is not None:  # prompts held for the other DP ranks (TensorRT-LLM)
+            rate = np.where(closed, s / t_new, load.rate_per_s)  # requests/s of this iterate
+            overhead = overhead + adp_balance_wait(rate, t_dec, w.adp_balance_iters, w.par.dp)
+        t_own = own_prefill_time(t_dec, t_pre, chunks, overhead)
         z = dsteps * t_new
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x, wave_group)
         state = (x_new, t_new, b, t_pre, t_dec, f, work, t_own, z, r, p)

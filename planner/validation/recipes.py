@@ -33,6 +33,7 @@ step, rounded up to 64."""
 EXPORT_ROW = re.compile(r"^source_file=\d{4}-\d{2}-\d{2}\.csv; model=([^;]+);")
 """``silicon_data_source`` of a dated-export row, capturing its model label."""
 MAX_TOKENS = 1 << 20
+MAX_BALANCE_ITERS = 10_000
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class Recipe:
     max_num_tokens_rule: str | None
     memory_fraction: float | None
     source: str
+    adp_balance_timeout_iters: int | None = None
+    """TensorRT-LLM ``attention_dp_config: {enable_balance: true, timeout_iters: N}``, which the
+    script sets only where it enables attention DP (``serving.adp_balance_wait``)."""
 
     def tokens(self, clients: float, isl: float) -> float:
         """The step token budget the script set for ``clients`` clients of ``isl``-token prompts
@@ -88,6 +92,20 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
         raise PlannerInputError("recipes", f"{where}: memory_fraction must be in [0.05, 1]")
     if tokens is not None and rule is not None:
         raise PlannerInputError("recipes", f"{where}: give max_num_tokens or its rule, not both")
+    adp = raw.get("adp_balance_timeout_iters")
+    if adp is not None and (
+        isinstance(adp, bool) or not isinstance(adp, int) or not 1 <= adp <= MAX_BALANCE_ITERS
+    ):
+        raise PlannerInputError(
+            "recipes",
+            f"{where}: adp_balance_timeout_iters must be a whole number in "
+            f"[1, {MAX_BALANCE_ITERS}]",
+        )
+    if adp is not None and raw.get("backend") != "trtllm":
+        raise PlannerInputError(
+            "recipes",
+            f"{where}: adp_balance_timeout_iters is a TensorRT-LLM option (backend trtllm)",
+        )
     return Recipe(
         model=str(raw["model"]),
         backend=str(raw["backend"]),
@@ -97,6 +115,7 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
         max_num_tokens_rule=rule,
         memory_fraction=float(mem) if mem is not None else None,
         source=str(raw["source"]),
+        adp_balance_timeout_iters=adp,
     )
 
 
@@ -131,13 +150,16 @@ def recipe_kv_dtype(row: pd.Series | dict[str, object]) -> str | None:
     return r.kv_dtype if r is not None else None
 
 
-def recipe_arrays(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(step token budget, memory flag) each prepared row's recipe set, NaN where it sets none, in
-    one pass over the rows. The budget's clients are ``c_concurrency``; the memory flag is in its
-    engine's own meaning: vLLM ``--gpu-memory-utilization``, TensorRT-LLM
-    ``free_gpu_memory_fraction``, SGLang ``--mem-fraction-static``
-    (``memory_batch.default_pool_util``)."""
+def recipe_arrays(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(step token budget, memory flag, attention-DP balance timeout) each prepared row's recipe
+    set, in one pass over the rows: NaN (budget, flag) or 0 (timeout) where it sets none. The
+    budget's clients are ``c_concurrency``; the memory flag is in its engine's own meaning: vLLM
+    ``--gpu-memory-utilization``, TensorRT-LLM ``free_gpu_memory_fraction``, SGLang
+    ``--mem-fraction-static`` (``memory_batch.default_pool_util``); the balance timeout
+    (TensorRT-LLM ``timeout_iters``) only on rows with attention DP (``c_dp`` > 1), where the
+    script enabled it."""
     chunks, flags = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    balance = np.zeros(len(rows))
     for i, (_, row) in enumerate(rows.iterrows()):
         r = recipe_for(row)
         if r is None:
@@ -145,7 +167,9 @@ def recipe_arrays(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         chunks[i] = r.tokens(float(row.get("c_concurrency", 1.0)), float(row["isl"]))
         if r.memory_fraction is not None:
             flags[i] = r.memory_fraction
-    return chunks, flags
+        if r.adp_balance_timeout_iters is not None and float(row.get("c_dp", 1.0)) > 1:
+            balance[i] = r.adp_balance_timeout_iters
+    return chunks, flags, balance
 
 
 def recipe_chunks(rows: pd.DataFrame) -> np.ndarray:

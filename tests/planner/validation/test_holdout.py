@@ -108,22 +108,26 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 195 of 1,588 on 2026-12-01 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 189 of 1,588 on 2026-12-01 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 197
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 195 (2026-12-01)."""
+OFF_BY_3X = 191
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 189 (2026-12-01, fifth
+pass: TensorRT-LLM's attention-DP balance wait on the InferenceMAX DeepSeek-R1 rows that enabled
+it took six rows inside 3x, 195 -> 189; ``serving.adp_balance_wait``)."""
 HELD_OUT: dict[str, float] = {
     "agg_ttft": 27.9,
     "agg_tpot": 13.1,
     "disagg_ttft": 42.7,
     "disagg_tpot": 9.9,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (27.55, 12.73,
-42.32, 9.53 % on 1,588 rows, 2026-12-01, fourth pass; issue 16's targets are 22, 13, 25, 15 %:
-agg TPOT and disagg TPOT met). Last in the fourth pass, the InferenceMAX aggregated rows are
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (27.55, 12.71,
+42.32, 9.53 % on 1,588 rows, 2026-12-01, fifth pass; issue 16's targets are 22, 13, 25, 15 %:
+agg TPOT and disagg TPOT met). The fifth pass prices TensorRT-LLM's attention-DP balance where
+an InferenceMAX script enabled it (seven DeepSeek-R1 H200 rows; agg TPOT 12.73 -> 12.71 %, the
+other medians unchanged to 0.01 points). Last in the fourth pass, the InferenceMAX aggregated rows are
 replayed at the KV-cache dtype, token budget and memory flag their launch scripts set
 (``validation.recipes``, ``inferencemax_recipes.yaml``: Llama-3.3-70B-FP8 on vLLM with an FP8 KV
 cache, TensorRT-LLM max_num_tokens 16,384 / 20,000 / clients + ISL, SGLang chunks of 16,384 and

@@ -14,6 +14,7 @@ from planner.memory_batch import KvPool
 from planner.validation.e2e import candidate_columns, kv_pools, predict, prepare
 from planner.validation.recipes import (
     load_recipes,
+    recipe_arrays,
     recipe_chunks,
     recipe_for,
     recipe_kv_dtype,
@@ -134,6 +135,16 @@ def test_a_recorded_memory_flag_reaches_the_pool() -> None:
             "memory_fraction must be",
         ),
         (
+            "recipes: [{model: a, backend: trtllm, systems: [h100_sxm], source: s, "
+            "adp_balance_timeout_iters: 0}]\n",
+            "adp_balance_timeout_iters must be",
+        ),
+        (
+            "recipes: [{model: a, backend: vllm, systems: [h100_sxm], source: s, "
+            "adp_balance_timeout_iters: 60}]\n",
+            "TensorRT-LLM option",
+        ),
+        (
             "recipes: [{model: a, backend: vllm, systems: [h1], source: s}, "
             "{model: a, backend: vllm, systems: [h1], source: t}]\n",
             "listed twice",
@@ -145,3 +156,36 @@ def test_a_malformed_recipe_file_is_refused(tmp_path: Path, text: str, message: 
     path.write_text(text)
     with pytest.raises(PlannerInputError, match=message):
         load_recipes(path)
+
+
+def test_the_deepseek_balance_timeout_applies_where_the_script_enabled_attention_dp() -> None:
+    """dsr1_fp8_h200_trt_slurm.sh sets attention_dp_config {enable_balance: true, timeout_iters:
+    60} only with DP_ATTENTION=true: a row with attention DP 8 gets it, one with TP 8 does not, and
+    no other recipe sets it."""
+    rows = pd.DataFrame(
+        [
+            _row("DeepSeek-R1", "trtllm", c_concurrency=128.0, c_dp=8.0),
+            _row("DeepSeek-R1", "trtllm", c_concurrency=16.0, c_dp=1.0),
+            _row("GPT-OSS-120B", "trtllm", c_concurrency=16.0, c_dp=8.0),
+        ]
+    )
+    assert recipe_arrays(rows)[2].tolist() == [60.0, 0.0, 0.0]
+
+
+def test_predict_holds_a_balanced_rows_prompts() -> None:
+    """The InferenceMAX DeepSeek-R1 TensorRT-LLM row with attention DP 8 is priced with the balance
+    wait: TTFT above the same deployment without a recipe."""
+    base = _row(
+        "DeepSeek-R1",
+        "trtllm",
+        model_path="deepseek-ai/DeepSeek-R1",
+        batch_size=16,
+        tp_size=1,
+        attention_dp_size=8,
+        moe_ep_size=8,
+        moe_tp_size=1,
+    )
+    other = base | {"id": "plain", "silicon_data_source": "mine"}
+    pred = predict(prepare(pd.DataFrame([base, other])).rows, progress=False)
+    recipe_ttft, plain_ttft = pred["pred_ttft_ms"].to_numpy()
+    assert recipe_ttft > plain_ttft + 300.0
