@@ -26,7 +26,12 @@ from planner.engine_calibration import BACKENDS, EngineCalibration, engine, pref
 from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from planner.validation.recipes import recipe_arrays, recipe_kv_dtype, recipe_memory_flags
+from planner.validation.recipes import (
+    recipe_arrays,
+    recipe_expert_parallel,
+    recipe_kv_dtype,
+    recipe_memory_flags,
+)
 from planner.validation.rows import parse_version
 from planner.workload import LengthSpec, fixed
 
@@ -132,6 +137,8 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
     from_id = id_layout(row, agg_tp, agg_dp)
     if from_id is not None:
         agg_tp, agg_dp, agg_ep = from_id
+    if recipe_expert_parallel(row):  # the launch script's --ep_size, not the export's layout
+        agg_ep = agg_tp * agg_dp
     if not np.isfinite(conc):
         return "incomplete_config"
     out = {

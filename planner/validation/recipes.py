@@ -49,6 +49,9 @@ class Recipe:
     memory_fraction: float | None
     source: str
     adp_balance_timeout_iters: int | None = None
+    expert_parallel_all_ranks: bool = False
+    """The script ran the MoE layers expert-parallel over every GPU of the worker (``--ep_size``
+    = TP x attention DP), whatever MoE layout the export records (``recipe_expert_parallel``)."""
     """TensorRT-LLM ``attention_dp_config: {enable_balance: true, timeout_iters: N}``, which the
     script sets only where it enables attention DP (``serving.adp_balance_wait``)."""
 
@@ -106,6 +109,9 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
             "recipes",
             f"{where}: adp_balance_timeout_iters is a TensorRT-LLM option (backend trtllm)",
         )
+    ep_all = raw.get("expert_parallel_all_ranks", False)
+    if not isinstance(ep_all, bool):
+        raise PlannerInputError("recipes", f"{where}: expert_parallel_all_ranks must be true/false")
     return Recipe(
         model=str(raw["model"]),
         backend=str(raw["backend"]),
@@ -116,6 +122,7 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
         memory_fraction=float(mem) if mem is not None else None,
         source=str(raw["source"]),
         adp_balance_timeout_iters=adp,
+        expert_parallel_all_ranks=ep_all,
     )
 
 
@@ -148,6 +155,12 @@ def recipe_kv_dtype(row: pd.Series | dict[str, object]) -> str | None:
     """The KV-cache dtype the row's recipe set, or None."""
     r = recipe_for(row)
     return r.kv_dtype if r is not None else None
+
+
+def recipe_expert_parallel(row: pd.Series | dict[str, object]) -> bool:
+    """Whether the row's recipe ran the MoE layers expert-parallel over every GPU of the worker."""
+    r = recipe_for(row)
+    return r is not None and r.expert_parallel_all_ranks
 
 
 def recipe_arrays(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

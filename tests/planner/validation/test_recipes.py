@@ -16,6 +16,7 @@ from planner.validation.recipes import (
     load_recipes,
     recipe_arrays,
     recipe_chunks,
+    recipe_expert_parallel,
     recipe_for,
     recipe_kv_dtype,
     recipe_memory_flags,
@@ -145,6 +146,11 @@ def test_a_recorded_memory_flag_reaches_the_pool() -> None:
             "TensorRT-LLM option",
         ),
         (
+            "recipes: [{model: a, backend: trtllm, systems: [h100_sxm], source: s, "
+            "expert_parallel_all_ranks: 'yes'}]\n",
+            "expert_parallel_all_ranks must be",
+        ),
+        (
             "recipes: [{model: a, backend: vllm, systems: [h1], source: s}, "
             "{model: a, backend: vllm, systems: [h1], source: t}]\n",
             "listed twice",
@@ -189,3 +195,25 @@ def test_predict_holds_a_balanced_rows_prompts() -> None:
     pred = predict(prepare(pd.DataFrame([base, other])).rows, progress=False)
     recipe_ttft, plain_ttft = pred["pred_ttft_ms"].to_numpy()
     assert recipe_ttft > plain_ttft + 300.0
+
+
+def test_the_scripts_moe_layout_replaces_the_exports() -> None:
+    """The DeepSeek-R1 and gpt-oss-120b TensorRT-LLM scripts ran --ep_size = TP; the 2025-11-02
+    export records their MoE layers tensor-parallel (moe_tp_size = TP, moe_ep_size 1). Other rows
+    keep the layout they record."""
+    dsr1 = pd.Series(
+        _row(
+            "DeepSeek-R1",
+            "trtllm",
+            model_path="deepseek-ai/DeepSeek-R1",
+            tp_size=8,
+            moe_tp_size=8,
+            moe_ep_size=1,
+            attention_dp_size=1,
+        )
+    )
+    assert recipe_expert_parallel(dsr1)
+    assert candidate_columns(dsr1, "fp8")["ep"] == 8  # type: ignore[index]
+    sglang = pd.Series(dict(dsr1) | {"backend": "sglang"})
+    assert not recipe_expert_parallel(sglang)
+    assert candidate_columns(sglang, "fp8")["ep"] == 1  # type: ignore[index]
