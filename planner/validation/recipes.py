@@ -12,6 +12,8 @@ match a recipe is replayed at the recipe's flags instead (``recipe_kv_dtype``,
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -32,6 +34,9 @@ TOKENS_RULES = ("clients_plus_isl",)
 step, rounded up to 64."""
 EXPORT_ROW = re.compile(r"^source_file=\d{4}-\d{2}-\d{2}\.csv; model=([^;]+);")
 """``silicon_data_source`` of a dated-export row, capturing its model label."""
+MEASURED = re.compile(r"measured=(\d{4}-\d{2}-\d{2})")
+"""The measurement date a dated-export row's ``silicon_data_source`` records."""
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 MAX_TOKENS = 1 << 20
 MAX_BALANCE_ITERS = 10_000
 
@@ -50,6 +55,20 @@ class Recipe:
     source: str
     adp_balance_timeout_iters: int | None = None
     expert_parallel_all_ranks: bool = False
+    measured_from: str = ""
+    """First measurement date (ISO, inclusive) the entry covers; "" for no bound."""
+    measured_before: str = ""
+    """Measurement date (ISO, exclusive) from which a later script applies; "" for no bound."""
+
+    def covers(self, measured: str) -> bool:
+        """Whether a run measured on ``measured`` (ISO date; "" unknown) used this script."""
+        if not (self.measured_from or self.measured_before):
+            return True
+        return bool(measured) and (
+            (not self.measured_from or measured >= self.measured_from)
+            and (not self.measured_before or measured < self.measured_before)
+        )
+
     """The script ran the MoE layers expert-parallel over every GPU of the worker (``--ep_size``
     = TP x attention DP), whatever MoE layout the export records (``recipe_expert_parallel``)."""
     """TensorRT-LLM ``attention_dp_config: {enable_balance: true, timeout_iters: N}``, which the
@@ -112,6 +131,18 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
     ep_all = raw.get("expert_parallel_all_ranks", False)
     if not isinstance(ep_all, bool):
         raise PlannerInputError("recipes", f"{where}: expert_parallel_all_ranks must be true/false")
+    dates = {k: raw.get(k, "") for k in ("measured_from", "measured_before")}
+    for k, v in dates.items():
+        if isinstance(v, dt.date):
+            dates[k] = v.isoformat()
+        elif v != "" and not (isinstance(v, str) and ISO_DATE.fullmatch(v)):
+            raise PlannerInputError("recipes", f"{where}: {k} must be a date (YYYY-MM-DD)")
+    if (
+        dates["measured_from"]
+        and dates["measured_before"]
+        and (dates["measured_from"] >= dates["measured_before"])
+    ):
+        raise PlannerInputError("recipes", f"{where}: measured_from is not before measured_before")
     return Recipe(
         model=str(raw["model"]),
         backend=str(raw["backend"]),
@@ -123,6 +154,8 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
         source=str(raw["source"]),
         adp_balance_timeout_iters=adp,
         expert_parallel_all_ranks=ep_all,
+        measured_from=str(dates["measured_from"]),
+        measured_before=str(dates["measured_before"]),
     )
 
 
@@ -132,23 +165,43 @@ def load_recipes(path: Path = RECIPES_FILE) -> tuple[Recipe, ...]:
     if not isinstance(raw, dict) or not isinstance(raw.get("recipes"), list):
         raise PlannerInputError("recipes", f"{path}: needs a 'recipes' list")
     out = tuple(_entry(path, i, r) for i, r in enumerate(raw["recipes"]))
-    keys = [(r.model, r.backend, s) for r in out for s in r.systems]
-    if len(keys) != len(set(keys)):
-        raise PlannerInputError("recipes", f"{path}: a model, engine and GPU listed twice")
+    spans: dict[tuple[str, str, str], list[Recipe]] = {}
+    for r in out:
+        for s in r.systems:
+            spans.setdefault((r.model, r.backend, s), []).append(r)
+    for key, rs in spans.items():
+        # entries of one model, engine and GPU must cover disjoint measurement dates
+        ordered = sorted(rs, key=lambda r: r.measured_from)
+        for a, b in itertools.pairwise(ordered):
+            if not a.measured_before or a.measured_before > b.measured_from:
+                raise PlannerInputError(
+                    "recipes", f"{path}: {'/'.join(key)} listed twice for the same dates"
+                )
     return out
 
 
 @cache
-def _by_key(path: Path = RECIPES_FILE) -> dict[tuple[str, str, str], Recipe]:
-    return {(r.model, r.backend, s): r for r in load_recipes(path) for s in r.systems}
+def _by_key(path: Path = RECIPES_FILE) -> dict[tuple[str, str, str], tuple[Recipe, ...]]:
+    out: dict[tuple[str, str, str], tuple[Recipe, ...]] = {}
+    for r in load_recipes(path):
+        for s in r.systems:
+            out[(r.model, r.backend, s)] = (*out.get((r.model, r.backend, s), ()), r)
+    return out
 
 
 def recipe_for(row: pd.Series | dict[str, object]) -> Recipe | None:
-    """The recipe an aggregated dated-export row ran with, if one is listed."""
-    m = EXPORT_ROW.match(str(row.get("silicon_data_source", "")))
+    """The recipe an aggregated dated-export row ran with, if one is listed (the entry whose
+    measurement dates cover the row's ``measured=`` date)."""
+    source = str(row.get("silicon_data_source", ""))
+    m = EXPORT_ROW.match(source)
     if m is None or row.get("mode") != "agg":
         return None
-    return _by_key().get((m.group(1), str(row.get("backend")), str(row.get("system"))))
+    when = MEASURED.search(source)
+    measured = when.group(1) if when else ""
+    for r in _by_key().get((m.group(1), str(row.get("backend")), str(row.get("system"))), ()):
+        if r.covers(measured):
+            return r
+    return None
 
 
 def recipe_kv_dtype(row: pd.Series | dict[str, object]) -> str | None:

@@ -151,9 +151,20 @@ def test_a_recorded_memory_flag_reaches_the_pool() -> None:
             "expert_parallel_all_ranks must be",
         ),
         (
+            "recipes: [{model: a, backend: vllm, systems: [h1], source: s, "
+            "measured_from: 2026-03-13}, "
+            "{model: a, backend: vllm, systems: [h1], source: t, measured_before: 2026-03-20}]\n",
+            "listed twice for the same dates",
+        ),
+        (
+            "recipes: [{model: a, backend: vllm, systems: [h1], source: s, "
+            "measured_from: 'March'}]\n",
+            "measured_from must be a date",
+        ),
+        (
             "recipes: [{model: a, backend: vllm, systems: [h1], source: s}, "
             "{model: a, backend: vllm, systems: [h1], source: t}]\n",
-            "listed twice",
+            "listed twice for the same dates",
         ),
     ],
 )
@@ -217,3 +228,23 @@ def test_the_scripts_moe_layout_replaces_the_exports() -> None:
     sglang = pd.Series(dict(dsr1) | {"backend": "sglang"})
     assert not recipe_expert_parallel(sglang)
     assert candidate_columns(sglang, "fp8")["ep"] == 1  # type: ignore[index]
+
+
+def test_a_script_that_changed_between_runs_applies_by_measurement_date() -> None:
+    """MiniMax-M2.5 on H200 vLLM: the 2026-03-01 runs (TP 4) had no expert parallel; from
+    2026-03-13 the script passes --enable-expert-parallel (the 2026-03-27/28 runs, TP 8)."""
+
+    def dated(day: str) -> pd.Series:
+        src = f"source_file=2026-04-06.csv; model=MiniMax-M2.5; measured={day}T00:00:00.000Z"
+        return pd.Series(_row("MiniMax-M2.5", "vllm", silicon_data_source=src, tp_size=8))
+
+    assert not recipe_expert_parallel(dated("2026-03-01"))
+    assert recipe_expert_parallel(dated("2026-03-28"))
+    assert recipe_memory_flags(
+        pd.DataFrame([dated("2026-03-01"), dated("2026-03-28")])
+    ).tolist() == [
+        0.95,
+        0.95,
+    ]
+    undated = pd.Series(_row("MiniMax-M2.5", "vllm"))
+    assert recipe_for(undated) is None  # a bounded entry needs the row's date
