@@ -108,38 +108,36 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 190 of 1,588 on 2026-12-01 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 189 of 1,588 on 2026-12-01 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 192
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 190 (2026-12-01, fifth
+OFF_BY_3X = 191
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 189 (2026-12-01, fifth
 pass: TensorRT-LLM's attention-DP balance wait on the InferenceMAX DeepSeek-R1 rows that enabled
-it took six rows inside 3x, 195 -> 189; ``serving.adp_balance_wait``; then 190 with the MiniMax
-expert-parallel reading)."""
+it took six rows inside 3x, 195 -> 189; ``serving.adp_balance_wait``)."""
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 28.3,
-    "agg_tpot": 13.9,
-    "disagg_ttft": 43.6,
-    "disagg_tpot": 12.0,
+    "agg_ttft": 27.9,
+    "agg_tpot": 12.8,
+    "disagg_ttft": 42.7,
+    "disagg_tpot": 9.9,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (27.91, 13.53,
-43.23, 11.61 % on 1,588 rows, 2026-12-01, fifth pass; issue 16's targets are 22, 13, 25, 15 %:
-disagg TPOT met). The fifth pass prices TensorRT-LLM's attention-DP balance where an InferenceMAX
-script enabled it (seven DeepSeek-R1 H200 rows; agg TPOT 12.73 -> 12.71 %, the other medians
-unchanged to 0.01 points), replays the DeepSeek-R1 and gpt-oss-120b TensorRT-LLM rows of 2025-11-02
-at the expert-parallel MoE layout their scripts launched (the export records it tensor-parallel):
-agg TTFT 27.55 -> 27.57 %, agg TPOT 12.71 -> 12.47 %, and the MiniMax-M2.5 H200 vLLM runs from
-2026-03-13 likewise (their script passes --enable-expert-parallel): 27.57 / 12.47 / 42.32 / 9.53 ->
-27.91 / 13.53 / 43.23 / 11.61 % (all four guards LOOSENED: 27.9 -> 28.3, 13.1 -> 13.9, 42.7 -> 43.6,
-9.9 -> 12.0). That last move is not those 36 rows (in sample only their TPOT moves, closer: median
-ln(pred/meas) -0.08 -> +0.01) but one fold whose shared kernel_scale flips from 1.0 to 0.9 on a
-near-tie; a recorded launch fact is applied whatever it does to the figure
-(planner/validation/notes/outliers.md, fifth pass). Last in the fourth pass, the InferenceMAX
-aggregated rows are replayed at the KV-cache dtype, token budget and memory flag their launch
-scripts set (``validation.recipes``, ``inferencemax_recipes.yaml``: Llama-3.3-70B-FP8 on vLLM with
-an FP8 KV cache, TensorRT-LLM max_num_tokens 16,384 / 20,000 / clients + ISL, SGLang chunks of
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (27.57, 12.47,
+42.32, 9.53 % on 1,588 rows, 2026-12-01, fifth pass; issue 16's targets are 22, 13, 25, 15 %: agg
+TPOT and disagg TPOT met). The fifth pass prices TensorRT-LLM's attention-DP balance where an
+InferenceMAX script enabled it (seven DeepSeek-R1 H200 rows; agg TPOT 12.73 -> 12.71 %, the other
+medians unchanged to 0.01 points) and replays the InferenceMAX rows at the expert-parallel MoE
+layout their scripts launched where the exports record it tensor-parallel (DeepSeek-R1 and
+gpt-oss-120b TensorRT-LLM of 2025-11-02: 27.55 -> 27.57 %, 12.71 -> 12.47 %; MiniMax-M2.5 H200 vLLM
+from 2026-03-13). With kernel_scale still fitted in the folds the MiniMax reading gave 27.91 / 13.53
+/ 43.23 / 11.61 %: one fold's kernel_scale flipped 1.0 -> 0.9 on a near-tie, moving every engine's
+TPOT there; the packaged fit now holds kernel_scale at 1 (fit_engines ``Constant.held``; the
+full-data fit gives 1.0 anyway), and the figures are 27.57 / 12.47 / 42.32 / 9.53 % again (guards
+unchanged from the MoE-layout step: 27.9, 12.8, 42.7, 9.9). Last in the fourth pass, the
+InferenceMAX aggregated rows are replayed at the KV-cache dtype, token budget and memory flag their
+launch scripts set (``validation.recipes``, ``inferencemax_recipes.yaml``: Llama-3.3-70B-FP8 on vLLM
+with an FP8 KV cache, TensorRT-LLM max_num_tokens 16,384 / 20,000 / clients + ISL, SGLang chunks of
 16,384 and 32,768): 26.50 / 15.91 / 44.32 / 13.00 -> 27.55 / 12.73 / 42.32 / 9.53 % (agg TTFT guard
 LOOSENED 26.9 -> 27.9; the others tightened: 16.3 -> 13.1, 44.7 -> 42.7, 13.4 -> 9.9; rows off > 3x
 199 -> 195). In sample the TTFT figures do not move (23.73 / 35.47 %) and agg TPOT goes 14.22 ->
