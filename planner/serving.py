@@ -291,13 +291,14 @@ def adp_balance_wait(
     attention DP 8 (``timeout_iters`` 60) it takes TTFT from 0.16-0.37 of the measured value to
     0.40-0.68."""
     on = (iters > 0) & (dp > 1)
+    x = np.where(np.isfinite(x), np.maximum(x, 0.0), 0.0)  # no rate known: the whole timeout
     d = np.maximum(dp, 1.0)
     # arrivals until every rank has one: D·H_D (coupon collector) less the first
     harmonic = special.digamma(d + 1.0) + np.euler_gamma  # H_D
     with np.errstate(divide="ignore", invalid="ignore"):
         fill = np.where(x > 0, (d * harmonic - 1.0) / x, np.inf)
     w = np.minimum(np.maximum(iters, 0.0) * t_step, fill)
-    xw = np.maximum(x, 0.0) * w
+    xw = x * w
     return np.where(on, w * (1.0 + xw / 2.0) / (1.0 + xw), 0.0)
 
 

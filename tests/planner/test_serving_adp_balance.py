@@ -25,9 +25,11 @@ def test_no_wait_without_balance_or_without_dp(iters: float, dp: float) -> None:
 
 
 def test_rare_arrivals_wait_the_whole_timeout() -> None:
-    """One prompt in a window waits timeout_iters steps: 60 x 30 ms."""
+    """One prompt in a window waits timeout_iters steps: 60 x 30 ms; so does one whose rate is
+    not known (NaN)."""
     assert _wait(1e-6) == pytest.approx(60 * 0.03, rel=1e-4)
     assert _wait(0.0) == pytest.approx(60 * 0.03)
+    assert _wait(float("nan")) == pytest.approx(60 * 0.03)
 
 
 def test_busy_arrivals_fill_the_ranks_before_the_timeout() -> None:
