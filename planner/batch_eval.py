@@ -377,6 +377,8 @@ def _worker(
     kv_pool: np.ndarray | None = None,
     pool_flag: np.ndarray | None = None,
     adp_balance_iters: np.ndarray | None = None,
+    batch_wait_iters: np.ndarray | None = None,
+    batch_wait_tokens: np.ndarray | None = None,
 ) -> WorkerArrays:
     if kv_pool is not None:
         util = memory_batch.default_pool_util(kv_pool, m, gpu, par, chunk, seqs, util, pool_flag)
@@ -393,6 +395,8 @@ def _worker(
         burst,
         np.full(k, lockstep) & np.isfinite(burst),
         adp_balance_iters,
+        batch_wait_iters,
+        batch_wait_tokens,
     )
 
 
@@ -532,6 +536,8 @@ def evaluate_batch(
     kv_pool: np.ndarray | None = None,
     pool_flag: np.ndarray | None = None,
     adp_balance_iters: np.ndarray | None = None,
+    batch_wait_iters: np.ndarray | None = None,
+    batch_wait_tokens: np.ndarray | None = None,
 ) -> ResultArrays:
     """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
     (``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``constants``:
@@ -542,7 +548,9 @@ def evaluate_batch(
     the engine's own memory flag where a replayed launch recorded it, NaN elsewhere,
     ``memory_batch.default_pool_util``; ``adp_balance_iters``: per candidate, TensorRT-LLM's
     attention-DP balance ``timeout_iters`` where a replayed launch enabled it, 0 elsewhere,
-    ``serving.adp_balance_wait``; aggregated workers only)."""
+    ``serving.adp_balance_wait``; ``batch_wait_iters`` / ``batch_wait_tokens``: per candidate, its
+    batch waiting (``batch_wait_timeout_iters``, ratio x max_num_tokens), 0 elsewhere,
+    ``serving.batch_wait``; both for aggregated workers only)."""
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
@@ -568,6 +576,8 @@ def evaluate_batch(
         kv_pool,
         pool_flag,
         adp_balance_iters,
+        batch_wait_iters,
+        batch_wait_tokens,
     )
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(

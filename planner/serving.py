@@ -62,6 +62,11 @@ class WorkerArrays:
     """TensorRT-LLM attention-DP balance (``attention_dp_config: enable_balance,
     timeout_iters``): steps a prompt may be held until every DP rank has one
     (``adp_balance_wait``); None or 0: off."""
+    batch_wait_iters: np.ndarray | None = None
+    """TensorRT-LLM batch waiting (``batch_wait_timeout_iters``): steps a prompt may be held
+    for more prompts (``batch_wait``); None or 0: off."""
+    batch_wait_tokens: np.ndarray | None = None
+    """Its token threshold, ``batch_wait_max_tokens_ratio`` x ``max_num_tokens``."""
 
 
 @dataclass(frozen=True)
@@ -290,16 +295,47 @@ def adp_balance_wait(
     ``iters`` <= 0 or ``dp`` <= 1. On the seven InferenceMAX DeepSeek-R1 TensorRT-LLM H200 rows with
     attention DP 8 (``timeout_iters`` 60) it takes TTFT from 0.16-0.37 of the measured value to
     0.40-0.68."""
-    on = (iters > 0) & (dp > 1)
-    x = np.where(np.isfinite(x), np.maximum(x, 0.0), 0.0)  # no rate known: the whole timeout
     d = np.maximum(dp, 1.0)
     # arrivals until every rank has one: D·H_D (coupon collector) less the first
     harmonic = special.digamma(d + 1.0) + np.euler_gamma  # H_D
+    held = _held_wait(x, t_step, iters, d * harmonic - 1.0)
+    return np.where((iters > 0) & (dp > 1), held, 0.0)
+
+
+def batch_wait(
+    x: np.ndarray,
+    t_step: np.ndarray,
+    iters: np.ndarray,
+    tokens: np.ndarray,
+    isl: np.ndarray,
+    decode: np.ndarray,
+) -> np.ndarray:
+    """Mean wait (s) of a prompt held by TensorRT-LLM's batch waiting (``batch_wait_timeout_iters``,
+    ``batch_wait_max_tokens_ratio``; without attention DP): while requests decode, context requests
+    wait until a step's scheduled tokens (their prompts plus one per decoding request) reach
+    ``tokens`` = ratio x ``max_num_tokens``, or until ``iters`` steps have passed
+    (``PyExecutor._waiting_requests``, github:NVIDIA/TensorRT-LLM). The window closes after
+    min(iters·t_step, k/x) with k = (tokens - decode)/isl - 1 more prompts of ``isl`` tokens at
+    ``x`` requests/s (``decode``: requests decoding per step); mean hold as in
+    ``adp_balance_wait``. Zero where ``iters`` <= 0 or one prompt already reaches the threshold."""
+    need = (tokens - decode) / np.maximum(isl, 1.0) - 1.0
+    held = _held_wait(x, t_step, iters, np.maximum(need, 0.0))
+    return np.where((iters > 0) & (need > 0), held, 0.0)
+
+
+def _held_wait(
+    x: np.ndarray, t_step: np.ndarray, iters: np.ndarray, more: np.ndarray
+) -> np.ndarray:
+    """Mean wait (s) of prompts held in windows that open at the first held prompt and close
+    after min(iters·t_step, more/x): ``more`` further arrivals at ``x`` requests/s, or the timeout.
+    The first prompt waits the whole window W, the x·W arriving during it W/2 on average: mean
+    W·(1 + x·W/2)/(1 + x·W). A non-finite rate waits the whole timeout."""
+    x = np.where(np.isfinite(x), np.maximum(x, 0.0), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        fill = np.where(x > 0, (d * harmonic - 1.0) / x, np.inf)
+        fill = np.where(x > 0, more / x, np.inf)
     w = np.minimum(np.maximum(iters, 0.0) * t_step, fill)
     xw = x * w
-    return np.where(on, w * (1.0 + xw / 2.0) / (1.0 + xw), 0.0)
+    return np.asarray(w * (1.0 + xw / 2.0) / (1.0 + xw))
 
 
 def own_prefill_time(
@@ -353,9 +389,14 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         t_new = mean_step(t_dec, t_pre, f) * load.step_multiplier
         work = load.isl_compute * t_full / free
         overhead = load.request_overhead_s
+        rate = np.where(closed, s / t_new, load.rate_per_s)  # requests/s of this iterate
         if w.adp_balance_iters is not None:  # prompts held for the other DP ranks (TensorRT-LLM)
-            rate = np.where(closed, s / t_new, load.rate_per_s)  # requests/s of this iterate
             overhead = overhead + adp_balance_wait(rate, t_dec, w.adp_balance_iters, w.par.dp)
+        if w.batch_wait_iters is not None and w.batch_wait_tokens is not None:
+            held = batch_wait(
+                rate, t_dec, w.batch_wait_iters, w.batch_wait_tokens, load.isl_compute, b
+            )
+            overhead = overhead + held
         t_own = own_prefill_time(t_dec, t_pre, chunks, overhead)
         z = dsteps * t_new
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x, wave_group)

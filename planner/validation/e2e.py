@@ -409,8 +409,9 @@ def predict(
         gpu = get_gpu(str(system))
         chunk = engine_chunks(sub, gpu.memory_bytes, eng.max_num_batched_tokens.value)
         # InferenceMAX rows: the token budget and memory flag their launch script set
-        recipe_chunk, memory_flag, balance = recipe_arrays(sub)
-        chunk = np.where(np.isfinite(recipe_chunk), recipe_chunk, chunk)
+        recipe = recipe_arrays(sub)
+        chunk = np.where(np.isfinite(recipe.chunk), recipe.chunk, chunk)
+        memory_flag = recipe.memory_flag
         cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=chunk)
         # a benchmark run: its lockstep start-up wave priced with the engine's fitted share, or
         # the named run itself (as `estimate --bench-requests` prices it) where the row names it
@@ -427,7 +428,9 @@ def predict(
             constants=_row_constants(sub),
             kv_pool=kv_pools(sub, memory_flag),
             pool_flag=memory_flag,
-            adp_balance_iters=balance,
+            adp_balance_iters=recipe.adp_balance_iters,
+            batch_wait_iters=recipe.batch_wait_iters,
+            batch_wait_tokens=recipe.batch_wait_tokens,
         )
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,26 @@ MAX_BALANCE_ITERS = 10_000
 
 
 @dataclass(frozen=True)
+class BatchWait:
+    """TensorRT-LLM ``batch_wait_timeout_iters`` / ``batch_wait_max_tokens_ratio`` as a script set
+    them, for the runs it set them on: ISL and OSL (None: any) and TP below ``tp_below``."""
+
+    timeout_iters: int
+    max_tokens_ratio: float
+    isl: int | None = None
+    osl: int | None = None
+    tp_below: int | None = None
+
+    def applies(self, isl: float, osl: float, tp: float) -> bool:
+        """Whether a run of nominal ``isl``/``osl`` at TP ``tp`` had it."""
+        return (
+            (self.isl is None or isl == self.isl)
+            and (self.osl is None or osl == self.osl)
+            and (self.tp_below is None or tp < self.tp_below)
+        )
+
+
+@dataclass(frozen=True)
 class Recipe:
     """One script's flags for one model label, engine and set of GPUs."""
 
@@ -54,7 +75,13 @@ class Recipe:
     memory_fraction: float | None
     source: str
     adp_balance_timeout_iters: int | None = None
+    """TensorRT-LLM ``attention_dp_config: {enable_balance: true, timeout_iters: N}``, which the
+    script sets only where it enables attention DP (``serving.adp_balance_wait``)."""
     expert_parallel_all_ranks: bool = False
+    """The script ran the MoE layers expert-parallel over every GPU of the worker (``--ep_size``
+    = TP x attention DP), whatever MoE layout the export records (``recipe_expert_parallel``)."""
+    batch_wait: BatchWait | None = None
+    """TensorRT-LLM batch waiting where the script set it (``serving.batch_wait``)."""
     measured_from: str = ""
     """First measurement date (ISO, inclusive) the entry covers; "" for no bound."""
     measured_before: str = ""
@@ -69,11 +96,6 @@ class Recipe:
             and (not self.measured_before or measured < self.measured_before)
         )
 
-    """The script ran the MoE layers expert-parallel over every GPU of the worker (``--ep_size``
-    = TP x attention DP), whatever MoE layout the export records (``recipe_expert_parallel``)."""
-    """TensorRT-LLM ``attention_dp_config: {enable_balance: true, timeout_iters: N}``, which the
-    script sets only where it enables attention DP (``serving.adp_balance_wait``)."""
-
     def tokens(self, clients: float, isl: float) -> float:
         """The step token budget the script set for ``clients`` clients of ``isl``-token prompts
         (NaN when it sets none)."""
@@ -82,6 +104,42 @@ class Recipe:
         if self.max_num_tokens_rule == "clients_plus_isl":
             return float(math.ceil((clients + isl + 64) / 64) * 64)
         return math.nan
+
+
+def _whole(v: object, lo: int, hi: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def _batch_wait(where: str, raw: object, backend: object) -> BatchWait | None:
+    """The ``batch_wait`` mapping of an entry (None when absent), checked."""
+    if raw is None:
+        return None
+    keys = {"timeout_iters", "max_tokens_ratio", "isl", "osl", "tp_below"}
+    if not isinstance(raw, dict) or not set(raw) <= keys:
+        raise PlannerInputError(
+            "recipes", f"{where}: batch_wait must be a mapping of {sorted(keys)}"
+        )
+    if backend != "trtllm":
+        raise PlannerInputError(
+            "recipes", f"{where}: batch_wait is a TensorRT-LLM option (backend trtllm)"
+        )
+    iters, ratio = raw.get("timeout_iters"), raw.get("max_tokens_ratio")
+    if not _whole(iters, 1, MAX_BALANCE_ITERS):
+        raise PlannerInputError(
+            "recipes",
+            f"{where}: batch_wait.timeout_iters must be a whole number in [1, {MAX_BALANCE_ITERS}]",
+        )
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+        raise PlannerInputError(
+            "recipes", f"{where}: batch_wait.max_tokens_ratio must be in (0, 1]"
+        )
+    for k in ("isl", "osl", "tp_below"):
+        if raw.get(k) is not None and not _whole(raw[k], 1, MAX_TOKENS):
+            raise PlannerInputError(
+                "recipes", f"{where}: batch_wait.{k} must be a whole number in [1, {MAX_TOKENS}]"
+            )
+    opt = {k: int(raw[k]) if raw.get(k) is not None else None for k in ("isl", "osl", "tp_below")}
+    return BatchWait(int(str(iters)), float(ratio), opt["isl"], opt["osl"], opt["tp_below"])
 
 
 def _entry(path: Path, i: int, raw: object) -> Recipe:
@@ -131,6 +189,7 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
     ep_all = raw.get("expert_parallel_all_ranks", False)
     if not isinstance(ep_all, bool):
         raise PlannerInputError("recipes", f"{where}: expert_parallel_all_ranks must be true/false")
+    batch_wait = _batch_wait(where, raw.get("batch_wait"), raw.get("backend"))
     dates = {k: raw.get(k, "") for k in ("measured_from", "measured_before")}
     for k, v in dates.items():
         if isinstance(v, dt.date):
@@ -154,6 +213,7 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
         source=str(raw["source"]),
         adp_balance_timeout_iters=adp,
         expert_parallel_all_ranks=ep_all,
+        batch_wait=batch_wait,
         measured_from=str(dates["measured_from"]),
         measured_before=str(dates["measured_before"]),
     )
@@ -216,33 +276,56 @@ def recipe_expert_parallel(row: pd.Series | dict[str, object]) -> bool:
     return r is not None and r.expert_parallel_all_ranks
 
 
-def recipe_arrays(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(step token budget, memory flag, attention-DP balance timeout) each prepared row's recipe
-    set, in one pass over the rows: NaN (budget, flag) or 0 (timeout) where it sets none. The
+class RecipeArrays(NamedTuple):
+    """Per prepared row, the flags its recipe set (``recipe_arrays``)."""
+
+    chunk: np.ndarray
+    """Step token budget; NaN where none is set."""
+    memory_flag: np.ndarray
+    """Memory flag in its engine's own meaning; NaN where none is set."""
+    adp_balance_iters: np.ndarray
+    """TensorRT-LLM attention-DP balance ``timeout_iters``; 0 where off."""
+    batch_wait_iters: np.ndarray
+    """TensorRT-LLM ``batch_wait_timeout_iters``; 0 where off."""
+    batch_wait_tokens: np.ndarray
+    """Its threshold, ``batch_wait_max_tokens_ratio`` x the row's step token budget; 0 where off."""
+
+
+def recipe_arrays(rows: pd.DataFrame) -> RecipeArrays:
+    """The flags each prepared row's recipe set (``RecipeArrays``), in one pass over the rows. The
     budget's clients are ``c_concurrency``; the memory flag is in its engine's own meaning: vLLM
     ``--gpu-memory-utilization``, TensorRT-LLM ``free_gpu_memory_fraction``, SGLang
     ``--mem-fraction-static`` (``memory_batch.default_pool_util``); the balance timeout
     (TensorRT-LLM ``timeout_iters``) only on rows with attention DP (``c_dp`` > 1), where the
-    script enabled it."""
-    chunks, flags = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
-    balance = np.zeros(len(rows))
+    script enabled it; batch waiting only on rows without attention DP (TensorRT-LLM ignores it
+    there) of the lengths and TPs the script set it for, its threshold against the recipe's token
+    budget (off where the recipe sets none)."""
+    n = len(rows)
+    out = RecipeArrays(np.full(n, np.nan), np.full(n, np.nan), *(np.zeros(n) for _ in range(3)))
     for i, (_, row) in enumerate(rows.iterrows()):
         r = recipe_for(row)
         if r is None:
             continue
-        chunks[i] = r.tokens(float(row.get("c_concurrency", 1.0)), float(row["isl"]))
+        out.chunk[i] = r.tokens(float(row.get("c_concurrency", 1.0)), float(row["isl"]))
         if r.memory_fraction is not None:
-            flags[i] = r.memory_fraction
-        if r.adp_balance_timeout_iters is not None and float(row.get("c_dp", 1.0)) > 1:
-            balance[i] = r.adp_balance_timeout_iters
-    return chunks, flags, balance
+            out.memory_flag[i] = r.memory_fraction
+        dp = float(row.get("c_dp", 1.0))
+        if r.adp_balance_timeout_iters is not None and dp > 1:
+            out.adp_balance_iters[i] = r.adp_balance_timeout_iters
+        bw = r.batch_wait
+        tp = float(row.get("c_tp", row.get("tp_size", 1.0)))
+        if bw is not None and dp <= 1 and bw.applies(float(row["isl"]), float(row["osl"]), tp):
+            if np.isfinite(out.chunk[i]):
+                out.batch_wait_iters[i] = bw.timeout_iters
+                out.batch_wait_tokens[i] = bw.max_tokens_ratio * out.chunk[i]
+    return out
 
 
 def recipe_chunks(rows: pd.DataFrame) -> np.ndarray:
     """The step token budget of ``recipe_arrays``."""
-    return recipe_arrays(rows)[0]
+    return recipe_arrays(rows).chunk
 
 
 def recipe_memory_flags(rows: pd.DataFrame) -> np.ndarray:
     """The memory flag of ``recipe_arrays``."""
-    return recipe_arrays(rows)[1]
+    return recipe_arrays(rows).memory_flag

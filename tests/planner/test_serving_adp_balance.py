@@ -1,5 +1,5 @@
-"""TensorRT-LLM's attention-DP balance wait (``serving.adp_balance_wait``) and its place in the
-aggregated closed loop."""
+"""TensorRT-LLM's attention-DP balance and batch waiting (``serving.adp_balance_wait``,
+``serving.batch_wait``) and their place in the aggregated closed loop."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, evaluate_batch
 from planner.models import load_model
-from planner.serving import adp_balance_wait
+from planner.serving import adp_balance_wait, batch_wait
 from planner.workload import fixed
 
 
@@ -66,3 +66,34 @@ def test_the_closed_loop_carries_the_held_prompts() -> None:
     assert held > plain + 0.5
     assert r.tpot_mean_s[1] <= r.tpot_mean_s[0] * (1 + 1e-6)
     assert r.requests_per_s[1] < r.requests_per_s[0]
+
+
+def _bw(
+    x: float, iters: float = 20, tokens: float = 14745.6, isl: float = 922, dec: float = 16
+) -> float:
+    return float(
+        batch_wait(
+            np.array([x]),
+            np.array([0.02]),
+            np.array([iters]),
+            np.array([tokens]),
+            np.array([isl]),
+            np.array([dec]),
+        )[0]
+    )
+
+
+def test_batch_wait_holds_a_lone_prompt_for_the_timeout() -> None:
+    """TensorRT-LLM batch waiting, 20 steps of 20 ms: a prompt arriving alone waits 0.4 s."""
+    assert _bw(1e-6) == pytest.approx(20 * 0.02, rel=1e-4)
+    assert _bw(0.5, iters=0) == 0.0
+
+
+def test_batch_wait_ends_when_the_prompts_fill_the_threshold() -> None:
+    """At 1,000 prompts/s the 14,746-token threshold (0.9 x 16,384) is reached after
+    (14,746 - 16)/922 - 1 = 15 more prompts, 15 ms, before the 0.4 s timeout; a prompt longer than
+    the threshold is never held."""
+    more = (14745.6 - 16) / 922 - 1.0
+    w = more / 1000.0
+    assert _bw(1000.0) == pytest.approx(w * (1 + 1000 * w / 2) / (1 + 1000 * w), rel=1e-9)
+    assert _bw(5.0, isl=16000) == 0.0

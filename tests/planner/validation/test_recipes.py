@@ -151,6 +151,21 @@ def test_a_recorded_memory_flag_reaches_the_pool() -> None:
             "expert_parallel_all_ranks must be",
         ),
         (
+            "recipes: [{model: a, backend: trtllm, systems: [h1], source: s, "
+            "batch_wait: {timeout_iters: 20, max_tokens_ratio: 1.5}}]\n",
+            "max_tokens_ratio must be",
+        ),
+        (
+            "recipes: [{model: a, backend: trtllm, systems: [h1], source: s, "
+            "batch_wait: {timeout_iters: 20, max_tokens_ratio: 0.9, when: 1}}]\n",
+            "batch_wait must be a mapping",
+        ),
+        (
+            "recipes: [{model: a, backend: vllm, systems: [h1], source: s, "
+            "batch_wait: {timeout_iters: 20, max_tokens_ratio: 0.9}}]\n",
+            "batch_wait is a TensorRT-LLM option",
+        ),
+        (
             "recipes: [{model: a, backend: vllm, systems: [h1], source: s, "
             "measured_from: 2026-03-13}, "
             "{model: a, backend: vllm, systems: [h1], source: t, measured_before: 2026-03-20}]\n",
@@ -186,7 +201,7 @@ def test_the_deepseek_balance_timeout_applies_where_the_script_enabled_attention
             _row("GPT-OSS-120B", "trtllm", c_concurrency=16.0, c_dp=8.0),
         ]
     )
-    assert recipe_arrays(rows)[2].tolist() == [60.0, 0.0, 0.0]
+    assert recipe_arrays(rows).adp_balance_iters.tolist() == [60.0, 0.0, 0.0]
 
 
 def test_predict_holds_a_balanced_rows_prompts() -> None:
@@ -248,3 +263,19 @@ def test_a_script_that_changed_between_runs_applies_by_measurement_date() -> Non
     ]
     undated = pd.Series(_row("MiniMax-M2.5", "vllm"))
     assert recipe_for(undated) is None  # a bounded entry needs the row's date
+
+
+def test_llama_batch_waiting_applies_to_the_runs_the_script_set_it_for() -> None:
+    """70b_fp8_h200_trt_slurm.sh sets batch_wait_timeout_iters 20 and batch_wait_max_tokens_ratio
+    0.9 only for ISL = OSL = 1024 below TP 8; its threshold is 0.9 x the script's 16,384 tokens."""
+    rows = pd.DataFrame(
+        [
+            _row("Llama-3.1-70B", "trtllm", c_tp=4.0, c_concurrency=16.0),
+            _row("Llama-3.1-70B", "trtllm", c_tp=8.0, c_concurrency=16.0),
+            _row("Llama-3.1-70B", "trtllm", c_tp=4.0, c_concurrency=16.0, isl=8192),
+            _row("Llama-3.1-70B", "vllm", c_tp=4.0, c_concurrency=16.0),
+        ]
+    )
+    got = recipe_arrays(rows)
+    assert got.batch_wait_iters.tolist() == [20.0, 0.0, 0.0, 0.0]
+    assert got.batch_wait_tokens[0] == pytest.approx(0.9 * 16384)
