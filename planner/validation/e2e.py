@@ -230,6 +230,11 @@ def _row_constants(sub: pd.DataFrame) -> dict[str, np.ndarray] | None:
     return {k: v for k, v in vals.items() if np.isfinite(v).all()}
 
 
+def _set_or_none(values: np.ndarray) -> np.ndarray | None:
+    """``values`` where any is non-zero, else None (the option is off on every row)."""
+    return values if values.any() else None
+
+
 def named_runs(rows: pd.DataFrame) -> pd.Series:
     """Request count of every row that names its benchmark run, else 0. Optional columns:
     ``bench_requests`` (the run's requests in all, e.g. ``--num-prompts``) and ``fixed_lengths``
@@ -428,9 +433,10 @@ def predict(
             constants=_row_constants(sub),
             kv_pool=kv_pools(sub, memory_flag),
             pool_flag=memory_flag,
-            adp_balance_iters=recipe.adp_balance_iters,
-            batch_wait_iters=recipe.batch_wait_iters,
-            batch_wait_tokens=recipe.batch_wait_tokens,
+            # the scheduler holds only where a script set them (None: no per-step work for them)
+            adp_balance_iters=_set_or_none(recipe.adp_balance_iters),
+            batch_wait_iters=_set_or_none(recipe.batch_wait_iters),
+            batch_wait_tokens=_set_or_none(recipe.batch_wait_tokens),
         )
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
