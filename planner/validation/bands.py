@@ -86,9 +86,19 @@ WEIGHTINGS: tuple[str, ...] = tuple(WEIGHTING_TEXT)
 class Method:
     """How a group's quantiles are fitted: ``weighting`` of its rows (``campaign_weights``), the
     prior weight (rows) of its parent's quantiles (``_group_fit``) and of its mode's (a mode's:
-    all rows') leave-one-campaign-out miss rates when its tails are chosen (``choose_tails``)."""
+    all rows') leave-one-campaign-out miss rates when its tails are chosen (``choose_tails``).
 
-    weighting: str = "rows"
+    Rows of one campaign share its protocol and software, so they err together: a group's
+    quantiles weight each row 1/sqrt(its campaign's rows) by default, between every row counting
+    once (a 27-row campaign outweighs four small ones) and every campaign counting once (a 1-row
+    job weighs as much as a sweep). Out of fold (10 campaign folds, fifth-pass predictions) rows
+    weighting left TensorRT-LLM disaggregated TPOT at 88.0% (five campaigns of 8-27 rows, campaign
+    medians -0.22 to +0.23), sqrt weighting at 76.1%, every cell of >= 30 rows inside 75-85%; at 5,
+    7, 14 and 20 folds that cell is 87.0/87.0/84.8/85.9% with rows and 77.2/78.3/78.3/75.0% with
+    sqrt (cells outside 75-85% over the five fold counts: 9 with rows, 6 with sqrt;
+    planner/validation/notes/outliers.md, "Band weighting")."""
+
+    weighting: str = "sqrt"
     shrink_rows: float = 30.0
     tail_shrink: float = 60.0
 
@@ -777,8 +787,8 @@ def main(argv: list[str] | None = None) -> int:
         "--weighting",
         choices=WEIGHTINGS,
         default=Method.weighting,
-        help="weight of a row in its group's quantiles: rows (the default), campaigns (each "
-        "campaign counts once) or sqrt (1/sqrt of its campaign's rows)",
+        help="weight of a row in its group's quantiles: sqrt (the default: 1/sqrt of its "
+        "campaign's rows), rows (each row counts once) or campaigns (each campaign counts once)",
     )
     ap.add_argument(
         "--predictions-out",
