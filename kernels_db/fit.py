@@ -55,6 +55,19 @@ PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
     ),
     "cache_speedup": (1.0, 10.0, "x DRAM; L2 vs DRAM bandwidth, ~5.5 vs 0.86 TB/s on L40S"),
     "tile_s": (1e-12, 1e-6, "s per thread-block tile averaged over the SMs"),
+    "gemv_memory_eff": (
+        0.01,
+        1.0,
+        "share of the spec DRAM bandwidth a single-row (m = 1) matrix-vector kernel reaches, 1% to "
+        "100% (its cached share read cache_speedup times faster)",
+    ),
+    "gemv_launch_s": (1e-7, 2e-4, "s; that matrix-vector kernel's fixed cost, 0.1 us to 200 us"),
+    "cache_cliff_power": (
+        2.0,
+        32.0,
+        "steepness of the L2 residency 1 / (1 + (working set / L2)^power) of a benchmark's cyclic "
+        "sweep; 2 = gradual, 32 = all or nothing at the cache size (a 16-way LRU cache ~14)",
+    ),
 }
 """Bounds of every fitted ``RooflineParams`` value (``planner calibrate fit --gpu GPU --tables DIR``
 fits them; ``kernels_db/fitted/*.yaml`` record the command)."""
@@ -70,6 +83,12 @@ SPLIT_KV: Final[frozenset[str]] = frozenset(
 CACHED: Final[frozenset[str]] = frozenset(
     {"gemm", "attention_decode", "attention_prefill"}
 )  # read a re-usable working set
+GEMV: Final[frozenset[str]] = frozenset({"gemm"})  # a single row may run a matrix-vector kernel
+CLIFF: Final[frozenset[str]] = frozenset(
+    {"gemm"}
+)  # the harness's working set is known (``harness.gemm_working_set``): its cliff is fitted
+CLIFF_STARTS: Final[tuple[float, ...]] = (4.0, 16.0)
+GEMV_START_S: Final[float] = 5e-6
 PAD_STARTS: Final[tuple[float, ...]] = (1.0, 64.0, 4096.0)  # several starts: the max() has kinks
 UNIT_STARTS: Final[dict[str, tuple[float, ...]]] = {
     "attention_decode": (1.0, 16.0, 128.0),  # units to fill the memory system (streams)
@@ -116,13 +135,15 @@ def fit_error(predicted: np.ndarray, measured: np.ndarray) -> FitError:
 def _free(op: str) -> np.ndarray:
     """Indices of the parameters fitted for ``op`` (the others stay 0)."""
     idx = [0, 1, 2, 3, 4] + ([5] if op in PADDED else []) + ([6] if op in OCCUPANCY else [])
-    return np.array(idx + ([7] if op in CACHED else []) + ([8] if op in TILED else []))
+    idx += ([7] if op in CACHED else []) + ([8] if op in TILED else [])
+    return np.array(idx + ([9, 10] if op in GEMV else []) + ([11] if op in CLIFF else []))
 
 
 def _as_model_array(v: np.ndarray) -> np.ndarray:
-    """``PARAM_ORDER`` values and the split flag as ``RooflineParams.as_array`` (no
-    ``pad_rows``)."""
-    return np.delete(v, 5)
+    """``PARAM_ORDER`` values and the split flag (last) as ``RooflineParams.as_array`` (no
+    ``pad_rows``; the split flag after ``tile_s``)."""
+    m = np.delete(v, 5)
+    return np.concatenate([m[:8], m[-1:], m[8:-1]])
 
 
 def _params_from(v: np.ndarray) -> RooflineParams:
@@ -144,16 +165,21 @@ def _starts(op: str) -> list[np.ndarray]:
             1.0,
             1.0,
             TILE_START_S,
+            d.memory_eff,
+            GEMV_START_S,
+            CLIFF_STARTS[0],
         ]
     )
     out = []
-    for pad0, units0, cache0 in itertools.product(
+    for pad0, units0, cache0, cliff0 in itertools.product(
         PAD_STARTS if op in PADDED else (1.0,),
         UNIT_STARTS.get(op, (1.0,)),
         CACHE_STARTS if op in CACHED else (1.0,),
+        CLIFF_STARTS if op in CLIFF else CLIFF_STARTS[:1],
     ):
         x = base.copy()
         x[5], x[6], x[7] = np.log(pad0), np.log(units0), np.log(cache0)
+        x[11] = np.log(cliff0)
         out.append(np.clip(x, LOWER + 1e-9, UPPER - 1e-9))
     return out
 
