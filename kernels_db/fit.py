@@ -155,7 +155,8 @@ def _as_model_array(v: np.ndarray) -> np.ndarray:
 def _params_from(v: np.ndarray) -> RooflineParams:
     r = dict(zip(PARAM_ORDER, (float(f"{x:.4g}") for x in v), strict=True))
     r["cache_speedup"] = max(r["cache_speedup"], 1.0)
-    return RooflineParams(**r)
+    extra = {name: (r.pop(name) or None) for name in EXTRA}  # 0: the term is off (none shipped)
+    return RooflineParams(**r, **extra)
 
 
 def _starts(op: str) -> list[np.ndarray]:
@@ -260,8 +261,27 @@ def fit_roofline_params(
                 v[extra_free] = np.exp(x)
                 stage = (cost, v)
         assert stage is not None
-        best = (stage[0], stage[1], best[2])
+        best = (stage[0], _identified(stage[1], v1, cnt, bw), best[2])
     return _params_from(best[1][:N_PARAMS]).model_copy(update={"split_kv": best[2]})
+
+
+EXTRA_TERMS: Final[tuple[tuple[int, ...], ...]] = ((9, 10), (11,))
+"""``PARAM_ORDER`` indices of each ``EXTRA`` term: the GEMV path, the cache cliff."""
+
+
+def _identified(v: np.ndarray, base: np.ndarray, cnt: costs.Counts, bw: float) -> np.ndarray:
+    """``v`` with each ``EXTRA`` term that prices no fitted row differently from the base fit
+    reset to 0 (off): a GEMV path the tiled GEMM beats on every row, a cliff where nothing is
+    cached (``cache_speedup`` 1). Its value is not identified by the tables, so none is shipped,
+    and no shape outside them can take a path no measurement showed."""
+    out = v.copy()
+    timed = costs.model_time(cnt, _as_model_array(out), bw, out[5])
+    for idx in EXTRA_TERMS:
+        off = out.copy()
+        off[list(idx)] = base[list(idx)]
+        if np.allclose(costs.model_time(cnt, _as_model_array(off), bw, off[5]), timed, rtol=1e-9):
+            out = off
+    return out
 
 
 def _fitted_to(table: KernelTable, rows: int, sources: tuple[str, ...] = ()) -> FittedTo:
