@@ -61,7 +61,10 @@ class Counts:
     """Work of a batch of ops: FLOPs, bytes, applicable peak FLOP/s, FLOPs per padded GEMM row; the
     kernel's parallel work units and its issued / useful FLOPs ratio (decode attention); for a
     split-KV decode the blocks per unit (``roofline.decode_kv_splits``) and the bytes each further
-    block adds (it reads the query and writes a partial output)."""
+    block adds (it reads the query and writes a partial output). GEMM: ``gemv`` is 1 on
+    single-row products (a library may run a matrix-vector kernel, ``roofline.gemv_time``) and
+    ``cache_ratio`` is a harness's working set over the L2 size (0: none, as in serving), on
+    which a fitted ``cache_cliff_power`` recomputes ``resident``."""
 
     flops: np.ndarray
     nbytes: np.ndarray
@@ -75,6 +78,8 @@ class Counts:
     split_bytes: np.ndarray = field(default_factory=lambda: _ZERO)
     long_kv: np.ndarray = field(default_factory=lambda: _ZERO)
     streams: bool = False
+    gemv: np.ndarray = field(default_factory=lambda: _ZERO)
+    cache_ratio: np.ndarray = field(default_factory=lambda: _ZERO)
 
 
 FEW_DISTINCT: Final[int] = 8
@@ -189,6 +194,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     if op == "gemm":
         eb = _elem_bytes(c["dtype"])
         b = rf.gemm_bytes(z["m"], z["n"], z["k"], eb)
+        harness = WORKING_SET in z and bool(spec.l2_cache_bytes)
         return Counts(
             rf.gemm_flops(z["m"], z["n"], z["k"]),
             b,
@@ -199,6 +205,12 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
                 rf.l2_resident_fraction(z[WORKING_SET], spec.l2_cache_bytes)
                 if WORKING_SET in z
                 else np.zeros(np.shape(b))
+            ),
+            gemv=np.asarray(np.asarray(z["m"]) == 1, dtype=float),
+            cache_ratio=(
+                np.asarray(z[WORKING_SET], dtype=float) / float(spec.l2_cache_bytes or 1.0)
+                if harness
+                else _ZERO
             ),
         )
     if op == "attention_prefill":
@@ -294,6 +306,10 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     raise KeyError(op)
 
 
+CLIFF_ROW: Final[int] = 11
+"""Row of ``cache_cliff_power`` in a parameter array (``RooflineParams.as_array``)."""
+
+
 def model_time(
     cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: np.ndarray | float = 0.0
 ) -> np.ndarray:
@@ -319,6 +335,11 @@ def model_time(
         blocks, kernels = 1.0, 1.0
     pad = pad_rows * blocks if cnt.streams else pad_rows
     flops = (cnt.flops + cnt.row_flops * pad) * cnt.issue_scale
+    resident = cnt.resident
+    if len(p) > CLIFF_ROW and np.any(cnt.cache_ratio > 0.0):  # a fitted cliff (GEMM harness rows)
+        power = np.asarray(p[CLIFF_ROW])
+        fitted_share = rf.resident_share(cnt.cache_ratio, np.where(power > 0.0, power, 1.0))
+        resident = np.where((power > 0.0) & (cnt.cache_ratio > 0.0), fitted_share, resident)
     return rf.roofline_time(
         flops,
         cnt.nbytes + cnt.split_bytes * (blocks - 1.0),
@@ -326,10 +347,11 @@ def model_time(
         bandwidth_bytes_per_s,
         p,
         cnt.units * blocks,
-        cnt.resident,
+        resident,
         cnt.tiles * blocks,
         kernels,
         cnt.streams,
+        cnt.gemv,
     )
 
 
@@ -380,8 +402,8 @@ ParamEntry = tuple[np.ndarray, float, bool]
 def param_entry(
     table: Mapping[str, RooflineParams], default: RooflineParams, name: str
 ) -> ParamEntry:
-    """(parameter array (9,), pad rows, fitted or not) of parameter set ``name``: its own entry, the
-    entry without ``MHA_SUFFIX``, else ``default``."""
+    """(parameter array (12,), pad rows, fitted or not) of parameter set ``name``: its own entry,
+    the entry without ``MHA_SUFFIX``, else ``default``."""
     base = name.removesuffix(MHA_SUFFIX)
     prm = table.get(name) or table.get(base, default)
     arr = prm.as_array()
@@ -390,13 +412,13 @@ def param_entry(
 
 
 ParamStack = tuple[np.ndarray, np.ndarray, np.ndarray]
-"""Parameter arrays of several sets side by side (9, n), their pad rows (n,) and fitted flags
+"""Parameter arrays of several sets side by side (12, n), their pad rows (n,) and fitted flags
 (n,): ``stack_entries``."""
 
 
 def stack_entries(entries: list[ParamEntry]) -> ParamStack:
     """``param_entry`` results of several parameter sets side by side (read-only: cacheable)."""
-    stack = np.stack([e[0] for e in entries], axis=1)  # (9, n_names)
+    stack = np.stack([e[0] for e in entries], axis=1)  # (12, n_names)
     pads = np.array([e[1] for e in entries])
     found = np.array([e[2] for e in entries])
     for arr in (stack, pads, found):
@@ -411,7 +433,7 @@ def gather_params(
     entry: Callable[[str], ParamEntry] | None = None,
     stacked: Callable[[tuple[str, ...]], ParamStack] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-row parameter array (9, ...), pad rows, and a mask of rows that found a fitted entry;
+    """Per-row parameter array (12, ...), pad rows, and a mask of rows that found a fitted entry;
     ``entry`` (name -> ``param_entry``) may be a cached version of ``param_entry`` on these
     tables, ``stacked`` (names -> ``stack_entries`` of their entries) a cached version of the
     stack."""

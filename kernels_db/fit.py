@@ -5,6 +5,7 @@ log-latency, so every row weighs by its relative error). Reproducible: determini
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -55,10 +56,27 @@ PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
     ),
     "cache_speedup": (1.0, 10.0, "x DRAM; L2 vs DRAM bandwidth, ~5.5 vs 0.86 TB/s on L40S"),
     "tile_s": (1e-12, 1e-6, "s per thread-block tile averaged over the SMs"),
+    "gemv_memory_eff": (
+        0.01,
+        1.0,
+        "share of the spec DRAM bandwidth a single-row (m = 1) matrix-vector kernel reaches, 1% to "
+        "100% (its cached share read cache_speedup times faster)",
+    ),
+    "gemv_launch_s": (1e-7, 2e-4, "s; that matrix-vector kernel's fixed cost, 0.1 us to 200 us"),
+    "cache_cliff_power": (
+        2.0,
+        32.0,
+        "steepness of the L2 residency 1 / (1 + (working set / L2)^power) of a benchmark's cyclic "
+        "sweep; 2 = gradual, 32 = all or nothing at the cache size (a 16-way LRU cache ~14)",
+    ),
 }
 """Bounds of every fitted ``RooflineParams`` value (``planner calibrate fit --gpu GPU --tables DIR``
 fits them; ``kernels_db/fitted/*.yaml`` record the command)."""
 PARAM_ORDER: Final[tuple[str, ...]] = tuple(PARAM_BOUNDS)
+EXTRA: Final[tuple[str, ...]] = ("gemv_memory_eff", "gemv_launch_s", "cache_cliff_power")
+"""GEMM terms fitted after the others (``fit_roofline_params``); last in ``PARAM_ORDER``."""
+N_BASE: Final[int] = len(PARAM_ORDER) - len(EXTRA)
+LOWER_LIN: Final[np.ndarray] = np.array([v[0] for v in PARAM_BOUNDS.values()])
 LOWER: Final[np.ndarray] = np.log([v[0] for v in PARAM_BOUNDS.values()])
 UPPER: Final[np.ndarray] = np.log([v[1] for v in PARAM_BOUNDS.values()])
 PADDED: Final[frozenset[str]] = frozenset({"gemm", "attention_prefill", "attention_decode"})
@@ -70,6 +88,13 @@ SPLIT_KV: Final[frozenset[str]] = frozenset(
 CACHED: Final[frozenset[str]] = frozenset(
     {"gemm", "attention_decode", "attention_prefill"}
 )  # read a re-usable working set
+GEMV: Final[frozenset[str]] = frozenset({"gemm"})  # a single row may run a matrix-vector kernel
+CLIFF: Final[frozenset[str]] = frozenset(
+    {"gemm"}
+)  # the harness's working set is known (``harness.gemm_working_set``): its cliff is fitted
+CLIFF_STARTS: Final[tuple[float, ...]] = (4.0, 16.0)
+GEMV_START_GAIN: Final[float] = 1.1
+GEMV_START_S: Final[float] = 5e-6
 PAD_STARTS: Final[tuple[float, ...]] = (1.0, 64.0, 4096.0)  # several starts: the max() has kinks
 UNIT_STARTS: Final[dict[str, tuple[float, ...]]] = {
     "attention_decode": (1.0, 16.0, 128.0),  # units to fill the memory system (streams)
@@ -116,22 +141,26 @@ def fit_error(predicted: np.ndarray, measured: np.ndarray) -> FitError:
 def _free(op: str) -> np.ndarray:
     """Indices of the parameters fitted for ``op`` (the others stay 0)."""
     idx = [0, 1, 2, 3, 4] + ([5] if op in PADDED else []) + ([6] if op in OCCUPANCY else [])
-    return np.array(idx + ([7] if op in CACHED else []) + ([8] if op in TILED else []))
+    idx += ([7] if op in CACHED else []) + ([8] if op in TILED else [])
+    return np.array(idx + ([9, 10] if op in GEMV else []) + ([11] if op in CLIFF else []))
 
 
 def _as_model_array(v: np.ndarray) -> np.ndarray:
-    """``PARAM_ORDER`` values and the split flag as ``RooflineParams.as_array`` (no
-    ``pad_rows``)."""
-    return np.delete(v, 5)
+    """``PARAM_ORDER`` values and the split flag (last) as ``RooflineParams.as_array`` (no
+    ``pad_rows``; the split flag after ``tile_s``)."""
+    m = np.delete(v, 5)
+    return np.concatenate([m[:8], m[-1:], m[8:-1]])
 
 
 def _params_from(v: np.ndarray) -> RooflineParams:
     r = dict(zip(PARAM_ORDER, (float(f"{x:.4g}") for x in v), strict=True))
     r["cache_speedup"] = max(r["cache_speedup"], 1.0)
-    return RooflineParams(**r)
+    extra = {name: (r.pop(name) or None) for name in EXTRA}  # 0: the term is off (none shipped)
+    return RooflineParams(**r, **extra)
 
 
 def _starts(op: str) -> list[np.ndarray]:
+    """Start points of the base fit (every parameter but ``EXTRA``, which start at 0 = off)."""
     d = DEFAULT_PARAMS[op]
     base = np.log(
         [
@@ -154,40 +183,105 @@ def _starts(op: str) -> list[np.ndarray]:
     ):
         x = base.copy()
         x[5], x[6], x[7] = np.log(pad0), np.log(units0), np.log(cache0)
-        out.append(np.clip(x, LOWER + 1e-9, UPPER - 1e-9))
+        out.append(np.clip(x, LOWER[:N_BASE] + 1e-9, UPPER[:N_BASE] - 1e-9))
     return out
+
+
+def _extra_starts(base: np.ndarray) -> list[np.ndarray]:
+    """Start points of ``EXTRA`` (log values) after the base fit ``base`` (``PARAM_ORDER``): the
+    GEMV path ``GEMV_START_GAIN`` above the tiled GEMM's bandwidth share, so that it prices the
+    large single rows from the start (a path the minimum never picks has no gradient), at the
+    tiled GEMM's fixed cost or ``GEMV_START_S``; the cliff at each of ``CLIFF_STARTS``."""
+    out = []
+    eff0 = min(max(base[3] * GEMV_START_GAIN, LOWER_LIN[9]), 1.0)
+    for launch0, cliff0 in itertools.product(
+        sorted({max(base[0], LOWER_LIN[10]), GEMV_START_S}), CLIFF_STARTS
+    ):
+        x = np.log([eff0, launch0, cliff0])
+        out.append(np.clip(x, LOWER[N_BASE:] + 1e-9, UPPER[N_BASE:] - 1e-9))
+    return out
+
+
+def _least_squares(
+    resid: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, free: np.ndarray
+) -> tuple[float, np.ndarray]:
+    res = least_squares(
+        resid,
+        x0[free],
+        bounds=(LOWER[free], UPPER[free]),
+        loss="soft_l1",
+        f_scale=ROBUST_SCALE,
+    )
+    return float(res.cost), np.asarray(res.x)
 
 
 def fit_roofline_params(
     op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: float
 ) -> RooflineParams:
     """Least-squares fit of one family and dtype (``PARAM_BOUNDS``); padded families also fit
-    ``pad_rows``, decode attention ``parallel_half_units`` and, by trying both, ``split_kv``."""
+    ``pad_rows``, decode attention ``parallel_half_units`` and, by trying both, ``split_kv``.
+
+    GEMM then fits its ``EXTRA`` terms (the single-row GEMV path and the harness cache cliff) with
+    the base parameters held. In two stages because the base fit has flat directions (a fixed
+    cost in ``launch_s`` or in the ``*_half`` terms prices the tables alike): fitted jointly, even
+    from the base optimum, a term that changes nothing on a GPU (the cliff where
+    ``cache_speedup`` is 1) moved H200 fp8 from 10.6 us of ``launch_s`` to 0.1 us and four times
+    the half terms, which prices the shapes the tables lack (MoE, serving) differently."""
     free = _free(op)
+    base_free = free[free < N_BASE]
+    extra_free = free[free >= N_BASE]
     best: tuple[float, np.ndarray, bool] | None = None
+
+    def resid(x: np.ndarray, idx: np.ndarray, v0: np.ndarray) -> np.ndarray:
+        v = v0.copy()
+        v[idx] = np.exp(x)
+        return np.log(costs.model_time(cnt, _as_model_array(v), bw, v[5])) - np.log(latency_s)
+
     for split in (False, True) if op in SPLIT_KV else (False,):
-
-        def full(x: np.ndarray, split: bool = split) -> np.ndarray:
-            v = np.zeros(N_PARAMS)
-            v[free] = np.exp(x)
-            return np.append(v, float(split))
-
-        def resid(x: np.ndarray, full: Callable[[np.ndarray], np.ndarray] = full) -> np.ndarray:
-            v = full(x)
-            return np.log(costs.model_time(cnt, _as_model_array(v), bw, v[5])) - np.log(latency_s)
-
+        v0 = np.zeros(N_PARAMS + 1)
+        v0[-1] = float(split)
         for x0 in _starts(op):
-            res = least_squares(
-                resid,
-                x0[free],
-                bounds=(LOWER[free], UPPER[free]),
-                loss="soft_l1",
-                f_scale=ROBUST_SCALE,
-            )
-            if best is None or res.cost < best[0]:
-                best = (float(res.cost), full(res.x), split)
+            cost, x = _least_squares(functools.partial(resid, idx=base_free, v0=v0), x0, base_free)
+            if best is None or cost < best[0]:
+                v = v0.copy()
+                v[base_free] = np.exp(x)
+                best = (cost, v, split)
     assert best is not None
+    if extra_free.size:
+        v1 = best[1]
+        stage: tuple[float, np.ndarray] | None = None
+        for e0 in _extra_starts(v1[:N_PARAMS]):
+            x0 = np.zeros(N_PARAMS)
+            x0[N_BASE:] = e0
+            cost, x = _least_squares(
+                functools.partial(resid, idx=extra_free, v0=v1), x0, extra_free
+            )
+            if stage is None or cost < stage[0]:
+                v = v1.copy()
+                v[extra_free] = np.exp(x)
+                stage = (cost, v)
+        assert stage is not None
+        best = (stage[0], _identified(stage[1], v1, cnt, bw), best[2])
     return _params_from(best[1][:N_PARAMS]).model_copy(update={"split_kv": best[2]})
+
+
+EXTRA_TERMS: Final[tuple[tuple[int, ...], ...]] = ((9, 10), (11,))
+"""``PARAM_ORDER`` indices of each ``EXTRA`` term: the GEMV path, the cache cliff."""
+
+
+def _identified(v: np.ndarray, base: np.ndarray, cnt: costs.Counts, bw: float) -> np.ndarray:
+    """``v`` with each ``EXTRA`` term that prices no fitted row differently from the base fit
+    reset to 0 (off): a GEMV path the tiled GEMM beats on every row, a cliff where nothing is
+    cached (``cache_speedup`` 1). Its value is not identified by the tables, so none is shipped,
+    and no shape outside them can take a path no measurement showed."""
+    out = v.copy()
+    timed = costs.model_time(cnt, _as_model_array(out), bw, out[5])
+    for idx in EXTRA_TERMS:
+        off = out.copy()
+        off[list(idx)] = base[list(idx)]
+        if np.allclose(costs.model_time(cnt, _as_model_array(off), bw, off[5]), timed, rtol=1e-9):
+            out = off
+    return out
 
 
 def _fitted_to(table: KernelTable, rows: int, sources: tuple[str, ...] = ()) -> FittedTo:

@@ -72,9 +72,35 @@ class RooflineParams(BaseModel):
         "parts once the KV spans more than one chunk; chosen by the fit (both are tried).",
     )
 
+    gemv_memory_eff: float | None = Field(
+        default=None,
+        ge=0,
+        le=1.0,
+        description="GEMM only: share of the spec DRAM bandwidth that the matrix-vector kernel a "
+        "library runs for a single row (m = 1) reaches; its cached share is read "
+        "``cache_speedup`` times faster, as the GEMM's. The library runs it where it is faster "
+        "than the tiled GEMM (``kernels_db.roofline.gemv_time``). None (or 0): no such path "
+        "(the fit ships none where the tiled GEMM is as fast on every measured row).",
+    )
+    gemv_launch_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="GEMM only: fixed cost of that matrix-vector kernel (launch, tail and, for an "
+        "FP8 op, the activation quantize before it), seconds.",
+    )
+    cache_cliff_power: float | None = Field(
+        default=None,
+        ge=0,
+        description="GEMM only: steepness of the loss of L2 residency of a benchmark's cyclic "
+        "sweep over its working set, 1 / (1 + (working set / L2)^power); None (or 0): the "
+        "shared assumption ``kernels_db.roofline.CACHE_RESIDENCY_POWER`` (the fit ships none "
+        "where it prices no measured row differently).",
+    )
+
     def as_array(self) -> np.ndarray:
         """(launch_s, compute_eff, compute_half_flops, memory_eff, memory_half_bytes,
-        parallel_half_units, cache_speedup, tile_s, split_kv as 0/1)."""
+        parallel_half_units, cache_speedup, tile_s, split_kv as 0/1, gemv_memory_eff,
+        gemv_launch_s, cache_cliff_power)."""
         return np.array(
             [
                 self.launch_s,
@@ -86,6 +112,9 @@ class RooflineParams(BaseModel):
                 self.cache_speedup,
                 self.tile_s,
                 float(self.split_kv),
+                self.gemv_memory_eff or 0.0,
+                self.gemv_launch_s or 0.0,
+                self.cache_cliff_power or 0.0,
             ]
         )
 

@@ -56,14 +56,18 @@ def dtype_bytes(dtype: np.ndarray | str) -> np.ndarray:
     return np.array([DTYPE_BYTES[str(n)] for n in names])[inverse].reshape(np.shape(dtype))
 
 
+def resident_share(ratio: ArrayLike, power: ArrayLike = CACHE_RESIDENCY_POWER) -> np.ndarray:
+    """Share of a re-read working set of ``ratio`` times the cache size found in the cache:
+    1 / (1 + ratio^power), non-increasing in ``ratio`` (0.5 at the cache size for any power)."""
+    return np.asarray(1.0 / (1.0 + np.power(np.asarray(ratio, dtype=float), power)))
+
+
 def l2_resident_fraction(nbytes: ArrayLike, cache_bytes: float | None) -> np.ndarray:
     """Share of a re-read working set of ``nbytes`` found in a cache of ``cache_bytes`` (0 if
-    unknown): 1 / (1 + (nbytes / cache)^CACHE_RESIDENCY_POWER), non-increasing in ``nbytes``."""
+    unknown): ``resident_share(nbytes / cache)`` at ``CACHE_RESIDENCY_POWER``."""
     if not cache_bytes:
         return np.zeros(np.shape(nbytes))
-    return np.asarray(
-        1.0 / (1.0 + np.power(np.asarray(nbytes, dtype=float) / cache_bytes, CACHE_RESIDENCY_POWER))
-    )
+    return resident_share(np.asarray(nbytes, dtype=float) / cache_bytes)
 
 
 def cached_read_factor(resident: ArrayLike, cache_speedup: ArrayLike) -> np.ndarray:
@@ -83,6 +87,7 @@ def roofline_time(
     tiles: ArrayLike = 0.0,
     kernels: ArrayLike = 1.0,
     streams: bool = False,
+    gemv: ArrayLike = 0.0,
 ) -> np.ndarray:
     """Seconds of one op. ``p`` rows: launch_s, compute_eff, compute_half_flops, memory_eff,
     memory_half_bytes, parallel_half_units, cache_speedup, tile_s (each broadcastable against the
@@ -91,12 +96,38 @@ def roofline_time(
     ``kernels`` = launches (2 for a split-KV decode: the partial results are combined after);
     ``streams``: each unit is a serial stream (decode attention), so the achieved rate grows in
     proportion to the units up to ``parallel_half_units`` of them and is flat after
-    (``max(1, U / units)``) rather than ``1 + U / units``."""
+    (``max(1, U / units)``) rather than ``1 + U / units``. ``gemv`` (1 on single-row GEMMs) lets
+    rows p[9] (``gemv_memory_eff``) and p[10] (``gemv_launch_s``) price the matrix-vector kernel
+    where it is faster (``gemv_time``); rows beyond p[8] may be absent (no such path)."""
     occupancy = np.maximum(1.0, p[5] / units) if streams else 1.0 + p[5] / units
     compute = (flops * occupancy + p[2]) / (peak_flops_per_s * p[1])
-    dram_bytes = nbytes * occupancy * cached_read_factor(resident, p[6])
+    read_factor = cached_read_factor(resident, p[6])
+    dram_bytes = nbytes * occupancy * read_factor
     memory = (dram_bytes + p[4] * (1.0 - np.asarray(resident))) / (bandwidth_bytes_per_s * p[3])
-    return np.asarray(p[0] * kernels + p[7] * tiles + np.maximum(compute, memory))
+    tiled = np.asarray(p[0] * kernels + p[7] * tiles + np.maximum(compute, memory))
+    if len(p) <= GEMV_EFF_ROW or not np.any(np.asarray(gemv) > 0.0):
+        return tiled
+    vector = gemv_time(nbytes * read_factor, bandwidth_bytes_per_s, p[GEMV_EFF_ROW], p[10])
+    return np.asarray(np.where(np.asarray(gemv) > 0.0, np.minimum(tiled, vector), tiled))
+
+
+GEMV_EFF_ROW: Final[int] = 9
+"""Row of ``gemv_memory_eff`` in a parameter array (``RooflineParams.as_array``)."""
+
+
+def gemv_time(
+    dram_bytes: ArrayLike, bandwidth_bytes_per_s: float, eff: ArrayLike, launch_s: ArrayLike
+) -> np.ndarray:
+    """Seconds of the matrix-vector kernel a library runs for a single-row GEMM (cuBLAS gemv,
+    TensorRT-LLM's CUDA-core GEMV): it streams the weights once at ``eff`` of the DRAM bandwidth
+    (``dram_bytes``: bytes after the cached share, ``cached_read_factor``) after a fixed
+    ``launch_s``, with no tensor-core tile to pad. ``eff`` 0 = no such kernel (infinite time), so
+    the tiled GEMM is priced. The tiled GEMM's time never falls with m, and the single row is
+    priced at the faster of the two, so the time stays monotone in m, n and k."""
+    e = np.asarray(eff, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stream = np.where(e > 0.0, np.asarray(dram_bytes) / (bandwidth_bytes_per_s * e), np.inf)
+    return np.asarray(launch_s + stream)
 
 
 def gemm_flops(m: ArrayLike, n: ArrayLike, k: ArrayLike) -> np.ndarray:

@@ -78,9 +78,9 @@ FITTED_P90_PCT = 20.0
 # Fitted-only p90 misses (issue 16), each with a ceiling just above the committed fit's value.
 # L40S GEMM: latencies not monotone in m at small m (test below), and the harness's working set
 # lands exactly on the 96 MiB L2 for three of eight shapes, where the cached share swings row to row
-# (planner/validation/notes/kernels.md).
+# (planner/validation/notes/kernels.md); 23.24% with the GEMV path and the fitted cache cliff.
 KNOWN_FITTED_MISSES: dict[tuple[str, str], tuple[float, str]] = {
-    ("gemm", "l40s"): (26.5, "L40S GEMM not monotone; working sets on the L2 size (cliff)"),
+    ("gemm", "l40s"): (23.5, "L40S GEMM not monotone; working sets on the L2 size (cliff)"),
 }
 # (op, gpu) groups whose rows the fit may leave out as implausible (fit.implausible_*_rows): the
 # L40S 4- and 8-GPU collectives (bus bandwidth 5-18% of PCIe) only. The A100 decode rows that read
@@ -110,7 +110,10 @@ def test_committed_parameters_within_bounds() -> None:
             for prm in fam.params.values():
                 for name, (low, high, _) in PARAM_BOUNDS.items():
                     value = getattr(prm, name)
-                    assert value == 0.0 or low * 0.999 <= value <= high * 1.001, (gpu, name)
+                    assert value is None or value == 0.0 or low * 0.999 <= value <= high * 1.001, (
+                        gpu,
+                        name,
+                    )
         assert fit.comm is not None
         link = get_gpu(gpu).scale_up.bandwidth_bytes_per_s
         for by_n in fit.comm.params.values():
