@@ -306,10 +306,6 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     raise KeyError(op)
 
 
-CLIFF_ROW: Final[int] = 11
-"""Row of ``cache_cliff_power`` in a parameter array (``RooflineParams.as_array``)."""
-
-
 def model_time(
     cnt: Counts, p: np.ndarray, bandwidth_bytes_per_s: float, pad_rows: np.ndarray | float = 0.0
 ) -> np.ndarray:
@@ -336,8 +332,10 @@ def model_time(
     pad = pad_rows * blocks if cnt.streams else pad_rows
     flops = (cnt.flops + cnt.row_flops * pad) * cnt.issue_scale
     resident = cnt.resident
-    if len(p) > CLIFF_ROW and np.any(cnt.cache_ratio > 0.0):  # a fitted cliff (GEMM harness rows)
-        power = np.asarray(p[CLIFF_ROW])
+    if len(p) > rf.CLIFF_ROW and np.any(
+        cnt.cache_ratio > 0.0
+    ):  # a fitted cliff (GEMM harness rows)
+        power = np.asarray(p[rf.CLIFF_ROW])
         fitted_share = rf.resident_share(cnt.cache_ratio, np.where(power > 0.0, power, 1.0))
         resident = np.where((power > 0.0) & (cnt.cache_ratio > 0.0), fitted_share, resident)
     return rf.roofline_time(

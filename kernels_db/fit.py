@@ -76,6 +76,11 @@ PARAM_ORDER: Final[tuple[str, ...]] = tuple(PARAM_BOUNDS)
 EXTRA: Final[tuple[str, ...]] = ("gemv_memory_eff", "gemv_launch_s", "cache_cliff_power")
 """GEMM terms fitted after the others (``fit_roofline_params``); last in ``PARAM_ORDER``."""
 N_BASE: Final[int] = len(PARAM_ORDER) - len(EXTRA)
+GEMV_TERM: Final[tuple[int, ...]] = (
+    PARAM_ORDER.index("gemv_memory_eff"),
+    PARAM_ORDER.index("gemv_launch_s"),
+)
+CLIFF_TERM: Final[tuple[int, ...]] = (PARAM_ORDER.index("cache_cliff_power"),)
 LOWER_LIN: Final[np.ndarray] = np.array([v[0] for v in PARAM_BOUNDS.values()])
 LOWER: Final[np.ndarray] = np.log([v[0] for v in PARAM_BOUNDS.values()])
 UPPER: Final[np.ndarray] = np.log([v[1] for v in PARAM_BOUNDS.values()])
@@ -142,7 +147,9 @@ def _free(op: str) -> np.ndarray:
     """Indices of the parameters fitted for ``op`` (the others stay 0)."""
     idx = [0, 1, 2, 3, 4] + ([5] if op in PADDED else []) + ([6] if op in OCCUPANCY else [])
     idx += ([7] if op in CACHED else []) + ([8] if op in TILED else [])
-    return np.array(idx + ([9, 10] if op in GEMV else []) + ([11] if op in CLIFF else []))
+    return np.array(
+        idx + (list(GEMV_TERM) if op in GEMV else []) + (list(CLIFF_TERM) if op in CLIFF else [])
+    )
 
 
 def _as_model_array(v: np.ndarray) -> np.ndarray:
@@ -265,7 +272,7 @@ def fit_roofline_params(
     return _params_from(best[1][:N_PARAMS]).model_copy(update={"split_kv": best[2]})
 
 
-EXTRA_TERMS: Final[tuple[tuple[int, ...], ...]] = ((9, 10), (11,))
+EXTRA_TERMS: Final[tuple[tuple[int, ...], ...]] = (GEMV_TERM, CLIFF_TERM)
 """``PARAM_ORDER`` indices of each ``EXTRA`` term: the GEMV path, the cache cliff."""
 
 

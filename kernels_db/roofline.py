@@ -76,6 +76,13 @@ def cached_read_factor(resident: ArrayLike, cache_speedup: ArrayLike) -> np.ndar
     return np.asarray(1.0 - np.asarray(resident) * (1.0 - 1.0 / np.maximum(cache_speedup, 1.0)))
 
 
+GEMV_EFF_ROW: Final[int] = 9
+GEMV_LAUNCH_ROW: Final[int] = 10
+CLIFF_ROW: Final[int] = 11
+"""Rows of ``gemv_memory_eff``, ``gemv_launch_s`` and ``cache_cliff_power`` in a parameter array
+(``RooflineParams.as_array``); an array may end before them (no such terms)."""
+
+
 def roofline_time(
     flops: ArrayLike,
     nbytes: ArrayLike,
@@ -97,7 +104,7 @@ def roofline_time(
     ``streams``: each unit is a serial stream (decode attention), so the achieved rate grows in
     proportion to the units up to ``parallel_half_units`` of them and is flat after
     (``max(1, U / units)``) rather than ``1 + U / units``. ``gemv`` (1 on single-row GEMMs) lets
-    rows p[9] (``gemv_memory_eff``) and p[10] (``gemv_launch_s``) price the matrix-vector kernel
+    rows ``GEMV_EFF_ROW`` and ``GEMV_LAUNCH_ROW`` of ``p`` price the matrix-vector kernel
     where it is faster (``gemv_time``); rows beyond p[8] may be absent (no such path)."""
     occupancy = np.maximum(1.0, p[5] / units) if streams else 1.0 + p[5] / units
     compute = (flops * occupancy + p[2]) / (peak_flops_per_s * p[1])
@@ -107,12 +114,10 @@ def roofline_time(
     tiled = np.asarray(p[0] * kernels + p[7] * tiles + np.maximum(compute, memory))
     if len(p) <= GEMV_EFF_ROW or not np.any(np.asarray(gemv) > 0.0):
         return tiled
-    vector = gemv_time(nbytes * read_factor, bandwidth_bytes_per_s, p[GEMV_EFF_ROW], p[10])
+    vector = gemv_time(
+        nbytes * read_factor, bandwidth_bytes_per_s, p[GEMV_EFF_ROW], p[GEMV_LAUNCH_ROW]
+    )
     return np.asarray(np.where(np.asarray(gemv) > 0.0, np.minimum(tiled, vector), tiled))
-
-
-GEMV_EFF_ROW: Final[int] = 9
-"""Row of ``gemv_memory_eff`` in a parameter array (``RooflineParams.as_array``)."""
 
 
 def gemv_time(

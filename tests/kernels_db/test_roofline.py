@@ -178,3 +178,14 @@ def test_a_path_no_row_shows_is_not_shipped() -> None:
     assert got.cache_cliff_power is None
     priced = costs.model_time(cnt, got.as_array(), bw, got.pad_rows)
     np.testing.assert_allclose(priced, latency, rtol=0.05)
+
+
+def test_row_constants_name_the_parameter_array() -> None:
+    """The rows the pricing reads (``roofline.GEMV_EFF_ROW``, ``GEMV_LAUNCH_ROW``, ``CLIFF_ROW``)
+    hold those fields of ``RooflineParams.as_array``, and the fit's indices name them too."""
+    arr = GEMM.as_array()
+    assert arr[rf.GEMV_EFF_ROW] == GEMM.gemv_memory_eff
+    assert arr[rf.GEMV_LAUNCH_ROW] == GEMM.gemv_launch_s
+    assert arr[rf.CLIFF_ROW] == GEMM.cache_cliff_power
+    names = [PARAM_ORDER[i] for i in (*fit_module.GEMV_TERM, *fit_module.CLIFF_TERM)]
+    assert names == ["gemv_memory_eff", "gemv_launch_s", "cache_cliff_power"]
