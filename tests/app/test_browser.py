@@ -100,6 +100,13 @@ def _shot(page: Any, name: str, top: str) -> None:
 
 def test_default_plan_renders_with_chart(page: Any, server: str) -> None:
     _plan_loaded(page, server)
+    # the card's binding sentence and headroom lines stream in after the chart on a loaded machine
+    # (make test on 2 busy cores read the card before them once): wait for them, bounded by WAIT_MS
+    page.wait_for_function(
+        "() => { const el = document.querySelector('.st-key-recommendation');"
+        " return el !== null && el.innerText.includes('binds')"
+        " && el.innerText.includes('headroom'); }"
+    )
     card = page.locator(".st-key-recommendation").inner_text()
     assert "H200" in card and "binds" in card and "headroom" in card
     assert page.locator(f".st-key-pareto_chart {PLOT}").count() >= 1
