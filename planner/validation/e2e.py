@@ -26,6 +26,7 @@ from planner.engine_calibration import BACKENDS, EngineCalibration, engine, pref
 from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
+from planner.validation.disagg_recipes import decode_cap
 from planner.validation.recipes import (
     recipe_arrays,
     recipe_expert_parallel,
@@ -172,9 +173,17 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
         # the deployment's batch sizes per (DP rank of a) worker: prompts per prefill step, decode
         # slots
         "prefill_max_num_seqs": _num(row, "prefill_batch_size", np.nan),
-        "max_num_seqs": _num(row, "decode_batch_size", np.nan),
+        "max_num_seqs": _decode_slots(row, conc),
     }
     return out
+
+
+def _decode_slots(row: pd.Series, clients: float) -> float:
+    """Decode slots per attention-DP rank of a disaggregated row's decode worker: the cap its
+    InferenceMAX launch recipe set (``disagg_recipes.decode_cap``), else ``decode_batch_size`` (the
+    clients per rank of the sweep point, which never binds)."""
+    cap = decode_cap(row, clients)
+    return cap if np.isfinite(cap) else _num(row, "decode_batch_size", np.nan)
 
 
 def _runnable_tp(model: ModelSpec, c: Mapping[str, float]) -> bool:
