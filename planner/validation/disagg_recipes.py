@@ -44,7 +44,7 @@ MAX_BATCH = 1 << 16
 
 @dataclass(frozen=True)
 class Layout:
-    """One role's deployment: workers, GPUs per worker (TP x attention DP) and expert parallelism."""
+    """One role's deployment: workers, GPUs per worker (TP x attention DP), expert parallelism."""
 
     workers: int
     gpus: int
@@ -83,7 +83,9 @@ class DisaggRecipe:
 
 def _whole(where: str, name: str, v: object, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
-        raise PlannerInputError("disagg recipes", f"{where}: {name} must be a whole number in [1, {hi}]")
+        raise PlannerInputError(
+            "disagg recipes", f"{where}: {name} must be a whole number in [1, {hi}]"
+        )
     return v
 
 

@@ -1,0 +1,150 @@
+"""The decode caps InferenceMAX disaggregated rows are replayed at
+(``planner.validation.disagg_recipes``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hardware.errors import PlannerInputError
+from planner.validation.disagg_recipes import (
+    decode_cap,
+    load_disagg_recipes,
+    matching_recipe,
+)
+from planner.validation.e2e import candidate_columns, predict, prepare
+
+IMAGE = "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2"
+
+
+def _row(clients: int = 27, **kw: object) -> dict[str, object]:
+    """A dump row of the packaged 3-worker GB200 deployment (prefill attention DP 8, decode TP 8
+    with EP 8, 8 slots per decode worker at 27 clients)."""
+    return {
+        "id": f"dsr1_gb200_trtllm_fp8_disagg_1024x1024_c{clients}_cfg386",
+        "silicon_data_source": f"db-dump/2026-04-27; config_id=386; measured=2026-02-05; {IMAGE}",
+        "backend": "trtllm",
+        "backend_version": "0.8.1.post2",
+        "model_path": "deepseek-ai/DeepSeek-V3",
+        "system": "gb200",
+        "precision": "fp8",
+        "mode": "disagg",
+        "isl": 1024,
+        "osl": 1024,
+        "gemm_quant_mode": "fp8",
+        "prefill_batch_size": 1,
+        "prefill_num_workers": 1,
+        "prefill_tp_size": 1,
+        "prefill_pp_size": 1,
+        "prefill_attention_dp_size": 8,
+        "prefill_moe_tp_size": 1,
+        "prefill_moe_ep_size": 8,
+        "decode_batch_size": clients / 3,
+        "decode_num_workers": 3,
+        "decode_tp_size": 8,
+        "decode_pp_size": 1,
+        "decode_moe_tp_size": 1,
+        "decode_moe_ep_size": 8,
+        "silicon_ttft_ms": 1500.0,
+        "silicon_tpot_ms": 30.0,
+        **kw,
+    }
+
+
+def test_the_packaged_entries_load_and_name_their_source() -> None:
+    entries = load_disagg_recipes()
+    assert len(entries) >= 30
+    for e in entries:
+        assert "nvidia-master.yaml" in e.source
+        assert re.search(r"@[0-9a-f]{40} \(\d{4}-\d{2}-\d{2}\)", e.source), e.source
+        assert "batch" in e.source.lower(), e.source  # the recipe or setting the cap is read from
+
+
+def test_a_matching_row_gets_its_recipes_decode_cap() -> None:
+    row = pd.Series(_row())
+    assert decode_cap(row, 27) == 8.0
+    cols = candidate_columns(row, "bf16")
+    assert isinstance(cols, dict)
+    assert cols["max_num_seqs"] == 8.0
+    assert cols["concurrency"] == 27.0
+
+
+@pytest.mark.parametrize(
+    ("change", "clients", "why"),
+    [
+        ({}, 28, "a client count the entry does not list"),
+        ({"mode": "agg"}, 27, "aggregated rows have their own recipes"),
+        ({"silicon_data_source": "source_file=2026-04-06.csv; model=DeepSeek-R1;"}, 27, "no dump"),
+        ({"silicon_data_source": "db-dump/2026-04-27; config_id=386; other:image"}, 27, "image"),
+        ({"decode_num_workers": 4}, 27, "another decode layout"),
+        ({"isl": 8192}, 27, "another workload"),
+        ({"model_path": "moonshotai/Kimi-K2.5"}, 27, "another model"),
+    ],
+)
+def test_other_rows_keep_the_clients_per_rank_reading(
+    change: dict[str, object], clients: int, why: str
+) -> None:
+    row = pd.Series(_row() | change)
+    assert matching_recipe(row, clients) is None, why
+    assert np.isnan(decode_cap(row, clients)), why
+
+
+def test_a_cap_below_the_clients_prices_a_wait_for_a_decode_slot() -> None:
+    """27 clients on 3 x 8 slots: three requests wait for a slot, which the replay of the old
+    reading (a cap of 9 per worker, the clients per worker) did not price."""
+    capped = pd.DataFrame([_row()])
+    uncapped = pd.DataFrame([_row(silicon_data_source="db-dump/2026-04-27; config_id=1; x:y")])
+    with_cap = predict(prepare(capped).rows, progress=False)
+    without = predict(prepare(uncapped).rows, progress=False)
+    assert with_cap["pred_ttft_ms"].iloc[0] > 1.5 * without["pred_ttft_ms"].iloc[0]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("decode_max_batch_size: 0", "decode_max_batch_size must be a whole number"),
+        ("decode_max_batch_size: 8.5", "decode_max_batch_size must be a whole number"),
+        ("concurrency: []", "concurrency must list client counts"),
+        ("decode: {workers: 3, gpus: 8}", "decode must be a mapping of workers, gpus and ep"),
+        ("source: ''", "source must be a non-empty string"),
+    ],
+)
+def test_a_malformed_file_is_refused(tmp_path: Path, entry: str, message: str) -> None:
+    good = {
+        "model": "model: m",
+        "image": "image: i",
+        "system": "system: gb200",
+        "precision": "precision: fp8",
+        "isl": "isl: 1024",
+        "osl": "osl: 1024",
+        "prefill": "prefill: {workers: 1, gpus: 8, ep: 8}",
+        "decode": "decode: {workers: 3, gpus: 8, ep: 8}",
+        "concurrency": "concurrency: [27]",
+        "decode_max_batch_size": "decode_max_batch_size: 8",
+        "source": "source: s",
+    }
+    good[entry.split(":")[0]] = entry
+    path = tmp_path / "d.yaml"
+    path.write_text("deployments:\n  - " + "\n    ".join(good.values()) + "\n")
+    with pytest.raises(PlannerInputError, match=message):
+        load_disagg_recipes(path)
+
+
+def test_one_cap_per_deployment_and_client_count(tmp_path: Path) -> None:
+    entry = (
+        "  - {model: m, image: i, system: gb200, precision: fp8, isl: 1024, osl: 1024, "
+        "prefill: {workers: 1, gpus: 8, ep: 8}, decode: {workers: 3, gpus: 8, ep: 8}, "
+        "concurrency: [27, CLIENTS], decode_max_batch_size: CAP, source: s}\n"
+    )
+    path = tmp_path / "d.yaml"
+    path.write_text(
+        "deployments:\n"
+        + entry.replace("CLIENTS", "30").replace("CAP", "8")
+        + entry.replace("CLIENTS", "40").replace("CAP", "16")
+    )
+    with pytest.raises(PlannerInputError, match=r"repeats deployments\[0\] at 27 clients"):
+        load_disagg_recipes(path)
