@@ -181,7 +181,7 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
 def _decode_slots(row: pd.Series, clients: float) -> float:
     """Decode slots per attention-DP rank of a disaggregated row's decode worker: the cap its
     InferenceMAX launch recipe set (``disagg_recipes.decode_cap``), else ``decode_batch_size`` (the
-    clients per rank of the sweep point, which never binds)."""
+    clients per rank of the sweep point: a cap with no slack, not the engine's)."""
     cap = decode_cap(row, clients)
     return cap if np.isfinite(cap) else _num(row, "decode_batch_size", np.nan)
 
