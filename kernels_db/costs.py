@@ -15,6 +15,7 @@ from typing import Final, TypeAlias
 import numpy as np
 
 from hardware.spec import GpuSpec
+from kernels_db import fp8_scale
 from kernels_db import roofline as rf
 from kernels_db.fitted import RooflineParams
 from kernels_db.ops import Column, Size
@@ -62,9 +63,10 @@ class Counts:
     kernel's parallel work units and its issued / useful FLOPs ratio (decode attention); for a
     split-KV decode the blocks per unit (``roofline.decode_kv_splits``) and the bytes each further
     block adds (it reads the query and writes a partial output). GEMM: ``gemv`` is 1 on
-    single-row products (a library may run a matrix-vector kernel, ``roofline.gemv_time``) and
+    single-row products (a library may run a matrix-vector kernel, ``roofline.gemv_time``),
     ``cache_ratio`` is a harness's working set over the L2 size (0: none, as in serving), on
-    which a fitted ``cache_cliff_power`` recomputes ``resident``."""
+    which a fitted ``cache_cliff_power`` recomputes ``resident``, and ``scale_s`` the seconds of
+    the dynamic per-tensor activation-scale passes ahead of it (``fp8_scale``; 0: none)."""
 
     flops: np.ndarray
     nbytes: np.ndarray
@@ -80,6 +82,7 @@ class Counts:
     streams: bool = False
     gemv: np.ndarray = field(default_factory=lambda: _ZERO)
     cache_ratio: np.ndarray = field(default_factory=lambda: _ZERO)
+    scale_s: np.ndarray = field(default_factory=lambda: _ZERO)
 
 
 FEW_DISTINCT: Final[int] = 8
@@ -187,6 +190,16 @@ def _elem_bytes(dtype: Value) -> np.ndarray:
     return per_value(dtype, rf.DTYPE_BYTES.__getitem__)
 
 
+def _scale_seconds(z: Mapping[str, Size], spec: GpuSpec) -> np.ndarray:
+    """Seconds of a GEMM row's dynamic per-tensor activation-scale passes (``fp8_scale``): the
+    ``TENSOR_SCALE`` column's passes over its m x k input; 0 where the column is absent."""
+    passes = z.get(fp8_scale.TENSOR_SCALE)
+    if passes is None or not np.any(np.asarray(passes) > 0):
+        return _ZERO
+    sp = fp8_scale.for_gpu(spec.key)
+    return np.asarray(passes, dtype=float) * fp8_scale.seconds(z["m"], z["k"], spec, sp)
+
+
 def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     """FLOPs, bytes and peak of each row of op family ``op``."""
     zero = np.asarray(0.0)
@@ -212,6 +225,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
                 if harness
                 else _ZERO
             ),
+            scale_s=_scale_seconds(z, spec),
         )
     if op == "attention_prefill":
         f = rf.prefill_attention_flops(
@@ -338,7 +352,7 @@ def model_time(
         power = np.asarray(p[rf.CLIFF_ROW])
         fitted_share = rf.resident_share(cnt.cache_ratio, np.where(power > 0.0, power, 1.0))
         resident = np.where((power > 0.0) & (cnt.cache_ratio > 0.0), fitted_share, resident)
-    return rf.roofline_time(
+    return cnt.scale_s + rf.roofline_time(
         flops,
         cnt.nbytes + cnt.split_bytes * (blocks - 1.0),
         cnt.peak_flops_per_s,

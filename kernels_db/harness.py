@@ -2,8 +2,10 @@
 
 The fit and the validation price each measured row as it was measured (``measured_cols``); serving
 predictions price the engine's kernel (no harness columns, every share 1). Two facts of
-AIConfigurator's collectors are priced: decode rows that read half their KV (below) and the GEMM
-weight copies a benchmark cycles through (``gemm_working_set``).
+AIConfigurator's collectors are priced: decode rows that read half their KV (below), the GEMM
+weight copies a benchmark cycles through (``gemm_working_set``) and the dynamic per-tensor
+activation scale its fp8 GEMM rows computed before each GEMM (``fp8_scale_passes``,
+``kernels_db.fp8_scale``).
 
 AIConfigurator's TensorRT-LLM 1.0.0 decode tables (``generation_attention_perf`` of
 ``systems/data/<gpu>/attention/trtllm/1.0.0``): the grouped-query rows (XQA kernel) read the KV
@@ -34,6 +36,7 @@ import numpy as np
 from hardware.spec import GpuSpec
 from kernels_db import roofline as rf
 from kernels_db.costs import KV_DRAM_SHARE, WORKING_SET
+from kernels_db.fp8_scale import TENSOR_SCALE
 from kernels_db.tables import KernelTable
 
 KV_ALIASED_HARNESSES: Final[tuple[str, ...]] = ("/attention/trtllm/1.0.0/generation_attention",)
@@ -90,6 +93,25 @@ def gemm_working_set(table: KernelTable, spec: GpuSpec) -> np.ndarray | None:
     return np.asarray(np.where(ours, one + (copies - 1.0) * weights, one))
 
 
+GEMM_DYNAMIC_FP8: Final[tuple[str, ...]] = ("/gemm/trtllm/1.3.0rc20/",)
+"""Row origins of GEMM tables whose fp8 rows ran a dynamic per-tensor activation scale before each
+GEMM: ``collect_gemm.py`` @ dec5f4cd gives the fp8 weights no input scale, so TensorRT-LLM's
+``FP8QDQLinearMethod`` takes its dynamic path (``kernels_db.fp8_scale``)."""
+
+
+def fp8_scale_passes(table: KernelTable) -> np.ndarray | None:
+    """Per GEMM row, the dynamic per-tensor scale passes its harness ran (1 on the fp8 rows of
+    ``GEMM_DYNAMIC_FP8``); None when no row ran one."""
+    if table.op != "gemm":
+        return None
+    origins = table.row_origins().astype(str)
+    dynamic = np.zeros(len(table), dtype=bool)
+    for marker in GEMM_DYNAMIC_FP8:
+        dynamic |= np.char.find(origins, marker) >= 0
+    dynamic &= rf.dtype_bytes(table.keys["dtype"].astype(str)) == 1.0
+    return dynamic.astype(float) if dynamic.any() else None
+
+
 def measured_cols(table: KernelTable, spec: GpuSpec) -> dict[str, np.ndarray]:
     """The key columns of ``table`` plus the harness columns that price its rows as measured."""
     out = dict(table.keys)
@@ -99,4 +121,7 @@ def measured_cols(table: KernelTable, spec: GpuSpec) -> dict[str, np.ndarray]:
     ws = gemm_working_set(table, spec)
     if ws is not None:
         out[WORKING_SET] = ws
+    passes = fp8_scale_passes(table)
+    if passes is not None:
+        out[TENSOR_SCALE] = passes
     return out

@@ -38,13 +38,16 @@ class KernelShape:
 
 @dataclass(frozen=True, eq=False)
 class Gemm(KernelShape):
-    """(m x k) @ (k x n) in ``dtype``; output 16-bit."""
+    """(m x k) @ (k x n) in ``dtype``; output 16-bit. ``tensor_scale``: dynamic per-tensor
+    activation-scale passes over the m x k input ahead of it (``kernels_db.fp8_scale``; not a
+    table key, 0 = none)."""
 
     family: ClassVar[str] = "gemm"
     m: Size
     n: Size
     k: Size
     dtype: Label = "bf16"
+    tensor_scale: Size = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,8 +134,15 @@ SHAPES: dict[str, type[KernelShape]] = {
     c.family: c
     for c in (Gemm, AttentionPrefill, AttentionDecode, MlaPrefill, MlaDecode, Moe, Memcpy)
 }
-"""Op family -> its description class (every family of ``OP_KEYS`` but ``comm``)."""
-assert all(tuple(f.name for f in fields(c)) == OP_KEYS[k] for k, c in SHAPES.items())
+"""Op family -> its description class (every family of ``OP_KEYS`` but ``comm``): its fields are
+the family's table keys, in order, then optional model-only columns (``EXTRA_COLUMNS``)."""
+EXTRA_COLUMNS: dict[str, tuple[str, ...]] = {"gemm": ("tensor_scale",)}
+"""Shape fields that are not table keys: they price the op (``kernels_db.costs``) but no table
+has them, and interpolation ignores them."""
+assert all(
+    tuple(f.name for f in fields(c)) == OP_KEYS[k] + EXTRA_COLUMNS.get(k, ())
+    for k, c in SHAPES.items()
+)
 
 
 def shape_of(family: str, cols: dict[str, Column]) -> KernelShape:

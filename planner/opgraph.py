@@ -171,7 +171,10 @@ def attention_proj_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix
     ta = _tokens_per_rank(p, s)
     w = g.attn_params / p.tp
     nbytes = w * p.weight_bytes + ta * m.hidden_size * 4 * ACT_BYTES
-    shape = _gemm_shape(ta, w / m.hidden_size, m.hidden_size, p)
+    # two GEMM inputs: the normed hidden state (QKV) and the attention output (O)
+    shape = _gemm_shape(
+        ta, w / m.hidden_size, m.hidden_size, p, scale_passes=2.0 * tensor_scale_passes(m, p)
+    )
     return Op(
         "attn_proj",
         "gemm",
@@ -185,13 +188,34 @@ def attention_proj_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix
     )
 
 
+def tensor_scale_passes(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
+    """Per candidate, 1 where its FP8 GEMMs compute a whole-tensor activation scale at run time
+    before each GEMM input (``kernels_db.fp8_scale``): the checkpoint asks for dynamic per-tensor
+    scales (``CheckpointQuant.activation_scale`` "tensor"), or a 16-bit checkpoint is quantized to
+    FP8 on load (vLLM / SGLang ``--quantization fp8``: dynamic per-tensor activation scales).
+    Static, per-token and block scales are computed inside the quantizing pass that the fitted
+    GEMM already holds: 0."""
+    q = m.quant
+    dynamic = q.activation_scale == "tensor" or (
+        q.weight_format == "bf16" and q.activation_scale == "none"
+    )
+    return np.asarray((p.gemm_dtypes() == "fp8") & dynamic, dtype=float)
+
+
 def _gemm_shape(
-    rows: np.ndarray, n: np.ndarray | float, k: float, p: ParallelArrays, dtype: str | None = None
+    rows: np.ndarray,
+    n: np.ndarray | float,
+    k: float,
+    p: ParallelArrays,
+    dtype: str | None = None,
+    scale_passes: np.ndarray | float = 0.0,
 ) -> Gemm:
-    """kernels_db GEMM key: (rows x k) @ (k x n) in the weight dtype (or ``dtype``)."""
+    """kernels_db GEMM key: (rows x k) @ (k x n) in the weight dtype (or ``dtype``), with
+    ``scale_passes`` dynamic per-tensor activation-scale passes over its input (one per GEMM input
+    a merged op holds, where ``tensor_scale_passes``)."""
     if not (isinstance(n, np.ndarray) and n.shape == np.shape(rows)):
         n = np.broadcast_to(n, np.shape(rows))
-    return Gemm(rows, n, float(k), dtype or p.gemm_dtypes())
+    return Gemm(rows, n, float(k), dtype or p.gemm_dtypes(), scale_passes)
 
 
 def _kv_elems_per_token(m: ModelSpec, g: LayerGroup, tp: np.ndarray) -> np.ndarray:
@@ -415,7 +439,7 @@ def dsa_indexer_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) 
             2.0 * ta * n * k,
             n * k * p.weight_bytes + ta * (n + k) * ACT_BYTES,
             p.gemm_peak_flops_per_s,
-            shape=_gemm_shape(ta, n, k, p),
+            shape=_gemm_shape(ta, n, k, p, scale_passes=tensor_scale_passes(m, p)),
         )
         for name, n, k in proj
     ]
@@ -520,7 +544,10 @@ def dense_ffn_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> 
     nbytes = (
         w * p.weight_bytes + ta * (2 * m.hidden_size + 3 * m.intermediate_size / p.tp) * ACT_BYTES
     )
-    shape = _gemm_shape(tokens, w / m.hidden_size, m.hidden_size, p)
+    # two GEMM inputs: the normed hidden state (gate-up) and the activation (down)
+    shape = _gemm_shape(
+        tokens, w / m.hidden_size, m.hidden_size, p, scale_passes=2.0 * tensor_scale_passes(m, p)
+    )
     return Op(
         "mlp",
         "gemm",
@@ -603,7 +630,7 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
                 ws * p.weight_bytes + ta * h * 2 * ACT_BYTES,
                 p.gemm_peak_flops_per_s,
                 kernels=2.0,
-                shape=_gemm_shape(ta, ws / h, h, p),
+                shape=_gemm_shape(ta, ws / h, h, p, scale_passes=2.0 * tensor_scale_passes(m, p)),
             )
         )
     # tokens replicated on the tp ranks (dp = 1) need no dispatch: experts' outputs are all-reduced

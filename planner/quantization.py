@@ -35,6 +35,13 @@ PRICING_DTYPE: dict[str, str] = {
 """Weight dtype the cost model prices a format at (int8 GEMMs run at the fp8 peak on the GPUs we
 model: H100/H200 dense int8 TOPS equal their fp8 TFLOPS)."""
 
+ActivationScale = Literal["none", "static", "token", "tensor"]
+"""How a checkpoint scales its quantized activations: none (16-bit activations), static (a
+calibrated scale stored with the weights: ModelOpt FP8, ``activation_scheme: static``), token
+(computed per token or per block of values inside the quantizing pass: 128-value groups of
+DeepSeek-style FP8, per-token FP8, NVFP4's 16-value blocks) or tensor (computed for the whole
+tensor at run time: a reduction before the quantizing pass, ``kernels_db.fp8_scale``)."""
+
 READABLE_METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "modelopt", "compressed-tensors", "awq", "gptq")
 
 
@@ -47,6 +54,9 @@ class CheckpointQuant(BaseModel):
     activation_bits: int = Field(default=16, ge=4, le=16, description="Activation precision.")
     group_size: int = Field(
         default=0, ge=0, description="Values per scale; 0 = per tensor/channel."
+    )
+    activation_scale: ActivationScale = Field(
+        default="none", description="How quantized activations are scaled (``ActivationScale``)."
     )
     ignored: tuple[str, ...] = Field(default=(), description="Modules left unquantized.")
     kv_cache: str = Field(default="", description="KV-cache scheme the checkpoint ships ('fp8').")
@@ -89,29 +99,33 @@ def _count(value: object, default: int, field: str) -> int:
 def _modelopt(q: Mapping[str, object], where: str) -> CheckpointQuant:
     """ModelOpt's ``quantization`` block (``quant_algo``, ``kv_cache_quant_algo``...)."""
     algo = str(q.get("quant_algo") or "").upper()
-    formats: dict[str, tuple[WeightFormat, int, int]] = {
-        "FP8": ("fp8", 8, 0),
-        "FP8_PER_CHANNEL_PER_TOKEN": ("fp8", 8, 0),
-        "FP8_BLOCK_SCALES": ("fp8", 8, 128),
-        "NVFP4": ("nvfp4", 4, 16),
-        "W4A16_AWQ": ("int4", 16, 128),
-        "W4A8_AWQ": ("int4", 8, 128),
-        "W8A16": ("int8", 16, 0),
-        "W8A8_SQ_PER_CHANNEL": ("int8", 8, 0),
-        "MIXED_PRECISION": ("nvfp4", 4, 16),
+    # (weight format, activation bits, values per scale, activation scale): ModelOpt calibrates
+    # per-tensor FP8 / INT8-SQ / W4A8 input scales (static); per-token and block formats scale
+    # inside the quantizing pass
+    formats: dict[str, tuple[WeightFormat, int, int, ActivationScale]] = {
+        "FP8": ("fp8", 8, 0, "static"),
+        "FP8_PER_CHANNEL_PER_TOKEN": ("fp8", 8, 0, "token"),
+        "FP8_BLOCK_SCALES": ("fp8", 8, 128, "token"),
+        "NVFP4": ("nvfp4", 4, 16, "token"),
+        "W4A16_AWQ": ("int4", 16, 128, "none"),
+        "W4A8_AWQ": ("int4", 8, 128, "static"),
+        "W8A16": ("int8", 16, 0, "none"),
+        "W8A8_SQ_PER_CHANNEL": ("int8", 8, 0, "token"),
+        "MIXED_PRECISION": ("nvfp4", 4, 16, "token"),
     }
     if algo not in formats:
         raise PlannerInputError(
             f"{where}.quant_algo",
             f"'{algo}' is not supported; supported: {', '.join(sorted(formats))}",
         )
-    fmt, act, group = formats[algo]
+    fmt, act, group, scale = formats[algo]
     kv = str(q.get("kv_cache_quant_algo") or "").lower()
     return CheckpointQuant(
         method="modelopt",
         weight_format=fmt,
         activation_bits=act,
         group_size=_count(q.get("group_size"), group, "group_size"),
+        activation_scale=scale,
         ignored=_str_list(q.get("exclude_modules"), "exclude_modules"),
         kv_cache="fp8" if kv == "fp8" else kv,
         source=f"{where}.quant_algo",
@@ -126,12 +140,22 @@ _CT_FORMATS: dict[tuple[object, str], WeightFormat] = {
 }
 
 
+def _ct_scale(acts: object) -> ActivationScale:
+    """compressed-tensors ``input_activations``: absent -> none; ``dynamic`` false -> static;
+    dynamic with ``strategy`` tensor -> tensor, else (token, group) -> token."""
+    if not isinstance(acts, dict):
+        return "none"
+    if not acts.get("dynamic"):
+        return "static"
+    return "tensor" if str(acts.get("strategy", "token")) == "tensor" else "token"
+
+
 def _compressed_tensors(q: Mapping[str, object]) -> CheckpointQuant:
     """llm-compressor's ``config_groups``: the widest group decides the weight format."""
     groups = q.get("config_groups")
     if not isinstance(groups, dict) or not groups:
         raise PlannerInputError(_field("config_groups"), "must be a non-empty object")
-    seen: list[tuple[WeightFormat, int, int]] = []
+    seen: list[tuple[WeightFormat, int, int, ActivationScale]] = []
     for name, group in groups.items():
         weights = group.get("weights") if isinstance(group, dict) else None
         if not isinstance(weights, dict):
@@ -150,8 +174,10 @@ def _compressed_tensors(q: Mapping[str, object]) -> CheckpointQuant:
             if isinstance(acts, dict)
             else 16
         )
-        seen.append((fmt, act, _count(weights.get("group_size"), 0, "group_size")))
-    fmt, act, group_size = max(seen, key=lambda s: ("int4", "nvfp4", "int8", "fp8").index(s[0]))
+        seen.append((fmt, act, _count(weights.get("group_size"), 0, "group_size"), _ct_scale(acts)))
+    fmt, act, group_size, scale = max(
+        seen, key=lambda s: ("int4", "nvfp4", "int8", "fp8").index(s[0])
+    )
     kv = q.get("kv_cache_scheme")
     kv_text = "fp8" if isinstance(kv, (dict, str)) and "8" in str(kv) else ""
     return CheckpointQuant(
@@ -159,6 +185,7 @@ def _compressed_tensors(q: Mapping[str, object]) -> CheckpointQuant:
         weight_format=fmt,
         activation_bits=min(16, max(4, act)),
         group_size=group_size,
+        activation_scale=scale,
         ignored=_str_list(q.get("ignore"), "ignore"),
         kv_cache=kv_text,
         source="config.json: quantization_config.config_groups",
@@ -175,11 +202,16 @@ def _hf_method(q: Mapping[str, object], method: str) -> CheckpointQuant:
         block = q.get("weight_block_size")
         group = _count(block[0], 0, "weight_block_size") if isinstance(block, list) and block else 0
         static = str(q.get("activation_scheme", "dynamic")) == "static"
+        # fbgemm_fp8 and 128-value blocks scale per token / group; plain dynamic fp8 per tensor
+        scale: ActivationScale = (
+            "static" if static else "token" if group or method == "fbgemm_fp8" else "tensor"
+        )
         return CheckpointQuant(
             method=method,
             weight_format="fp8",
             activation_bits=8,
             group_size=group,
+            activation_scale=scale,
             ignored=ignored,
             source=src,
             kv_cache="fp8" if static and q.get("kv_cache_scheme") else "",

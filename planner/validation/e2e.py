@@ -28,6 +28,7 @@ from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.validation.disagg_recipes import decode_cap
 from planner.validation.recipes import (
+    activation_scales,
     recipe_arrays,
     recipe_expert_parallel,
     recipe_kv_dtype,
@@ -409,9 +410,15 @@ def predict(
         out[col] = np.nan
     keys = [out[c] for c in ("model_path", "system", "backend", "isl", "osl")]
     low = length_low_fractions(out).fillna(1.0)  # 1: fixed lengths (groupby drops NaN keys)
-    groups = list(out.groupby([*keys, named_runs(out), low]).groups.items())
-    for n, ((model, system, backend, isl, osl, runs, frac), idx) in enumerate(groups):
+    acts = activation_scales(out)
+    groups = list(out.groupby([*keys, named_runs(out), low, acts]).groups.items())
+    for n, ((model, system, backend, isl, osl, runs, frac, act), idx) in enumerate(groups):
         sub = out.loc[idx]
+        spec = load_model(str(model))
+        if act:  # the FP8 activation scale the row or its launch script records
+            spec = spec.model_copy(
+                update={"quant": spec.quant.model_copy(update={"activation_scale": act})}
+            )
         eng = (overrides or {}).get(str(backend)) or engine(str(backend))
         given = {
             c: sub[f"c_{c}"].to_numpy(dtype=float)
@@ -433,7 +440,7 @@ def predict(
         lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
         bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
         res = evaluate_batch(
-            load_model(str(model)),
+            spec,
             gpu,
             cand,
             bench,

@@ -29,6 +29,7 @@ from hardware.input_files import read_yaml
 
 RECIPES_FILE = Path(__file__).with_name("inferencemax_recipes.yaml")
 KV_DTYPES = ("bf16", "fp8")
+ACTIVATION_SCALES = ("static", "token", "tensor")
 TOKENS_RULES = ("clients_plus_isl",)
 """``max_num_tokens_rule`` values: ``clients_plus_isl`` is the DeepSeek-R1 TensorRT-LLM scripts'
 ``MAX_NUM_TOKENS=$(( ($CONC+$ISL+64+63)/64*64 ))``: one prompt and every client's decode token per
@@ -86,6 +87,10 @@ class Recipe:
     """First measurement date (ISO, inclusive) the entry covers; "" for no bound."""
     measured_before: str = ""
     """Measurement date (ISO, exclusive) from which a later script applies; "" for no bound."""
+    activation_scale: str = ""
+    """How the checkpoint the script served scales its FP8 activations
+    (``planner.quantization.ActivationScale``), where the row's model label names another
+    checkpoint (a 16-bit model name for an FP8 run); "" = as the label's checkpoint says."""
 
     def covers(self, measured: str) -> bool:
         """Whether a run measured on ``measured`` (ISO date; "" unknown) used this script."""
@@ -187,6 +192,11 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
     if not isinstance(ep_all, bool):
         raise PlannerInputError("recipes", f"{where}: expert_parallel_all_ranks must be true/false")
     batch_wait = _batch_wait(where, raw.get("batch_wait"), raw.get("backend"))
+    act = raw.get("activation_scale", "")
+    if act != "" and act not in ACTIVATION_SCALES:
+        raise PlannerInputError(
+            "recipes", f"{where}: activation_scale {act!r} not one of {ACTIVATION_SCALES}"
+        )
     dates = {k: raw.get(k, "") for k in ("measured_from", "measured_before")}
     for k, v in dates.items():
         if isinstance(v, dt.date):
@@ -213,6 +223,7 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
         batch_wait=batch_wait,
         measured_from=str(dates["measured_from"]),
         measured_before=str(dates["measured_before"]),
+        activation_scale=str(act),
     )
 
 
@@ -265,6 +276,24 @@ def recipe_kv_dtype(row: pd.Series | dict[str, object]) -> str | None:
     """The KV-cache dtype the row's recipe set, or None."""
     r = recipe_for(row)
     return r.kv_dtype if r is not None else None
+
+
+BLOCK_SCALED_MODE = "fp8_block"
+"""``gemm_quant_mode`` of rows whose FP8 GEMMs are block-scaled (128-value groups)."""
+
+
+def activation_scales(rows: pd.DataFrame) -> pd.Series:
+    """Per row, the activation scale its FP8 GEMMs ran with where the row or its recipe says so
+    (``Recipe.activation_scale``; a ``gemm_quant_mode`` of ``fp8_block``: "token", scaled inside
+    the quantizing pass); "" where neither does (the model label's checkpoint decides)."""
+    out = pd.Series("", index=rows.index, dtype=object)
+    if "gemm_quant_mode" in rows:
+        out[rows["gemm_quant_mode"].astype(str) == BLOCK_SCALED_MODE] = "token"
+    for i, row in rows.iterrows():
+        r = recipe_for(row)
+        if r is not None and r.activation_scale:
+            out[i] = r.activation_scale
+    return out
 
 
 def recipe_expert_parallel(row: pd.Series | dict[str, object]) -> bool:

@@ -1,0 +1,241 @@
+"""The dynamic per-tensor activation scale of an FP8 GEMM: a pass over its input before it runs.
+
+An FP8 GEMM whose activation scale is computed at run time for the whole tensor first reduces the
+absolute maximum of its 16-bit input (one read of m x k elements and a reduction across the GPU),
+then quantizes with that scale and runs the GEMM. Quantizing with a known scale (static, or per
+token / per 128-value group, each scale computed inside the same pass) is one single pass that
+every FP8 GEMM pays; the whole-tensor maximum is the extra step, priced here.
+
+Who pays it:
+
+- **The measured tables.** AIConfigurator's TensorRT-LLM GEMM collector (``collect_gemm.py`` @
+  dec5f4cd, the one that made the 1.3.0rc20 tables) builds its fp8 weights without an input scale,
+  "so TRT-LLM's FP8QDQ method runs its dynamic-quantization path and the collected fp8 GEMM
+  includes the compute-scale overhead" (its comment); ``FP8QDQLinearMethod.apply``
+  (``tensorrt_llm/_torch/modules/linear.py``) calls ``quantize_e4m3_per_tensor`` there and
+  ``static_quantize_e4m3_per_tensor`` when the checkpoint has an input scale. Those rows are priced
+  with the pass (``kernels_db.harness``), so the fitted GEMM is the GEMM a serving engine runs.
+- **Serving**, where the weights were quantized on load from a 16-bit checkpoint (vLLM and SGLang
+  ``--quantization fp8``: dynamic per-tensor activation scales, vLLM PR #4118) or the checkpoint
+  asks for dynamic per-tensor scales (``planner.quantization``: ``activation_scale`` "tensor").
+  Static checkpoints (ModelOpt FP8, ``activation_scheme: static``) and per-token or block-scaled
+  ones (DeepSeek-style 128-value groups, ``FP8_DYNAMIC``) do not.
+
+Time of one pass: ``fixed_s + bytes x ((1 - r) + r / cache_speedup) / (memory_eff x HBM)``, bytes =
+2 m k (the 16-bit input read once), r = its L2-resident share (``roofline.resident_share``). The
+three constants per GPU (``PARAM_BOUNDS``) are fitted to AIConfigurator's own measurement of this
+step, ``compute_scale`` = dynamic minus static quantization time
+(``collector/trtllm/collect_computescale.py``, tables
+``aic-core/src/aiconfigurator_core/systems/data/<gpu>/quantize/trtllm/1.3.0rc20/
+computescale_perf.parquet`` @ 095f58a5, 1,628 (m, k) points per GPU) by
+``python -m kernels_db.fp8_scale --aic-data DIR --out kernels_db/fp8_scale.yaml``; AIConfigurator
+prices its static FP8 GEMM the same way (collected fp8 GEMM minus this step). A GPU without its
+own constants takes those of the closest measured GPU of the same vendor and architecture
+(``kernels_db.transfer.distance``), else the median of the measured ones (``DEFAULT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from scipy.optimize import least_squares
+
+from hardware.catalog import all_gpus, get_gpu
+from hardware.errors import PlannerInputError
+from hardware.input_files import read_bytes, read_yaml
+from hardware.spec import GpuSpec
+from kernels_db import roofline as rf
+from kernels_db.paths import PACKAGE_DIR
+
+TENSOR_SCALE: Final[str] = "tensor_scale"
+"""Optional GEMM column (not a table key): how many dynamic per-tensor activation-scale passes over
+the m x k input the op runs before its GEMMs (0 = none; a merged op of several GEMMs counts one per
+input). Set by the harness reading of fp8 table rows and by serving ops of online-quantized FP8."""
+CONSTANTS_FILE: Final[Path] = PACKAGE_DIR / "fp8_scale.yaml"
+AIC_TABLE: Final[str] = "quantize/trtllm/1.3.0rc20/computescale_perf.parquet"
+"""Path of the measured table under AIConfigurator's ``systems/data/<gpu>/`` folder."""
+PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
+    "fixed_s": (1e-7, 2e-4, "s; the reduction's launches and its grid-wide sync, 0.1 us to 200 us"),
+    "memory_eff": (
+        0.01,
+        1.0,
+        "share of the spec DRAM bandwidth the reduction reads at, 1% to 100%",
+    ),
+    "cache_speedup": (1.0, 10.0, "x DRAM; how much faster an L2-resident input is read"),
+}
+ROBUST_SCALE: Final[float] = 0.1  # soft-L1 on log time, as the kernel fit (kernels_db.fit)
+
+
+class ScalePass(BaseModel):
+    """Constants of one GPU's dynamic per-tensor scale pass (``PARAM_BOUNDS``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    fixed_s: float = Field(ge=PARAM_BOUNDS["fixed_s"][0], le=PARAM_BOUNDS["fixed_s"][1])
+    memory_eff: float = Field(ge=PARAM_BOUNDS["memory_eff"][0], le=PARAM_BOUNDS["memory_eff"][1])
+    cache_speedup: float = Field(
+        ge=PARAM_BOUNDS["cache_speedup"][0], le=PARAM_BOUNDS["cache_speedup"][1]
+    )
+    rows: int = Field(default=0, ge=0, description="Measured (m, k) points it was fitted to.")
+    source: str = Field(default="", description="The table it was fitted to.")
+
+
+def seconds(
+    m: np.ndarray | float, k: np.ndarray | float, spec: GpuSpec, sp: ScalePass
+) -> np.ndarray:
+    """Seconds of one pass over an (m x k) 16-bit input on ``spec`` (module docstring)."""
+    nbytes = 2.0 * np.asarray(m, dtype=float) * np.asarray(k, dtype=float)
+    resident = rf.resident_share(nbytes / float(spec.l2_cache_bytes or math.inf))
+    read = nbytes * ((1.0 - resident) + resident / sp.cache_speedup)
+    return np.asarray(sp.fixed_s + read / (sp.memory_eff * spec.hbm_bandwidth_bytes_per_s))
+
+
+def fit(m: np.ndarray, k: np.ndarray, latency_s: np.ndarray, spec: GpuSpec) -> ScalePass:
+    """Least-squares constants (log time, soft-L1, within ``PARAM_BOUNDS``) of measured passes."""
+    keep = np.asarray(latency_s) > 0.0  # the collector clips dynamic - static at 0
+    m, k, t = np.asarray(m, float)[keep], np.asarray(k, float)[keep], np.asarray(latency_s)[keep]
+    lo = np.log([b[0] for b in PARAM_BOUNDS.values()])
+    hi = np.log([b[1] for b in PARAM_BOUNDS.values()])
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        sp = ScalePass.model_construct(
+            fixed_s=math.exp(x[0]), memory_eff=math.exp(x[1]), cache_speedup=math.exp(x[2])
+        )
+        return np.log(seconds(m, k, spec, sp)) - np.log(t)
+
+    x0 = np.log([5e-6, 0.5, 2.0])
+    res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=ROBUST_SCALE)
+    v = np.exp(res.x)
+    return ScalePass(
+        fixed_s=float(f"{v[0]:.4g}"),
+        memory_eff=float(f"{v[1]:.4g}"),
+        cache_speedup=float(f"{v[2]:.4g}"),
+        rows=int(keep.sum()),
+    )
+
+
+@lru_cache(maxsize=1)
+def measured() -> dict[str, ScalePass]:
+    """The packaged constants by GPU key (``CONSTANTS_FILE``)."""
+    raw = read_yaml(CONSTANTS_FILE, "calibration YAML", "kernels_db")
+    gpus = raw.get("gpus") if isinstance(raw, dict) else None
+    if not isinstance(gpus, dict):
+        raise PlannerInputError(f"{CONSTANTS_FILE}: gpus", "must map GPU keys to constants")
+    try:
+        return {str(key): ScalePass.model_validate(v) for key, v in gpus.items()}
+    except ValidationError as exc:
+        raise PlannerInputError(f"{CONSTANTS_FILE}: gpus", str(exc).splitlines()[0]) from exc
+
+
+def default() -> ScalePass:
+    """The median of the measured GPUs' constants (``DEFAULT`` in the module docstring)."""
+    vals = list(measured().values())
+    med = {f: float(np.median([getattr(v, f) for v in vals])) for f in PARAM_BOUNDS}
+    return ScalePass(**med, source="median of the measured GPUs (ASSUMPTION: no sibling measured)")
+
+
+@lru_cache(maxsize=64)
+def for_gpu(key: str) -> ScalePass:
+    """The constants ``key`` prices with: its own, the closest measured sibling's, or
+    ``default``."""
+    from kernels_db.transfer import distance
+
+    own = measured()
+    if key in own:
+        return own[key]
+    specs = all_gpus()
+    spec = specs.get(key)
+    siblings = [
+        specs[g]
+        for g in own
+        if spec is not None
+        and g in specs
+        and specs[g].vendor == spec.vendor
+        and specs[g].architecture == spec.architecture
+    ]
+    if spec is None or not siblings:
+        return default()
+    donor = min(siblings, key=lambda g: (distance(spec, g), g.key))
+    return own[donor.key]
+
+
+def read_aic(root: Path, gpu: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(m, k, seconds) of ``<root>/<gpu>/AIC_TABLE`` (``compute_scale`` rows, fp8)."""
+    import pandas as pd
+
+    path = root / gpu / AIC_TABLE
+    data = read_bytes(path, "kernel CSV", "--aic-data")  # regular, size-capped, no symlink swap
+    try:
+        df = pd.read_parquet(io.BytesIO(data))
+    except ImportError as exc:  # pyarrow: the [sweep] extra
+        raise PlannerInputError("--aic-data", "reading .parquet needs pyarrow") from exc
+    except (ValueError, OSError) as exc:
+        raise PlannerInputError("--aic-data", f"{path} is not a readable parquet table") from exc
+    need = {"m", "k", "latency", "op_name", "quant_dtype"}
+    if not need <= set(df.columns):
+        raise PlannerInputError(f"{path}", f"needs columns {', '.join(sorted(need))}")
+    df = df[(df["op_name"] == "compute_scale") & (df["quant_dtype"] == "fp8")]
+    v = df[["m", "k", "latency"]].to_numpy(dtype=float)
+    if not np.isfinite(v).all() or (v[:, :2] <= 0).any() or (v[:, 2] < 0).any():
+        raise PlannerInputError(f"{path}", "m, k must be positive and latency (ms) >= 0, finite")
+    return v[:, 0], v[:, 1], v[:, 2] * 1e-3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m kernels_db.fp8_scale --aic-data DIR --out FILE [--gpus ...]``: fit and write."""
+    ap = argparse.ArgumentParser(prog="python -m kernels_db.fp8_scale", description=__doc__)
+    ap.add_argument(
+        "--aic-data", required=True, type=Path, help="AIConfigurator systems/data folder"
+    )
+    ap.add_argument("--out", required=True, type=Path, help="YAML to write")
+    ap.add_argument("--gpus", nargs="+", default=["b200_sxm", "h100_sxm", "h200_sxm", "l40s"])
+    ap.add_argument("--force", action="store_true", help="overwrite --out")
+    args = ap.parse_args(argv)
+    try:
+        out = write(args.aic_data, args.out, args.gpus, args.force)
+    except PlannerInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+def write(root: Path, out: Path, gpus: Sequence[str], force: bool) -> Path:
+    """Fit ``gpus`` from ``root`` and write the constants file ``out`` (never over a file or a
+    link without ``force``)."""
+    if (out.exists() or out.is_symlink()) and not force:
+        raise PlannerInputError("--out", f"{out} exists; pass --force to replace it")
+    if out.is_symlink():
+        raise PlannerInputError("--out", f"{out} is a symbolic link; not followed")
+    fits: dict[str, dict[str, object]] = {}
+    for gpu in gpus:
+        m, k, t = read_aic(root, gpu)
+        sp = fit(m, k, t, get_gpu(gpu)).model_copy(
+            update={"source": f"systems/data/{gpu}/{AIC_TABLE}"}
+        )
+        fits[gpu] = sp.model_dump()
+    doc: Mapping[str, object] = {
+        "command": "python -m kernels_db.fp8_scale --aic-data DIR --out kernels_db/fp8_scale.yaml",
+        "source": "github:ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/systems/data "
+        "@095f58a51c4ca8e61b66ec108d86f223f8d559ce (compute_scale = dynamic - static FP8 "
+        "quantization, collector/trtllm/collect_computescale.py)",
+        "param_bounds": {k: list(v) for k, v in PARAM_BOUNDS.items()},
+        "gpus": fits,
+    }
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(dict(doc), sort_keys=False), encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
