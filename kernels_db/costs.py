@@ -200,6 +200,17 @@ def _scale_seconds(z: Mapping[str, Size], spec: GpuSpec) -> np.ndarray:
     return np.asarray(passes, dtype=float) * fp8_scale.seconds(z["m"], z["k"], spec, sp)
 
 
+def _block_share(z: Mapping[str, Size], spec: GpuSpec) -> np.ndarray | float:
+    """Per GEMM row, the share of the per-tensor FP8 GEMM's compute rate it runs at: the GPU's
+    ``block_compute_share`` where ``fp8_scale.BLOCK_SCALE`` is set (128 x 128 block scales applied
+    while accumulating), else 1."""
+    flag = z.get(fp8_scale.BLOCK_SCALE)
+    if flag is None or not np.any(np.asarray(flag) > 0):
+        return 1.0
+    share = fp8_scale.for_gpu(spec.key).block_compute_share
+    return np.where(np.asarray(flag) > 0, share, 1.0)
+
+
 def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
     """FLOPs, bytes and peak of each row of op family ``op``."""
     zero = np.asarray(0.0)
@@ -211,7 +222,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         return Counts(
             rf.gemm_flops(z["m"], z["n"], z["k"]),
             b,
-            _peak(spec, c["dtype"]),
+            _peak(spec, c["dtype"]) * _block_share(z, spec),
             np.asarray(2.0 * z["n"] * z["k"], dtype=float),
             units=rf.gemm_units(z["m"], z["n"], z["k"], spec.sm_count),
             resident=(

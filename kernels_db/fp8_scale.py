@@ -37,6 +37,7 @@ own constants takes those of the closest measured GPU of the same vendor and arc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import math
 import sys
@@ -61,9 +62,15 @@ TENSOR_SCALE: Final[str] = "tensor_scale"
 """Optional GEMM column (not a table key): how many dynamic per-tensor activation-scale passes over
 the m x k input the op runs before its GEMMs (0 = none; a merged op of several GEMMs counts one per
 input). Set by the harness reading of fp8 table rows and by serving ops of online-quantized FP8."""
+BLOCK_SCALE: Final[str] = "block_scale"
+"""Optional GEMM column (not a table key): 1 where the GEMM applies 128 x 128 block scales while
+it accumulates (DeepSeek-style FP8), which runs it at ``block_compute_share`` of the per-tensor
+FP8 GEMM's compute rate."""
 CONSTANTS_FILE: Final[Path] = PACKAGE_DIR / "fp8_scale.yaml"
 AIC_TABLE: Final[str] = "quantize/trtllm/1.3.0rc20/computescale_perf.parquet"
 """Path of the measured table under AIConfigurator's ``systems/data/<gpu>/`` folder."""
+AIC_GEMM_TABLE: Final[str] = "gemm/trtllm/1.3.0rc20/gemm_perf.parquet"
+"""Its GEMM table, whose ``fp8_block`` rows fit ``block_compute_share``."""
 PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
     "fixed_s": (1e-7, 2e-4, "s; the reduction's launches and its grid-wide sync, 0.1 us to 200 us"),
     "memory_eff": (
@@ -73,6 +80,12 @@ PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
     ),
     "cache_speedup": (1.0, 10.0, "x DRAM; how much faster an L2-resident input is read"),
 }
+BLOCK_BOUNDS: Final[tuple[float, float, str]] = (
+    0.05,
+    1.0,
+    "share of the per-tensor FP8 GEMM's compute rate a block-scaled FP8 GEMM reaches (the scale "
+    "multiply of every 128-deep partial sum on the CUDA cores, DeepSeek-V3 report sec. 3.3.2)",
+)
 ROBUST_SCALE: Final[float] = 0.1  # soft-L1 on log time, as the kernel fit (kernels_db.fit)
 
 
@@ -87,6 +100,14 @@ class ScalePass(BaseModel):
     )
     rows: int = Field(default=0, ge=0, description="Measured (m, k) points it was fitted to.")
     source: str = Field(default="", description="The table it was fitted to.")
+    block_compute_share: float = Field(
+        default=1.0,
+        ge=BLOCK_BOUNDS[0],
+        le=BLOCK_BOUNDS[1],
+        description="Compute rate of block-scaled FP8 GEMMs over the per-tensor FP8 GEMM's "
+        "(``BLOCK_BOUNDS``); 1 = the same.",
+    )
+    block_rows: int = Field(default=0, ge=0, description="fp8_block GEMM rows it was fitted to.")
 
 
 def seconds(
@@ -123,6 +144,30 @@ def fit(m: np.ndarray, k: np.ndarray, latency_s: np.ndarray, spec: GpuSpec) -> S
     )
 
 
+def fit_block(
+    m: np.ndarray, n: np.ndarray, k: np.ndarray, latency_s: np.ndarray, spec: GpuSpec
+) -> float:
+    """``block_compute_share`` of measured block-scaled FP8 GEMMs against the GPU's fitted
+    per-tensor FP8 GEMM (``kernels_db/fitted/<gpu>.yaml``, serving form: no harness columns):
+    the share of its compute rate that prices them best (log time, soft-L1)."""
+    from kernels_db import costs, fitted
+
+    prm = fitted.load(spec.key).families["gemm"].params["fp8"]
+    p, bw = prm.as_array(), spec.hbm_bandwidth_bytes_per_s
+    cols = {"m": m, "n": n, "k": k, "dtype": np.full(len(m), "fp8")}
+    cnt = costs.counts("gemm", cols, spec)
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        c = dataclasses.replace(cnt, peak_flops_per_s=cnt.peak_flops_per_s * math.exp(x[0]))
+        return np.log(costs.model_time(c, p, bw, prm.pad_rows)) - np.log(latency_s)
+
+    lo, hi = math.log(BLOCK_BOUNDS[0]), math.log(BLOCK_BOUNDS[1])
+    res = least_squares(
+        resid, [math.log(0.7)], bounds=([lo], [hi]), loss="soft_l1", f_scale=ROBUST_SCALE
+    )
+    return float(f"{math.exp(res.x[0]):.4g}")
+
+
 @lru_cache(maxsize=1)
 def measured() -> dict[str, ScalePass]:
     """The packaged constants by GPU key (``CONSTANTS_FILE``)."""
@@ -139,7 +184,10 @@ def measured() -> dict[str, ScalePass]:
 def default() -> ScalePass:
     """The median of the measured GPUs' constants (``DEFAULT`` in the module docstring)."""
     vals = list(measured().values())
-    med = {f: float(np.median([getattr(v, f) for v in vals])) for f in PARAM_BOUNDS}
+    med = {
+        f: float(np.median([getattr(v, f) for v in vals]))
+        for f in (*PARAM_BOUNDS, "block_compute_share")
+    }
     return ScalePass(**med, source="median of the measured GPUs (ASSUMPTION: no sibling measured)")
 
 
@@ -168,11 +216,10 @@ def for_gpu(key: str) -> ScalePass:
     return own[donor.key]
 
 
-def read_aic(root: Path, gpu: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(m, k, seconds) of ``<root>/<gpu>/AIC_TABLE`` (``compute_scale`` rows, fp8)."""
+def _read_parquet(path: Path) -> object:
+    """A size-capped regular parquet file as a DataFrame (an input error otherwise)."""
     import pandas as pd
 
-    path = root / gpu / AIC_TABLE
     data = read_bytes(path, "kernel CSV", "--aic-data")  # regular, size-capped, no symlink swap
     try:
         df = pd.read_parquet(io.BytesIO(data))
@@ -180,14 +227,42 @@ def read_aic(root: Path, gpu: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise PlannerInputError("--aic-data", "reading .parquet needs pyarrow") from exc
     except (ValueError, OSError) as exc:
         raise PlannerInputError("--aic-data", f"{path} is not a readable parquet table") from exc
-    need = {"m", "k", "latency", "op_name", "quant_dtype"}
+    return df
+
+
+def _checked(path: Path, df: object, need: set[str], sizes: list[str]) -> np.ndarray:
+    """``sizes`` + latency columns of ``df`` as floats: positive sizes, finite latency >= 0."""
+    import pandas as pd
+
+    assert isinstance(df, pd.DataFrame)
     if not need <= set(df.columns):
         raise PlannerInputError(f"{path}", f"needs columns {', '.join(sorted(need))}")
-    df = df[(df["op_name"] == "compute_scale") & (df["quant_dtype"] == "fp8")]
-    v = df[["m", "k", "latency"]].to_numpy(dtype=float)
-    if not np.isfinite(v).all() or (v[:, :2] <= 0).any() or (v[:, 2] < 0).any():
-        raise PlannerInputError(f"{path}", "m, k must be positive and latency (ms) >= 0, finite")
+    v = df[[*sizes, "latency"]].to_numpy(dtype=float)
+    if not np.isfinite(v).all() or (v[:, :-1] <= 0).any() or (v[:, -1] < 0).any():
+        raise PlannerInputError(f"{path}", "sizes must be positive and latency (ms) >= 0, finite")
+    return v
+
+
+def read_aic(root: Path, gpu: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(m, k, seconds) of ``<root>/<gpu>/AIC_TABLE`` (``compute_scale`` rows, fp8)."""
+    path = root / gpu / AIC_TABLE
+    df = _read_parquet(path)
+    need = {"m", "k", "latency", "op_name", "quant_dtype"}
+    if need <= set(df.columns):  # type: ignore[attr-defined]
+        df = df[(df["op_name"] == "compute_scale") & (df["quant_dtype"] == "fp8")]  # type: ignore[index]
+    v = _checked(path, df, need, ["m", "k"])
     return v[:, 0], v[:, 1], v[:, 2] * 1e-3
+
+
+def read_aic_block(root: Path, gpu: str) -> tuple[np.ndarray, ...]:
+    """(m, n, k, seconds) of the ``fp8_block`` rows of ``<root>/<gpu>/AIC_GEMM_TABLE``."""
+    path = root / gpu / AIC_GEMM_TABLE
+    df = _read_parquet(path)
+    need = {"m", "n", "k", "latency", "gemm_dtype"}
+    if need <= set(df.columns):  # type: ignore[attr-defined]
+        df = df[df["gemm_dtype"] == "fp8_block"]  # type: ignore[index]
+    v = _checked(path, df, need, ["m", "n", "k"])
+    return v[:, 0], v[:, 1], v[:, 2], v[:, 3] * 1e-3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -218,9 +293,15 @@ def write(root: Path, out: Path, gpus: Sequence[str], force: bool) -> Path:
         raise PlannerInputError("--out", f"{out} is a symbolic link; not followed")
     fits: dict[str, dict[str, object]] = {}
     for gpu in gpus:
+        spec = get_gpu(gpu)
         m, k, t = read_aic(root, gpu)
-        sp = fit(m, k, t, get_gpu(gpu)).model_copy(
-            update={"source": f"systems/data/{gpu}/{AIC_TABLE}"}
+        bm, bn, bk, bt = read_aic_block(root, gpu)
+        sp = fit(m, k, t, spec).model_copy(
+            update={
+                "source": f"systems/data/{gpu}/{AIC_TABLE} and {AIC_GEMM_TABLE} (fp8_block)",
+                "block_compute_share": fit_block(bm, bn, bk, bt, spec),
+                "block_rows": len(bt),
+            }
         )
         fits[gpu] = sp.model_dump()
     doc: Mapping[str, object] = {
@@ -228,7 +309,8 @@ def write(root: Path, out: Path, gpus: Sequence[str], force: bool) -> Path:
         "source": "github:ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/systems/data "
         "@095f58a51c4ca8e61b66ec108d86f223f8d559ce (compute_scale = dynamic - static FP8 "
         "quantization, collector/trtllm/collect_computescale.py)",
-        "param_bounds": {k: list(v) for k, v in PARAM_BOUNDS.items()},
+        "param_bounds": {k: list(v) for k, v in PARAM_BOUNDS.items()}
+        | {"block_compute_share": list(BLOCK_BOUNDS)},
         "gpus": fits,
     }
     tmp = out.with_name(out.name + ".tmp")

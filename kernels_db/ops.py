@@ -38,9 +38,10 @@ class KernelShape:
 
 @dataclass(frozen=True, eq=False)
 class Gemm(KernelShape):
-    """(m x k) @ (k x n) in ``dtype``; output 16-bit. ``tensor_scale``: dynamic per-tensor
-    activation-scale passes over the m x k input ahead of it (``kernels_db.fp8_scale``; not a
-    table key, 0 = none)."""
+    """(m x k) @ (k x n) in ``dtype``; output 16-bit. Not table keys (``EXTRA_COLUMNS``):
+    ``tensor_scale``, dynamic per-tensor activation-scale passes over the m x k input ahead of it,
+    and ``block_scale``, 1 where it applies 128 x 128 block scales as it accumulates (both
+    ``kernels_db.fp8_scale``; 0 = none)."""
 
     family: ClassVar[str] = "gemm"
     m: Size
@@ -48,6 +49,7 @@ class Gemm(KernelShape):
     k: Size
     dtype: Label = "bf16"
     tensor_scale: Size = 0.0
+    block_scale: Size = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,7 +138,7 @@ SHAPES: dict[str, type[KernelShape]] = {
 }
 """Op family -> its description class (every family of ``OP_KEYS`` but ``comm``): its fields are
 the family's table keys, in order, then optional model-only columns (``EXTRA_COLUMNS``)."""
-EXTRA_COLUMNS: dict[str, tuple[str, ...]] = {"gemm": ("tensor_scale",)}
+EXTRA_COLUMNS: dict[str, tuple[str, ...]] = {"gemm": ("tensor_scale", "block_scale")}
 """Shape fields that are not table keys: they price the op (``kernels_db.costs``) but no table
 has them, and interpolation ignores them."""
 assert all(

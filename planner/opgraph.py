@@ -172,9 +172,7 @@ def attention_proj_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix
     w = g.attn_params / p.tp
     nbytes = w * p.weight_bytes + ta * m.hidden_size * 4 * ACT_BYTES
     # two GEMM inputs: the normed hidden state (QKV) and the attention output (O)
-    shape = _gemm_shape(
-        ta, w / m.hidden_size, m.hidden_size, p, scale_passes=2.0 * tensor_scale_passes(m, p)
-    )
+    shape = _gemm_shape(ta, w / m.hidden_size, m.hidden_size, p, **_fp8_columns(m, p, 2.0))
     return Op(
         "attn_proj",
         "gemm",
@@ -202,6 +200,21 @@ def tensor_scale_passes(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
     return np.asarray((p.gemm_dtypes() == "fp8") & dynamic, dtype=float)
 
 
+def block_scaled(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
+    """Per candidate, 1 where its FP8 GEMMs apply 128 x 128 block scales as they accumulate
+    (``CheckpointQuant.activation_scale`` "block", DeepSeek-style FP8): they run at the GPU's
+    ``block_compute_share`` of the per-tensor FP8 GEMM's compute rate (``kernels_db.fp8_scale``)."""
+    return np.asarray((p.gemm_dtypes() == "fp8") & (m.quant.activation_scale == "block"), float)
+
+
+def _fp8_columns(m: ModelSpec, p: ParallelArrays, inputs: float) -> dict[str, np.ndarray]:
+    """The FP8 columns of a GEMM op over ``inputs`` GEMM inputs (``_gemm_shape``)."""
+    return {
+        "scale_passes": inputs * tensor_scale_passes(m, p),
+        "block_scale": block_scaled(m, p),
+    }
+
+
 def _gemm_shape(
     rows: np.ndarray,
     n: np.ndarray | float,
@@ -209,13 +222,15 @@ def _gemm_shape(
     p: ParallelArrays,
     dtype: str | None = None,
     scale_passes: np.ndarray | float = 0.0,
+    block_scale: np.ndarray | float = 0.0,
 ) -> Gemm:
     """kernels_db GEMM key: (rows x k) @ (k x n) in the weight dtype (or ``dtype``), with
     ``scale_passes`` dynamic per-tensor activation-scale passes over its input (one per GEMM input
-    a merged op holds, where ``tensor_scale_passes``)."""
+    a merged op holds, where ``tensor_scale_passes``) and ``block_scale`` 1 where it is
+    block-scaled FP8 (``block_scaled``)."""
     if not (isinstance(n, np.ndarray) and n.shape == np.shape(rows)):
         n = np.broadcast_to(n, np.shape(rows))
-    return Gemm(rows, n, float(k), dtype or p.gemm_dtypes(), scale_passes)
+    return Gemm(rows, n, float(k), dtype or p.gemm_dtypes(), scale_passes, block_scale)
 
 
 def _kv_elems_per_token(m: ModelSpec, g: LayerGroup, tp: np.ndarray) -> np.ndarray:
@@ -439,7 +454,7 @@ def dsa_indexer_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) 
             2.0 * ta * n * k,
             n * k * p.weight_bytes + ta * (n + k) * ACT_BYTES,
             p.gemm_peak_flops_per_s,
-            shape=_gemm_shape(ta, n, k, p, scale_passes=tensor_scale_passes(m, p)),
+            shape=_gemm_shape(ta, n, k, p, **_fp8_columns(m, p, 1.0)),
         )
         for name, n, k in proj
     ]
@@ -545,9 +560,7 @@ def dense_ffn_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> 
         w * p.weight_bytes + ta * (2 * m.hidden_size + 3 * m.intermediate_size / p.tp) * ACT_BYTES
     )
     # two GEMM inputs: the normed hidden state (gate-up) and the activation (down)
-    shape = _gemm_shape(
-        tokens, w / m.hidden_size, m.hidden_size, p, scale_passes=2.0 * tensor_scale_passes(m, p)
-    )
+    shape = _gemm_shape(tokens, w / m.hidden_size, m.hidden_size, p, **_fp8_columns(m, p, 2.0))
     return Op(
         "mlp",
         "gemm",
@@ -630,7 +643,7 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
                 ws * p.weight_bytes + ta * h * 2 * ACT_BYTES,
                 p.gemm_peak_flops_per_s,
                 kernels=2.0,
-                shape=_gemm_shape(ta, ws / h, h, p, scale_passes=2.0 * tensor_scale_passes(m, p)),
+                shape=_gemm_shape(ta, ws / h, h, p, **_fp8_columns(m, p, 2.0)),
             )
         )
     # tokens replicated on the tp ranks (dp = 1) need no dispatch: experts' outputs are all-reduced

@@ -35,12 +35,14 @@ PRICING_DTYPE: dict[str, str] = {
 """Weight dtype the cost model prices a format at (int8 GEMMs run at the fp8 peak on the GPUs we
 model: H100/H200 dense int8 TOPS equal their fp8 TFLOPS)."""
 
-ActivationScale = Literal["none", "static", "token", "tensor"]
+ActivationScale = Literal["none", "static", "token", "block", "tensor"]
 """How a checkpoint scales its quantized activations: none (16-bit activations), static (a
 calibrated scale stored with the weights: ModelOpt FP8, ``activation_scheme: static``), token
-(computed per token or per block of values inside the quantizing pass: 128-value groups of
-DeepSeek-style FP8, per-token FP8, NVFP4's 16-value blocks) or tensor (computed for the whole
-tensor at run time: a reduction before the quantizing pass, ``kernels_db.fp8_scale``)."""
+(computed per token, or per 16-value block of NVFP4, inside the quantizing pass), block (per
+128-value group with 128 x 128 weight blocks, DeepSeek-style FP8: scaled inside the quantizing
+pass, and the GEMM applies the block scales as it accumulates, ``kernels_db.fp8_scale``) or tensor
+(computed for the whole tensor at run time: a reduction before the quantizing pass,
+``kernels_db.fp8_scale``)."""
 
 READABLE_METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "modelopt", "compressed-tensors", "awq", "gptq")
 
@@ -105,7 +107,7 @@ def _modelopt(q: Mapping[str, object], where: str) -> CheckpointQuant:
     formats: dict[str, tuple[WeightFormat, int, int, ActivationScale]] = {
         "FP8": ("fp8", 8, 0, "static"),
         "FP8_PER_CHANNEL_PER_TOKEN": ("fp8", 8, 0, "token"),
-        "FP8_BLOCK_SCALES": ("fp8", 8, 128, "token"),
+        "FP8_BLOCK_SCALES": ("fp8", 8, 128, "block"),
         "NVFP4": ("nvfp4", 4, 16, "token"),
         "W4A16_AWQ": ("int4", 16, 128, "none"),
         "W4A8_AWQ": ("int4", 8, 128, "static"),
@@ -140,14 +142,17 @@ _CT_FORMATS: dict[tuple[object, str], WeightFormat] = {
 }
 
 
-def _ct_scale(acts: object) -> ActivationScale:
+def _ct_scale(acts: object, weights: Mapping[str, object]) -> ActivationScale:
     """compressed-tensors ``input_activations``: absent -> none; ``dynamic`` false -> static;
-    dynamic with ``strategy`` tensor -> tensor, else (token, group) -> token."""
+    dynamic with ``strategy`` tensor -> tensor; with block-scaled weights (``strategy`` block)
+    -> block; else (token, group) -> token."""
     if not isinstance(acts, dict):
         return "none"
     if not acts.get("dynamic"):
         return "static"
-    return "tensor" if str(acts.get("strategy", "token")) == "tensor" else "token"
+    if str(acts.get("strategy", "token")) == "tensor":
+        return "tensor"
+    return "block" if str(weights.get("strategy", "")) == "block" else "token"
 
 
 def _compressed_tensors(q: Mapping[str, object]) -> CheckpointQuant:
@@ -174,7 +179,9 @@ def _compressed_tensors(q: Mapping[str, object]) -> CheckpointQuant:
             if isinstance(acts, dict)
             else 16
         )
-        seen.append((fmt, act, _count(weights.get("group_size"), 0, "group_size"), _ct_scale(acts)))
+        seen.append(
+            (fmt, act, _count(weights.get("group_size"), 0, "group_size"), _ct_scale(acts, weights))
+        )
     fmt, act, group_size, scale = max(
         seen, key=lambda s: ("int4", "nvfp4", "int8", "fp8").index(s[0])
     )
@@ -202,9 +209,15 @@ def _hf_method(q: Mapping[str, object], method: str) -> CheckpointQuant:
         block = q.get("weight_block_size")
         group = _count(block[0], 0, "weight_block_size") if isinstance(block, list) and block else 0
         static = str(q.get("activation_scheme", "dynamic")) == "static"
-        # fbgemm_fp8 and 128-value blocks scale per token / group; plain dynamic fp8 per tensor
+        # 128-value blocks (DeepSeek-style); fbgemm_fp8 per token; plain dynamic fp8 per tensor
         scale: ActivationScale = (
-            "static" if static else "token" if group or method == "fbgemm_fp8" else "tensor"
+            "block"
+            if group
+            else "static"
+            if static
+            else "token"
+            if method == "fbgemm_fp8"
+            else "tensor"
         )
         return CheckpointQuant(
             method=method,

@@ -29,7 +29,7 @@ from hardware.input_files import read_yaml
 
 RECIPES_FILE = Path(__file__).with_name("inferencemax_recipes.yaml")
 KV_DTYPES = ("bf16", "fp8")
-ACTIVATION_SCALES = ("static", "token", "tensor")
+ACTIVATION_SCALES = ("static", "token", "block", "tensor")
 TOKENS_RULES = ("clients_plus_isl",)
 """``max_num_tokens_rule`` values: ``clients_plus_isl`` is the DeepSeek-R1 TensorRT-LLM scripts'
 ``MAX_NUM_TOKENS=$(( ($CONC+$ISL+64+63)/64*64 ))``: one prompt and every client's decode token per
@@ -284,11 +284,11 @@ BLOCK_SCALED_MODE = "fp8_block"
 
 def activation_scales(rows: pd.DataFrame) -> pd.Series:
     """Per row, the activation scale its FP8 GEMMs ran with where the row or its recipe says so
-    (``Recipe.activation_scale``; a ``gemm_quant_mode`` of ``fp8_block``: "token", scaled inside
-    the quantizing pass); "" where neither does (the model label's checkpoint decides)."""
+    (``Recipe.activation_scale``; a ``gemm_quant_mode`` of ``fp8_block``: "block"); "" where
+    neither does (the model label's checkpoint decides)."""
     out = pd.Series("", index=rows.index, dtype=object)
     if "gemm_quant_mode" in rows:
-        out[rows["gemm_quant_mode"].astype(str) == BLOCK_SCALED_MODE] = "token"
+        out[rows["gemm_quant_mode"].astype(str) == BLOCK_SCALED_MODE] = "block"
     for i, row in rows.iterrows():
         r = recipe_for(row)
         if r is not None and r.activation_scale:
