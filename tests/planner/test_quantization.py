@@ -131,3 +131,40 @@ def test_fp8_checkpoint_is_planned_with_fp8_weights() -> None:
     mem = plan_memory(m, get_gpu("h100"), Parallelism(tp=2), isl=1000, osl=100)
     assert mem.weight_quant == "fp8"
     assert 33e9 < mem.weights_bytes_per_gpu < 38e9
+
+
+@pytest.mark.parametrize(
+    ("qc", "scale"),
+    [
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "block"),
+        ({"quant_method": "fp8", "activation_scheme": "static"}, "static"),
+        ({"quant_method": "fp8", "activation_scheme": "dynamic"}, "tensor"),
+        ({"quant_method": "fbgemm_fp8"}, "token"),
+        ({"quant_method": "modelopt", "quant_algo": "FP8"}, "static"),
+        ({"quant_method": "modelopt", "quant_algo": "FP8_BLOCK_SCALES"}, "block"),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "token"),
+        ({"quant_method": "awq", "bits": 4, "group_size": 128}, "none"),
+    ],
+)
+def test_how_activations_are_scaled(qc: dict[str, object], scale: str) -> None:
+    assert read_quantization({"quantization_config": qc}).activation_scale == scale
+
+
+@pytest.mark.parametrize(
+    ("acts", "weights", "scale"),
+    [
+        (None, {}, "none"),
+        ({"num_bits": 8, "dynamic": False}, {}, "static"),
+        ({"num_bits": 8, "dynamic": True, "strategy": "tensor"}, {}, "tensor"),
+        ({"num_bits": 8, "dynamic": True, "strategy": "token"}, {}, "token"),
+        ({"num_bits": 8, "dynamic": True, "strategy": "group"}, {"strategy": "block"}, "block"),
+    ],
+)
+def test_compressed_tensors_activation_scales(
+    acts: dict[str, object] | None, weights: dict[str, object], scale: str
+) -> None:
+    group: dict[str, object] = {"weights": {"num_bits": 8, "type": "float", **weights}}
+    if acts is not None:
+        group["input_activations"] = acts
+    qc = {"quant_method": "compressed-tensors", "config_groups": {"g": group}}
+    assert read_quantization({"quantization_config": qc}).activation_scale == scale

@@ -13,6 +13,7 @@ from planner.batch_eval import KV_DTYPES
 from planner.memory_batch import KvPool
 from planner.validation.e2e import candidate_columns, kv_pools, predict, prepare
 from planner.validation.recipes import (
+    activation_scales,
     load_recipes,
     recipe_arrays,
     recipe_chunks,
@@ -181,6 +182,11 @@ def test_a_recorded_memory_flag_reaches_the_pool() -> None:
             "{model: a, backend: vllm, systems: [h1], source: t}]\n",
             "listed twice for the same dates",
         ),
+        (
+            "recipes: [{model: a, backend: vllm, systems: [h1], source: s, "
+            "activation_scale: dynamic}]\n",
+            "activation_scale 'dynamic' not one of",
+        ),
     ],
 )
 def test_a_malformed_recipe_file_is_refused(tmp_path: Path, text: str, message: str) -> None:
@@ -279,3 +285,29 @@ def test_llama_batch_waiting_applies_to_the_runs_the_script_set_it_for() -> None
     got = recipe_arrays(rows)
     assert got.batch_wait_iters.tolist() == [20.0, 0.0, 0.0, 0.0]
     assert got.batch_wait_tokens[0] == pytest.approx(0.9 * 16384)
+
+
+def test_a_rows_fp8_activation_scale_comes_from_its_recipe_or_its_quant_mode() -> None:
+    rows = pd.DataFrame(
+        [
+            _row("Llama-3.1-70B", "vllm"),  # the script served a ModelOpt FP8 checkpoint
+            _row("Llama-3.1-70B", "sglang"),  # no recipe: the label's checkpoint decides
+            _row("Llama-3.1-70B", "sglang", gemm_quant_mode="fp8_block"),  # recorded: blocks
+        ]
+    )
+    assert list(activation_scales(rows)) == ["static", "", "block"]
+
+
+def test_predict_prices_the_rows_activation_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    import planner.validation.e2e as e2e
+
+    rows = prepare(pd.DataFrame([_row("Llama-3.1-70B", "sglang")])).rows
+    tpot = {}
+    for scale in ("", "static", "block"):
+        monkeypatch.setattr(e2e, "activation_scales", lambda r, s=scale: pd.Series(s, r.index))
+        got = predict(rows, progress=False)
+        tpot[scale] = float(got["pred_tpot_ms"].iloc[0])
+    # a 16-bit label run at fp8 is quantized on load (a whole-tensor scale before every GEMM
+    # input); a static-scale checkpoint skips that pass; block scales cost compute, not decode
+    assert tpot[""] > tpot["static"]
+    assert tpot["block"] == pytest.approx(tpot["static"], rel=0.02)
