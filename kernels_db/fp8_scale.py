@@ -93,10 +93,20 @@ class ScalePass(BaseModel):
     """Constants of one GPU's dynamic per-tensor scale pass (``PARAM_BOUNDS``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    fixed_s: float = Field(ge=PARAM_BOUNDS["fixed_s"][0], le=PARAM_BOUNDS["fixed_s"][1])
-    memory_eff: float = Field(ge=PARAM_BOUNDS["memory_eff"][0], le=PARAM_BOUNDS["memory_eff"][1])
+    fixed_s: float = Field(
+        ge=PARAM_BOUNDS["fixed_s"][0],
+        le=PARAM_BOUNDS["fixed_s"][1],
+        description="Seconds of the reduction's launches and grid-wide sync (``PARAM_BOUNDS``).",
+    )
+    memory_eff: float = Field(
+        ge=PARAM_BOUNDS["memory_eff"][0],
+        le=PARAM_BOUNDS["memory_eff"][1],
+        description="Share of the spec DRAM bandwidth the reduction reads its input at.",
+    )
     cache_speedup: float = Field(
-        ge=PARAM_BOUNDS["cache_speedup"][0], le=PARAM_BOUNDS["cache_speedup"][1]
+        ge=PARAM_BOUNDS["cache_speedup"][0],
+        le=PARAM_BOUNDS["cache_speedup"][1],
+        description="How many times faster an L2-resident input is read than from DRAM.",
     )
     rows: int = Field(default=0, ge=0, description="Measured (m, k) points it was fitted to.")
     source: str = Field(default="", description="The table it was fitted to.")
