@@ -31,6 +31,7 @@ import pandas as pd
 
 from hardware.errors import PlannerInputError
 from hardware.input_files import read_yaml
+from planner.validation.recipes import whole_in_range
 
 DISAGG_FILE = Path(__file__).with_name("inferencemax_disagg.yaml")
 DUMP_ROW = re.compile(r"^db-dump/")
@@ -82,7 +83,7 @@ class DisaggRecipe:
 
 
 def _whole(where: str, name: str, v: object, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+    if not isinstance(v, int) or not whole_in_range(v, 1, hi):
         raise PlannerInputError(
             "disagg recipes", f"{where}: {name} must be a whole number in [1, {hi}]"
         )

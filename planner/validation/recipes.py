@@ -111,7 +111,7 @@ class Recipe:
         return math.nan
 
 
-def _whole(v: object, lo: int, hi: int) -> bool:
+def whole_in_range(v: object, lo: int, hi: int) -> bool:
     """Whether ``v`` is a whole number (not a bool) in [lo, hi]."""
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
 
@@ -130,7 +130,7 @@ def _batch_wait(where: str, raw: object, backend: object) -> BatchWait | None:
             "recipes", f"{where}: batch_wait is a TensorRT-LLM option (backend trtllm)"
         )
     iters, ratio = raw.get("timeout_iters"), raw.get("max_tokens_ratio")
-    if not isinstance(iters, int) or not _whole(iters, 1, MAX_BALANCE_ITERS):
+    if not isinstance(iters, int) or not whole_in_range(iters, 1, MAX_BALANCE_ITERS):
         raise PlannerInputError(
             "recipes",
             f"{where}: batch_wait.timeout_iters must be a whole number in [1, {MAX_BALANCE_ITERS}]",
@@ -140,7 +140,7 @@ def _batch_wait(where: str, raw: object, backend: object) -> BatchWait | None:
             "recipes", f"{where}: batch_wait.max_tokens_ratio must be in (0, 1]"
         )
     for k in ("isl", "osl", "tp_below"):
-        if raw.get(k) is not None and not _whole(raw[k], 1, MAX_TOKENS):
+        if raw.get(k) is not None and not whole_in_range(raw[k], 1, MAX_TOKENS):
             raise PlannerInputError(
                 "recipes", f"{where}: batch_wait.{k} must be a whole number in [1, {MAX_TOKENS}]"
             )
@@ -161,7 +161,7 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
     if kv is not None and kv not in KV_DTYPES:
         raise PlannerInputError("recipes", f"{where}: kv_dtype {kv!r} not one of {KV_DTYPES}")
     tokens, rule = raw.get("max_num_tokens"), raw.get("max_num_tokens_rule")
-    if tokens is not None and not _whole(tokens, 1, MAX_TOKENS):
+    if tokens is not None and not whole_in_range(tokens, 1, MAX_TOKENS):
         raise PlannerInputError(
             "recipes", f"{where}: max_num_tokens must be a whole number in [1, {MAX_TOKENS}]"
         )
@@ -177,7 +177,7 @@ def _entry(path: Path, i: int, raw: object) -> Recipe:
     if tokens is not None and rule is not None:
         raise PlannerInputError("recipes", f"{where}: give max_num_tokens or its rule, not both")
     adp = raw.get("adp_balance_timeout_iters")
-    if adp is not None and not _whole(adp, 1, MAX_BALANCE_ITERS):
+    if adp is not None and not whole_in_range(adp, 1, MAX_BALANCE_ITERS):
         raise PlannerInputError(
             "recipes",
             f"{where}: adp_balance_timeout_iters must be a whole number in "
