@@ -66,7 +66,9 @@ class Counts:
     single-row products (a library may run a matrix-vector kernel, ``roofline.gemv_time``),
     ``cache_ratio`` is a harness's working set over the L2 size (0: none, as in serving), on
     which a fitted ``cache_cliff_power`` recomputes ``resident``, and ``scale_s`` the seconds of
-    the dynamic per-tensor activation-scale passes ahead of it (``fp8_scale``; 0: none)."""
+    the dynamic per-tensor activation-scale passes ahead of it (``fp8_scale``; 0: none).
+    ``launches``: kernels one op runs, each paying the fitted ``launch_s`` (a fused-MoE layer's
+    ``MOE_GROUPED_GEMMS``; 1 elsewhere)."""
 
     flops: np.ndarray
     nbytes: np.ndarray
@@ -83,6 +85,7 @@ class Counts:
     gemv: np.ndarray = field(default_factory=lambda: _ZERO)
     cache_ratio: np.ndarray = field(default_factory=lambda: _ZERO)
     scale_s: np.ndarray = field(default_factory=lambda: _ZERO)
+    launches: np.ndarray | float = 1.0
 
 
 FEW_DISTINCT: Final[int] = 8
@@ -188,6 +191,15 @@ def _peak(spec: GpuSpec, dtype: Value) -> np.ndarray:
 def _elem_bytes(dtype: Value) -> np.ndarray:
     """Bytes per element of each dtype name (``roofline.dtype_bytes`` without its sort)."""
     return per_value(dtype, rf.DTYPE_BYTES.__getitem__)
+
+
+MOE_GROUPED_GEMMS: Final[float] = 2.0
+"""Grouped GEMM kernels of one fused-MoE layer (gate-up, then down after the activation), each
+paying the GEMM fit's fixed ``launch_s``: ``invoke_fused_moe_kernel`` twice in SGLang's and vLLM's
+Triton path (``fused_experts_impl``, ``python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py``
+of the sglang 0.5.6.post2 wheel), two CUTLASS grouped GEMMs in TensorRT-LLM's. The layer's other
+kernels (routing, activation, quantization, combine) are priced with the step's memory-bound
+kernels (``planner.opgraph.moe_ops``)."""
 
 
 def _scale_seconds(z: Mapping[str, Size], spec: GpuSpec) -> np.ndarray:
@@ -325,7 +337,7 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
         eb = _elem_bytes(c["dtype"])
         f = rf.moe_flops(z["tokens"], z["hidden"], z["inter"], z["topk"], z["ep"])
         b = rf.moe_bytes(z["tokens"], z["hidden"], z["inter"], z["topk"], z["experts"], z["ep"], eb)
-        return Counts(f, b, _peak(spec, c["dtype"]), zero)
+        return Counts(f, b, _peak(spec, c["dtype"]), zero, launches=MOE_GROUPED_GEMMS)
     if op == "memcpy":
         return Counts(zero, rf.memcpy_bytes(z["bytes"]), np.asarray(peak_flops(spec, "bf16")), zero)
     raise KeyError(op)
@@ -372,7 +384,7 @@ def model_time(
         cnt.units * blocks,
         resident,
         cnt.tiles * blocks,
-        kernels,
+        kernels * np.asarray(cnt.launches),
         cnt.streams,
         cnt.gemv,
     )

@@ -48,6 +48,21 @@ hidden vector, so this does not shrink with TP."""
 ELEMENTWISE_KERNELS = 4.0
 """Two add+norm kernels, RoPE and SiLU-and-mul per layer (fp8 activation quantization is fused into
 the norm and activation kernels in vLLM, SGLang and TensorRT-LLM)."""
+MOE_ROUTING_KERNELS = 3.0
+"""Memory-bound kernels of one fused-MoE layer besides its two grouped GEMMs
+(``kernels_db.costs.MOE_GROUPED_GEMMS``) and the gated activation (one of
+``ELEMENTWISE_KERNELS``): top-k selection over the router logits, the sort of token-expert pairs by
+expert (block alignment) and the weighted sum of each token's top-k outputs. Counted in SGLang's
+Triton path (``fused_experts_impl`` in ``python/sglang/srt/layers/moe/fused_moe_triton/
+fused_moe.py`` of the sglang 0.5.6.post2 wheel: ``select_experts``, ``moe_align_block_size``,
+``moe_sum_reduce``); vLLM's Triton path runs the same steps."""
+MOE_QUANT_KERNELS = 2.0
+"""Further memory-bound kernels of a fused-MoE layer whose experts take 8-bit activations (fp8,
+int8): the activation is quantized before each grouped GEMM (``scaled_fp8_quant`` or
+``per_token_group_quant_fp8`` in ``invoke_fused_moe_kernel``, same wheel); a dense layer fuses that
+quantization into its norm and activation kernels."""
+QUANTIZED_ACTIVATIONS = ("fp8", "int8")
+"""GEMM dtypes whose inputs are quantized to 8 bits."""
 MOE_IMBALANCE_Z = 1.0
 """Expert load imbalance: the busiest EP rank gets mean + z·std of a multinomial share, z = 1 (a
 routed load of n token-expert pairs over ep ranks has std sqrt(n/ep)); measured DeepSeek-V3 routing
@@ -646,6 +661,7 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
                 shape=_gemm_shape(ta, ws / h, h, p, **_fp8_columns(m, p, 2.0)),
             )
         )
+    ops.extend(moe_aux_ops(m, g, p, s))
     # tokens replicated on the tp ranks (dp = 1) need no dispatch: experts' outputs are all-reduced
     a2a = 2.0 * ta * e.top_k * h * ACT_BYTES * (1.0 - 1.0 / p.ep) * (p.dp > 1)
     ops.append(
@@ -663,6 +679,41 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
         )
     )
     return ops
+
+
+def moe_aux_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[Op]:
+    """The memory-bound kernels of one fused-MoE layer besides its grouped GEMMs and activation:
+    routing and combine (``MOE_ROUTING_KERNELS``: reads the fp32 router logits, sorts the pairs,
+    sums the top-k outputs) and, for 8-bit expert inputs, the two activation quantizations
+    (``MOE_QUANT_KERNELS``: read 16-bit, write 8-bit, over each GEMM's input). Priced as the step's
+    other memory-bound kernels (kernels_db ``memcpy``: a fixed cost per kernel plus its bytes), each
+    kernel a copy of half its share of the traffic; the quantization costs 0 where the experts
+    take 16-bit activations."""
+    assert m.moe is not None
+    e, h = m.moe, m.hidden_size
+    tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
+    pairs = tokens * e.top_k / p.ep
+    routing = tokens / p.dp * (e.num_experts * 4.0 + e.top_k * 8.0) + pairs * h * ACT_BYTES
+    quantized = np.isin(p.gemm_dtypes(), QUANTIZED_ACTIVATIONS).astype(float)
+    inter = e.expert_intermediate * p.ep / (p.tp * p.dp)
+    quant = quantized * (tokens / p.dp * h + pairs * inter) * (ACT_BYTES + 1.0)
+    return [
+        Op(
+            name,
+            "elementwise",
+            "elementwise",
+            g.count,
+            np.zeros_like(nbytes),
+            nbytes,
+            0.0,
+            kernels=kernels,
+            shape=Memcpy(nbytes / 2.0 / kernels),
+        )
+        for name, nbytes, kernels in (
+            ("moe_routing", routing, MOE_ROUTING_KERNELS),
+            ("moe_quant", quant, MOE_QUANT_KERNELS),
+        )
+    ]
 
 
 def elementwise_elems_per_token(m: ModelSpec, g: LayerGroup, p: ParallelArrays) -> np.ndarray:

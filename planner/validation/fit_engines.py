@@ -106,7 +106,7 @@ CONSTANTS: tuple[Constant, ...] = (
         0.002,
         ("agg", "disagg"),
         ("tpot",),
-        shared=True,
+        shared=False,
     ),
     Constant(
         "request_overhead_s",
