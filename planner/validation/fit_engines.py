@@ -150,19 +150,25 @@ CONSTANTS: tuple[Constant, ...] = (
     ),
 )
 """The fitted constants, in coordinate-search order (kernel and step time first: they set TPOT,
-which the TTFT constants then build on). Dropped because the campaign-held-out figures do not need
-them: a CPU time per running request per step (fitted 1e-5 s shared; held out without it agg TTFT
-30.7 vs 30.8 %, TPOT 15.3 vs 15.6 %, disagg TTFT 41.8 vs 42.0 %, TPOT 13.1 vs 12.1 %) and
-per-engine step-time and lockstep constants (shared values: agg TTFT 30.8 vs 31.0 %, disagg TPOT
-12.1 vs 20.1 %). Tried and not kept: one disaggregated request overhead shared by the engines
-(held out disagg TTFT 45.6 vs 45.1 %, agg TTFT 27.5 vs 27.6 %; 2026-12-01, 1,618 rows).
-``kernel_scale`` is held at 1 (``held``): the kernel tier is calibrated to measured kernels, the
-full-data fit gives 1.0, and fitting it in the folds only adds a near-tie (fifth pass, 1,588 rows:
-one fold's median |ln| TPOT loss 0.1291 at 0.9 against 0.1300 at 1.0 flips it, and with it every
-engine's TPOT in that fold); held out, fitted vs held: agg TTFT 27.91 vs 27.57 %, agg TPOT 13.53
-vs 12.47 %, disagg TTFT 43.23 vs 42.32 %, disagg TPOT 11.61 vs 9.53 %, rows off > 3x 190 vs 189.
-(In the third pass, 1,618 rows, holding it was mixed: agg TPOT 15.7 vs 16.6 % but disagg TPOT 13.5
-vs 12.5 %.)"""
+which the TTFT constants then build on). ``step_overhead_s`` is fitted per engine since the tenth
+pass (2026-12-02): with FP8 GEMMs priced without the kernel harness's activation-scale pass and
+fused-MoE layers as their kernels, a shared value fell to 1 ms in four of five folds and priced the
+dense vLLM campaigns fast; per engine (SGLang and TensorRT-LLM 1 ms, vLLM 2 ms on all rows) held out
+agg TTFT 24.74 -> 24.88 %, agg TPOT 13.26 -> 12.69 %, disagg TTFT 29.80 -> 28.82 %, disagg TPOT
+12.70 -> 9.89 % (on the kernel tier before, per engine was worse: 27.21 / 13.45 / 30.76 / 12.80 %
+against 27.18 / 12.96 / 28.64 / 10.14 % shared). Dropped because the campaign-held-out figures do
+not need them: a CPU time per running request per step (fitted 1e-5 s shared; held out without it
+agg TTFT 30.7 vs 30.8 %, TPOT 15.3 vs 15.6 %, disagg TTFT 41.8 vs 42.0 %, TPOT 13.1 vs 12.1 %) and
+per-engine lockstep constants (shared values: agg TTFT 30.8 vs 31.0 %, disagg TPOT 12.1 vs 20.1 %
+with the step time per engine too, on an earlier kernel tier). Tried and not kept: one disaggregated
+request overhead shared by the engines (held out disagg TTFT 45.6 vs 45.1 %, agg TTFT 27.5 vs 27.6
+%; 2026-12-01, 1,618 rows). ``kernel_scale`` is held at 1 (``held``): the kernel tier is calibrated
+to measured kernels, the full-data fit gives 1.0, and fitting it in the folds only adds a near-tie
+(fifth pass, 1,588 rows: one fold's median |ln| TPOT loss 0.1291 at 0.9 against 0.1300 at 1.0 flips
+it, and with it every engine's TPOT in that fold); held out, fitted vs held: agg TTFT 27.91 vs 27.57
+%, agg TPOT 13.53 vs 12.47 %, disagg TTFT 43.23 vs 42.32 %, disagg TPOT 11.61 vs 9.53 %, rows off >
+3x 190 vs 189. (In the third pass, 1,618 rows, holding it was mixed: agg TPOT 15.7 vs 16.6 % but
+disagg TPOT 13.5 vs 12.5 %.)"""
 BY_NAME: dict[str, Constant] = {c.name: c for c in CONSTANTS}
 FITTED: tuple[Constant, ...] = tuple(c for c in CONSTANTS if not c.held)
 """The constants the packaged fit searches (``Constant.held`` ones keep their start)."""

@@ -129,6 +129,39 @@ def test_grouped_expert_gemms_borrow_the_dense_fit_at_lower_compute_efficiency()
     assert small < 1.1 * float(db.gemm(32.0, 3.0 * 1536.0 * 128.0, 4096.0, "fp8").seconds)
 
 
+def test_a_fused_moe_layer_pays_the_fixed_cost_of_its_two_grouped_gemms() -> None:
+    """``costs.MOE_GROUPED_GEMMS`` launches: a layer of one token costs at least twice the GEMM
+    fit's ``launch_s``, and that fixed part is what separates it from the same work priced as one
+    kernel."""
+    from kernels_db import costs
+
+    db = KernelDB.for_gpu(get_gpu("h200"))
+    prm = db._family_params("moe")[0]["fp8"]
+    one = float(db.moe(1.0, 4096.0, 1536.0, 8.0, 128.0, 1.0, "fp8").seconds)
+    assert costs.MOE_GROUPED_GEMMS == 2.0
+    assert one >= costs.MOE_GROUPED_GEMMS * prm.launch_s
+    cnt = costs.counts(
+        "moe",
+        {
+            "tokens": 1.0,
+            "hidden": 4096.0,
+            "inter": 1536.0,
+            "topk": 8.0,
+            "experts": 128.0,
+            "ep": 1.0,
+            "dtype": "fp8",
+        },
+        db.spec,
+    )
+    assert float(np.asarray(cnt.launches)) == costs.MOE_GROUPED_GEMMS
+    single = costs.model_time(
+        costs.Counts(cnt.flops, cnt.nbytes, cnt.peak_flops_per_s, cnt.row_flops),
+        prm.as_array(),
+        db.spec.hbm_bandwidth_bytes_per_s,
+    )
+    assert one - float(single) == pytest.approx(prm.launch_s, rel=1e-6)
+
+
 def test_mla_decode_computes_at_the_prefill_efficiency_in_64_head_tiles() -> None:
     """MLA decode takes its compute efficiency from the tensor-core prefill fit (not from the
     memory-bound grouped decode fit) and issues whole 64-head tiles
