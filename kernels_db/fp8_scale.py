@@ -162,7 +162,10 @@ def fit_block(
     the share of its compute rate that prices them best (log time, soft-L1)."""
     from kernels_db import costs, fitted
 
-    prm = fitted.load(spec.key).families["gemm"].params["fp8"]
+    fit = fitted.load(spec.key)
+    if fit is None:
+        raise PlannerInputError("--gpu", f"no fitted kernel file for '{spec.key}'")
+    prm = fit.families["gemm"].params["fp8"]
     p, bw = prm.as_array(), spec.hbm_bandwidth_bytes_per_s
     cols = {"m": m, "n": n, "k": k, "dtype": np.full(len(m), "fp8")}
     cnt = costs.counts("gemm", cols, spec)

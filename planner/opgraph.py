@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 
@@ -222,7 +222,14 @@ def block_scaled(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
     return np.asarray((p.gemm_dtypes() == "fp8") & (m.quant.activation_scale == "block"), float)
 
 
-def _fp8_columns(m: ModelSpec, p: ParallelArrays, inputs: float) -> dict[str, np.ndarray]:
+class _Fp8Columns(TypedDict):
+    """The FP8 keyword columns of ``_gemm_shape``."""
+
+    scale_passes: np.ndarray
+    block_scale: np.ndarray
+
+
+def _fp8_columns(m: ModelSpec, p: ParallelArrays, inputs: float) -> _Fp8Columns:
     """The FP8 columns of a GEMM op over ``inputs`` GEMM inputs (``_gemm_shape``)."""
     return {
         "scale_passes": inputs * tensor_scale_passes(m, p),
