@@ -199,12 +199,14 @@ paying the GEMM fit's fixed ``launch_s``: ``invoke_fused_moe_kernel`` twice in S
 Triton path (``fused_experts_impl``, ``python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py``
 of the sglang 0.5.6.post2 wheel), two CUTLASS grouped GEMMs in TensorRT-LLM's. The layer's other
 kernels (routing, activation, quantization, combine) are priced with the step's memory-bound
-kernels (``planner.opgraph.moe_ops``)."""
+kernels (``planner.opgraph.moe_aux_ops``; the activation in ``elementwise_op``)."""
 
 
 def _scale_seconds(z: Mapping[str, Size], spec: GpuSpec) -> np.ndarray:
     """Seconds of a GEMM row's dynamic per-tensor activation-scale passes (``fp8_scale``): the
-    ``TENSOR_SCALE`` column's passes over its m x k input; 0 where the column is absent."""
+    ``TENSOR_SCALE`` column's passes, each over the row's m x k input (a merged op's second input,
+    e.g. the O projection's, is priced at the first one's width: an approximation of a pass that
+    is mostly its fixed cost at decode sizes); 0 where the column is absent."""
     passes = z.get(fp8_scale.TENSOR_SCALE)
     if passes is None or not np.any(np.asarray(passes) > 0):
         return _ZERO

@@ -32,6 +32,11 @@ computescale_perf.parquet`` @ 095f58a5, 1,628 (m, k) points per GPU) by
 prices its static FP8 GEMM the same way (collected fp8 GEMM minus this step). A GPU without its
 own constants takes those of the closest measured GPU of the same vendor and architecture
 (``kernels_db.transfer.distance``), else the median of the measured ones (``DEFAULT``).
+
+Regeneration order: the pass constants first (this command), then the kernel fit (``planner
+calibrate fit``, whose fp8 rows are priced with the pass), then ``block_compute_share`` again
+(this command: it is fitted against the committed per-tensor FP8 GEMM fit), so a refit of either
+is followed by both.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ from scipy.optimize import least_squares
 
 from hardware.catalog import all_gpus, get_gpu
 from hardware.errors import PlannerInputError
-from hardware.input_files import read_bytes, read_yaml
+from hardware.input_files import key_line, read_bytes, read_text, read_yaml
 from hardware.spec import GpuSpec
 from kernels_db import roofline as rf
 from kernels_db.paths import PACKAGE_DIR
@@ -133,6 +138,8 @@ def seconds(
 def fit(m: np.ndarray, k: np.ndarray, latency_s: np.ndarray, spec: GpuSpec) -> ScalePass:
     """Least-squares constants (log time, soft-L1, within ``PARAM_BOUNDS``) of measured passes."""
     keep = np.asarray(latency_s) > 0.0  # the collector clips dynamic - static at 0
+    if not keep.any():
+        raise PlannerInputError("--aic-data", f"no compute_scale row of '{spec.key}' with time")
     m, k, t = np.asarray(m, float)[keep], np.asarray(k, float)[keep], np.asarray(latency_s)[keep]
     lo = np.log([b[0] for b in PARAM_BOUNDS.values()])
     hi = np.log([b[1] for b in PARAM_BOUNDS.values()])
@@ -162,10 +169,15 @@ def fit_block(
     the share of its compute rate that prices them best (log time, soft-L1)."""
     from kernels_db import costs, fitted
 
-    fit = fitted.load(spec.key)
-    if fit is None:
+    gpu_fit = fitted.load(spec.key)
+    if gpu_fit is None:
         raise PlannerInputError("--gpu", f"no fitted kernel file for '{spec.key}'")
-    prm = fit.families["gemm"].params["fp8"]
+    keep = np.asarray(latency_s) > 0.0  # as ``fit``: a row of no time has no log residual
+    if not keep.any():
+        raise PlannerInputError("--aic-data", f"no fp8_block GEMM row of '{spec.key}' with time")
+    m, n, k = (np.asarray(x, float)[keep] for x in (m, n, k))
+    latency_s = np.asarray(latency_s, float)[keep]
+    prm = gpu_fit.families["gemm"].params["fp8"]
     p, bw = prm.as_array(), spec.hbm_bandwidth_bytes_per_s
     cols = {"m": m, "n": n, "k": k, "dtype": np.full(len(m), "fp8")}
     cnt = costs.counts("gemm", cols, spec)
@@ -188,10 +200,23 @@ def measured() -> dict[str, ScalePass]:
     gpus = raw.get("gpus") if isinstance(raw, dict) else None
     if not isinstance(gpus, dict):
         raise PlannerInputError(f"{CONSTANTS_FILE}: gpus", "must map GPU keys to constants")
-    try:
-        return {str(key): ScalePass.model_validate(v) for key, v in gpus.items()}
-    except ValidationError as exc:
-        raise PlannerInputError(f"{CONSTANTS_FILE}: gpus", str(exc).splitlines()[0]) from exc
+    out: dict[str, ScalePass] = {}
+    for key, v in gpus.items():
+        try:
+            out[str(key)] = ScalePass.model_validate(v)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "constants"
+            text = read_text(CONSTANTS_FILE, "calibration YAML", "kernels_db")
+            line = key_line(text, str(key))  # the GPU's block, then its field inside it
+            if err["loc"]:
+                rest = "\n".join(text.splitlines()[line - 1 :])
+                line += key_line(rest, str(err["loc"][0])) - 1
+            raise PlannerInputError(
+                f"{CONSTANTS_FILE}:{line}: gpus.{key}.{field}",
+                err["msg"].removeprefix("Value error, "),
+            ) from None
+    return out
 
 
 def default() -> ScalePass:

@@ -108,7 +108,7 @@ def fp8_scale_passes(table: KernelTable) -> np.ndarray | None:
     dynamic = np.zeros(len(table), dtype=bool)
     for marker in GEMM_DYNAMIC_FP8:
         dynamic |= np.char.find(origins, marker) >= 0
-    dynamic &= rf.dtype_bytes(table.keys["dtype"].astype(str)) == 1.0
+    dynamic &= table.keys["dtype"].astype(str) == "fp8"
     return dynamic.astype(float) if dynamic.any() else None
 
 

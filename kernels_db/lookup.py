@@ -44,6 +44,7 @@ from hardware.spec import GpuSpec
 from kernels_db import comm as cm
 from kernels_db import costs, fitted, paths, transfer
 from kernels_db import roofline as rf
+from kernels_db.harness import measured_cols
 from kernels_db.interp import TableInterpolator
 from kernels_db.ops import (
     SHAPES,
@@ -208,8 +209,14 @@ class KernelDB:
         if op not in self.tables:
             return None
         if op not in self._interp:
+            table = self.tables[op]
+            # the ratio measured / model of each row prices the row as its harness ran it
+            # (``harness.measured_cols``: a decode harness's KV share, a GEMM harness's weight
+            # copies and FP8 scale passes), so a serving query, priced without them, does not
+            # inherit them
+            cols = measured_cols(table, self.spec)
             self._interp[op] = TableInterpolator(
-                self.tables[op], lambda c, n: np.broadcast_to(self.model(op, c)[0], (n,))
+                table, lambda c, n: np.broadcast_to(self.model(op, cols)[0], (n,))
             )
         return self._interp[op]
 

@@ -32,7 +32,8 @@ class KernelShape:
     family: ClassVar[str] = ""
 
     def columns(self) -> dict[str, Column]:
-        """The key columns by name, in ``OP_KEYS`` order (the tables' and the model's form)."""
+        """The fields by name: the key columns in ``OP_KEYS`` order (the tables' and the model's
+        form), then any model-only columns (``EXTRA_COLUMNS``)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

@@ -20,6 +20,7 @@ from typing import Literal, TypedDict
 
 import numpy as np
 
+from kernels_db.costs import MOE_GROUPED_GEMMS
 from kernels_db.ops import (
     AttentionDecode,
     AttentionPrefill,
@@ -46,8 +47,9 @@ input and the residual and writes the new residual and the normed output (vLLM
 ``fused_add_rms_norm``, SGLang/FlashInfer ``fused_add_rmsnorm``); every TP rank holds the whole
 hidden vector, so this does not shrink with TP."""
 ELEMENTWISE_KERNELS = 4.0
-"""Two add+norm kernels, RoPE and SiLU-and-mul per layer (fp8 activation quantization is fused into
-the norm and activation kernels in vLLM, SGLang and TensorRT-LLM)."""
+"""Two add+norm kernels, RoPE and SiLU-and-mul per layer (fp8 activation quantization of the dense
+GEMMs is fused into the norm and activation kernels in vLLM, SGLang and TensorRT-LLM; a fused-MoE
+layer's own quantizations are ``MOE_QUANT_KERNELS``)."""
 MOE_ROUTING_KERNELS = 3.0
 """Memory-bound kernels of one fused-MoE layer besides its two grouped GEMMs
 (``kernels_db.costs.MOE_GROUPED_GEMMS``) and the gated activation (one of
@@ -205,9 +207,10 @@ def tensor_scale_passes(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
     """Per candidate, 1 where its FP8 GEMMs compute a whole-tensor activation scale at run time
     before each GEMM input (``kernels_db.fp8_scale``): the checkpoint asks for dynamic per-tensor
     scales (``CheckpointQuant.activation_scale`` "tensor"), or a 16-bit checkpoint is quantized to
-    FP8 on load (vLLM / SGLang ``--quantization fp8``: dynamic per-tensor activation scales).
-    Static, per-token and block scales are computed inside the quantizing pass that the fitted
-    GEMM already holds: 0."""
+    FP8 on load (vLLM / SGLang ``--quantization fp8``: dynamic per-tensor activation scales;
+    ASSUMPTION: a TensorRT-LLM plan of a 16-bit checkpoint at FP8 is priced the same way, as its
+    FP8QDQ linear layer without an input scale takes the same dynamic path). Static, per-token and
+    block scales are computed inside the quantizing pass that the fitted GEMM already holds: 0."""
     q = m.quant
     dynamic = q.activation_scale == "tensor" or (
         q.weight_format == "bf16" and q.activation_scale == "none"
@@ -217,8 +220,11 @@ def tensor_scale_passes(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
 
 def block_scaled(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
     """Per candidate, 1 where its FP8 GEMMs apply 128 x 128 block scales as they accumulate
-    (``CheckpointQuant.activation_scale`` "block", DeepSeek-style FP8): they run at the GPU's
-    ``block_compute_share`` of the per-tensor FP8 GEMM's compute rate (``kernels_db.fp8_scale``)."""
+    (``CheckpointQuant.activation_scale`` "block", DeepSeek-style FP8): its dense GEMMs (the
+    ``gemm`` family) run at the GPU's ``block_compute_share`` of the per-tensor FP8 GEMM's compute
+    rate (``kernels_db.fp8_scale``). Grouped expert GEMMs (``moe_ops``) do not take it: they run
+    at ``fitted.GROUPED_GEMM_COMPUTE_FRACTION`` of the dense rate, fitted end to end on campaigns
+    that are mostly block-scaled, which would count the block scales twice."""
     return np.asarray((p.gemm_dtypes() == "fp8") & (m.quant.activation_scale == "block"), float)
 
 
@@ -648,7 +654,7 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
             flops,
             nbytes,
             p.gemm_peak_flops_per_s,
-            kernels=3.0,
+            kernels=MOE_GROUPED_GEMMS,
             shape=shape,
             imbalance=moe_imbalance(pairs, p.ep),
         ),
@@ -701,9 +707,16 @@ def moe_aux_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> l
     tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
     pairs = tokens * e.top_k / p.ep
     routing = tokens / p.dp * (e.num_experts * 4.0 + e.top_k * 8.0) + pairs * h * ACT_BYTES
-    quantized = np.isin(p.gemm_dtypes(), QUANTIZED_ACTIVATIONS).astype(float)
+    q = m.quant
+    # an 8-bit GEMM dtype takes 8-bit inputs, but for an int8 weight-only (W8A16) checkpoint,
+    # priced at the fp8 rate (``quantization.PRICING_DTYPE``), which keeps 16-bit inputs
+    weight_only = q.weight_format == "int8" and q.activation_bits > 8
+    quantized = (np.isin(p.gemm_dtypes(), QUANTIZED_ACTIVATIONS) & (not weight_only)).astype(float)
     inter = e.expert_intermediate * p.ep / (p.tp * p.dp)
-    quant = quantized * (tokens / p.dp * h + pairs * inter) * (ACT_BYTES + 1.0)
+    # the gate-up input: this rank's tokens before an expert-parallel dispatch, every token where
+    # the experts' GPUs hold the whole batch (ep 1); the down input: its routed pairs
+    gate_up_rows = np.where(p.ep > 1, tokens / p.dp, tokens)
+    quant = quantized * (gate_up_rows * h + pairs * inter) * (ACT_BYTES + 1.0)
     return [
         Op(
             name,

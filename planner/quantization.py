@@ -208,7 +208,12 @@ def _hf_method(q: Mapping[str, object], method: str) -> CheckpointQuant:
     if method in ("fp8", "fbgemm_fp8"):
         block = q.get("weight_block_size")
         group = _count(block[0], 0, "weight_block_size") if isinstance(block, list) and block else 0
-        static = str(q.get("activation_scheme", "dynamic")) == "static"
+        scheme = str(q.get("activation_scheme", "dynamic"))
+        if scheme not in ("static", "dynamic"):
+            raise PlannerInputError(
+                _field("activation_scheme"), f"'{scheme}' is not one of: static, dynamic"
+            )
+        static = scheme == "static"
         # 128-value blocks (DeepSeek-style); fbgemm_fp8 per token; plain dynamic fp8 per tensor
         scale: ActivationScale = (
             "block"

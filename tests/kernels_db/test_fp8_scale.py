@@ -174,3 +174,37 @@ def test_a_missing_or_malformed_table_is_one_input_error(tmp_path: Path) -> None
     ).to_parquet(bad)
     with pytest.raises(PlannerInputError, match="positive"):
         fp8_scale.read_aic(tmp_path, "h200_sxm")
+
+
+def test_rows_of_no_time_are_left_out_of_the_fits() -> None:
+    """The collector clips a pass at 0 ms: such rows have no log residual, so both fits drop them
+    and say so in one input error when nothing is left."""
+    m = 2.0 ** np.arange(0, 12)
+    n, k = np.full(m.size, 8192.0), np.full(m.size, 4096.0)
+    prm = fitted.load("h200_sxm").families["gemm"].params["fp8"]
+    cols = {"m": m, "n": n, "k": k, "dtype": np.full(m.size, "fp8")}
+    t = costs.model_time(costs.counts("gemm", cols, H200), prm.as_array(), 4.8e12, prm.pad_rows)
+    t[:3] = 0.0
+    assert fp8_scale.fit_block(m, n, k, t, H200) == pytest.approx(1.0, rel=0.02)
+    with pytest.raises(PlannerInputError, match="--aic-data"):
+        fp8_scale.fit_block(m, n, k, np.zeros(m.size), H200)
+    with pytest.raises(PlannerInputError, match="--aic-data"):
+        fp8_scale.fit(m, k, np.zeros(m.size), H200)
+
+
+def test_a_constant_out_of_range_names_its_gpu_field_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = fp8_scale.CONSTANTS_FILE.read_text().replace("memory_eff: 0.3898", "memory_eff: 3.898")
+    assert "memory_eff: 3.898" in text
+    bad = tmp_path / "fp8_scale.yaml"
+    bad.write_text(text)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "memory_eff: 3.898" in s)
+    monkeypatch.setattr(fp8_scale, "CONSTANTS_FILE", bad)
+    fp8_scale.measured.cache_clear()
+    try:
+        with pytest.raises(PlannerInputError) as err:
+            fp8_scale.measured()
+        assert f"{bad}:{line}: gpus.b200_sxm.memory_eff" in str(err.value)
+    finally:
+        fp8_scale.measured.cache_clear()

@@ -108,3 +108,39 @@ def test_gemm_serving_reads_weights_from_dram() -> None:
     spec = get_gpu("l40s")
     cost = KernelDB.for_gpu(spec).gemm(np.array([1, 8]), 4096, 4096, "bf16")
     assert np.all(cost.seconds >= 2 * 4096**2 / spec.hbm_bandwidth_bytes_per_s)
+
+
+def test_interpolated_tables_do_not_carry_their_harness_into_serving() -> None:
+    """A table's measured / model ratio is taken against the row priced as its harness ran it
+    (``measured_cols``): fp8 rows of the TensorRT-LLM 1.3.0rc20 GEMM harness, measured exactly as
+    the fitted model prices them with the harness's scale pass and weight copies, leave a serving
+    GEMM between them priced as without the table."""
+    from kernels_db import fitted
+    from kernels_db.lookup import KernelDB
+
+    spec = get_gpu("h200")
+    src = "github:ai-dynamo/aiconfigurator data/h200_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.parquet"
+    ms = [16, 32, 64, 128]
+    frame = pd.DataFrame(
+        {
+            "m": ms * 2,
+            "n": [8192] * 8,
+            "k": [4096] * 4 + [8192] * 4,
+            "dtype": ["fp8"] * 8,
+            "latency_s": [1.0] * 8,
+            "source": [src] * 8,
+        }
+    )
+    t = table_from_frame(frame, "gemm", "h200_sxm", "x.csv")
+    plain = KernelDB(spec, {}, fitted.load("h200_sxm"))
+    as_measured = plain.model("gemm", measured_cols(t, spec))[0]
+    assert np.all(as_measured > plain.model("gemm", t.keys)[0])  # the harness's scale pass
+    frame["latency_s"] = as_measured
+    table = table_from_frame(frame, "gemm", "h200_sxm", "x.csv")
+    db = KernelDB(spec, {"gemm": table}, fitted.load("h200_sxm"))
+    for m in (16.0, 48.0, 100.0):
+        with_table = db.gemm(m, 8192.0, 6144.0, "fp8")
+        assert str(np.asarray(with_table.provenance).flat[0]) == "interpolated"
+        assert float(with_table.seconds) == pytest.approx(
+            float(plain.gemm(m, 8192.0, 6144.0, "fp8").seconds), rel=1e-9
+        )

@@ -75,3 +75,35 @@ def test_each_kernel_pays_its_fixed_cost() -> None:
         assert 1e-6 * kernels <= per_layer <= 1e-5 * kernels, (model, per_layer)
         quant = dict(zip([op.name for op in ops], priced, strict=True))["moe_quant"][0]
         assert (float(quant[0]) > 0.0) is (dtype == "fp8")
+
+
+@pytest.mark.parametrize(("dp", "ep", "rows"), [(4.0, 1.0, 16.0), (4.0, 4.0, 4.0)])
+def test_the_gate_up_input_is_quantized_where_the_experts_read_it(
+    dp: float, ep: float, rows: float
+) -> None:
+    """With attention DP the experts of an expert-parallel layer read tokens each rank quantized
+    before the dispatch (its own 16 / 4); with ep 1 every GPU's experts take the whole batch, so
+    all 16 tokens are quantized there. The down input is the GPU's routed pairs either way."""
+    m = load_model("qwen3-235b-a22b-fp8")
+    e = m.moe
+    assert e is not None
+    par = ParallelArrays(
+        _a(1), _a(1), _a(dp), _a(ep), _a(1.0), _a(2.0), _a(1e15), np.array(["fp8"])
+    )
+    quant = next(op for op in step_ops(m, par, DECODE) if op.name == "moe_quant")
+    pairs = 16.0 * e.top_k / ep
+    inter = e.expert_intermediate * ep / dp
+    expected = (rows * m.hidden_size + pairs * inter) * 3.0
+    assert float(quant.nbytes[0]) == pytest.approx(expected)
+
+
+def test_weight_only_8_bit_experts_keep_16_bit_inputs() -> None:
+    """An int8 weight-only checkpoint is priced at the fp8 GEMM rate but runs no quantize kernel."""
+    from planner.quantization import CheckpointQuant
+
+    m = load_model("qwen3-235b-a22b")
+    w8a16 = m.model_copy(
+        update={"quant": CheckpointQuant(method="gptq", weight_format="int8", activation_bits=16)}
+    )
+    quant = next(op for op in step_ops(w8a16, _par("fp8"), DECODE) if op.name == "moe_quant")
+    assert float(quant.nbytes[0]) == 0.0

@@ -98,6 +98,7 @@ def test_compressed_tensors_int4_and_nvfp4() -> None:
         ),
         ({"quant_method": "gptq", "bits": 4, "group_size": "wide"}, "group_size"),
         ({"quant_method": "fp8", "weight_block_size": [[128]]}, "weight_block_size"),
+        ({"quant_method": "fp8", "activation_scheme": "statics"}, "activation_scheme"),
     ],
 )
 def test_unreadable_quantization_is_refused_by_field(q: object, field: str) -> None:

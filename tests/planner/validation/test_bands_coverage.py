@@ -19,7 +19,7 @@ KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {
 regression.
 
 TensorRT-LLM disaggregated TTFT (92 rows, 7 campaigns), 69.6% out of fold since the tenth pass
-(2026-12-02; 78.3% before, campaign-bootstrap interval 58.9-84.3% now, 67.8-87.4% before). Its own
+(2026-12-02; 78.3% before, campaign-bootstrap interval 60.0-83.5% now, 67.8-87.4% before). Its own
 residuals did not move (per-campaign medians within 0.05); its coverage rests on one fold: with the
 H200 campaign (25 rows) held out, the cell's training residuals have nothing between +0.50 and
 +0.97 (ln measured / predicted) at 10-12% of their weight, so the upper edge is about +1.0 at a

@@ -108,15 +108,15 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 176 of 1,588 on 2026-12-02 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 175 of 1,588 on 2026-12-02 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 178
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 176 (2026-12-02, tenth
+OFF_BY_3X = 177
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 175 (2026-12-02, tenth
 pass: FP8 GEMMs priced without the kernel harness's activation-scale pass, fused-MoE layers as their
-kernels, the step overhead per engine: 178 -> 176). Ninth pass: the InferenceMAX disaggregated rows
+kernels, the step overhead per engine: 178 -> 175). Ninth pass: the InferenceMAX disaggregated rows
 replayed at the decode cap their launch recipe set, ``validation.disagg_recipes``, took 15 rows
 inside 3x, 193 -> 178; before, 195 -> 189 -> 193 in the fifth pass: TensorRT-LLM's attention-DP
 balance wait, then the Llama-3.1-70B batch waiting with four aic Llama-3.1-8B rows near the line
