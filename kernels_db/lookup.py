@@ -10,8 +10,13 @@ and its siblings are shorthands). Every column is a numpy array or a scalar (bro
 every method returns a frozen ``OpCost``.
 Each op is priced, in this order (the provenance tag says which):
 
-- ``measured``: a row of this GPU's table (``kernels_db/data/<gpu>/<op>.csv``) matches exactly;
-- ``interpolated``: inside the table's measured grid (log space over sizes, ``kernels_db.interp``);
+- ``measured``: a row of this GPU's table (``kernels_db/data/<gpu>/<op>.csv``) matches exactly:
+  its latency, less what its benchmark harness did that a serving step does not (the row's
+  measured / model ratio is taken against the row priced as its harness ran it,
+  ``harness.measured_cols``: a GEMM benchmark re-reading its weights from the L2, an FP8 harness's
+  dynamic scale pass, a decode harness's KV share);
+- ``interpolated``: inside the table's measured grid (log space over sizes, ``kernels_db.interp``),
+  the same ratio interpolated;
 - ``fitted``: the roofline with this GPU's fitted efficiencies (``kernels_db/fitted/<gpu>.yaml``);
 - ``transferred:<gpu>``: the roofline with a sibling GPU's fit carried over
   (``kernels_db.transfer``), for GPUs without a fit of their own;
