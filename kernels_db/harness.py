@@ -47,15 +47,22 @@ HARNESS_KV_DRAM_SHARE: Final[float] = 0.5
 measured GQA / MHA and TRT-LLM 1.0 / 1.3 rate ratios are 1.9x, and 0.5 is the K-only count."""
 
 
+def rows_from(table: KernelTable, markers: tuple[str, ...]) -> np.ndarray:
+    """Per row of ``table``, whether its origin (``KernelTable.row_origins``) holds any of
+    ``markers``."""
+    origins = table.row_origins().astype(str)
+    hit = np.zeros(len(table), dtype=bool)
+    for marker in markers:
+        hit |= np.char.find(origins, marker) >= 0
+    return hit
+
+
 def kv_dram_share(table: KernelTable) -> np.ndarray:
     """Per row, the share of the counted KV bytes that the measured kernel read from DRAM."""
     share = np.ones(len(table))
     if table.op != "attention_decode":
         return share
-    origins = table.row_origins().astype(str)
-    aliased = np.zeros(len(table), dtype=bool)
-    for marker in KV_ALIASED_HARNESSES:
-        aliased |= np.char.find(origins, marker) >= 0
+    aliased = rows_from(table, KV_ALIASED_HARNESSES)
     grouped = table.keys["heads"] != table.keys["kv_heads"]
     share[aliased & grouped] = HARNESS_KV_DRAM_SHARE
     return share
@@ -104,10 +111,7 @@ def fp8_scale_passes(table: KernelTable) -> np.ndarray | None:
     ``GEMM_DYNAMIC_FP8``); None when no row ran one."""
     if table.op != "gemm":
         return None
-    origins = table.row_origins().astype(str)
-    dynamic = np.zeros(len(table), dtype=bool)
-    for marker in GEMM_DYNAMIC_FP8:
-        dynamic |= np.char.find(origins, marker) >= 0
+    dynamic = rows_from(table, GEMM_DYNAMIC_FP8)
     dynamic &= table.keys["dtype"].astype(str) == "fp8"
     return dynamic.astype(float) if dynamic.any() else None
 

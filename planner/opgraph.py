@@ -699,9 +699,8 @@ def moe_aux_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> l
     routing and combine (``MOE_ROUTING_KERNELS``: reads the fp32 router logits, sorts the pairs,
     sums the top-k outputs) and, for 8-bit expert inputs, the two activation quantizations
     (``MOE_QUANT_KERNELS``: read 16-bit, write 8-bit, over each GEMM's input). Priced as the step's
-    other memory-bound kernels (kernels_db ``memcpy``: a fixed cost per kernel plus its bytes), each
-    kernel a copy of half its share of the traffic; the quantization costs 0 where the experts
-    take 16-bit activations."""
+    other memory-bound kernels (``memory_bound_op``: a fixed cost per kernel plus its bytes); the
+    quantization costs 0 where the experts take 16-bit activations."""
     assert m.moe is not None
     e, h = m.moe, m.hidden_size
     tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
@@ -718,22 +717,26 @@ def moe_aux_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> l
     gate_up_rows = np.where(p.ep > 1, tokens / p.dp, tokens)
     quant = quantized * (gate_up_rows * h + pairs * inter) * (ACT_BYTES + 1.0)
     return [
-        Op(
-            name,
-            "elementwise",
-            "elementwise",
-            g.count,
-            np.zeros_like(nbytes),
-            nbytes,
-            0.0,
-            kernels=kernels,
-            shape=Memcpy(nbytes / 2.0 / kernels),
-        )
-        for name, nbytes, kernels in (
-            ("moe_routing", routing, MOE_ROUTING_KERNELS),
-            ("moe_quant", quant, MOE_QUANT_KERNELS),
-        )
+        memory_bound_op("moe_routing", g.count, routing, MOE_ROUTING_KERNELS),
+        memory_bound_op("moe_quant", g.count, quant, MOE_QUANT_KERNELS),
     ]
+
+
+def memory_bound_op(name: str, count: float, nbytes: np.ndarray, kernels: float) -> Op:
+    """``kernels`` memory-bound kernels moving ``nbytes`` in all, repeated ``count`` times a step.
+    kernels_db's memcpy of N bytes moves 2·N (read + write), so each kernel is priced as a copy of
+    half its share of the traffic."""
+    return Op(
+        name,
+        "elementwise",
+        "elementwise",
+        count,
+        np.zeros_like(nbytes),
+        nbytes,
+        0.0,
+        kernels=kernels,
+        shape=Memcpy(nbytes / 2.0 / kernels),
+    )
 
 
 def elementwise_elems_per_token(m: ModelSpec, g: LayerGroup, p: ParallelArrays) -> np.ndarray:
@@ -752,21 +755,9 @@ def elementwise_elems_per_token(m: ModelSpec, g: LayerGroup, p: ParallelArrays) 
 
 def elementwise_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
     """Norms, RoPE, residuals and activation kernels (memory bound): ``elementwise_elems_per_token``
-    bf16 elements per token. kernels_db's memcpy of N bytes moves 2·N (read + write), so each of the
-    ``ELEMENTWISE_KERNELS`` kernels is priced as a copy of half its share of the traffic."""
+    bf16 elements per token over ``ELEMENTWISE_KERNELS`` kernels (``memory_bound_op``)."""
     nbytes = _tokens_per_rank(p, s) * elementwise_elems_per_token(m, g, p) * ACT_BYTES
-    shape = Memcpy(nbytes / 2.0 / ELEMENTWISE_KERNELS)
-    return Op(
-        "elementwise",
-        "elementwise",
-        "elementwise",
-        g.count,
-        np.zeros_like(nbytes),
-        nbytes,
-        0.0,
-        kernels=ELEMENTWISE_KERNELS,
-        shape=shape,
-    )
+    return memory_bound_op("elementwise", g.count, nbytes, ELEMENTWISE_KERNELS)
 
 
 def lm_head_op(m: ModelSpec, p: ParallelArrays, s: StepMix) -> Op:
