@@ -330,15 +330,16 @@ def write(root: Path, out: Path, gpus: Sequence[str], force: bool) -> Path:
     if out.is_symlink():
         raise PlannerInputError("--out", f"{out} is a symbolic link; not followed")
     fits: dict[str, dict[str, object]] = {}
-    for gpu in gpus:
-        spec = get_gpu(gpu)
+    for name in gpus:
+        spec = get_gpu(name)  # a known GPU: its key, not the flag's spelling, names the folder
+        gpu = spec.key
         m, k, t = read_aic(root, gpu)
         bm, bn, bk, bt = read_aic_block(root, gpu)
         sp = fit(m, k, t, spec).model_copy(
             update={
                 "source": f"systems/data/{gpu}/{AIC_TABLE} and {AIC_GEMM_TABLE} (fp8_block)",
                 "block_compute_share": fit_block(bm, bn, bk, bt, spec),
-                "block_rows": len(bt),
+                "block_rows": int(np.count_nonzero(np.asarray(bt) > 0.0)),  # the rows fitted
             }
         )
         fits[gpu] = sp.model_dump()
@@ -351,10 +352,10 @@ def write(root: Path, out: Path, gpus: Sequence[str], force: bool) -> Path:
         | {"block_compute_share": list(BLOCK_BOUNDS)},
         "gpus": fits,
     }
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(yaml.safe_dump(dict(doc), sort_keys=False), encoding="utf-8")
-    tmp.replace(out)
-    return out
+    # through an exclusively created temporary file and a rename (no planted link at a fixed name)
+    from planner.safe_files import write_new_file
+
+    return write_new_file(out, yaml.safe_dump(dict(doc), sort_keys=False).encode(), True, "--out")
 
 
 if __name__ == "__main__":
