@@ -215,3 +215,53 @@ def decode_cap(row: pd.Series, clients: float) -> float:
     (``matching_recipe``), or NaN where no entry names it."""
     e = matching_recipe(row, clients)
     return float(e.decode_max_batch_size) if e is not None else math.nan
+
+
+@dataclass(frozen=True)
+class ExpertParallelLaunch:
+    """A disaggregated launch whose script ran every worker with attention DP as DEP: the MoE
+    layers expert-parallel over all of the worker's GPUs (SGLang ``--enable-deepep-moe``, which
+    sets ``ep_size`` to ``tp_size``), whatever expert parallelism the dump records."""
+
+    image: str
+    system: str
+    source: str
+
+
+def _launch(path: Path, i: int, raw: object) -> ExpertParallelLaunch:
+    where = f"{path}: expert_parallel_launches[{i}]"
+    if not isinstance(raw, dict) or set(raw) != {"image", "system", "source"}:
+        raise PlannerInputError(
+            "disagg recipes", f"{where}: needs exactly ['image', 'source', 'system']"
+        )
+    return ExpertParallelLaunch(
+        image=_text(where, "image", raw["image"]),
+        system=_text(where, "system", raw["system"]),
+        source=_text(where, "source", raw["source"]),
+    )
+
+
+def load_expert_parallel_launches(path: Path = DISAGG_FILE) -> tuple[ExpertParallelLaunch, ...]:
+    """The ``expert_parallel_launches`` of ``path`` (none where the file lists none)."""
+    raw = read_yaml(path, "calibration YAML", "disagg recipes")
+    launches = raw.get("expert_parallel_launches", []) if isinstance(raw, dict) else None
+    if not isinstance(launches, list):
+        raise PlannerInputError(
+            "disagg recipes", f"{path}: expert_parallel_launches must be a list"
+        )
+    return tuple(_launch(path, i, e) for i, e in enumerate(launches))
+
+
+@cache
+def _launch_keys() -> frozenset[tuple[str, str]]:
+    return frozenset((e.image, e.system) for e in load_expert_parallel_launches())
+
+
+def launch_expert_parallel(row: pd.Series) -> bool:
+    """Whether a disaggregated dump row's launch ran its attention-DP workers as DEP
+    (``ExpertParallelLaunch``): matched on the row's image (the last field of its
+    ``silicon_data_source``) and GPU."""
+    source = str(row.get("silicon_data_source", ""))
+    if row.get("mode") != "disagg" or not DUMP_ROW.match(source):
+        return False
+    return (source.split(";")[-1].strip(), str(row.get("system"))) in _launch_keys()

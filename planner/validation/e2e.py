@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +22,19 @@ import pandas as pd
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from hardware.input_files import numeric_columns, read_csv, read_yaml, require_columns
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
+from planner.batch_eval import (
+    KV_DTYPES,
+    WEIGHT_QUANTS,
+    CandidateArrays,
+    Reason,
+    ResultArrays,
+    evaluate_batch,
+)
 from planner.engine_calibration import BACKENDS, EngineCalibration, engine, prefill_first
 from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from planner.validation.disagg_recipes import decode_cap
+from planner.validation.disagg_recipes import decode_cap, launch_expert_parallel
 from planner.validation.recipes import (
     activation_scales,
     recipe_arrays,
@@ -155,21 +163,18 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
         return out
     if pd.isna(row.get("prefill_num_workers")) or pd.isna(row.get("decode_num_workers")):
         return "incomplete_config"
+    (tp, dp, ep), (p_tp, p_dp, p_ep) = (_disagg_role(row, r) for r in ("decode_", "prefill_"))
     out |= {
         "mode": 1,
-        "tp": _num(row, "decode_tp_size"),
+        "tp": tp,
         "pp": _num(row, "decode_pp_size"),
-        "dp": _attention_dp(
-            row, "decode_", _num(row, "decode_tp_size"), _num(row, "decode_moe_ep_size")
-        ),
-        "ep": _num(row, "decode_moe_ep_size"),
+        "dp": dp,
+        "ep": ep,
         "workers": _num(row, "decode_num_workers"),
-        "prefill_tp": _num(row, "prefill_tp_size"),
+        "prefill_tp": p_tp,
         "prefill_pp": _num(row, "prefill_pp_size"),
-        "prefill_dp": _attention_dp(
-            row, "prefill_", _num(row, "prefill_tp_size"), _num(row, "prefill_moe_ep_size")
-        ),
-        "prefill_ep": _num(row, "prefill_moe_ep_size"),
+        "prefill_dp": p_dp,
+        "prefill_ep": p_ep,
         "prefill_workers": _num(row, "prefill_num_workers"),
         # the deployment's batch sizes per (DP rank of a) worker: prompts per prefill step, decode
         # slots
@@ -177,6 +182,17 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
         "max_num_seqs": _decode_slots(row, conc),
     }
     return out
+
+
+def _disagg_role(row: pd.Series, role: str) -> tuple[float, float, float]:
+    """(TP, attention DP, EP) of a disaggregated row's ``role`` (``prefill_`` / ``decode_``)
+    worker; where its launch ran attention-DP workers as DEP (``launch_expert_parallel``), EP
+    spans the worker's GPUs whatever the row records."""
+    tp, ep = _num(row, f"{role}tp_size"), _num(row, f"{role}moe_ep_size")
+    dp = _attention_dp(row, role, tp, ep)
+    if dp > 1 and launch_expert_parallel(row):
+        ep = tp * dp
+    return tp, dp, ep
 
 
 def _decode_slots(row: pd.Series, clients: float) -> float:
@@ -439,7 +455,8 @@ def predict(
         run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
         lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
         bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
-        res = evaluate_batch(
+        replay = partial(
+            evaluate_batch,
             spec,
             gpu,
             cand,
@@ -447,13 +464,21 @@ def predict(
             backend=str(backend),
             calibration=eng,
             constants=_row_constants(sub),
-            kv_pool=kv_pools(sub, memory_flag),
-            pool_flag=memory_flag,
             # the scheduler holds only where a script set them (None: no per-step work for them)
             adp_balance_iters=_set_or_none(recipe.adp_balance_iters),
             batch_wait_iters=_set_or_none(recipe.batch_wait_iters),
             batch_wait_tokens=_set_or_none(recipe.batch_wait_tokens),
         )
+        pools = kv_pools(sub, memory_flag)
+        res = replay(kv_pool=pools, pool_flag=memory_flag)
+        started = startup_utilization(cand, res, partial(_at_utilization, replay))
+        ran = np.isfinite(started)
+        if ran.any():  # replayed out of memory: at the flag that starts it
+            res = replay(
+                gpu_memory_utilization=np.where(ran, started, 0.9),
+                kv_pool=np.where(ran, KvPool.VLLM, pools),
+                pool_flag=np.where(ran, np.nan, memory_flag),
+            )
         out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
         out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
         out.loc[idx, "pred_tok_s_per_gpu"] = res.output_tok_s_per_gpu
@@ -463,6 +488,44 @@ def predict(
     if progress:
         sys.stderr.write("\n")
     return out
+
+
+STARTUP_UTILIZATIONS = tuple(round(0.9 + 0.01 * i, 2) for i in range(11))
+"""Memory flags (vLLM's meaning, share of the device) a replay tries, in order, on a measured
+deployment that does not start at the flag it is replayed at (``startup_utilization``)."""
+
+
+def _at_utilization(replay: Callable[..., ResultArrays], util: float) -> ResultArrays:
+    return replay(gpu_memory_utilization=util)
+
+
+def startup_utilization(
+    cand: CandidateArrays, res: ResultArrays, replay: Callable[[float], ResultArrays]
+) -> np.ndarray:
+    """Per row, the memory flag a measured deployment ran at where the flag it is replayed at
+    (its engine's default, or its launch script's) cannot start it, else NaN.
+
+    A measured row ran, so its engine loaded the weights and kept a KV pool; a replay that finds
+    no room for one sequence (``Reason.OUT_OF_MEMORY``) contradicts the row, and pricing it
+    anyway would cap each worker at one running request (e.g. a GB200 DeepSeek-V3 FP8 worker of
+    4 GPUs with attention DP, 181.7 GB of weights per GPU, which served 16-128 clients although
+    SGLang's default and 0.9 of the device are both below its weights). The launch must have
+    raised its memory flag, which no row records; the replay takes the smallest of
+    ``STARTUP_UTILIZATIONS`` (share of the device, vLLM's meaning) at which the deployment holds
+    its clients' sequences, or the smallest that starts it, else leaves the row as it was.
+    ``res`` is the replay at its own flag, ``replay(u)`` the same rows at utilization ``u``."""
+    out = np.full(len(cand), np.nan)
+    oom = np.asarray(res.infeasible_reason == Reason.OUT_OF_MEMORY)
+    if not oom.any():
+        return out
+    clients = cand.concurrency / np.maximum(cand.workers, 1.0)
+    fallback = np.full(len(cand), np.nan)
+    for util in STARTUP_UTILIZATIONS:
+        r = replay(util)
+        starts = oom & np.isnan(out) & (r.infeasible_reason != Reason.OUT_OF_MEMORY)
+        fallback = np.where(starts & np.isnan(fallback), util, fallback)
+        out = np.where(starts & (r.seq_capacity >= clients), util, out)
+    return np.where(np.isnan(out), fallback, out)
 
 
 def band_coverage_pct(meas: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:

@@ -13,7 +13,9 @@ import pytest
 from hardware.errors import PlannerInputError
 from planner.validation.disagg_recipes import (
     decode_cap,
+    launch_expert_parallel,
     load_disagg_recipes,
+    load_expert_parallel_launches,
     matching_recipe,
 )
 from planner.validation.e2e import candidate_columns, predict, prepare
@@ -148,3 +150,87 @@ def test_one_cap_per_deployment_and_client_count(tmp_path: Path) -> None:
     )
     with pytest.raises(PlannerInputError, match=r"repeats deployments\[0\] at 27 clients"):
         load_disagg_recipes(path)
+
+
+SGLANG_DEC = "lmsysorg/sglang:v0.5.5.post2"
+
+
+def _sglang_row(**kw: object) -> dict[str, object]:
+    """A December 2025 SGLang GB200 dump row as the dump records it: attention DP 4 on one
+    prefill worker and four decode workers, expert parallelism 1 (the launch ran DEP4)."""
+    return (
+        _row(
+            id="dsr1_gb200_sglang_fp8_disagg_1024x1024_c16_cfg227",
+            silicon_data_source=(
+                f"db-dump/2026-04-27; config_id=227; silicon_concurrency=16; measured=2025-12-21; "
+                f"{SGLANG_DEC}"
+            ),
+            backend="sglang",
+            backend_version="0.5.5.post2",
+            prefill_attention_dp_size=4,
+            prefill_moe_tp_size=4,
+            prefill_moe_ep_size=1,
+            decode_batch_size=1,
+            decode_num_workers=4,
+            decode_tp_size=1,
+            decode_attention_dp_size=4,
+            decode_moe_tp_size=4,
+            decode_moe_ep_size=1,
+        )
+        | kw
+    )
+
+
+def test_the_packaged_dep_launches_load_and_name_their_source() -> None:
+    launches = load_expert_parallel_launches()
+    assert {(e.image, e.system) for e in launches} >= {(SGLANG_DEC, "gb200")}
+    for e in launches:
+        assert "nvidia-master.yaml" in e.source and "--enable-deepep-moe" in e.source
+
+
+def test_a_dep_launch_spans_each_attention_dp_worker_with_expert_parallelism() -> None:
+    row = pd.Series(_sglang_row())
+    assert launch_expert_parallel(row)
+    cols = candidate_columns(row, "bf16")
+    assert isinstance(cols, dict)
+    assert (cols["dp"], cols["ep"], cols["prefill_dp"], cols["prefill_ep"]) == (4, 4, 4, 4)
+    assert cols["concurrency"] == 16.0  # the clients stay as recorded
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (
+            {"silicon_data_source": "db-dump/2026-04-27; config_id=481; x:lmsysorg/sglang:v0.5.8"},
+            "",
+        ),
+        ({"system": "h200_sxm"}, "another GPU"),
+        ({"mode": "agg"}, "aggregated rows"),
+    ],
+)
+def test_other_launches_keep_the_recorded_expert_parallelism(
+    change: dict[str, object], why: str
+) -> None:
+    row = pd.Series(_sglang_row() | change)
+    assert not launch_expert_parallel(row), why
+
+
+def test_a_worker_without_attention_dp_keeps_its_recorded_layout() -> None:
+    """The fp4 8k1k low-latency entry ran its prefill worker without attention DP (TP 4)."""
+    row = pd.Series(
+        _sglang_row(prefill_tp_size=4, prefill_attention_dp_size=1, prefill_moe_tp_size=4)
+    )
+    cols = candidate_columns(row, "bf16")
+    assert isinstance(cols, dict)
+    assert (cols["prefill_tp"], cols["prefill_dp"], cols["prefill_ep"]) == (4, 1, 1)
+    assert (cols["dp"], cols["ep"]) == (4, 4)
+
+
+def test_a_malformed_launch_list_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_text("deployments: []\nexpert_parallel_launches:\n  - {image: i, system: gb200}\n")
+    with pytest.raises(PlannerInputError, match=r"expert_parallel_launches\[0\]: needs exactly"):
+        load_expert_parallel_launches(path)
+    path.write_text("deployments: []\nexpert_parallel_launches: {image: i}\n")
+    with pytest.raises(PlannerInputError, match="expert_parallel_launches must be a list"):
+        load_expert_parallel_launches(path)

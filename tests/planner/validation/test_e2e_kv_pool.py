@@ -1,4 +1,5 @@
-"""Which default KV pool a measured row is replayed at (``planner.validation.e2e.kv_pool``)."""
+"""Which KV pool a measured row is replayed at (``planner.validation.e2e.kv_pool``), and the memory
+flag of a deployment the replay could not otherwise start (``startup_utilization``)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hardware.catalog import get_gpu
+from planner.batch_eval import CandidateArrays, Reason, evaluate_batch
 from planner.memory_batch import KvPool
-from planner.validation.e2e import SGLANG_AT_DEFAULT, kv_pool, kv_pools
+from planner.models import load_model
+from planner.validation.e2e import (
+    SGLANG_AT_DEFAULT,
+    candidate_columns,
+    kv_pool,
+    kv_pools,
+    predict,
+    prepare,
+    startup_utilization,
+)
+from planner.workload import fixed
 
 
 @pytest.mark.parametrize(
@@ -43,3 +56,73 @@ def test_sglang_rows_keep_the_device_fraction_unless_asked() -> None:
 def test_rows_without_a_version_column_are_read() -> None:
     rows = pd.DataFrame({"backend": ["vllm", "sglang", "trtllm"]})
     assert np.array_equal(kv_pools(rows), [KvPool.VLLM, KvPool.VLLM, KvPool.TRTLLM])
+
+
+def _dep4_row(clients: int) -> dict[str, object]:
+    """A GB200 DeepSeek-V3 FP8 deployment of DEP4 workers (181.7 GB of weights per GPU, above
+    0.9 of the device): one prefill and four decode workers, one client per decode rank."""
+    return {
+        "id": f"dsr1_gb200_sglang_fp8_disagg_1024x1024_c{clients}_cfg1",
+        "silicon_data_source": f"db-dump/x; config_id=1; silicon_concurrency={clients}; some:image",
+        "backend": "sglang",
+        "backend_version": "0.5.5.post2",
+        "model_path": "deepseek-ai/DeepSeek-V3",
+        "system": "gb200",
+        "precision": "fp8",
+        "mode": "disagg",
+        "isl": 1024,
+        "osl": 1024,
+        "gemm_quant_mode": "fp8",
+        "prefill_batch_size": 1,
+        "prefill_num_workers": 1,
+        "prefill_tp_size": 1,
+        "prefill_pp_size": 1,
+        "prefill_attention_dp_size": 4,
+        "prefill_moe_tp_size": 1,
+        "prefill_moe_ep_size": 4,
+        "decode_batch_size": clients / 16,
+        "decode_num_workers": 4,
+        "decode_tp_size": 1,
+        "decode_pp_size": 1,
+        "decode_attention_dp_size": 4,
+        "decode_moe_tp_size": 1,
+        "decode_moe_ep_size": 4,
+        "silicon_ttft_ms": 450.0,
+        "silicon_tpot_ms": 10.0,
+    }
+
+
+def test_a_deployment_the_replay_cannot_start_runs_at_the_flag_that_starts_it() -> None:
+    """A measured deployment ran: the replay does not price it as one running request per
+    worker (a queue of whole decodes, tens of seconds) but at the smallest memory flag that
+    holds its clients (``startup_utilization``)."""
+    rows = prepare(pd.DataFrame([_dep4_row(16), _dep4_row(128)])).rows
+    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
+    cols = [candidate_columns(r, "bf16") for _, r in rows.iterrows()]
+    cand = CandidateArrays.from_lists(**{k: [c[k] for c in cols] for k in cols[0]})  # type: ignore[index]
+    bench = fixed(1024, 1024, concurrency=1)
+    at_default = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
+    assert (at_default.infeasible_reason == Reason.OUT_OF_MEMORY).all()
+    started = startup_utilization(
+        cand,
+        at_default,
+        lambda util: evaluate_batch(
+            spec, gpu, cand, bench, backend="sglang", gpu_memory_utilization=util
+        ),
+    )
+    assert np.all((started > 0.9) & (started <= 1.0))
+    assert started[1] >= started[0]  # more clients hold more KV
+    pred = predict(rows, progress=False)
+    assert (pred["pred_ttft_ms"] < 2_000).all()
+    assert (pred["pred_tpot_ms"] < 40).all()
+
+
+def test_a_deployment_that_starts_keeps_its_flag() -> None:
+    rows = prepare(pd.DataFrame([_dep4_row(16) | {"precision": "fp4", "gemm_quant_mode": "nvfp4"}]))
+    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
+    cols = candidate_columns(rows.rows.iloc[0], "bf16")
+    assert isinstance(cols, dict)
+    cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
+    bench = fixed(1024, 1024, concurrency=1)
+    res = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
+    assert np.isnan(startup_utilization(cand, res, lambda util: res)).all()
