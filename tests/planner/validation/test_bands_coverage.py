@@ -13,14 +13,23 @@ DATA = SILICON_MEASURED
 COVERAGE_PCT = (75.0, 85.0)
 MIN_CELL_ROWS = 30
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {
-    ("trtllm x disagg", "ttft"): (67.0, 85.0)
+    ("trtllm x disagg", "ttft"): (67.0, 85.0),
+    ("sglang x disagg", "ttft"): (75.0, 90.0),
 }
 """Cells allowed outside 75-85% (issue 17), each for a stated reason; their bounds only stop a
 regression.
 
-TensorRT-LLM disaggregated TTFT (92 rows, 7 campaigns), 69.6% out of fold since the tenth pass
-(2026-12-02; 78.3% before, campaign-bootstrap interval 60.0-83.5% now, 67.8-87.4% before). Its own
-residuals did not move (per-campaign medians within 0.05); its coverage rests on one fold: with the
+SGLang disaggregated TTFT (49 rows, 7 campaigns), 87.8% out of fold since the eleventh pass
+(2026-12-02; 79.6% before): the band is wider than it needs to be there, on the safe side. The
+December 2025 SGLang GB200 rows, now replayed at the DEP layout they ran, moved from 2-5x low to
+within 25-40% (held-out median APE of the cell 36 -> 27%), while each fold's band still takes the
+spread of the other campaigns' residuals; 43 of 49 rows covered where 85% is 41.7, and the
+campaign-bootstrap interval (70.8-92.5%) holds 80%. planner/validation/notes/disagg.md, "Eleventh
+pass".
+
+TensorRT-LLM disaggregated TTFT (92 rows, 7 campaigns), 68.5% out of fold in the eleventh pass and
+69.6% since the tenth (2026-12-02; 78.3% before, campaign-bootstrap interval 56.6-83.9% now,
+67.8-87.4% before). In the tenth pass its own residuals did not move (per-campaign medians within 0.05); its coverage rests on one fold: with the
 H200 campaign (25 rows) held out, the cell's training residuals have nothing between +0.50 and
 +0.97 (ln measured / predicted) at 10-12% of their weight, so the upper edge is about +1.0 at a
 chosen tail of 0.11 and +0.5 at 0.12; the tail is chosen on a 0.01 grid from leave-one-campaign-out

@@ -108,28 +108,39 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 175 of 1,588 on 2026-12-02 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 170 of 1,588 on 2026-12-02 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 177
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 175 (2026-12-02, tenth
-pass: FP8 GEMMs priced without the kernel harness's activation-scale pass, fused-MoE layers as their
+OFF_BY_3X = 172
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 170 (2026-12-02, eleventh
+pass: the December 2025 SGLang GB200 disaggregated launches replayed as the DEP layouts they ran,
+a deployment the replay could not start replayed at the memory flag that starts it: 175 -> 170).
+Tenth pass: FP8 GEMMs priced without the kernel harness's activation-scale pass, fused-MoE layers as their
 kernels, the step overhead per engine: 178 -> 175). Ninth pass: the InferenceMAX disaggregated rows
 replayed at the decode cap their launch recipe set, ``validation.disagg_recipes``, took 15 rows
 inside 3x, 193 -> 178; before, 195 -> 189 -> 193 in the fifth pass: TensorRT-LLM's attention-DP
 balance wait, then the Llama-3.1-70B batch waiting with four aic Llama-3.1-8B rows near the line
 through one fold's request overhead)."""
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 25.3,
+    "agg_ttft": 25.2,
     "agg_tpot": 13.0,
-    "disagg_ttft": 29.0,
-    "disagg_tpot": 10.3,
+    "disagg_ttft": 25.4,
+    "disagg_tpot": 14.6,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (24.88, 12.69,
-28.82, 9.89 % on 1,588 rows, 2026-12-02, tenth pass; issue 16's targets are 22, 13, 25, 15 %: agg
-TPOT and disagg TPOT met). The tenth pass prices FP8 GEMMs as serving runs them (the kernel tables'
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (24.87, 12.77,
+25.11, 14.31 % on 1,588 rows, 2026-12-02, eleventh pass; issue 16's targets are 22, 13, 25, 15 %:
+agg TPOT and disagg TPOT met). The eleventh pass replays the December 2025 SGLang GB200
+disaggregated rows (InferenceMAX, lmsysorg/sglang:v0.5.5.post2) at the DEP layout their launch
+script hardcoded (attention DP with DeepEP expert parallelism over each worker; the dumps record
+EP 1: ``validation.disagg_recipes.launch_expert_parallel``) and a deployment the replay could not
+start (out of memory at 0.9 of the device) at the memory flag that starts it
+(``e2e.startup_utilization``): 24.88 / 12.69 / 28.82 / 9.89 -> 24.87 / 12.77 / 25.11 / 14.31 %
+(guards tightened 25.3 -> 25.2 and 29.0 -> 25.4; disagg TPOT LOOSENED 10.3 -> 14.6: under the
+recorded tensor-parallel MoE layout those rows' TPOT was right, under the layout they ran it is
+priced 20% fast, as on the February rows that record EP 32: the DeepEP decode on GB200,
+planner/validation/notes/disagg.md "Eleventh pass"). The tenth pass prices FP8 GEMMs as serving runs them (the kernel tables'
 dynamic activation-scale pass charged only where a checkpoint needs it, block-scaled FP8 at its
 fitted compute share: ``kernels_db.fp8_scale``), every fused-MoE layer as its kernels (two grouped
 GEMMs, routing, combine, and two quantizations for 8-bit inputs: ``costs.MOE_GROUPED_GEMMS``,
