@@ -29,21 +29,22 @@ pass".
 
 TensorRT-LLM disaggregated TTFT (92 rows, 7 campaigns), 68.5% out of fold in the eleventh pass and
 69.6% since the tenth (2026-12-02; 78.3% before, campaign-bootstrap interval 56.6-83.9% now,
-67.8-87.4% before). In the tenth pass its own residuals did not move (per-campaign medians within 0.05); its coverage rests on one fold: with the
-H200 campaign (25 rows) held out, the cell's training residuals have nothing between +0.50 and
-+0.97 (ln measured / predicted) at 10-12% of their weight, so the upper edge is about +1.0 at a
-chosen tail of 0.11 and +0.5 at 0.12; the tail is chosen on a 0.01 grid from leave-one-campaign-out
-misses that every other cell's residuals move, and 10 of that campaign's rows sit between the two
-edges (coverage of the fold 88% or 52%). The same residuals of main's predictions scored with this
-pass's regime alternatives give 69.6% too. planner/validation/notes/outliers.md, "Tenth pass".
+67.8-87.4% before). In the tenth pass its own residuals did not move (per-campaign medians within
+0.05); its coverage rests on one fold: with the H200 campaign (25 rows) held out, the cell's
+training residuals have nothing between +0.50 and +0.97 (ln measured / predicted) at 10-12% of their
+weight, so the upper edge is about +1.0 at a chosen tail of 0.11 and +0.5 at 0.12; the tail is
+chosen on a 0.01 grid from leave-one-campaign-out misses that every other cell's residuals move, and
+10 of that campaign's rows sit between the two edges (coverage of the fold 88% or 52%). The same
+residuals of main's predictions scored with this pass's regime alternatives give 69.6% too.
+planner/validation/notes/outliers.md, "Tenth pass".
 
-Before: none since 2026-12-02: with each row weighted 1/sqrt(its campaign's rows) in its
-group's quantiles (``bands.Method.weighting``; rows weighting before) TensorRT-LLM disaggregated
-TPOT, 88.0% of 92 rows from seven campaigns whose medians differ more than their rows do, is
-76.1% out of fold, and every engine x mode cell of >= 30 rows is inside 75-85% on both metrics
-(1,588 rows, fifth-pass held-out predictions; planner/validation/notes/outliers.md, "Band
-weighting"). With seven campaigns such a cell moves by several points with any change of the
-held-out predictions (its campaign-bootstrap interval, ``bands.coverage_interval``, is 50-93%)"""
+Before: none since 2026-12-02: with each row weighted 1/sqrt(its campaign's rows) in its group's
+quantiles (``bands.Method.weighting``; rows weighting before) TensorRT-LLM disaggregated TPOT, 88.0%
+of 92 rows from seven campaigns whose medians differ more than their rows do, is 76.1% out of fold,
+and every engine x mode cell of >= 30 rows is inside 75-85% on both metrics (1,588 rows, fifth-pass
+held-out predictions; planner/validation/notes/outliers.md, "Band weighting"). With seven campaigns
+such a cell moves by several points with any change of the held-out predictions (its
+campaign-bootstrap interval, ``bands.coverage_interval``, is 50-93%)"""
 
 
 @pytest.fixture(scope="module")
