@@ -19,6 +19,7 @@ from planner.validation.disagg_recipes import (
     matching_recipe,
 )
 from planner.validation.e2e import candidate_columns, predict, prepare
+from tests.planner.validation import disagg_dump_row
 
 IMAGE = "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2"
 
@@ -26,35 +27,11 @@ IMAGE = "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2"
 def _row(clients: int = 27, **kw: object) -> dict[str, object]:
     """A dump row of the packaged 3-worker GB200 deployment (prefill attention DP 8, decode TP 8
     with EP 8, 8 slots per decode worker at 27 clients)."""
-    return {
+    own = {
         "id": f"dsr1_gb200_trtllm_fp8_disagg_1024x1024_c{clients}_cfg386",
-        "silicon_data_source": f"db-dump/2026-04-27; config_id=386; measured=2026-02-05; {IMAGE}",
-        "backend": "trtllm",
-        "backend_version": "0.8.1.post2",
-        "model_path": "deepseek-ai/DeepSeek-V3",
-        "system": "gb200",
-        "precision": "fp8",
-        "mode": "disagg",
-        "isl": 1024,
-        "osl": 1024,
-        "gemm_quant_mode": "fp8",
-        "prefill_batch_size": 1,
-        "prefill_num_workers": 1,
-        "prefill_tp_size": 1,
-        "prefill_pp_size": 1,
-        "prefill_attention_dp_size": 8,
-        "prefill_moe_tp_size": 1,
-        "prefill_moe_ep_size": 8,
         "decode_batch_size": clients / 3,
-        "decode_num_workers": 3,
-        "decode_tp_size": 8,
-        "decode_pp_size": 1,
-        "decode_moe_tp_size": 1,
-        "decode_moe_ep_size": 8,
-        "silicon_ttft_ms": 1500.0,
-        "silicon_tpot_ms": 30.0,
-        **kw,
     }
+    return disagg_dump_row(**(own | kw))
 
 
 def test_the_packaged_entries_load_and_name_their_source() -> None:

@@ -21,6 +21,7 @@ from planner.validation.e2e import (
     startup_utilization,
 )
 from planner.workload import fixed
+from tests.planner.validation import disagg_dump_row
 
 
 @pytest.mark.parametrize(
@@ -60,36 +61,17 @@ def test_rows_without_a_version_column_are_read() -> None:
 
 def _dep4_row(clients: int) -> dict[str, object]:
     """A GB200 DeepSeek-V3 FP8 deployment of DEP4 workers (181.7 GB of weights per GPU, above
-    0.9 of the device): one prefill and four decode workers, one client per decode rank."""
-    return {
-        "id": f"dsr1_gb200_sglang_fp8_disagg_1024x1024_c{clients}_cfg1",
-        "silicon_data_source": f"db-dump/x; config_id=1; silicon_concurrency={clients}; some:image",
-        "backend": "sglang",
-        "backend_version": "0.5.5.post2",
-        "model_path": "deepseek-ai/DeepSeek-V3",
-        "system": "gb200",
-        "precision": "fp8",
-        "mode": "disagg",
-        "isl": 1024,
-        "osl": 1024,
-        "gemm_quant_mode": "fp8",
-        "prefill_batch_size": 1,
-        "prefill_num_workers": 1,
-        "prefill_tp_size": 1,
-        "prefill_pp_size": 1,
-        "prefill_attention_dp_size": 4,
-        "prefill_moe_tp_size": 1,
-        "prefill_moe_ep_size": 4,
-        "decode_batch_size": clients / 16,
-        "decode_num_workers": 4,
-        "decode_tp_size": 1,
-        "decode_pp_size": 1,
-        "decode_attention_dp_size": 4,
-        "decode_moe_tp_size": 1,
-        "decode_moe_ep_size": 4,
-        "silicon_ttft_ms": 450.0,
-        "silicon_tpot_ms": 10.0,
-    }
+    0.9 of the device): one prefill and four decode workers, one client per decode rank at 16."""
+    dep4 = {"tp_size": 1, "attention_dp_size": 4, "moe_tp_size": 1, "moe_ep_size": 4}
+    return disagg_dump_row(
+        id=f"dsr1_gb200_sglang_fp8_disagg_1024x1024_c{clients}_cfg1",
+        silicon_data_source=f"db-dump/x; config_id=1; silicon_concurrency={clients}; some:image",
+        backend="sglang",
+        backend_version="0.5.5.post2",
+        decode_batch_size=clients / 16,
+        decode_num_workers=4,
+        **{f"{role}_{k}": v for role in ("prefill", "decode") for k, v in dep4.items()},
+    )
 
 
 def test_a_deployment_the_replay_cannot_start_runs_at_the_flag_that_starts_it() -> None:
