@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from hardware.catalog import all_gpus
 from hardware.errors import PlannerInputError
 from hardware.input_files import read_yaml
 from planner.validation.recipes import whole_in_range
@@ -223,45 +224,71 @@ class ExpertParallelLaunch:
     layers expert-parallel over all of the worker's GPUs (SGLang ``--enable-deepep-moe``, which
     sets ``ep_size`` to ``tp_size``), whatever expert parallelism the dump records."""
 
+    model: str
     image: str
     system: str
     source: str
 
+    def key(self) -> tuple[str, str, str]:
+        """What a row must equal to match: its model, image and GPU."""
+        return (self.model, self.image, self.system)
+
+
+LAUNCH_FIELDS = ("model", "image", "system", "source")
+
 
 def _launch(path: Path, i: int, raw: object) -> ExpertParallelLaunch:
     where = f"{path}: expert_parallel_launches[{i}]"
-    if not isinstance(raw, dict) or set(raw) != {"image", "system", "source"}:
+    if not isinstance(raw, dict) or set(raw) != set(LAUNCH_FIELDS):
+        raise PlannerInputError("disagg recipes", f"{where}: needs exactly {list(LAUNCH_FIELDS)}")
+    vals = {k: _text(where, k, raw[k]) for k in LAUNCH_FIELDS}
+    for k in ("model", "image", "system"):
+        if vals[k] != vals[k].strip():
+            raise PlannerInputError("disagg recipes", f"{where}: {k} has surrounding spaces")
+    keys = sorted(all_gpus())
+    if vals["system"] not in keys:
         raise PlannerInputError(
-            "disagg recipes", f"{where}: needs exactly ['image', 'source', 'system']"
+            "disagg recipes",
+            f"{where}: system {vals['system']!r} is not a GPU key; known: {', '.join(keys)}",
         )
-    return ExpertParallelLaunch(
-        image=_text(where, "image", raw["image"]),
-        system=_text(where, "system", raw["system"]),
-        source=_text(where, "source", raw["source"]),
-    )
+    return ExpertParallelLaunch(**vals)
 
 
 def load_expert_parallel_launches(path: Path = DISAGG_FILE) -> tuple[ExpertParallelLaunch, ...]:
-    """The ``expert_parallel_launches`` of ``path`` (none where the file lists none)."""
+    """The ``expert_parallel_launches`` of ``path`` (none where the file lists none), checked: one
+    entry per model, image and GPU."""
     raw = read_yaml(path, "calibration YAML", "disagg recipes")
-    launches = raw.get("expert_parallel_launches", []) if isinstance(raw, dict) else None
+    if not isinstance(raw, dict):
+        raise PlannerInputError("disagg recipes", f"{path}: needs a mapping at the top level")
+    launches = raw.get("expert_parallel_launches", [])
     if not isinstance(launches, list):
         raise PlannerInputError(
             "disagg recipes", f"{path}: expert_parallel_launches must be a list"
         )
-    return tuple(_launch(path, i, e) for i, e in enumerate(launches))
+    out = tuple(_launch(path, i, e) for i, e in enumerate(launches))
+    seen: dict[tuple[str, str, str], int] = {}
+    for i, e in enumerate(out):
+        if e.key() in seen:
+            raise PlannerInputError(
+                "disagg recipes",
+                f"{path}: expert_parallel_launches[{i}] repeats expert_parallel_launches"
+                f"[{seen[e.key()]}]",
+            )
+        seen[e.key()] = i
+    return out
 
 
 @cache
-def _launch_keys() -> frozenset[tuple[str, str]]:
-    return frozenset((e.image, e.system) for e in load_expert_parallel_launches())
+def _launch_keys() -> frozenset[tuple[str, str, str]]:
+    return frozenset(e.key() for e in load_expert_parallel_launches())
 
 
 def launch_expert_parallel(row: pd.Series) -> bool:
     """Whether a disaggregated dump row's launch ran its attention-DP workers as DEP
-    (``ExpertParallelLaunch``): matched on the row's image (the last field of its
+    (``ExpertParallelLaunch``): matched on the row's model, image (the last field of its
     ``silicon_data_source``) and GPU."""
     source = str(row.get("silicon_data_source", ""))
     if row.get("mode") != "disagg" or not DUMP_ROW.match(source):
         return False
-    return (source.split(";")[-1].strip(), str(row.get("system"))) in _launch_keys()
+    key = (str(row.get("model_path")), source.split(";")[-1].strip(), str(row.get("system")))
+    return key in _launch_keys()

@@ -471,7 +471,9 @@ def predict(
         )
         pools = kv_pools(sub, memory_flag)
         res = replay(kv_pool=pools, pool_flag=memory_flag)
-        started = startup_utilization(cand, res, partial(_at_utilization, replay))
+        started = startup_utilization(
+            cand, res, partial(_at_utilization, replay), recorded=memory_flag
+        )
         ran = np.isfinite(started)
         if ran.any():  # replayed out of memory: at the flag that starts it
             res = replay(
@@ -500,32 +502,41 @@ def _at_utilization(replay: Callable[..., ResultArrays], util: float) -> ResultA
 
 
 def startup_utilization(
-    cand: CandidateArrays, res: ResultArrays, replay: Callable[[float], ResultArrays]
+    cand: CandidateArrays,
+    res: ResultArrays,
+    replay: Callable[[float], ResultArrays],
+    recorded: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per row, the memory flag a measured deployment ran at where the flag it is replayed at
-    (its engine's default, or its launch script's) cannot start it, else NaN.
+    cannot start it and its launch recorded none (``recorded``: the launch's own flag, NaN where
+    none), else NaN.
 
-    A measured row ran, so its engine loaded the weights and kept a KV pool; a replay that finds
-    no room for one sequence (``Reason.OUT_OF_MEMORY``) contradicts the row, and pricing it
-    anyway would cap each worker at one running request (e.g. a GB200 DeepSeek-V3 FP8 worker of
-    4 GPUs with attention DP, 181.7 GB of weights per GPU, which served 16-128 clients although
-    SGLang's default and 0.9 of the device are both below its weights). The launch must have
-    raised its memory flag, which no row records; the replay takes the smallest of
-    ``STARTUP_UTILIZATIONS`` (share of the device, vLLM's meaning) at which the deployment holds
-    its clients' sequences, or the smallest that starts it, else leaves the row as it was.
-    ``res`` is the replay at its own flag, ``replay(u)`` the same rows at utilization ``u``."""
+    Rows without a recorded flag are replayed at their engine's default (SGLang's at 0.9 of the
+    device, vLLM's meaning: ``kv_pool``). A measured row ran, so its engine loaded the weights and
+    kept a KV pool; a replay that finds no room for one sequence (``Reason.OUT_OF_MEMORY``)
+    contradicts the row, and pricing it anyway would cap each worker at one running request (e.g.
+    a GB200 DeepSeek-V3 FP8 worker of 4 GPUs with attention DP, 181.7 GB of weights per GPU, which
+    served 16-128 clients although SGLang's default and 0.9 of the device are both below its
+    weights). The launch must have raised its memory flag, which the row does not record; the
+    replay takes the smallest of ``STARTUP_UTILIZATIONS`` (share of the device, vLLM's meaning) at
+    which the deployment holds its clients' sequences. Where none does, the run queued for KV at
+    any flag, and the replay gives it the most room a launch could (the largest flag, where the
+    deployment starts there); a row that does not start even there is left as it was. ``res`` is
+    the replay at its own flag, ``replay(u)`` the same rows at utilization ``u``."""
     out = np.full(len(cand), np.nan)
     oom = np.asarray(res.infeasible_reason == Reason.OUT_OF_MEMORY)
+    if recorded is not None:
+        oom &= np.isnan(recorded)
     if not oom.any():
         return out
     clients = cand.concurrency / np.maximum(cand.workers, 1.0)
-    fallback = np.full(len(cand), np.nan)
     for util in STARTUP_UTILIZATIONS:
         r = replay(util)
-        starts = oom & np.isnan(out) & (r.infeasible_reason != Reason.OUT_OF_MEMORY)
-        fallback = np.where(starts & np.isnan(fallback), util, fallback)
-        out = np.where(starts & (r.seq_capacity >= clients), util, out)
-    return np.where(np.isnan(out), fallback, out)
+        starts = r.infeasible_reason != Reason.OUT_OF_MEMORY
+        out = np.where(oom & np.isnan(out) & starts & (r.seq_capacity >= clients), util, out)
+        if not (oom & np.isnan(out)).any():
+            return out
+    return np.where(oom & np.isnan(out) & starts, STARTUP_UTILIZATIONS[-1], out)
 
 
 def band_coverage_pct(meas: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:

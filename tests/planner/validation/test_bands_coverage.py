@@ -21,8 +21,9 @@ regression.
 
 SGLang disaggregated TTFT (49 rows, 7 campaigns), 87.8% out of fold since the eleventh pass
 (2026-12-02; 79.6% before): the band is wider than it needs to be there, on the safe side. The
-December 2025 SGLang GB200 rows, now replayed at the DEP layout they ran, moved from 2-5x low to
-within 25-40% (held-out median APE of the cell 36 -> 27%), while each fold's band still takes the
+December 2025 SGLang GB200 rows, now replayed at the DEP layout they ran, moved closer (held-out
+TTFT median APE of the fp4 rows 42 -> 23%, of the fp8 rows 36 -> 29%; config 227's three rows
+from 63-220x high to 0.46-0.79x; the cell 39.7 -> 24.8%), while each fold's band still takes the
 spread of the other campaigns' residuals; 43 of 49 rows covered where 85% is 41.7, and the
 campaign-bootstrap interval (70.8-92.5%) holds 80%. planner/validation/notes/disagg.md, "Eleventh
 pass".

@@ -179,7 +179,7 @@ def test_a_dep_launch_spans_each_attention_dp_worker_with_expert_parallelism() -
     [
         (
             {"silicon_data_source": "db-dump/2026-04-27; config_id=481; x:lmsysorg/sglang:v0.5.8"},
-            "",
+            "another image (the February 2026 runs record their EP)",
         ),
         ({"system": "h200_sxm"}, "another GPU"),
         ({"mode": "agg"}, "aggregated rows"),
@@ -203,11 +203,41 @@ def test_a_worker_without_attention_dp_keeps_its_recorded_layout() -> None:
     assert (cols["dp"], cols["ep"]) == (4, 4)
 
 
-def test_a_malformed_launch_list_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("- x", "needs a mapping at the top level"),
+        ("expert_parallel_launches: {image: i}", "expert_parallel_launches must be a list"),
+        (
+            "expert_parallel_launches:\n  - {image: i, system: gb200, source: s}",
+            r"expert_parallel_launches\[0\]: needs exactly",
+        ),
+        (
+            "expert_parallel_launches:\n  - {model: m, image: ' i', system: gb200, source: s}",
+            r"expert_parallel_launches\[0\]: image has surrounding spaces",
+        ),
+        (
+            "expert_parallel_launches:\n  - {model: m, image: i, system: GB200, source: s}",
+            r"expert_parallel_launches\[0\]: system 'GB200' is not a GPU key; known: .*gb200",
+        ),
+        (
+            "expert_parallel_launches:\n  - {model: m, image: i, system: gb200, source: 3}",
+            r"expert_parallel_launches\[0\]: source must be a non-empty string",
+        ),
+        (
+            "expert_parallel_launches:\n  - {model: m, image: i, system: gb200, source: s}\n"
+            "  - {model: m, image: i, system: gb200, source: t}",
+            r"expert_parallel_launches\[1\] repeats expert_parallel_launches\[0\]",
+        ),
+    ],
+)
+def test_a_malformed_launch_list_is_refused(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "d.yaml"
-    path.write_text("deployments: []\nexpert_parallel_launches:\n  - {image: i, system: gb200}\n")
-    with pytest.raises(PlannerInputError, match=r"expert_parallel_launches\[0\]: needs exactly"):
+    path.write_text(text + "\n")
+    with pytest.raises(PlannerInputError, match=message):
         load_expert_parallel_launches(path)
-    path.write_text("deployments: []\nexpert_parallel_launches: {image: i}\n")
-    with pytest.raises(PlannerInputError, match="expert_parallel_launches must be a list"):
-        load_expert_parallel_launches(path)
+
+
+def test_a_launch_matches_its_model_only() -> None:
+    row = pd.Series(_sglang_row(model_path="moonshotai/Kimi-K2.5"))
+    assert not launch_expert_parallel(row)

@@ -8,11 +8,12 @@ import pandas as pd
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import CandidateArrays, Reason, evaluate_batch
+from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
 from planner.memory_batch import KvPool
 from planner.models import load_model
 from planner.validation.e2e import (
     SGLANG_AT_DEFAULT,
+    STARTUP_UTILIZATIONS,
     candidate_columns,
     kv_pool,
     kv_pools,
@@ -99,7 +100,12 @@ def test_a_deployment_the_replay_cannot_start_runs_at_the_flag_that_starts_it() 
     assert (pred["pred_tpot_ms"] < 40).all()
 
 
+def _never(util: float) -> ResultArrays:
+    raise AssertionError(f"a deployment that starts was re-priced at {util}")
+
+
 def test_a_deployment_that_starts_keeps_its_flag() -> None:
+    """FP4 weights (about half the FP8 ones) start at 0.9 of the device: no re-pricing."""
     rows = prepare(pd.DataFrame([_dep4_row(16) | {"precision": "fp4", "gemm_quant_mode": "nvfp4"}]))
     spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
     cols = candidate_columns(rows.rows.iloc[0], "bf16")
@@ -107,4 +113,36 @@ def test_a_deployment_that_starts_keeps_its_flag() -> None:
     cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
     bench = fixed(1024, 1024, concurrency=1)
     res = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
-    assert np.isnan(startup_utilization(cand, res, lambda util: res)).all()
+    assert (res.infeasible_reason != Reason.OUT_OF_MEMORY).all()
+    assert np.isnan(startup_utilization(cand, res, _never)).all()
+
+
+def test_a_flag_the_launch_recorded_is_kept() -> None:
+    """Only a flag no row records is inferred: a launch's own flag that does not start the
+    deployment stays (the row is priced as the replay finds it)."""
+    rows = prepare(pd.DataFrame([_dep4_row(16)])).rows
+    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
+    cols = candidate_columns(rows.iloc[0], "bf16")
+    assert isinstance(cols, dict)
+    cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
+    bench = fixed(1024, 1024, concurrency=1)
+    res = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
+    assert (res.infeasible_reason == Reason.OUT_OF_MEMORY).all()
+    assert np.isnan(startup_utilization(cand, res, _never, recorded=np.array([0.82]))).all()
+
+
+def test_a_deployment_no_flag_holds_gets_the_most_room() -> None:
+    """4,096 clients on four DEP4 FP8 decode workers fit at no flag: the largest one is taken."""
+    rows = prepare(pd.DataFrame([_dep4_row(4096)])).rows
+    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
+    cols = candidate_columns(rows.iloc[0], "bf16")
+    assert isinstance(cols, dict)
+    cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
+    bench = fixed(1024, 1024, concurrency=1)
+    res = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
+
+    def at(util: float) -> ResultArrays:
+        return evaluate_batch(spec, gpu, cand, bench, backend="sglang", gpu_memory_utilization=util)
+
+    assert at(1.0).seq_capacity[0] < 4096 / 4  # no flag holds the clients
+    assert startup_utilization(cand, res, at)[0] == STARTUP_UTILIZATIONS[-1] == 1.0
