@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -414,6 +415,84 @@ def engine_chunks(rows: pd.DataFrame, memory_bytes: float, default: float) -> np
     )
 
 
+_GroupKey = tuple[str, str, str, float, float, int, float, str]
+"""A ``predict`` group: model, GPU, engine, ISL, OSL, named run (0: none), length spread (1:
+fixed lengths), FP8 activation scale ("" : the checkpoint's)."""
+
+
+def _group_key(key: tuple[Any, ...]) -> _GroupKey:
+    model, system, backend, isl, osl, runs, frac, act = key
+    return (
+        str(model),
+        str(system),
+        str(backend),
+        float(isl),
+        float(osl),
+        int(runs),
+        float(frac),
+        str(act or ""),
+    )
+
+
+def _group_replay(
+    sub: pd.DataFrame, key: _GroupKey, overrides: dict[str, EngineCalibration] | None
+) -> tuple[Callable[..., ResultArrays], CandidateArrays, np.ndarray, np.ndarray]:
+    """(evaluate_batch with the rows' deployment, workload and launch flags bound, the rows'
+    candidates, the memory flag their launch recorded (NaN: none), their engines' KV pools) for
+    the rows ``sub`` of one ``predict`` group ``key`` (model, GPU, engine, ISL, OSL, named run,
+    length spread, activation scale); the memory settings are left to the call."""
+    model, system, backend, isl, osl, runs, frac, act = key
+    spec = load_model(model)
+    if act:  # the FP8 activation scale the row or its launch script records
+        spec = spec.model_copy(
+            update={"quant": spec.quant.model_copy(update={"activation_scale": act})}
+        )
+    eng = (overrides or {}).get(str(backend)) or engine(str(backend))
+    given = {
+        c: sub[f"c_{c}"].to_numpy(dtype=float)
+        for c in CandidateArrays.__dataclass_fields__
+        if f"c_{c}" in sub
+    }
+    seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
+    given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
+    gpu = get_gpu(str(system))
+    chunk = engine_chunks(sub, gpu.memory_bytes, eng.max_num_batched_tokens.value)
+    # InferenceMAX rows: the token budget and memory flag their launch script set
+    recipe = recipe_arrays(sub)
+    chunk = np.where(np.isfinite(recipe.chunk), recipe.chunk, chunk)
+    cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=chunk)
+    # a benchmark run: its lockstep start-up wave priced with the engine's fitted share, or
+    # the named run itself (as `estimate --bench-requests` prices it) where the row names it
+    run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
+    lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
+    bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
+    replay = partial(
+        evaluate_batch,
+        spec,
+        gpu,
+        cand,
+        bench,
+        backend=str(backend),
+        calibration=eng,
+        constants=_row_constants(sub),
+        # the scheduler holds only where a script set them (None: no per-step work for them)
+        adp_balance_iters=_set_or_none(recipe.adp_balance_iters),
+        batch_wait_iters=_set_or_none(recipe.batch_wait_iters),
+        batch_wait_tokens=_set_or_none(recipe.batch_wait_tokens),
+    )
+    return replay, cand, recipe.memory_flag, kv_pools(sub, recipe.memory_flag)
+
+
+def _predicted(res: ResultArrays) -> dict[str, np.ndarray]:
+    """The prediction columns ``predict`` writes, from one replay."""
+    return {
+        "pred_ttft_ms": res.ttft_mean_s * 1e3,
+        "pred_tpot_ms": res.tpot_mean_s * 1e3,
+        "pred_tok_s_per_gpu": np.asarray(res.output_tok_s_per_gpu, dtype=float),
+        "pred_prefill_util": np.asarray(res.prefill_utilization, dtype=float),  # the bands' load
+    }
+
+
 def predict(
     rows: pd.DataFrame, progress: bool = True, overrides: dict[str, EngineCalibration] | None = None
 ) -> pd.DataFrame:
@@ -428,63 +507,27 @@ def predict(
     low = length_low_fractions(out).fillna(1.0)  # 1: fixed lengths (groupby drops NaN keys)
     acts = activation_scales(out)
     groups = list(out.groupby([*keys, named_runs(out), low, acts]).groups.items())
-    for n, ((model, system, backend, isl, osl, runs, frac, act), idx) in enumerate(groups):
+    for n, (raw_key, idx) in enumerate(groups):
         sub = out.loc[idx]
-        spec = load_model(str(model))
-        if act:  # the FP8 activation scale the row or its launch script records
-            spec = spec.model_copy(
-                update={"quant": spec.quant.model_copy(update={"activation_scale": act})}
-            )
-        eng = (overrides or {}).get(str(backend)) or engine(str(backend))
-        given = {
-            c: sub[f"c_{c}"].to_numpy(dtype=float)
-            for c in CandidateArrays.__dataclass_fields__
-            if f"c_{c}" in sub
-        }
-        seqs = given.pop("max_num_seqs", np.full(len(sub), np.nan))
-        given["max_num_seqs"] = np.where(np.isnan(seqs), eng.max_num_seqs.value, seqs)
-        gpu = get_gpu(str(system))
-        chunk = engine_chunks(sub, gpu.memory_bytes, eng.max_num_batched_tokens.value)
-        # InferenceMAX rows: the token budget and memory flag their launch script set
-        recipe = recipe_arrays(sub)
-        chunk = np.where(np.isfinite(recipe.chunk), recipe.chunk, chunk)
-        memory_flag = recipe.memory_flag
-        cand = CandidateArrays.from_lists(**given, max_num_batched_tokens=chunk)
-        # a benchmark run: its lockstep start-up wave priced with the engine's fitted share, or
-        # the named run itself (as `estimate --bench-requests` prices it) where the row names it
-        run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
-        lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
-        bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
-        replay = partial(
-            evaluate_batch,
-            spec,
-            gpu,
-            cand,
-            bench,
-            backend=str(backend),
-            calibration=eng,
-            constants=_row_constants(sub),
-            # the scheduler holds only where a script set them (None: no per-step work for them)
-            adp_balance_iters=_set_or_none(recipe.adp_balance_iters),
-            batch_wait_iters=_set_or_none(recipe.batch_wait_iters),
-            batch_wait_tokens=_set_or_none(recipe.batch_wait_tokens),
-        )
-        pools = kv_pools(sub, memory_flag)
+        key = _group_key(raw_key)
+        replay, cand, memory_flag, pools = _group_replay(sub, key, overrides)
         res = replay(kv_pool=pools, pool_flag=memory_flag)
-        started = startup_utilization(
-            cand, res, partial(_at_utilization, replay), recorded=memory_flag
-        )
-        ran = np.isfinite(started)
-        if ran.any():  # replayed out of memory: at the flag that starts it
-            res = replay(
+        pred = _predicted(res)
+        # rows replayed out of memory at a flag no launch recorded: at the flag that starts them
+        oom = np.asarray(res.infeasible_reason == Reason.OUT_OF_MEMORY) & np.isnan(memory_flag)
+        if oom.any():
+            o_replay, o_cand, _, o_pools = _group_replay(sub[oom], key, overrides)
+            started = startup_utilization(o_cand, partial(_at_utilization, o_replay))
+            ran = np.isfinite(started)
+            o_res = o_replay(
                 gpu_memory_utilization=np.where(ran, started, 0.9),
-                kv_pool=np.where(ran, KvPool.VLLM, pools),
-                pool_flag=np.where(ran, np.nan, memory_flag),
+                kv_pool=np.where(ran, KvPool.VLLM, o_pools),
+                pool_flag=np.full(len(o_cand), np.nan),
             )
-        out.loc[idx, "pred_ttft_ms"] = res.ttft_mean_s * 1e3
-        out.loc[idx, "pred_tpot_ms"] = res.tpot_mean_s * 1e3
-        out.loc[idx, "pred_tok_s_per_gpu"] = res.output_tok_s_per_gpu
-        out.loc[idx, "pred_prefill_util"] = res.prefill_utilization  # load bucket of the bands
+            for col, values in _predicted(o_res).items():
+                pred[col][oom] = values
+        for col, values in pred.items():
+            out.loc[idx, col] = values
         if progress and (n % 50 == 0 or n == len(groups) - 1):
             sys.stderr.write(f"\rvalidate e2e: group {n + 1}/{len(groups)}")
     if progress:
@@ -502,41 +545,32 @@ def _at_utilization(replay: Callable[..., ResultArrays], util: float) -> ResultA
 
 
 def startup_utilization(
-    cand: CandidateArrays,
-    res: ResultArrays,
-    replay: Callable[[float], ResultArrays],
-    recorded: np.ndarray | None = None,
+    cand: CandidateArrays, replay: Callable[[float], ResultArrays]
 ) -> np.ndarray:
-    """Per row, the memory flag a measured deployment ran at where the flag it is replayed at
-    cannot start it and its launch recorded none (``recorded``: the launch's own flag, NaN where
-    none), else NaN.
+    """Per row of measured deployments that do not start at the memory flag they are replayed at
+    and whose launch recorded none, the flag they ran at (NaN: none starts them).
 
-    Rows without a recorded flag are replayed at their engine's default (SGLang's at 0.9 of the
-    device, vLLM's meaning: ``kv_pool``). A measured row ran, so its engine loaded the weights and
-    kept a KV pool; a replay that finds no room for one sequence (``Reason.OUT_OF_MEMORY``)
-    contradicts the row, and pricing it anyway would cap each worker at one running request (e.g.
-    a GB200 DeepSeek-V3 FP8 worker of 4 GPUs with attention DP, 181.7 GB of weights per GPU, which
-    served 16-128 clients although SGLang's default and 0.9 of the device are both below its
-    weights). The launch must have raised its memory flag, which the row does not record; the
-    replay takes the smallest of ``STARTUP_UTILIZATIONS`` (share of the device, vLLM's meaning) at
-    which the deployment holds its clients' sequences. Where none does, the run queued for KV at
-    any flag, and the replay gives it the most room a launch could (the largest flag, where the
-    deployment starts there); a row that does not start even there is left as it was. ``res`` is
-    the replay at its own flag, ``replay(u)`` the same rows at utilization ``u``."""
+    Such rows are replayed at their engine's default (SGLang's at 0.9 of the device, vLLM's
+    meaning: ``kv_pool``). A measured row ran, so its engine loaded the weights and kept a KV pool;
+    a replay that finds no room for one sequence (``Reason.OUT_OF_MEMORY``) contradicts the row,
+    and pricing it anyway would cap each worker at one running request (e.g. a GB200 DeepSeek-V3
+    FP8 worker of 4 GPUs with attention DP, 181.7 GB of weights per GPU, which served 16-128
+    clients although SGLang's default and 0.9 of the device are both below its weights). The
+    launch must have raised its memory flag, which the row does not record; the replay takes the
+    smallest of ``STARTUP_UTILIZATIONS`` (share of the device, vLLM's meaning) at which the
+    deployment holds its clients' sequences. Where none does, the run queued for KV at any flag,
+    and the replay gives it the most room a launch could (the largest flag, where the deployment
+    starts there). ``replay(u)`` prices the rows at utilization ``u``."""
     out = np.full(len(cand), np.nan)
-    oom = np.asarray(res.infeasible_reason == Reason.OUT_OF_MEMORY)
-    if recorded is not None:
-        oom &= np.isnan(recorded)
-    if not oom.any():
-        return out
     clients = cand.concurrency / np.maximum(cand.workers, 1.0)
+    starts = np.zeros(len(cand), dtype=bool)
     for util in STARTUP_UTILIZATIONS:
         r = replay(util)
-        starts = r.infeasible_reason != Reason.OUT_OF_MEMORY
-        out = np.where(oom & np.isnan(out) & starts & (r.seq_capacity >= clients), util, out)
-        if not (oom & np.isnan(out)).any():
+        starts = np.asarray(r.infeasible_reason != Reason.OUT_OF_MEMORY)
+        out = np.where(np.isnan(out) & starts & (r.seq_capacity >= clients), util, out)
+        if not np.isnan(out).any():
             return out
-    return np.where(oom & np.isnan(out) & starts, STARTUP_UTILIZATIONS[-1], out)
+    return np.where(np.isnan(out) & starts, STARTUP_UTILIZATIONS[-1], out)
 
 
 def band_coverage_pct(meas: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:

@@ -11,6 +11,7 @@ from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
 from planner.memory_batch import KvPool
 from planner.models import load_model
+from planner.validation import e2e
 from planner.validation.e2e import (
     SGLANG_AT_DEFAULT,
     STARTUP_UTILIZATIONS,
@@ -21,6 +22,7 @@ from planner.validation.e2e import (
     prepare,
     startup_utilization,
 )
+from planner.validation.recipes import RecipeArrays
 from planner.workload import fixed
 from tests.planner.validation import disagg_dump_row
 
@@ -88,7 +90,6 @@ def test_a_deployment_the_replay_cannot_start_runs_at_the_flag_that_starts_it() 
     assert (at_default.infeasible_reason == Reason.OUT_OF_MEMORY).all()
     started = startup_utilization(
         cand,
-        at_default,
         lambda util: evaluate_batch(
             spec, gpu, cand, bench, backend="sglang", gpu_memory_utilization=util
         ),
@@ -100,35 +101,35 @@ def test_a_deployment_the_replay_cannot_start_runs_at_the_flag_that_starts_it() 
     assert (pred["pred_tpot_ms"] < 40).all()
 
 
-def _never(util: float) -> ResultArrays:
-    raise AssertionError(f"a deployment that starts was re-priced at {util}")
+def _never(*args: object, **kw: object) -> np.ndarray:
+    raise AssertionError("a deployment was re-priced at another memory flag")
 
 
-def test_a_deployment_that_starts_keeps_its_flag() -> None:
+def test_a_deployment_that_starts_keeps_its_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     """FP4 weights (about half the FP8 ones) start at 0.9 of the device: no re-pricing."""
     rows = prepare(pd.DataFrame([_dep4_row(16) | {"precision": "fp4", "gemm_quant_mode": "nvfp4"}]))
     spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
     cols = candidate_columns(rows.rows.iloc[0], "bf16")
     assert isinstance(cols, dict)
     cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
-    bench = fixed(1024, 1024, concurrency=1)
-    res = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
+    res = evaluate_batch(spec, gpu, cand, fixed(1024, 1024, concurrency=1), backend="sglang")
     assert (res.infeasible_reason != Reason.OUT_OF_MEMORY).all()
-    assert np.isnan(startup_utilization(cand, res, _never)).all()
+    monkeypatch.setattr(e2e, "startup_utilization", _never)
+    assert np.isfinite(predict(rows.rows, progress=False)["pred_ttft_ms"]).all()
 
 
-def test_a_flag_the_launch_recorded_is_kept() -> None:
+def test_a_flag_the_launch_recorded_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a flag no row records is inferred: a launch's own flag that does not start the
     deployment stays (the row is priced as the replay finds it)."""
     rows = prepare(pd.DataFrame([_dep4_row(16)])).rows
-    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
-    cols = candidate_columns(rows.iloc[0], "bf16")
-    assert isinstance(cols, dict)
-    cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
-    bench = fixed(1024, 1024, concurrency=1)
-    res = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
-    assert (res.infeasible_reason == Reason.OUT_OF_MEMORY).all()
-    assert np.isnan(startup_utilization(cand, res, _never, recorded=np.array([0.82]))).all()
+    recorded = e2e.recipe_arrays
+
+    def with_flag(sub: pd.DataFrame) -> RecipeArrays:
+        return recorded(sub)._replace(memory_flag=np.full(len(sub), 0.82))
+
+    monkeypatch.setattr(e2e, "recipe_arrays", with_flag)
+    monkeypatch.setattr(e2e, "startup_utilization", _never)
+    assert np.isfinite(predict(rows, progress=False)["pred_tpot_ms"]).all()
 
 
 def test_a_deployment_no_flag_holds_gets_the_most_room() -> None:
@@ -139,10 +140,9 @@ def test_a_deployment_no_flag_holds_gets_the_most_room() -> None:
     assert isinstance(cols, dict)
     cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
     bench = fixed(1024, 1024, concurrency=1)
-    res = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
 
     def at(util: float) -> ResultArrays:
         return evaluate_batch(spec, gpu, cand, bench, backend="sglang", gpu_memory_utilization=util)
 
     assert at(1.0).seq_capacity[0] < 4096 / 4  # no flag holds the clients
-    assert startup_utilization(cand, res, at)[0] == STARTUP_UTILIZATIONS[-1] == 1.0
+    assert startup_utilization(cand, at)[0] == STARTUP_UTILIZATIONS[-1] == 1.0
