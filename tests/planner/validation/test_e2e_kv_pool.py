@@ -3,6 +3,8 @@ flag of a deployment the replay could not otherwise start (``startup_utilization
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -77,23 +79,32 @@ def _dep4_row(clients: int) -> dict[str, object]:
     )
 
 
+def _cand(rows: pd.DataFrame) -> CandidateArrays:
+    cols = [candidate_columns(r, "bf16") for _, r in rows.iterrows()]
+    assert all(isinstance(c, dict) for c in cols)
+    return CandidateArrays.from_lists(**{k: [c[k] for c in cols] for k in cols[0]})  # type: ignore[index]
+
+
+def _replay(rows: list[dict[str, object]]) -> tuple[pd.DataFrame, Callable[[float], ResultArrays]]:
+    """The prepared rows and their replay at a given share of the device (SGLang, GB200)."""
+    prepared = prepare(pd.DataFrame(rows)).rows
+    cand = _cand(prepared)
+    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
+    bench = fixed(1024, 1024, concurrency=1)
+
+    def at(util: float) -> ResultArrays:
+        return evaluate_batch(spec, gpu, cand, bench, backend="sglang", gpu_memory_utilization=util)
+
+    return prepared, at
+
+
 def test_a_deployment_the_replay_cannot_start_runs_at_the_flag_that_starts_it() -> None:
     """A measured deployment ran: the replay does not price it as one running request per
     worker (a queue of whole decodes, tens of seconds) but at the smallest memory flag that
     holds its clients (``startup_utilization``)."""
-    rows = prepare(pd.DataFrame([_dep4_row(16), _dep4_row(128)])).rows
-    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
-    cols = [candidate_columns(r, "bf16") for _, r in rows.iterrows()]
-    cand = CandidateArrays.from_lists(**{k: [c[k] for c in cols] for k in cols[0]})  # type: ignore[index]
-    bench = fixed(1024, 1024, concurrency=1)
-    at_default = evaluate_batch(spec, gpu, cand, bench, backend="sglang")
-    assert (at_default.infeasible_reason == Reason.OUT_OF_MEMORY).all()
-    started = startup_utilization(
-        cand,
-        lambda util: evaluate_batch(
-            spec, gpu, cand, bench, backend="sglang", gpu_memory_utilization=util
-        ),
-    )
+    rows, at = _replay([_dep4_row(16), _dep4_row(128)])
+    assert (at(0.9).infeasible_reason == Reason.OUT_OF_MEMORY).all()
+    started = startup_utilization(_cand(rows), at)
     assert np.all((started > 0.9) & (started <= 1.0))
     assert started[1] >= started[0]  # more clients hold more KV
     pred = predict(rows, progress=False)
@@ -107,15 +118,10 @@ def _never(*args: object, **kw: object) -> np.ndarray:
 
 def test_a_deployment_that_starts_keeps_its_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     """FP4 weights (about half the FP8 ones) start at 0.9 of the device: no re-pricing."""
-    rows = prepare(pd.DataFrame([_dep4_row(16) | {"precision": "fp4", "gemm_quant_mode": "nvfp4"}]))
-    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
-    cols = candidate_columns(rows.rows.iloc[0], "bf16")
-    assert isinstance(cols, dict)
-    cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
-    res = evaluate_batch(spec, gpu, cand, fixed(1024, 1024, concurrency=1), backend="sglang")
-    assert (res.infeasible_reason != Reason.OUT_OF_MEMORY).all()
+    rows, at = _replay([_dep4_row(16) | {"precision": "fp4", "gemm_quant_mode": "nvfp4"}])
+    assert (at(0.9).infeasible_reason != Reason.OUT_OF_MEMORY).all()
     monkeypatch.setattr(e2e, "startup_utilization", _never)
-    assert np.isfinite(predict(rows.rows, progress=False)["pred_ttft_ms"]).all()
+    assert np.isfinite(predict(rows, progress=False)["pred_ttft_ms"]).all()
 
 
 def test_a_flag_the_launch_recorded_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,15 +140,6 @@ def test_a_flag_the_launch_recorded_is_kept(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_deployment_no_flag_holds_gets_the_most_room() -> None:
     """4,096 clients on four DEP4 FP8 decode workers fit at no flag: the largest one is taken."""
-    rows = prepare(pd.DataFrame([_dep4_row(4096)])).rows
-    spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
-    cols = candidate_columns(rows.iloc[0], "bf16")
-    assert isinstance(cols, dict)
-    cand = CandidateArrays.from_lists(**{k: [v] for k, v in cols.items()})
-    bench = fixed(1024, 1024, concurrency=1)
-
-    def at(util: float) -> ResultArrays:
-        return evaluate_batch(spec, gpu, cand, bench, backend="sglang", gpu_memory_utilization=util)
-
+    rows, at = _replay([_dep4_row(4096)])
     assert at(1.0).seq_capacity[0] < 4096 / 4  # no flag holds the clients
-    assert startup_utilization(cand, at)[0] == STARTUP_UTILIZATIONS[-1] == 1.0
+    assert startup_utilization(_cand(rows), at)[0] == STARTUP_UTILIZATIONS[-1] == 1.0
