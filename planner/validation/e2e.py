@@ -344,16 +344,15 @@ CUDA-graph reserve (``memory_batch.sglang_mem_fraction``; 0.5.2 and earlier: a r
 
 
 SGLANG_AT_DEFAULT = False
-"""Whether SGLang rows are replayed at SGLang's own default ``mem_fraction_static`` (False: at
-0.9 of the device in vLLM's meaning, as before). Off because the rows show that their SGLang
-deployments did not all run at the default: the cfg227 GB200 DeepSeek-V3 FP8 deployment (attention
-DP 4, 181.7 GB of weights per GPU) served 16-128 clients, yet SGLang 0.5.5's default there is
-0.811 of the GPU, below the weights' 0.915, so it cannot have started without a raised
-``--mem-fraction-static`` (0.9 of the device cannot start it either: ``startup_utilization``
-replays such a row at the flag that starts it). Applied to every SGLang row (campaign-held-out) the default moved 12
-rows: 3 aggregated H100 rows closer, 6 of 8 disaggregated rows further on TTFT (one of them off
-by > 3x), held-out medians unchanged (planner/validation/notes/outliers.md, "Engines' default
-KV pools")."""
+"""Whether SGLang rows are replayed at SGLang's own default ``mem_fraction_static`` (False: at 0.9
+of the device in vLLM's meaning, as before). Off because the rows show that their SGLang deployments
+did not all run at the default: the cfg227 GB200 DeepSeek-V3 FP8 deployment (attention DP 4, 181.7
+GB of weights per GPU) served 16-128 clients, yet SGLang 0.5.5's default there is 0.811 of the GPU,
+below the weights' 0.915, so it cannot have started without a raised ``--mem-fraction-static`` (0.9
+of the device cannot start it either: ``startup_utilization`` replays such a row at the flag that
+starts it). Applied to every SGLang row (campaign-held-out) the default moved 12 rows: 3 aggregated
+H100 rows closer, 6 of 8 disaggregated rows further on TTFT (one of them off by > 3x), held-out
+medians unchanged (planner/validation/notes/outliers.md, "Engines' default KV pools")."""
 
 
 def kv_pool(backend: str, version: object, sglang_default: bool = SGLANG_AT_DEFAULT) -> KvPool:
