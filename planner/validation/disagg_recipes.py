@@ -188,10 +188,19 @@ def _layout_of(row: pd.Series, role: str) -> Layout | None:
     return Layout(workers, tp * dp, ep)
 
 
-def matching_recipe(row: pd.Series, clients: float) -> DisaggRecipe | None:
-    """The entry a disaggregated dump row ran under at ``clients`` clients, or None."""
+def _dump_image(row: pd.Series) -> str | None:
+    """The image a disaggregated dump row ran (the last ``;`` field of its
+    ``silicon_data_source``), or None for any other row."""
     source = str(row.get("silicon_data_source", ""))
     if row.get("mode") != "disagg" or not DUMP_ROW.match(source):
+        return None
+    return source.split(";")[-1].strip()
+
+
+def matching_recipe(row: pd.Series, clients: float) -> DisaggRecipe | None:
+    """The entry a disaggregated dump row ran under at ``clients`` clients, or None."""
+    image = _dump_image(row)
+    if image is None:
         return None
     prefill, decode = _layout_of(row, "prefill_"), _layout_of(row, "decode_")
     isl, osl, n = _int(row.get("isl")), _int(row.get("osl")), _int(round(clients))
@@ -199,7 +208,7 @@ def matching_recipe(row: pd.Series, clients: float) -> DisaggRecipe | None:
         return None
     key = (
         str(row.get("model_path")),
-        source.split(";")[-1].strip(),
+        image,
         str(row.get("system")),
         str(row.get("precision")),
         isl,
@@ -287,8 +296,7 @@ def launch_expert_parallel(row: pd.Series) -> bool:
     """Whether a disaggregated dump row's launch ran its attention-DP workers as DEP
     (``ExpertParallelLaunch``): matched on the row's model, image (the last field of its
     ``silicon_data_source``) and GPU."""
-    source = str(row.get("silicon_data_source", ""))
-    if row.get("mode") != "disagg" or not DUMP_ROW.match(source):
-        return False
-    key = (str(row.get("model_path")), source.split(";")[-1].strip(), str(row.get("system")))
-    return key in _launch_keys()
+    image = _dump_image(row)
+    return image is not None and (
+        (str(row.get("model_path")), image, str(row.get("system"))) in _launch_keys()
+    )
