@@ -648,8 +648,9 @@ def evaluate_batch(
         fits = fits & (~disagg | (pre.seq_capacity >= 1))
         xs = np.where(disagg, res.requests_per_s, xs)
     assert res is not None  # every row is aggregated or disaggregated
-    overhead = np.where(disagg, cal.disagg_request_overhead_s.value, load.request_overhead_s)
-    load = replace(load, request_overhead_s=overhead)
+    # the per-request time inside TTFT percentiles: the same per-candidate value the mean took
+    d_fixed = constant(cal, "disagg_request_overhead_s", k, constants)
+    load = replace(load, request_overhead_s=np.where(disagg, d_fixed, load.request_overhead_s))
     return _results(res, load, xs, gpus, fits, dec.seq_capacity)
 
 

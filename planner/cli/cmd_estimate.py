@@ -302,6 +302,8 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
         head["duplicates dropped"] = report["duplicates_dropped"]
     if "layout_read_from_id" in report:
         head["layouts read from row ids"] = report["layout_read_from_id"]
+    if "layout_read_from_columns" in report:
+        head["layouts read from flattened columns"] = report["layout_read_from_columns"]
     head["modelled"] = report["modelled"]
     head |= {f"skipped {k}": v for k, v in report["skipped"].items()}
     if "holdout" in report:

@@ -135,9 +135,45 @@ def id_layout(row: pd.Series, tp: float, dp: float) -> tuple[float, float, float
     return (1.0, n, ep) if dp > 1 else (n, 1.0, ep)
 
 
+def column_layout(row: pd.Series, tp: float, dp: float) -> tuple[float, float, float] | None:
+    """(tp, attention DP, EP) of an aggregated row whose id names no layout but whose columns
+    record the same flattening ``id_layout`` reads, else None.
+
+    The flattened rows record tp_size x attention_dp_size = moe_tp_size x moe_ep_size = N x M
+    with moe_tp_size N, the id's GPUs, and moe_ep_size M, its EP (all 71 rows ``id_layout``
+    rewrites in silicon_measured.csv do; none of the 691 other aggregated rows with an id layout
+    does). Without an id, that shape alone also fits a real MoE split (TP 4 = MoE TP 2 x EP 2 on
+    aic H100 rows), so it is read only where the recorded worker is larger than the GPU's
+    scale-up domain: an aggregated worker of that many GPUs would span nodes. The case in the
+    data: InferenceMAX's December 2025 DeepSeek-R1 FP8 H200 TensorRT-LLM runs (db-dump configs
+    181 and 183, 15 rows: tp_size 64, or attention DP 64, with moe_tp 8 x EP 8), which InferenceX
+    launched on one 8-GPU H200 node as ``{tp: 8, ep: 8}``, with ``dp-attn`` at 8k / 1k and 64
+    clients (``.github/configs/nvidia-master.yaml`` @c040b5cf2, ``dsr1-fp8-h200-trt``, runner
+    h200, ``multinode: false``). Read as ``id_layout`` reads an id: N GPUs, EP M, the recorded
+    direction kept."""
+    if row.get("mode") != "agg" or _ID_LAYOUT.search(str(row.get("id", ""))):
+        return None
+    n, ep = _num(row, "moe_tp_size"), _num(row, "moe_ep_size")
+    if n <= 1 or ep <= 1 or tp * dp != n * ep:
+        return None
+    try:
+        domain = get_gpu(str(row.get("system"))).scale_up.domain_size
+    except PlannerInputError:
+        return None
+    if tp * dp <= domain:
+        return None
+    return (1.0, n, ep) if dp > 1 else (n, 1.0, ep)
+
+
+def read_layout(row: pd.Series, tp: float, dp: float) -> tuple[float, float, float] | None:
+    """The layout ``id_layout`` reads from the row's id, else the one ``column_layout`` reads from
+    its columns; None: the columns stand."""
+    return id_layout(row, tp, dp) or column_layout(row, tp, dp)
+
+
 def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] | str:
-    """CandidateArrays columns of one row, or the reason it cannot be modelled (``id_layout``
-    corrects a layout that contradicts the row's id)."""
+    """CandidateArrays columns of one row, or the reason it cannot be modelled (``read_layout``
+    corrects a layout recorded flattened)."""
     quant = QUANT_MODES.get(str(row.get("gemm_quant_mode")), weight_default)
     kv = recipe_kv_dtype(row) or (
         "fp8" if row["backend"] == "trtllm" and quant in ("fp8", "fp4") else "bf16"
@@ -145,9 +181,9 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
     agg_tp, agg_ep = _num(row, "tp_size"), _num(row, "moe_ep_size")
     agg_dp = _attention_dp(row, "", agg_tp, agg_ep)
     conc = _concurrency(row, agg_dp)
-    from_id = id_layout(row, agg_tp, agg_dp)
-    if from_id is not None:
-        agg_tp, agg_dp, agg_ep = from_id
+    read = read_layout(row, agg_tp, agg_dp)
+    if read is not None:
+        agg_tp, agg_dp, agg_ep = read
     if recipe_expert_parallel(row):  # the launch script's --ep_size, not the export's layout
         agg_ep = agg_tp * agg_dp
     if not np.isfinite(conc):
@@ -716,19 +752,22 @@ def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return kept.reset_index(drop=True), int((~keep).sum())
 
 
-def layouts_from_ids(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """``df`` with every aggregated row whose columns contradict its id (``id_layout``) rewritten
-    to the id's layout, the way the other dumps record it (tp_size, attention_dp_size,
-    moe_tp_size = GPUs / EP, batch_size per attention-DP rank, so the clients stay), and how many
-    were rewritten. Copies of one measurement then compare equal (``drop_duplicates``)."""
+def layouts_from_ids(df: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
+    """``df`` with every aggregated row whose layout is recorded flattened (``read_layout``: its
+    id says so, ``id_layout``, or its columns do, ``column_layout``) rewritten to the layout it
+    ran, the way the other dumps record it (tp_size, attention_dp_size, moe_tp_size = GPUs / EP,
+    batch_size per attention-DP rank, so the clients stay), and how many were rewritten from their
+    ids and from their columns. Copies of one measurement then compare equal
+    (``drop_duplicates``)."""
     out = df.copy()
-    n = 0
+    counts = {"id": 0, "columns": 0}
     for i, row in df.iterrows():
         if row.get("mode") != "agg":
             continue
         tp = _num(row, "tp_size")
         dp = _attention_dp(row, "", tp, _num(row, "moe_ep_size"))
-        got = id_layout(row, tp, dp)
+        by_id = id_layout(row, tp, dp)
+        got = by_id or column_layout(row, tp, dp)
         if got is None:
             continue
         new_tp, new_dp, ep = got
@@ -739,16 +778,16 @@ def layouts_from_ids(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         ]
         if not pd.isna(row.get("batch_size")):
             out.loc[i, "batch_size"] = float(row["batch_size"]) * dp / new_dp
-        n += 1
-    return out, n
+        counts["id" if by_id else "columns"] += 1
+    return out, counts["id"], counts["columns"]
 
 
-def read_rows_counted(path: Path) -> tuple[pd.DataFrame, int, int]:
-    """The measured rows of ``path`` with layouts read from their ids where their columns
-    contradict them, without duplicates; (rows, duplicates dropped, layouts read from ids)."""
-    df, from_id = layouts_from_ids(read_measurements(path))
+def read_rows_counted(path: Path) -> tuple[pd.DataFrame, int, dict[str, int]]:
+    """The measured rows of ``path`` with flattened layouts read as they ran (``read_layout``),
+    without duplicates; (rows, duplicates dropped, layouts read from ids and from columns)."""
+    df, from_id, from_columns = layouts_from_ids(read_measurements(path))
     rows, duplicates = drop_duplicates(df)
-    return rows, duplicates, from_id
+    return rows, duplicates, {"id": from_id, "columns": from_columns}
 
 
 def read_rows(path: Path) -> tuple[pd.DataFrame, int]:
@@ -851,12 +890,13 @@ def validate_e2e(
     constants), or held out ("campaign": each fold of measurement campaigns priced with constants
     refitted on the other folds, ``planner.validation.holdout``), in the same shape plus
     ``holdout``."""
-    df, duplicates, from_id = read_rows_counted(path)
+    df, duplicates, layouts = read_rows_counted(path)
     prep = prepare(df)
     head = {
         "rows": int(len(df) + duplicates),
         "duplicates_dropped": duplicates,
-        "layout_read_from_id": from_id,
+        "layout_read_from_id": layouts["id"],
+        "layout_read_from_columns": layouts["columns"],
     }
     if holdout == "none":
         pred = predict(prep.rows, progress)

@@ -73,3 +73,29 @@ def test_ttft_percentiles_never_fall_as_concurrency_grows(isl: int, osl: int, se
         assert np.all(np.diff(p) >= -1e-6 * p[1:])
         # never below the request's own prefill (no queueing at one client)
         assert np.all(p >= r.ttft_p50_s[0] * (1 - 1e-9))
+
+
+def test_disaggregated_percentiles_take_the_per_candidate_request_time() -> None:
+    """A refit's per-candidate ``disagg_request_overhead_s`` (``constants``, as the held-out folds
+    price rows) moves the TTFT percentiles as the same value in the calibration does, not only the
+    mean: the percentiles spread the prefill part of TTFT with the prompt length and hold the
+    per-request time fixed."""
+    from planner.calibration_profile import with_constants
+    from planner.engine_calibration import engine
+
+    c = CandidateArrays.from_lists(
+        mode=[1, 1], concurrency=[8.0, 64.0], workers=[1, 1], prefill_workers=[1, 1]
+    )
+    # prompts of varied length: the prefill part spreads with the quantile, the fixed part does not
+    w = Workload(
+        isl=LengthSpec(mean=2000, dist="lognormal", cv=1.0), osl=LengthSpec(mean=200), concurrency=1
+    )
+    value = 0.75
+    by_row = evaluate_batch(
+        M8, H100, c, w, backend="vllm", constants={"disagg_request_overhead_s": np.full(2, value)}
+    )
+    cal = with_constants(engine("vllm"), {"disagg_request_overhead_s": value}, "test")
+    by_cal = evaluate_batch(M8, H100, c, w, backend="vllm", calibration=cal)
+    for name in ("ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s"):
+        np.testing.assert_allclose(getattr(by_row, name), getattr(by_cal, name), rtol=1e-12)
+    assert np.all(by_row.ttft_p50_s > engine("vllm").disagg_request_overhead_s.value)

@@ -117,3 +117,39 @@ def test_a_layout_that_agrees_with_its_id_is_kept() -> None:
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (1, 8, 8, 256)
     assert id_layout(_row(id="qwen_h100_trtllm_agg_1024x128_c8_tp4_epnone_1"), 4.0, 1.0) is None
     assert id_layout(_row(id="x_tp8_ep8_1", mode="disagg"), 64.0, 1.0) is None
+
+
+def test_a_flattened_layout_without_an_id_is_read_from_its_columns() -> None:
+    """InferenceMAX's db-dump rows name no layout in their ids; its December 2025 DeepSeek-R1 H200
+    TensorRT-LLM runs record ``{tp: 8, ep: 8}`` as tp_size 64 (or attention DP 64), moe_tp 8 x EP
+    8, a worker beyond the 8-GPU NVLink domain: read as 8 GPUs with EP 8, the direction kept."""
+    from planner.validation.e2e import candidate_columns
+
+    src = "db-dump/2026-04-27; config_id=181; silicon_concurrency=16"
+    flat = {"system": "h200_sxm", "silicon_data_source": src, "moe_tp_size": 8.0}
+    tp64 = _row(id="dsr1_h200_trtllm_fp8_agg_1024x1024_c16_cfg181", tp_size=64.0, **flat)
+    tp64["attention_dp_size"], tp64["batch_size"] = 1.0, 16.0
+    c = candidate_columns(tp64, "bf16")
+    assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (8, 1, 8, 16)
+    dp64 = _row(id="dsr1_h200_trtllm_fp8_agg_8192x1024_c64_cfg183", attention_dp_size=64.0, **flat)
+    dp64["batch_size"] = 1.0
+    dp64["silicon_data_source"] = "db-dump/2026-04-27; config_id=183; silicon_concurrency=64"
+    c = candidate_columns(dp64, "bf16")
+    assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (1, 8, 8, 64)
+
+
+def test_a_moe_split_inside_the_domain_or_an_id_layout_is_not_read_from_columns() -> None:
+    """TP 4 with MoE TP 2 x EP 2 on one H100 node is a real layout (aic rows); a GB200 worker of 64
+    GPUs fits its 72-GPU NVLink domain; a row whose id names its layout is ``id_layout``'s."""
+    from planner.validation.e2e import column_layout
+
+    aic = _row(id="qwen_h100_trtllm_agg_128x128_c16_tp4_epnone_16", system="h100_sxm")
+    assert column_layout(aic, 4.0, 1.0) is None
+    aic["moe_tp_size"], aic["moe_ep_size"] = 2.0, 2.0
+    assert column_layout(aic, 4.0, 1.0) is None
+    gb = _row(id="dsr1_gb200_trtllm_fp4_agg_1024x1024_c16_cfg9", system="gb200", moe_tp_size=8.0)
+    assert column_layout(gb, 64.0, 1.0) is None
+    named = _row(id="x_h200_agg_c32_tp8_ep8_922", system="h200_sxm", moe_tp_size=8.0)
+    assert column_layout(named, 64.0, 1.0) is None
+    unknown = _row(id="dsr1_x_agg_c16_cfg1", system="no_such_gpu", moe_tp_size=8.0)
+    assert column_layout(unknown, 64.0, 1.0) is None

@@ -66,8 +66,9 @@ def test_a_layout_read_from_its_id_joins_its_copy_in_another_dump() -> None:
             },
         ]
     )
-    read, n = layouts_from_ids(df)
-    assert n == 1 and read.loc[0, "tp_size"] == 8.0 and read.loc[0, "moe_tp_size"] == 1.0
+    read, n, by_columns = layouts_from_ids(df)
+    assert n == 1 and by_columns == 0
+    assert read.loc[0, "tp_size"] == 8.0 and read.loc[0, "moe_tp_size"] == 1.0
     assert drop_duplicates(read)[1] == 1
 
 
@@ -97,6 +98,8 @@ def test_held_out_accuracy() -> None:
     # architecture, 30 restated to 0.01 ms by the gap-analysis files
     assert r["duplicates_dropped"] == 371
     assert r["layout_read_from_id"] == 71
+    # InferenceMAX DeepSeek-R1 H200 TensorRT-LLM configs 181 and 183 (tp_size or attention DP 64)
+    assert r["layout_read_from_columns"] == 15
     assert r["modelled"] + sum(r["skipped"].values()) == r["rows"] - r["duplicates_dropped"]
     assert set(r["skipped"]) <= {"incomplete_config", "tp_not_dividing_heads"}
     groups = {(g["by"], g["key"]): g for g in r["groups"]}  # type: ignore[attr-defined]
@@ -108,15 +111,21 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 170 of 1,588 on 2026-12-02 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 173 of 1,588 on 2026-12-02 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 172
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 170 (2026-12-02, eleventh
-pass: the December 2025 SGLang GB200 disaggregated launches replayed as the DEP layouts they ran, a
-deployment the replay could not start replayed at the memory flag that starts it: 175 -> 170). Tenth
+OFF_BY_3X = 175
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 173 (2026-12-02, twelfth
+pass, LOOSENED 172 -> 175: 15 InferenceMAX DeepSeek-R1 H200 TensorRT-LLM rows recorded as a worker
+of 64 GPUs are read as the 8-GPU TP 8 / EP 8 worker that ran, ``e2e.column_layout``; their TPOT
+ratio predicted / measured moves from 0.34-1.06 (median 0.66) to 0.75-1.03 (0.88), their TTFT ratio
+from 0.08-2.42 (0.90, 64-GPU collectives over the network offsetting a missing per-request time) to
+0.27-0.93 (0.47), as on the InferenceMAX export rows of the same deployment, and three 1k-prompt
+rows fall below 1/3: 170 -> 173). Eleventh pass: the December 2025 SGLang GB200 disaggregated
+launches replayed as the DEP layouts they ran, a deployment the replay could not start replayed at
+the memory flag that starts it: 175 -> 170). Tenth
 pass: FP8 GEMMs priced without the kernel harness's activation-scale pass, fused-MoE layers as their
 kernels, the step overhead per engine: 178 -> 175). Ninth pass: the InferenceMAX disaggregated rows
 replayed at the decode cap their launch recipe set, ``validation.disagg_recipes``, took 15 rows
@@ -125,13 +134,16 @@ balance wait, then the Llama-3.1-70B batch waiting with four aic Llama-3.1-8B ro
 through one fold's request overhead)."""
 HELD_OUT: dict[str, float] = {
     "agg_ttft": 25.2,
-    "agg_tpot": 13.0,
+    "agg_tpot": 12.9,
     "disagg_ttft": 25.4,
     "disagg_tpot": 14.6,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (24.87, 12.77,
-25.11, 14.31 % on 1,588 rows, 2026-12-02, eleventh pass; issue 16's targets are 22, 13, 25, 15 %:
-agg TPOT and disagg TPOT met). The eleventh pass replays the December 2025 SGLang GB200
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (24.88, 12.64,
+25.11, 14.31 % on 1,588 rows, 2026-12-02, twelfth pass; issue 16's targets are 22, 13, 25, 15 %:
+agg TPOT and disagg TPOT met). The twelfth pass reads 15 InferenceMAX rows recorded as a 64-GPU
+H200 worker (tp_size or attention DP 64 = MoE TP 8 x EP 8) as the 8-GPU worker that ran
+(``e2e.column_layout``): 24.87 / 12.77 / 25.11 / 14.31 -> 24.88 / 12.64 / 25.11 / 14.31 % (agg
+TPOT guard tightened 13.0 -> 12.9). The eleventh pass replays the December 2025 SGLang GB200
 disaggregated rows (InferenceMAX, lmsysorg/sglang:v0.5.5.post2) at the DEP layout their launch
 script hardcoded (attention DP with DeepEP expert parallelism over each worker; the dumps record EP
 1: ``validation.disagg_recipes.launch_expert_parallel``) and a deployment the replay could not start
