@@ -593,6 +593,8 @@ def evaluate_batch(
     fits = dec.seq_capacity >= 1
     xs = agg.requests_per_s * c.workers if agg is not None else gpus * np.nan
     res = agg
+    # a disaggregated request's time outside the steps: its mean and its percentiles take it
+    d_overhead = constant(cal, "disagg_request_overhead_s", k, constants)
     if disagg.any():
         pre_par = parallel_arrays(
             gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
@@ -623,7 +625,6 @@ def evaluate_batch(
             gpu.scale_out_bandwidth_bytes_per_s,
         )
         t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
-        d_overhead = constant(cal, "disagg_request_overhead_s", k, constants)
         dload = replace(load, request_overhead_s=d_overhead)
         dburst = lockstep_share(w, conc, cal, disagg=True, constants=constants)
         dres = solve_disagg(
@@ -648,9 +649,7 @@ def evaluate_batch(
         fits = fits & (~disagg | (pre.seq_capacity >= 1))
         xs = np.where(disagg, res.requests_per_s, xs)
     assert res is not None  # every row is aggregated or disaggregated
-    # the per-request time inside TTFT percentiles: the same per-candidate value the mean took
-    d_fixed = constant(cal, "disagg_request_overhead_s", k, constants)
-    load = replace(load, request_overhead_s=np.where(disagg, d_fixed, load.request_overhead_s))
+    load = replace(load, request_overhead_s=np.where(disagg, d_overhead, load.request_overhead_s))
     return _results(res, load, xs, gpus, fits, dec.seq_capacity)
 
 

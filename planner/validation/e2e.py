@@ -144,7 +144,8 @@ def column_layout(row: pd.Series, tp: float, dp: float) -> tuple[float, float, f
     rewrites in silicon_measured.csv do; none of the 691 other aggregated rows with an id layout
     does). Without an id, that shape alone also fits a real MoE split (TP 4 = MoE TP 2 x EP 2 on
     aic H100 rows), so it is read only where the recorded worker is larger than the GPU's
-    scale-up domain: an aggregated worker of that many GPUs would span nodes. The case in the
+    scale-up domain: an aggregated worker of that many GPUs would span nodes, and only where EP
+    divides the N GPUs and any attention DP is recorded, not derived. The case in the
     data: InferenceMAX's December 2025 DeepSeek-R1 FP8 H200 TensorRT-LLM runs (db-dump configs
     181 and 183, 15 rows: tp_size 64, or attention DP 64, with moe_tp 8 x EP 8), which InferenceX
     launched on one 8-GPU H200 node as ``{tp: 8, ep: 8}``, with ``dp-attn`` at 8k / 1k and 64
@@ -154,8 +155,10 @@ def column_layout(row: pd.Series, tp: float, dp: float) -> tuple[float, float, f
     if row.get("mode") != "agg" or _ID_LAYOUT.search(str(row.get("id", ""))):
         return None
     n, ep = _num(row, "moe_tp_size"), _num(row, "moe_ep_size")
-    if n <= 1 or ep <= 1 or tp * dp != n * ep:
-        return None
+    if n <= 1 or ep <= 1 or ep > n or n % ep or tp * dp != n * ep:
+        return None  # not the flattening: EP spans the id's N GPUs in every flattened row
+    if dp > 1 and _num(row, "attention_dp_size", 0.0) != dp:
+        return None  # attention DP derived from the MoE columns, not recorded: no reading
     try:
         domain = get_gpu(str(row.get("system"))).scale_up.domain_size
     except PlannerInputError:

@@ -153,3 +153,19 @@ def test_a_moe_split_inside_the_domain_or_an_id_layout_is_not_read_from_columns(
     assert column_layout(named, 64.0, 1.0) is None
     unknown = _row(id="dsr1_x_agg_c16_cfg1", system="no_such_gpu", moe_tp_size=8.0)
     assert column_layout(unknown, 64.0, 1.0) is None
+    flat = {"id": "dsr1_x_agg_c16_cfg1", "system": "h200_sxm"}
+    assert column_layout(_row(**flat, moe_tp_size=8.0, attention_dp_size=1.0), 64.0, 1.0) == (
+        8.0,
+        1.0,
+        8.0,
+    )
+    # EP beyond the GPUs it would be read as (MoE TP 2 x EP 8 = 16): not the flattening
+    assert column_layout(_row(**flat, moe_tp_size=2.0, attention_dp_size=1.0), 16.0, 1.0) is None
+    # attention DP derived from the MoE columns (none recorded): no reading
+    derived = _row(**flat, tp_size=1.0, moe_tp_size=8.0, attention_dp_size=float("nan"))
+    assert column_layout(derived, 1.0, 64.0) is None
+    assert column_layout(_row(**flat, moe_tp_size=8.0, attention_dp_size=64.0), 1.0, 64.0) == (
+        1.0,
+        8.0,
+        8.0,
+    )

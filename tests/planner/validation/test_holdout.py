@@ -72,6 +72,42 @@ def test_a_layout_read_from_its_id_joins_its_copy_in_another_dump() -> None:
     assert drop_duplicates(read)[1] == 1
 
 
+def test_a_layout_read_from_its_columns_is_rewritten_as_it_ran() -> None:
+    """A db-dump row (no layout in its id) recorded as attention DP 64 with MoE TP 8 x EP 8 on an
+    8-GPU H200 is rewritten as attention DP 8 at TP 1, MoE TP 1, one client per rank becoming 8;
+    the same shape inside the NVLink domain (TP 4 = MoE TP 2 x EP 2) is kept."""
+    from planner.validation.e2e import layouts_from_ids
+
+    common = {"mode": "agg", "system": "h200_sxm", "silicon_data_source": "db-dump/x"}
+    df = pd.DataFrame(
+        [
+            {
+                "id": "dsr1_h200_trtllm_fp8_agg_8192x1024_c64_cfg183",
+                "tp_size": 1.0,
+                "attention_dp_size": 64.0,
+                "moe_tp_size": 8.0,
+                "moe_ep_size": 8.0,
+                "batch_size": 1.0,
+                **common,
+            },
+            {
+                "id": "qwen_h200_trtllm_agg_128x128_c16_cfg7",
+                "tp_size": 4.0,
+                "attention_dp_size": 1.0,
+                "moe_tp_size": 2.0,
+                "moe_ep_size": 2.0,
+                "batch_size": 16.0,
+                **common,
+            },
+        ]
+    )
+    read, by_id, by_columns = layouts_from_ids(df)
+    assert (by_id, by_columns) == (0, 1)
+    got = read.loc[0, ["tp_size", "attention_dp_size", "moe_tp_size", "batch_size"]].tolist()
+    assert got == [1.0, 8.0, 1.0, 8.0]
+    assert read.loc[1].equals(df.loc[1])
+
+
 def test_campaigns_are_dealt_round_robin_and_never_split() -> None:
     src = [f"dump/{c}; config_id={i}; silicon_concurrency=4" for i, c in enumerate("cabcdeab")]
     folds = campaign_folds(pd.DataFrame({"silicon_data_source": src}), 2)
@@ -123,9 +159,9 @@ of 64 GPUs are read as the 8-GPU TP 8 / EP 8 worker that ran, ``e2e.column_layou
 ratio predicted / measured moves from 0.34-1.06 (median 0.66) to 0.75-1.03 (0.88), their TTFT ratio
 from 0.08-2.42 (0.90, 64-GPU collectives over the network offsetting a missing per-request time) to
 0.27-0.93 (0.47), as on the InferenceMAX export rows of the same deployment, and three 1k-prompt
-rows fall below 1/3: 170 -> 173). Eleventh pass: the December 2025 SGLang GB200 disaggregated
+rows fall below 1/3: 170 -> 173. Eleventh pass: the December 2025 SGLang GB200 disaggregated
 launches replayed as the DEP layouts they ran, a deployment the replay could not start replayed at
-the memory flag that starts it: 175 -> 170). Tenth
+the memory flag that starts it: 175 -> 170. Tenth
 pass: FP8 GEMMs priced without the kernel harness's activation-scale pass, fused-MoE layers as their
 kernels, the step overhead per engine: 178 -> 175). Ninth pass: the InferenceMAX disaggregated rows
 replayed at the decode cap their launch recipe set, ``validation.disagg_recipes``, took 15 rows
