@@ -5,9 +5,10 @@ No row of ``silicon_measured.csv`` records its launch flags, so ``validation.e2e
 at its engine's defaults. The InferenceMAX runs were launched by public scripts
 (github:SemiAnalysisAI/InferenceX) that set some flags away from those defaults: the KV-cache
 dtype, the per-step token budget and the memory flag. A row of the dated exports
-(``source_file=YYYY-MM-DD.csv; model=<label>; ...``, aggregated) whose model label, engine and GPU
-match a recipe is replayed at the recipe's flags instead (``recipe_kv_dtype``,
-``recipe_arrays``). Every entry names the script and commit it was read from.
+(``source_file=YYYY-MM-DD.csv; model=<label>; ...``, aggregated), or of the result-database dump
+whose id names its model (``model_label``), whose model label, engine and GPU match a recipe is
+replayed at the recipe's flags instead (``recipe_kv_dtype``, ``recipe_arrays``). Every entry names
+the script and commit it was read from.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ TOKENS_RULES = ("clients_plus_isl",)
 step, rounded up to 64."""
 EXPORT_ROW = re.compile(r"^source_file=\d{4}-\d{2}-\d{2}\.csv; model=([^;]+);")
 """``silicon_data_source`` of a dated-export row, capturing its model label."""
+DUMP_ROW = re.compile(r"^db-dump/\d{4}-\d{2}-\d{2}; ")
+"""``silicon_data_source`` of a row of the InferenceMAX result-database dump, which records no model
+label: its id's first word is InferenceX's ``model-prefix`` (``DUMP_MODEL_PREFIXES``)."""
+DUMP_MODEL_PREFIXES: dict[str, str] = {"dsr1": "DeepSeek-R1"}
+"""InferenceX ``model-prefix`` -> the dated exports' model label, for the prefixes whose dump rows
+the replay reads: ``dsr1`` is every ``dsr1-*`` entry's ``model: deepseek-ai/DeepSeek-R1-0528``
+(``.github/configs/nvidia-master.yaml`` @c040b5cf2, e.g. ``dsr1-fp8-h200-trt``), the exports'
+``model=DeepSeek-R1``. The dump's ``model_path`` is no guide: it records these runs as
+deepseek-ai/DeepSeek-V3."""
 MEASURED = re.compile(r"measured=(\d{4}-\d{2}-\d{2})")
 """The measurement date a dated-export row's ``silicon_data_source`` records."""
 ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -257,16 +267,28 @@ def _by_key(path: Path = RECIPES_FILE) -> dict[tuple[str, str, str], tuple[Recip
     return out
 
 
-def recipe_for(row: pd.Series | dict[str, object]) -> Recipe | None:
-    """The recipe an aggregated dated-export row ran with, if one is listed (the entry whose
-    measurement dates cover the row's ``measured=`` date)."""
+def model_label(row: pd.Series | dict[str, object]) -> str | None:
+    """The InferenceMAX model label of a row: a dated export's ``model=``, a dump row's id prefix
+    (``DUMP_MODEL_PREFIXES``); None for other rows."""
     source = str(row.get("silicon_data_source", ""))
     m = EXPORT_ROW.match(source)
-    if m is None or row.get("mode") != "agg":
+    if m is not None:
+        return m.group(1)
+    if DUMP_ROW.match(source):
+        return DUMP_MODEL_PREFIXES.get(str(row.get("id", "")).split("_", 1)[0])
+    return None
+
+
+def recipe_for(row: pd.Series | dict[str, object]) -> Recipe | None:
+    """The recipe an aggregated InferenceMAX row (a dated export's, or a dump row whose id names
+    its model, ``model_label``) ran with, if one is listed (the entry whose measurement dates cover
+    the row's ``measured=`` date)."""
+    label = model_label(row)
+    if label is None or row.get("mode") != "agg":
         return None
-    when = MEASURED.search(source)
+    when = MEASURED.search(str(row.get("silicon_data_source", "")))
     measured = when.group(1) if when else ""
-    for r in _by_key().get((m.group(1), str(row.get("backend")), str(row.get("system"))), ()):
+    for r in _by_key().get((label, str(row.get("backend")), str(row.get("system"))), ()):
         if r.covers(measured):
             return r
     return None

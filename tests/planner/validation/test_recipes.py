@@ -311,3 +311,24 @@ def test_predict_prices_the_rows_activation_scale(monkeypatch: pytest.MonkeyPatc
     # input); a static-scale checkpoint skips that pass; block scales cost compute, not decode
     assert tpot[""] > tpot["static"]
     assert tpot["block"] == pytest.approx(tpot["static"], rel=0.02)
+
+
+def test_a_dump_row_takes_the_recipe_its_id_prefix_names() -> None:
+    """The result-database dump records no model label (and names DeepSeek-R1 runs DeepSeek-V3);
+    its ids start with InferenceX's model-prefix: ``dsr1_`` rows run the DeepSeek-R1 script."""
+    from planner.validation.recipes import model_label
+
+    src = "db-dump/2026-04-27; config_id=181; silicon_concurrency=16; measured=2025-12-15T00:00Z"
+    dump = _row(
+        "x",
+        "trtllm",
+        id="dsr1_h200_trtllm_fp8_agg_1024x1024_c16_cfg181",
+        silicon_data_source=src,
+        model_path="deepseek-ai/DeepSeek-V3",
+    )
+    assert model_label(dump) == "DeepSeek-R1"
+    r = recipe_for(pd.Series(dump))
+    assert r is not None and r.kv_dtype == "fp8" and r.expert_parallel_all_ranks
+    assert r.tokens(16.0, 1024.0) == 1152.0
+    for other in ({"id": "gptoss_h200_x_cfg9"}, {"id": "dsr1_x", "mode": "disagg"}):
+        assert recipe_for(pd.Series(dump | other)) is None
