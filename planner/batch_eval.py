@@ -538,6 +538,7 @@ def evaluate_batch(
     adp_balance_iters: np.ndarray | None = None,
     batch_wait_iters: np.ndarray | None = None,
     batch_wait_tokens: np.ndarray | None = None,
+    decode_routers: np.ndarray | None = None,
 ) -> ResultArrays:
     """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
     (``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``constants``:
@@ -550,7 +551,9 @@ def evaluate_batch(
     attention-DP balance ``timeout_iters`` where a replayed launch enabled it, 0 elsewhere,
     ``serving.adp_balance_wait``; ``batch_wait_iters`` / ``batch_wait_tokens``: per candidate, its
     batch waiting (``batch_wait_timeout_iters``, ratio x max_num_tokens), 0 elsewhere,
-    ``serving.batch_wait``; both for aggregated workers only)."""
+    ``serving.batch_wait``; both for aggregated workers only; ``decode_routers``: per candidate,
+    the slot-blind round-robin routers that place requests on a disaggregated deployment's decode
+    workers, NaN where they fill free slots, ``serving.routed_running``)."""
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
@@ -634,6 +637,7 @@ def evaluate_batch(
             replace(dec, burst_fraction=dburst),
             dload,
             t_kv,
+            decode_routers,
         )
         res = (
             dres

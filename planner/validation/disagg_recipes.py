@@ -42,6 +42,7 @@ MAX_GPUS = 1024
 MAX_TOKENS = 1 << 20
 MAX_CLIENTS = 1 << 20
 MAX_BATCH = 1 << 16
+MAX_ROUTERS = 64
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,11 @@ class DisaggRecipe:
     concurrency: frozenset[int]
     decode_max_batch_size: int
     source: str
+    decode_routers: int | None = None
+    """Round-robin routers that placed requests on the decode workers without looking at their
+    free slots (``serving.routed_running``), where the launch recipe says how many; None: not
+    read (the replay lets requests fill free slots)."""
+    routers_source: str = ""
 
     def key(self) -> tuple[object, ...]:
         """What a row must equal (besides its client count) to match this entry."""
@@ -124,8 +130,12 @@ def _entry(path: Path, i: int, raw: object) -> DisaggRecipe:
         "decode_max_batch_size",
         "source",
     }
-    if not isinstance(raw, dict) or set(raw) != fields:
-        raise PlannerInputError("disagg recipes", f"{where}: needs exactly {sorted(fields)}")
+    routing = {"decode_routers", "routers_source"}
+    if not isinstance(raw, dict) or set(raw) not in (fields, fields | routing):
+        raise PlannerInputError(
+            "disagg recipes",
+            f"{where}: needs exactly {sorted(fields)}, and optionally both of {sorted(routing)}",
+        )
     clients = raw["concurrency"]
     if not isinstance(clients, list) or not clients:
         raise PlannerInputError("disagg recipes", f"{where}: concurrency must list client counts")
@@ -143,6 +153,14 @@ def _entry(path: Path, i: int, raw: object) -> DisaggRecipe:
             where, "decode_max_batch_size", raw["decode_max_batch_size"], MAX_BATCH
         ),
         source=_text(where, "source", raw["source"]),
+        decode_routers=(
+            _whole(where, "decode_routers", raw["decode_routers"], MAX_ROUTERS)
+            if "decode_routers" in raw
+            else None
+        ),
+        routers_source=(
+            _text(where, "routers_source", raw["routers_source"]) if "routers_source" in raw else ""
+        ),
     )
 
 
@@ -218,6 +236,13 @@ def matching_recipe(row: pd.Series, clients: float) -> DisaggRecipe | None:
         n,
     )
     return _index().get(key)
+
+
+def decode_routers(row: pd.Series, clients: float) -> float:
+    """How many slot-blind round-robin routers fed a disaggregated dump row's decode workers
+    (``DisaggRecipe.decode_routers``), or NaN where no entry says."""
+    e = matching_recipe(row, clients)
+    return float(e.decode_routers) if e is not None and e.decode_routers else math.nan
 
 
 def decode_cap(row: pd.Series, clients: float) -> float:

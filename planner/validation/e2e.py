@@ -35,7 +35,11 @@ from planner.engine_calibration import BACKENDS, EngineCalibration, engine, pref
 from planner.memory_batch import KvPool, sglang_chunked_prefill
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from planner.validation.disagg_recipes import decode_cap, launch_expert_parallel
+from planner.validation.disagg_recipes import (
+    decode_cap,
+    decode_routers,
+    launch_expert_parallel,
+)
 from planner.validation.recipes import (
     activation_scales,
     recipe_arrays,
@@ -518,8 +522,21 @@ def _group_replay(
         adp_balance_iters=_set_or_none(recipe.adp_balance_iters),
         batch_wait_iters=_set_or_none(recipe.batch_wait_iters),
         batch_wait_tokens=_set_or_none(recipe.batch_wait_tokens),
+        decode_routers=_routers(sub),
     )
     return replay, cand, recipe.memory_flag, kv_pools(sub, recipe.memory_flag)
+
+
+def _routers(rows: pd.DataFrame) -> np.ndarray | None:
+    """Per row, the slot-blind routers its launch recipe ran in front of the decode workers
+    (``disagg_recipes.decode_routers``, NaN where none is read); None where no row has them."""
+    out = np.array(
+        [
+            decode_routers(r, float(r["c_concurrency"])) if r.get("mode") == "disagg" else np.nan
+            for _, r in rows.iterrows()
+        ]
+    )
+    return out if np.isfinite(out).any() else None
 
 
 def _predicted(res: ResultArrays) -> dict[str, np.ndarray]:

@@ -28,8 +28,10 @@ spread of the other campaigns' residuals; 43 of 49 rows covered where 85% is 41.
 campaign-bootstrap interval (70.8-92.5%) holds 80%. planner/validation/notes/disagg.md, "Eleventh
 pass".
 
-TensorRT-LLM disaggregated TTFT (92 rows, 7 campaigns), 68.5% out of fold in the eleventh pass and
-69.6% since the tenth (2026-12-02; 78.3% before, campaign-bootstrap interval 56.6-83.9% now,
+TensorRT-LLM disaggregated TTFT (92 rows, 7 campaigns), 73.9% out of fold in the twelfth pass
+(campaign-bootstrap interval 62.3-87.5%; the slot-blind routers of its srt-slurm deployments
+priced, planner/validation/notes/disagg.md, "Twelfth pass"), 68.5% in the eleventh and 69.6% since
+the tenth (2026-12-02; 78.3% before, campaign-bootstrap interval 56.6-83.9% now,
 67.8-87.4% before). In the tenth pass its own residuals did not move (per-campaign medians within
 0.05); its coverage rests on one fold: with the H200 campaign (25 rows) held out, the cell's
 training residuals have nothing between +0.50 and +0.97 (ln measured / predicted) at 10-12% of their

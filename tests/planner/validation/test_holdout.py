@@ -147,37 +147,43 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 171 of 1,588 on 2026-12-02 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 168 of 1,588 on 2026-12-02 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 173
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 171 (2026-12-02, twelfth
-pass: 15 InferenceMAX DeepSeek-R1 H200 TensorRT-LLM rows recorded as a worker of 64 GPUs are read
-as the 8-GPU TP 8 / EP 8 worker that ran, ``e2e.column_layout``: their TPOT ratio predicted /
-measured moves from 0.34-1.06 (median 0.66) to 0.75-1.03 (0.88), their TTFT ratio from 0.08-2.42
-(0.90, 64-GPU collectives over the network offsetting a missing per-request time) to 0.27-0.93
-(0.47), as on the InferenceMAX export rows of the same deployment, and three 1k-prompt rows fall
-below 1/3: 170 -> 173; then the same rows at the flags of their launch script, whose model their
-ids name, ``recipes.model_label``: two rows back inside 3x, 173 -> 171). Eleventh pass: the
-December 2025 SGLang GB200 disaggregated launches replayed as the DEP layouts they ran, a
-deployment the replay could not start replayed at the memory flag that starts it: 175 -> 170.
-Tenth pass: FP8 GEMMs priced without the kernel harness's activation-scale pass, fused-MoE layers
-as their kernels, the step overhead per engine: 178 -> 175. Ninth pass: the InferenceMAX
-disaggregated rows replayed at the decode cap their launch recipe set,
-``validation.disagg_recipes``, took 15 rows inside 3x, 193 -> 178; before, 195 -> 189 -> 193 in
-the fifth pass: TensorRT-LLM's attention-DP balance wait, then the Llama-3.1-70B batch waiting with
-four aic Llama-3.1-8B rows near the line through one fold's request overhead."""
+OFF_BY_3X = 170
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 168 (2026-12-02, twelfth
+pass: 19 InferenceMAX disaggregated deployments launched by NVIDIA srt-slurm behind 2-10 slot-blind
+round-robin frontends, ``serving.routed_running``: three rows that waited for a decode slot on a
+full worker while another had one free back inside 3x, 171 -> 168; before that, 15 InferenceMAX
+DeepSeek-R1 H200 TensorRT-LLM rows recorded as a worker of 64 GPUs are read as the 8-GPU TP 8 / EP 8
+worker that ran, ``e2e.column_layout``: their TPOT ratio predicted / measured moves from 0.34-1.06
+(median 0.66) to 0.75-1.03 (0.88), their TTFT ratio from 0.08-2.42 (0.90, 64-GPU collectives over
+the network offsetting a missing per-request time) to 0.27-0.93 (0.47), as on the InferenceMAX
+export rows of the same deployment, and three 1k-prompt rows fall below 1/3: 170 -> 173; then the
+same rows at the flags of their launch script, whose model their ids name, ``recipes.model_label``:
+two rows back inside 3x, 173 -> 171). Eleventh pass: the December 2025 SGLang GB200 disaggregated
+launches replayed as the DEP layouts they ran, a deployment the replay could not start replayed at
+the memory flag that starts it: 175 -> 170. Tenth pass: FP8 GEMMs priced without the kernel
+harness's activation-scale pass, fused-MoE layers as their kernels, the step overhead per engine:
+178 -> 175. Ninth pass: the InferenceMAX disaggregated rows replayed at the decode cap their launch
+recipe set, ``validation.disagg_recipes``, took 15 rows inside 3x, 193 -> 178; before, 195 -> 189 ->
+193 in the fifth pass: TensorRT-LLM's attention-DP balance wait, then the Llama-3.1-70B batch
+waiting with four aic Llama-3.1-8B rows near the line through one fold's request overhead."""
 HELD_OUT: dict[str, float] = {
     "agg_ttft": 25.2,
     "agg_tpot": 12.9,
-    "disagg_ttft": 25.4,
+    "disagg_ttft": 24.3,
     "disagg_tpot": 14.6,
 }
 """Median APE (%) guarded on held-out campaigns, just above the measured figures (24.88, 12.64,
-25.11, 14.31 % on 1,588 rows, 2026-12-02, twelfth pass; issue 16's targets are 22, 13, 25, 15 %:
-agg TPOT and disagg TPOT met). The twelfth pass reads 15 InferenceMAX rows recorded as a 64-GPU
+24.04, 14.31 % on 1,588 rows, 2026-12-02, twelfth pass; issue 16's targets are 22, 13, 25, 15 %:
+agg TPOT, disagg TTFT and disagg TPOT met). The twelfth pass prices the slot-blind routers of 19
+InferenceMAX disaggregated deployments (NVIDIA srt-slurm's nginx in front of 2-10 round-robin
+dynamo frontends, ``serving.routed_running``, ``inferencemax_disagg.yaml`` ``decode_routers``):
+disagg TTFT 25.11 -> 24.04 % (guard tightened 25.4 -> 24.3), the other medians unchanged. It also
+reads 15 InferenceMAX rows recorded as a 64-GPU
 H200 worker (tp_size or attention DP 64 = MoE TP 8 x EP 8) as the 8-GPU worker that ran
 (``e2e.column_layout``): 24.87 / 12.77 / 25.11 / 14.31 -> 24.88 / 12.64 / 25.11 / 14.31 % (agg
 TPOT guard tightened 13.0 -> 12.9). The eleventh pass replays the December 2025 SGLang GB200
