@@ -16,7 +16,10 @@ slot; that wait is most of the time to first token the rows measure at their swe
 A row that matches an entry here (model, image, GPU, precision, ISL, OSL, prefill and decode
 workers / GPUs / expert parallelism, and its client count in the entry's list) is replayed with
 the entry's cap as its decode ``max_num_seqs`` (``decode_cap``); other rows keep the reading
-above. Every entry names the file version and search-space entry it was read from.
+above. Every entry names the file version and search-space entry it was read from. Where an entry
+also names its ``decode_routers`` (with ``routers_source``: NVIDIA srt-slurm launches that put
+nginx in front of several round-robin dynamo frontends), the replay lets requests wait on a full
+decode worker while another has a free slot (``decode_routers``, ``serving.routed_running``).
 """
 
 from __future__ import annotations

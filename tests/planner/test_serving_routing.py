@@ -76,8 +76,10 @@ def _wait(workers: int, slots: int, clients: int, routers: int) -> float:
 def test_the_wait_follows_a_simulated_loop(
     workers: int, slots: int, clients: int, routers: int
 ) -> None:
-    """As many clients as slots on InferenceMAX's srt-slurm deployments (7-10 frontends): one
-    slot per worker leaves about half a request time of wait; eight absorb the misplacements."""
+    """Shapes of InferenceMAX's srt-slurm deployments (7-10 frontends): as many clients as slots
+    at one or two slots per worker leaves a third to half a request time of wait; at eight slots
+    the misplacements are absorbed (30 clients on 40 slots) or only the pooled wait is left (36
+    on 32: 0.125)."""
     simulated = _simulated_wait(workers, slots, clients, routers)
     assert abs(_wait(workers, slots, clients, routers) - simulated) < WAIT_TOLERANCE
 
@@ -95,5 +97,9 @@ def test_one_router_fills_every_worker_and_many_place_at_random() -> None:
 
 
 def test_one_worker_runs_its_slots_whatever_the_routers() -> None:
-    got = routed_running(np.array([10.0, 3.0]), np.ones(2), np.array([4.0, 4.0]), np.full(2, 9.0))
-    np.testing.assert_allclose(got, [4.0, 3.0])
+    """Every request lands on the one worker: min(N, S), with no spread from the routers."""
+    n, s = np.array([10.0, 3.0, 16.0]), np.array([4.0, 4.0, 13.0])
+    got = routed_running(n, np.ones(3), s, np.full(3, 10.0))
+    np.testing.assert_allclose(got, [4.0, 3.0, 13.0])
+    got = routed_running(np.array([16.0]), np.ones(1), np.array([16.0]), np.array([10.0]))
+    np.testing.assert_allclose(got, [16.0])

@@ -13,7 +13,7 @@ DATA = SILICON_MEASURED
 COVERAGE_PCT = (75.0, 85.0)
 MIN_CELL_ROWS = 30
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, float]] = {
-    ("trtllm x disagg", "ttft"): (67.0, 85.0),
+    ("trtllm x disagg", "ttft"): (72.0, 85.0),
     ("sglang x disagg", "ttft"): (75.0, 90.0),
 }
 """Cells allowed outside 75-85% (issue 17), each for a stated reason; their bounds only stop a
@@ -28,18 +28,18 @@ spread of the other campaigns' residuals; 43 of 49 rows covered where 85% is 41.
 campaign-bootstrap interval (70.8-92.5%) holds 80%. planner/validation/notes/disagg.md, "Eleventh
 pass".
 
-TensorRT-LLM disaggregated TTFT (92 rows, 7 campaigns), 73.9% out of fold in the twelfth pass
-(campaign-bootstrap interval 62.3-87.5%; the slot-blind routers of its srt-slurm deployments
-priced, planner/validation/notes/disagg.md, "Twelfth pass"), 68.5% in the eleventh and 69.6% since
-the tenth (2026-12-02; 78.3% before, campaign-bootstrap interval 56.6-83.9% now,
-67.8-87.4% before). In the tenth pass its own residuals did not move (per-campaign medians within
-0.05); its coverage rests on one fold: with the H200 campaign (25 rows) held out, the cell's
-training residuals have nothing between +0.50 and +0.97 (ln measured / predicted) at 10-12% of their
-weight, so the upper edge is about +1.0 at a chosen tail of 0.11 and +0.5 at 0.12; the tail is
-chosen on a 0.01 grid from leave-one-campaign-out misses that every other cell's residuals move, and
-10 of that campaign's rows sit between the two edges (coverage of the fold 88% or 52%). The same
-residuals of main's predictions scored with this pass's regime alternatives give 69.6% too.
-planner/validation/notes/outliers.md, "Tenth pass".
+TensorRT-LLM disaggregated TTFT (92 rows, 7 campaigns), 75.0% out of fold in the twelfth pass, at
+the edge of 75-85% and kept here against a regression (campaign-bootstrap interval 63.2-87.5%; the
+slot-blind routers of its srt-slurm deployments priced, planner/validation/notes/disagg.md, "Twelfth
+pass"), 68.5% in the eleventh and 69.6% since the tenth (2026-12-02; 78.3% before,
+campaign-bootstrap interval 56.6-83.9% then, 67.8-87.4% before). In the tenth pass its own residuals
+did not move (per-campaign medians within 0.05); its coverage rests on one fold: with the H200
+campaign (25 rows) held out, the cell's training residuals have nothing between +0.50 and +0.97 (ln
+measured / predicted) at 10-12% of their weight, so the upper edge is about +1.0 at a chosen tail of
+0.11 and +0.5 at 0.12; the tail is chosen on a 0.01 grid from leave-one-campaign-out misses that
+every other cell's residuals move, and 10 of that campaign's rows sit between the two edges
+(coverage of the fold 88% or 52%). The same residuals of main's predictions scored with this pass's
+regime alternatives give 69.6% too. planner/validation/notes/outliers.md, "Tenth pass".
 
 Before: none since 2026-12-02: with each row weighted 1/sqrt(its campaign's rows) in its group's
 quantiles (``bands.Method.weighting``; rows weighting before) TensorRT-LLM disaggregated TPOT, 88.0%

@@ -174,16 +174,21 @@ waiting with four aic Llama-3.1-8B rows near the line through one fold's request
 HELD_OUT: dict[str, float] = {
     "agg_ttft": 25.2,
     "agg_tpot": 12.9,
-    "disagg_ttft": 24.3,
-    "disagg_tpot": 14.6,
+    "disagg_ttft": 25.5,
+    "disagg_tpot": 14.4,
 }
 """Median APE (%) guarded on held-out campaigns, just above the measured figures (24.88, 12.64,
-24.04, 14.31 % on 1,588 rows, 2026-12-02, twelfth pass; issue 16's targets are 22, 13, 25, 15 %:
-agg TPOT, disagg TTFT and disagg TPOT met). The twelfth pass prices the slot-blind routers of 19
-InferenceMAX disaggregated deployments (NVIDIA srt-slurm's nginx in front of 2-10 round-robin
-dynamo frontends, ``serving.routed_running``, ``inferencemax_disagg.yaml`` ``decode_routers``):
-disagg TTFT 25.11 -> 24.04 % (guard tightened 25.4 -> 24.3), the other medians unchanged. It also
-reads 15 InferenceMAX rows recorded as a 64-GPU
+25.40, 14.19 % on 1,588 rows, 2026-12-02, twelfth pass; issue 16's targets are 22, 13, 25, 15 %:
+agg TPOT and disagg TPOT met; disagg TTFT has 79 of 158 rows within 25%, one short). The twelfth
+pass prices the slot-blind routers of 19 InferenceMAX disaggregated deployments (NVIDIA
+srt-slurm's nginx in front of 2-10 round-robin dynamo frontends, ``serving.routed_running``,
+``inferencemax_disagg.yaml`` ``decode_routers``): three rows back inside 3x and disagg TTFT p90
+87.0 -> 68.5 %, but the median 25.11 -> 25.40 % (guard LOOSENED 25.4 -> 25.5; disagg TPOT 14.31
+-> 14.19 %, guard tightened 14.6 -> 14.4): fold 3's refit flips between near-equal constants
+(TensorRT-LLM disaggregated request time 0.10 -> 0.16 s, SGLang 0.25 -> 0.20 s, vLLM 0.20 ->
+0.25 s), which moves the April 2026 Kimi-K2.5 rows about 60 ms up and SGLang's about 50 ms down.
+(A first build that let a single decode worker's requests spread as over several gave 24.04 %:
+that one-worker case is pooled now.) It also reads 15 InferenceMAX rows recorded as a 64-GPU
 H200 worker (tp_size or attention DP 64 = MoE TP 8 x EP 8) as the 8-GPU worker that ran
 (``e2e.column_layout``): 24.87 / 12.77 / 25.11 / 14.31 -> 24.88 / 12.64 / 25.11 / 14.31 % (agg
 TPOT guard tightened 13.0 -> 12.9). The eleventh pass replays the December 2025 SGLang GB200
