@@ -224,6 +224,8 @@ def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] |
         # slots
         "prefill_max_num_seqs": _num(row, "prefill_batch_size", np.nan),
         "max_num_seqs": _decode_slots(row, conc),
+        # not a CandidateArrays field: read once here, passed to the replay (``_group_replay``)
+        "decode_routers": decode_routers(row, conc),
     }
     return out
 
@@ -528,14 +530,12 @@ def _group_replay(
 
 
 def _routers(rows: pd.DataFrame) -> np.ndarray | None:
-    """Per row, the slot-blind routers its launch recipe ran in front of the decode workers
-    (``disagg_recipes.decode_routers``, NaN where none is read); None where no row has them."""
-    out = np.array(
-        [
-            decode_routers(r, float(r["c_concurrency"])) if r.get("mode") == "disagg" else np.nan
-            for _, r in rows.iterrows()
-        ]
-    )
+    """Per prepared row, the slot-blind routers its launch recipe ran in front of the decode
+    workers (``c_decode_routers``, read by ``candidate_columns`` from
+    ``disagg_recipes.decode_routers``; NaN where none is read); None where no row has them."""
+    if "c_decode_routers" not in rows:
+        return None
+    out = rows["c_decode_routers"].to_numpy(dtype=float)
     return out if np.isfinite(out).any() else None
 
 
