@@ -25,7 +25,6 @@ decode worker while another has a free slot (``decode_routers``, ``serving.route
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,11 +34,9 @@ import pandas as pd
 from hardware.catalog import all_gpus
 from hardware.errors import PlannerInputError
 from hardware.input_files import read_yaml
-from planner.validation.recipes import whole_in_range
+from planner.validation.recipes import DUMP_ROW, whole_in_range
 
 DISAGG_FILE = Path(__file__).with_name("inferencemax_disagg.yaml")
-DUMP_ROW = re.compile(r"^db-dump/")
-"""``silicon_data_source`` of a result-database dump row; its last ``;`` field is the image."""
 MAX_WORKERS = 1024
 MAX_GPUS = 1024
 MAX_TOKENS = 1 << 20

@@ -38,8 +38,9 @@ step, rounded up to 64."""
 EXPORT_ROW = re.compile(r"^source_file=\d{4}-\d{2}-\d{2}\.csv; model=([^;]+);")
 """``silicon_data_source`` of a dated-export row, capturing its model label."""
 DUMP_ROW = re.compile(r"^db-dump/\d{4}-\d{2}-\d{2}; ")
-"""``silicon_data_source`` of a row of the InferenceMAX result-database dump, which records no model
-label: its id's first word is InferenceX's ``model-prefix`` (``DUMP_MODEL_PREFIXES``)."""
+"""``silicon_data_source`` of a row of the InferenceMAX result-database dump (its last ``;`` field
+is the image, ``disagg_recipes``), which records no model label: its id's first word is
+InferenceX's ``model-prefix`` (``DUMP_MODEL_PREFIXES``)."""
 DUMP_MODEL_PREFIXES: dict[str, str] = {"dsr1": "DeepSeek-R1"}
 """InferenceX ``model-prefix`` -> the dated exports' model label, for the prefixes whose dump rows
 the replay reads: ``dsr1`` is every ``dsr1-*`` entry's ``model: deepseek-ai/DeepSeek-R1-0528``
