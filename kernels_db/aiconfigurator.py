@@ -11,6 +11,7 @@ dropped.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import PlannerInputError
-from hardware.input_files import read_csv
+from hardware.input_files import read_bytes, read_csv
 from kernels_db.tables import plain
 
 MS_TO_S: Final[float] = 1e-3
@@ -90,6 +91,18 @@ def _link_of(gpu: str) -> str:
         return scale_up_link(get_gpu(gpu))
     except PlannerInputError:
         return "nvlink"
+
+
+def read_parquet(path: Path, flag: str) -> pd.DataFrame:
+    """One of AIConfigurator's ``.parquet`` tables as a DataFrame: a regular, size-capped file
+    (``hardware.input_files.read_bytes``), else one input error naming ``flag``."""
+    data = read_bytes(path, "kernel CSV", flag)  # regular, size-capped (the kernel-table cap)
+    try:
+        return pd.read_parquet(io.BytesIO(data))
+    except ImportError as exc:  # pyarrow: the [sweep] extra
+        raise PlannerInputError(flag, "reading .parquet needs pyarrow") from exc
+    except (ValueError, OSError) as exc:
+        raise PlannerInputError(flag, f"{path} is not a readable parquet table") from exc
 
 
 def detect_kind(cols: pd.Index) -> str | None:

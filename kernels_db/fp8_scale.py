@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -58,7 +57,7 @@ from scipy.optimize import least_squares
 
 from hardware.catalog import all_gpus, get_gpu
 from hardware.errors import PlannerInputError
-from hardware.input_files import key_line, read_bytes, read_text, read_yaml
+from hardware.input_files import key_line, read_text, read_yaml
 from hardware.spec import GpuSpec
 from kernels_db import roofline as rf
 from kernels_db.paths import PACKAGE_DIR
@@ -254,20 +253,6 @@ def for_gpu(key: str) -> ScalePass:
     return own[donor.key]
 
 
-def _read_parquet(path: Path) -> object:
-    """A size-capped regular parquet file as a DataFrame (an input error otherwise)."""
-    import pandas as pd
-
-    data = read_bytes(path, "kernel CSV", "--aic-data")  # regular, size-capped, no symlink swap
-    try:
-        df = pd.read_parquet(io.BytesIO(data))
-    except ImportError as exc:  # pyarrow: the [sweep] extra
-        raise PlannerInputError("--aic-data", "reading .parquet needs pyarrow") from exc
-    except (ValueError, OSError) as exc:
-        raise PlannerInputError("--aic-data", f"{path} is not a readable parquet table") from exc
-    return df
-
-
 def _checked(path: Path, df: object, need: set[str], sizes: list[str]) -> np.ndarray:
     """``sizes`` + latency columns of ``df`` as floats: positive sizes, finite latency >= 0."""
     import pandas as pd
@@ -283,8 +268,10 @@ def _checked(path: Path, df: object, need: set[str], sizes: list[str]) -> np.nda
 
 def read_aic(root: Path, gpu: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(m, k, seconds) of ``<root>/<gpu>/AIC_TABLE`` (``compute_scale`` rows, fp8)."""
+    from kernels_db.aiconfigurator import read_parquet  # pandas: only for the fit
+
     path = root / gpu / AIC_TABLE
-    df = _read_parquet(path)
+    df = read_parquet(path, "--aic-data")
     need = {"m", "k", "latency", "op_name", "quant_dtype"}
     if need <= set(df.columns):  # type: ignore[attr-defined]
         df = df[(df["op_name"] == "compute_scale") & (df["quant_dtype"] == "fp8")]  # type: ignore[index]
@@ -294,8 +281,10 @@ def read_aic(root: Path, gpu: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def read_aic_block(root: Path, gpu: str) -> tuple[np.ndarray, ...]:
     """(m, n, k, seconds) of the ``fp8_block`` rows of ``<root>/<gpu>/AIC_GEMM_TABLE``."""
+    from kernels_db.aiconfigurator import read_parquet  # pandas: only for the fit
+
     path = root / gpu / AIC_GEMM_TABLE
-    df = _read_parquet(path)
+    df = read_parquet(path, "--aic-data")
     need = {"m", "n", "k", "latency", "gemm_dtype"}
     if need <= set(df.columns):  # type: ignore[attr-defined]
         df = df[df["gemm_dtype"] == "fp8_block"]  # type: ignore[index]

@@ -529,8 +529,8 @@ class StepPricer(Generic[OpT]):
     overstate the evidence). ``price`` of one op is ``price_ops`` of a list of one: there is one
     pricing path.
 
-    * Grouped expert GEMMs: kernels_db prices the balanced load; the busiest EP rank's load factor
-      (``StepOp.imbalance``) multiplies the time (the step waits for the slowest rank).
+    * Grouped expert GEMMs: priced at the shape the op gives (``planner.opgraph.moe_ops`` gives the
+      busiest EP rank's load: the step waits for the slowest rank).
     * Collectives: one message per kernel (dispatch + combine for all-to-all), over the scale-up
       link inside the domain and the NIC ("ib") beyond it; an all-reduce inside the domain takes the
       faster of NCCL and the engines' custom all-reduce (``comm.CUSTOM_ALL_REDUCE``).
@@ -604,18 +604,12 @@ class StepPricer(Generic[OpT]):
         """Ops of one kernels_db family in one ``price_codes`` call: seconds of all their rows end
         to end, and each op's provenance tag (each op's tag of each of ``blocks`` row blocks in
         turn when ``blocks`` > 1)."""
-        scale: Column
         shape = ops[0].shape
-        if len(ops) == 1 and shape is not None:
-            scale = ops[0].imbalance
-        else:
+        if len(ops) > 1 or shape is None:
             shapes = [op.shape.columns() for op in ops if op.shape is not None]
             cols = {k: _concat([s[k] for s in shapes], sizes) for k in shapes[0]}
-            scale = _concat([op.imbalance for op in ops], sizes)
             shape = SHAPES[family](**cols)
-        seconds, codes, _, _ = self.db.price_codes(shape)
-        # x * 1.0 == x exactly: a scale of 1 is not applied
-        t = seconds if _is_one(scale) else seconds * np.asarray(scale, dtype=float)
+        t, codes, _, _ = self.db.price_codes(shape)
         if family in MESSAGE_DIVIDED:
             reps = [op.kernels for op in ops]
             t = t * (reps[0] if len(set(reps)) == 1 else np.repeat(reps, sizes))
@@ -738,11 +732,6 @@ def _split(t: np.ndarray, blocks: int) -> list[np.ndarray]:
     if rest or not np.ndim(t):
         raise ValueError(f"shape {np.shape(t)} does not split into {blocks} equal blocks")
     return [t[b * k : (b + 1) * k] for b in range(blocks)]
-
-
-def _is_one(v: object) -> bool:
-    """True for the scalar 1 (a factor that leaves every row as it is)."""
-    return not isinstance(v, np.ndarray) and bool(v == 1.0)
 
 
 def _concat(values: Sequence[Column], sizes: list[int]) -> Column:

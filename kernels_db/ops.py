@@ -191,11 +191,6 @@ class StepOp(Protocol):
         ...
 
     @property
-    def imbalance(self) -> np.ndarray | float:
-        """Busiest rank's load / mean load: multiplies the kernel time."""
-        ...
-
-    @property
     def collective(self) -> str:
         """Collective of a comm op (``schema.COLLECTIVES``) or 'none'."""
         ...

@@ -68,7 +68,17 @@ QUANTIZED_ACTIVATIONS = ("fp8", "int8")
 MOE_IMBALANCE_Z = 1.0
 """Expert load imbalance: the busiest EP rank gets mean + z·std of a multinomial share, z = 1 (a
 routed load of n token-expert pairs over ep ranks has std sqrt(n/ep)); measured DeepSeek-V3 routing
-is near this level with auxiliary-loss-free balancing (DeepSeek-V3 report, sec. 2.1.2)."""
+is near this level with auxiliary-loss-free balancing (DeepSeek-V3 report, sec. 2.1.2). The step
+waits for that rank, so its grouped GEMMs are priced at its load (``moe_ops``: the kernel shape's
+tokens scaled by the factor), not as the balanced time times the factor: a weight-bound (decode)
+grouped GEMM reads the same experts whatever their rows, so its time barely moves with the load,
+and only the compute-bound (prefill) part grows with it. AIConfigurator's fused-MoE tables show
+this on H200 (``systems/data/h200_sxm/moe/<engine>/<version>/moe_perf.parquet``
+@095f58a51, github:ai-dynamo/aiconfigurator): with the heavily skewed ``power_law_1.01`` routing
+against ``balanced``, at EP 8 the median latency ratio is 0.99-1.08 up to 64 tokens and 1.05-1.45
+at 2,048-8,192 tokens (SGLang 0.5.9, TensorRT-LLM 1.2.0rc5 / 1.3.0rc20, vLLM 0.14); priced this way
+the ratio is off by a median |ln| of 0.10, against 0.24 for the time multiplier
+(``python -m kernels_db.moe_load``, 12,000 pairs at EP 2-16)."""
 
 
 @dataclass(frozen=True)
@@ -135,8 +145,6 @@ class Op:
     shape: KernelShape | None = None
     """Kernel shape for ``kernels_db`` (``kernels_db.ops``: its family's key columns, arrays of
     shape (K,)); None when the op has no kernels_db family (it is then priced by the roofline)."""
-    imbalance: np.ndarray | float = 1.0
-    """Busiest rank's load / mean load (grouped expert GEMMs): multiplies the kernel time."""
     span_gpus: np.ndarray | float | None = None
     """GPUs the collective's members are spread over when that differs from ``n_gpus`` (a PP hop
     joins 2 GPUs of a worker spread over tp*dp*pp): the link is the scale-out NIC when it exceeds
@@ -609,7 +617,8 @@ def moe_imbalance(pairs: np.ndarray, ep: np.ndarray) -> np.ndarray:
 
 
 def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[Op]:
-    """Router, routed experts (grouped GEMM, imbalance), shared experts, EP all-to-all."""
+    """Router, routed experts (grouped GEMM at the busiest EP rank's load), shared experts, EP
+    all-to-all."""
     assert m.moe is not None
     e, h = m.moe, m.hidden_size
     tokens = (s.decode_reqs + s.prefill_tokens) / p.pp
@@ -627,16 +636,16 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
     pairs = tokens * e.top_k
     moe_tp = p.tp * p.dp / p.ep
     expert_w = 3.0 * h * e.expert_intermediate / moe_tp
-    touched = (e.num_experts / p.ep) * (1.0 - (1.0 - e.top_k / e.num_experts) ** tokens)
-    flops = (
-        2.0 * pairs / p.ep * 3.0 * h * e.expert_intermediate / moe_tp * moe_imbalance(pairs, p.ep)
-    )
+    # the busiest EP rank's load, as tokens of a balanced layer (the step waits for that rank)
+    busiest = tokens * moe_imbalance(pairs, p.ep)
+    touched = (e.num_experts / p.ep) * (1.0 - (1.0 - e.top_k / e.num_experts) ** busiest)
+    flops = 2.0 * busiest * e.top_k / p.ep * 3.0 * h * e.expert_intermediate / moe_tp
     nbytes = (
         touched * expert_w * p.weight_bytes
-        + pairs / p.ep * (2 * h + 3 * e.expert_intermediate / moe_tp) * ACT_BYTES
+        + busiest * e.top_k / p.ep * (2 * h + 3 * e.expert_intermediate / moe_tp) * ACT_BYTES
     )
     shape = Moe(
-        tokens,
+        busiest,
         float(h),
         e.expert_intermediate / moe_tp,
         float(e.top_k),
@@ -656,7 +665,6 @@ def moe_ops(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> list[
             p.gemm_peak_flops_per_s,
             kernels=MOE_GROUPED_GEMMS,
             shape=shape,
-            imbalance=moe_imbalance(pairs, p.ep),
         ),
     ]
     if e.shared_experts:

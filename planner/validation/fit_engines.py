@@ -9,10 +9,14 @@ coordinate search over a grid inside the bounds (``SWEEPS`` sweeps, constants in
 order, each from its fixed ``start``). Each constant minimises the median |ln(predicted /
 measured)| over the rows of the modes it acts on (per engine, or over every engine's rows for a
 ``shared`` one) of what it sets: TPOT for the step-time constants (a step is what TPOT measures),
-TTFT for the others. Each grid is priced in one call: the rows are repeated once per grid value
-with per-row constants (``e2e.with_constants``). The same two functions serve the held-out folds
-(``planner.validation.holdout``) and a user's own rows: ``fit_constants`` (rows -> constants) and
-``e2e.predict(e2e.with_constants(rows, constants))`` (rows, constants -> predictions).
+TTFT for the others. A shared constant with a ``partner`` (the first-wave share, whose TTFT
+each engine's request overhead trades against at low load) is searched jointly with it: for each
+share, every engine takes its best overhead, and the share with the least loss over every engine's
+rows wins (``joint_pick``). Each grid is priced in one call: the rows are repeated once per grid
+value (or pair of values) with per-row constants (``e2e.with_constants``). The same two functions
+serve the held-out folds (``planner.validation.holdout``) and a user's own rows: ``fit_constants``
+(rows -> constants) and ``e2e.predict(e2e.with_constants(rows, constants))`` (rows, constants ->
+predictions).
 """
 
 from __future__ import annotations
@@ -77,10 +81,14 @@ class Constant:
     """Held at ``start`` by the packaged fit (and its held-out folds): the campaign-held-out figures
     are better without fitting it. A user's own calibration (``planner calibrate e2e``,
     ``calibration_profile.GRID``) still searches ``grid``."""
+    partner: str | None = None
+    """A per-engine constant of the same modes and metric searched together with this shared one
+    (``joint_pick``): alone, each stops the other at the first point where neither can move."""
 
     def __post_init__(self) -> None:
         lo, hi = self.bounds
         assert all(lo <= g <= hi for g in self.grid) and self.start in self.grid, self.name
+        assert self.partner is None or self.shared, self.name
 
 
 CONSTANTS: tuple[Constant, ...] = (
@@ -137,6 +145,7 @@ CONSTANTS: tuple[Constant, ...] = (
         0.1,
         ("agg",),
         shared=True,
+        partner="request_overhead_s",
     ),
     Constant(
         "disagg_burst_fraction",
@@ -147,23 +156,31 @@ CONSTANTS: tuple[Constant, ...] = (
         0.1,
         ("disagg",),
         shared=True,
+        partner="disagg_request_overhead_s",
     ),
 )
 """The fitted constants, in coordinate-search order (kernel and step time first: they set TPOT,
-which the TTFT constants then build on). ``step_overhead_s`` is fitted per engine since the tenth
-pass (2026-12-02): with FP8 GEMMs priced without the kernel harness's activation-scale pass and
-fused-MoE layers as their kernels, a shared value fell to 1 ms in four of five folds and priced the
-dense vLLM campaigns fast; per engine (SGLang and TensorRT-LLM 1 ms, vLLM 2 ms on all rows) held out
-agg TTFT 24.74 -> 24.88 %, agg TPOT 13.26 -> 12.69 %, disagg TTFT 29.80 -> 28.82 %, disagg TPOT
-12.70 -> 9.89 % (on the kernel tier before, per engine was worse: 27.21 / 13.45 / 30.76 / 12.80 %
-against 27.18 / 12.96 / 28.64 / 10.14 % shared). Dropped because the campaign-held-out figures do
-not need them: a CPU time per running request per step (fitted 1e-5 s shared; held out without it
-agg TTFT 30.7 vs 30.8 %, TPOT 15.3 vs 15.6 %, disagg TTFT 41.8 vs 42.0 %, TPOT 13.1 vs 12.1 %) and
-per-engine lockstep constants (shared values: agg TTFT 30.8 vs 31.0 %, disagg TPOT 12.1 vs 20.1 %
-with the step time per engine too, on an earlier kernel tier). Tried and not kept: one disaggregated
-request overhead shared by the engines (held out disagg TTFT 45.6 vs 45.1 %, agg TTFT 27.5 vs 27.6
-%; 2026-12-01, 1,618 rows). ``kernel_scale`` is held at 1 (``held``): the kernel tier is calibrated
-to measured kernels, the full-data fit gives 1.0, and fitting it in the folds only adds a near-tie
+which the TTFT constants then build on). Each first-wave share is searched jointly with its
+``partner`` request overhead since the fourteenth pass (2026-12-02): with grouped expert GEMMs
+priced at the busiest EP rank's load, the coordinate search stopped at a share of 0.1 with overheads
+(TensorRT-LLM 0.15 s, vLLM 0.08 s) that priced every engine's aggregated TTFT worse than the share
+0.15 point (median |ln| 0.276 against 0.225 on the 1,430 aggregated rows), where neither constant
+alone could move; jointly it finds 0.15 (TensorRT-LLM 0.08 s, vLLM 0.03 s). Held out, on the pricing
+before that change, the joint search gives the same aggregated figures and disaggregated TTFT 25.40
+-> 24.39 %, TPOT 14.19 -> 14.31 %. ``step_overhead_s`` is fitted per engine since the tenth pass
+(2026-12-02): with FP8 GEMMs priced without the kernel harness's activation-scale pass and fused-MoE
+layers as their kernels, a shared value fell to 1 ms in four of five folds and priced the dense vLLM
+campaigns fast; per engine (SGLang and TensorRT-LLM 1 ms, vLLM 2 ms on all rows) held out agg TTFT
+24.74 -> 24.88 %, agg TPOT 13.26 -> 12.69 %, disagg TTFT 29.80 -> 28.82 %, disagg TPOT 12.70 -> 9.89
+% (on the kernel tier before, per engine was worse: 27.21 / 13.45 / 30.76 / 12.80 % against 27.18 /
+12.96 / 28.64 / 10.14 % shared). Dropped because the campaign-held-out figures do not need them: a
+CPU time per running request per step (fitted 1e-5 s shared; held out without it agg TTFT 30.7 vs
+30.8 %, TPOT 15.3 vs 15.6 %, disagg TTFT 41.8 vs 42.0 %, TPOT 13.1 vs 12.1 %) and per-engine
+lockstep constants (shared values: agg TTFT 30.8 vs 31.0 %, disagg TPOT 12.1 vs 20.1 % with the step
+time per engine too, on an earlier kernel tier). Tried and not kept: one disaggregated request
+overhead shared by the engines (held out disagg TTFT 45.6 vs 45.1 %, agg TTFT 27.5 vs 27.6 %;
+2026-12-01, 1,618 rows). ``kernel_scale`` is held at 1 (``held``): the kernel tier is calibrated to
+measured kernels, the full-data fit gives 1.0, and fitting it in the folds only adds a near-tie
 (fifth pass, 1,588 rows: one fold's median |ln| TPOT loss 0.1291 at 0.9 against 0.1300 at 1.0 flips
 it, and with it every engine's TPOT in that fold); held out, fitted vs held: agg TTFT 27.91 vs 27.57
 %, agg TPOT 13.53 vs 12.47 %, disagg TTFT 43.23 vs 42.32 %, disagg TPOT 11.61 vs 9.53 %, rows off >
@@ -177,10 +194,15 @@ Values = dict[str, dict[str, float]]
 """Fitted constants: backend -> constant name -> value."""
 
 
-def _median_abs_log(pred: np.ndarray, meas: np.ndarray) -> float:
+def _abs_log(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    """|ln(pred / meas)| per row; ``MISSING_LOSS`` where a row has no finite answer."""
     with np.errstate(divide="ignore", invalid="ignore"):
         err = np.abs(np.log(pred / meas))
-    err = np.where(np.isfinite(err), err, MISSING_LOSS)
+    return np.where(np.isfinite(err), err, MISSING_LOSS)
+
+
+def _median_abs_log(pred: np.ndarray, meas: np.ndarray) -> float:
+    err = _abs_log(pred, meas)
     return float(np.median(err)) if err.size else 0.0
 
 
@@ -215,6 +237,61 @@ def _grid_losses(rows: pd.DataFrame, values: Values, c: Constant) -> dict[str, l
     return out
 
 
+def joint_pick(err: pd.DataFrame) -> tuple[int, dict[str, int]]:
+    """The joint search's choice from per-row errors ``err`` (columns backend, i = the shared
+    constant's grid index, j = the partner's, e = the row's loss): for each i every backend takes
+    the j of its least median e, and the i whose rows so chosen have the least median e over every
+    backend wins (ties: the lower index). Returns (i, backend -> j)."""
+    per = err.groupby(["backend", "i", "j"])["e"].median()
+    best: tuple[float, int, dict[str, int]] | None = None
+    for i in sorted(set(err["i"])):
+        pick = {
+            str(b): int(g.idxmin()[2])
+            for b, g in per.xs(i, level="i", drop_level=False).groupby(level="backend")
+        }
+        chosen = err[(err["i"] == i) & (err["j"] == err["backend"].map(pick))]
+        total = float(np.median(chosen["e"]))
+        if best is None or total < best[0]:
+            best = (total, int(i), pick)
+    assert best is not None, "no rows to search"
+    return best[1], best[2]
+
+
+def _joint_step(rows: pd.DataFrame, values: Values, c: Constant) -> None:
+    """Set shared ``c`` and its per-engine partner in ``values`` by ``joint_pick`` over every
+    pair of grid values (the rows of ``c``'s modes priced once per pair)."""
+    assert c.partner is not None
+    d = BY_NAME[c.partner]
+    sub = rows[rows["mode"].isin(c.modes)]
+    if sub.empty:
+        return
+    copies = [
+        with_constants(
+            sub, {b: {**vals, c.name: s, d.name: v} for b, vals in values.items()}
+        ).assign(_i=i, _j=j)
+        for i, s in enumerate(c.grid)
+        for j, v in enumerate(d.grid)
+    ]
+    pred = predict(pd.concat(copies, ignore_index=True), progress=False)
+    (metric,) = c.metrics
+    err = pd.DataFrame(
+        {
+            "backend": pred["backend"].astype(str).to_numpy(),
+            "i": pred["_i"].to_numpy(),
+            "j": pred["_j"].to_numpy(),
+            "e": _abs_log(
+                pred[f"pred_{metric}_ms"].to_numpy(float),
+                pred[f"silicon_{metric}_ms"].to_numpy(float),
+            ),
+        }
+    )
+    i, pick = joint_pick(err)
+    for b in values:
+        values[b][c.name] = c.grid[i]
+        if b in pick:
+            values[b][d.name] = d.grid[pick[b]]
+
+
 def fit_constants(rows: pd.DataFrame, progress: bool = False) -> Values:
     """Coordinate search of every constant in ``CONSTANTS`` for each backend of prepared ``rows``
     (``e2e.prepare``); a constant whose modes have no rows of a backend keeps its ``start``."""
@@ -225,9 +302,12 @@ def fit_constants(rows: pd.DataFrame, progress: bool = False) -> Values:
     steps = SWEEPS * len(fitted)
     for n in range(steps):
         c = fitted[n % len(fitted)]
-        for b, losses in _grid_losses(rows, values, c).items():
-            for backend in values if b == ALL else (b,):
-                values[backend][c.name] = c.grid[int(np.argmin(losses))]
+        if c.partner is not None:
+            _joint_step(rows, values, c)
+        else:
+            for b, losses in _grid_losses(rows, values, c).items():
+                for backend in values if b == ALL else (b,):
+                    values[backend][c.name] = c.grid[int(np.argmin(losses))]
         if progress:
             sys.stderr.write(f"\rfit_engines: {n + 1}/{steps} coordinate searches")
     if progress:

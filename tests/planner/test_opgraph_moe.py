@@ -16,6 +16,7 @@ from planner.opgraph import (
     Op,
     ParallelArrays,
     StepMix,
+    moe_imbalance,
     step_ops,
 )
 
@@ -107,3 +108,43 @@ def test_weight_only_8_bit_experts_keep_16_bit_inputs() -> None:
     )
     quant = next(op for op in step_ops(w8a16, _par("fp8"), DECODE) if op.name == "moe_quant")
     assert float(quant.nbytes[0]) == 0.0
+
+
+def _experts(mix: StepMix, ep: float) -> Op:
+    m = load_model("qwen3-235b-a22b-fp8")
+    return next(op for op in step_ops(m, _par("fp8", tp=8.0, ep=ep), mix) if op.name == "experts")
+
+
+PREFILL = StepMix(_a(0), _a(0), _a(8192), _a(8192), _a(0))
+
+
+@pytest.mark.parametrize("mix", [DECODE, PREFILL])
+def test_the_grouped_gemms_run_at_the_busiest_ranks_load(mix: StepMix) -> None:
+    """The step waits for the busiest EP rank: its experts are priced as a balanced layer at that
+    rank's load (tokens x ``moe_imbalance``): the time grows by at most the load factor, and a
+    weight-bound decode layer by much less (``kernels_db.moe_load`` checks the same against
+    measured fused-MoE tables)."""
+    m = load_model("qwen3-235b-a22b-fp8")
+    assert m.moe is not None
+    tokens = float(mix.decode_reqs[0] + mix.prefill_tokens[0])
+    f = float(moe_imbalance(np.array([tokens * m.moe.top_k]), np.array([8.0]))[0])
+    busy, flat = _experts(mix, 8.0), _experts(mix, 1.0)
+    assert busy.shape is not None and flat.shape is not None
+    assert float(busy.shape.columns()["tokens"][0]) == pytest.approx(tokens * f)
+    assert float(flat.shape.columns()["tokens"][0]) == pytest.approx(tokens)
+    pricer = default_pricer(get_gpu("h200"))
+    ((t_busy, _),) = pricer.price_ops([busy])
+    db = pricer.db
+    balanced = db.moe(
+        np.array([tokens]),
+        float(m.hidden_size),
+        m.moe.expert_intermediate,
+        m.moe.top_k,
+        m.moe.num_experts,
+        8.0,
+        "fp8",
+    ).seconds[0]
+    growth = float(t_busy[0]) / float(balanced)
+    assert 1.0 <= growth <= f * (1.0 + 1e-9)  # never above the load factor
+    if mix is DECODE:  # 16 tokens: f = 1.23, the weights dominate
+        assert growth < 1.0 + (f - 1.0) / 2

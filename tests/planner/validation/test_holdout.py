@@ -147,13 +147,15 @@ def test_held_out_accuracy() -> None:
     assert all(np.isfinite(g["ttft"]["p90_ape_pct"]) for g in (agg, dis))
     h = r["holdout"]
     assert h["folds"] == 5 and sum(h["fold_rows"]) == r["modelled"]  # type: ignore[index]
-    # rows off by more than 3x either way on TTFT or TPOT: 168 of 1,588 on 2026-12-02 (issue 16
+    # rows off by more than 3x either way on TTFT or TPOT: 167 of 1,588 on 2026-12-02 (issue 16
     # asks for at most 1% outside a named list; planner/validation/notes/outliers.md)
     assert r["off_by_3x"]["either"] <= OFF_BY_3X  # type: ignore[index]
 
 
-OFF_BY_3X = 170
-"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 168 (2026-12-02, twelfth
+OFF_BY_3X = 169
+"""Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 167 (2026-12-02,
+fourteenth pass: grouped expert GEMMs priced at the busiest EP rank's load as tokens, and each
+first-wave share searched jointly with the engines' request overheads, 168 -> 167). Twelfth
 pass: 19 InferenceMAX disaggregated deployments launched by NVIDIA srt-slurm behind 2-10 slot-blind
 round-robin frontends, ``serving.routed_running``: three rows that waited for a decode slot on a
 full worker while another had one free back inside 3x, 171 -> 168; before that, 15 InferenceMAX
@@ -172,14 +174,27 @@ recipe set, ``validation.disagg_recipes``, took 15 rows inside 3x, 193 -> 178; b
 193 in the fifth pass: TensorRT-LLM's attention-DP balance wait, then the Llama-3.1-70B batch
 waiting with four aic Llama-3.1-8B rows near the line through one fold's request overhead."""
 HELD_OUT: dict[str, float] = {
-    "agg_ttft": 25.2,
-    "agg_tpot": 12.9,
-    "disagg_ttft": 25.5,
-    "disagg_tpot": 14.4,
+    "agg_ttft": 23.7,
+    "agg_tpot": 12.3,
+    "disagg_ttft": 25.0,
+    "disagg_tpot": 13.6,
 }
-"""Median APE (%) guarded on held-out campaigns, just above the measured figures (24.88, 12.64,
-25.40, 14.19 % on 1,588 rows, 2026-12-02, twelfth pass; issue 16's targets are 22, 13, 25, 15 %:
-agg TPOT and disagg TPOT met; disagg TTFT has 79 of 158 rows within 25%, one short). The twelfth
+"""Median APE (%) guarded on held-out campaigns, just above the measured figures (23.45, 12.02,
+24.84, 13.38 % on 1,588 rows, 2026-12-02, fourteenth pass; issue 16's targets are 22, 13, 25, 15 %:
+all but agg TTFT met; disagg TTFT by the smallest margin: 79 of 158 rows within 25 %, the median
+the mean of the 79th and 80th errors, so its guard is the target itself). The fourteenth pass
+prices the grouped expert GEMMs of the busiest EP rank at its load as tokens of a balanced layer,
+T(f x n), not the balanced time times the load factor, f x T(n) (``opgraph.moe_ops``;
+``kernels_db.moe_load`` against AIConfigurator's fused-MoE tables: median |ln| 0.104 against
+0.242 on 12,000 skewed / balanced pairs), and searches each first-wave share jointly with the
+engines' request overheads (``fit_engines.joint_pick``: alone, the coordinate search stopped at a
+share of 0.1 whose fitted overheads priced every engine's aggregated TTFT worse, |ln| 0.276
+against 0.225). Separately, held out: main 24.88 / 12.64 / 25.40 / 14.19 %; the joint search alone
+24.88 / 12.64 / 24.39 / 14.31 %; the busiest rank as tokens alone 23.46 / 11.46 / 26.94 / 13.07 %
+(in sample, at fixed constants, it moves 22.69 / 11.10 / 24.31 / 12.50 to 22.71 / 11.05 / 25.38 /
+12.36 %: most held-out movement is the folds' refits, outliers.md "Fourteenth pass"); both
+23.45 / 12.02 / 24.84 / 13.38 % (guards tightened 25.2 -> 23.7, 12.9 -> 12.3, 25.5 -> 25.0, 14.4 ->
+13.6). The twelfth
 pass prices the slot-blind routers of 19 InferenceMAX disaggregated deployments (NVIDIA
 srt-slurm's nginx in front of 2-10 round-robin dynamo frontends, ``serving.routed_running``,
 ``inferencemax_disagg.yaml`` ``decode_routers``): three rows back inside 3x and disagg TTFT p90

