@@ -188,21 +188,13 @@ def summary(compared: pd.DataFrame) -> pd.DataFrame:
         err_t_of_fn=np.abs(np.log(compared["t_of_fn"] / compared["measured"])),
         tokens_range=pd.cut(compared["tokens"], list(TOKEN_BINS), labels=list(TOKEN_LABELS)),
     )
-    cols = ["measured", "time_x_f", "t_of_fn", "err_time_x_f", "err_t_of_fn"]
-    by = c.groupby(["engine", "tokens_range"], observed=True)[cols].median()
-    whole = c.groupby("engine")[cols].median().assign(tokens_range="all")
-    overall = c[cols].median().to_frame().T.assign(engine="all", tokens_range="all")
-    out = pd.concat([by.reset_index(), whole.reset_index(), overall], ignore_index=True)
-    return out.assign(n=out.apply(lambda r: _count(c, r), axis=1))
-
-
-def _count(c: pd.DataFrame, row: pd.Series) -> int:
-    sel = np.ones(len(c), bool)
-    if row["engine"] != "all":
-        sel &= c["engine"].to_numpy() == row["engine"]
-    if row["tokens_range"] != "all":
-        sel &= c["tokens_range"].astype(str).to_numpy() == row["tokens_range"]
-    return int(sel.sum())
+    stats = {
+        k: (k, "median") for k in ("measured", "time_x_f", "t_of_fn", "err_time_x_f", "err_t_of_fn")
+    } | {"n": ("measured", "size")}
+    by = c.groupby(["engine", "tokens_range"], observed=True).agg(**stats).reset_index()
+    whole = c.groupby("engine").agg(**stats).reset_index().assign(tokens_range="all")
+    overall = c.assign(engine="all").groupby("engine").agg(**stats).reset_index()
+    return pd.concat([by, whole, overall.assign(tokens_range="all")], ignore_index=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
