@@ -129,14 +129,29 @@ def id_layout(row: pd.Series, tp: float, dp: float) -> tuple[float, float, float
     domain, and ``..._tp2_ep2_...`` as tp_size 4). The id is unambiguous: N GPUs, EP M, and the
     recorded split keeps its direction (attention DP N at TP 1 where the row records attention
     DP, else TP N). The clients stay as recorded (batch_size x the recorded ranks = the id's
-    ``_c<K>_``)."""
+    ``_c<K>_``).
+
+    A second flattening puts the id's EP into ``attention_dp_size`` and the whole N x M worker
+    into ``moe_ep_size`` (tp_size N, attention DP M, moe_ep_size N x M): the 15 MiniMax-M2.5 vLLM
+    H100 rows of the 2026-04-06 export, ``..._tp4_ep4_...`` recorded as 16 GPUs on an 8-GPU node.
+    InferenceX ran them as ``{tp: 4, ep: 4}`` without ``dp-attn`` (``.github/configs/
+    nvidia-master.yaml`` ``minimaxm2.5-fp8-h100-vllm`` @1cb92d21d and @51e31df4a, ``multinode:
+    false``) through ``vllm serve --tensor-parallel-size=4 --enable-expert-parallel``
+    (``benchmarks/single_node/minimaxm2.5_fp8_h100.sh`` @51e31df4a: no data-parallel flag), and
+    their running requests by Little's law (28.8 / 29.3 at 32 / 64 clients, 8k/1k) are one TP-4
+    worker's KV pool (33 sequences), not four (472): read as TP N, EP M, no attention DP."""
     m = _ID_LAYOUT.search(str(row.get("id", "")))
     if row.get("mode") != "agg" or m is None:
         return None
     n, ep = float(m.group(1)), float(m.group(2))
-    if ep <= 1 or tp * dp != n * ep or _num(row, "moe_ep_size") != ep:
+    if ep <= 1 or tp * dp != n * ep:
         return None
-    return (1.0, n, ep) if dp > 1 else (n, 1.0, ep)
+    moe_ep = _num(row, "moe_ep_size")
+    if moe_ep == ep:
+        return (1.0, n, ep) if dp > 1 else (n, 1.0, ep)
+    if moe_ep == n * ep and tp == n and dp == ep:
+        return (n, 1.0, ep)
+    return None
 
 
 def column_layout(row: pd.Series, tp: float, dp: float) -> tuple[float, float, float] | None:
@@ -776,8 +791,8 @@ def layouts_from_ids(df: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
     """``df`` with every aggregated row whose layout is recorded flattened (``read_layout``: its
     id says so, ``id_layout``, or its columns do, ``column_layout``) rewritten to the layout it
     ran, the way the other dumps record it (tp_size, attention_dp_size, moe_tp_size = GPUs / EP,
-    batch_size per attention-DP rank, so the clients stay), and how many were rewritten from their
-    ids and from their columns. Copies of one measurement then compare equal
+    moe_ep_size = EP, batch_size per attention-DP rank, so the clients stay), and how many were
+    rewritten from their ids and from their columns. Copies of one measurement then compare equal
     (``drop_duplicates``)."""
     out = df.copy()
     counts = {"id": 0, "columns": 0}
@@ -791,10 +806,11 @@ def layouts_from_ids(df: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
         if got is None:
             continue
         new_tp, new_dp, ep = got
-        out.loc[i, ["tp_size", "attention_dp_size", "moe_tp_size"]] = [
+        out.loc[i, ["tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size"]] = [
             new_tp,
             new_dp,
             new_tp * new_dp / ep,
+            ep,
         ]
         if not pd.isna(row.get("batch_size")):
             out.loc[i, "batch_size"] = float(row["batch_size"]) * dp / new_dp

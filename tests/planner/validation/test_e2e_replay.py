@@ -107,6 +107,29 @@ def test_a_layout_flattened_against_its_id_is_read_from_the_id() -> None:
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"]) == (2, 1, 2)
 
 
+def test_an_id_layout_whose_ep_was_recorded_as_attention_dp_is_read() -> None:
+    """The 2026-04-06 export records MiniMax-M2.5's ``_tp4_ep4_`` vLLM H100 runs as tp 4 x attention
+    DP 4 with moe_ep 16, a 16-GPU worker on an 8-GPU node: read as TP 4, EP 4, no attention DP,
+    the clients kept; a row whose EP spans a worker that is not the id's N x M keeps its columns."""
+    from planner.validation.e2e import candidate_columns, id_layout, layouts_from_ids
+
+    rid = "2026_04_06_minimax_m2_5_h100_sxm_vllm_fp8_agg_1024x1024_c64_tp4_ep4_1327"
+    src = "source_file=2026-04-06.csv; model=MiniMax-M2.5; silicon_concurrency=64"
+    flat = {"id": rid, "silicon_data_source": src, "system": "h100_sxm", "backend": "vllm"}
+    row = _row(**flat, tp_size=4.0, attention_dp_size=4.0, moe_tp_size=1.0, moe_ep_size=16.0)
+    row["batch_size"] = 16.0
+    assert id_layout(row, 4.0, 4.0) == (4.0, 1.0, 4.0)
+    c = candidate_columns(row, "bf16")
+    assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (4, 1, 4, 64)
+    read, by_id, _ = layouts_from_ids(pd.DataFrame([row]))
+    cols = ["tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "batch_size"]
+    assert by_id == 1 and read.loc[0, cols].tolist() == [4.0, 1.0, 1.0, 4.0, 64.0]
+    c = candidate_columns(read.loc[0], "bf16")  # the rewritten row prices the same worker
+    assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (4, 1, 4, 64)
+    other = _row(**flat, tp_size=4.0, attention_dp_size=4.0, moe_tp_size=2.0, moe_ep_size=8.0)
+    assert id_layout(other, 4.0, 4.0) is None
+
+
 def test_a_layout_that_agrees_with_its_id_is_kept() -> None:
     """The id's world is tp x attention DP (``_tp8_0_ep8_0_`` with tp 1 x attention DP 8), and
     ids without a layout keep their columns."""
