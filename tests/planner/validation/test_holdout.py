@@ -156,7 +156,7 @@ def test_held_out_accuracy() -> None:
 OFF_BY_3X = 168
 """Held-out rows off by more than 3x on TTFT or TPOT, guarded just above 166 (2026-12-02, fifteenth
 pass: the 15 MiniMax-M2.5 vLLM H100 rows of the 2026-04-06 export, recorded as 16 GPUs, read as the
-TP 4 / EP 4 worker their ids name, ``e2e.id_layout``: its two 64-client rows back inside 3x, one
+TP 4 / EP 4 worker their ids name, ``e2e.id_layout``: their two 64-client rows back inside 3x, one
 32-client 8k/1k row out, 167 -> 166; fourteenth pass: grouped expert GEMMs priced at the busiest EP
 rank's load as tokens, and each first-wave share searched jointly with the engines' request
 overheads, 168 -> 167). Twelfth pass: 19 InferenceMAX disaggregated deployments launched by NVIDIA
