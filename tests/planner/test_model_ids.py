@@ -20,6 +20,7 @@ MODEL_COLUMNS = {
     "blog_reports.csv": "model",
     "splitwise_perf_model.csv": "model",
     "silicon_measured.csv": "model_path",
+    "silicon_measured_b200.csv": "model_path",
     "silicon_reference_subset.csv": "model_path",
 }
 
