@@ -22,8 +22,36 @@ from pathlib import Path
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "validation"
 E2E = SHARED / "e2e"
 
-# Old module path -> new module path (filled in as modules move).
-MOVED: dict[str, str] = {}
+# Old module path -> new module path: the layout of issue 45 (planner/ subpackages by role).
+MOVED: dict[str, str] = {
+    "planner.model_parser": "planner.model.parser",
+    "planner.model_spec": "planner.model.spec",
+    "planner.models": "planner.model.bundled",
+    "planner.quantization": "planner.model.quantization",
+    "planner.params": "planner.model.params",
+    "planner.model_configs": "planner.model.configs",
+    "planner.workload": "planner.workload.spec",
+    "planner.traces": "planner.workload.traces",
+    "planner.trace_gen": "planner.workload.trace_gen",
+    "planner.trace_windows": "planner.workload.windows",
+    "planner.opgraph": "planner.perf.opgraph",
+    "planner.step_model": "planner.perf.step",
+    "planner.memory": "planner.perf.memory_plan",
+    "planner.memory_batch": "planner.perf.memory",
+    "planner.serving": "planner.perf.serving",
+    "planner.queueing": "planner.perf.queueing",
+    "planner.batch_eval": "planner.perf.batch",
+    "planner.role_eval": "planner.perf.roles",
+    "planner.kernels_adapter": "planner.perf.pricer",
+    "planner.simulator": "planner.perf.simulator",
+    "planner.replay": "planner.perf.replay",
+    "planner.estimate": "planner.perf.estimate",
+    "planner.deployment": "planner.perf.deployment",
+    "planner.calibration_profile": "planner.calibration.profile",
+    "planner.calibration_data": "planner.calibration.data",
+    "planner.bands": "planner.uncertainty.bands",
+    "planner.calibration_bands": "planner.uncertainty.profile_bands",
+}
 
 TIMING_KEYS = {"search_seconds", "seconds", "elapsed_s", "wall_s"}
 TIMING_TEXT = re.compile(r"evaluated in [0-9.]+ s|in [0-9.]+ s\b")
@@ -111,7 +139,9 @@ def run(out: Path, only: str | None) -> None:
 
 def _map_paths(text: str) -> str:
     for old, new in sorted(MOVED.items(), key=lambda kv: -len(kv[0])):
-        text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+        text = re.sub(rf"(?<![\w.]){re.escape(old)}(?!\w)", new, text)
+        slash_old, slash_new = old.replace(".", "/"), new.replace(".", "/")
+        text = re.sub(rf"(?<![\w/]){re.escape(slash_old)}(?=\.py\b|/)", slash_new, text)
     return TIMING_TEXT.sub("<timing>", text)
 
 
