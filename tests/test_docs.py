@@ -35,6 +35,12 @@ def _markdown_files() -> list[Path]:
     return [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 
+def _anchors(md: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#+\s+(.+?)\s*$", md.read_text(encoding="utf-8"), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
 def test_readme_is_short() -> None:
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines"
@@ -49,12 +55,14 @@ def test_doc_page_exists(name: str) -> None:
 
 @pytest.mark.parametrize("md", _markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(md: Path) -> None:
+    """Every relative link names an existing file and, with an anchor, one of its headings."""
     broken = []
     for target in LINK.findall(md.read_text(encoding="utf-8")):
         if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
             continue  # a URL (http:, mailto:) or an anchor on the same page
-        path = target.split("#", 1)[0]
-        if not (md.parent / path).exists():
+        path, _, anchor = target.partition("#")
+        dest = md.parent / path
+        if not dest.exists() or (anchor and dest.is_file() and anchor not in _anchors(dest)):
             broken.append(target)
     assert not broken, f"{md.relative_to(ROOT)} links to missing files: {broken}"
 
