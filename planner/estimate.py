@@ -225,7 +225,7 @@ def step_breakdowns(
     wl: Workload,
     disagg: bool,
 ) -> tuple[dict[str, dict[str, float]], StepCost]:
-    """Milliseconds by op kind of the steps the answer is made of (DESIGN.md "Step breakdowns"):
+    """Milliseconds by op kind of the answer's steps (docs/architecture.md "Step breakdowns"):
     ``mixed_step_ms`` (aggregated: the priced step that carries a prefill chunk next to the running
     decodes), ``prefill_ms`` (one prompt's whole prefill, all its chunks, on the prefill worker when
     disaggregated: what TTFT is made of) and ``decode_step_ms`` (a decode-only step at the running

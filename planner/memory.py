@@ -2,7 +2,7 @@
 concurrency (``plan_memory``, used by ``estimate``; bad flags rejected here).
 
 The terms are :mod:`planner.memory_batch`'s (the one implementation, vectorized; formulas there
-and in DESIGN.md "Memory"); this module applies them to the exact layers of each pipeline stage.
+and in docs/architecture.md "Memory"); this module applies them to each stage's exact layers.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The memory model, vectorized: weights, KV + state per sequence, activations and reserve per GPU.
 
-This is the one implementation of the memory terms (DESIGN.md "Memory"; sizes in bytes): weights
+This is the one implementation of the memory terms (docs/architecture.md "Memory"; bytes): weights
 sharded attention/tp, FFN and experts/(tp·dp), embeddings/tp on the first and last stage;
 activations for the chunk; reserve. Every function takes arrays of candidates (``ParallelArrays``)
 or scalars (one deployment). The solvers and ``evaluate_batch`` approximate pipeline stages as

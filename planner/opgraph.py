@@ -2,7 +2,7 @@
 
 A step holds ``decode_reqs`` decode requests (one token each, mean context ``decode_ctx``) and
 ``prefill_tokens`` prompt tokens cut into chunks of ``prefill_chunk`` tokens with ``prefill_prior``
-tokens of earlier context each (DESIGN.md "Costs of one forward step"). Every array has shape (K,)
+tokens of earlier context each (docs/architecture.md "Pricing"). Every array has shape (K,)
 (one entry per candidate config); the model is one :class:`ModelSpec`.
 
 Sharding (per GPU of one worker): attention heads / tp, tokens / dp (attention-DP ranks); dense FFN
@@ -294,7 +294,7 @@ def _qk_v_dims(m: ModelSpec, g: LayerGroup) -> tuple[float, float]:
 
 def prefill_attention_op(m: ModelSpec, g: LayerGroup, p: ParallelArrays, s: StepMix) -> Op:
     """Causal attention of the prefill chunks: 2·h·(dqk+dv)·s·(c + s/2) FLOPs per chunk
-    (DESIGN.md)."""
+    (docs/architecture.md "Pricing")."""
     heads = m.num_heads / p.tp
     chunk = np.maximum(s.prefill_chunk, 1.0)
     chunks = s.prefill_tokens / chunk / (p.dp * p.pp)

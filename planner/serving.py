@@ -1,6 +1,6 @@
 """Steady state of aggregated and disaggregated serving, vectorized over K candidate configs.
 
-Aggregated (continuous batching with chunked prefill, DESIGN.md "Serving models"): a step holds B
+Aggregated (continuous batching, chunked prefill; docs/architecture.md "Serving"): a step holds B
 decode requests plus the prefill tokens that arrive, X·ISL·t per step on average, up to the chunk
 budget. TPOT is the mean step time; a new prompt waits for the prefill work queued ahead of it
 (``queueing.closed_loop_response`` for N clients, M/G/1 for an open loop) and then needs

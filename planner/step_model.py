@@ -3,7 +3,7 @@
 The pricer is a narrow protocol (``OpPricer.price_ops(ops)``: seconds per instance and provenance
 of each op) so the source of kernel times can change without touching the op graph:
 :class:`RooflinePricer` is the built-in fallback (time = max(FLOPs / (peak·eff_c),
-bytes / (BW·eff_m)) + launches; DESIGN.md "Costs of one forward step", tier 3);
+bytes / (BW·eff_m)) + launches; docs/architecture.md "Pricing", tier 3);
 :mod:`planner.kernels_adapter` plugs in ``kernels_db``. Communication is kernels_db's alpha-beta
 (``kernels_db.comm``): latency + bytes·algo_factor / (link bandwidth·eff), over the scale-up link
 inside the domain and over the NIC beyond it; the roofline pricer uses its unfitted defaults.

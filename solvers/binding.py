@@ -1,4 +1,4 @@
-"""What limits a plan, per DESIGN.md ("Binding constraint and step breakdowns"), and the evidence.
+"""What limits a plan, per docs/architecture.md ("Binding constraint"), and the evidence.
 
 The binding constraint is the limit that stops the *next better plan*: among candidates within the
 GPU budget that fit in memory and score better than the pick (more throughput per GPU, lower cost

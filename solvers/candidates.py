@@ -4,7 +4,7 @@ Every candidate is a whole deployment and is predicted by :func:`planner.batch_e
 the same call ``planner estimate`` makes, so a plan's numbers are ``estimate``'s numbers. A
 :class:`Block` holds one (GPU type, mode) slice: the workers it came from, the deployment columns
 (replicas, clients) and the :class:`planner.batch_eval.ResultArrays` of its candidates.
-Load semantics (DESIGN.md, issue 6): no load -> every worker is swept over the closed-loop client
+Load (docs/capacity.md "Load"): no load -> every worker is swept over the closed-loop client
 levels of the space and replicated to fill ``max_gpus``; ``concurrency`` -> the N clients are shared
 by the replicas (agg) or decode workers (disagg); ``rate`` -> each worker gets the fewest replicas
 that meet the SLO at the rate, found by galloping search (:mod:`solvers.counts`), never one

@@ -1,4 +1,4 @@
-"""README "How a prediction is made" names the files a `planner estimate` passes through to the
+"""docs/architecture.md "How a prediction is made" names the files `planner estimate` passes to the
 kernel lookup; a real run is traced (``sys.setprofile``) and must pass through exactly those."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ dispatches and is not counted)."""
 
 
 def _readme_files() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs/architecture.md").read_text()
     section = text.split("## How a prediction is made", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\d+\. `([\w/]+\.py)`", section, re.MULTILINE)
 
@@ -63,4 +63,4 @@ def test_readme_names_the_files_of_the_prediction_path() -> None:
     assert files == _readme_files(), f"traced {files} ({len(frames)} frames)"
     assert len(files) <= MAX_FILES, f"{len(files)} files on the path (issue 23 asks <= 6)"
     assert files[-1] == "kernels_db/lookup.py"
-    assert f"({len(frames)} frames;" in (ROOT / "README.md").read_text()
+    assert f"({len(frames)} frames;" in (ROOT / "docs/architecture.md").read_text()

@@ -1,5 +1,5 @@
 """Shape grids the planner needs: the GEMMs, attention and MoE shapes that real models produce at
-TP 1-8 (model dimensions from the public HF configs listed in DESIGN.md), plus a small CPU grid.
+TP 1-8 (model dimensions from the public HF configs in docs/architecture.md), plus a small CPU grid.
 
 Conventions of each table's keys: ``CONVENTIONS`` (also written into meta.yaml).
 """

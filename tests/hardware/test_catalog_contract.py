@@ -1,7 +1,7 @@
 """Contract every bundled GPU spec must satisfy (like scikit-learn's ``check_estimator``).
 
 Parametrized over every YAML file in ``hardware/specs``: a new file is checked by adding it.
-Reference values come from DESIGN.md's GPU table and, when ``../shared/validation`` is present,
+Reference values: docs/architecture.md "Reference figures" and, if ``../shared/validation`` exists,
 from ``specs/hardware_specs.csv`` (the two sources it cites).
 """
 
@@ -145,7 +145,7 @@ def test_names_are_unique_across_the_catalog() -> None:
             owner[n] = spec.key
 
 
-# ---- DESIGN.md reference table ---------------------------------------------------------------
+# ---- docs/architecture.md reference figures --------------------------------------------------
 # Tolerances: capacity "GB" is ambiguous between 1e9 and 2**30 bytes, so anything between the two
 # (with 1% slack) passes; bandwidths 5% (B200 "~8 TB/s": sources say 7.7 or 8.0); FLOP/s 1%
 # (MI300X "~1307" vs AMD's 1307.4); scale-up is the bidirectional figure halved, 1%.

@@ -1,4 +1,4 @@
-"""Memory model against hand-computed reference figures (DESIGN.md table)."""
+"""Memory model against hand-computed figures (docs/architecture.md "Reference figures")."""
 
 from __future__ import annotations
 

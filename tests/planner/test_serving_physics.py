@@ -1,6 +1,6 @@
 """Serving physics: elementwise traffic, all-reduce algorithm choice, attention-DP slots, prefill
 batch size, start-up wave of a closed loop. Reference values are the formulas' own terms from model
-configs (DESIGN.md reference table) and the kernels_db comm fit; no measured data needed."""
+configs (docs/architecture.md "Reference figures") and the kernels_db comm fit; no measured data."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The binding constraint as DESIGN.md defines it, the headroom of every limit, the top candidates
+"""The binding constraint (docs/architecture.md), the headroom of every limit, the top candidates
 and the line per GPU type (solvers.binding)."""
 
 from __future__ import annotations
