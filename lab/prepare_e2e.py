@@ -90,21 +90,30 @@ def _activation(row: pd.Series) -> object:
     return r.activation_scale if r is not None and r.activation_scale else np.nan
 
 
+def _fill(out: pd.DataFrame, read: pd.DataFrame) -> pd.DataFrame:
+    """``out`` with each column of ``read`` (same index) filled in where ``out`` gives none: a
+    setting the row records itself wins over one read from its text."""
+    out = out.copy()
+    for col in read.columns:
+        given = out[col] if col in out else pd.Series(np.nan, index=out.index, dtype=object)
+        out[col] = given.where(given.notna(), read[col])
+    return out
+
+
 def prepare_frame(raw: pd.DataFrame) -> pd.DataFrame:
-    """``raw`` rows (``silicon_measured.csv`` layout) in the documented e2e layout."""
+    """``raw`` rows (``silicon_measured.csv`` layout) in the documented e2e layout; settings a
+    row already records in its own columns stay."""
     df, _, _ = layouts_from_ids(raw.reset_index(drop=True))
     settings = pd.DataFrame([_row_settings(row) for _, row in df.iterrows()], index=df.index)
-    out = pd.concat([df, settings], axis=1)
-    out["activation_scale"] = [_activation(row) for _, row in out.iterrows()]
+    out = _fill(df, settings)
+    acts = pd.DataFrame({"activation_scale": [_activation(row) for _, row in out.iterrows()]})
+    out = _fill(out, acts.set_axis(out.index))
     out[LOW_FRACTION_COLUMN] = length_low_fractions(out)
-    launch = _launch_columns(out)
-    launch.index = out.index
-    out = pd.concat([out, launch], axis=1)
-    out["campaign"] = out["silicon_data_source"].map(campaign)
-    named = named_unmodellable()
-    cause = {k: v.cause for k, v in named.items()}
-    out["unmodellable"] = out["id"].astype(str).map(cause) if "id" in out else np.nan
-    return out
+    out = _fill(out, _launch_columns(out).set_axis(out.index))
+    cause = {k: v.cause for k, v in named_unmodellable().items()}
+    ids = out["id"].astype(str) if "id" in out else pd.Series("", index=out.index)
+    notes = {"campaign": out["silicon_data_source"].map(campaign), "unmodellable": ids.map(cause)}
+    return _fill(out, pd.DataFrame(notes))
 
 
 def main(argv: list[str] | None = None) -> int:

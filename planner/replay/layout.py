@@ -202,12 +202,12 @@ def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def layout_counts(df: pd.DataFrame) -> dict[str, int]:
-    """Rows per value of ``LAYOUT_READ_FROM`` (a preparation step's note of where it read a
+    """Rows per value of ``LAYOUT_READ_FROM``, most first (a preparation step's note of where it read a
     layout recorded flattened); empty without the column."""
     if LAYOUT_READ_FROM not in df:
         return {}
     given = df[LAYOUT_READ_FROM].dropna().astype(str)
-    return {str(k): int(v) for k, v in given[given != ""].value_counts(sort=False).items()}
+    return {str(k): int(v) for k, v in given[given != ""].value_counts().items()}
 
 
 def read_rows_counted(path: Path) -> tuple[pd.DataFrame, int, dict[str, int]]:

@@ -13,20 +13,12 @@ from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
 from planner.memory_batch import KvPool
 from planner.models import load_model
-from planner.validation import e2e
-from planner.validation.e2e import (
-    SGLANG_AT_DEFAULT,
-    STARTUP_UTILIZATIONS,
-    candidate_columns,
-    kv_pool,
-    kv_pools,
-    predict,
-    prepare,
-    startup_utilization,
-)
-from lab.recipes import RecipeArrays
+from planner.replay import predict as replay
+from planner.replay.candidates import candidate_columns
+from planner.replay.launch import SGLANG_AT_DEFAULT, kv_pool, kv_pools
+from planner.replay.predict import STARTUP_UTILIZATIONS, predict, startup_utilization
 from planner.workload import fixed
-from tests.lab import disagg_dump_row
+from tests.lab import disagg_dump_row, lab_prepare
 
 
 @pytest.mark.parametrize(
@@ -87,7 +79,7 @@ def _cand(rows: pd.DataFrame) -> CandidateArrays:
 
 def _replay(rows: list[dict[str, object]]) -> tuple[pd.DataFrame, Callable[[float], ResultArrays]]:
     """The prepared rows and their replay at a given share of the device (SGLang, GB200)."""
-    prepared = prepare(pd.DataFrame(rows)).rows
+    prepared = lab_prepare(pd.DataFrame(rows)).rows
     cand = _cand(prepared)
     spec, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("gb200")
     bench = fixed(1024, 1024, concurrency=1)
@@ -120,21 +112,15 @@ def test_a_deployment_that_starts_keeps_its_flag(monkeypatch: pytest.MonkeyPatch
     """FP4 weights (about half the FP8 ones) start at 0.9 of the device: no re-pricing."""
     rows, at = _replay([_dep4_row(16) | {"precision": "fp4", "gemm_quant_mode": "nvfp4"}])
     assert (at(0.9).infeasible_reason != Reason.OUT_OF_MEMORY).all()
-    monkeypatch.setattr(e2e, "startup_utilization", _never)
+    monkeypatch.setattr(replay, "startup_utilization", _never)
     assert np.isfinite(predict(rows, progress=False)["pred_ttft_ms"]).all()
 
 
 def test_a_flag_the_launch_recorded_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a flag no row records is inferred: a launch's own flag that does not start the
     deployment stays (the row is priced as the replay finds it)."""
-    rows = prepare(pd.DataFrame([_dep4_row(16)])).rows
-    recorded = e2e.recipe_arrays
-
-    def with_flag(sub: pd.DataFrame) -> RecipeArrays:
-        return recorded(sub)._replace(memory_flag=np.full(len(sub), 0.82))
-
-    monkeypatch.setattr(e2e, "recipe_arrays", with_flag)
-    monkeypatch.setattr(e2e, "startup_utilization", _never)
+    rows = lab_prepare(pd.DataFrame([_dep4_row(16) | {"memory_fraction": 0.82}])).rows
+    monkeypatch.setattr(replay, "startup_utilization", _never)
     assert np.isfinite(predict(rows, progress=False)["pred_tpot_ms"]).all()
 
 
