@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
-from planner.validation.e2e import validate_e2e
-from tests.lab import SILICON_MEASURED
+from lab.layouts import column_layout, id_layout, layouts_from_ids
+from lab.prepare_e2e import prepare_frame
+from planner.replay.candidates import _runnable_tp, candidate_columns
+from planner.replay.e2e import validate_e2e
+from tests.lab import SILICON_MEASURED, prepared_file
 
 DATA = SILICON_MEASURED
 
 
 @pytest.mark.validation
-def test_every_row_is_modelled_or_counted() -> None:
+def test_every_row_is_modelled_or_counted(tmp_path: Path) -> None:
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
-    r = validate_e2e(DATA, progress=False)
+    r = validate_e2e(prepared_file(DATA, tmp_path / "rows.csv"), progress=False)
     assert r["modelled"] + sum(r["skipped"].values()) + r["duplicates_dropped"] == r["rows"]
     unrunnable = r["skipped"].get("tp_not_dividing_heads", 0)
     complete = r["rows"] - r["duplicates_dropped"] - r["skipped"].get("incomplete_config", 0)
@@ -32,7 +37,6 @@ def test_a_row_whose_tp_cannot_split_the_heads_is_not_modelled() -> None:
     ``check_parallelism``): DeepSeek-R1's 128 heads over tp 36 describe no runnable deployment
     (GB200 rows whose tp_size is the whole disaggregated deployment's GPU count)."""
     from planner.models import load_model
-    from planner.validation.e2e import _runnable_tp
 
     m = load_model("deepseek-ai/DeepSeek-R1")
     assert _runnable_tp(m, {"tp": 8.0})
@@ -69,21 +73,29 @@ def _row(**kw: object) -> pd.Series:
     return pd.Series({**base, **kw})
 
 
+def _cols(row: pd.Series) -> dict[str, float] | str:
+    """The candidate columns of a raw row once the lab step has prepared it (``prepare_e2e``)."""
+    full: dict[str, object] = {
+        "id": "row",
+        "model_path": "deepseek-ai/DeepSeek-R1",
+        "system": "h200_sxm",
+        "isl": 1024,
+        "osl": 1024,
+        "silicon_ttft_ms": 100.0,
+        "silicon_tpot_ms": 10.0,
+    } | row.to_dict()
+    return candidate_columns(prepare_frame(pd.DataFrame([full])).iloc[0], "bf16")
+
+
 def test_attention_dp_rows_run_batch_size_clients_per_rank() -> None:
     """The harness runs batch_size x attention-DP clients
     (ids ``..._c256_...`` with batch 32, DP 8)."""
-    from planner.validation.e2e import candidate_columns
-
-    c = candidate_columns(_row(), "bf16")
+    c = _cols(_row())
     assert isinstance(c, dict) and c["concurrency"] == 256.0 and c["dp"] == 8.0
 
 
 def test_recorded_concurrency_wins() -> None:
-    from planner.validation.e2e import candidate_columns
-
-    c = candidate_columns(
-        _row(silicon_data_source="x; silicon_concurrency=96; measured=2026"), "bf16"
-    )
+    c = _cols(_row(silicon_data_source="x; silicon_concurrency=96; measured=2026"))
     assert isinstance(c, dict) and c["concurrency"] == 96.0
 
 
@@ -91,19 +103,17 @@ def test_a_layout_flattened_against_its_id_is_read_from_the_id() -> None:
     """``..._tp8_ep8_...`` recorded as tp_size 64 (or attention DP 64) with moe_tp 8 x ep 8: 64
     GPUs on an 8-GPU H200, the id's 8 GPUs with EP 8 counted twice; the id wins, the recorded
     direction of the split (TP or attention DP) and the recorded clients stay."""
-    from planner.validation.e2e import candidate_columns
-
     rid = "2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c32_tp8_ep8_922"
     tp = _row(id=rid, tp_size=64.0, attention_dp_size=1.0, moe_tp_size=8.0, batch_size=32.0)
-    c = candidate_columns(tp, "bf16")
+    c = _cols(tp)
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (8, 1, 8, 32)
     rid = "2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_8192x1024_c256_tp8_ep8_1999"
     dp = _row(id=rid, tp_size=1.0, attention_dp_size=64.0, moe_tp_size=8.0, batch_size=4.0)
-    c = candidate_columns(dp, "bf16")
+    c = _cols(dp)
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (1, 8, 8, 256)
     rid = "2026_04_06_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_1024x1024_c4_tp2_ep2_992"
     small = _row(id=rid, tp_size=4.0, attention_dp_size=1.0, moe_tp_size=2.0, moe_ep_size=2.0)
-    c = candidate_columns(small, "bf16")
+    c = _cols(small)
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"]) == (2, 1, 2)
 
 
@@ -111,15 +121,13 @@ def test_an_id_layout_whose_ep_was_recorded_as_attention_dp_is_read() -> None:
     """The 2026-04-06 export records MiniMax-M2.5's ``_tp4_ep4_`` vLLM H100 runs as tp 4 x attention
     DP 4 with moe_ep 16, a 16-GPU worker on an 8-GPU node: read as TP 4, EP 4, no attention DP,
     the clients kept; a row whose EP spans a worker that is not the id's N x M keeps its columns."""
-    from planner.validation.e2e import candidate_columns, id_layout, layouts_from_ids
-
     rid = "2026_04_06_minimax_m2_5_h100_sxm_vllm_fp8_agg_1024x1024_c64_tp4_ep4_1327"
     src = "source_file=2026-04-06.csv; model=MiniMax-M2.5; silicon_concurrency=64"
     flat = {"id": rid, "silicon_data_source": src, "system": "h100_sxm", "backend": "vllm"}
     row = _row(**flat, tp_size=4.0, attention_dp_size=4.0, moe_tp_size=1.0, moe_ep_size=16.0)
     row["batch_size"] = 16.0
     assert id_layout(row, 4.0, 4.0) == (4.0, 1.0, 4.0)
-    c = candidate_columns(row, "bf16")
+    c = _cols(row)
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (4, 1, 4, 64)
     read, by_id, _ = layouts_from_ids(pd.DataFrame([row]))
     cols = ["tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "batch_size"]
@@ -133,10 +141,8 @@ def test_an_id_layout_whose_ep_was_recorded_as_attention_dp_is_read() -> None:
 def test_a_layout_that_agrees_with_its_id_is_kept() -> None:
     """The id's world is tp x attention DP (``_tp8_0_ep8_0_`` with tp 1 x attention DP 8), and
     ids without a layout keep their columns."""
-    from planner.validation.e2e import candidate_columns, id_layout
-
     rid = "2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x8192_c256_tp8_0_ep8_0_1238"
-    c = candidate_columns(_row(id=rid), "bf16")
+    c = _cols(_row(id=rid))
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (1, 8, 8, 256)
     assert id_layout(_row(id="qwen_h100_trtllm_agg_1024x128_c8_tp4_epnone_1"), 4.0, 1.0) is None
     assert id_layout(_row(id="x_tp8_ep8_1", mode="disagg"), 64.0, 1.0) is None
@@ -146,26 +152,22 @@ def test_a_flattened_layout_without_an_id_is_read_from_its_columns() -> None:
     """InferenceMAX's db-dump rows name no layout in their ids; its December 2025 DeepSeek-R1 H200
     TensorRT-LLM runs record ``{tp: 8, ep: 8}`` as tp_size 64 (or attention DP 64), moe_tp 8 x EP
     8, a worker beyond the 8-GPU NVLink domain: read as 8 GPUs with EP 8, the direction kept."""
-    from planner.validation.e2e import candidate_columns
-
     src = "db-dump/2026-04-27; config_id=181; silicon_concurrency=16"
     flat = {"system": "h200_sxm", "silicon_data_source": src, "moe_tp_size": 8.0}
     tp64 = _row(id="dsr1_h200_trtllm_fp8_agg_1024x1024_c16_cfg181", tp_size=64.0, **flat)
     tp64["attention_dp_size"], tp64["batch_size"] = 1.0, 16.0
-    c = candidate_columns(tp64, "bf16")
+    c = _cols(tp64)
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (8, 1, 8, 16)
     dp64 = _row(id="dsr1_h200_trtllm_fp8_agg_8192x1024_c64_cfg183", attention_dp_size=64.0, **flat)
     dp64["batch_size"] = 1.0
     dp64["silicon_data_source"] = "db-dump/2026-04-27; config_id=183; silicon_concurrency=64"
-    c = candidate_columns(dp64, "bf16")
+    c = _cols(dp64)
     assert isinstance(c, dict) and (c["tp"], c["dp"], c["ep"], c["concurrency"]) == (1, 8, 8, 64)
 
 
 def test_a_moe_split_inside_the_domain_or_an_id_layout_is_not_read_from_columns() -> None:
     """TP 4 with MoE TP 2 x EP 2 on one H100 node is a real layout (aic rows); a GB200 worker of 64
     GPUs fits its 72-GPU NVLink domain; a row whose id names its layout is ``id_layout``'s."""
-    from planner.validation.e2e import column_layout
-
     aic = _row(id="qwen_h100_trtllm_agg_128x128_c16_tp4_epnone_16", system="h100_sxm")
     assert column_layout(aic, 4.0, 1.0) is None
     aic["moe_tp_size"], aic["moe_ep_size"] = 2.0, 2.0
