@@ -1,52 +1,25 @@
-"""Held-out validation over measurement campaigns (planner.replay.holdout) and duplicates."""
+"""Layouts read from ids and columns (``lab.layouts``) and the campaign-held-out figures of
+``silicon_measured.csv`` (``planner validate e2e --holdout campaign`` on the prepared rows)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from hardware.errors import PlannerInputError
-from planner.validation.e2e import drop_duplicates, validate_e2e
-from planner.validation.holdout import campaign_folds
-from tests.lab import SILICON_MEASURED
+from lab.layouts import layouts_from_ids
+from planner.replay.e2e import validate_e2e
+from planner.replay.layout import drop_duplicates
+from tests.lab import SILICON_MEASURED, prepared_file
 
 DATA = SILICON_MEASURED
-
-
-def _three_rows(**columns: list[object]) -> tuple[pd.DataFrame, int]:
-    """``drop_duplicates`` of rows with ids b, a, c from three sources and ``columns``."""
-    return drop_duplicates(
-        pd.DataFrame({"id": ["b", "a", "c"], "silicon_data_source": ["x", "y", "z"], **columns})
-    )
-
-
-def test_duplicates_keep_the_lowest_id() -> None:
-    kept, dropped = _three_rows(isl=[1, 1, 2], silicon_ttft_ms=[5.0, 5.0, 5.0])
-    assert dropped == 1
-    assert list(kept["id"]) == ["a", "c"]
-
-
-def test_copies_differing_in_float_round_off_are_duplicates() -> None:
-    kept, dropped = _three_rows(silicon_tpot_ms=[19.252099757615234, 19.25209975761523, 19.2621])
-    assert dropped == 1 and list(kept["id"]) == ["a", "c"]
-    assert kept["silicon_tpot_ms"].iloc[0] == 19.25209975761523  # values kept as read
-
-
-def test_copies_written_to_a_hundredth_of_a_ms_are_duplicates() -> None:
-    """The gap-analysis files restate InferenceMAX measurements to 0.01 ms; latencies that differ
-    by more than that stay distinct measurements."""
-    kept, dropped = _three_rows(
-        silicon_ttft_ms=[148.606387, 148.61, 148.62], silicon_tpot_ms=[10.431418, 10.43, 10.43]
-    )
-    assert dropped == 1 and list(kept["id"]) == ["a", "c"]
 
 
 def test_a_layout_read_from_its_id_joins_its_copy_in_another_dump() -> None:
     """The same DeepSeek-R1 measurement in two dumps: one records ``..._tp8_ep8_...`` as tp_size
     64, moe_tp 8; the other as tp 8, moe_tp 1. Read from the id, the two are one measurement."""
-    from planner.validation.e2e import layouts_from_ids
-
     common = {"mode": "agg", "batch_size": 32.0, "attention_dp_size": 1.0, "moe_ep_size": 8.0}
     df = pd.DataFrame(
         [
@@ -76,8 +49,6 @@ def test_a_layout_read_from_its_columns_is_rewritten_as_it_ran() -> None:
     """A db-dump row (no layout in its id) recorded as attention DP 64 with MoE TP 8 x EP 8 on an
     8-GPU H200 is rewritten as attention DP 8 at TP 1, MoE TP 1, one client per rank becoming 8;
     the same shape inside the NVLink domain (TP 4 = MoE TP 2 x EP 2) is kept."""
-    from planner.validation.e2e import layouts_from_ids
-
     common = {"mode": "agg", "system": "h200_sxm", "silicon_data_source": "db-dump/x"}
     df = pd.DataFrame(
         [
@@ -105,31 +76,19 @@ def test_a_layout_read_from_its_columns_is_rewritten_as_it_ran() -> None:
     assert (by_id, by_columns) == (0, 1)
     got = read.loc[0, ["tp_size", "attention_dp_size", "moe_tp_size", "batch_size"]].tolist()
     assert got == [1.0, 8.0, 1.0, 8.0]
-    assert read.loc[1].equals(df.loc[1])
-
-
-def test_campaigns_are_dealt_round_robin_and_never_split() -> None:
-    src = [f"dump/{c}; config_id={i}; silicon_concurrency=4" for i, c in enumerate("cabcdeab")]
-    folds = campaign_folds(pd.DataFrame({"silicon_data_source": src}), 2)
-    by_campaign = {s.split(";")[0]: f for s, f in zip(src, folds, strict=True)}
-    assert by_campaign == {"dump/a": 0, "dump/b": 1, "dump/c": 0, "dump/d": 1, "dump/e": 0}
-    for s, f in zip(src, folds, strict=True):
-        assert by_campaign[s.split(";")[0]] == f
-
-
-def test_fold_count_is_checked() -> None:
-    with pytest.raises(PlannerInputError, match="--folds"):
-        campaign_folds(pd.DataFrame({"silicon_data_source": ["a"]}), 1)
+    assert read.loc[1, df.columns].equals(df.loc[1])
+    assert read["layout_read_from"].tolist()[0] == "columns"
 
 
 @pytest.mark.validation
 @pytest.mark.heldout
-def test_held_out_accuracy() -> None:
+def test_held_out_accuracy(tmp_path: Path) -> None:
     """Campaign-held-out figures of ``planner validate e2e --holdout campaign`` (5 folds): the
     published accuracy. Every complete row is modelled; each fold's constants differ from no fit."""
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
-    r = validate_e2e(DATA, progress=False, holdout="campaign", folds=5)
+    rows = prepared_file(DATA, tmp_path / "rows.csv")
+    r = validate_e2e(rows, progress=False, holdout="campaign", folds=5)
     # 225 exact copies, 52 round-off, 34 by id layout, 30 under a second label of one
     # architecture, 30 restated to 0.01 ms by the gap-analysis files
     assert r["duplicates_dropped"] == 371
