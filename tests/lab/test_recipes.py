@@ -11,7 +11,10 @@ import pytest
 from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES
 from planner.memory_batch import KvPool
-from planner.validation.e2e import candidate_columns, kv_pools, predict, prepare
+from lab.prepare_e2e import prepare_frame
+from planner.replay.candidates import candidate_columns, prepare
+from planner.replay.launch import kv_pools
+from planner.replay.predict import predict
 from lab.recipes import (
     activation_scales,
     load_recipes,
@@ -45,6 +48,11 @@ def _row(model: str, backend: str, system: str = "h200_sxm", **kw: object) -> di
     }
 
 
+def _cols(row: pd.Series, weight_default: str) -> dict[str, float] | str:
+    """The candidate columns of a raw row once the lab step has prepared it (``prepare_e2e``)."""
+    return candidate_columns(prepare_frame(pd.DataFrame([row])).iloc[0], weight_default)
+
+
 def test_the_packaged_recipes_load_and_name_their_scripts() -> None:
     recipes = load_recipes()
     assert len(recipes) >= 5
@@ -56,9 +64,9 @@ def test_a_recipe_sets_the_rows_kv_dtype() -> None:
     default for vLLM is the model's dtype."""
     vllm = pd.Series(_row("Llama-3.1-70B", "vllm"))
     assert recipe_kv_dtype(vllm) == "fp8"
-    assert candidate_columns(vllm, "bf16")["kv_dtype"] == KV_DTYPES.index("fp8")  # type: ignore[index]
+    assert _cols(vllm, "bf16")["kv_dtype"] == KV_DTYPES.index("fp8")  # type: ignore[index]
     gpt = pd.Series(_row("GPT-OSS-120B", "trtllm", gemm_quant_mode="nvfp4"))
-    assert candidate_columns(gpt, "bf16")["kv_dtype"] == KV_DTYPES.index("bf16")  # type: ignore[index]
+    assert _cols(gpt, "bf16")["kv_dtype"] == KV_DTYPES.index("bf16")  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -94,7 +102,7 @@ def test_predict_prices_a_recipe_rows_chunk() -> None:
     token budget prices TTFT unlike the engine default of 8,192."""
     base = _row("Llama-3.1-70B", "trtllm", isl=8192, batch_size=64)
     other = base | {"id": "plain", "silicon_data_source": "mine"}
-    pred = predict(prepare(pd.DataFrame([base, other])).rows, progress=False)
+    pred = predict(prepare(prepare_frame(pd.DataFrame([base, other]))).rows, progress=False)
     recipe_ttft, plain_ttft = pred["pred_ttft_ms"].to_numpy()
     assert recipe_ttft != pytest.approx(plain_ttft, rel=1e-3)
 
@@ -112,7 +120,7 @@ def test_a_recorded_memory_flag_reaches_the_pool() -> None:
     )
     flags = recipe_memory_flags(rows)
     assert flags[0] == 0.85 and np.isnan(flags[1]) and flags[2] == 0.85
-    pools = kv_pools(rows)
+    pools = kv_pools(prepare_frame(rows))
     assert pools.tolist() == [int(KvPool.SGLANG), int(KvPool.VLLM), int(KvPool.TRTLLM)]
 
 
@@ -224,7 +232,7 @@ def test_predict_holds_a_balanced_rows_prompts() -> None:
         moe_tp_size=1,
     )
     other = base | {"id": "plain", "silicon_data_source": "mine"}
-    pred = predict(prepare(pd.DataFrame([base, other])).rows, progress=False)
+    pred = predict(prepare(prepare_frame(pd.DataFrame([base, other]))).rows, progress=False)
     recipe_ttft, plain_ttft = pred["pred_ttft_ms"].to_numpy()
     assert recipe_ttft > plain_ttft + 300.0
 
@@ -245,10 +253,10 @@ def test_the_scripts_moe_layout_replaces_the_exports() -> None:
         )
     )
     assert recipe_expert_parallel(dsr1)
-    assert candidate_columns(dsr1, "fp8")["ep"] == 8  # type: ignore[index]
+    assert _cols(dsr1, "fp8")["ep"] == 8  # type: ignore[index]
     sglang = pd.Series(dict(dsr1) | {"backend": "sglang"})
     assert not recipe_expert_parallel(sglang)
-    assert candidate_columns(sglang, "fp8")["ep"] == 1  # type: ignore[index]
+    assert _cols(sglang, "fp8")["ep"] == 1  # type: ignore[index]
 
 
 def test_a_script_that_changed_between_runs_applies_by_measurement_date() -> None:
@@ -298,14 +306,11 @@ def test_a_rows_fp8_activation_scale_comes_from_its_recipe_or_its_quant_mode() -
     assert list(activation_scales(rows)) == ["static", "", "block"]
 
 
-def test_predict_prices_the_rows_activation_scale(monkeypatch: pytest.MonkeyPatch) -> None:
-    import planner.validation.e2e as e2e
-
-    rows = prepare(pd.DataFrame([_row("Llama-3.1-70B", "sglang")])).rows
+def test_predict_prices_the_rows_activation_scale() -> None:
+    rows = prepare(prepare_frame(pd.DataFrame([_row("Llama-3.1-70B", "sglang")]))).rows
     tpot = {}
     for scale in ("", "static", "block"):
-        monkeypatch.setattr(e2e, "activation_scales", lambda r, s=scale: pd.Series(s, r.index))
-        got = predict(rows, progress=False)
+        got = predict(rows.assign(activation_scale=scale), progress=False)
         tpot[scale] = float(got["pred_tpot_ms"].iloc[0])
     # a 16-bit label run at fp8 is quantized on load (a whole-tensor scale before every GEMM
     # input); a static-scale checkpoint skips that pass; block scales cost compute, not decode
