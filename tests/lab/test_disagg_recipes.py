@@ -18,8 +18,10 @@ from lab.disagg_recipes import (
     load_expert_parallel_launches,
     matching_recipe,
 )
-from planner.validation.e2e import candidate_columns, predict, prepare
-from tests.lab import disagg_dump_row
+from lab.prepare_e2e import prepare_frame
+from planner.replay.candidates import candidate_columns
+from planner.replay.predict import predict
+from tests.lab import disagg_dump_row, lab_prepare
 
 IMAGE = "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2"
 
@@ -34,6 +36,12 @@ def _row(clients: int = 27, **kw: object) -> dict[str, object]:
     return disagg_dump_row(**(own | kw))
 
 
+def _cols(row: pd.Series | dict[str, object]) -> dict[str, float] | str:
+    """The candidate columns of a raw row once the lab step has prepared it (``prepare_e2e``)."""
+    frame = prepare_frame(pd.DataFrame([dict(row)]))
+    return candidate_columns(frame.iloc[0], "bf16")
+
+
 def test_the_packaged_entries_load_and_name_their_source() -> None:
     entries = load_disagg_recipes()
     assert len(entries) >= 30
@@ -46,7 +54,7 @@ def test_the_packaged_entries_load_and_name_their_source() -> None:
 def test_a_matching_row_gets_its_recipes_decode_cap() -> None:
     row = pd.Series(_row())
     assert decode_cap(row, 27) == 8.0
-    cols = candidate_columns(row, "bf16")
+    cols = _cols(row)
     assert isinstance(cols, dict)
     assert cols["max_num_seqs"] == 8.0
     assert cols["concurrency"] == 27.0
@@ -77,8 +85,8 @@ def test_a_cap_below_the_clients_prices_a_wait_for_a_decode_slot() -> None:
     reading (a cap of 9 per worker, the clients per worker) did not price."""
     capped = pd.DataFrame([_row()])
     uncapped = pd.DataFrame([_row(silicon_data_source="db-dump/2026-04-27; config_id=1; x:y")])
-    with_cap = predict(prepare(capped).rows, progress=False)
-    without = predict(prepare(uncapped).rows, progress=False)
+    with_cap = predict(lab_prepare(capped).rows, progress=False)
+    without = predict(lab_prepare(uncapped).rows, progress=False)
     assert with_cap["pred_ttft_ms"].iloc[0] > 1.5 * without["pred_ttft_ms"].iloc[0]
 
 
@@ -168,7 +176,7 @@ def test_the_packaged_dep_launches_load_and_name_their_source() -> None:
 def test_a_dep_launch_spans_each_attention_dp_worker_with_expert_parallelism() -> None:
     row = pd.Series(_sglang_row())
     assert launch_expert_parallel(row)
-    cols = candidate_columns(row, "bf16")
+    cols = _cols(row)
     assert isinstance(cols, dict)
     assert (cols["dp"], cols["ep"], cols["prefill_dp"], cols["prefill_ep"]) == (4, 4, 4, 4)
     assert cols["concurrency"] == 16.0  # the clients stay as recorded
@@ -197,7 +205,7 @@ def test_a_worker_without_attention_dp_keeps_its_recorded_layout() -> None:
     row = pd.Series(
         _sglang_row(prefill_tp_size=4, prefill_attention_dp_size=1, prefill_moe_tp_size=4)
     )
-    cols = candidate_columns(row, "bf16")
+    cols = _cols(row)
     assert isinstance(cols, dict)
     assert (cols["prefill_tp"], cols["prefill_dp"], cols["prefill_ep"]) == (4, 1, 1)
     assert (cols["dp"], cols["ep"]) == (4, 4)
@@ -252,9 +260,9 @@ def test_a_deployment_behind_slot_blind_routers_waits_with_free_slots_elsewhere(
     row = _row(clients=3, decode_batch_size=1)
     row["id"] = "dsr1_gb200_trtllm_fp8_disagg_1024x1024_c3_cfg386"
     assert decode_routers(pd.Series(row), 3) == 7.0
-    blind = predict(prepare(pd.DataFrame([row])).rows, progress=False)["pred_ttft_ms"].iloc[0]
+    blind = predict(lab_prepare(pd.DataFrame([row])).rows, progress=False)["pred_ttft_ms"].iloc[0]
     other = _row(clients=3, decode_batch_size=1, silicon_data_source="db-dump/x; config_id=1; y:z")
-    pooled = predict(prepare(pd.DataFrame([other])).rows, progress=False)["pred_ttft_ms"].iloc[0]
+    pooled = predict(lab_prepare(pd.DataFrame([other])).rows, progress=False)["pred_ttft_ms"].iloc[0]
     assert blind > 10 * pooled
     assert np.isnan(decode_routers(pd.Series(other), 3))
 
