@@ -1,5 +1,6 @@
-"""The rows named unmodellable (planner/calibration/unmodellable.yaml, issue 16) and how
-``planner validate e2e`` counts the rows off by more than 3x against them."""
+"""The rows named unmodellable (lab/unmodellable.yaml, issue 16), written into the prepared rows
+(``prepare_e2e``), and how ``planner validate e2e`` counts the rows off by more than 3x against
+them."""
 
 from __future__ import annotations
 
@@ -11,17 +12,12 @@ import pandas as pd
 import pytest
 
 from hardware.errors import PlannerInputError
-from planner.validation.e2e import (
-    NOTES_DIR,
-    NamedRow,
-    modelled,
-    named_unmodellable,
-    off_by_factor,
-    predict,
-    prepare,
-    read_rows,
-)
-from tests.lab import SILICON_MEASURED
+from lab.prepare_e2e import prepare_frame
+from lab.unmodellable import NOTES_DIR, named_unmodellable
+from planner.replay.candidates import prepare
+from planner.replay.predict import predict
+from planner.replay.stats import modelled, off_by_factor
+from tests.lab import SILICON_MEASURED, read_rows
 
 DATA = SILICON_MEASURED
 _TAIL = re.compile(r"\d+x\d+_c\d+.*$")
@@ -60,20 +56,50 @@ def test_a_bad_list_is_refused_naming_the_entry(tmp_path: Path, body: str, says:
 
 
 def test_rows_off_are_split_into_named_and_not_named() -> None:
+    named = named_unmodellable()
+    first = next(iter(named))
     pred = pd.DataFrame(
         {
-            "id": ["a", "b", "c", "d"],
+            "id": [first, "b", "c", "d"],
+            "silicon_data_source": ["x"] * 4,
             "pred_ttft_ms": [400.0, 400.0, 100.0, 100.0],
             "silicon_ttft_ms": [100.0] * 4,
             "pred_tpot_ms": [10.0] * 4,
             "silicon_tpot_ms": [10.0] * 4,
         }
     )
-    named = {"a": NamedRow("x", "disagg.md"), "c": NamedRow("x", "disagg.md")}
-    got = off_by_factor(pred, named=named)
+    marked = pred.assign(unmodellable=prepare_frame_causes(pred))
+    got = off_by_factor(marked)
     assert (got["either"], got["named"], got["not_named"]) == (2, 1, 1)
-    assert got["named_share_pct"] == 50.0 and got["named_cap_pct"] == 1.0
+    assert got["named_share_pct"] == 25.0 and got["named_cap_pct"] == 1.0
     assert "named" not in off_by_factor(pred)
+
+
+def prepare_frame_causes(rows: pd.DataFrame) -> pd.Series:
+    """The ``unmodellable`` column the lab step writes for ``rows`` (ids only)."""
+    causes = {k: v.cause for k, v in named_unmodellable().items()}
+    return rows["id"].astype(str).map(causes)
+
+
+def test_the_lab_step_writes_each_named_rows_cause() -> None:
+    named = named_unmodellable()
+    first = next(iter(named))
+    row = {
+        "id": first,
+        "silicon_data_source": "x",
+        "backend": "vllm",
+        "model_path": "meta-llama/Llama-3.1-8B-Instruct",
+        "system": "h100_sxm",
+        "mode": "agg",
+        "isl": 1024,
+        "osl": 1024,
+        "batch_size": 4,
+        "silicon_ttft_ms": 100.0,
+        "silicon_tpot_ms": 10.0,
+    }
+    out = prepare_frame(pd.DataFrame([row, row | {"id": "other"}]))
+    assert out["unmodellable"].tolist()[0] == named[first].cause
+    assert pd.isna(out["unmodellable"].tolist()[1])
 
 
 @pytest.mark.validation
