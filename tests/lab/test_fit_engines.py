@@ -8,19 +8,10 @@ import pandas as pd
 import pytest
 
 from planner.engine_calibration import ENGINES_FILE, load_engines
-from planner.validation.e2e import prepare, read_rows
-from lab.fit_engines import (
-    CONSTANTS,
-    fit_constants,
-    fit_file,
-    fit_log_entry,
-    fitted_values,
-    joint_pick,
-    main,
-    render,
-    written_date,
-)
-from tests.lab import SILICON_MEASURED
+from lab.fit_engines import FIT_LOG, fit_file, fit_log_entry, main, render, written_date
+from planner.replay.candidates import prepare
+from planner.replay.fit import CONSTANTS, fit_constants, fitted_values
+from tests.lab import SILICON_MEASURED, read_rows
 
 DATA = SILICON_MEASURED
 
@@ -31,14 +22,6 @@ def test_missing_data_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert rc == 2
     assert err.startswith("error: --data:") and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "e.yaml").exists()
-
-
-def test_grids_lie_inside_the_bounds() -> None:
-    for c in CONSTANTS:
-        lo, hi = c.bounds
-        assert (
-            lo <= min(c.grid) and max(c.grid) <= hi and c.start in c.grid and c.unit and c.meaning
-        )
 
 
 def test_packaged_constants_carry_unit_bounds_and_command() -> None:
@@ -80,14 +63,14 @@ def test_fit_reproduces_the_packaged_file() -> None:
 
 def test_sources_are_short_and_dated() -> None:
     """One short source per constant: what, fitted to what on which rows by which command, when
-    (unit and bounds stand next to it); the history lives in engines_fit_log.md."""
+    (unit and bounds stand next to it); the history lives in lab/notes/engines_fit_log.md."""
     date = written_date(ENGINES_FILE)
     assert date is not None
     for e in load_engines().values():
         for c in CONSTANTS:
             src = getattr(e, c.name).source
             assert len(src) <= 300 and src.startswith(c.meaning) and src.endswith(date)
-    assert ENGINES_FILE.with_name("engines_fit_log.md").is_file()
+    assert FIT_LOG.is_file()
 
 
 def test_render_of_the_packaged_values_is_the_packaged_file() -> None:
@@ -106,30 +89,3 @@ def test_fit_log_entry_lists_changed_values(tmp_path: Path) -> None:
     assert "## 2026-12-01:" in entry and "rows.csv (sha256 " in entry
     assert "- vllm.kernel_scale: 1 -> 1.1" in entry and "step_overhead_s" not in entry
     assert "No value changed." in fit_log_entry(old, old, data, "2026-12-01")
-
-
-def test_the_joint_search_finds_the_pair_a_coordinate_search_stops_short_of() -> None:
-    """Two engines whose rows trade a shared share (i) against each one's overhead (j): their
-    loss is least at i = 1 with j = 1, but from j = 0 a search of i alone stays at i = 0 (i = 1
-    with j = 0 is worse) and from i = 0 a search of j alone stays at j = 0."""
-    loss = {(0, 0): 0.30, (0, 1): 0.35, (1, 0): 0.40, (1, 1): 0.10}
-    rows = [
-        {"backend": b, "i": i, "j": j, "e": e + (0.01 if b == "vllm" else 0.0) + 0.001 * r}
-        for b in ("sglang", "vllm")
-        for (i, j), e in loss.items()
-        for r in range(3)
-    ]
-    err = pd.DataFrame(rows)
-    assert joint_pick(err) == (1, {"sglang": 1, "vllm": 1})
-    # each engine takes its own best partner value for the chosen share
-    err.loc[(err.backend == "vllm") & (err.i == 1) & (err.j == 0), "e"] = 0.05
-    assert joint_pick(err) == (1, {"sglang": 1, "vllm": 0})
-
-
-def test_every_partner_is_a_per_engine_constant_of_the_same_modes_and_metric() -> None:
-    by_name = {c.name: c for c in CONSTANTS}
-    partnered = [c for c in CONSTANTS if c.partner]
-    assert {c.name for c in partnered} == {"burst_fraction", "disagg_burst_fraction"}
-    for c in partnered:
-        d = by_name[c.partner or ""]
-        assert c.shared and not d.shared and d.modes == c.modes and d.metrics == c.metrics
