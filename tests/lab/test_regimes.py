@@ -1,4 +1,4 @@
-"""Rows of an open serving regime and the band's score against both regimes' predictions."""
+"""Rows of the aic harness, whose serving regime is open (``prepare_e2e.AIC_HARNESS``)."""
 
 from __future__ import annotations
 
@@ -6,55 +6,34 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from lab.prepare_e2e import prepare_frame
 from planner.replay import regimes
-from tests.lab import SILICON_MEASURED
+from planner.replay.candidates import prepare
+from planner.replay.predict import predict
+from tests.lab import SILICON_MEASURED, read_rows
 
 DATA = SILICON_MEASURED
 AIC = "source_file=/x/aic-auto-gap-analysis/data/h100_sxm/sglang/0.5.1.post1/Qwen_Qwen3-32B.csv"
 LOCKSTEP_CAMPAIGN = "aic-auto-gap-analysis/data/h100_sxm/sglang/0.5.1.post1/Qwen_Qwen3-32B.csv"
 
 
-def test_open_regime_needs_the_fixed_length_harness_a_prefill_first_engine_and_no_record() -> None:
-    rows = pd.DataFrame(
-        {
-            "silicon_data_source": [AIC, AIC, AIC, AIC, "db-dump/2026-04-27; sglang", AIC],
-            "backend": ["sglang", "sglang", "vllm", "sglang", "sglang", "sglang"],
-            "mode": ["agg", "agg", "agg", "disagg", "agg", "agg"],
-            "mixed_chunk": [np.nan, 1.0, np.nan, np.nan, np.nan, np.nan],
-            "bench_requests": [np.nan, np.nan, np.nan, np.nan, np.nan, 640.0],
-        }
-    )
-    assert regimes.open_regime(rows).tolist() == [True, False, False, False, False, False]
-    unnamed = rows.drop(columns=["silicon_data_source"])  # a user's file need not name a source
-    assert not regimes.open_regime(unnamed).any()
-    assert regimes.with_alternatives(unnamed)["alt_ttft_ms"].isna().all()
-
-
-def test_envelope_residual_is_the_log_ratio_to_the_nearer_prediction() -> None:
-    meas = np.array([50.0, 150.0, 400.0, 100.0])
-    lower = np.array([100.0, 100.0, 100.0, 100.0])
-    upper = np.array([200.0, 200.0, 200.0, 100.0])
-    r = regimes.envelope_residual(meas, lower, upper)
-    assert r == pytest.approx([np.log(0.5), 0.0, np.log(2.0), 0.0])
-    one = regimes.envelope_residual(np.array([30.0]), np.array([10.0]), np.array([10.0]))
-    assert one == pytest.approx([np.log(3.0)])
-
-
-def test_band_edges_hold_exactly_the_values_whose_score_is_inside_the_quantiles() -> None:
-    rng = np.random.default_rng(7)
-    n = 4000
-    lower = rng.uniform(1.0, 100.0, n)
-    upper = lower * np.where(rng.random(n) < 0.5, 1.0, rng.uniform(1.0, 5.0, n))
-    q = np.sort(rng.normal(0.0, 0.6, (n, 2)), axis=1)
-    lo, hi = regimes.band_edges(lower, upper, q[:, 0], q[:, 1])
-    assert np.all(lo <= hi)
-    meas = lower * np.exp(rng.normal(0.3, 1.2, n))
-    s = regimes.envelope_residual(meas, lower, upper)
-    inside_band = (meas >= lo) & (meas <= hi)
-    inside_score = (s >= q[:, 0]) & (s <= q[:, 1])
-    near_edge = np.minimum(np.abs(np.log(meas / lo)), np.abs(np.log(meas / hi))) < 1e-9
-    assert np.array_equal(inside_band[~near_edge], inside_score[~near_edge])
-    assert inside_band.mean() > 0.05  # the check sees both outcomes
+def test_the_lab_step_names_the_aic_harness_run() -> None:
+    """The aic harness's rows get ``alt_bench_requests`` = 10 x their clients; others none."""
+    base = {
+        "backend": "sglang",
+        "model_path": "Qwen/Qwen3-32B",
+        "system": "h100_sxm",
+        "mode": "agg",
+        "isl": 1024,
+        "osl": 1024,
+        "batch_size": 8,
+        "tp_size": 1,
+        "silicon_ttft_ms": 100.0,
+        "silicon_tpot_ms": 10.0,
+    }
+    rows = pd.DataFrame([base | {"id": "a", "silicon_data_source": AIC}, base | {"id": "b"}])
+    got = prepare_frame(rows)["alt_bench_requests"].tolist()
+    assert got[0] == 80.0 and np.isnan(got[1])
 
 
 @pytest.mark.validation
@@ -64,8 +43,6 @@ def test_the_lockstep_campaign_sits_inside_its_envelope() -> None:
     steady-state one."""
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
-    from planner.validation.e2e import predict, prepare, read_rows
-
     df, _ = read_rows(DATA)
     df = df[df["silicon_data_source"].astype(str).str.contains(LOCKSTEP_CAMPAIGN, regex=False)]
     pred = regimes.with_alternatives(predict(prepare(df).rows, progress=False))
