@@ -12,8 +12,8 @@ import yaml
 from hardware.errors import PlannerInputError
 from planner.bands import table_from_dict
 from lab import bands
-from planner.validation.e2e import validate_e2e
-from tests.lab import SILICON_MEASURED
+from planner.replay.e2e import validate_e2e
+from tests.lab import SILICON_MEASURED, prepared_file
 
 DATA = SILICON_MEASURED
 SLICE_ROWS = 400
@@ -35,7 +35,7 @@ def _slice(tmp_path: Path) -> Path:
 def test_validator_reports_band_columns_and_coverage(tmp_path: Path) -> None:
     data = _slice(tmp_path)
     pred_out = tmp_path / "pred.csv"
-    r = validate_e2e(data, pred_out, progress=False)
+    r = validate_e2e(prepared_file(data, tmp_path / "rows.csv"), pred_out, progress=False)
     overall = r["groups"][0]
     for m in ("ttft", "tpot"):
         assert 0.0 <= overall[m]["band_coverage_pct"] <= 100.0
@@ -51,7 +51,7 @@ def test_builder_writes_a_loadable_table_with_provenance(tmp_path: Path) -> None
     """From a predictions CSV (the held-out path is exercised by test_bands_coverage)."""
     data = _slice(tmp_path)
     pred = tmp_path / "pred.csv"
-    validate_e2e(data, pred, progress=False)
+    validate_e2e(prepared_file(data, tmp_path / "rows.csv"), pred, progress=False)
     out = tmp_path / "bands.yaml"
     argv = ["--data", str(data), "--out", str(out), "--folds", "3", "--predictions", str(pred)]
     assert bands.main(argv) == 0

@@ -1,4 +1,4 @@
-"""`planner validate splitwise` and `planner validate blogs` (static-batch tables)."""
+"""`python -m lab.static_batch splitwise|blogs` (static-batch tables)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.cli.main import main
 from planner.models import load_model
+from lab import static_batch
 from lab.static_batch import step_times
 
-E2E = Path(__file__).resolve().parents[3].parent / "shared/validation/e2e"
+E2E = Path(__file__).resolve().parents[2].parent / "shared/validation/e2e"
 
 
 def test_larger_batches_and_prompts_take_longer() -> None:
@@ -36,7 +36,7 @@ def test_tables_replay_with_skips_by_reason(
 ) -> None:
     if not (E2E / name).is_file():
         pytest.skip(f"{E2E / name} absent (shared validation folder not mounted)")
-    assert main(["validate", verb, "--data", str(E2E / name), "--format", "json"]) == 0
+    assert static_batch.main([verb, "--data", str(E2E / name), "--format", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["modelled"] >= min_rows and rep["skipped"]
     overall = rep["groups"][0]
