@@ -13,6 +13,7 @@ from planner.calibration_bands import use_profile_bands
 from planner.cli.main import main
 from planner.engine_calibration import use_calibration
 from lab.layouts import campaign
+from lab.prepare_e2e import prepare_frame
 from lab.self_calibration import self_calibration_report, split_alternate
 from tests.lab import SILICON_MEASURED
 
@@ -47,7 +48,7 @@ def test_split_alternates_by_concurrency() -> None:
 def test_profile_moves_held_out_rows_toward_measurements(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rows = _campaign_rows()
+    rows = prepare_frame(_campaign_rows())  # the lab step: clients, launch settings as columns
     rows = rows.assign(_c=rows["batch_size"]).sort_values(["_c", "isl", "osl", "id"], kind="stable")
     rows = rows.drop(columns="_c")
     fit_csv, test_csv = tmp_path / "fit.csv", tmp_path / "held_out.csv"
