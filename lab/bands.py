@@ -7,7 +7,7 @@ Every row is first predicted with engine constants not fitted to its own measure
 (``planner validate e2e --holdout campaign``: campaigns dealt to 5 folds, constants refitted on the
 other folds, folds in parallel). Each row's log residual ln(measured / predicted) of TTFT and TPOT
 (from the nearer of the two regimes' predictions where the data leave the regime open,
-``planner.replay.regimes``) is grouped by engine, agg/disagg, load bucket and provenance tier
+``planner.replay_e2e.regimes``) is grouped by engine, agg/disagg, load bucket and provenance tier
 (``planner.bands``); a group's quantiles are shrunk toward its parent's. Campaigns differ (benchmark
 protocol, software version), so a band fitted on other campaigns misses more often than its nominal
 tails say, and not equally on both sides: the tail probability of each side of each engine x mode
@@ -54,13 +54,13 @@ from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.models import load_model
 from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
-from planner.replay import regimes
-from planner.replay.bands import add_band_keys, row_bands
-from planner.replay.candidates import prepare
-from planner.replay.conformal import conformal_band, weighted_quantiles
-from planner.replay.holdout import MAX_FOLDS, campaign_holdout
-from planner.replay.layout import DUPLICATE_IGNORES as LAYOUT_IGNORES
-from planner.replay.layout import (
+from planner.replay_e2e import regimes
+from planner.replay_e2e.bands import add_band_keys, row_bands
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.conformal import conformal_band, weighted_quantiles
+from planner.replay_e2e.holdout import MAX_FOLDS, campaign_holdout
+from planner.replay_e2e.layout import DUPLICATE_IGNORES as LAYOUT_IGNORES
+from planner.replay_e2e.layout import (
     LOW_FRACTION_COLUMN,
     drop_duplicates,
     duplicate_key,
@@ -428,7 +428,7 @@ def residual_rows(pred: pd.DataFrame) -> pd.DataFrame:
     """Keyed rows with finite log residuals of both metrics and their campaign (measured from
     the nearer of two predictions where the serving regime is open, ``regimes``), repeated
     measurements dropped (equal on every column but ``DUPLICATE_IGNORES`` and the prediction and
-    candidate columns, compared as ``planner.replay.layout.duplicate_key`` compares them; the lowest
+    candidate columns, compared as ``planner.replay_e2e.layout.duplicate_key`` compares them; the lowest
     ``id`` is kept)."""
     rows = add_band_keys(regimes.with_alternatives(pred))
     rows["model_name"] = rows["model_path"].astype(str).map(lambda p: load_model(p).name)
@@ -599,7 +599,7 @@ def held_out_predictions(
     """(campaign-held-out predictions of every modelled row of ``data``, rows in the file): each
     campaign fold priced with engine constants refitted on the other folds, exactly as
     ``planner validate e2e --holdout campaign`` does on the prepared rows (``prepare_e2e``,
-    ``planner.replay.holdout``)."""
+    ``planner.replay_e2e.holdout``)."""
     df, duplicates = drop_duplicates(prepare_frame(read_measurements(data)))
     pred, _ = campaign_holdout(prepare(df).rows, holdout_folds, progress)
     return pred, len(df) + duplicates
@@ -647,7 +647,7 @@ def build(
             write_new_file(predictions_out, data_csv, force, "--predictions-out")
         source = (
             f"campaign held out: {holdout_folds} folds, engine constants refitted on the other "
-            "folds (planner.replay.holdout, as validate e2e --holdout campaign)"
+            "folds (planner.replay_e2e.holdout, as validate e2e --holdout campaign)"
         )
     else:
         pred, n_data = _read_predictions(predictions), int(len(pd.read_csv(data)))

@@ -1,5 +1,5 @@
 """Write ``planner/calibration/engines.yaml``: the per-engine constants fitted to measured rows
-(``planner.replay.fit``), with their sources and a fit log (``lab/notes/engines_fit_log.md``).
+(``planner.replay_e2e.fit``), with their sources and a fit log (``lab/notes/engines_fit_log.md``).
 
     python -m lab.fit_engines              # rewrite the packaged engines.yaml
     python -m lab.fit_engines --check      # exit 1 if it would change
@@ -8,7 +8,7 @@
 The rows are read as ``python -m lab.prepare_e2e`` writes them (``prepare_e2e.prepare_frame``).
 
 The fit itself (constants, grids, the coordinate and joint searches) is the product's
-``planner.replay.fit``, which also refits the held-out folds and a user's own rows.
+``planner.replay_e2e.fit``, which also refits the held-out folds and a user's own rows.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from planner.engine_calibration import (
     load_engines,
 )
 from planner.safe_files import write_new_file
-from planner.replay.candidates import prepare
-from planner.replay.fit import CONSTANTS, Constant, Values, fit_constants, fitted_values
-from planner.replay.layout import drop_duplicates, read_measurements
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.fit import CONSTANTS, Constant, Values, fit_constants, fitted_values
+from planner.replay_e2e.layout import drop_duplicates, read_measurements
 
 DEFAULT_DATA = (
     Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """What the rows of ``silicon_measured.csv`` record in their text, read into the e2e layout
-(``planner.replay.layout``) by ``python -m lab.prepare_e2e``: the client count in
+(``planner.replay_e2e.layout``) by ``python -m lab.prepare_e2e``: the client count in
 ``silicon_data_source``, layouts recorded flattened (read from a row's id or its columns), and the
 InferenceMAX harness's length spread."""
 
@@ -12,8 +12,8 @@ import pandas as pd
 
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
-from planner.replay.candidates import _attention_dp, _num
-from planner.replay.layout import LAYOUT_READ_FROM, LOW_FRACTION_COLUMN
+from planner.replay_e2e.candidates import _attention_dp, _num
+from planner.replay_e2e.layout import LAYOUT_READ_FROM, LOW_FRACTION_COLUMN
 
 ROW_KEYS = re.compile(r"^(config_id|silicon_concurrency|measured|workflow_run_id)=")
 """Parts of ``silicon_data_source`` that name one row, not its campaign."""

@@ -1,5 +1,5 @@
 """Prepare ``silicon_measured.csv`` (or a file of its layout) into the documented e2e layout
-(``planner.replay.layout``): every launch setting, campaign and annotation the rows record only in
+(``planner.replay_e2e.layout``): every launch setting, campaign and annotation the rows record only in
 their ids and ``silicon_data_source`` text becomes an explicit column.
 
     python -m lab.prepare_e2e --data ../shared/validation/e2e/silicon_measured.csv --out rows.csv
@@ -27,8 +27,8 @@ from lab.disagg_recipes import decode_cap, decode_routers, launch_expert_paralle
 from lab.layouts import _recorded_concurrency, campaign, layouts_from_ids, length_low_fractions
 from lab.recipes import recipe_arrays, recipe_expert_parallel, recipe_for, recipe_kv_dtype
 from lab.unmodellable import named_unmodellable
-from planner.replay.candidates import _attention_dp, _concurrency, _num, prepare
-from planner.replay.layout import LOW_FRACTION_COLUMN, read_measurements
+from planner.replay_e2e.candidates import _attention_dp, _concurrency, _num, prepare
+from planner.replay_e2e.layout import LOW_FRACTION_COLUMN, read_measurements
 from planner.safe_files import write_new_file
 
 AIC_HARNESS = "aic-auto-gap-analysis/"
@@ -37,7 +37,7 @@ with fixed lengths (``--synthetic-input-tokens-stddev 0``, ``--output-tokens-std
 ``ignore_eos``) and ``--request-count`` 10 x concurrency
 (``src/aiconfigurator/eval/benchmarks/genai_perf_runner.py`` @fade9583c, ai-dynamo/aiconfigurator).
 Its aggregated rows on a prefill-first engine do not record whether the server mixed chunks, so
-their regime is open (``planner.replay.regimes``)."""
+their regime is open (``planner.replay_e2e.regimes``)."""
 AIC_REQUESTS_PER_CLIENT = 10
 """genai-perf ``--request-count`` of that harness per client (genai_perf_runner.py @fade9583c)."""
 ROW = "_lab_row"

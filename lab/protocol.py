@@ -26,9 +26,9 @@ import pandas as pd
 from planner.engine_calibration import Sourced, load_engines
 from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
-from planner.replay.candidates import prepare
-from planner.replay.layout import read_measurements
-from planner.replay.predict import predict
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.layout import read_measurements
+from planner.replay_e2e.predict import predict
 
 SHARES: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0)
 """Lockstep shares tried per campaign (1/W for W = inf, 20, 10, 5, ..., 1 waves)."""

@@ -26,8 +26,8 @@ from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
 from planner.calibration_profile import fit_constants, prepared, select_constants, with_constants
 from planner.engine_calibration import load_engines
-from planner.replay.predict import predict
-from planner.replay.stats import error_stats
+from planner.replay_e2e.predict import predict
+from planner.replay_e2e.stats import error_stats
 
 MIN_ROWS = 8
 TARGETS = {"agg_ttft": 15.0, "agg_tpot": 10.0}

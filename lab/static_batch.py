@@ -33,7 +33,7 @@ from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.opgraph import StepMix
 from planner.step_model import price_step
-from planner.replay.rows import (
+from planner.replay_e2e.rows import (
     count,
     grouped,
     resolve_gpu,

@@ -274,7 +274,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_e2e(args: argparse.Namespace) -> int:
-    from planner.replay.e2e import validate_e2e
+    from planner.replay_e2e.e2e import validate_e2e
 
     label = use_profile(args)
     report = validate_e2e(args.data, args.predictions_out, holdout=args.holdout, folds=args.folds)
@@ -286,7 +286,7 @@ def cmd_validate_e2e(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_throughput(args: argparse.Namespace) -> int:
-    from planner.replay.throughput import validate_throughput
+    from planner.replay_e2e.throughput import validate_throughput
 
     report = validate_throughput(args.data, args.predictions_out)
     _print_report(report, args.format, ("throughput",))

@@ -11,7 +11,7 @@ from planner.cli.output import print_json, render_kv, render_table
 
 
 def cmd_validate_mlperf(args: argparse.Namespace) -> int:
-    from planner.replay.mlperf import validate_mlperf
+    from planner.replay_e2e.mlperf import validate_mlperf
 
     return print_report(validate_mlperf(args.data, args.predictions_out), args.format)
 

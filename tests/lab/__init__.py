@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 
 from lab.prepare_e2e import prepare_frame
-from planner.replay.candidates import Prepared, prepare
-from planner.replay.layout import drop_duplicates, read_measurements
+from planner.replay_e2e.candidates import Prepared, prepare
+from planner.replay_e2e.layout import drop_duplicates, read_measurements
 
 SILICON_MEASURED = (
     Path(__file__).resolve().parents[2] / ".." / "shared" / "validation" / "e2e"

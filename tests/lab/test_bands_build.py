@@ -12,7 +12,7 @@ import yaml
 from hardware.errors import PlannerInputError
 from planner.bands import table_from_dict
 from lab import bands
-from planner.replay.e2e import validate_e2e
+from planner.replay_e2e.e2e import validate_e2e
 from tests.lab import SILICON_MEASURED, prepared_file
 
 DATA = SILICON_MEASURED

@@ -19,8 +19,8 @@ from lab.disagg_recipes import (
     matching_recipe,
 )
 from lab.prepare_e2e import prepare_frame
-from planner.replay.candidates import candidate_columns
-from planner.replay.predict import predict
+from planner.replay_e2e.candidates import candidate_columns
+from planner.replay_e2e.predict import predict
 from tests.lab import disagg_dump_row, lab_prepare
 
 IMAGE = "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2"

@@ -1,4 +1,4 @@
-"""Which KV pool a measured row is replayed at (``planner.replay.launch.kv_pool``), and the memory
+"""Which KV pool a measured row is replayed at (``planner.replay_e2e.launch.kv_pool``), and the memory
 flag of a deployment the replay could not otherwise start (``startup_utilization``)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
 from planner.memory_batch import KvPool
 from planner.models import load_model
-from planner.replay import predict as replay
-from planner.replay.candidates import candidate_columns
-from planner.replay.launch import SGLANG_AT_DEFAULT, kv_pool, kv_pools
-from planner.replay.predict import STARTUP_UTILIZATIONS, predict, startup_utilization
+from planner.replay_e2e import predict as replay
+from planner.replay_e2e.candidates import candidate_columns
+from planner.replay_e2e.launch import SGLANG_AT_DEFAULT, kv_pool, kv_pools
+from planner.replay_e2e.predict import STARTUP_UTILIZATIONS, predict, startup_utilization
 from planner.workload import fixed
 from tests.lab import disagg_dump_row, lab_prepare
 

@@ -1,4 +1,4 @@
-"""The request lengths a measured row is replayed at (``planner.replay.launch.length_spec``,
+"""The request lengths a measured row is replayed at (``planner.replay_e2e.launch.length_spec``,
 ``lab.layouts.length_low_fractions``): the row's ISL / OSL, or the uniform draw of a random dataset with
 ``--random-range-ratio`` (InferenceMAX rows: 0.8, read from their harness)."""
 
@@ -10,10 +10,10 @@ import pytest
 
 from hardware.errors import PlannerInputError
 from lab.layouts import INFERENCEMAX_LOW_FRACTION, length_low_fractions
-from planner.replay.candidates import prepare
-from planner.replay.launch import length_spec
-from planner.replay.layout import LOW_FRACTION_COLUMN, read_measurements
-from planner.replay.predict import predict
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.launch import length_spec
+from planner.replay_e2e.layout import LOW_FRACTION_COLUMN, read_measurements
+from planner.replay_e2e.predict import predict
 from tests.lab import lab_prepare
 
 

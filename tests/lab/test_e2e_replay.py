@@ -9,8 +9,8 @@ import pytest
 
 from lab.layouts import column_layout, id_layout, layouts_from_ids
 from lab.prepare_e2e import prepare_frame
-from planner.replay.candidates import _runnable_tp, candidate_columns
-from planner.replay.e2e import validate_e2e
+from planner.replay_e2e.candidates import _runnable_tp, candidate_columns
+from planner.replay_e2e.e2e import validate_e2e
 from tests.lab import SILICON_MEASURED, prepared_file
 
 DATA = SILICON_MEASURED
@@ -50,7 +50,7 @@ def test_throughput_accuracy_holds() -> None:
     held-out campaigns (test_holdout.py), not in-sample."""
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
-    from planner.replay.throughput import validate_throughput
+    from planner.replay_e2e.throughput import validate_throughput
 
     thr = validate_throughput(DATA.with_name("trtllm_perf_overview.csv"), progress=False)
     overall = next(g for g in thr["groups"] if g["by"] == "overall")  # type: ignore[attr-defined]

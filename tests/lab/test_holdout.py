@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from lab.layouts import layouts_from_ids
-from planner.replay.e2e import validate_e2e
-from planner.replay.layout import drop_duplicates
+from planner.replay_e2e.e2e import validate_e2e
+from planner.replay_e2e.layout import drop_duplicates
 from tests.lab import SILICON_MEASURED, prepared_file
 
 DATA = SILICON_MEASURED

@@ -12,9 +12,9 @@ from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES
 from planner.memory_batch import KvPool
 from lab.prepare_e2e import prepare_frame
-from planner.replay.candidates import candidate_columns, prepare
-from planner.replay.launch import kv_pools
-from planner.replay.predict import predict
+from planner.replay_e2e.candidates import candidate_columns, prepare
+from planner.replay_e2e.launch import kv_pools
+from planner.replay_e2e.predict import predict
 from lab.recipes import (
     activation_scales,
     load_recipes,

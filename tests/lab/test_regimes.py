@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from lab.prepare_e2e import prepare_frame
-from planner.replay import regimes
-from planner.replay.candidates import prepare
-from planner.replay.predict import predict
+from planner.replay_e2e import regimes
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.predict import predict
 from tests.lab import SILICON_MEASURED, read_rows
 
 DATA = SILICON_MEASURED

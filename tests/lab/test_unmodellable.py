@@ -14,9 +14,9 @@ import pytest
 from hardware.errors import PlannerInputError
 from lab.prepare_e2e import prepare_frame
 from lab.unmodellable import NOTES_DIR, named_unmodellable
-from planner.replay.candidates import prepare
-from planner.replay.predict import predict
-from planner.replay.stats import modelled, off_by_factor
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.predict import predict
+from planner.replay_e2e.stats import modelled, off_by_factor
 from tests.lab import SILICON_MEASURED, read_rows
 
 DATA = SILICON_MEASURED

@@ -29,8 +29,8 @@ from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.models import load_model
-from planner.replay.rows import count, grouped, resolve_gpu, resolve_model
-from planner.replay.throughput import (
+from planner.replay_e2e.rows import count, grouped, resolve_gpu, resolve_model
+from planner.replay_e2e.throughput import (
     BENCH_MEMORY_UTILIZATION,
     bench_engine_settings,
     saturation_tok_s_per_gpu,

@@ -1,5 +1,5 @@
 """Rows of an open serving regime and the band's score against both regimes' predictions
-(``planner.replay.regimes``)."""
+(``planner.replay_e2e.regimes``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.replay import regimes
+from planner.replay_e2e import regimes
 
 
 def test_open_regime_needs_a_named_alternative_a_prefill_first_engine_and_no_record() -> None:

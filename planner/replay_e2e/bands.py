@@ -10,7 +10,7 @@ from hardware.catalog import get_gpu
 from planner.bands import KEYS, BandTable, load_bands, load_bucket, provenance_tier
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.models import load_model
-from planner.replay import regimes
+from planner.replay_e2e import regimes
 
 METRICS = ("ttft", "tpot")
 

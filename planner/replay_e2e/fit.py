@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from planner.engine_calibration import EngineCalibration
-from planner.replay.predict import predict, with_constants
+from planner.replay_e2e.predict import predict, with_constants
 
 MISSING_LOSS = 5.0
 """|ln error| charged for a row the model cannot price (out of memory, saturated): a factor e^5."""

@@ -1,11 +1,11 @@
-"""The generic refit of engine constants (``planner.replay.fit``): grids, bounds and the joint
+"""The generic refit of engine constants (``planner.replay_e2e.fit``): grids, bounds and the joint
 search."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from planner.replay.fit import CONSTANTS, joint_pick
+from planner.replay_e2e.fit import CONSTANTS, joint_pick
 
 
 def test_grids_lie_inside_the_bounds() -> None:

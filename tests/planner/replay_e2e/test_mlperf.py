@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from planner.cli.main import main
-from planner.replay.mlperf import _backend, _benchmark_model, validate_mlperf
-from planner.replay.rows import parse_version, resolve_model
+from planner.replay_e2e.mlperf import _backend, _benchmark_model, validate_mlperf
+from planner.replay_e2e.rows import parse_version, resolve_model
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared/validation/e2e/mlperf_v4.1_llm.csv"
 
@@ -55,7 +55,7 @@ def test_mlperf_rows_are_modelled_and_within_the_stated_errors() -> None:
     """Issue 15 acceptance: >= 80 % of closed Offline rows and of closed Server rows with both
     limits modelled; Offline median APE <= 20 % (8.9 % at this commit), Server <= 25 % (11.7 %).
     No constant is fitted to these rows (the dataset lengths and the beam-search model are stated
-    with their sources in ``planner.replay.mlperf``)."""
+    with their sources in ``planner.replay_e2e.mlperf``)."""
     if not DATA.is_file():
         pytest.skip(f"{DATA} absent (shared validation folder not mounted)")
     rep = validate_mlperf(DATA, progress=False)
@@ -85,7 +85,7 @@ def test_mlperf_rows_are_modelled_and_within_the_stated_errors() -> None:
 def test_beam_search_is_priced_as_beams_sharing_one_prompt() -> None:
     """GPT-J's 4 beams: the prompt is prefilled and held once, so each beam sequence carries a
     quarter of it and its own output; single-beam benchmarks keep their lengths."""
-    from planner.replay.mlperf import DATASETS, _beam_lengths
+    from planner.replay_e2e.mlperf import DATASETS, _beam_lengths
 
     gptj = DATASETS["gptj"]
     assert gptj.beams == 4

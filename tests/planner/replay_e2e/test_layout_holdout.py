@@ -1,5 +1,5 @@
-"""The e2e layout's duplicates and layout counts (``planner.replay.layout``) and campaign folds
-(``planner.replay.holdout``)."""
+"""The e2e layout's duplicates and layout counts (``planner.replay_e2e.layout``) and campaign folds
+(``planner.replay_e2e.holdout``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from hardware.errors import PlannerInputError
-from planner.replay.holdout import campaign_folds
-from planner.replay.layout import drop_duplicates, layout_counts
+from planner.replay_e2e.holdout import campaign_folds
+from planner.replay_e2e.layout import drop_duplicates, layout_counts
 
 
 def _three_rows(**columns: list[object]) -> tuple[pd.DataFrame, int]:

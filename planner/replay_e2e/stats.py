@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.replay.layout import UNMODELLABLE
+from planner.replay_e2e.layout import UNMODELLABLE
 
 GROUP_BY: tuple[str, ...] = ("backend", "mode", "system", "model")
 OFF_FACTOR = 3.0

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from planner.engine_calibration import prefill_first
-from planner.replay.predict import predict
+from planner.replay_e2e.predict import predict
 
 ALT_REQUESTS = "alt_bench_requests"
 """Optional column: the requests of the run the row's harness names, for a row whose regime is

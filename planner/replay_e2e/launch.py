@@ -11,8 +11,8 @@ import pandas as pd
 
 from planner.engine_calibration import prefill_first
 from planner.memory_batch import KvPool, sglang_chunked_prefill
-from planner.replay.layout import LOW_FRACTION_COLUMN
-from planner.replay.rows import parse_version
+from planner.replay_e2e.layout import LOW_FRACTION_COLUMN
+from planner.replay_e2e.rows import parse_version
 from planner.workload import LengthSpec
 
 ACTIVATION_SCALES = ("static", "token", "block", "tensor")

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from hardware.errors import PlannerInputError
-from planner.replay.bands import with_band_columns
-from planner.replay.candidates import prepare
-from planner.replay.holdout import campaign_holdout
-from planner.replay.layout import read_rows_counted
-from planner.replay.predict import CONST_PREFIX, predict
-from planner.replay.stats import modelled, off_by_factor, summarize
+from planner.replay_e2e.bands import with_band_columns
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.holdout import campaign_holdout
+from planner.replay_e2e.layout import read_rows_counted
+from planner.replay_e2e.predict import CONST_PREFIX, predict
+from planner.replay_e2e.stats import modelled, off_by_factor, summarize
 
 HOLDOUTS = ("campaign", "none")
 
@@ -26,7 +26,7 @@ def validate_e2e(
 ) -> dict[str, object]:
     """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
     constants), or held out ("campaign": each fold of measurement campaigns priced with constants
-    refitted on the other folds, ``planner.replay.holdout``), in the same shape plus
+    refitted on the other folds, ``planner.replay_e2e.holdout``), in the same shape plus
     ``holdout``."""
     if holdout not in HOLDOUTS:
         raise PlannerInputError("--holdout", f"'{holdout}' not one of {sorted(HOLDOUTS)}")

@@ -1,4 +1,4 @@
-"""The chunk a measured row is replayed at (``planner.replay.launch.engine_chunk``): SGLang's own
+"""The chunk a measured row is replayed at (``planner.replay_e2e.launch.engine_chunk``): SGLang's own
 ``--chunked-prefill-size`` default for the row's GPU and version, engines.yaml's for the others."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from planner.batch_eval import CandidateArrays, evaluate_batch
 from planner.engine_calibration import engine
 from planner.memory_batch import GIB, MIB, sglang_chunked_prefill
 from planner.models import load_model
-from planner.replay.candidates import prepare
-from planner.replay.launch import engine_chunk, engine_chunks
-from planner.replay.predict import predict
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.launch import engine_chunk, engine_chunks
+from planner.replay_e2e.predict import predict
 from planner.workload import fixed
 
 

@@ -5,7 +5,7 @@ measured.
 Rows kept: ``max-throughput`` load, metric ``output_tok_s_total`` or ``output_tok_s_per_gpu``,
 framework v0.14 and newer (the version is read wherever it is written; none -> ``unknown_version``).
 Models resolve through the model catalog, GPUs through the hardware catalog's aliases
-(``planner.replay.rows``); others are counted under a skip reason.
+(``planner.replay_e2e.rows``); others are counted under a skip reason.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evalua
 from planner.engine_calibration import engine
 from planner.model_spec import ModelSpec
 from planner.models import load_model
-from planner.replay.rows import (
+from planner.replay_e2e.rows import (
     count,
     grouped,
     parse_version,

@@ -17,7 +17,7 @@ from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_b
 from planner.engine_calibration import EngineCalibration, engine
 from planner.memory_batch import KvPool
 from planner.models import load_model
-from planner.replay.launch import (
+from planner.replay_e2e.launch import (
     activation_scales,
     engine_chunks,
     kv_pools,

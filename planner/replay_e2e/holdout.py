@@ -5,7 +5,7 @@ layout, ``layout``). Campaigns are sorted by name and dealt round-robin to K fol
 each fold is priced with every fitted engine constant refitted on the other folds by
 ``fit.fit_constants``, the code that produced the shipped values. Folds run in parallel processes.
 
-    from planner.replay.holdout import campaign_folds, fold_predictions
+    from planner.replay_e2e.holdout import campaign_folds, fold_predictions
     folds = campaign_folds(rows, 5)            # fold index per row
     pred, constants = fold_predictions(rows, folds, 0)
 """
@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import PlannerInputError
-from planner.replay.fit import Values, fit_constants
-from planner.replay.predict import predict, with_constants
+from planner.replay_e2e.fit import Values, fit_constants
+from planner.replay_e2e.predict import predict, with_constants
 
 MAX_FOLDS = 50
 CAMPAIGN = "campaign"

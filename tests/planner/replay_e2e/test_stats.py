@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.replay.stats import off_by_factor
+from planner.replay_e2e.stats import off_by_factor
 
 
 def test_counts_each_metric_and_either_way() -> None:
