@@ -19,11 +19,8 @@ import hashlib
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import yaml
 
 from hardware.errors import PlannerInputError
@@ -35,10 +32,10 @@ from planner.engine_calibration import (
     Sourced,
     load_engines,
 )
-from planner.safe_files import write_new_file
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.fit import CONSTANTS, Constant, Values, fit_constants, fitted_values
 from planner.replay_e2e.layout import drop_duplicates, read_measurements
+from planner.safe_files import write_new_file
 
 DEFAULT_DATA = (
     Path(__file__).resolve().parents[1]

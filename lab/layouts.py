@@ -177,5 +177,3 @@ def layouts_from_ids(df: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
         counts["id" if by_id else "columns"] += 1
         out.loc[i, LAYOUT_READ_FROM] = "id" if by_id else "columns"
     return out, counts["id"], counts["columns"]
-
-

@@ -1,6 +1,6 @@
 """Prepare ``silicon_measured.csv`` (or a file of its layout) into the documented e2e layout
-(``planner.replay_e2e.layout``): every launch setting, campaign and annotation the rows record only in
-their ids and ``silicon_data_source`` text becomes an explicit column.
+(``planner.replay_e2e.layout``): every launch setting, campaign and annotation the rows record
+only in their ids and ``silicon_data_source`` text becomes an explicit column.
 
     python -m lab.prepare_e2e --data ../shared/validation/e2e/silicon_measured.csv --out rows.csv
     planner validate e2e --data rows.csv --holdout campaign
@@ -70,12 +70,15 @@ def _launch_columns(df: pd.DataFrame) -> pd.DataFrame:
         {
             "max_num_batched_tokens": arrays.chunk,
             "memory_fraction": arrays.memory_flag,
-            "attention_dp_balance_iters": np.where(arrays.adp_balance_iters > 0,
-                                                   arrays.adp_balance_iters, np.nan),
-            "batch_wait_iters": np.where(arrays.batch_wait_iters > 0, arrays.batch_wait_iters,
-                                         np.nan),
-            "batch_wait_max_tokens": np.where(arrays.batch_wait_iters > 0,
-                                              arrays.batch_wait_tokens, np.nan),
+            "attention_dp_balance_iters": np.where(
+                arrays.adp_balance_iters > 0, arrays.adp_balance_iters, np.nan
+            ),
+            "batch_wait_iters": np.where(
+                arrays.batch_wait_iters > 0, arrays.batch_wait_iters, np.nan
+            ),
+            "batch_wait_max_tokens": np.where(
+                arrays.batch_wait_iters > 0, arrays.batch_wait_tokens, np.nan
+            ),
         }
     )
     aic = prep["silicon_data_source"].astype(str).str.contains(AIC_HARNESS, regex=False)
@@ -117,7 +120,9 @@ def prepare_frame(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lab.prepare_e2e", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m lab.prepare_e2e", description=(__doc__ or "").split("\n")[0]
+    )
     ap.add_argument("--data", type=Path, required=True, help="silicon_measured.csv-layout CSV")
     ap.add_argument("--out", type=Path, required=True, help="CSV to write (the e2e layout)")
     ap.add_argument("--force", action="store_true", help="overwrite an existing --out")

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from planner.engine_calibration import Sourced, load_engines
 from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
+from planner.engine_calibration import Sourced, load_engines
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.layout import read_measurements
 from planner.replay_e2e.predict import predict
@@ -36,6 +36,8 @@ SPLIT_SEED = 0
 MIN_SPLIT_ROWS = 4
 """Held-out check: campaigns of at least this many rows are split in two random halves (seeded);
 each half is priced with the share fitted on the other."""
+
+
 def _best_share(err: pd.DataFrame, idx: np.ndarray) -> float:
     """The share (column of ``err``, log TTFT errors) with the least median |error| on rows
     ``idx``."""
@@ -106,9 +108,7 @@ def protocol_report(df: pd.DataFrame, progress: bool = True) -> dict[str, object
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m lab.protocol", description=__doc__.splitlines()[0]
-    )
+    ap = argparse.ArgumentParser(prog="python -m lab.protocol", description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--format", choices=("table", "json"), default="table")
     args = ap.parse_args(argv)

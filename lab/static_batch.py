@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,6 @@ from planner.kernels_adapter import default_pricer
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.opgraph import StepMix
-from planner.step_model import price_step
 from planner.replay_e2e.rows import (
     count,
     grouped,
@@ -40,6 +38,7 @@ from planner.replay_e2e.rows import (
     resolve_model,
     unresolved_model_reason,
 )
+from planner.step_model import price_step
 
 SPLITWISE_BACKEND = "vllm"
 """Splitwise's profiles were taken with vLLM in fp16 (Patel et al., 'Splitwise: Efficient Generative
@@ -211,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m lab.static_batch splitwise|blogs --data CSV [--format json]``."""
     from planner.cli.cmd_validate_data import print_report
 
-    ap = argparse.ArgumentParser(prog="python -m lab.static_batch", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m lab.static_batch", description=(__doc__ or "").split("\n")[0]
+    )
     ap.add_argument("table", choices=("splitwise", "blogs"))
     ap.add_argument("--data", type=Path, required=True, help="the table (CSV)")
     ap.add_argument("--format", choices=("table", "json"), default="table")

@@ -202,8 +202,8 @@ def drop_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def layout_counts(df: pd.DataFrame) -> dict[str, int]:
-    """Rows per value of ``LAYOUT_READ_FROM``, most first (a preparation step's note of where it read a
-    layout recorded flattened); empty without the column."""
+    """Rows per value of ``LAYOUT_READ_FROM``, most first (a preparation step's note of where it
+    read a layout recorded flattened); empty without the column."""
     if LAYOUT_READ_FROM not in df:
         return {}
     given = df[LAYOUT_READ_FROM].dropna().astype(str)

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from hardware.errors import PlannerInputError
-from planner.bands import table_from_dict
 from lab import bands
+from planner.bands import table_from_dict
 from planner.replay_e2e.e2e import validate_e2e
 from tests.lab import SILICON_MEASURED, prepared_file
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.bands import table_from_dict
 from lab import bands
+from planner.bands import table_from_dict
 
 SIDES = bands.SIDES
 

@@ -262,7 +262,8 @@ def test_a_deployment_behind_slot_blind_routers_waits_with_free_slots_elsewhere(
     assert decode_routers(pd.Series(row), 3) == 7.0
     blind = predict(lab_prepare(pd.DataFrame([row])).rows, progress=False)["pred_ttft_ms"].iloc[0]
     other = _row(clients=3, decode_batch_size=1, silicon_data_source="db-dump/x; config_id=1; y:z")
-    pooled = predict(lab_prepare(pd.DataFrame([other])).rows, progress=False)["pred_ttft_ms"].iloc[0]
+    rows = lab_prepare(pd.DataFrame([other])).rows
+    pooled = predict(rows, progress=False)["pred_ttft_ms"].iloc[0]
     assert blind > 10 * pooled
     assert np.isnan(decode_routers(pd.Series(other), 3))
 

@@ -1,5 +1,5 @@
-"""Which KV pool a measured row is replayed at (``planner.replay_e2e.launch.kv_pool``), and the memory
-flag of a deployment the replay could not otherwise start (``startup_utilization``)."""
+"""Which KV pool a measured row is replayed at (``planner.replay_e2e.launch.kv_pool``), and the
+memory flag of a deployment the replay could not otherwise start (``startup_utilization``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The request lengths a measured row is replayed at (``planner.replay_e2e.launch.length_spec``,
-``lab.layouts.length_low_fractions``): the row's ISL / OSL, or the uniform draw of a random dataset with
-``--random-range-ratio`` (InferenceMAX rows: 0.8, read from their harness)."""
+``lab.layouts.length_low_fractions``): the row's ISL / OSL, or the uniform draw of a random
+dataset with ``--random-range-ratio`` (InferenceMAX rows: 0.8, read from their harness)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from planner.engine_calibration import ENGINES_FILE, load_engines
 from lab.fit_engines import FIT_LOG, fit_file, fit_log_entry, main, render, written_date
+from planner.engine_calibration import ENGINES_FILE, load_engines
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.fit import CONSTANTS, fit_constants, fitted_values
 from tests.lab import SILICON_MEASURED, read_rows

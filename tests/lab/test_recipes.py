@@ -9,12 +9,7 @@ import pandas as pd
 import pytest
 
 from hardware.errors import PlannerInputError
-from planner.batch_eval import KV_DTYPES
-from planner.memory_batch import KvPool
 from lab.prepare_e2e import prepare_frame
-from planner.replay_e2e.candidates import candidate_columns, prepare
-from planner.replay_e2e.launch import kv_pools
-from planner.replay_e2e.predict import predict
 from lab.recipes import (
     activation_scales,
     load_recipes,
@@ -25,6 +20,11 @@ from lab.recipes import (
     recipe_kv_dtype,
     recipe_memory_flags,
 )
+from planner.batch_eval import KV_DTYPES
+from planner.memory_batch import KvPool
+from planner.replay_e2e.candidates import candidate_columns, prepare
+from planner.replay_e2e.launch import kv_pools
+from planner.replay_e2e.predict import predict
 
 
 def _row(model: str, backend: str, system: str = "h200_sxm", **kw: object) -> dict[str, object]:

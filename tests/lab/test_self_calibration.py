@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from planner.calibration_bands import use_profile_bands
-from planner.cli.main import main
-from planner.engine_calibration import use_calibration
 from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
 from lab.self_calibration import self_calibration_report, split_alternate
+from planner.calibration_bands import use_profile_bands
+from planner.cli.main import main
+from planner.engine_calibration import use_calibration
 from tests.lab import SILICON_MEASURED
 
 DATA = SILICON_MEASURED

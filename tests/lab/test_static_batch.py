@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.models import load_model
 from lab import static_batch
 from lab.static_batch import step_times
+from planner.models import load_model
 
 E2E = Path(__file__).resolve().parents[2].parent / "shared/validation/e2e"
 

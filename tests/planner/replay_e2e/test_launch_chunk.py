@@ -1,5 +1,6 @@
-"""The chunk a measured row is replayed at (``planner.replay_e2e.launch.engine_chunk``): SGLang's own
-``--chunked-prefill-size`` default for the row's GPU and version, engines.yaml's for the others."""
+"""The chunk a measured row is replayed at (``planner.replay_e2e.launch.engine_chunk``): SGLang's
+own ``--chunked-prefill-size`` default for the row's GPU and version, engines.yaml's for the
+others."""
 
 from __future__ import annotations
 
