@@ -315,7 +315,7 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
             f"{off['ttft']}, {off['tpot']}, {off['either']} ({off['share_pct']}% of modelled)"
         )
         if "named" in off:
-            head["of them named unmodellable (planner/calibration/unmodellable.yaml)"] = (
+            head["of them named unmodellable (the rows' unmodellable column)"] = (
                 f"{off['named']}; not named {off['not_named']}; the list is "
                 f"{off['named_share_pct']}% of modelled rows (cap {off['named_cap_pct']}%)"
             )
