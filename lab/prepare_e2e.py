@@ -41,6 +41,15 @@ their regime is open (``planner.replay_e2e.regimes``)."""
 AIC_REQUESTS_PER_CLIENT = 10
 """genai-perf ``--request-count`` of that harness per client (genai_perf_runner.py @fade9583c)."""
 ROW = "_lab_row"
+LAUNCH_READ = (
+    "max_num_batched_tokens",
+    "memory_fraction",
+    "attention_dp_balance_iters",
+    "batch_wait_iters",
+    "batch_wait_max_tokens",
+    "alt_bench_requests",
+)
+"""The columns ``_launch_columns`` reads from a row's recipe once its deployment is prepared."""
 
 
 def _row_settings(row: pd.Series) -> dict[str, object]:
@@ -65,6 +74,8 @@ def _launch_columns(df: pd.DataFrame) -> pd.DataFrame:
     """The recipe flags that depend on each row's prepared deployment (``recipes.recipe_arrays``)
     and the open-regime run of the aic harness's rows, by the frame's rows."""
     prep = prepare(df.assign(**{ROW: np.arange(len(df))})).rows
+    if prep.empty:  # no row can be modelled: nothing to read
+        return pd.DataFrame(index=np.arange(len(df)), columns=list(LAUNCH_READ), dtype=float)
     arrays = recipe_arrays(prep)
     cols = pd.DataFrame(
         {

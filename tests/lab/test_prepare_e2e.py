@@ -48,3 +48,8 @@ def test_the_command_writes_the_layout_and_refuses_to_overwrite(
     err = capsys.readouterr().err
     assert err.startswith("error: --out") and len(err.strip().splitlines()) == 1
     assert main(["--data", str(tmp_path / "absent.csv"), "--out", str(rows), "--force"]) == 2
+
+
+def test_rows_none_of_which_can_be_modelled_are_still_written() -> None:
+    out = prepare_frame(pd.DataFrame([ROW | {"model_path": "no/such-model"}]))
+    assert len(out) == 1 and np.isnan(float(out["max_num_batched_tokens"].iloc[0]))
