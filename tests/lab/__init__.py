@@ -13,7 +13,6 @@ SILICON_MEASURED = (
     Path(__file__).resolve().parents[2] / ".." / "shared" / "validation" / "e2e"
 ) / "silicon_measured.csv"
 """The shared end-to-end measurements (absent on a checkout without ../shared: tests skip)."""
-NO_SHARED = f"{SILICON_MEASURED} absent (a checkout without ../shared)"
 
 
 def lab_prepare(df: pd.DataFrame) -> Prepared:
