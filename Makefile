@@ -27,7 +27,7 @@ run: $(STAMP_RUN)
 	  --ttft-ms 1000 --tpot-ms 30 --percentile p90
 
 test: $(STAMP_DEV)
-	$(VENV)/bin/ruff check hardware kernels_db planner solvers app tests
+	$(VENV)/bin/ruff check hardware kernels_db planner solvers app tests lab
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -n 2
 

@@ -283,7 +283,7 @@ expert, per-expert tile padding, token permutation in and out, block-scale activ
 Memory-bound (decode) expert GEMMs keep the dense bandwidth. How it was chosen: the share of a
 closed-loop benchmark's requests in its first lockstep wave is a property of the benchmark harness,
 not of the model, so refitting that one share per measurement campaign
-(``python -m planner.validation.protocol``) should give MoE and dense campaigns the same shares. At
+(``python -m lab.protocol``) should give MoE and dense campaigns the same shares. At
 0.5 the MoE campaigns of ``silicon_measured.csv`` needed a row-weighted mean share of 0.32 against
 0.19 for the dense ones (their prefill priced too fast, the queueing made up for it); at 0.4 / 0.3 /
 0.25 / 0.2: 0.28 / 0.24 / 0.20 / 0.18 against 0.19. End to end, with the engine constants refit for

@@ -51,7 +51,15 @@ MOVED: dict[str, str] = {
     "planner.calibration_data": "planner.calibration.data",
     "planner.bands": "planner.uncertainty.bands",
     "planner.calibration_bands": "planner.uncertainty.profile_bands",
+    "planner.validation.fit_engines": "lab.fit_engines",
+    "planner.validation.bands": "lab.bands",
+    "planner.validation.holdout": "planner.replay_e2e.holdout",
+    "planner.validation.protocol": "lab.protocol",
+    "planner.validation.self_calibration": "lab.self_calibration",
 }
+PREPARE = Path(__file__).with_name("prepare_e2e.py")
+"""Where the e2e rows are prepared into the documented layout (``python -m lab.prepare_e2e``);
+a checkout without it reads ``silicon_measured.csv`` directly."""
 
 TIMING_KEYS = {"search_seconds", "seconds", "elapsed_s", "wall_s"}
 TIMING_TEXT = re.compile(r"evaluated in [0-9.]+ s|in [0-9.]+ s\b")
@@ -61,7 +69,21 @@ DSR1 = ["--model", "deepseek-r1", "--isl", "1000", "--osl", "2000"]
 SLO = ["--ttft-ms", "1000", "--tpot-ms", "30", "--percentile", "p90"]
 
 
-def _commands() -> dict[str, list[str]]:
+def _e2e_rows(out: Path) -> Path:
+    """The e2e rows the validate commands read: the lab step's prepared file where this checkout
+    has the step, else the shared file itself."""
+    raw = E2E / "silicon_measured.csv"
+    if not PREPARE.is_file() or not raw.is_file():
+        return raw
+    rows = out / "e2e_rows.csv"
+    subprocess.run(
+        [sys.executable, "-m", "lab.prepare_e2e", "--data", str(raw), "--out", str(rows),
+         "--force"], check=True, cwd=PREPARE.parents[1],
+    )
+    return rows
+
+
+def _commands(rows: Path) -> dict[str, list[str]]:
     cmds: dict[str, list[str]] = {}
     for be in ("vllm", "sglang", "trtllm"):
         cmds[f"estimate_agg_{be}"] = [
@@ -87,10 +109,12 @@ def _commands() -> dict[str, list[str]]:
     ]
     if E2E.is_dir():
         cmds["validate_e2e_holdout"] = [
-            "validate", "e2e", "--data", str(E2E / "silicon_measured.csv"), "--holdout",
+            "validate", "e2e", "--data", str(rows), "--holdout",
             "campaign", "--format", "json",
         ]
-        cmds["validate_decisions"] = ["validate", "decisions", "--format", "json"]
+        cmds["validate_decisions"] = [
+            "validate", "decisions", "--data", str(rows), "--format", "json",
+        ]
         cmds["validate_throughput"] = [
             "validate", "throughput", "--data", str(E2E / "trtllm_perf_overview.csv"),
             "--format", "json",
@@ -110,7 +134,7 @@ def _planner(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 def run(out: Path, only: str | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for name, args in _commands().items():
+    for name, args in _commands(_e2e_rows(out)).items():
         if only and only not in name:
             continue
         res = _planner(args)

@@ -1,7 +1,7 @@
 """Calibrated prediction bands: how far measured TTFT/TPOT fall from the prediction.
 
 The band table (``planner/calibration/bands.yaml``, rebuilt by
-``python -m planner.validation.bands``)
+``python -m lab.bands``)
 holds split-conformal quantiles of the log residual ln(measured / predicted) of the end-to-end
 validation rows, fitted per group of what predicts the error: engine, agg/disagg, load relative to
 capacity (the prefill stage's utilisation, ``LOAD_BUCKETS``) and the provenance tier of the ops
@@ -167,7 +167,7 @@ class BandTable:
     """Out-of-fold coverage (%) of TTFT and TPOT and rows per "engine x mode" cell."""
     cell_spread: dict[str, CellSpread] = field(default_factory=dict)
     """Campaigns per "engine x mode" cell and the 90% interval (%) of its TTFT and TPOT coverage
-    over campaign resamples (``planner.validation.bands.coverage_interval``), where recorded."""
+    over campaign resamples (``lab.bands.coverage_interval``), where recorded."""
 
     def lookup(self, key: dict[str, str], gpu: str = "", model: str = "") -> dict[str, LogBand]:
         """Bands (``ttft``, ``tpot``) of the most specific group of ``key`` with enough rows; the
@@ -232,7 +232,7 @@ def _strings(raw: object, what: str) -> frozenset[str]:
 
 
 def table_from_dict(raw: object) -> BandTable:
-    """A ``BandTable`` from the YAML layout written by ``planner.validation.bands`` (a
+    """A ``BandTable`` from the YAML layout written by ``lab.bands`` (a
     ``KeyError``, ``TypeError`` or ``ValueError`` naming the entry when it is not one)."""
     top = _mapping(raw, "table")
     listed = top["groups"]

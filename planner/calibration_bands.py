@@ -55,8 +55,8 @@ class ModeBands(BaseModel):
 
 def conformal(residuals: np.ndarray, level: float) -> MetricBand | None:
     """Split-conformal (lo, hi) of finite ``residuals`` at ``level`` (the packaged table's
-    ``planner.validation.bands.conformal_band``); None with fewer than ``MIN_ROWS``."""
-    from planner.validation.bands import conformal_band
+    ``planner.replay_e2e.conformal.conformal_band``); None with fewer than ``MIN_ROWS``."""
+    from planner.replay_e2e.conformal import conformal_band
 
     r = residuals[np.isfinite(residuals)]
     if r.size < MIN_ROWS:

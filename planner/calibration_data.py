@@ -356,6 +356,7 @@ def result_row(where: str, obj: JsonObject, side: Sidecar) -> Row | str:
         "mode": dep.mode,
         "isl": isl,
         "osl": osl,
+        "concurrency": float(int(conc)),  # the clients the replay runs (planner.replay_e2e.layout)
         **deployment_columns(dep, conc),
         **named_run(where, obj, conc),
         # isl / osl above are the run's mean lengths already: no harness reading of them

@@ -8,7 +8,7 @@ the fit residuals before and after, and the data's provenance. ``--calibration P
 (:func:`planner.engine_calibration.use_calibration`), and outputs name the profile.
 
 The fit itself goes through one adapter, :func:`fit_constants` (rows -> constants); it uses the
-packaged fitter's pieces (``planner.validation.fit_engines``: its loss and grid, then a bounded
+packaged fitter's pieces (``planner.replay_e2e.fit``: its loss and grid, then a bounded
 refinement), so another fitter can be plugged in at that one place.
 
 With few rows fewer constants are fitted (:func:`constants_to_fit`, the rule is written into
@@ -52,8 +52,11 @@ from planner.engine_calibration import (
     use_calibration,
 )
 from planner.errors import PlannerInputError
-from planner.validation import fit_engines
-from planner.validation.e2e import error_stats, named_runs, predict, prepare
+from planner.replay_e2e import fit as fit_engines
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.launch import named_runs
+from planner.replay_e2e.predict import predict
+from planner.replay_e2e.stats import error_stats
 
 FORMAT = "planner-calibration-profile/1"
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -212,7 +215,7 @@ def load_points(rows: pd.DataFrame, mode: str = "all") -> int:
 
 SHARES = ("burst_fraction", "disagg_burst_fraction")
 """The fitted lockstep shares: they price only rows that do not name their benchmark run (a named
-run of P requests has the share N/P, ``validation.e2e.named_runs``)."""
+run of P requests has the share N/P, ``planner.replay_e2e.launch.named_runs``)."""
 
 
 def constants_to_fit(rows: pd.DataFrame) -> list[str]:

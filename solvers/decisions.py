@@ -1,17 +1,18 @@
 """Decision-level validation: among measured deployments of one group, is our top pick the best?
 
-Groups are (model, system, backend, precision, isl, osl, mode) of
-``../shared/validation/e2e/silicon_measured.csv``. Every row is a configuration run as a closed loop
-of N clients; its output tokens/s per GPU is N / (TTFT + (osl-1)·TPOT) · osl / GPUs, computed the
-same way from the measured and from our predicted TTFT and TPOT (means). The rows, their
-configurations and the predictions are exactly those of ``planner validate e2e``
-(:mod:`planner.validation.e2e`: one vectorized ``evaluate_batch`` call per group), so the two checks
-never disagree about a row. Within a group of the rows we model, the measured best is the row with
-the highest measured tok/s/GPU that meets the stated SLO as measured; our pick is the row with the
-highest predicted tok/s/GPU among the rows we predict to meet it (all rows when we predict none). A
-group counts as top-1 when our pick is the measured best and as within-5% when our pick meets the
-SLO as measured and reaches >= 95% of the best's measured throughput. Groups with fewer than two
-modelled rows or none meeting the SLO as measured are skipped. DataFrames stay here, at the edge.
+Groups are (model, system, backend, precision, isl, osl, mode) of a file in the e2e layout
+(``planner.replay_e2e.layout``; the figures of ``silicon_measured.csv`` come from its prepared rows,
+``python -m lab.prepare_e2e``). Every row is a configuration run as a closed loop of N clients; its
+output tokens/s per GPU is N / (TTFT + (osl-1)·TPOT) · osl / GPUs, computed the same way from the
+measured and from our predicted TTFT and TPOT (means). The rows, their configurations and the
+predictions are exactly those of ``planner validate e2e`` (:mod:`planner.replay_e2e.predict`: one
+vectorized ``evaluate_batch`` call per group), so the two checks never disagree about a row. Within
+a group of the rows we model, the measured best is the row with the highest measured tok/s/GPU that
+meets the stated SLO as measured; our pick is the row with the highest predicted tok/s/GPU among the
+rows we predict to meet it (all rows when we predict none). A group counts as top-1 when our pick is
+the measured best and as within-5% when our pick meets the SLO as measured and reaches >= 95% of the
+best's measured throughput. Groups with fewer than two modelled rows or none meeting the SLO as
+measured are skipped. DataFrames stay here, at the edge.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import pandas as pd
 
 from hardware.errors import PlannerInputError
 from hardware.input_files import require_columns
-from planner.validation.e2e import predict, prepare, read_measurements
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.layout import read_measurements
+from planner.replay_e2e.predict import predict
 
 DEFAULT_TTFT_MS = 3000.0
 """Stated SLO of the check: interactive chat, first token within 3 s ..."""

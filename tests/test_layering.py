@@ -146,10 +146,15 @@ def test_the_check_sees_an_upper_import(tmp_path: Path) -> None:
 
 # Programs inside the core that print their own results (entry points run with python -m), and
 # modules whose progress still goes to stderr; everything else hands output to its caller.
-PROGRAMS = ("planner.validation.", "kernels_db.bench.")
+PROGRAMS = ("kernels_db.bench.",)
 PRINTS_TODAY = {
     # issue 23: progress on stderr; to become a callback like planner.replay's
     "planner.calibration_profile",
+    "planner.replay_e2e.fit",
+    "planner.replay_e2e.holdout",
+    "planner.replay_e2e.mlperf",
+    "planner.replay_e2e.predict",
+    "planner.replay_e2e.throughput",
 }
 
 
@@ -183,3 +188,33 @@ def test_the_core_prints_nothing() -> None:
         if lines := _prints(core_files()[name]):
             found[name] = lines
     assert found == {}, f"core modules that print (hand the lines to a callback): {found}"
+
+
+def _imported_names(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every absolute import of ``path``, inside functions too."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.append((node.lineno, node.module))
+    return out
+
+
+def test_no_product_module_imports_the_lab() -> None:
+    """``lab/`` is not installed: no module of the product imports it, at the top or inside a
+    function."""
+    found = [
+        f"{p.relative_to(ROOT)}:{line}: {name}"
+        for pkg in PROJECT
+        for p in sorted((ROOT / pkg).rglob("*.py"))
+        for line, name in _imported_names(p)
+        if name == "lab" or name.startswith("lab.")
+    ]
+    assert found == [], found
+
+
+def test_the_lab_scan_sees_an_import_inside_a_function(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("def g():\n    from lab.prepare_e2e import main\n    import lab\n")
+    assert [n for _, n in _imported_names(f)] == ["lab.prepare_e2e", "lab"]

@@ -274,7 +274,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_e2e(args: argparse.Namespace) -> int:
-    from planner.validation.e2e import validate_e2e
+    from planner.replay_e2e.e2e import validate_e2e
 
     label = use_profile(args)
     report = validate_e2e(args.data, args.predictions_out, holdout=args.holdout, folds=args.folds)
@@ -286,7 +286,7 @@ def cmd_validate_e2e(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_throughput(args: argparse.Namespace) -> int:
-    from planner.validation.throughput import validate_throughput
+    from planner.replay_e2e.throughput import validate_throughput
 
     report = validate_throughput(args.data, args.predictions_out)
     _print_report(report, args.format, ("throughput",))
@@ -315,7 +315,7 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
             f"{off['ttft']}, {off['tpot']}, {off['either']} ({off['share_pct']}% of modelled)"
         )
         if "named" in off:
-            head["of them named unmodellable (planner/calibration/unmodellable.yaml)"] = (
+            head["of them named unmodellable (the rows' unmodellable column)"] = (
                 f"{off['named']}; not named {off['not_named']}; the list is "
                 f"{off['named_share_pct']}% of modelled rows (cap {off['named_cap_pct']}%)"
             )

@@ -1,4 +1,5 @@
-"""`planner validate mlperf | splitwise | blogs`: replay the MLPerf, Splitwise and blog tables."""
+"""`planner validate mlperf`: replay the MLPerf Inference LLM table. (The Splitwise and blog tables
+are lab data sets: ``python -m lab.static_batch splitwise|blogs --data CSV``.)"""
 
 from __future__ import annotations
 
@@ -10,24 +11,13 @@ from planner.cli.output import print_json, render_kv, render_table
 
 
 def cmd_validate_mlperf(args: argparse.Namespace) -> int:
-    from planner.validation.mlperf import validate_mlperf
+    from planner.replay_e2e.mlperf import validate_mlperf
 
-    return _print(validate_mlperf(args.data, args.predictions_out), args.format)
-
-
-def cmd_validate_splitwise(args: argparse.Namespace) -> int:
-    from planner.validation.static_batch import validate_splitwise
-
-    return _print(validate_splitwise(args.data), args.format)
+    return print_report(validate_mlperf(args.data, args.predictions_out), args.format)
 
 
-def cmd_validate_blogs(args: argparse.Namespace) -> int:
-    from planner.validation.static_batch import validate_blogs
-
-    return _print(validate_blogs(args.data), args.format)
-
-
-def _print(report: dict[str, Any], fmt: str) -> int:
+def print_report(report: dict[str, Any], fmt: str) -> int:
+    """Print a replay report (rows, skips, error groups of one metric) as JSON or tables."""
     if fmt == "json":
         print_json(report)
         return 0
@@ -60,15 +50,3 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     v.add_argument("--format", choices=("table", "json"), default="table")
     v.set_defaults(func=cmd_validate_mlperf)
-    for verb, func, text in (
-        (
-            "splitwise",
-            cmd_validate_splitwise,
-            "replay Splitwise prompt/token times (static batches)",
-        ),
-        ("blogs", cmd_validate_blogs, "replay blog-report fixed-batch latency tests"),
-    ):
-        b = groups["validate"].add_parser(verb, help=text)
-        b.add_argument("--data", type=Path, required=True, help="the table (CSV).")
-        b.add_argument("--format", choices=("table", "json"), default="table")
-        b.set_defaults(func=func)

@@ -78,7 +78,7 @@ FITTED_P90_PCT = 20.0
 # Fitted-only p90 misses (issue 16), each with a ceiling just above the committed fit's value.
 # L40S GEMM: latencies not monotone in m at small m (test below), and the harness's working set
 # lands exactly on the 96 MiB L2 for three of eight shapes, where the cached share swings row to row
-# (planner/validation/notes/kernels.md); 23.24% with the GEMV path and the fitted cache cliff.
+# (lab/notes/kernels.md); 23.24% with the GEMV path and the fitted cache cliff.
 KNOWN_FITTED_MISSES: dict[tuple[str, str], tuple[float, str]] = {
     ("gemm", "l40s"): (22.8, "L40S GEMM not monotone; working sets on the L2 size (cliff)"),
 }

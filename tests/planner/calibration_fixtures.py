@@ -29,7 +29,7 @@ from planner.calibration_profile import (
 )
 from planner.deployment import Deployment
 from planner.engine_calibration import load_engines
-from planner.validation.e2e import predict
+from planner.replay_e2e.predict import predict
 from tests.planner.emitters.plans import default_agg_plan
 
 POINTS = [(isl, c) for isl in (1000, 4000) for c in (1, 4, 16, 64)]

@@ -14,7 +14,7 @@ from planner.cli.cmd_estimate import fmt_band, fmt_sig
 from planner.deployment import Parallelism, WorkerConfig
 from planner.estimate import estimate
 from planner.models import load_model
-from planner.validation.bands import conformal_band
+from planner.replay_e2e.conformal import conformal_band
 from planner.workload import fixed
 
 H200 = get_gpu("h200")
@@ -46,7 +46,7 @@ def test_committed_table_has_provenance_and_pooled_group() -> None:
     assert t.level == 0.8
     for field in ("data", "data_sha256", "data_rows", "rows_used", "folds", "date", "command"):
         assert field in t.provenance
-    assert "planner.validation.bands" in t.provenance["command"]
+    assert "lab.bands" in t.provenance["command"]
     assert () in t.groups  # the pooled group: every lookup ends somewhere
     for bands in t.groups.values():
         for b in bands.values():
@@ -98,11 +98,11 @@ def test_recorded_out_of_fold_coverage() -> None:
     """The committed table records its pooled out-of-fold coverage (campaign folds of
     campaign-held-out residuals): 75-85% of TTFT and TPOT overall and in every engine x mode cell
     with >= 30 rows (recomputed from the data by
-    tests/planner/validation/test_bands_coverage.py)."""
+    tests/lab/test_bands_coverage.py)."""
     import yaml
 
     from planner.bands import BANDS_FILE
-    from tests.planner.validation.test_bands_coverage import KNOWN_MISSES
+    from tests.lab.test_bands_coverage import KNOWN_MISSES
 
     raw = load_bands().provenance
     assert raw["folds"] >= 2 and "held out" in raw["predictions"]

@@ -18,7 +18,8 @@ from planner.calibration_profile import prepared
 from planner.cli.main import main
 from planner.estimate import estimate
 from planner.models import load_model
-from planner.validation.e2e import named_runs, predict
+from planner.replay_e2e.launch import named_runs
+from planner.replay_e2e.predict import predict
 from planner.workload import fixed
 from tests.planner.calibration_fixtures import native_result, small_plan
 

@@ -11,8 +11,8 @@ import pytest
 
 from hardware.errors import PlannerInputError
 from planner.models import bundled_models, find_bundled, load_model, refusal, refused_models
-from planner.validation.mlperf import DATASETS, _benchmark_model
-from planner.validation.rows import resolve_model, unresolved_model_reason
+from planner.replay_e2e.mlperf import DATASETS, _benchmark_model
+from planner.replay_e2e.rows import resolve_model, unresolved_model_reason
 
 E2E = Path(__file__).resolve().parents[2].parent / "shared/validation/e2e"
 MODEL_COLUMNS = {

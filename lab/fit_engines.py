@@ -1,0 +1,223 @@
+"""Write ``planner/calibration/engines.yaml``: the per-engine constants fitted to measured rows
+(``planner.replay_e2e.fit``), with their sources and a fit log (``lab/notes/engines_fit_log.md``).
+
+    python -m lab.fit_engines              # rewrite the packaged engines.yaml
+    python -m lab.fit_engines --check      # exit 1 if it would change
+    python -m lab.fit_engines --data my_rows.csv --out my_engines.yaml
+
+The rows are read as ``python -m lab.prepare_e2e`` writes them (``prepare_e2e.prepare_frame``).
+
+The fit itself (constants, grids, the coordinate and joint searches) is the product's
+``planner.replay_e2e.fit``, which also refits the held-out folds and a user's own rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from hardware.errors import PlannerInputError
+from lab.prepare_e2e import prepare_frame
+from planner.engine_calibration import (
+    ENGINE_DEFAULTS,
+    ENGINES_FILE,
+    EngineCalibration,
+    Sourced,
+    load_engines,
+)
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.fit import CONSTANTS, Constant, Values, fit_constants, fitted_values
+from planner.replay_e2e.layout import drop_duplicates, read_measurements
+from planner.safe_files import write_new_file
+
+DEFAULT_DATA = (
+    Path(__file__).resolve().parents[1]
+    / ".."
+    / "shared"
+    / "validation"
+    / "e2e"
+    / "silicon_measured.csv"
+)
+FIT_COMMAND_SHORT = "python -m lab.fit_engines"
+FIT_COMMAND = f"{FIT_COMMAND_SHORT} --data ../shared/validation/e2e/silicon_measured.csv"
+FIT_LOG = Path(__file__).with_name("notes") / "engines_fit_log.md"
+"""The fit log of the packaged engines.yaml."""
+
+
+def _source(c: Constant, backend: str, date: str) -> str:
+    """One short source: what it is, what it was fitted to on which rows by which command, when
+    (unit and bounds stand next to it; the history is in the fit log)."""
+    if c.held:
+        return (
+            f"{c.meaning}; held at {c.start:g} by `{FIT_COMMAND_SHORT}` (held-out figures are "
+            f"better unfitted; `planner calibrate e2e` fits it to your rows), {date}"
+        )
+    rows = "every engine's" if c.shared else f"the {backend}"
+    modes = "+".join(c.modes)
+    return (
+        f"{c.meaning}; fitted to {'/'.join(c.metrics).upper()} on {rows} {modes} rows of "
+        f"silicon_measured.csv by `{FIT_COMMAND_SHORT}`, {date}"
+    )
+
+
+HEADER = """\
+# Per-engine calibration of the serving model (planner/engine_calibration.py reads this file).
+# GENERATED on {date} by
+#   {command}
+# from silicon_measured.csv (github:ai-dynamo/aiconfigurator
+# aic-core/src/aiconfigurator_core/systems/silicon_sample.csv @095f58a5), duplicates dropped.
+# Do not edit by hand: rerun that command after a change to the serving model or the data (a test
+# checks that it reproduces this file; each write appends to lab/notes/engines_fit_log.md).
+# Fitted constants carry their unit and bounds (the fit searches inside them; loading checks
+# them); engine defaults (max_*, kv_held_osl_fraction) come from each engine's documentation.
+"""
+DATE_LINE = re.compile(r"^# GENERATED on (\d{4}-\d{2}-\d{2}) by$", re.MULTILINE)
+
+
+def _yaml_value(v: float) -> str:
+    """A float YAML 1.1 reads as a float (PyYAML wants a dot in the mantissa: 3.0e-05)."""
+    if v == int(v):
+        return f"{float(v):.1f}"
+    return f"{v:.1e}" if abs(v) < 1e-3 else repr(float(v))
+
+
+def _default_line(name: str, d: Sourced) -> str:
+    """An engine default copied from the loaded file: integers for the max_* settings."""
+    value = str(int(d.value)) if name.startswith("max_") else _yaml_value(d.value)
+    bounds = (
+        f"bounds: [{_yaml_value(d.bounds[0])}, {_yaml_value(d.bounds[1])}], " if d.bounds else ""
+    )
+    src = d.source.replace('"', "'")
+    return f'  {name}: {{value: {value}, {bounds}source: "{src}"}}'
+
+
+def render(values: Values, engines: Mapping[str, EngineCalibration], date: str) -> str:
+    """engines.yaml text for fitted ``values`` written on ``date`` (YYYY-MM-DD); engine defaults
+    (``ENGINE_DEFAULTS``) copied from ``engines``."""
+    lines = [HEADER.format(command=FIT_COMMAND, date=date).rstrip("\n")]
+    for b in sorted(engines):
+        lines.append(f"{b}:")
+        for c in CONSTANTS:
+            v = values.get(b, {}).get(c.name, c.start)
+            lo, hi = c.bounds
+            src = _source(c, b, date).replace('"', "'")
+            lines.append(
+                f'  {c.name}: {{value: {_yaml_value(v)}, unit: "{c.unit}", '
+                f'bounds: [{_yaml_value(lo)}, {_yaml_value(hi)}], source: "{src}"}}'
+            )
+        lines.extend(_default_line(n, getattr(engines[b], n)) for n in ENGINE_DEFAULTS)
+    return "\n".join(lines) + "\n"
+
+
+def written_date(path: Path) -> str | None:
+    """The date in the header of an engines.yaml that ``render`` wrote, else None."""
+    m = DATE_LINE.search(path.read_text()) if path.is_file() else None
+    return m.group(1) if m else None
+
+
+def fit_log_entry(old: Values, new: Values, data: Path, date: str) -> str:
+    """One entry of the fit log: when, the command, the data (sha256) and each changed value."""
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()[:16]
+    changed = [
+        f"- {b}.{name}: {old.get(b, {}).get(name, float('nan')):g} -> {v:g}"
+        for b in sorted(new)
+        for name, v in new[b].items()
+        if old.get(b, {}).get(name) != v
+    ]
+    return (
+        f"\n## {date}: `{FIT_COMMAND_SHORT} --data {data.name}`\n\n"
+        f"Data: {data.name} (sha256 {digest}...).\n"
+        + ("\n".join(changed) if changed else "No value changed.")
+        + "\n"
+    )
+
+
+def fit_file(data: Path, progress: bool = True) -> Values:
+    """``fit_constants`` on the rows of ``data`` (duplicates dropped, unmodellable rows skipped)."""
+    df, _ = drop_duplicates(prepare_frame(read_measurements(data)))
+    return fit_constants(prepare(df).rows, progress)
+
+
+def _old_values(out: Path) -> Values:
+    """The fitted values in ``out`` before it is rewritten (none when absent or not an engines
+    file), for the fit log."""
+    try:
+        return fitted_values(load_engines(out)) if out.is_file() else {}
+    except (ValueError, TypeError, AttributeError, yaml.YAMLError):
+        return {}
+
+
+def fit_log_path(out: Path) -> Path:
+    """The fit log of an engines file: ``FIT_LOG`` for the packaged one, else next to it
+    (``engines.yaml`` -> ``engines_fit_log.md``)."""
+    if out.resolve() == ENGINES_FILE.resolve():
+        return FIT_LOG
+    return out.with_name(f"{out.stem}_fit_log.md")
+
+
+def _append_log(out: Path, entry: str) -> None:
+    """Append ``entry`` to the fit log of ``out`` (created with a title; never through a link)."""
+    log = fit_log_path(out)
+    if log.is_symlink():
+        raise PlannerInputError("--out", f"{log} is a symbolic link; refusing to follow it")
+    head = log.read_text() if log.is_file() else f"# Fit log of {out.name}\n"
+    write_new_file(log, (head + entry).encode(), force=True)
+
+
+def _write(out: Path, text: str, force: bool) -> None:
+    if out.is_symlink():
+        raise PlannerInputError("--out", f"{out} is a symbolic link; refusing to follow it")
+    if out.exists() and out.resolve() != ENGINES_FILE.resolve() and not force:
+        raise PlannerInputError("--out", f"{out} exists; pass --force to overwrite it")
+    write_new_file(out, text.encode(), force=True)  # temporary file + rename, no link followed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m lab.fit_engines", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="CSV in the layout of silicon_measured.csv"
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=ENGINES_FILE,
+        help="engines.yaml to write (default: the packaged one)",
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if --out differs from the fit"
+    )
+    ap.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing --out other than the packaged file",
+    )
+    args = ap.parse_args(argv)
+    try:
+        values, engines = fit_file(args.data), load_engines()
+        if args.check:  # the fit date is the file's own: only the values are checked
+            text = render(values, engines, written_date(args.out) or "")
+            same = args.out.is_file() and args.out.read_text() == text
+            sys.stderr.write(f"{args.out}: {'reproduced' if same else 'differs from the fit'}\n")
+            return 0 if same else 1
+        date = datetime.datetime.now(datetime.UTC).date().isoformat()
+        old = _old_values(args.out)
+        _write(args.out, render(values, engines, date), args.force)
+        _append_log(args.out, fit_log_entry(old, values, args.data, date))
+    except PlannerInputError as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
+    sys.stderr.write(f"wrote {args.out} and its fit log {fit_log_path(args.out).name}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

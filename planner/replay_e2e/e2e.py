@@ -1,0 +1,59 @@
+"""``planner validate e2e``: replay measured deployments (``layout``) through the serving model,
+in sample (the shipped engine constants) or held out by campaign (constants refitted on the other
+campaigns, ``holdout``), with the committed bands around every prediction (``bands``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hardware.errors import PlannerInputError
+from planner.replay_e2e.bands import with_band_columns
+from planner.replay_e2e.candidates import prepare
+from planner.replay_e2e.holdout import campaign_holdout
+from planner.replay_e2e.layout import read_rows_counted
+from planner.replay_e2e.predict import CONST_PREFIX, predict
+from planner.replay_e2e.stats import modelled, off_by_factor, summarize
+
+HOLDOUTS = ("campaign", "none")
+
+
+def validate_e2e(
+    path: Path,
+    predictions_out: Path | None = None,
+    progress: bool = True,
+    holdout: str = "none",
+    folds: int = 5,
+) -> dict[str, object]:
+    """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
+    constants), or held out ("campaign": each fold of measurement campaigns priced with constants
+    refitted on the other folds, ``planner.replay_e2e.holdout``), in the same shape plus
+    ``holdout``."""
+    if holdout not in HOLDOUTS:
+        raise PlannerInputError("--holdout", f"'{holdout}' not one of {sorted(HOLDOUTS)}")
+    df, duplicates, layouts = read_rows_counted(path)
+    prep = prepare(df)
+    head = {
+        "rows": int(len(df) + duplicates),
+        "duplicates_dropped": duplicates,
+        **{f"layout_read_from_{k}": v for k, v in layouts.items()},
+    }
+    extra: dict[str, object] = {}
+    if holdout == "none":
+        pred = predict(prep.rows, progress)
+    else:
+        pred, extra = campaign_holdout(prep.rows, folds, progress)
+    if not pred.empty:  # the committed prediction bands (planner.bands) around every prediction
+        pred = with_band_columns(pred)
+    good, skipped = modelled(pred, prep.skipped)
+    if predictions_out is not None:
+        pred.drop(columns=[c for c in pred.columns if c.startswith(CONST_PREFIX)]).to_csv(
+            predictions_out, index=False
+        )
+    return {
+        **head,
+        "modelled": int(len(good)),
+        "skipped": skipped,
+        "groups": summarize(good),
+        "off_by_3x": off_by_factor(good),
+        **extra,
+    }

@@ -1,0 +1,98 @@
+"""Held-out validation over measurement campaigns: the figure a user meets on a set-up we never saw.
+
+A campaign is a row's ``campaign`` column (one benchmark dump or run of the source data; the
+layout, ``layout``). Campaigns are sorted by name and dealt round-robin to K folds, never split;
+each fold is priced with every fitted engine constant refitted on the other folds by
+``fit.fit_constants``, the code that produced the shipped values. Folds run in parallel processes.
+
+    from planner.replay_e2e.holdout import campaign_folds, fold_predictions
+    folds = campaign_folds(rows, 5)            # fold index per row
+    pred, constants = fold_predictions(rows, folds, 0)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pandas as pd
+
+from hardware.errors import PlannerInputError
+from planner.replay_e2e.fit import Values, fit_constants
+from planner.replay_e2e.predict import predict, with_constants
+
+MAX_FOLDS = 50
+CAMPAIGN = "campaign"
+
+
+def campaigns(rows: pd.DataFrame) -> pd.Series:
+    """Each row's measurement campaign (the ``campaign`` column; an input error without it)."""
+    if CAMPAIGN not in rows:
+        raise PlannerInputError(
+            "--holdout", "campaign needs a 'campaign' column (python -m lab.prepare_e2e fills it)"
+        )
+    return rows[CAMPAIGN].astype(str)
+
+
+def campaign_folds(rows: pd.DataFrame, k: int) -> np.ndarray:
+    """Fold index (0..k-1) of every row: campaigns sorted by name, dealt round-robin."""
+    if not 2 <= k <= MAX_FOLDS:
+        raise PlannerInputError("--folds", f"{k} not in [2, {MAX_FOLDS}]")
+    camp = campaigns(rows)
+    fold_of = {name: i % k for i, name in enumerate(sorted(set(camp)))}
+    return camp.map(fold_of).to_numpy(dtype=int)
+
+
+def fold_predictions(
+    rows: pd.DataFrame, folds: np.ndarray, fold: int
+) -> tuple[pd.DataFrame, Values]:
+    """Rows of ``fold`` priced with the constants fitted on the other folds, and those constants."""
+    values = fit_constants(rows[folds != fold].reset_index(drop=True))
+    test = rows[folds == fold]
+    pred = predict(with_constants(test, values), progress=False)
+    return pred.set_index(test.index), values
+
+
+def _workers(k: int) -> int:
+    return max(
+        1,
+        min(
+            k,
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1,
+        ),
+    )
+
+
+def campaign_holdout(
+    rows: pd.DataFrame, k: int = 5, progress: bool = True
+) -> tuple[pd.DataFrame, dict[str, object]]:
+    """Held-out predictions of every prepared row (``candidates.prepare``) and the report's
+    ``holdout`` part."""
+    folds = campaign_folds(rows, k)
+    parts: list[pd.DataFrame] = []
+    constants: list[Values] = []
+    with ProcessPoolExecutor(max_workers=_workers(k)) as pool:
+        futures = [pool.submit(fold_predictions, rows, folds, f) for f in range(k)]
+        for f, fut in enumerate(futures):
+            pred, values = fut.result()
+            parts.append(pred)
+            constants.append(values)
+            if progress:
+                sys.stderr.write(f"\rvalidate e2e --holdout campaign: fold {f + 1}/{k}")
+    if progress:
+        sys.stderr.write("\n")
+    pred = pd.concat(parts).sort_index()
+    camp = campaigns(rows)
+    info = {
+        "scheme": "campaign",
+        "folds": k,
+        "campaigns": int(camp.nunique()),
+        "fold_rows": [int((folds == f).sum()) for f in range(k)],
+        "fold_campaigns": [int(camp[folds == f].nunique()) for f in range(k)],
+        "fold_constants": constants,
+    }
+    return pred, {"holdout": info}
