@@ -1,5 +1,5 @@
 """Out-of-fold coverage of the prediction bands (issue 17 acceptance): the band rebuild of
-``python -m planner.validation.bands`` on the campaign-held-out predictions of the measured data;
+``python -m lab.bands`` on the campaign-held-out predictions of the measured data;
 quantiles and levels fitted on K-1 campaign folds, scored on the remaining fold, pooled."""
 
 from __future__ import annotations

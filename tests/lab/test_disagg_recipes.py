@@ -1,5 +1,5 @@
 """The decode caps InferenceMAX disaggregated rows are replayed at
-(``planner.validation.disagg_recipes``)."""
+(``lab.disagg_recipes``)."""
 
 from __future__ import annotations
 
