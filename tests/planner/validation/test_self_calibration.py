@@ -9,7 +9,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from planner.calibration_bands import use_profile_bands
 from planner.cli.main import main
 from planner.engine_calibration import use_calibration
 from planner.validation.protocol import campaign
@@ -25,7 +24,6 @@ CAMPAIGN = "db-dump/2026-04-27; vllm/vllm-openai:v0.18.0"
 def _reset_profile() -> object:
     yield
     use_calibration({}, "")
-    use_profile_bands({})  # `validate e2e --calibration` also sets the profile's bands
 
 
 def _campaign_rows() -> pd.DataFrame:
