@@ -325,7 +325,7 @@ def estimate(
             tpot_p99_s=r.tpot_p99_s,
         )
     steps, decode_cost = step_breakdowns(m, gpu, main, pre, backend, r, wl, disagg)
-    bands, bands_source = deployment_bands(
+    own, bands_source = deployment_bands(
         m,
         gpu,
         backend,
@@ -364,7 +364,7 @@ def estimate(
         offered_requests_per_s=wl.rate_per_s,
         capacity_requests_per_s=capacity,
     )
-    return with_bands(est, bands, wl.closed_loop, band_set.table.level)
+    return with_bands(est, own, wl.closed_loop, band_set.table.level)
 
 
 def with_bands(
