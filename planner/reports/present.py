@@ -16,6 +16,7 @@ import math
 import numbers
 from collections.abc import Mapping
 
+from hardware.catalog import all_gpus
 from planner.errors import PlannerInputError
 from planner.quantities import SIG_FIGS as SIG_FIGS
 from planner.quantities import count as count
@@ -216,8 +217,6 @@ def excel_format_for(value: object, kind: str = "num") -> str:
 
 def gpu_name(key: str) -> str:
     """A bundled GPU's display name ('h200_sxm' -> 'H200-SXM'); the key itself when unknown."""
-    from hardware.catalog import all_gpus
-
     spec = all_gpus().get(key)
     return spec.name if spec is not None else key
 
