@@ -322,6 +322,43 @@ def test_the_graph_sees_imports_inside_functions() -> None:
     assert "solvers.plan" in import_graph()["planner.cli.cmd_plan"]
 
 
+COMMAND_LINES = (
+    "planner.cli",
+    "planner.__main__",
+    "kernels_db.tools",
+    "kernels_db.bench",
+    # moving out of the runtime in issue 45 (to lab/ and beside the emitters); the lead drops
+    # these two at merge
+    "planner.validation",
+    "planner.emitters.engine_args",
+)
+"""Where a command line (``argparse``, an ``if __name__ == "__main__"`` block) may live."""
+
+
+def _has_command_line(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            return True
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            return True
+    return False
+
+
+def test_runtime_modules_have_no_command_line() -> None:
+    """Developer tools (fitters, checks, the GPU sweep) sit beside the runtime as their own
+    modules; a runtime module of hardware, kernels_db, the planner or the solvers has none."""
+    found = [
+        name
+        for name, path in project_files().items()
+        if name.split(".")[0] in ("hardware", "kernels_db", "planner", "solvers")
+        and not _under(name, COMMAND_LINES)
+        and _has_command_line(path)
+    ]
+    assert found == []
+
+
 # Programs inside the core that print their own results (entry points run with python -m), and
 # modules whose progress still goes to stderr; everything else hands output to its caller.
 PROGRAMS = ("planner.validation.", "kernels_db.bench.")
