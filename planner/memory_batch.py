@@ -3,9 +3,13 @@
 This is the one implementation of the memory terms (DESIGN.md "Memory"; sizes in bytes): weights
 sharded attention/tp, FFN and experts/(tp·dp), embeddings/tp on the first and last stage;
 activations for the chunk; reserve. Every function takes arrays of candidates (``ParallelArrays``)
-or scalars (one deployment). The solvers and ``evaluate_batch`` approximate pipeline stages as
-ceil(layers/pp) layers each; :func:`planner.memory.plan_memory` (one deployment, used by
-``estimate``) sums the same per-layer terms over the exact layers of each stage.
+or scalars (one deployment). Pipeline stages two ways, both here: exactly, the layers of each
+stage (``stage_weight_bytes``, ``stage_kv_per_token``, ``stage_seq_bytes``; K = 1 is
+:func:`planner.memory.plan_memory`, the memory ``estimate`` and ``planner memory`` report), and
+as ceil(layers/pp) layers of the model's mix (``weights_per_gpu``, ``seq_bytes_per_gpu``: the KV
+capacity the serving model of ``evaluate_batch`` and the solvers reads). The two agree on models
+whose layers are all alike; on mixed ones (dense-then-MoE, hybrid attention) at pp > 1 they
+differ by a few percent.
 
 KV per token for a GQA layer is 2 (K and V) x kv_heads_per_gpu x head_dim x bytes; for MLA it is
 (kv_lora_rank + rope_dim) x bytes, replicated on every TP rank (so not divided by TP);
