@@ -22,7 +22,7 @@ import yaml
 from app.calibration_view import Fitted
 from app.inputs import ModelChoice, SloChoice
 from hardware.errors import PlannerInputError
-from planner.calibration_profile import Profile, applied
+from planner.calibration_profile import Profile, applied, bands_of_profile
 from planner.emitters import ENGINES
 from planner.emitters.capabilities import shape_rules
 from planner.models import bundled_models, find_bundled
@@ -131,9 +131,9 @@ def _plan_dict(request_json: str, profile_yaml: str = "", label: str = "") -> di
         return plan(req).to_plan_dict()
     prof = Profile.model_validate(yaml.safe_load(profile_yaml))
     gpu = req.gpus[0] if len(req.gpus) == 1 else None
-    # the profile's constants and bands for this plan only (other sessions keep theirs)
+    # the profile's constants for this plan only (other sessions keep theirs); its bands by value
     with applied(prof, label, gpu):
-        return plan(req).to_plan_dict()
+        return plan(req, bands_of_profile(prof, label)).to_plan_dict()
 
 
 def run_plan(given: PlanInputs) -> dict[str, Any]:

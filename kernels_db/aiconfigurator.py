@@ -20,8 +20,10 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from hardware.input_files import read_bytes, read_csv
+from kernels_db.comm import scale_up_link
 from kernels_db.tables import plain
 
 MS_TO_S: Final[float] = 1e-3
@@ -84,9 +86,6 @@ class Imported:
 
 def _link_of(gpu: str) -> str:
     """Scale-up link of a known GPU (L40S talks over PCIe); NVLink otherwise."""
-    from hardware.catalog import get_gpu
-    from kernels_db.comm import scale_up_link
-
     try:
         return scale_up_link(get_gpu(gpu))
     except PlannerInputError:

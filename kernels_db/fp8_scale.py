@@ -28,10 +28,10 @@ step, ``compute_scale`` = dynamic minus static quantization time
 (``collector/trtllm/collect_computescale.py``, tables
 ``aic-core/src/aiconfigurator_core/systems/data/<gpu>/quantize/trtllm/1.3.0rc20/
 computescale_perf.parquet`` @ 095f58a5, 1,628 (m, k) points per GPU) by
-``python -m kernels_db.fp8_scale --aic-data DIR --out kernels_db/fp8_scale.yaml``; AIConfigurator
-prices its static FP8 GEMM the same way (collected fp8 GEMM minus this step). A GPU without its
-own constants takes those of the closest measured GPU of the same vendor and architecture
-(``kernels_db.transfer.distance``), else the median of the measured ones (``DEFAULT``).
+``python -m kernels_db.tools.fp8_scale_fit --aic-data DIR --out kernels_db/fp8_scale.yaml``;
+AIConfigurator prices its static FP8 GEMM the same way (collected fp8 GEMM minus this step). A
+GPU without its own constants takes those of the closest measured GPU of the same vendor and
+architecture (``kernels_db.transfer.distance``), else the median of the measured ones (``DEFAULT``).
 
 Regeneration order: the pass constants first (this command), then the kernel fit (``planner
 calibrate fit``, whose fp8 rows are priced with the pass), then ``block_compute_share`` again
@@ -41,26 +41,21 @@ is followed by both.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import math
-import sys
-from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from scipy.optimize import least_squares
 
-from hardware.catalog import all_gpus, get_gpu
+from hardware.catalog import all_gpus
 from hardware.errors import PlannerInputError
 from hardware.input_files import key_line, read_text, read_yaml
 from hardware.spec import GpuSpec
 from kernels_db import roofline as rf
 from kernels_db.paths import PACKAGE_DIR
+from kernels_db.transfer import distance
 
 TENSOR_SCALE: Final[str] = "tensor_scale"
 """Optional GEMM column (not a table key): how many dynamic per-tensor activation-scale passes over
@@ -71,10 +66,6 @@ BLOCK_SCALE: Final[str] = "block_scale"
 it accumulates (DeepSeek-style FP8), which runs it at ``block_compute_share`` of the per-tensor
 FP8 GEMM's compute rate."""
 CONSTANTS_FILE: Final[Path] = PACKAGE_DIR / "fp8_scale.yaml"
-AIC_TABLE: Final[str] = "quantize/trtllm/1.3.0rc20/computescale_perf.parquet"
-"""Path of the measured table under AIConfigurator's ``systems/data/<gpu>/`` folder."""
-AIC_GEMM_TABLE: Final[str] = "gemm/trtllm/1.3.0rc20/gemm_perf.parquet"
-"""Its GEMM table, whose ``fp8_block`` rows fit ``block_compute_share``."""
 PARAM_BOUNDS: Final[dict[str, tuple[float, float, str]]] = {
     "fixed_s": (1e-7, 2e-4, "s; the reduction's launches and its grid-wide sync, 0.1 us to 200 us"),
     "memory_eff": (
@@ -90,7 +81,6 @@ BLOCK_BOUNDS: Final[tuple[float, float, str]] = (
     "share of the per-tensor FP8 GEMM's compute rate a block-scaled FP8 GEMM reaches (the scale "
     "multiply of every 128-deep partial sum on the CUDA cores, DeepSeek-V3 report sec. 3.3.2)",
 )
-ROBUST_SCALE: Final[float] = 0.1  # soft-L1 on log time, as the kernel fit (kernels_db.fit)
 
 
 class ScalePass(BaseModel):
@@ -134,64 +124,6 @@ def seconds(
     return np.asarray(sp.fixed_s + read / (sp.memory_eff * spec.hbm_bandwidth_bytes_per_s))
 
 
-def fit(m: np.ndarray, k: np.ndarray, latency_s: np.ndarray, spec: GpuSpec) -> ScalePass:
-    """Least-squares constants (log time, soft-L1, within ``PARAM_BOUNDS``) of measured passes."""
-    keep = np.asarray(latency_s) > 0.0  # the collector clips dynamic - static at 0
-    if not keep.any():
-        raise PlannerInputError("--aic-data", f"no compute_scale row of '{spec.key}' with time")
-    m, k, t = np.asarray(m, float)[keep], np.asarray(k, float)[keep], np.asarray(latency_s)[keep]
-    lo = np.log([b[0] for b in PARAM_BOUNDS.values()])
-    hi = np.log([b[1] for b in PARAM_BOUNDS.values()])
-
-    def resid(x: np.ndarray) -> np.ndarray:
-        sp = ScalePass.model_construct(
-            fixed_s=math.exp(x[0]), memory_eff=math.exp(x[1]), cache_speedup=math.exp(x[2])
-        )
-        return np.log(seconds(m, k, spec, sp)) - np.log(t)
-
-    x0 = np.log([5e-6, 0.5, 2.0])
-    res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=ROBUST_SCALE)
-    v = np.exp(res.x)
-    return ScalePass(
-        fixed_s=float(f"{v[0]:.4g}"),
-        memory_eff=float(f"{v[1]:.4g}"),
-        cache_speedup=float(f"{v[2]:.4g}"),
-        rows=int(keep.sum()),
-    )
-
-
-def fit_block(
-    m: np.ndarray, n: np.ndarray, k: np.ndarray, latency_s: np.ndarray, spec: GpuSpec
-) -> float:
-    """``block_compute_share`` of measured block-scaled FP8 GEMMs against the GPU's fitted
-    per-tensor FP8 GEMM (``kernels_db/fitted/<gpu>.yaml``, serving form: no harness columns):
-    the share of its compute rate that prices them best (log time, soft-L1)."""
-    from kernels_db import costs, fitted
-
-    gpu_fit = fitted.load(spec.key)
-    if gpu_fit is None:
-        raise PlannerInputError("--gpu", f"no fitted kernel file for '{spec.key}'")
-    keep = np.asarray(latency_s) > 0.0  # as ``fit``: a row of no time has no log residual
-    if not keep.any():
-        raise PlannerInputError("--aic-data", f"no fp8_block GEMM row of '{spec.key}' with time")
-    m, n, k = (np.asarray(x, float)[keep] for x in (m, n, k))
-    latency_s = np.asarray(latency_s, float)[keep]
-    prm = gpu_fit.families["gemm"].params["fp8"]
-    p, bw = prm.as_array(), spec.hbm_bandwidth_bytes_per_s
-    cols = {"m": m, "n": n, "k": k, "dtype": np.full(len(m), "fp8")}
-    cnt = costs.counts("gemm", cols, spec)
-
-    def resid(x: np.ndarray) -> np.ndarray:
-        c = dataclasses.replace(cnt, peak_flops_per_s=cnt.peak_flops_per_s * math.exp(x[0]))
-        return np.log(costs.model_time(c, p, bw, prm.pad_rows)) - np.log(latency_s)
-
-    lo, hi = math.log(BLOCK_BOUNDS[0]), math.log(BLOCK_BOUNDS[1])
-    res = least_squares(
-        resid, [math.log(0.7)], bounds=([lo], [hi]), loss="soft_l1", f_scale=ROBUST_SCALE
-    )
-    return float(f"{math.exp(res.x[0]):.4g}")
-
-
 @lru_cache(maxsize=1)
 def measured() -> dict[str, ScalePass]:
     """The packaged constants by GPU key (``CONSTANTS_FILE``)."""
@@ -232,8 +164,6 @@ def default() -> ScalePass:
 def for_gpu(key: str) -> ScalePass:
     """The constants ``key`` prices with: its own, the closest measured sibling's, or
     ``default``."""
-    from kernels_db.transfer import distance
-
     own = measured()
     if key in own:
         return own[key]
@@ -251,101 +181,3 @@ def for_gpu(key: str) -> ScalePass:
         return default()
     donor = min(siblings, key=lambda g: (distance(spec, g), g.key))
     return own[donor.key]
-
-
-def _checked(path: Path, df: object, need: set[str], sizes: list[str]) -> np.ndarray:
-    """``sizes`` + latency columns of ``df`` as floats: positive sizes, finite latency >= 0."""
-    import pandas as pd
-
-    assert isinstance(df, pd.DataFrame)
-    if not need <= set(df.columns):
-        raise PlannerInputError(f"{path}", f"needs columns {', '.join(sorted(need))}")
-    v = df[[*sizes, "latency"]].to_numpy(dtype=float)
-    if not np.isfinite(v).all() or (v[:, :-1] <= 0).any() or (v[:, -1] < 0).any():
-        raise PlannerInputError(f"{path}", "sizes must be positive and latency (ms) >= 0, finite")
-    return v
-
-
-def read_aic(root: Path, gpu: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(m, k, seconds) of ``<root>/<gpu>/AIC_TABLE`` (``compute_scale`` rows, fp8)."""
-    from kernels_db.aiconfigurator import read_parquet  # pandas: only for the fit
-
-    path = root / gpu / AIC_TABLE
-    df = read_parquet(path, "--aic-data")
-    need = {"m", "k", "latency", "op_name", "quant_dtype"}
-    if need <= set(df.columns):  # type: ignore[attr-defined]
-        df = df[(df["op_name"] == "compute_scale") & (df["quant_dtype"] == "fp8")]  # type: ignore[index]
-    v = _checked(path, df, need, ["m", "k"])
-    return v[:, 0], v[:, 1], v[:, 2] * 1e-3
-
-
-def read_aic_block(root: Path, gpu: str) -> tuple[np.ndarray, ...]:
-    """(m, n, k, seconds) of the ``fp8_block`` rows of ``<root>/<gpu>/AIC_GEMM_TABLE``."""
-    from kernels_db.aiconfigurator import read_parquet  # pandas: only for the fit
-
-    path = root / gpu / AIC_GEMM_TABLE
-    df = read_parquet(path, "--aic-data")
-    need = {"m", "n", "k", "latency", "gemm_dtype"}
-    if need <= set(df.columns):  # type: ignore[attr-defined]
-        df = df[df["gemm_dtype"] == "fp8_block"]  # type: ignore[index]
-    v = _checked(path, df, need, ["m", "n", "k"])
-    return v[:, 0], v[:, 1], v[:, 2], v[:, 3] * 1e-3
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m kernels_db.fp8_scale --aic-data DIR --out FILE [--gpus ...]``: fit and write."""
-    ap = argparse.ArgumentParser(prog="python -m kernels_db.fp8_scale", description=__doc__)
-    ap.add_argument(
-        "--aic-data", required=True, type=Path, help="AIConfigurator systems/data folder"
-    )
-    ap.add_argument("--out", required=True, type=Path, help="YAML to write")
-    ap.add_argument("--gpus", nargs="+", default=["b200_sxm", "h100_sxm", "h200_sxm", "l40s"])
-    ap.add_argument("--force", action="store_true", help="overwrite --out")
-    args = ap.parse_args(argv)
-    try:
-        out = write(args.aic_data, args.out, args.gpus, args.force)
-    except PlannerInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}")
-    return 0
-
-
-def write(root: Path, out: Path, gpus: Sequence[str], force: bool) -> Path:
-    """Fit ``gpus`` from ``root`` and write the constants file ``out`` (never over a file or a
-    link without ``force``)."""
-    if (out.exists() or out.is_symlink()) and not force:
-        raise PlannerInputError("--out", f"{out} exists; pass --force to replace it")
-    if out.is_symlink():
-        raise PlannerInputError("--out", f"{out} is a symbolic link; not followed")
-    fits: dict[str, dict[str, object]] = {}
-    for name in gpus:
-        spec = get_gpu(name)  # a known GPU: its key, not the flag's spelling, names the folder
-        gpu = spec.key
-        m, k, t = read_aic(root, gpu)
-        bm, bn, bk, bt = read_aic_block(root, gpu)
-        sp = fit(m, k, t, spec).model_copy(
-            update={
-                "source": f"systems/data/{gpu}/{AIC_TABLE} and {AIC_GEMM_TABLE} (fp8_block)",
-                "block_compute_share": fit_block(bm, bn, bk, bt, spec),
-                "block_rows": int(np.count_nonzero(np.asarray(bt) > 0.0)),  # the rows fitted
-            }
-        )
-        fits[gpu] = sp.model_dump()
-    doc: Mapping[str, object] = {
-        "command": "python -m kernels_db.fp8_scale --aic-data DIR --out kernels_db/fp8_scale.yaml",
-        "source": "github:ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/systems/data "
-        "@095f58a51c4ca8e61b66ec108d86f223f8d559ce (compute_scale = dynamic - static FP8 "
-        "quantization, collector/trtllm/collect_computescale.py)",
-        "param_bounds": {k: list(v) for k, v in PARAM_BOUNDS.items()}
-        | {"block_compute_share": list(BLOCK_BOUNDS)},
-        "gpus": fits,
-    }
-    # through an exclusively created temporary file and a rename (no planted link at a fixed name)
-    from planner.safe_files import write_new_file
-
-    return write_new_file(out, yaml.safe_dump(dict(doc), sort_keys=False).encode(), True, "--out")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,7 +16,7 @@ code); ``compare`` prices each balanced / skewed pair of a GPU's tables both way
 kernel tier; ``summary`` reports the median |ln(priced / measured)| of the skewed / balanced
 latency ratio:
 
-    python -m kernels_db.moe_load --aic-data DIR [--gpu h200_sxm] [--pairs 3000]
+    python -m kernels_db.tools.moe_load_check --aic-data DIR [--gpu h200_sxm] [--pairs 3000]
 
 DIR is AIConfigurator's ``aic-core/src/aiconfigurator_core/systems/data`` folder, read at
 ``<gpu>/moe/<engine>/<version>/moe_perf.parquet``. On H200 (@095f58a51: SGLang 0.5.9, TensorRT-LLM
@@ -27,16 +27,12 @@ says 1.26-1.31 and T(f x n) 1.04-1.08.
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 import numpy as np
 import pandas as pd
 
-from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from kernels_db.aiconfigurator import DTYPE_NAMES, read_parquet
 from kernels_db.lookup import KernelDB
@@ -195,34 +191,3 @@ def summary(compared: pd.DataFrame) -> pd.DataFrame:
     whole = c.groupby("engine").agg(**stats).reset_index().assign(tokens_range="all")
     overall = c.assign(engine="all").groupby("engine").agg(**stats).reset_index()
     return pd.concat([by, whole, overall.assign(tokens_range="all")], ignore_index=True)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m kernels_db.moe_load", description=__doc__.splitlines()[0]
-    )
-    ap.add_argument(
-        "--aic-data", required=True, type=Path, help="AIConfigurator systems/data folder"
-    )
-    ap.add_argument("--gpu", default="h200_sxm", help="GPU folder and catalog key")
-    ap.add_argument("--pairs", type=int, default=3000, help="pairs sampled per table (seeded)")
-    args = ap.parse_args(argv)
-    try:
-        if not 1 <= args.pairs <= 1_000_000:
-            raise PlannerInputError("--pairs", "must be a whole number in [1, 1000000]")
-        db = KernelDB.for_gpu(get_gpu(args.gpu))
-        table = summary(compare(read_pairs(args.aic_data, args.gpu, args.pairs), db))
-    except PlannerInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    with pd.option_context("display.width", 200, "display.max_rows", 200):
-        print(
-            "skewed / balanced latency of fused-MoE layers (ratio columns: median; err: median"
-            " |ln(priced / measured)|; n: pairs)"
-        )
-        print(table.round(3).to_string(index=False))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 from typing import Final
 
+from hardware.errors import PlannerInputError
+
 PACKAGE_DIR: Final[Path] = Path(__file__).resolve().parent
 DATA_DIR: Final[Path] = PACKAGE_DIR / "data"
 FITTED_DIR: Final[Path] = PACKAGE_DIR / "fitted"
@@ -32,8 +34,6 @@ GPU_KEY_PATTERN: Final[str] = r"[a-z0-9][a-z0-9_.-]{0,63}"
 
 def check_gpu_key(key: str, field: str = "--gpu") -> str:
     """``key`` when it is safe as one path part (``GPU_KEY_PATTERN``); else a PlannerInputError."""
-    from hardware.errors import PlannerInputError
-
     if not re.fullmatch(GPU_KEY_PATTERN, key) or ".." in key:
         raise PlannerInputError(
             field,

@@ -15,7 +15,6 @@ the data measure the central number, and the model's error on it is what the ban
 from __future__ import annotations
 
 from collections.abc import Container, Iterator, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -25,7 +24,11 @@ import yaml
 
 from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
+from planner.kernels_adapter import default_pricer
 from planner.model_spec import ModelSpec
+from planner.opgraph import StepMix
+from planner.step_model import StepCost, price_step
 
 BANDS_FILE = Path(__file__).with_name("calibration") / "bands.yaml"
 KEYS: tuple[str, ...] = ("engine", "mode", "load", "tier")
@@ -77,13 +80,17 @@ def provenance_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str
     return _TIERS[key]
 
 
-def _dominant_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str) -> str:
-    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
-    from planner.estimate import source_shares
-    from planner.kernels_adapter import default_pricer
-    from planner.opgraph import StepMix
-    from planner.step_model import price_step
+def source_shares(cost: StepCost) -> dict[str, float]:
+    """Share of an already priced step's kernel time (candidate 0) from each provenance tier,
+    from ``StepCost.by_source_s``."""
+    times: dict[str, float] = {}
+    for tag, t in cost.by_source_s:
+        times[tag] = float(t[0])
+    total = sum(times.values()) or 1.0
+    return {tag: v / total for tag, v in sorted(times.items())}
 
+
+def _dominant_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str) -> str:
     one = np.ones(1)
     par = parallel_arrays(
         gpu,
@@ -327,15 +334,26 @@ def _model_name(m: ModelSpec) -> str:
 
 
 OwnBands = Mapping[tuple[str, str], tuple[dict[str, LogBand] | None, str]]
-PROFILE_BANDS: ContextVar[OwnBands | None] = ContextVar("planner_profile_bands", default=None)
-"""An active calibration profile's bands per (engine, mode): its own out-of-sample residual
-quantiles and a one-line account, or None and the reason the table's band applies (too few rows).
-Set with the profile's constants (``planner.calibration_bands``)."""
+"""A calibration profile's bands per (engine, mode): its own out-of-sample residual quantiles and a
+one-line account, or None and the reason the table's band applies (too few rows)."""
 
 
-def profile_band(engine: str, mode: str) -> tuple[dict[str, LogBand] | None, str] | None:
-    """The active profile's bands of ``engine``/``mode`` (see ``PROFILE_BANDS``), or None."""
-    return (PROFILE_BANDS.get() or {}).get((engine, mode))
+@dataclass(frozen=True)
+class Bands:
+    """The bands a request is priced with: the packaged table and, per (engine, mode), a
+    calibration profile's own bands that replace the table's (``planner.calibration_bands``)."""
+
+    table: BandTable
+    own: OwnBands = field(default_factory=dict)
+
+    def of(self, engine: str, mode: str) -> tuple[dict[str, LogBand] | None, str] | None:
+        """The profile's bands of ``engine``/``mode`` (see ``OwnBands``), or None."""
+        return self.own.get((engine, mode))
+
+
+def packaged_bands(path: Path = BANDS_FILE) -> Bands:
+    """The committed band table with no profile over it."""
+    return Bands(load_bands(path))
 
 
 def deployment_bands(
@@ -346,14 +364,15 @@ def deployment_bands(
     prefill_utilization: float,
     weight_quant: str,
     kv_dtype: str,
-    table: BandTable | None = None,
+    bands: Bands | None = None,
 ) -> tuple[dict[str, LogBand], str]:
     """(bands of ``ttft`` and ``tpot``, a one-line account of the group they came from) for one
-    deployment."""
-    own = profile_band(engine, mode)
+    deployment, from ``bands`` (default: the packaged table)."""
+    b = bands or packaged_bands()
+    own = b.of(engine, mode)
     if own is not None and own[0] is not None:
         return own[0], own[1]
-    t = table or load_bands()
+    t = b.table
     key = {
         "engine": engine,
         "mode": mode,
@@ -379,16 +398,15 @@ def candidate_bands(
     prefill_utilization: float,
     weight_quant: int,
     kv_dtype: int,
-    table: BandTable | None = None,
+    bands: Bands | None = None,
 ) -> dict[str, LogBand]:
     """Bands (``ttft``, ``tpot``) of one candidate (mode 0 agg / 1 disagg, quant and KV codes as in
-    ``CandidateArrays``)."""
-    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-
-    own = profile_band(engine, "disagg" if mode else "agg")
+    ``CandidateArrays``) from ``bands`` (default: the packaged table)."""
+    b = bands or packaged_bands()
+    own = b.of(engine, "disagg" if mode else "agg")
     if own is not None and own[0] is not None:
         return own[0]
-    t = table or load_bands()
+    t = b.table
     key = {
         "engine": engine,
         "mode": "disagg" if mode else "agg",
@@ -407,7 +425,7 @@ def upper_factor(
     weight_quants: np.ndarray,
     kv_dtypes: np.ndarray,
     metric: str,
-    table: BandTable | None = None,
+    bands: Bands | None = None,
 ) -> np.ndarray:
     """Per candidate, exp(hi) of ``metric``'s band (the band's upper edge / the prediction);
     ``modes`` 0 agg / 1 disagg, quant and KV codes as in ``CandidateArrays``."""
@@ -432,7 +450,7 @@ def upper_factor(
     factors = np.array(
         [
             np.exp(
-                candidate_bands(m, gpu, engine, int(mode), edge[names[b]], int(q), int(kv), table)[
+                candidate_bands(m, gpu, engine, int(mode), edge[names[b]], int(q), int(kv), bands)[
                     metric
                 ].hi
             )

@@ -4,25 +4,21 @@
 concurrency, alternate rows: the constants fitted on one half predict the other, and back), so
 every row has a residual ln(measured / predicted) from constants that did not see it. Per mode,
 the split-conformal quantiles of those residuals at the packaged band table's level are the
-profile's bands (:class:`ModeBands`, stored in the profile with their row count). With a profile
-active, estimate and plan use them instead of the packaged table (``planner.bands.PROFILE_BANDS``),
-and say which; a mode with fewer than ``MIN_ROWS`` rows keeps the table's band, and says so.
+profile's bands (:class:`ModeBands`, stored in the profile with their row count). Given a profile,
+estimate and plan take its :func:`profile_bands` in place of the packaged table (a
+``planner.bands.Bands`` value passed with the request), and say which; a mode with fewer than
+``MIN_ROWS`` rows keeps the table's band, and says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.bands import PROFILE_BANDS, LogBand, OwnBands, load_bands
-
-if TYPE_CHECKING:
-    from planner.calibration_profile import Profile
+from planner.bands import Bands, LogBand, load_bands
 
 MIN_ROWS = 9
 """Fewest out-of-sample rows of one engine and mode for its own band: the two-sided 80 %
@@ -117,30 +113,19 @@ def _usable(own: ModeBands | None, level: float) -> dict[str, LogBand] | None:
     return {"ttft": LogBand(own.ttft.lo, own.ttft.hi), "tpot": LogBand(own.tpot.lo, own.tpot.hi)}
 
 
-def profile_bands(prof: Profile, label: str) -> OwnBands:
-    """The ``planner.bands.PROFILE_BANDS`` value of ``prof``: per engine and mode, its own
-    bands, or None and why the table's band applies."""
-    level = load_bands().level
-    return {
-        (engine, mode): (
-            _usable(eng.own_bands.get(mode), level),
-            _account(label, engine, mode, eng.own_bands.get(mode), level),
-        )
-        for engine, eng in prof.engines.items()
-        for mode in MODES
-    }
-
-
-def use_profile_bands(bands: OwnBands) -> None:
-    """Set the active profile's bands for this context (an empty mapping: the table only)."""
-    PROFILE_BANDS.set(dict(bands))
-
-
-@contextmanager
-def bands_of(bands: OwnBands) -> Iterator[None]:
-    """``bands`` active inside the ``with`` block only."""
-    token = PROFILE_BANDS.set(dict(bands))
-    try:
-        yield
-    finally:
-        PROFILE_BANDS.reset(token)
+def profile_bands(own_bands: Mapping[str, Mapping[str, ModeBands]], label: str) -> Bands:
+    """The packaged table with a profile's own bands over it (``own_bands``: engine -> mode ->
+    ``ModeBands``, as stored in the profile): per engine and mode, its own bands, or None and why
+    the table's band applies."""
+    table = load_bands()
+    return Bands(
+        table,
+        {
+            (engine, mode): (
+                _usable(modes.get(mode), table.level),
+                _account(label, engine, mode, modes.get(mode), table.level),
+            )
+            for engine, modes in own_bands.items()
+            for mode in MODES
+        },
+    )

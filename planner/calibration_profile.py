@@ -32,16 +32,9 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from planner.bands import Bands, packaged_bands
 from planner.batch_eval import KV_DTYPES
-from planner.calibration_bands import (
-    MIN_ROWS,
-    ModeBands,
-    bands_of,
-    halves,
-    mode_bands,
-    profile_bands,
-    use_profile_bands,
-)
+from planner.calibration_bands import MIN_ROWS, ModeBands, halves, mode_bands, profile_bands
 from planner.calibration_data import LoadedData, Source, read_text
 from planner.engine_calibration import (
     BACKENDS,
@@ -572,18 +565,36 @@ def activate(path: Path | None, gpu: str | None = None) -> str | None:
     """Apply the profile at ``path`` to this process (``--calibration``); its label, or None."""
     if path is None:
         use_calibration({}, "")  # the packaged constants (a profile never outlives its command)
-        use_profile_bands({})
         return None
     prof = load_profile(path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    label = f"calibration profile {path} (sha256 {digest})"
+    label = profile_label(path)
     use_calibration(profile_engines(prof, label, gpu), label)
-    use_profile_bands(profile_bands(prof, label))
     return label
+
+
+def profile_label(path: Path) -> str:
+    """How outputs name the profile at ``path``: its path and the start of its sha256."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    return f"calibration profile {path} (sha256 {digest})"
+
+
+def bands_of_profile(prof: Profile, label: str) -> Bands:
+    """The band table a plan or estimate with ``prof`` states: its own bands over the packaged
+    table (``planner.calibration_bands.profile_bands``)."""
+    return profile_bands({e: eng.own_bands for e, eng in prof.engines.items()}, label)
+
+
+def bands_for(path: Path | None) -> Bands:
+    """The bands of ``--calibration PATH``: the profile's own over the packaged table; the
+    packaged table alone without a profile."""
+    if path is None:
+        return packaged_bands()
+    return bands_of_profile(load_profile(path), profile_label(path))
 
 
 @contextmanager
 def applied(prof: Profile, label: str, gpu: str | None = None) -> Iterator[None]:
-    """``prof``'s constants and bands inside the ``with`` block only (a UI session's plan)."""
-    with calibrated(profile_engines(prof, label, gpu), label), bands_of(profile_bands(prof, label)):
+    """``prof``'s constants inside the ``with`` block only (a UI session's plan; its bands are
+    ``bands_of_profile``, passed to the plan)."""
+    with calibrated(profile_engines(prof, label, gpu), label):
         yield

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hardware.errors import InfeasibleError
 from hardware.spec import GpuSpec
 from kernels_db.transfer import calibration as kernel_calibration
-from planner.bands import LogBand, deployment_bands
+from planner.bands import Bands, LogBand, deployment_bands, packaged_bands, source_shares
 from planner.batch_eval import (
     CandidateArrays,
     DeployMode,
@@ -189,15 +189,6 @@ def provenance_mix(
     return {tag: v / total for tag, v in sorted(times.items())}
 
 
-def source_shares(cost: StepCost) -> dict[str, float]:
-    """``provenance_mix`` of an already priced step (candidate 0), from ``StepCost.by_source_s``."""
-    times: dict[str, float] = {}
-    for tag, t in cost.by_source_s:
-        times[tag] = float(t[0])
-    total = sum(times.values()) or 1.0
-    return {tag: v / total for tag, v in sorted(times.items())}
-
-
 def _par(gpu: GpuSpec, w: WorkerConfig) -> ParallelArrays:
     p = w.parallel
     one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
@@ -271,9 +262,12 @@ def estimate(
     agg: WorkerConfig | None = None,
     prefill: WorkerConfig | None = None,
     decode: WorkerConfig | None = None,
+    bands: Bands | None = None,
 ) -> Estimate:
     """Aggregated when ``agg`` is given (default: one worker, tp 1),
-    disaggregated with prefill+decode."""
+    disaggregated with prefill+decode; ``bands``: the band table to state (default: the packaged
+    one; a calibration profile's own bands replace it, ``planner.calibration_bands``)."""
+    band_set = bands or packaged_bands()
     disagg = prefill is not None and decode is not None
     main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
     assert main is not None
@@ -331,7 +325,7 @@ def estimate(
             tpot_p99_s=r.tpot_p99_s,
         )
     steps, decode_cost = step_breakdowns(m, gpu, main, pre, backend, r, wl, disagg)
-    bands, bands_source = deployment_bands(
+    own, bands_source = deployment_bands(
         m,
         gpu,
         backend,
@@ -339,6 +333,7 @@ def estimate(
         float(r.prefill_utilization[0]),
         main.weight_quant,
         main.kv_dtype,
+        band_set,
     )
     est = Estimate(
         model=m.name,
@@ -369,16 +364,15 @@ def estimate(
         offered_requests_per_s=wl.rate_per_s,
         capacity_requests_per_s=capacity,
     )
-    return with_bands(est, bands, wl.closed_loop)
+    return with_bands(est, own, wl.closed_loop, band_set.table.level)
 
 
-def with_bands(est: Estimate, bands: dict[str, LogBand], closed_loop: bool) -> Estimate:
-    """``est`` with calibrated bands on TTFT, TPOT and output tok/s per GPU. A closed loop's
-    throughput moves inversely with the time per token (its band is the TPOT band inverted); an
-    open loop's is the offered rate."""
-    from planner.bands import load_bands
-
-    level = load_bands().level
+def with_bands(
+    est: Estimate, bands: dict[str, LogBand], closed_loop: bool, level: float
+) -> Estimate:
+    """``est`` with calibrated bands (at ``level``, e.g. 0.8) on TTFT, TPOT and output tok/s per
+    GPU. A closed loop's throughput moves inversely with the time per token (its band is the TPOT
+    band inverted); an open loop's is the offered rate."""
     tok = est.output_tok_s_per_gpu
     tpot = bands["tpot"]
     lo, hi = (tok, tok)

@@ -1,15 +1,12 @@
 """Per-GPU memory of one deployment: weights, KV cache, activations, reserve -> KV capacity and
-concurrency (``plan_memory``, used by ``estimate``; bad flags rejected here).
+concurrency (``plan_memory``, used by ``estimate`` and ``planner memory``; bad flags rejected
+here).
 
-The terms are :mod:`planner.memory_batch`'s (the one implementation, vectorized; formulas there
-and in docs/architecture.md "Memory"); this module applies them to each stage's exact layers.
+A view of :mod:`planner.memory_batch`, the one implementation (vectorized; formulas there and in
+docs/architecture.md "Memory"): its exact pipeline-stage terms with K = 1, as a :class:`MemoryPlan`.
 """
 
 from __future__ import annotations
-
-import functools
-from collections import Counter
-from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,14 +14,22 @@ from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
 from planner import memory_batch as mb
 from planner.deployment import Parallelism
-from planner.memory_batch import (
-    KV_BYTES,
-    WEIGHT_BYTES,
-    LayerCounts,
-    activation_bytes,
-    state_bytes_per_seq,
-)
+from planner.memory_batch import KV_BYTES, WEIGHT_BYTES, activation_bytes, stage_layers
 from planner.model_spec import LayerSpec, ModelSpec
+
+__all__ = [
+    "KV_BYTES",
+    "WEIGHT_BYTES",
+    "MemoryPlan",
+    "activation_bytes",
+    "check_parallelism",
+    "kv_bytes_per_token",
+    "plan_memory",
+    "reserved_bytes",
+    "seq_kv_bytes",
+    "stage_layers",
+    "weight_bytes_per_gpu",
+]
 
 
 class MemoryPlan(BaseModel):
@@ -97,70 +102,21 @@ def check_parallelism(m: ModelSpec, p: Parallelism) -> None:
             )
 
 
-def stage_layers(m: ModelSpec, pp: int) -> list[tuple[LayerSpec, ...]]:
-    """Layers of each pipeline stage (even split, the first stages take the remainder)."""
-    per, extra = divmod(m.num_layers, pp)
-    stages, start = [], 0
-    for s in range(pp):
-        n = per + (1 if s < extra else 0)
-        stages.append(m.layers[start : start + n])
-        start += n
-    return stages
-
-
-def _counts(layers: tuple[LayerSpec, ...]) -> list[tuple[LayerSpec, int]]:
-    """Distinct layers of ``layers`` (first-seen order) and how many of each."""
-    return list(Counter(layers).items())
-
-
-@dataclass(frozen=True)
-class _Stage:
-    """The layers of one pipeline stage as ``plan_memory`` reads them."""
-
-    counts: tuple[tuple[LayerSpec, int], ...]
-    """``_counts`` of the stage's layers."""
-    index: tuple[int, ...]
-    """Each layer of the stage, in order: its index into the model's distinct layers."""
-
-
-@functools.lru_cache(maxsize=64)
-def _stages(m: ModelSpec, pp: int) -> tuple[tuple[LayerSpec, ...], tuple[_Stage, ...]]:
-    """The distinct layers of ``m`` (first-seen order) and its ``pp`` stages (``stage_layers``),
-    cached per spec and pp (a ModelSpec hashes its fields once, ``hardware.frozen.FrozenSpec``):
-    a model's layers are distinct-but-equal objects, so finding the equal ones (pydantic
-    equality) is the costly part of a memory plan."""
-    distinct: dict[LayerSpec, int] = {}
-    stages = tuple(
-        _Stage(
-            tuple(_counts(layers)),
-            tuple(distinct.setdefault(x, len(distinct)) for x in layers),
-        )
-        for layers in stage_layers(m, pp)
-    )
-    return tuple(distinct), stages
-
-
 def weight_bytes_per_gpu(
     m: ModelSpec, p: Parallelism, quant: str, layers: tuple[LayerSpec, ...], with_embed: bool
 ) -> float:
     """Weights one GPU holds: attention / tp, dense FFN and experts / (tp*dp), embeddings / tp
     (``memory_batch.layers_weight_bytes`` of these layers)."""
-    return _weight_bytes(m, p, quant, _counts(layers), with_embed)
-
-
-def _weight_bytes(
-    m: ModelSpec, p: Parallelism, quant: str, counts: LayerCounts, with_embed: bool
-) -> float:
-    """``weight_bytes_per_gpu`` of layers given as ``_counts``."""
-    total = float(mb.layers_weight_bytes(m, counts, p.tp, p.dp, WEIGHT_BYTES[quant]))
+    total = float(
+        mb.layers_weight_bytes(m, mb.layer_counts(layers), p.tp, p.dp, WEIGHT_BYTES[quant])
+    )
     return total + (float(mb.embedding_bytes(m, p.tp)) if with_embed else 0.0)
 
 
 def kv_bytes_per_token(m: ModelSpec, layer: LayerSpec, tp: int, kv_dtype: str) -> float:
     """KV bytes one token adds to one GPU in ``layer`` (0 for linear attention; a DSA indexer's
     key included)."""
-    per_token = float(mb.kv_elems_per_token(m, layer, tp)) * KV_BYTES[kv_dtype]
-    return per_token + mb.indexer_key_bytes_per_token(m, layer)
+    return float(mb.layer_kv_bytes_per_token(m, layer, tp, KV_BYTES[kv_dtype]))
 
 
 def seq_kv_bytes(
@@ -168,11 +124,7 @@ def seq_kv_bytes(
 ) -> float:
     """KV + state bytes of one sequence of ``tokens`` on one GPU, windows and block rounding
     included (``memory_batch.layers_seq_bytes`` of these layers)."""
-    return _seq_bytes(m, _counts(layers), tp, kv_dtype, tokens)
-
-
-def _seq_bytes(m: ModelSpec, counts: LayerCounts, tp: int, kv_dtype: str, tokens: int) -> float:
-    """``seq_kv_bytes`` of layers given as ``_counts``."""
+    counts = mb.layer_counts(layers)
     return float(mb.layers_seq_bytes(m, counts, tp, KV_BYTES[kv_dtype], tokens))
 
 
@@ -214,11 +166,7 @@ def plan_memory(
     if kv_dtype not in KV_BYTES:
         raise PlannerInputError("--kv-dtype", f"'{kv_dtype}' not one of {sorted(KV_BYTES)}")
     check_parallelism(m, p)
-    distinct, stages = _stages(m, p.pp)
-    weights = max(
-        _weight_bytes(m, p, quant, st.counts, with_embed=(s == 0 or s == p.pp - 1))
-        for s, st in enumerate(stages)
-    )
+    weights = float(mb.stage_weight_bytes(m, p.pp, p.tp, p.dp, WEIGHT_BYTES[quant]))
     act = float(activation_bytes(m, p, max_num_batched_tokens, max_num_seqs))
     reserve = reserved_bytes(p)
     budget = gpu.memory_bytes * gpu_memory_utilization
@@ -233,17 +181,13 @@ def plan_memory(
             f"({gpu_memory_utilization:g} x {gpu.memory_bytes / 1e9:.0f} GB)",
             binding_constraint="memory",
         )
-    # per layer in stage order (sums as over the layers themselves), each distinct layer once
-    kv_of = [kv_bytes_per_token(m, x, p.tp, kv_dtype) for x in distinct]
-    fullest = max(stages, key=lambda st: sum(kv_of[i] for i in st.index))
-    kv_tok = sum(kv_of[i] for i in fullest.index)
-    state_of = [float(state_bytes_per_seq(m, x, p.tp)) for x in distinct]
-    state = sum(state_of[i] for i in fullest.index)
+    kv, st = mb.stage_kv_per_token(m, p.pp, p.tp, KV_BYTES[kv_dtype])
+    kv_tok, state = float(kv), float(st)
     capacity = int(kv_budget / kv_tok) * p.dp if kv_tok > 0 else 0
     tokens = (isl or 0) + (osl or 0) if (isl or osl) else None
     conc = None
     if tokens:
-        per_seq = max(_seq_bytes(m, st.counts, p.tp, kv_dtype, tokens) for st in stages)
+        per_seq = float(mb.stage_seq_bytes(m, p.pp, p.tp, KV_BYTES[kv_dtype], tokens))
         conc = int(kv_budget // per_seq) * p.dp
     return MemoryPlan(
         gpu_memory_bytes=gpu.memory_bytes,

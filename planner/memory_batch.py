@@ -3,9 +3,13 @@
 This is the one implementation of the memory terms (docs/architecture.md "Memory"; bytes): weights
 sharded attention/tp, FFN and experts/(tp·dp), embeddings/tp on the first and last stage;
 activations for the chunk; reserve. Every function takes arrays of candidates (``ParallelArrays``)
-or scalars (one deployment). The solvers and ``evaluate_batch`` approximate pipeline stages as
-ceil(layers/pp) layers each; :func:`planner.memory.plan_memory` (one deployment, used by
-``estimate``) sums the same per-layer terms over the exact layers of each stage.
+or scalars (one deployment). Pipeline stages two ways, both here: exactly, the layers of each
+stage (``stage_weight_bytes``, ``stage_kv_per_token``, ``stage_seq_bytes``; K = 1 is
+:func:`planner.memory.plan_memory`, the memory ``estimate`` and ``planner memory`` report), and
+as ceil(layers/pp) layers of the model's mix (``weights_per_gpu``, ``seq_bytes_per_gpu``: the KV
+capacity the serving model of ``evaluate_batch`` and the solvers reads). The two agree on models
+whose layers are all alike; on mixed ones (dense-then-MoE, hybrid attention) at pp > 1 they
+differ by a few percent.
 
 KV per token for a GQA layer is 2 (K and V) x kv_heads_per_gpu x head_dim x bytes; for MLA it is
 (kv_lora_rank + rope_dim) x bytes, replicated on every TP rank (so not divided by TP);
@@ -16,8 +20,11 @@ lightning indexer's one key per token and layer in fp8 with an fp32 scale per 12
 
 from __future__ import annotations
 
+import functools
 import math
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Protocol, TypeAlias
 
@@ -387,3 +394,105 @@ def default_pool_util(
         ),
         dtype=float,
     )
+
+
+# --- Exact pipeline stages ---------------------------------------------------------------------
+# One deployment (scalars, K = 1) or candidates sharing one pp (arrays of tp, dp): the layers of
+# each stage exactly, the fullest stage per term. ``planner.memory.plan_memory`` is this with
+# K = 1; ``weights_per_gpu`` / ``seq_bytes_per_gpu`` above price ceil(layers / pp) layers of the
+# model's mix instead (the solvers' sweep, unchanged numbers).
+
+
+def stage_layers(m: ModelSpec, pp: int) -> list[tuple[LayerSpec, ...]]:
+    """Layers of each pipeline stage (even split, the first stages take the remainder)."""
+    per, extra = divmod(m.num_layers, pp)
+    stages, start = [], 0
+    for s in range(pp):
+        n = per + (1 if s < extra else 0)
+        stages.append(m.layers[start : start + n])
+        start += n
+    return stages
+
+
+def layer_counts(layers: tuple[LayerSpec, ...]) -> list[tuple[LayerSpec, int]]:
+    """Distinct layers of ``layers`` (first-seen order) and how many of each."""
+    return list(Counter(layers).items())
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The layers of one pipeline stage."""
+
+    counts: tuple[tuple[LayerSpec, int], ...]
+    """``layer_counts`` of the stage's layers."""
+    index: tuple[int, ...]
+    """Each layer of the stage, in order: its index into the model's distinct layers."""
+
+
+@functools.lru_cache(maxsize=64)
+def stages(m: ModelSpec, pp: int) -> tuple[tuple[LayerSpec, ...], tuple[Stage, ...]]:
+    """The distinct layers of ``m`` (first-seen order) and its ``pp`` stages (``stage_layers``),
+    cached per spec and pp (a ModelSpec hashes its fields once, ``hardware.frozen.FrozenSpec``):
+    a model's layers are distinct-but-equal objects, so finding the equal ones (pydantic
+    equality) is the costly part of a memory plan."""
+    distinct: dict[LayerSpec, int] = {}
+    out = tuple(
+        Stage(
+            tuple(layer_counts(layers)),
+            tuple(distinct.setdefault(x, len(distinct)) for x in layers),
+        )
+        for layers in stage_layers(m, pp)
+    )
+    return tuple(distinct), out
+
+
+def layer_kv_bytes_per_token(m: ModelSpec, layer: LayerSpec, tp: Num, kv_bytes: float) -> Num:
+    """KV bytes one token adds to one GPU in ``layer`` (0 for linear attention; a DSA indexer's
+    key included)."""
+    return kv_elems_per_token(m, layer, tp) * kv_bytes + indexer_key_bytes_per_token(m, layer)
+
+
+def stage_weight_bytes(m: ModelSpec, pp: int, tp: Num, dp: Num, weight_bytes: Num) -> np.ndarray:
+    """Weight bytes on the fullest GPU, stage by stage: each stage's layers
+    (``layers_weight_bytes``), embeddings on the first and last stage; the largest stage."""
+    _, st = stages(m, pp)
+    per_stage = [
+        layers_weight_bytes(m, s.counts, tp, dp, weight_bytes)
+        + (embedding_bytes(m, tp) if i in (0, pp - 1) else 0.0)
+        for i, s in enumerate(st)
+    ]
+    return np.asarray(np.max(per_stage, axis=0))
+
+
+def stage_kv_per_token(
+    m: ModelSpec, pp: int, tp: Num, kv_bytes: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(KV bytes per token of context, recurrent-state bytes per sequence) on one GPU of the stage
+    holding the most KV per token (the first such stage), full attention (no window)."""
+    distinct, st = stages(m, pp)
+    kv_of = [layer_kv_bytes_per_token(m, x, tp, kv_bytes) for x in distinct]
+    state_of = [state_bytes_per_seq(m, x, tp) for x in distinct]
+    sums = [_in_order(kv_of, s.index) for s in st] + [_in_order(state_of, s.index) for s in st]
+    both = np.array(np.broadcast_arrays(*sums), dtype=float)
+    kv, state = both[: len(st)], both[len(st) :]
+    fullest = np.argmax(kv, axis=0)[None, ...]  # the first stage with the most KV per token
+    return (
+        np.squeeze(np.take_along_axis(kv, fullest, axis=0), axis=0),
+        np.squeeze(np.take_along_axis(state, fullest, axis=0), axis=0),
+    )
+
+
+def _in_order(values: list[Num], index: tuple[int, ...]) -> Num:
+    """Sum of ``values[i]`` for ``i`` in ``index``, added in that order (a stage's layers)."""
+    total: Num = 0
+    for i in index:
+        total = total + values[i]
+    return total
+
+
+def stage_seq_bytes(m: ModelSpec, pp: int, tp: Num, kv_bytes: float, tokens: Num) -> np.ndarray:
+    """KV + state bytes of one sequence of ``tokens`` on one GPU of the fullest stage (windows and
+    block rounding included)."""
+    _, st = stages(m, pp)
+    per_stage = [layers_seq_bytes(m, s.counts, tp, kv_bytes, tokens) for s in st]
+    return np.asarray(np.max(per_stage, axis=0))

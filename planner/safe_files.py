@@ -90,3 +90,14 @@ def csv_cell(value: object) -> object:
     if isinstance(value, str) and value.startswith(CSV_FORMULA_PREFIXES):
         return "'" + value
     return value
+
+
+def check_out_path(flag: str, path: str | Path) -> Path:
+    """The output path, after checking that its folder exists and that it is not a folder itself."""
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    if not folder.is_dir():
+        raise PlannerInputError(flag, f"folder {str(folder)!r} does not exist")
+    if p.is_dir():
+        raise PlannerInputError(flag, f"{str(p)!r} is a folder, expected a file name")
+    return p

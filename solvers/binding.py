@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hardware.catalog import get_gpu
-from planner.reports.present import count, ms, num
+from planner.quantities import count, ms, num
 
 if TYPE_CHECKING:
     from solvers.plan_core import Evaluated

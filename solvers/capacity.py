@@ -41,6 +41,7 @@ from planner.replay import Progress
 from planner.trace_windows import Window, split
 from planner.traces import Trace
 from planner.workload import LengthSpec, Workload
+from solvers.plan import PlanRequest, plan
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 SECONDS_PER_HOUR = 3600.0
@@ -169,8 +170,6 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
     """The aggregated worker shape (one replica) with the lowest cost per output token within the
     SLO at the trace's mean lengths (``planner plan`` without a load, up to ``worker_max_gpus``
     GPUs, over every GPU type given), and its GPU's $/hour."""
-    from solvers.plan import PlanRequest, plan
-
     isl, osl = int(round(float(np.mean(trace.isl)))), int(round(float(np.mean(trace.osl))))
     pr = PlanRequest(
         model=req.model,

@@ -24,6 +24,7 @@ from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.input_files import read_yaml
 from solvers.milp import MilpOutcome, solve
 from solvers.plan_core import evaluate_request
+from solvers.plan_models import PlanRequest
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -138,8 +139,6 @@ def load_spec(path: str | Path) -> FleetSpec:
 
 def build_options(spec: FleetSpec) -> Options:
     """Best SLO-meeting agg operating point per (class, GPU type, worker size)."""
-    from solvers.plan import PlanRequest
-
     rows: dict[str, list[object]] = {k: [] for k in Options.model_fields}
     for k, c in enumerate(spec.classes):
         for t, pool in enumerate(spec.gpus):

@@ -12,8 +12,10 @@ import numpy as np
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
-from planner.batch_eval import Reason
+from planner.bands import Bands, deployment_bands, packaged_bands, upper_factor
+from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, Reason
 from planner.deployment import Parallelism
+from planner.estimate import Percentiles
 from planner.memory import plan_memory
 from planner.model_spec import ModelSpec
 from planner.models import load_model
@@ -26,12 +28,12 @@ from solvers.explain import (
     infeasible_slo,
     infeasible_throughput,
 )
+from solvers.plan_models import Choice, PlanRequest
 from solvers.rate_pd import rate_disagg_block
 from solvers.space import SearchSpace
 
 if TYPE_CHECKING:
     from planner.deployment import WorkerConfig
-    from solvers.plan import Choice, PlanRequest
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -47,6 +49,9 @@ class Evaluated:
     prices: list[float]
     evaluated: int
     milp_info: dict[str, object] = field(default_factory=dict)
+    bands: Bands = field(default_factory=packaged_bands)
+    """The band table the SLOs are checked at and the choices state (a profile's own or the
+    packaged one)."""
 
     def __post_init__(self) -> None:
         p, cat = self.req.percentile, np.concatenate
@@ -71,8 +76,9 @@ class Evaluated:
         # upper edges of the prediction bands; the SLO must hold there unless --confidence 0
         backend = self.req.backend
         m, blocks = self.model, self.blocks
-        self.ttft_band = self.ttft * cat([band_factor(m, b, backend, "ttft") for b in blocks])
-        self.tpot_band = self.tpot * cat([band_factor(m, b, backend, "tpot") for b in blocks])
+        bs = self.bands
+        self.ttft_band = self.ttft * cat([band_factor(m, b, backend, "ttft", bs) for b in blocks])
+        self.tpot_band = self.tpot * cat([band_factor(m, b, backend, "tpot", bs) for b in blocks])
         robust = self.req.confidence > 0
         self.ttft_edge = self.ttft_band if robust else self.ttft
         self.tpot_edge = self.tpot_band if robust else self.tpot
@@ -153,11 +159,9 @@ class Evaluated:
         return f"disagg P[{one(d.prefill)}] D[{one(d.decode)}]{load}"
 
     def choice(self, i: int) -> Choice:
-        from solvers.plan import Choice
-
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
         pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.backend)
-        pred |= band_predictions(self.model, b, j, self.req.backend, pred)
+        pred |= band_predictions(self.model, b, j, self.req.backend, pred, self.bands)
         return Choice(
             mode=b.mode,
             gpu=b.gpu.key,
@@ -225,10 +229,11 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     return infeasible_slo(ev.ttft_edge, ev.tpot_edge, req.ttft_ms, req.tpot_ms, pct, where)
 
 
-def band_factor(m: ModelSpec, b: Block, backend: str, metric: str) -> np.ndarray:
-    """Per candidate of ``b``, the upper edge of ``metric``'s band over the prediction."""
-    from planner.bands import upper_factor
-
+def band_factor(
+    m: ModelSpec, b: Block, backend: str, metric: str, bands: Bands | None = None
+) -> np.ndarray:
+    """Per candidate of ``b``, the upper edge of ``metric``'s band (of ``bands``, default the
+    packaged table) over the prediction."""
     if b.mode == "agg":
         assert b.workers is not None
         q, kv = b.workers.quant, b.workers.kv
@@ -236,22 +241,26 @@ def band_factor(m: ModelSpec, b: Block, backend: str, metric: str) -> np.ndarray
         assert b.decode is not None and b.units is not None
         q, kv = b.decode.quant[b.units.d], b.decode.kv[b.units.d]
     modes = np.full(b.size, 0 if b.mode == "agg" else 1)
-    return upper_factor(m, b.gpu, backend, modes, b.res.prefill_utilization, q, kv, metric)
+    util = b.res.prefill_utilization
+    return upper_factor(m, b.gpu, backend, modes, util, q, kv, metric, bands)
 
 
 def band_predictions(
-    m: ModelSpec, b: Block, j: int, backend: str, pred: dict[str, object]
+    m: ModelSpec,
+    b: Block,
+    j: int,
+    backend: str,
+    pred: dict[str, object],
+    bands: Bands | None = None,
 ) -> dict[str, object]:
     """``ttft_ms_band`` / ``tpot_ms_band`` (level, and lo/hi of the mean and each percentile, as
-    ``planner estimate`` reports them) of candidate ``j`` of ``b``."""
-    from planner.bands import deployment_bands, load_bands
-    from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-    from planner.estimate import Percentiles
-
+    ``planner estimate`` reports them) of candidate ``j`` of ``b``, from ``bands`` (default: the
+    packaged table)."""
+    band_set = bands or packaged_bands()
     w = b.workers if b.mode == "agg" else b.decode
     assert w is not None
     k = j if b.mode == "agg" else int(b.units.d[j]) if b.units is not None else j
-    bands, account = deployment_bands(  # the bands and account `planner estimate` gives
+    own, account = deployment_bands(  # the bands and account `planner estimate` gives
         m,
         b.gpu,
         backend,
@@ -259,14 +268,15 @@ def band_predictions(
         float(b.res.prefill_utilization[j]),
         WEIGHT_QUANTS[int(w.quant[k])],
         KV_DTYPES[int(w.kv[k])],
+        band_set,
     )
-    level = load_bands().level
+    level = band_set.table.level
     out: dict[str, object] = {}
     for metric in ("ttft", "tpot"):
         ms = pred[f"{metric}_ms"]
         assert isinstance(ms, dict), "predicted() writes each metric as a dict"
         stats = {s: float(ms[s]) for s in ("mean", "p50", "p90", "p99")}
-        band = Percentiles(**stats).with_band(bands[metric], level).band
+        band = Percentiles(**stats).with_band(own[metric], level).band
         assert band is not None
         out[f"{metric}_ms_band"] = band.model_dump()
     prov = pred.get("provenance")
@@ -281,9 +291,7 @@ def check_confidence(confidence: float) -> None:
     """``--confidence`` is 0 (the point prediction) or the level of the committed band table."""
     if confidence == 0:
         return
-    from planner.bands import load_bands
-
-    level = load_bands().level
+    level = packaged_bands().table.level
     if abs(confidence - level) > 1e-9:
         raise PlannerInputError(
             "--confidence",
@@ -325,8 +333,11 @@ def _distinct_gpus(req: PlanRequest) -> list[GpuSpec]:
     return list(out.values())
 
 
-def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Evaluated:
-    """Every candidate of every GPU type and mode, evaluated (progress on stderr when slow)."""
+def evaluate_request(
+    req: PlanRequest, space: SearchSpace | None = None, bands: Bands | None = None
+) -> Evaluated:
+    """Every candidate of every GPU type and mode, evaluated (progress on stderr when slow), its
+    bands from ``bands`` (default: the packaged table)."""
     t0 = time.perf_counter()
     check_confidence(req.confidence)
     model = load_model(req.model, req.model_id)
@@ -369,4 +380,4 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
         raise infeasible_memory(
             model.name, req.gpus, req.max_gpus, _memory_detail(model, gpus[0], req.max_gpus)
         )
-    return Evaluated(req, model, blocks, prices, evaluated, milp)
+    return Evaluated(req, model, blocks, prices, evaluated, milp, bands or packaged_bands())

@@ -20,16 +20,15 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hardware.errors import InfeasibleError, PlannerInputError
+from planner.deployment import ShapeRules
 from solvers.counts import MAX_BUDGET_GPUS
-
-if TYPE_CHECKING:
-    from solvers.plan import PlanRequest, PlanResult
+from solvers.plan import PlanRequest, PlanResult, plan
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -112,6 +111,9 @@ class Scenario(BaseModel):
     workload: str = Field(description="Workload name.")
     slo: str = Field(description="SLO set name.")
     request: dict[str, object] = Field(description="The plan request of the scenario.")
+    shape_rules: ShapeRules = Field(
+        description="Worker shapes its backend can launch (not part of its id)."
+    )
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -128,12 +130,6 @@ def load_spec(path: str | Path) -> SweepSpec:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"])) or "top level"
         raise PlannerInputError("--spec", f"{path}: {where}: {err['msg']}") from None
-    from planner.emitters.capabilities import shape_rules
-
-    try:
-        shape_rules(spec.backend)
-    except PlannerInputError as exc:
-        raise PlannerInputError("--spec", f"{path}: backend: {exc.message}") from None
     return spec
 
 
@@ -143,8 +139,10 @@ def scenario_id(request: dict[str, object]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def scenarios(spec: SweepSpec) -> list[Scenario]:
-    """Every (model, GPU set, workload, SLO set, objective) combination, in spec order."""
+def scenarios(spec: SweepSpec, shape_rules: ShapeRules) -> list[Scenario]:
+    """Every (model, GPU set, workload, SLO set, objective) combination, in spec order, each
+    limited to ``shape_rules``: the worker shapes ``spec.backend`` can launch (the caller reads
+    them from the engine's capability table, as ``planner plan --backend`` does)."""
     out = []
     combos = itertools.product(
         spec.models, spec.gpu_sets, spec.workloads, spec.slos, spec.objectives
@@ -173,6 +171,7 @@ def scenarios(spec: SweepSpec) -> list[Scenario]:
                 workload=wl.name,
                 slo=slo.name,
                 request=req,
+                shape_rules=shape_rules,
             )
         )
     return out
@@ -302,16 +301,11 @@ def _quiet() -> Iterator[None]:
 def scenario_request(s: Scenario) -> PlanRequest:
     """The scenario's PlanRequest, limited to the worker shapes its backend can launch (as
     ``planner plan --backend``; the rules are not part of the request's id)."""
-    from planner.emitters.capabilities import shape_rules
-    from solvers.plan import PlanRequest
-
-    return PlanRequest(**s.request, shape_rules=shape_rules(str(s.request["backend"])))
+    return PlanRequest(**s.request, shape_rules=s.shape_rules)
 
 
 def run_scenario(s: Scenario) -> dict[str, object]:
     """Plan one scenario into a row; never raises (infeasible and failing scenarios are rows)."""
-    from solvers.plan import plan
-
     t0 = time.perf_counter()
     row = {c: None for c in COLUMNS} | _base(s)
     try:

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from hardware.errors import PlannerInputError
-from planner.reports.write import check_out_path
-from planner.safe_files import csv_cell, write_new_file
+from planner.safe_files import check_out_path, csv_cell, write_new_file
 from solvers.sweep import COLUMNS, Scenario, run_scenario
 
 if TYPE_CHECKING:

@@ -7,8 +7,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from planner.bands import Bands
 from planner.calibration_data import load_data
-from planner.calibration_profile import Fit, Profile, activate, calibrate, profile_text
+from planner.calibration_profile import (
+    Fit,
+    Profile,
+    activate,
+    bands_for,
+    calibrate,
+    profile_text,
+)
 from planner.cli.output import print_json, render_table
 from planner.engine_calibration import BACKENDS
 from planner.errors import PlannerInputError
@@ -32,6 +40,11 @@ def add_calibration(p: argparse.ArgumentParser) -> None:
 def use_profile(args: argparse.Namespace, gpu: str | None = None) -> str | None:
     """Apply ``--calibration`` (the per-GPU fit for ``gpu`` when the profile has one)."""
     return activate(getattr(args, "calibration", None), gpu)
+
+
+def profile_bands_of(args: argparse.Namespace) -> Bands:
+    """The bands ``--calibration`` states: the profile's own over the packaged table."""
+    return bands_for(getattr(args, "calibration", None))
 
 
 def _out_path(text: str) -> Path:

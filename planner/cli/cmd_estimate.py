@@ -9,7 +9,7 @@ from typing import Any
 
 from hardware.catalog import get_gpu
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-from planner.cli.cmd_calibrate_e2e import add_calibration, use_profile
+from planner.cli.cmd_calibrate_e2e import add_calibration, profile_bands_of, use_profile
 from planner.cli.cmd_capacity import add_replay_args
 from planner.cli.common import (
     EXIT_SATURATED,
@@ -203,6 +203,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         workload_from(args),
         backend=args.backend,
         **_workers(args),
+        bands=profile_bands_of(args),
     )
     rc = EXIT_SATURATED if est.saturated else 0
     if args.format == "json":

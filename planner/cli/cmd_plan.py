@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from planner.cli.cmd_calibrate_e2e import add_calibration, use_profile
+from planner.cli.cmd_calibrate_e2e import add_calibration, profile_bands_of, use_profile
 from planner.cli.common import (
     add_format,
     add_hardware_dir,
@@ -239,7 +239,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
     use_profile(args, get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None)
-    result = plan(_request(args))
+    result = plan(_request(args), profile_bands_of(args))
     plan_dict = result.to_plan_dict()
     written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []
     if args.format == "json":

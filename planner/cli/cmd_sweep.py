@@ -8,6 +8,8 @@ from typing import Any
 
 from planner.cli.common import positive_int
 from planner.cli.output import print_json, render_kv
+from planner.deployment import ShapeRules
+from planner.emitters.capabilities import shape_rules
 from planner.errors import PlannerInputError
 
 SCHEDULER_RE = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[A-Za-z0-9._\-\[\]:]+$")
@@ -69,6 +71,14 @@ def _check_names(spec: Any) -> None:
                 ) from None
 
 
+def _shape_rules(path: str, backend: str) -> ShapeRules:
+    """The worker shapes the spec's backend can launch (an unknown backend: an input error)."""
+    try:
+        return shape_rules(backend)
+    except PlannerInputError as exc:
+        raise PlannerInputError("--spec", f"{path}: backend: {exc.message}") from None
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from solvers.sweep import load_spec, scenarios
     from solvers.sweep_run import check_paths, run_sweep
@@ -83,10 +93,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "sizes a LocalCluster; with --scheduler the cluster's workers run the sweep",
         )
     spec = load_spec(args.spec)
+    rules = _shape_rules(args.spec, spec.backend)
     _check_names(spec)
     out = check_paths(args.out, args.resume, args.force)  # last: --force removes the old results
     summary = run_sweep(
-        scenarios(spec), out, scheduler=args.scheduler, workers=args.workers, resume=args.resume
+        scenarios(spec, rules),
+        out,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        resume=args.resume,
     )
     if args.format == "json":
         print_json(summary | {"out": str(out)})

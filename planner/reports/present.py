@@ -16,10 +16,14 @@ import math
 import numbers
 from collections.abc import Mapping
 
+from hardware.catalog import all_gpus
 from planner.errors import PlannerInputError
+from planner.quantities import SIG_FIGS as SIG_FIGS
+from planner.quantities import count as count
+from planner.quantities import finite as _finite
+from planner.quantities import ms as ms
+from planner.quantities import num as num
 
-SIG_FIGS = 4
-"""Significant figures of a measured or predicted quantity shown to a person."""
 GB = 1e9
 PERCENTILES = ("mean", "p50", "p90", "p99")
 
@@ -94,42 +98,6 @@ TEXT_NAMES: dict[str, str] = {
 MODE_WORDS = {"agg": "aggregated", "disagg": "disaggregated (prefill/decode)"}
 
 
-def _finite(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
-
-
-def num(value: object, sig: int = SIG_FIGS) -> str:
-    """A quantity rounded to ``sig`` significant figures, with thousands separators; '-' for none.
-
-    Integers (Python ``int``) are counts and print exactly.
-    """
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, numbers.Integral):
-        return f"{int(value):,}"
-    x = _finite(value)
-    if x is None:
-        return "-" if value is None or isinstance(value, float) else str(value)
-    if x == 0:
-        return "0"
-    mag = math.floor(math.log10(abs(x)))
-    decimals = sig - 1 - mag
-    rounded = round(x, decimals)
-    if decimals <= 0:
-        return f"{rounded:,.0f}"
-    text = f"{rounded:,.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def count(value: object) -> str:
-    """An exact count (GPUs, clients, tokens of a size): no rounding beyond the integer."""
-    x = _finite(value)
-    return "-" if x is None else f"{round(x):,}"
-
-
 def pct(share: object, decimals: int = 1) -> str:
     """A share (0.123) as percent ('12.3%')."""
     x = _finite(share)
@@ -148,12 +116,6 @@ def gb(n_bytes: object) -> str:
     """Bytes as GB (1e9 bytes), 4 significant figures."""
     x = _finite(n_bytes)
     return "-" if x is None else f"{num(x / GB)} GB"
-
-
-def ms(value: object) -> str:
-    """Milliseconds with the unit."""
-    x = _finite(value)
-    return "-" if x is None else f"{num(x)} ms"
 
 
 def machine_name(key: str, percentile: str | None = None) -> str:
@@ -255,8 +217,6 @@ def excel_format_for(value: object, kind: str = "num") -> str:
 
 def gpu_name(key: str) -> str:
     """A bundled GPU's display name ('h200_sxm' -> 'H200-SXM'); the key itself when unknown."""
-    from hardware.catalog import all_gpus
-
     spec = all_gpus().get(key)
     return spec.name if spec is not None else key
 

@@ -5,19 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.errors import PlannerInputError
+from planner.safe_files import check_out_path as check_out_path
 from planner.safe_files import write_all_new
-
-
-def check_out_path(flag: str, path: str | Path) -> Path:
-    """The output path, after checking that its folder exists and that it is not a folder itself."""
-    p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise PlannerInputError(flag, f"folder {str(folder)!r} does not exist")
-    if p.is_dir():
-        raise PlannerInputError(flag, f"{str(p)!r} is a folder, expected a file name")
-    return p
 
 
 def write_all(

@@ -17,6 +17,7 @@ from hardware.errors import PlannerInputError
 from kernels_db import costs, fitted, fp8_scale
 from kernels_db.harness import fp8_scale_passes, measured_cols
 from kernels_db.tables import table_from_frame
+from kernels_db.tools import fp8_scale_fit
 
 H200 = get_gpu("h200_sxm")
 NEW = "github:ai-dynamo/aiconfigurator data/h200_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.parquet"
@@ -79,7 +80,7 @@ def test_the_fit_recovers_known_constants() -> None:
     truth = fp8_scale.ScalePass(fixed_s=6e-6, memory_eff=0.4, cache_speedup=2.0)
     m, k = np.meshgrid(2.0 ** np.arange(0, 16), 2.0 ** np.arange(7, 15))
     t = fp8_scale.seconds(m.ravel(), k.ravel(), H200, truth)
-    got = fp8_scale.fit(m.ravel(), k.ravel(), t, H200)
+    got = fp8_scale_fit.fit(m.ravel(), k.ravel(), t, H200)
     assert got.fixed_s == pytest.approx(6e-6, rel=0.01)
     assert got.memory_eff == pytest.approx(0.4, rel=0.01)
     assert got.cache_speedup == pytest.approx(2.0, rel=0.05)
@@ -108,12 +109,12 @@ def test_the_block_fit_recovers_a_known_share(monkeypatch: pytest.MonkeyPatch) -
 
     slow = dataclasses.replace(cnt, peak_flops_per_s=cnt.peak_flops_per_s * 0.5)
     t = costs.model_time(slow, prm.as_array(), 4.8e12, prm.pad_rows)
-    assert fp8_scale.fit_block(m, n, k, t, H200) == pytest.approx(0.5, rel=0.01)
+    assert fp8_scale_fit.fit_block(m, n, k, t, H200) == pytest.approx(0.5, rel=0.01)
 
 
 def _aic_tree(root: Path) -> None:
-    q = root / "h200_sxm" / fp8_scale.AIC_TABLE
-    g = root / "h200_sxm" / fp8_scale.AIC_GEMM_TABLE
+    q = root / "h200_sxm" / fp8_scale_fit.AIC_TABLE
+    g = root / "h200_sxm" / fp8_scale_fit.AIC_GEMM_TABLE
     q.parent.mkdir(parents=True)
     g.parent.mkdir(parents=True)
     sp = fp8_scale.ScalePass(fixed_s=7e-6, memory_eff=0.3, cache_speedup=2.0)
@@ -135,7 +136,7 @@ def test_the_command_writes_once_and_refuses_to_overwrite(tmp_path: Path) -> Non
     _aic_tree(tmp_path / "aic")
     out = tmp_path / "fp8_scale.yaml"
     assert (
-        fp8_scale.main(
+        fp8_scale_fit.main(
             ["--aic-data", str(tmp_path / "aic"), "--out", str(out), "--gpus", "h200_sxm"]
         )
         == 0
@@ -143,7 +144,7 @@ def test_the_command_writes_once_and_refuses_to_overwrite(tmp_path: Path) -> Non
     text = out.read_text()
     assert "fixed_s: 7.0e-06" in text and "block_compute_share: 1.0" in text
     assert (
-        fp8_scale.main(
+        fp8_scale_fit.main(
             ["--aic-data", str(tmp_path / "aic"), "--out", str(out), "--gpus", "h200_sxm"]
         )
         == 2
@@ -151,18 +152,18 @@ def test_the_command_writes_once_and_refuses_to_overwrite(tmp_path: Path) -> Non
     link = tmp_path / "link.yaml"
     os.symlink(out, link)
     with pytest.raises(PlannerInputError, match="symbolic link"):
-        fp8_scale.write(tmp_path / "aic", link, ["h200_sxm"], force=True)
+        fp8_scale_fit.write(tmp_path / "aic", link, ["h200_sxm"], force=True)
 
 
 def test_a_missing_or_malformed_table_is_one_input_error(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
     with pytest.raises(PlannerInputError, match="--aic-data"):
-        fp8_scale.read_aic(tmp_path, "h200_sxm")
-    bad = tmp_path / "h200_sxm" / fp8_scale.AIC_TABLE
+        fp8_scale_fit.read_aic(tmp_path, "h200_sxm")
+    bad = tmp_path / "h200_sxm" / fp8_scale_fit.AIC_TABLE
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"not parquet")
     with pytest.raises(PlannerInputError, match="parquet"):
-        fp8_scale.read_aic(tmp_path, "h200_sxm")
+        fp8_scale_fit.read_aic(tmp_path, "h200_sxm")
     pd.DataFrame(
         {
             "m": [1.0],
@@ -173,7 +174,7 @@ def test_a_missing_or_malformed_table_is_one_input_error(tmp_path: Path) -> None
         }
     ).to_parquet(bad)
     with pytest.raises(PlannerInputError, match="positive"):
-        fp8_scale.read_aic(tmp_path, "h200_sxm")
+        fp8_scale_fit.read_aic(tmp_path, "h200_sxm")
 
 
 def test_rows_of_no_time_are_left_out_of_the_fits() -> None:
@@ -185,11 +186,11 @@ def test_rows_of_no_time_are_left_out_of_the_fits() -> None:
     cols = {"m": m, "n": n, "k": k, "dtype": np.full(m.size, "fp8")}
     t = costs.model_time(costs.counts("gemm", cols, H200), prm.as_array(), 4.8e12, prm.pad_rows)
     t[:3] = 0.0
-    assert fp8_scale.fit_block(m, n, k, t, H200) == pytest.approx(1.0, rel=0.02)
+    assert fp8_scale_fit.fit_block(m, n, k, t, H200) == pytest.approx(1.0, rel=0.02)
     with pytest.raises(PlannerInputError, match="--aic-data"):
-        fp8_scale.fit_block(m, n, k, np.zeros(m.size), H200)
+        fp8_scale_fit.fit_block(m, n, k, np.zeros(m.size), H200)
     with pytest.raises(PlannerInputError, match="--aic-data"):
-        fp8_scale.fit(m, k, np.zeros(m.size), H200)
+        fp8_scale_fit.fit(m, k, np.zeros(m.size), H200)
 
 
 def test_a_constant_out_of_range_names_its_gpu_field_and_line(

@@ -12,7 +12,8 @@ import pytest
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from kernels_db.lookup import KernelDB
-from kernels_db.moe_load import SKEWED, compare, main, power_law_load, read_pairs, summary
+from kernels_db.moe_load import SKEWED, compare, power_law_load, read_pairs, summary
+from kernels_db.tools.moe_load_check import main
 
 
 def test_one_rank_carries_the_mean_and_more_ranks_a_heavier_busiest_one() -> None:

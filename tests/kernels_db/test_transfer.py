@@ -14,6 +14,7 @@ from hardware.catalog import SPECS_DIR, all_gpus, get_gpu
 from hardware.spec import GpuSpec
 from kernels_db import fitted, paths, transfer
 from kernels_db.lookup import KernelDB
+from kernels_db.tools.transfer_check import held_out_check
 from planner.cli.main import main
 
 
@@ -204,7 +205,7 @@ def test_transfer_rule_held_out_on_measured_siblings() -> None:
     for GEMM, prefill attention and every collective no worse than the default efficiencies."""
     if not KERNELS.is_dir():
         pytest.skip(f"{KERNELS} absent (shared validation folder not mounted)")
-    rows = transfer.held_out_check(KERNELS)
+    rows = held_out_check(KERNELS)
     med = {(r["gpu"], r["op"], str(r["method"]).split(":")[0]): r["median_ape_pct"] for r in rows}
     assert {g for g, _, _ in med} == {"h100_sxm", "h200_sxm"}
     for gpu in ("h100_sxm", "h200_sxm"):

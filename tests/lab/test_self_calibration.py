@@ -12,7 +12,6 @@ import pytest
 from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
 from lab.self_calibration import self_calibration_report, split_alternate
-from planner.calibration_bands import use_profile_bands
 from planner.cli.main import main
 from planner.engine_calibration import use_calibration
 from tests.lab import SILICON_MEASURED
@@ -26,7 +25,6 @@ CAMPAIGN = "db-dump/2026-04-27; vllm/vllm-openai:v0.18.0"
 def _reset_profile() -> object:
     yield
     use_calibration({}, "")
-    use_profile_bands({})  # `validate e2e --calibration` also sets the profile's bands
 
 
 def _campaign_rows() -> pd.DataFrame:

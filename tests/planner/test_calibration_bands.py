@@ -155,3 +155,22 @@ def test_plan_uses_the_profile_bands_and_names_them(
     assert "bands.yaml" in plans[0]["provenance"]["bands"]
     assert str(prof) in plans[1]["provenance"]["bands"]
     assert str(prof) in plans[1]["provenance"]["engine_calibration"]
+
+
+def test_bands_are_a_value_passed_with_the_request(tmp_path: Path) -> None:
+    """A profile's bands reach ``estimate`` only through its ``bands`` argument: the next
+    estimate without them states the packaged table (no state left behind)."""
+    from hardware.catalog import get_gpu
+    from planner.calibration_profile import bands_for
+    from planner.estimate import estimate
+    from planner.models import load_model
+    from planner.workload import LengthSpec, Workload
+
+    prof = write_profile(tmp_path / "p.yaml", "vllm", {}, {"agg": NARROW})
+    m, g = load_model("llama-3.1-8b-instruct"), get_gpu("h100_sxm")
+    wl = Workload(isl=LengthSpec(mean=1000), osl=LengthSpec(mean=200), concurrency=8)
+    own = estimate(m, g, wl, bands=bands_for(prof))
+    after = estimate(m, g, wl)
+    assert str(prof) in own.provenance["bands"]
+    assert str(prof) not in after.provenance["bands"]
+    assert after.ttft_ms == estimate(m, g, wl, bands=bands_for(None)).ttft_ms

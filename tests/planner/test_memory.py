@@ -142,3 +142,25 @@ def test_vectorized_memory_equals_plan_memory(name: str) -> None:
         )
         assert seq[i] == pytest.approx(seq_kv_bytes(m, m.layers, tp, "bf16", 4500), rel=1e-9)
         assert act[i] == pytest.approx(activation_bytes(m, par, 8192, 256), rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["deepseek-r1", "llama-3.1-70b", "qwen3-32b"])
+def test_the_stage_terms_over_k_candidates_are_the_one_deployment_plans(name: str) -> None:
+    """``memory_batch``'s exact stage terms over K candidates (arrays of tp) equal
+    ``plan_memory`` of each candidate alone (K = 1): one implementation."""
+    from planner import memory_batch as mb
+
+    m, g = load_model(name), get_gpu("b200")
+    tps = np.array([1.0, 2.0, 4.0, 8.0])
+    for pp in (1, 3, 4):
+        w = mb.stage_weight_bytes(m, pp, tps, 1.0, mb.WEIGHT_BYTES["fp8"])
+        kv, _ = mb.stage_kv_per_token(m, pp, tps, mb.KV_BYTES["bf16"])
+        seq = mb.stage_seq_bytes(m, pp, tps, mb.KV_BYTES["bf16"], 3700.0)
+        for i, tp in enumerate(tps):
+            p = Parallelism(tp=int(tp), pp=pp)
+            try:
+                one = plan_memory(m, g, p, weight_quant="fp8", isl=3000, osl=700)
+            except (InfeasibleError, PlannerInputError):
+                continue
+            assert (w[i], kv[i]) == (one.weights_bytes_per_gpu, one.kv_bytes_per_token_per_gpu)
+            assert one.max_concurrency == int(one.kv_budget_bytes_per_gpu // seq[i])

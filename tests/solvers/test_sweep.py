@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from planner.cli.main import main
-from planner.deployment import Parallelism
+from planner.deployment import Parallelism, ShapeRules
 from planner.emitters.capabilities import shape_rules
 from solvers.plan_core import evaluate_request
 from solvers.sweep import COLUMNS, Scenario, load_spec, run_scenario, scenario_request, scenarios
@@ -51,6 +51,12 @@ def _spec(tmp: Path, text: str = SPEC) -> Path:
     return p
 
 
+def _scenarios(path: Path) -> list[Scenario]:
+    """The spec's scenarios limited to its backend's shapes, as ``planner sweep`` runs them."""
+    spec = load_spec(path)
+    return scenarios(spec, shape_rules(spec.backend))
+
+
 def _rows(path: Path) -> dict[str, dict[str, str]]:
     with path.open() as fh:
         return {
@@ -74,9 +80,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, s
 
     tmp = tmp_path_factory.mktemp("ref")
     out = tmp / "ref.csv"
-    out.write_bytes(
-        results_bytes([run_scenario(s) for s in scenarios(load_spec(_spec(tmp)))], ".csv")
-    )
+    out.write_bytes(results_bytes([run_scenario(s) for s in _scenarios(_spec(tmp))], ".csv"))
     return _rows(out)
 
 
@@ -230,7 +234,15 @@ def test_failing_scenario_is_a_row() -> None:
         "objective": "gpus",
     }
     row = run_scenario(
-        Scenario(index=0, scenario_id="x", gpu_set="a", workload="b", slo="c", request=req)
+        Scenario(
+            index=0,
+            scenario_id="x",
+            gpu_set="a",
+            workload="b",
+            slo="c",
+            request=req,
+            shape_rules=ShapeRules(),
+        )
     )
     assert (
         row["status"] == "error" and "no-such-engine" in row["reason"] and set(row) == set(COLUMNS)
@@ -238,7 +250,7 @@ def test_failing_scenario_is_a_row() -> None:
 
 
 def test_scenario_ids_are_stable_and_distinct(tmp_path: Path) -> None:
-    a, b = scenarios(load_spec(_spec(tmp_path))), scenarios(load_spec(_spec(tmp_path)))
+    a, b = _scenarios(_spec(tmp_path)), _scenarios(_spec(tmp_path))
     assert [s.scenario_id for s in a] == [s.scenario_id for s in b]
     assert len({s.scenario_id for s in a}) == 20
 
@@ -282,7 +294,7 @@ def test_scenarios_search_only_shapes_their_backend_launches(tmp_path: Path, bac
         "slos: [{name: std, ttft_ms: 2000, tpot_ms: 50}]\n"
         f"backend: {backend}\n"
     )
-    (s,) = scenarios(load_spec(_spec(tmp_path, text)))
+    (s,) = _scenarios(_spec(tmp_path, text))
     assert scenario_request(s).shape_rules == shape_rules(backend)
     assert run_scenario(s)["status"] == "ok"
     rules = shape_rules(backend)

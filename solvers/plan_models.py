@@ -1,0 +1,163 @@
+"""What ``plan`` is asked and what it answers: the request, a recommended choice, a Pareto point
+and the result (data only; :mod:`solvers.plan` searches, ``planner.cli`` and ``app`` present)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hardware.errors import PlannerInputError
+from planner.deployment import Deployment, ShapeRules
+from solvers.counts import MAX_BUDGET_GPUS
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+Objective = Literal["throughput-per-gpu", "cost", "gpus"]
+Percentile = Literal["p50", "p90", "p99"]
+
+
+class PlanRequest(BaseModel):
+    """What the user asks for."""
+
+    model_config = _FROZEN
+    model: str = Field(description="Bundled model name, HF id or config.json path.")
+    model_id: str = Field(default="", description="Identity of a local config.json's weights.")
+    shape_rules: ShapeRules = Field(
+        default_factory=ShapeRules, description="Worker shapes the target engine can launch."
+    )
+    gpus: tuple[str, ...] = Field(
+        min_length=1, description="GPU names or aliases to consider (see `planner gpus`)."
+    )
+    max_gpus: int = Field(default=8, ge=1, description="GPU budget of the deployment.")
+
+    @field_validator("max_gpus")
+    @classmethod
+    def _budget(cls, v: int) -> int:
+        if v > MAX_BUDGET_GPUS:
+            raise PlannerInputError(
+                "--max-gpus",
+                f"{v:,} is above {MAX_BUDGET_GPUS:,}, the largest GPU budget the search prices",
+            )
+        return v
+
+    isl: int = Field(ge=1, description="Input tokens per request.")
+    osl: int = Field(ge=1, description="Output tokens per request.")
+    rate_per_s: float | None = Field(
+        default=None, gt=0, description="Open-loop request rate to serve, requests/s."
+    )
+    concurrency: int | None = Field(default=None, ge=1, description="Closed-loop clients to serve.")
+    ttft_ms: float = Field(gt=0, description="TTFT SLO, ms.")
+    tpot_ms: float = Field(gt=0, description="TPOT SLO, ms.")
+    percentile: Percentile = Field(default="p90", description="Percentile the SLOs apply to.")
+    mode: Literal["agg", "disagg", "auto"] = Field(
+        default="auto", description="agg, disagg, or auto (both, the better wins)."
+    )
+    backend: str = Field(
+        default="vllm",
+        description="Engine: its calibration, the worker shapes it can launch and the configs "
+        "written for it.",
+    )
+    price_per_gpu_hour: float | None = Field(
+        default=None, gt=0, description="Override of every GPU's $/hour."
+    )
+    objective: Objective = Field(
+        default="throughput-per-gpu", description="What the recommendation maximises or minimises."
+    )
+    weight_quants: tuple[str, ...] = Field(
+        default=(), description="Weight dtypes allowed besides the checkpoint's."
+    )
+    confidence: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="Meet the SLO at the upper edge of the prediction "
+        "band of this level (planner.bands, 0.8); 0: at the point prediction.",
+    )
+    node_gpus: int | None = Field(
+        default=None, ge=1, description="Count GPUs in whole nodes of this size."
+    )
+    hardware_dirs: tuple[str, ...] = Field(
+        default=(), description="Extra folders of GPU spec files."
+    )
+
+
+class Choice(BaseModel):
+    """One recommended deployment with its predictions."""
+
+    model_config = _FROZEN
+    mode: str = Field(description="agg or disagg.")
+    gpu: str = Field(description="GPU key.")
+    config: str = Field(description="Short description of the deployment.")
+    deployment: Deployment = Field(description="The deployment.")
+    predicted: dict[str, object] = Field(
+        description="Predicted TTFT, TPOT, throughput and memory (planner estimate's numbers)."
+    )
+    gpus: int = Field(description="GPUs of the deployment.")
+    cost_per_million_output_tokens: float = Field(description="USD per million output tokens.")
+    cost_per_hour_usd: float = Field(description="USD per hour of the deployment.")
+    headroom: dict[str, object] = Field(
+        default_factory=dict,
+        description="SLO / predicted and SLO / band edge per metric, and "
+        "the metric with the least headroom at the band edge (tightest_at_band_edge).",
+    )
+
+
+class ParetoPoint(BaseModel):
+    """A point of the throughput-per-GPU vs throughput-per-user front."""
+
+    model_config = _FROZEN
+    mode: str = Field(description="agg or disagg.")
+    gpu: str = Field(description="GPU key.")
+    output_tok_s_per_gpu: float = Field(description="Output tokens/s per GPU.")
+    output_tok_s_per_user: float = Field(description="Output tokens/s one request sees.")
+    ttft_ms: float = Field(description="At the requested percentile.")
+    tpot_ms: float = Field(description="At the requested percentile.")
+    gpus: int = Field(description="GPUs of the deployment.")
+    clients_per_worker: int | None = Field(
+        description="Closed-loop clients per worker; None at a rate."
+    )
+    config: str = Field(
+        description="Short description, e.g. 'agg tp4 pp1 x2, seqs 64, chunk 4096'."
+    )
+
+
+class PlanResult(BaseModel):
+    """The answer: best plan, Pareto front, alternatives per mode, binding constraint."""
+
+    model_config = _FROZEN
+    request: PlanRequest = Field(description="The request planned for.")
+    model: str = Field(description="Model name.")
+    gpu: str = Field(description="GPU key of the best choice.")
+    workload: dict[str, object] = Field(description="The load planned for.")
+    slo: dict[str, object] = Field(description="TTFT and TPOT targets and their percentile.")
+    best: Choice = Field(description="The recommendation.")
+    pareto: tuple[ParetoPoint, ...] = Field(description="Throughput-per-GPU vs per-user frontier.")
+    binding_constraint: str = Field(
+        description="What limits the recommendation (an SLO, memory or the GPU budget)."
+    )
+    candidates_evaluated: int = Field(description="Candidates the search priced.")
+    search_seconds: float = Field(description="Search wall time, s.")
+    alternatives: dict[str, Choice | None] = Field(
+        description="Best choice per mode; None where a mode has none."
+    )
+    milp: dict[str, object] | None = Field(
+        default=None,
+        description="Disaggregated rate search (MILP) details; None when it did not run.",
+    )
+    binding: dict[str, object] = Field(
+        default_factory=dict, description="solvers.binding.explain_binding."
+    )
+    candidates: tuple[dict[str, object], ...] = Field(
+        default=(), description="Top feasible candidates."
+    )
+    per_gpu_type: dict[str, dict[str, object]] = Field(
+        default_factory=dict, description="Best plan or reason, per GPU type."
+    )
+    max_gpus: int = Field(default=0, description="The GPU budget of the request.")
+
+    def to_plan_dict(self) -> dict[str, object]:
+        """The plan-file JSON (``planner plan --format json``; read by
+        planner.emitters.plan_file)."""
+        out = self.model_dump(mode="json", exclude={"request"})
+        out["objective"] = self.request.objective
+        return out
