@@ -23,8 +23,8 @@ from app.calibration_view import Fitted
 from app.inputs import ModelChoice, SloChoice
 from hardware.errors import PlannerInputError
 from planner.calibration_profile import Profile, applied
-from planner.emitters import ENGINES
 from planner.emitters.capabilities import shape_rules
+from planner.engines import engine_names
 from planner.models import bundled_models, find_bundled
 from planner.workload import LengthSpec
 from solvers.fleet import FleetSpec
@@ -32,7 +32,7 @@ from solvers.plan import PlanRequest, plan
 
 MODES = ("auto", "agg", "disagg")
 MODE_LABELS = {"auto": "auto (best of both)", "agg": "aggregated", "disagg": "disaggregated (P/D)"}
-BACKENDS = ENGINES
+BACKENDS = engine_names()
 OBJECTIVES = ("throughput-per-gpu", "cost", "gpus")
 STALE_TEXT = "inputs changed - press Plan"
 """Shown over a result whose inputs differ from the form's."""

@@ -31,7 +31,9 @@ from scipy import special
 from hardware.spec import GpuSpec
 from kernels_db.costs import peak_flops
 from planner import memory_batch, queueing
-from planner.engine_calibration import EngineCalibration, engine, prefill_first
+from planner.engine_calibration import EngineCalibration, engine
+from planner.engines import Engine, PromptHolds, get_engine
+from planner.engines.kv_pool import default_pool_util
 from planner.kernels_adapter import default_pricer
 from planner.memory import KV_BYTES, WEIGHT_BYTES
 from planner.model_spec import ModelSpec
@@ -106,8 +108,8 @@ def kv_tokens_held(
 ) -> np.ndarray | float:
     """KV tokens one running request holds on average: ISL plus the engine's
     ``kv_held_osl_fraction`` of OSL (engines that allocate KV on demand hold half the answer on
-    average, engines that reserve it on admission the whole; engines.yaml names each engine's
-    policy). The serving model's KV-capacity count, shared with the solvers' slot caps."""
+    average, engines that reserve it on admission the whole; each engine's constants.yaml names
+    its policy). The serving model's KV-capacity count, shared with the solvers' slot caps."""
     return isl + osl * engine(backend).kv_held_osl_fraction.value
 
 
@@ -343,60 +345,96 @@ def fixed_lengths(w: Workload) -> bool:
     )
 
 
-def lasting_lockstep(w: Workload, backend: str) -> bool:
-    """Whether an aggregated closed-loop benchmark of ``w`` on ``backend`` stays in lockstep for the
-    whole run: its clients start together (a named run, ``bench_requests``), every request has the
-    same lengths, and the engine stalls decodes while prompts wait
-    (``engine_calibration.PREFILL_FIRST``), so the N requests of a wave start decoding in the same
-    step, finish in the same step and come back together (``serving.lockstep_agg``). A workload
-    that only asks for the start-up wave of an unrecorded protocol (``startup_wave``: the
-    validation rows, whose length distribution is not recorded) keeps the fitted first-wave share.
-    On the one SGLang campaign of silicon_measured.csv that behaves so (Qwen3-32B on H100, SGLang
-    0.5.1, 78 rows) it moves the median ln(pred/meas) of TTFT from -1.24 to 0.03 and of TPOT from
-    0.24 to 0.01; on the other SGLang campaigns it puts TTFT 1.3-3x high: they do not stay in
-    lockstep (aiconfigurator's generator launches SGLang with --enable-mixed-chunk; the dumps'
-    client draws lengths from [0.8, 1] x ISL/OSL), which the rows do not record, see
-    planner/validation/notes/sglang.md. A result that says its server mixed chunks
-    (``mixed_chunk``) keeps the fitted share (``validation.e2e.named_runs``)."""
-    return w.bench_requests is not None and fixed_lengths(w) and prefill_first(backend)
+def lasting_lockstep(w: Workload, eng: Engine) -> bool:
+    """Whether an aggregated closed-loop benchmark of ``w`` on engine ``eng`` stays in lockstep
+    for the whole run: its clients start together (a named run, ``bench_requests``), every request
+    has the same lengths, and the engine stalls decodes while prompts wait
+    (``Engine.prefill_first``), so the N requests of a wave start decoding in the same step,
+    finish in the same step and come back together (``serving.lockstep_agg``). A workload that
+    only asks for the start-up wave of an unrecorded protocol (``startup_wave``: the validation
+    rows, whose length distribution is not recorded) keeps the fitted first-wave share. Whether
+    real campaigns stay in lockstep, and the figures, are in that engine's notes
+    (``planner/engines/<name>/``)."""
+    return w.bench_requests is not None and fixed_lengths(w) and eng.prefill_first is not None
 
 
-def _worker(
-    m: ModelSpec,
-    gpu: GpuSpec,
-    par: ParallelArrays,
-    seqs: np.ndarray,
-    chunk: np.ndarray,
-    workers: np.ndarray,
-    tokens: np.ndarray,
-    cal: EngineCalibration,
-    util: float | np.ndarray,
+@dataclass(frozen=True)
+class RecordedLaunch:
+    """Launch settings a measured deployment recorded, for replaying it (``planner validate``);
+    a plan leaves every one unset. Arrays have one entry per candidate, shape (K,)."""
+
+    kv_pool: np.ndarray | None = None
+    """``planner.engines.kv_pool.KvPool`` whose default sizes each worker's KV pool (a launch
+    measured at its engine's default); None: ``gpu_memory_utilization`` of the device, as the
+    planner's plans set it."""
+    pool_flag: np.ndarray | None = None
+    """The engine's own memory flag where the launch recorded it, NaN elsewhere
+    (``planner.engines.kv_pool.default_pool_util``)."""
+    holds: PromptHolds | None = None
+    """The engine scheduler's prompt holds the launch enabled (aggregated workers only;
+    ``serving.WorkerArrays.holds``)."""
+    decode_routers: np.ndarray | None = None
+    """Slot-blind round-robin routers that place requests on a disaggregated deployment's decode
+    workers, NaN where they fill free slots (``serving.routed_running``)."""
+    constants: Constants | None = None
+    """Per-candidate values of fitted engine constants (``Constants``)."""
+
+
+NOT_RECORDED = RecordedLaunch()
+"""A plan's launch: nothing recorded, every setting the planner's own."""
+
+
+@dataclass(frozen=True)
+class WorkerSetting:
+    """What every worker of a batch of candidates shares: the model, the GPU, the engine's
+    calibration, the memory fraction (one value, or one per candidate) and the recorded launch."""
+
+    m: ModelSpec
+    gpu: GpuSpec
+    cal: EngineCalibration
+    util: float | np.ndarray
+    recorded: RecordedLaunch = NOT_RECORDED
+
+
+@dataclass(frozen=True)
+class RoleColumns:
+    """One role's candidate columns (K candidates): parallelism, slots, chunk, workers and the KV
+    tokens one of its sequences holds."""
+
+    par: ParallelArrays
+    seqs: np.ndarray
+    chunk: np.ndarray
+    workers: np.ndarray
+    tokens: np.ndarray
+
+
+def worker_arrays(
+    s: WorkerSetting,
+    role: RoleColumns,
     burst: np.ndarray,
-    constants: Constants | None = None,
     lockstep: bool = False,
-    kv_pool: np.ndarray | None = None,
-    pool_flag: np.ndarray | None = None,
-    adp_balance_iters: np.ndarray | None = None,
-    batch_wait_iters: np.ndarray | None = None,
-    batch_wait_tokens: np.ndarray | None = None,
+    holds: PromptHolds | None = None,
 ) -> WorkerArrays:
-    if kv_pool is not None:
-        util = memory_batch.default_pool_util(kv_pool, m, gpu, par, chunk, seqs, util, pool_flag)
-    cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
-    k = seqs.shape[0]
+    """One role's ``WorkerArrays``: its KV capacity (at the recorded pool where one is given) and
+    the calibration's kernel scale and step overhead."""
+    util, rec = s.util, s.recorded
+    if rec.kv_pool is not None:
+        util = default_pool_util(
+            rec.kv_pool, s.m, s.gpu, role.par, role.chunk, role.seqs, util, rec.pool_flag
+        )
+    cap = memory_batch.seq_capacity(s.m, s.gpu, role.par, role.chunk, role.seqs, role.tokens, util)
+    k = role.seqs.shape[0]
     return WorkerArrays(
-        par,
-        seqs,
-        chunk,
+        role.par,
+        role.seqs,
+        role.chunk,
         cap,
-        constant(cal, "kernel_scale", k, constants),
-        constant(cal, "step_overhead_s", k, constants),
-        workers,
+        constant(s.cal, "kernel_scale", k, rec.constants),
+        constant(s.cal, "step_overhead_s", k, rec.constants),
+        role.workers,
         burst,
         np.full(k, lockstep) & np.isfinite(burst),
-        adp_balance_iters,
-        batch_wait_iters,
-        batch_wait_tokens,
+        holds,
     )
 
 
@@ -532,56 +570,25 @@ def evaluate_batch(
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
     calibration: EngineCalibration | None = None,
-    constants: Constants | None = None,
-    kv_pool: np.ndarray | None = None,
-    pool_flag: np.ndarray | None = None,
-    adp_balance_iters: np.ndarray | None = None,
-    batch_wait_iters: np.ndarray | None = None,
-    batch_wait_tokens: np.ndarray | None = None,
-    decode_routers: np.ndarray | None = None,
+    recorded: RecordedLaunch = NOT_RECORDED,
 ) -> ResultArrays:
-    """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
-    (``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``constants``:
-    per-candidate values of fitted engine constants, see ``Constants``; ``kv_pool``: per
-    candidate, the ``memory_batch.KvPool`` whose default sizes each worker's KV pool, for
-    replaying deployments measured at their engine's default; None: ``gpu_memory_utilization``
-    of the device, vLLM's meaning, as the planner's plans set it; ``pool_flag``: per candidate,
-    the engine's own memory flag where a replayed launch recorded it, NaN elsewhere,
-    ``memory_batch.default_pool_util``; ``adp_balance_iters``: per candidate, TensorRT-LLM's
-    attention-DP balance ``timeout_iters`` where a replayed launch enabled it, 0 elsewhere,
-    ``serving.adp_balance_wait``; ``batch_wait_iters`` / ``batch_wait_tokens``: per candidate, its
-    batch waiting (``batch_wait_timeout_iters``, ratio x max_num_tokens), 0 elsewhere,
-    ``serving.batch_wait``; both for aggregated workers only; ``decode_routers``: per candidate,
-    the slot-blind round-robin routers that place requests on a disaggregated deployment's decode
-    workers, NaN where they fill free slots, ``serving.routed_running``)."""
+    """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass on engine
+    ``backend`` (``calibration``: its constants, the packaged ones when None;
+    ``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``recorded``: the
+    launch settings a replayed measurement recorded, see ``RecordedLaunch``)."""
     pricer = op_pricer(gpu, pricer)
     cal = calibration or engine(backend)
     k = len(c)
+    consts = recorded.constants
     conc = np.where(c.own_concurrency, c.concurrency, w.concurrency if w.concurrency else np.nan)
-    load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, constants))
-    tokens = np.asarray(kv_tokens_held(load.isl, load.osl, backend))
-    disagg = c.disagg
+    load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, consts))
+    setting = WorkerSetting(m, gpu, cal, gpu_memory_utilization, recorded)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
-    burst = lockstep_share(w, conc, cal, constants=constants)
-    dec = _worker(
-        m,
-        gpu,
-        dec_par,
-        c.max_num_seqs,
-        c.max_num_batched_tokens,
-        c.workers,
-        tokens,
-        cal,
-        gpu_memory_utilization,
-        burst,
-        constants,
-        lasting_lockstep(w, backend),
-        kv_pool,
-        pool_flag,
-        adp_balance_iters,
-        batch_wait_iters,
-        batch_wait_tokens,
-    )
+    tokens = np.asarray(load.isl + load.osl * cal.kv_held_osl_fraction.value)
+    dec_role = RoleColumns(dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)
+    burst = lockstep_share(w, conc, cal, constants=consts)
+    lasting = lasting_lockstep(w, get_engine(backend))
+    dec = worker_arrays(setting, dec_role, burst, lasting, recorded.holds)
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(
         **{
@@ -589,6 +596,7 @@ def evaluate_batch(
             for f in LoadArrays.__dataclass_fields__
         }
     )
+    disagg = c.disagg
     # disaggregated rows take nothing from the aggregated model: unsolved when every row is one
     only_disagg = bool(disagg.size) and bool(disagg.all())
     agg = None if only_disagg else solve_agg(m, pricer, dec, agg_load)
@@ -597,64 +605,82 @@ def evaluate_batch(
     xs = agg.requests_per_s * c.workers if agg is not None else gpus * np.nan
     res = agg
     # a disaggregated request's time outside the steps: its mean and its percentiles take it
-    d_overhead = constant(cal, "disagg_request_overhead_s", k, constants)
+    d_overhead = constant(cal, "disagg_request_overhead_s", k, consts)
     if disagg.any():
-        pre_par = parallel_arrays(
-            gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
-        )
-        pre = _worker(
-            m,
-            gpu,
-            pre_par,
-            c.prefill_max_num_seqs,
-            c.prefill_max_num_batched_tokens,
-            c.prefill_workers,
-            load.isl + 1,
-            cal,
-            gpu_memory_utilization,
-            burst,
-            constants,
-            kv_pool=kv_pool,
-            pool_flag=pool_flag,
-        )
-        pre = prefill_kernels(pre, cal, k, constants)
-        total = (
-            c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers
-            + c.tp * c.pp * c.dp * c.workers
-        )
-        bw = np.where(
-            total <= gpu.scale_up.domain_size,
-            gpu.scale_up.bandwidth_bytes_per_s,
-            gpu.scale_out_bandwidth_bytes_per_s,
-        )
-        t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
-        dload = replace(load, request_overhead_s=d_overhead)
-        dburst = lockstep_share(w, conc, cal, disagg=True, constants=constants)
-        dres = solve_disagg(
-            m,
-            pricer,
-            replace(pre, burst_fraction=dburst),
-            replace(dec, burst_fraction=dburst),
-            dload,
-            t_kv,
-            decode_routers,
-        )
+        d = _disagg(setting, c, w, load, dec, pricer, d_overhead)
         res = (
-            dres
+            d.res
             if agg is None
             else ServingArrays(
                 *(
-                    np.where(disagg, getattr(dres, f), getattr(agg, f))
+                    np.where(disagg, getattr(d.res, f), getattr(agg, f))
                     for f in ServingArrays.__dataclass_fields__
                 )
             )
         )
-        gpus = np.where(disagg, total, gpus)
-        fits = fits & (~disagg | (pre.seq_capacity >= 1))
+        gpus = np.where(disagg, d.gpus, gpus)
+        fits = fits & (~disagg | d.fits)
         xs = np.where(disagg, res.requests_per_s, xs)
     assert res is not None  # every row is aggregated or disaggregated
     load = replace(load, request_overhead_s=np.where(disagg, d_overhead, load.request_overhead_s))
     return _results(res, load, xs, gpus, fits, dec.seq_capacity)
+
+
+@dataclass(frozen=True)
+class _Disagg:
+    """The disaggregated prediction of every candidate, its GPUs and whether its prefill worker
+    holds one prompt."""
+
+    res: ServingArrays
+    gpus: np.ndarray
+    fits: np.ndarray
+
+
+def _disagg(
+    s: WorkerSetting,
+    c: CandidateArrays,
+    w: Workload,
+    load: LoadArrays,
+    dec: WorkerArrays,
+    pricer: OpPricer,
+    d_overhead: np.ndarray,
+) -> _Disagg:
+    """``solve_disagg`` of every candidate: ``c``'s prefill columns, decode worker ``dec``."""
+    k, gpu, consts = len(c), s.gpu, s.recorded.constants
+    pre_par = parallel_arrays(
+        gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
+    )
+    pre_role = RoleColumns(
+        pre_par,
+        c.prefill_max_num_seqs,
+        c.prefill_max_num_batched_tokens,
+        c.prefill_workers,
+        load.isl + 1,
+    )
+    burst = lockstep_share(w, load.concurrency, s.cal, constants=consts)
+    pre = prefill_kernels(worker_arrays(s, pre_role, burst), s.cal, k, consts)
+    total = (
+        c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers
+        + c.tp * c.pp * c.dp * c.workers
+    )
+    bw = np.where(
+        total <= gpu.scale_up.domain_size,
+        gpu.scale_up.bandwidth_bytes_per_s,
+        gpu.scale_out_bandwidth_bytes_per_s,
+    )
+    t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(s.m, pre_par, load.isl), bw)
+    dload = replace(load, request_overhead_s=d_overhead)
+    dburst = lockstep_share(w, load.concurrency, s.cal, disagg=True, constants=consts)
+    res = solve_disagg(
+        s.m,
+        pricer,
+        replace(pre, burst_fraction=dburst),
+        replace(dec, burst_fraction=dburst),
+        dload,
+        t_kv,
+        s.recorded.decode_routers,
+    )
+    return _Disagg(res, total, pre.seq_capacity >= 1)
 
 
 def _results(

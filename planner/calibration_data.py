@@ -50,7 +50,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from planner.deployment import Deployment, WorkerConfig
-from planner.engine_calibration import BACKENDS
+from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.models import load_model
 
@@ -199,9 +199,10 @@ def read_sidecar(path: Path, result: Path | None = None) -> Sidecar:
     for key in ("deployment", "backend", "engine_version"):
         if key not in raw:
             raise PlannerInputError("--data", f"{path}: field '{key}' is missing")
-    if raw["backend"] not in BACKENDS:
+    if raw["backend"] not in engine_names():
         raise PlannerInputError(
-            "--data", f"{path}: field 'backend' = {raw['backend']!r} is not one of {list(BACKENDS)}"
+            "--data",
+            f"{path}: field 'backend' = {raw['backend']!r} is not one of {list(engine_names())}",
         )
     try:
         dep = Deployment.model_validate(raw["deployment"])

@@ -44,13 +44,13 @@ from planner.calibration_bands import (
 )
 from planner.calibration_data import LoadedData, Source, read_text
 from planner.engine_calibration import (
-    BACKENDS,
     EngineCalibration,
     Sourced,
     calibrated,
     load_engines,
     use_calibration,
 )
+from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.validation import fit_engines
 from planner.validation.e2e import error_stats, named_runs, predict, prepare
@@ -518,9 +518,9 @@ def load_profile(path: Path) -> Profile:
             "--calibration", f"{path}: format {prof.format!r}, expected {FORMAT}"
         )
     for backend, eng in prof.engines.items():
-        if backend not in BACKENDS:
+        if backend not in engine_names():
             raise PlannerInputError(
-                "--calibration", f"{path}: engine {backend!r} not one of {list(BACKENDS)}"
+                "--calibration", f"{path}: engine {backend!r} not one of {list(engine_names())}"
             )
         for scope, fit in [("all_gpus", eng.all_gpus), *eng.by_gpu.items()]:
             _check_constants(path, f"engines.{backend}.{scope}", fit.constants)

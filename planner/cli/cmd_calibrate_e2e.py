@@ -10,7 +10,7 @@ from typing import Any
 from planner.calibration_data import load_data
 from planner.calibration_profile import Fit, Profile, activate, calibrate, profile_text
 from planner.cli.output import print_json, render_table
-from planner.engine_calibration import BACKENDS
+from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.safe_files import check_new_file, write_new_file
 
@@ -108,7 +108,9 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         metavar="PROFILE.yaml",
         help="profile file to write (in your folder, never the package)",
     )
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="only this engine's rows")
+    p.add_argument(
+        "--backend", choices=engine_names(), default=None, help="only this engine's rows"
+    )
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_calibrate_e2e)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.errors import PlannerInputError
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
+from planner.engines import engine_names
 
 if TYPE_CHECKING:
     from planner.replay import WindowStats
@@ -72,9 +73,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument(
         "--min-replicas", type=int, default=1, help="replicas kept in every window (>= 0)"
     )
-    p.add_argument(
-        "--backend", default="vllm", choices=("vllm", "sglang", "trtllm"), help="engine calibration"
-    )
+    p.add_argument("--backend", default="vllm", choices=engine_names(), help="engine calibration")
     p.add_argument(
         "--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour"
     )

@@ -27,6 +27,7 @@ from planner.cli.common import (
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
+from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.estimate import Estimate, estimate
 from planner.traces import trace_lengths
@@ -40,7 +41,7 @@ length_cv = float_in(0, 4)
 def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
     add_model_arg(p, required)
     p.add_argument("--gpu", required=required, help="GPU key or alias, e.g. h200")
-    p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
+    p.add_argument("--backend", default="vllm", choices=engine_names())
     add_worker_flags(p, WEIGHT_QUANTS, KV_DTYPES)
     p.add_argument("--isl", type=token_count, default=1024, help="prompt tokens (mean)")
     p.add_argument("--osl", type=token_count, default=256, help="output tokens (mean)")
@@ -278,7 +279,7 @@ def cmd_validate_e2e(args: argparse.Namespace) -> int:
 
     label = use_profile(args)
     report = validate_e2e(args.data, args.predictions_out, holdout=args.holdout, folds=args.folds)
-    report["calibration"] = label or "planner/calibration/engines.yaml"
+    report["calibration"] = label or "planner/engines/*/constants.yaml"
     _print_report(report, args.format, ("ttft", "tpot"))
     if args.format == "table":
         print(f"engine constants: {report['calibration']}")

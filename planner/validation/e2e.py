@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,11 +28,15 @@ from planner.batch_eval import (
     WEIGHT_QUANTS,
     CandidateArrays,
     Reason,
+    RecordedLaunch,
     ResultArrays,
     evaluate_batch,
 )
-from planner.engine_calibration import BACKENDS, EngineCalibration, engine, prefill_first
-from planner.memory_batch import KvPool, sglang_chunked_prefill
+from planner.engine_calibration import EngineCalibration, engine
+from planner.engines import engine_names, prefill_first
+from planner.engines.kv_pool import KvPool
+from planner.engines.sglang.memory import chunked_prefill as sglang_chunked_prefill
+from planner.engines.trtllm.scheduling import LaunchHolds
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.validation.disagg_recipes import (
@@ -284,7 +288,7 @@ def prepare(df: pd.DataFrame) -> Prepared:
             get_gpu(str(row["system"]))
         except PlannerInputError:
             reason = "unknown_model_or_gpu"
-        if reason is None and row["backend"] not in BACKENDS:
+        if reason is None and row["backend"] not in engine_names():
             reason = "unknown_backend"
         c = candidate_columns(row, model.weight_dtype) if reason is None else reason
         if not isinstance(c, str) and not _runnable_tp(model, c):
@@ -418,7 +422,7 @@ medians unchanged (planner/validation/notes/outliers.md, "Engines' default KV po
 def kv_pool(backend: str, version: object, sglang_default: bool = SGLANG_AT_DEFAULT) -> KvPool:
     """How a measured row's engine sized its KV pool: no row records its memory flag
     (``--gpu-memory-utilization``, ``free_gpu_memory_fraction``, ``--mem-fraction-static``), so
-    each is replayed at its engine's default (``memory_batch.KvPool``), SGLang only with
+    each is replayed at its engine's default (``planner.engines.kv_pool.KvPool``), SGLang only with
     ``sglang_default`` (``SGLANG_AT_DEFAULT``). SGLang's default changed in 0.5.3; a row without
     a readable version (empty, or a build tag) takes the newer rule."""
     if backend == "trtllm":
@@ -526,22 +530,31 @@ def _group_replay(
     run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
     lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
     bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
+    # the scheduler holds only where a script set them (None: no per-step work for them)
+    holds = LaunchHolds(
+        _set_or_none(recipe.adp_balance_iters),
+        _set_or_none(recipe.batch_wait_iters),
+        _set_or_none(recipe.batch_wait_tokens),
+    )
+    launch = RecordedLaunch(
+        holds=holds, decode_routers=_routers(sub), constants=_row_constants(sub)
+    )
     replay = partial(
-        evaluate_batch,
-        spec,
-        gpu,
-        cand,
-        bench,
-        backend=str(backend),
-        calibration=eng,
-        constants=_row_constants(sub),
-        # the scheduler holds only where a script set them (None: no per-step work for them)
-        adp_balance_iters=_set_or_none(recipe.adp_balance_iters),
-        batch_wait_iters=_set_or_none(recipe.batch_wait_iters),
-        batch_wait_tokens=_set_or_none(recipe.batch_wait_tokens),
-        decode_routers=_routers(sub),
+        _replay, spec, gpu, cand, bench, backend=str(backend), calibration=eng, launch=launch
     )
     return replay, cand, recipe.memory_flag, kv_pools(sub, recipe.memory_flag)
+
+
+def _replay(
+    *args: object,
+    launch: RecordedLaunch,
+    kv_pool: np.ndarray | None = None,
+    pool_flag: np.ndarray | None = None,
+    **kw: object,
+) -> ResultArrays:
+    """``evaluate_batch`` of a recorded ``launch`` at the KV pool and memory flag given."""
+    rec = replace(launch, kv_pool=kv_pool, pool_flag=pool_flag)
+    return evaluate_batch(*args, recorded=rec, **kw)  # type: ignore[arg-type]
 
 
 def _routers(rows: pd.DataFrame) -> np.ndarray | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.engine_calibration import prefill_first
+from planner.engines import prefill_first
 
 AIC_HARNESS = "aic-auto-gap-analysis/"
 """Substring of ``silicon_data_source`` naming the aiconfigurator gap-analysis harness."""

@@ -77,7 +77,7 @@ def test_activate_replaces_and_names_the_engine_constants(tmp_path: Path) -> Non
     assert label is not None and str(prof) in label and calibration_label("sglang") == label
     assert engine("sglang").kernel_scale.value == pytest.approx(1.5 * packaged)
     assert str(prof) in engine("sglang").kernel_scale.source
-    assert calibration_label("vllm") == "planner/calibration/engines.yaml"  # not in the profile
+    assert calibration_label("vllm") == "planner/engines/vllm/constants.yaml"  # not in the profile
     assert engine("vllm") == load_engines()["vllm"]
 
 

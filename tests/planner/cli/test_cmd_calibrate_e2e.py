@@ -164,7 +164,7 @@ def test_simulate_and_plan_name_the_profile(
         "json",
     ]
     plain, calibrated = _json_of(sim, capsys), _json_of([*sim, "--calibration", str(prof)], capsys)
-    assert plain["engine_calibration"] == "planner/calibration/engines.yaml"
+    assert plain["engine_calibration"] == "planner/engines/vllm/constants.yaml"
     assert str(prof) in str(calibrated["engine_calibration"])
     assert calibrated["tpot_ms"]["mean"] > 1.3 * plain["tpot_ms"]["mean"]  # type: ignore[index]
     plan = [

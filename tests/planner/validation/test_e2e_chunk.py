@@ -10,7 +10,8 @@ import pytest
 from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, evaluate_batch
 from planner.engine_calibration import engine
-from planner.memory_batch import GIB, MIB, sglang_chunked_prefill
+from planner.engines.sglang.memory import chunked_prefill as sglang_chunked_prefill
+from planner.memory_batch import GIB, MIB
 from planner.models import load_model
 from planner.validation.e2e import engine_chunk, engine_chunks, predict, prepare
 from planner.workload import fixed

@@ -10,7 +10,7 @@ import pytest
 
 from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES
-from planner.memory_batch import KvPool
+from planner.engines.kv_pool import KvPool
 from planner.validation.e2e import candidate_columns, kv_pools, predict, prepare
 from planner.validation.recipes import (
     activation_scales,

@@ -75,7 +75,7 @@ def test_profile_moves_held_out_rows_toward_measurements(
         use_calibration({}, "")
     (shipped, p0), (own, p1) = reports["shipped"], reports["own"]
     assert own["calibration"].startswith(f"calibration profile {prof}")
-    assert shipped["calibration"] == "planner/calibration/engines.yaml"
+    assert shipped["calibration"] == "planner/engines/*/constants.yaml"
     assert not p0["pred_ttft_ms"].equals(p1["pred_ttft_ms"])
     err0, err1 = shipped["groups"][0], own["groups"][0]
     assert err1["ttft"]["median_ape_pct"] < err0["ttft"]["median_ape_pct"]
