@@ -34,7 +34,9 @@ def _module_name(path: Path) -> str:
 
 
 def _is_upper(name: str) -> bool:
-    return any(name == u or name.startswith(u + ".") for u in UPPER)
+    # an engine's emitter (planner/engines/<name>/emitter.py) belongs to the emit layer
+    emitter = name.startswith("planner.engines.") and name.endswith(".emitter")
+    return emitter or any(name == u or name.startswith(u + ".") for u in UPPER)
 
 
 @cache
