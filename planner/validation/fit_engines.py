@@ -337,13 +337,13 @@ def _source(c: Constant, backend: str, date: str) -> str:
 
 
 HEADER = """\
-# Per-engine calibration of the serving model (planner/engine_calibration.py reads this file).
+# An engine's calibration of the serving model (planner/engine_calibration.py reads this file).
 # GENERATED on {date} by
 #   {command}
 # from silicon_measured.csv (github:ai-dynamo/aiconfigurator
 # aic-core/src/aiconfigurator_core/systems/silicon_sample.csv @095f58a5), duplicates dropped.
 # Do not edit by hand: rerun that command after a change to the serving model or the data (a test
-# checks that it reproduces this file; each write appends to engines_fit_log.md next to it).
+# checks that it reproduces this file; each write appends to lab/engines_fit_log.md).
 # Fitted constants carry their unit and bounds (the fit searches inside them; loading checks
 # them); engine defaults (max_*, kv_held_osl_fraction) come from each engine's documentation.
 """
@@ -385,7 +385,7 @@ def render(values: Values, engines: Mapping[str, EngineCalibration], date: str) 
     return "\n".join(lines) + "\n"
 
 
-PACKAGED_LOG = Path(__file__).resolve().parents[1] / "calibration" / "engines_fit_log.md"
+PACKAGED_LOG = Path(__file__).resolve().parents[2] / "lab" / "engines_fit_log.md"
 """Fit log of the packaged constants (each built-in engine's constants.yaml)."""
 
 
