@@ -22,8 +22,9 @@ import yaml
 from app.calibration_view import Fitted
 from app.inputs import ModelChoice, SloChoice
 from hardware.errors import PlannerInputError
-from planner.calibration_profile import Profile, applied
+from planner.calibration_profile import Profile, applied, profile_engines
 from planner.emitters.capabilities import shape_rules
+from planner.engine_calibration import EngineConstants
 from planner.engines import engine_names
 from planner.models import bundled_models, find_bundled
 from planner.workload import LengthSpec
@@ -132,8 +133,9 @@ def _plan_dict(request_json: str, profile_yaml: str = "", label: str = "") -> di
     prof = Profile.model_validate(yaml.safe_load(profile_yaml))
     gpu = req.gpus[0] if len(req.gpus) == 1 else None
     # the profile's constants and bands for this plan only (other sessions keep theirs)
+    consts = EngineConstants.of(profile_engines(prof, label, gpu), label)
     with applied(prof, label, gpu):
-        return plan(req).to_plan_dict()
+        return plan(req.model_copy(update={"engine_constants": consts})).to_plan_dict()
 
 
 def run_plan(given: PlanInputs) -> dict[str, Any]:

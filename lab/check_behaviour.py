@@ -23,7 +23,10 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "validation"
 E2E = SHARED / "e2e"
 
 # Old module path -> new module path (filled in as modules move).
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    f"{e}: planner/calibration/engines.yaml": f"{e}: planner/engines/{e}/constants.yaml"
+    for e in ("vllm", "sglang", "trtllm")
+}
 
 TIMING_KEYS = {"search_seconds", "seconds", "elapsed_s", "wall_s"}
 TIMING_TEXT = re.compile(r"evaluated in [0-9.]+ s|in [0-9.]+ s\b")

@@ -31,8 +31,8 @@ from scipy import special
 from hardware.spec import GpuSpec
 from kernels_db.costs import peak_flops
 from planner import memory_batch, queueing
-from planner.engine_calibration import EngineCalibration, engine
-from planner.engines import Engine, PromptHolds, get_engine
+from planner.engine_calibration import EngineCalibration, EnginePolicy, policy_of
+from planner.engines import Engine, PromptHolds
 from planner.engines.kv_pool import default_pool_util
 from planner.kernels_adapter import default_pricer
 from planner.memory import KV_BYTES, WEIGHT_BYTES
@@ -104,13 +104,13 @@ REASONS: tuple[str, ...] = tuple(r.label for r in Reason)
 
 
 def kv_tokens_held(
-    isl: np.ndarray | float, osl: np.ndarray | float, backend: str
+    isl: np.ndarray | float, osl: np.ndarray | float, backend: str | EnginePolicy
 ) -> np.ndarray | float:
     """KV tokens one running request holds on average: ISL plus the engine's
     ``kv_held_osl_fraction`` of OSL (engines that allocate KV on demand hold half the answer on
     average, engines that reserve it on admission the whole; each engine's constants.yaml names
     its policy). The serving model's KV-capacity count, shared with the solvers' slot caps."""
-    return isl + osl * engine(backend).kv_held_osl_fraction.value
+    return isl + osl * policy_of(backend).calibration.kv_held_osl_fraction.value
 
 
 GEMM_DTYPE: dict[str, str] = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": "bf16"}
@@ -560,34 +560,57 @@ def op_pricer(gpu: GpuSpec, pricer: OpPricer | None = None) -> OpPricer:
     return pricer or default_pricer(gpu)
 
 
+@dataclass(frozen=True)
+class BatchRequest:
+    """What to predict: candidates ``c`` of model ``m`` on ``gpu`` serving workload ``w``, at
+    ``gpu_memory_utilization`` (one value, or one per candidate, shape (K,))."""
+
+    m: ModelSpec
+    gpu: GpuSpec
+    c: CandidateArrays
+    w: Workload
+    gpu_memory_utilization: float | np.ndarray = 0.9
+
+
 def evaluate_batch(
     m: ModelSpec,
     gpu: GpuSpec,
     c: CandidateArrays,
     w: Workload,
     *,
-    backend: str = "vllm",
+    backend: str | EnginePolicy = "vllm",
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
-    calibration: EngineCalibration | None = None,
     recorded: RecordedLaunch = NOT_RECORDED,
 ) -> ResultArrays:
-    """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass on engine
-    ``backend`` (``calibration``: its constants, the packaged ones when None;
-    ``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``recorded``: the
-    launch settings a replayed measurement recorded, see ``RecordedLaunch``)."""
+    """:func:`predict` of the request made of ``m``, ``gpu``, ``c``, ``w`` and
+    ``gpu_memory_utilization`` on engine ``backend`` (a name: its packaged constants)."""
+    req = BatchRequest(m, gpu, c, w, gpu_memory_utilization)
+    return predict(req, policy_of(backend), pricer, recorded)
+
+
+def predict(
+    req: BatchRequest,
+    policy: EnginePolicy,
+    pricer: OpPricer | None = None,
+    recorded: RecordedLaunch = NOT_RECORDED,
+) -> ResultArrays:
+    """Predict every candidate of the request in one vectorized pass on the engine of ``policy``
+    (its constants and scheduling policy), pricing ops with ``pricer`` (None: the GPU's default);
+    ``recorded``: the launch settings a replayed measurement recorded, see ``RecordedLaunch``."""
+    m, gpu, c, w = req.m, req.gpu, req.c, req.w
     pricer = op_pricer(gpu, pricer)
-    cal = calibration or engine(backend)
+    cal = policy.calibration
     k = len(c)
     consts = recorded.constants
     conc = np.where(c.own_concurrency, c.concurrency, w.concurrency if w.concurrency else np.nan)
     load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, consts))
-    setting = WorkerSetting(m, gpu, cal, gpu_memory_utilization, recorded)
+    setting = WorkerSetting(m, gpu, cal, req.gpu_memory_utilization, recorded)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     tokens = np.asarray(load.isl + load.osl * cal.kv_held_osl_fraction.value)
     dec_role = RoleColumns(dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)
     burst = lockstep_share(w, conc, cal, constants=consts)
-    lasting = lasting_lockstep(w, get_engine(backend))
+    lasting = lasting_lockstep(w, policy.engine)
     dec = worker_arrays(setting, dec_role, burst, lasting, recorded.holds)
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(

@@ -1,11 +1,12 @@
 """A user's calibration profile: the end-to-end engine constants fitted to their own results.
 
 ``planner calibrate e2e`` fits, per engine (and per GPU when the data cover several), the serving
-model's constants of ``planner/calibration/engines.yaml`` to the rows that
+model's constants (each engine's ``constants.yaml``) to the rows that
 :mod:`planner.calibration_data` reads, and writes a profile (YAML) that records the rows used,
 the fit residuals before and after, and the data's provenance. ``--calibration PROFILE`` on
 ``estimate``, ``plan``, ``simulate`` and ``validate e2e`` then replaces the packaged constants
-(:func:`planner.engine_calibration.use_calibration`), and outputs name the profile.
+(the request carries them: :class:`planner.engine_calibration.EngineConstants`), and outputs name
+the profile.
 
 The fit itself goes through one adapter, :func:`fit_constants` (rows -> constants); it uses the
 packaged fitter's pieces (``planner.validation.fit_engines``: its loss and grid, then a bounded
@@ -44,11 +45,11 @@ from planner.calibration_bands import (
 )
 from planner.calibration_data import LoadedData, Source, read_text
 from planner.engine_calibration import (
+    PACKAGED,
     EngineCalibration,
+    EngineConstants,
     Sourced,
-    calibrated,
     load_engines,
-    use_calibration,
 )
 from planner.engines import engine_names
 from planner.errors import PlannerInputError
@@ -565,22 +566,22 @@ def profile_engines(
     return out
 
 
-def activate(path: Path | None, gpu: str | None = None) -> str | None:
-    """Apply the profile at ``path`` to this process (``--calibration``); its label, or None."""
+def activate(path: Path | None, gpu: str | None = None) -> EngineConstants:
+    """Apply the bands of the profile at ``path`` to this process (``--calibration``); its engine
+    constants with its label (the packaged ones, unlabelled, when ``path`` is None)."""
     if path is None:
-        use_calibration({}, "")  # the packaged constants (a profile never outlives its command)
         use_profile_bands({})
-        return None
+        return PACKAGED
     prof = load_profile(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     label = f"calibration profile {path} (sha256 {digest})"
-    use_calibration(profile_engines(prof, label, gpu), label)
     use_profile_bands(profile_bands(prof, label))
-    return label
+    return EngineConstants.of(profile_engines(prof, label, gpu), label)
 
 
 @contextmanager
 def applied(prof: Profile, label: str, gpu: str | None = None) -> Iterator[None]:
-    """``prof``'s constants and bands inside the ``with`` block only (a UI session's plan)."""
-    with calibrated(profile_engines(prof, label, gpu), label), bands_of(profile_bands(prof, label)):
+    """``prof``'s bands inside the ``with`` block only (a UI session's plan; its constants reach
+    the plan as ``EngineConstants.of(profile_engines(prof, label, gpu), label)``)."""
+    with bands_of(profile_bands(prof, label)):
         yield

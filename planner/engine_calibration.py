@@ -18,16 +18,15 @@ for a benchmark protocol the calibration data do not record; a workload that nam
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.engines import engine_names, get_engine
+from planner.engines import Engine, engine_names, get_engine
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 ENGINE_DEFAULTS: tuple[str, ...] = (
@@ -138,34 +137,61 @@ def load_engines() -> dict[str, EngineCalibration]:
     return {name: packaged(name) for name in engine_names()}
 
 
-_ACTIVE: ContextVar[Mapping[str, tuple[EngineCalibration, str]] | None] = ContextVar(
-    "planner_engine_calibration", default=None
-)
-"""Engines replaced by a user's calibration profile (``--calibration``), each with the profile's
-name; see :func:`use_calibration`. A context variable: a command sets it for its process, and a
-UI session's plan (its own thread) sets it for that plan only (:func:`calibrated`)."""
+@dataclass(frozen=True)
+class EnginePolicy:
+    """One engine resolved for a request: what it is and does (``Engine``), the constants the
+    serving model prices it with, and where those come from (provenance)."""
+
+    engine: Engine
+    calibration: EngineCalibration
+    label: str
+    """The constants' source: the packaged file, or the user's calibration profile."""
+
+    @property
+    def name(self) -> str:
+        """The engine's ``--backend`` name."""
+        return self.engine.name
 
 
-def use_calibration(engines: Mapping[str, EngineCalibration], label: str) -> None:
-    """From now on :func:`engine` returns ``engines[b]`` for each ``b`` given (a user's profile,
-    ``planner.calibration_profile``); ``label`` names it in provenance. An empty mapping resets."""
-    _ACTIVE.set({b: (cal, label) for b, cal in engines.items()})
+@dataclass(frozen=True)
+class EngineConstants:
+    """Constants that replace the packaged ones for some engines (a user's calibration profile,
+    ``planner.calibration_profile``), with the profile's label; empty: the packaged constants.
+    A value carried by the request, so an answer depends only on its inputs."""
+
+    engines: tuple[tuple[str, EngineCalibration], ...] = ()
+    """(engine name, its constants) pairs."""
+    label: str = ""
+
+    @classmethod
+    def of(cls, engines: Mapping[str, EngineCalibration], label: str) -> EngineConstants:
+        """The constants ``engines`` (by engine name) labelled ``label``."""
+        return cls(tuple(engines.items()), label)
+
+    def policy(self, backend: str) -> EnginePolicy:
+        """Engine ``backend`` with these constants where given, else its packaged ones; an
+        unknown name is an input error listing the choices."""
+        eng = get_engine(backend)
+        given = dict(self.engines)
+        if backend in given:
+            return EnginePolicy(eng, given[backend], self.label)
+        return EnginePolicy(eng, packaged(backend), packaged_label(backend))
 
 
-@contextmanager
-def calibrated(engines: Mapping[str, EngineCalibration], label: str) -> Iterator[None]:
-    """:func:`use_calibration` inside the ``with`` block only (the previous state after it)."""
-    token = _ACTIVE.set({b: (cal, label) for b, cal in engines.items()})
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
+PACKAGED = EngineConstants()
+"""The packaged constants of every engine."""
 
 
-def calibration_label(backend: str) -> str:
-    """Where ``backend``'s constants come from: the active profile or the packaged file."""
-    active = (_ACTIVE.get() or {}).get(backend)
-    return active[1] if active else packaged_label(backend)
+def policy_of(backend: str | EnginePolicy) -> EnginePolicy:
+    """``backend`` itself when resolved already, else the engine of that name with its packaged
+    constants."""
+    return backend if isinstance(backend, EnginePolicy) else PACKAGED.policy(backend)
+
+
+def engine(backend: str) -> EngineCalibration:
+    """The packaged calibration of ``backend`` (a user's profile reaches a prediction as an
+    :class:`EnginePolicy`); unknown names are an input error listing the choices."""
+    return packaged(backend)
 
 
 def packaged_label(backend: str) -> str:
@@ -175,15 +201,6 @@ def packaged_label(backend: str) -> str:
     root = Path(__file__).resolve().parents[1]
     inside = path.resolve().is_relative_to(root)
     return str(path.resolve().relative_to(root)) if inside else str(path)
-
-
-def engine(backend: str) -> EngineCalibration:
-    """Calibration of ``backend`` (a profile set by :func:`use_calibration` first); unknown names
-    are an input error listing the choices."""
-    active = (_ACTIVE.get() or {}).get(backend)
-    if active is not None:
-        return active[0]
-    return packaged(backend)
 
 
 def _comment_head(text: str) -> str:

@@ -30,7 +30,7 @@ from planner.batch_eval import (
     prefill_kernels,
     worker_arrays,
 )
-from planner.engine_calibration import EngineCalibration, engine
+from planner.engine_calibration import EnginePolicy, policy_of
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
 from planner.serving import _steps, prefill_times
@@ -53,15 +53,14 @@ def prefill_role(
     c: CandidateArrays,
     w: Workload,
     *,
-    backend: str = "vllm",
+    backend: str | EnginePolicy = "vllm",
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
-    calibration: EngineCalibration | None = None,
 ) -> PrefillRole:
     """The prefill role of ``c`` (its ``prefill_*`` columns, ``prefill_max_num_seqs`` prompts per
     step and attention-DP rank), priced by ``serving.prefill_times`` as ``solve_disagg`` prices
     it."""
-    cal = calibration or engine(backend)
+    cal = policy_of(backend).calibration
     k = len(c)
     load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
     par = parallel_arrays(
@@ -96,13 +95,12 @@ def decode_role(
     w: Workload,
     batch: np.ndarray,
     *,
-    backend: str = "vllm",
+    backend: str | EnginePolicy = "vllm",
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
-    calibration: EngineCalibration | None = None,
 ) -> DecodeRole:
     """The decode role of ``c`` (its main columns) at ``batch`` running requests per worker."""
-    cal = calibration or engine(backend)
+    cal = policy_of(backend).calibration
     k = len(c)
     load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
     zero = np.zeros(k)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import PlannerInputError
 from planner.deployment import Deployment, ShapeRules
+from planner.engine_calibration import PACKAGED, EngineConstants, EnginePolicy
 from solvers.binding import explain_binding, per_gpu_type, top_candidates
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.pareto import pareto_indices
@@ -106,6 +107,16 @@ class PlanRequest(BaseModel):
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
     )
+    engine_constants: EngineConstants = Field(
+        default=PACKAGED,
+        exclude=True,
+        description="Engine constants replacing the packaged ones (a user's calibration "
+        "profile, `--calibration`).",
+    )
+
+    def engine(self) -> EnginePolicy:
+        """The request's engine with its constants."""
+        return self.engine_constants.policy(self.backend)
 
 
 class Choice(BaseModel):

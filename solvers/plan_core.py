@@ -156,7 +156,7 @@ class Evaluated:
         from solvers.plan import Choice
 
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
-        pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.backend)
+        pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.engine())
         pred |= band_predictions(self.model, b, j, self.req.backend, pred)
         return Choice(
             mode=b.mode,
@@ -194,7 +194,7 @@ def _saturation_rate(ev: Evaluated) -> float:
             continue
         w, reps = b.workers, b.replicas.astype(float)
         clients = (w.max_num_seqs * w.dp * SATURATION_CLIENTS_PER_SLOT + 1.0) * reps
-        load = Load(ev.req.isl, ev.req.osl, concurrency=1, backend=ev.req.backend)
+        load = Load(ev.req.isl, ev.req.osl, concurrency=1, backend=ev.req.engine())
         res = evaluate(
             ev.model, b.gpu, load, w.mem_frac, **w.columns(), concurrency=clients, workers=reps
         )
@@ -332,7 +332,7 @@ def evaluate_request(req: PlanRequest, space: SearchSpace | None = None) -> Eval
     model = load_model(req.model, req.model_id)
     gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)
-    load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.backend)
+    load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.engine())
     blocks, prices, evaluated = [], [], 0
     milp: dict[str, object] = {}
     for gi, gpu in enumerate(gpus):

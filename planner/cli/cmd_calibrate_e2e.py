@@ -10,6 +10,7 @@ from typing import Any
 from planner.calibration_data import load_data
 from planner.calibration_profile import Fit, Profile, activate, calibrate, profile_text
 from planner.cli.output import print_json, render_table
+from planner.engine_calibration import EngineConstants
 from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.safe_files import check_new_file, write_new_file
@@ -29,8 +30,9 @@ def add_calibration(p: argparse.ArgumentParser) -> None:
     )
 
 
-def use_profile(args: argparse.Namespace, gpu: str | None = None) -> str | None:
-    """Apply ``--calibration`` (the per-GPU fit for ``gpu`` when the profile has one)."""
+def use_profile(args: argparse.Namespace, gpu: str | None = None) -> EngineConstants:
+    """``--calibration``: its engine constants for the request (the per-GPU fit for ``gpu`` when
+    the profile has one; the packaged ones without a profile), its bands applied."""
     return activate(getattr(args, "calibration", None), gpu)
 
 

@@ -197,12 +197,12 @@ def band_rows(est: Estimate) -> list[dict[str, str]]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    label = use_profile(args, get_gpu(args.gpu).key)
+    consts = use_profile(args, get_gpu(args.gpu).key)
     est = estimate(
         model_of(args),
         get_gpu(args.gpu),
         workload_from(args),
-        backend=args.backend,
+        backend=consts.policy(args.backend),
         **_workers(args),
     )
     rc = EXIT_SATURATED if est.saturated else 0
@@ -247,8 +247,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 title=f"{name} by op kind ({total:.4g} ms)",
             )
         )
-    if label:
-        print(f"engine constants: {label}")
+    if consts.label:
+        print(f"engine constants: {consts.label}")
     return rc
 
 
@@ -270,16 +270,22 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             "--bench-requests",
             f"simulate replays at most {MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}",
         )
-    use_profile(args, get_gpu(args.gpu).key)
-    return simulate_cli(args, workload_from(args), _workers(args))
+    policy = use_profile(args, get_gpu(args.gpu).key).policy(args.backend)
+    return simulate_cli(args, workload_from(args), _workers(args), policy)
 
 
 def cmd_validate_e2e(args: argparse.Namespace) -> int:
     from planner.validation.e2e import validate_e2e
 
-    label = use_profile(args)
-    report = validate_e2e(args.data, args.predictions_out, holdout=args.holdout, folds=args.folds)
-    report["calibration"] = label or "planner/engines/*/constants.yaml"
+    consts = use_profile(args)
+    report = validate_e2e(
+        args.data,
+        args.predictions_out,
+        holdout=args.holdout,
+        folds=args.folds,
+        overrides=dict(consts.engines),
+    )
+    report["calibration"] = consts.label or "planner/engines/*/constants.yaml"
     _print_report(report, args.format, ("ttft", "tpot"))
     if args.format == "table":
         print(f"engine constants: {report['calibration']}")

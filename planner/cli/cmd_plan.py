@@ -239,8 +239,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from solvers.plan import plan
 
     gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
-    use_profile(args, get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None)
-    result = plan(_request(args))
+    consts = use_profile(args, get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None)
+    result = plan(_request(args).model_copy(update={"engine_constants": consts}))
     plan_dict = result.to_plan_dict()
     written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []
     if args.format == "json":

@@ -32,8 +32,8 @@ from planner.batch_eval import (
     ResultArrays,
     evaluate_batch,
 )
-from planner.engine_calibration import EngineCalibration, engine
-from planner.engines import engine_names, prefill_first
+from planner.engine_calibration import EngineCalibration, EnginePolicy, engine
+from planner.engines import engine_names, get_engine, prefill_first
 from planner.engines.kv_pool import KvPool
 from planner.engines.sglang.memory import chunked_prefill as sglang_chunked_prefill
 from planner.engines.trtllm.scheduling import LaunchHolds
@@ -540,7 +540,13 @@ def _group_replay(
         holds=holds, decode_routers=_routers(sub), constants=_row_constants(sub)
     )
     replay = partial(
-        _replay, spec, gpu, cand, bench, backend=str(backend), calibration=eng, launch=launch
+        _replay,
+        spec,
+        gpu,
+        cand,
+        bench,
+        backend=EnginePolicy(get_engine(str(backend)), eng, ""),
+        launch=launch,
     )
     return replay, cand, recipe.memory_flag, kv_pools(sub, recipe.memory_flag)
 
@@ -934,11 +940,13 @@ def validate_e2e(
     progress: bool = True,
     holdout: str = "none",
     folds: int = 5,
+    overrides: dict[str, EngineCalibration] | None = None,
 ) -> dict[str, object]:
     """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
     constants), or held out ("campaign": each fold of measurement campaigns priced with constants
     refitted on the other folds, ``planner.validation.holdout``), in the same shape plus
-    ``holdout``."""
+    ``holdout``; ``overrides``: engine constants replacing the packaged ones in sample (a
+    profile's)."""
     df, duplicates, layouts = read_rows_counted(path)
     prep = prepare(df)
     head = {
@@ -948,7 +956,7 @@ def validate_e2e(
         "layout_read_from_columns": layouts["columns"],
     }
     if holdout == "none":
-        pred = predict(prep.rows, progress)
+        pred = predict(prep.rows, progress, overrides)
         extra: dict[str, object] = {}
     elif holdout == "campaign":
         from planner.validation.holdout import campaign_holdout

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from planner.cli.main import main
-from planner.engine_calibration import load_engines, use_calibration
+from planner.engine_calibration import load_engines
 from tests.planner.calibration_fixtures import (
     NAMED_RUN_SHARES,
     OSL,
@@ -19,12 +19,6 @@ from tests.planner.calibration_fixtures import (
     write_profile,
     write_results,
 )
-
-
-@pytest.fixture(autouse=True)
-def _reset_profile() -> object:
-    yield
-    use_calibration({}, "")
 
 
 def _bundle(tmp_path: Path, backend: str) -> Path:
@@ -139,7 +133,6 @@ def test_bad_profile_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def _json_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     capsys.readouterr()
     assert main(argv) == 0
-    use_calibration({}, "")
     out = json.loads(capsys.readouterr().out)
     assert isinstance(out, dict)
     return out

@@ -100,7 +100,6 @@ def _at_chunk(rows: pd.DataFrame, chunk: float) -> float:
             update={"startup_wave": True}
         ),
         backend=str(r["backend"]),
-        calibration=engine(str(r["backend"])),
     )
     return float(res.ttft_mean_s[0] * 1e3)
 

@@ -11,7 +11,6 @@ import pytest
 
 from planner.calibration_bands import use_profile_bands
 from planner.cli.main import main
-from planner.engine_calibration import use_calibration
 from planner.validation.protocol import campaign
 from planner.validation.self_calibration import self_calibration_report, split_alternate
 from tests.planner.validation import SILICON_MEASURED
@@ -24,7 +23,6 @@ CAMPAIGN = "db-dump/2026-04-27; vllm/vllm-openai:v0.18.0"
 @pytest.fixture(autouse=True)
 def _reset_profile() -> object:
     yield
-    use_calibration({}, "")
     use_profile_bands({})  # `validate e2e --calibration` also sets the profile's bands
 
 
@@ -72,7 +70,6 @@ def test_profile_moves_held_out_rows_toward_measurements(
         ]
         assert main(argv) == 0
         reports[name] = (json.loads(capsys.readouterr().out), pd.read_csv(pred_csv))
-        use_calibration({}, "")
     (shipped, p0), (own, p1) = reports["shipped"], reports["own"]
     assert own["calibration"].startswith(f"calibration profile {prof}")
     assert shipped["calibration"] == "planner/engines/*/constants.yaml"
