@@ -32,7 +32,7 @@ from hardware.spec import GpuSpec
 from kernels_db.costs import peak_flops
 from planner import memory_batch, queueing
 from planner.engine_calibration import EngineCalibration, EnginePolicy, policy_of
-from planner.engines import Engine, PromptHolds
+from planner.engines import DEFAULT_ENGINE, Engine, PromptHolds
 from planner.engines.kv_pool import default_pool_util
 from planner.kernels_adapter import default_pricer
 from planner.memory import KV_BYTES, WEIGHT_BYTES
@@ -578,7 +578,7 @@ def evaluate_batch(
     c: CandidateArrays,
     w: Workload,
     *,
-    backend: str | EnginePolicy = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
     recorded: RecordedLaunch = NOT_RECORDED,

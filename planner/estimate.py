@@ -28,6 +28,7 @@ from planner.batch_eval import (
 )
 from planner.deployment import Parallelism, WorkerConfig
 from planner.engine_calibration import EngineCalibration, EnginePolicy, policy_of
+from planner.engines import DEFAULT_ENGINE
 from planner.kernels_adapter import default_pricer
 from planner.memory import MemoryPlan, plan_memory
 from planner.model_spec import ModelSpec
@@ -266,7 +267,7 @@ def estimate(
     gpu: GpuSpec,
     wl: Workload,
     *,
-    backend: str | EnginePolicy = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     agg: WorkerConfig | None = None,
     prefill: WorkerConfig | None = None,
     decode: WorkerConfig | None = None,

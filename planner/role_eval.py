@@ -31,6 +31,7 @@ from planner.batch_eval import (
     worker_arrays,
 )
 from planner.engine_calibration import EnginePolicy, policy_of
+from planner.engines import DEFAULT_ENGINE
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
 from planner.serving import _steps, prefill_times
@@ -53,7 +54,7 @@ def prefill_role(
     c: CandidateArrays,
     w: Workload,
     *,
-    backend: str | EnginePolicy = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
 ) -> PrefillRole:
@@ -95,7 +96,7 @@ def decode_role(
     w: Workload,
     batch: np.ndarray,
     *,
-    backend: str | EnginePolicy = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
 ) -> DecodeRole:

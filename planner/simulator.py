@@ -27,6 +27,7 @@ from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
 from planner.deployment import WorkerConfig
 from planner.engine_calibration import EnginePolicy, policy_of
+from planner.engines import DEFAULT_ENGINE
 from planner.kernels_adapter import default_pricer
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
@@ -112,7 +113,7 @@ def simulate(
     w: Workload,
     worker: WorkerConfig,
     *,
-    backend: str | EnginePolicy = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     requests: int = 2000,
     seed: int = 0,
     warmup_frac: float = 0.1,

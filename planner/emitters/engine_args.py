@@ -266,7 +266,7 @@ def parse_command(engine: str, tool: str, argv: list[str]) -> argparse.Namespace
 
 def yaml_keys(engine: str) -> LlmApiSchema:
     """The LLM-API YAML schema (`models`: class -> field -> type record; `root`: the
-    class of the top level). Only TensorRT-LLM reads such a file."""
+    class of the top level), for an engine whose launch reads such a file."""
     schema = load(engine).get("llm_api_yaml")
     if not schema:
         raise EngineArgError(f"{engine} has no LLM-API YAML schema")

@@ -3,6 +3,7 @@ engine holding its constants, policies, launch capabilities, argument lists, fla
 
 from planner.engines.base import Engine, PromptHolds
 from planner.engines.registry import (
+    DEFAULT_ENGINE,
     engine_names,
     get_engine,
     prefill_first,
@@ -11,6 +12,7 @@ from planner.engines.registry import (
 )
 
 __all__ = [
+    "DEFAULT_ENGINE",
     "Engine",
     "PromptHolds",
     "engine_names",

@@ -17,6 +17,8 @@ BUILTIN: dict[str, str] = {
     "trtllm": "planner.engines.trtllm",
 }
 """Engine name -> the package defining its ``ENGINE`` (one line per engine)."""
+DEFAULT_ENGINE = "vllm"
+"""The engine a request that names none runs on."""
 _ADDED: dict[str, Engine] = {}
 
 
