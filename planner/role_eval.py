@@ -21,14 +21,10 @@ import numpy as np
 from hardware.spec import GpuSpec
 from planner.batch_eval import (
     CandidateArrays,
-    RoleColumns,
-    WorkerSetting,
     load_arrays,
     lockstep_share,
     op_pricer,
     parallel_arrays,
-    prefill_kernels,
-    worker_arrays,
 )
 from planner.engine_calibration import EnginePolicy, policy_of
 from planner.engines import DEFAULT_ENGINE
@@ -36,6 +32,7 @@ from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
 from planner.serving import _steps, prefill_times
 from planner.step_model import OpPricer
+from planner.workers import RoleColumns, WorkerSetting, prefill_kernels, worker_arrays
 from planner.workload import Workload
 
 
