@@ -95,7 +95,6 @@ def parse_version(text: str) -> Version:
     return tuple(int(p) for p in match.group(1).split("."))
 
 
-@cache
 def load_table() -> FlagTable:
     """Read and validate every known engine's ``flags.yaml`` (once per set of engines)."""
     return _table(engine_names())
