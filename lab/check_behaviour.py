@@ -24,8 +24,11 @@ E2E = SHARED / "e2e"
 
 # Old module path -> new module path (filled in as modules move).
 MOVED: dict[str, str] = {
-    f"{e}: planner/calibration/engines.yaml": f"{e}: planner/engines/{e}/constants.yaml"
-    for e in ("vllm", "sglang", "trtllm")
+    "planner/calibration/engines.yaml": "planner/engines/*/constants.yaml",
+    **{
+        f"{e}: planner/calibration/engines.yaml": f"{e}: planner/engines/{e}/constants.yaml"
+        for e in ("vllm", "sglang", "trtllm")
+    },
 }
 
 TIMING_KEYS = {"search_seconds", "seconds", "elapsed_s", "wall_s"}
