@@ -27,6 +27,7 @@ from planner.batch_eval import (
     parallel_arrays,
 )
 from planner.engine_calibration import EnginePolicy
+from planner.engines import DEFAULT_ENGINE
 from planner.model_spec import ModelSpec
 from planner.workload import Workload, fixed
 from solvers.counts import Check, around, count_ladder, fewest_counts
@@ -51,7 +52,7 @@ class Load:
     osl: int
     rate_per_s: float | None = None
     concurrency: int | None = None
-    backend: str | EnginePolicy = "vllm"
+    backend: str | EnginePolicy = DEFAULT_ENGINE
     """The engine (a name: its packaged constants)."""
 
     def workload(self) -> Workload:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from hardware.errors import PlannerInputError
 from planner.deployment import Deployment, ShapeRules
 from planner.engine_calibration import PACKAGED, EngineConstants, EnginePolicy
+from planner.engines import DEFAULT_ENGINE
 from solvers.binding import explain_binding, per_gpu_type, top_candidates
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.pareto import pareto_indices
@@ -81,7 +82,7 @@ class PlanRequest(BaseModel):
         default="auto", description="agg, disagg, or auto (both, the better wins)."
     )
     backend: str = Field(
-        default="vllm",
+        default=DEFAULT_ENGINE,
         description="Engine: its calibration, the worker shapes it can launch and the configs "
         "written for it.",
     )

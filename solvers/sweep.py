@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hardware.errors import InfeasibleError, PlannerInputError
+from planner.engines import DEFAULT_ENGINE
 from solvers.counts import MAX_BUDGET_GPUS
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class SweepSpec(BaseModel):
         default="auto", description="Deployment mode: agg, disagg or auto (both)."
     )
     backend: str = Field(
-        default="vllm",
+        default=DEFAULT_ENGINE,
         description="Engine of every scenario: its calibration and the worker shapes it can "
         "launch (planner/emitters/capabilities.yaml), as `planner plan --backend`.",
     )

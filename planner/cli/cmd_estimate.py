@@ -27,7 +27,7 @@ from planner.cli.common import (
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
-from planner.engines import engine_names
+from planner.engines import DEFAULT_ENGINE, engine_names
 from planner.errors import PlannerInputError
 from planner.estimate import Estimate, estimate
 from planner.traces import trace_lengths
@@ -41,7 +41,7 @@ length_cv = float_in(0, 4)
 def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
     add_model_arg(p, required)
     p.add_argument("--gpu", required=required, help="GPU key or alias, e.g. h200")
-    p.add_argument("--backend", default="vllm", choices=engine_names())
+    p.add_argument("--backend", default=DEFAULT_ENGINE, choices=engine_names())
     add_worker_flags(p, WEIGHT_QUANTS, KV_DTYPES)
     p.add_argument("--isl", type=token_count, default=1024, help="prompt tokens (mean)")
     p.add_argument("--osl", type=token_count, default=256, help="output tokens (mean)")

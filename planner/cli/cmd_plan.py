@@ -21,7 +21,7 @@ from planner.cli.common import (
 )
 from planner.cli.field_help import PLAN, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
-from planner.engines import engine_names
+from planner.engines import DEFAULT_ENGINE, engine_names
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
@@ -51,7 +51,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--backend",
-        default="vllm",
+        default=DEFAULT_ENGINE,
         choices=engine_names(),
         help=flag_help(PLAN, "--backend"),
     )
