@@ -945,8 +945,7 @@ def validate_e2e(
     """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
     constants), or held out ("campaign": each fold of measurement campaigns priced with constants
     refitted on the other folds, ``planner.validation.holdout``), in the same shape plus
-    ``holdout``; ``overrides``: engine constants replacing the packaged ones in sample (a
-    profile's)."""
+    ``holdout``; ``overrides``: engine constants replacing the packaged ones (a profile's)."""
     df, duplicates, layouts = read_rows_counted(path)
     prep = prepare(df)
     head = {
@@ -961,7 +960,7 @@ def validate_e2e(
     elif holdout == "campaign":
         from planner.validation.holdout import campaign_holdout
 
-        pred, extra = campaign_holdout(prep.rows, folds, progress)
+        pred, extra = campaign_holdout(prep.rows, folds, progress, overrides)
     else:
         raise PlannerInputError("--holdout", f"'{holdout}' not one of ['campaign', 'none']")
     if not pred.empty:  # the committed prediction bands (planner.bands) around every prediction
