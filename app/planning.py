@@ -22,9 +22,10 @@ import yaml
 from app.calibration_view import Fitted
 from app.inputs import ModelChoice, SloChoice
 from hardware.errors import PlannerInputError
-from planner.calibration_profile import Profile, applied, bands_of_profile
-from planner.emitters import ENGINES
+from planner.calibration_profile import Profile, bands_of_profile, profile_engines
 from planner.emitters.capabilities import shape_rules
+from planner.engine_calibration import EngineConstants
+from planner.engines import engine_names
 from planner.models import bundled_models, find_bundled
 from planner.workload import LengthSpec
 from solvers.fleet import FleetSpec
@@ -32,7 +33,7 @@ from solvers.plan import PlanRequest, plan
 
 MODES = ("auto", "agg", "disagg")
 MODE_LABELS = {"auto": "auto (best of both)", "agg": "aggregated", "disagg": "disaggregated (P/D)"}
-BACKENDS = ENGINES
+BACKENDS = engine_names()
 OBJECTIVES = ("throughput-per-gpu", "cost", "gpus")
 STALE_TEXT = "inputs changed - press Plan"
 """Shown over a result whose inputs differ from the form's."""
@@ -131,9 +132,10 @@ def _plan_dict(request_json: str, profile_yaml: str = "", label: str = "") -> di
         return plan(req).to_plan_dict()
     prof = Profile.model_validate(yaml.safe_load(profile_yaml))
     gpu = req.gpus[0] if len(req.gpus) == 1 else None
-    # the profile's constants for this plan only (other sessions keep theirs); its bands by value
-    with applied(prof, label, gpu):
-        return plan(req, bands_of_profile(prof, label)).to_plan_dict()
+    # the profile's constants and bands for this plan only, by value (other sessions keep theirs)
+    consts = EngineConstants.of(profile_engines(prof, label, gpu), label)
+    req = req.model_copy(update={"engine_constants": consts})
+    return plan(req, bands_of_profile(prof, label)).to_plan_dict()
 
 
 def run_plan(given: PlanInputs) -> dict[str, Any]:

@@ -195,8 +195,8 @@ def _elem_bytes(dtype: Value) -> np.ndarray:
 
 MOE_GROUPED_GEMMS: Final[float] = 2.0
 """Grouped GEMM kernels of one fused-MoE layer (gate-up, then down after the activation), each
-paying the GEMM fit's fixed ``launch_s``: ``invoke_fused_moe_kernel`` twice in SGLang's and vLLM's
-Triton path (``fused_experts_impl``, ``python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py``
+paying the GEMM fit's fixed ``launch_s``: ``invoke_fused_moe_kernel`` twice in the Triton
+path (``fused_experts_impl``, ``python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py``
 of the sglang 0.5.6.post2 wheel), two CUTLASS grouped GEMMs in TensorRT-LLM's. The layer's other
 kernels (routing, activation, quantization, combine) are priced with the step's memory-bound
 kernels (``planner.opgraph.moe_aux_ops``; the activation in ``elementwise_op``)."""

@@ -60,6 +60,14 @@ MOVED: dict[str, str] = {
 PREPARE = Path(__file__).with_name("prepare_e2e.py")
 """Where the e2e rows are prepared into the documented layout (``python -m lab.prepare_e2e``);
 a checkout without it reads ``silicon_measured.csv`` directly."""
+MOVED_TEXT: dict[str, str] = {
+    **{
+        f"{e}: planner/calibration/engines.yaml": f"{e}: planner/engines/{e}/constants.yaml"
+        for e in ("vllm", "sglang", "trtllm")
+    },
+    "planner/calibration/engines.yaml": "planner/engines/*/constants.yaml",
+}
+"""Literal text that moved (applied first, in this order): engine constants' files."""
 
 TIMING_KEYS = {"search_seconds", "seconds", "elapsed_s", "wall_s"}
 TIMING_TEXT = re.compile(r"evaluated in [0-9.]+ s|in [0-9.]+ s\b")
@@ -77,8 +85,18 @@ def _e2e_rows(out: Path) -> Path:
         return raw
     rows = out / "e2e_rows.csv"
     subprocess.run(
-        [sys.executable, "-m", "lab.prepare_e2e", "--data", str(raw), "--out", str(rows),
-         "--force"], check=True, cwd=PREPARE.parents[1],
+        [
+            sys.executable,
+            "-m",
+            "lab.prepare_e2e",
+            "--data",
+            str(raw),
+            "--out",
+            str(rows),
+            "--force",
+        ],
+        check=True,
+        cwd=PREPARE.parents[1],
     )
     return rows
 
@@ -87,47 +105,132 @@ def _commands(rows: Path) -> dict[str, list[str]]:
     cmds: dict[str, list[str]] = {}
     for be in ("vllm", "sglang", "trtllm"):
         cmds[f"estimate_agg_{be}"] = [
-            "estimate", *LLAMA, "--gpu", "h200", "--backend", be, "--tp", "8",
-            "--concurrency", "32", "--format", "json",
+            "estimate",
+            *LLAMA,
+            "--gpu",
+            "h200",
+            "--backend",
+            be,
+            "--tp",
+            "8",
+            "--concurrency",
+            "32",
+            "--format",
+            "json",
         ]
         cmds[f"estimate_disagg_{be}"] = [
-            "estimate", *DSR1, "--gpu", "h200", "--backend", be, "--mode", "disagg",
-            "--prefill-tp", "8", "--decode-tp", "8", "--prefill-workers", "1",
-            "--decode-workers", "1", "--rate", "2", "--format", "json",
+            "estimate",
+            *DSR1,
+            "--gpu",
+            "h200",
+            "--backend",
+            be,
+            "--mode",
+            "disagg",
+            "--prefill-tp",
+            "8",
+            "--decode-tp",
+            "8",
+            "--prefill-workers",
+            "1",
+            "--decode-workers",
+            "1",
+            "--rate",
+            "2",
+            "--format",
+            "json",
         ]
         cmds[f"plan_agg_{be}"] = [
-            "plan", *LLAMA, "--gpu", "h200", "--max-gpus", "8", *SLO, "--backend", be,
-            "--format", "json",
+            "plan",
+            *LLAMA,
+            "--gpu",
+            "h200",
+            "--max-gpus",
+            "8",
+            *SLO,
+            "--backend",
+            be,
+            "--format",
+            "json",
         ]
     cmds["plan_disagg_dsr1"] = [
-        "plan", *DSR1, "--gpu", "h200", "--max-gpus", "32", "--ttft-ms", "2000", "--tpot-ms",
-        "50", "--percentile", "p90", "--backend", "sglang", "--format", "json",
+        "plan",
+        *DSR1,
+        "--gpu",
+        "h200",
+        "--max-gpus",
+        "32",
+        "--ttft-ms",
+        "2000",
+        "--tpot-ms",
+        "50",
+        "--percentile",
+        "p90",
+        "--backend",
+        "sglang",
+        "--format",
+        "json",
     ]
     cmds["plan_multi_gpu"] = [
-        "plan", "--model", "qwen3-32b", "--isl", "2000", "--osl", "300", "--gpu", "h100,h200,b200",
-        "--max-gpus", "16", *SLO, "--format", "json",
+        "plan",
+        "--model",
+        "qwen3-32b",
+        "--isl",
+        "2000",
+        "--osl",
+        "300",
+        "--gpu",
+        "h100,h200,b200",
+        "--max-gpus",
+        "16",
+        *SLO,
+        "--format",
+        "json",
     ]
     if E2E.is_dir():
         cmds["validate_e2e_holdout"] = [
-            "validate", "e2e", "--data", str(rows), "--holdout",
-            "campaign", "--format", "json",
+            "validate",
+            "e2e",
+            "--data",
+            str(rows),
+            "--holdout",
+            "campaign",
+            "--format",
+            "json",
         ]
         cmds["validate_decisions"] = [
-            "validate", "decisions", "--data", str(rows), "--format", "json",
+            "validate",
+            "decisions",
+            "--data",
+            str(rows),
+            "--format",
+            "json",
         ]
         cmds["validate_throughput"] = [
-            "validate", "throughput", "--data", str(E2E / "trtllm_perf_overview.csv"),
-            "--format", "json",
+            "validate",
+            "throughput",
+            "--data",
+            str(E2E / "trtllm_perf_overview.csv"),
+            "--format",
+            "json",
         ]
         cmds["validate_kernels"] = [
-            "validate", "kernels", "--data", str(SHARED / "kernels"), "--format", "json",
+            "validate",
+            "kernels",
+            "--data",
+            str(SHARED / "kernels"),
+            "--format",
+            "json",
         ]
     return cmds
 
 
 def _planner(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "planner", *args], capture_output=True, text=True, timeout=1800,
+        [sys.executable, "-m", "planner", *args],
+        capture_output=True,
+        text=True,
+        timeout=1800,
         env={**os.environ, "PYTHONHASHSEED": "0"},
     )
 
@@ -139,8 +242,15 @@ def run(out: Path, only: str | None) -> None:
             continue
         res = _planner(args)
         (out / f"{name}.json").write_text(
-            json.dumps({"args": args, "rc": res.returncode, "stdout": res.stdout,
-                        "stderr": res.stderr[-4000:]}, indent=1)
+            json.dumps(
+                {
+                    "args": args,
+                    "rc": res.returncode,
+                    "stdout": res.stdout,
+                    "stderr": res.stderr[-4000:],
+                },
+                indent=1,
+            )
         )
         print(f"{name}: rc {res.returncode}", file=sys.stderr)
     emit_dir = out / "emit"
@@ -152,16 +262,37 @@ def run(out: Path, only: str | None) -> None:
         plan_file.write_text(rec["stdout"])
         for be in ("vllm", "sglang", "trtllm"):
             dest = emit_dir / f"{plan.stem}_{be}"
-            res = _planner(["emit", "--plan", str(plan_file), "--backend", be, "--out",
-                            str(dest), "--force", "--format", "json"])
-            files = {p.relative_to(dest).as_posix(): p.read_text()
-                     for p in sorted(dest.rglob("*")) if p.is_file()} if dest.is_dir() else {}
+            res = _planner(
+                [
+                    "emit",
+                    "--plan",
+                    str(plan_file),
+                    "--backend",
+                    be,
+                    "--out",
+                    str(dest),
+                    "--force",
+                    "--format",
+                    "json",
+                ]
+            )
+            files = (
+                {
+                    p.relative_to(dest).as_posix(): p.read_text()
+                    for p in sorted(dest.rglob("*"))
+                    if p.is_file()
+                }
+                if dest.is_dir()
+                else {}
+            )
             (out / f"emit_{plan.stem}_{be}.json").write_text(
-                json.dumps({"rc": res.returncode, "stdout": res.stdout, "files": files},
-                           indent=1))
+                json.dumps({"rc": res.returncode, "stdout": res.stdout, "files": files}, indent=1)
+            )
 
 
 def _map_paths(text: str) -> str:
+    for old, new in MOVED_TEXT.items():
+        text = text.replace(old, new)
     for old, new in sorted(MOVED.items(), key=lambda kv: -len(kv[0])):
         text = re.sub(rf"(?<![\w.]){re.escape(old)}(?!\w)", new, text)
         slash_old, slash_new = old.replace(".", "/"), new.replace(".", "/")

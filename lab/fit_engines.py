@@ -1,7 +1,7 @@
-"""Write ``planner/calibration/engines.yaml``: the per-engine constants fitted to measured rows
+"""Write each engine's ``planner/engines/<name>/constants.yaml``: the constants fitted to rows
 (``planner.replay_e2e.fit``), with their sources and a fit log (``lab/notes/engines_fit_log.md``).
 
-    python -m lab.fit_engines              # rewrite the packaged engines.yaml
+    python -m lab.fit_engines              # rewrite the packaged constants files
     python -m lab.fit_engines --check      # exit 1 if it would change
     python -m lab.fit_engines --data my_rows.csv --out my_engines.yaml
 
@@ -26,12 +26,17 @@ import yaml
 from hardware.errors import PlannerInputError
 from lab.prepare_e2e import prepare_frame
 from planner.engine_calibration import (
+    CONSTANTS_FILE,
     ENGINE_DEFAULTS,
-    ENGINES_FILE,
     EngineCalibration,
     Sourced,
     load_engines,
+    load_file,
+    packaged_text,
+    split_text,
 )
+from planner.engines import get_engine
+from planner.engines.registry import BUILTIN
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.fit import CONSTANTS, Constant, Values, fit_constants, fitted_values
 from planner.replay_e2e.layout import drop_duplicates, read_measurements
@@ -48,7 +53,7 @@ DEFAULT_DATA = (
 FIT_COMMAND_SHORT = "python -m lab.fit_engines"
 FIT_COMMAND = f"{FIT_COMMAND_SHORT} --data ../shared/validation/e2e/silicon_measured.csv"
 FIT_LOG = Path(__file__).with_name("notes") / "engines_fit_log.md"
-"""The fit log of the packaged engines.yaml."""
+"""The fit log of the packaged constants (each built-in engine's constants.yaml)."""
 
 
 def _source(c: Constant, backend: str, date: str) -> str:
@@ -68,7 +73,7 @@ def _source(c: Constant, backend: str, date: str) -> str:
 
 
 HEADER = """\
-# Per-engine calibration of the serving model (planner/engine_calibration.py reads this file).
+# An engine's calibration of the serving model (planner/engine_calibration.py reads this file).
 # GENERATED on {date} by
 #   {command}
 # from silicon_measured.csv (github:ai-dynamo/aiconfigurator
@@ -116,9 +121,18 @@ def render(values: Values, engines: Mapping[str, EngineCalibration], date: str) 
     return "\n".join(lines) + "\n"
 
 
-def written_date(path: Path) -> str | None:
-    """The date in the header of an engines.yaml that ``render`` wrote, else None."""
-    m = DATE_LINE.search(path.read_text()) if path.is_file() else None
+def _current(path: Path | None) -> str | None:
+    """Text of the engines file ``path`` (None: the packaged constants files), None if absent."""
+    if path is None:
+        return packaged_text(sorted(BUILTIN))
+    return path.read_text() if path.is_file() else None
+
+
+def written_date(path: Path | None) -> str | None:
+    """The date in the header of an engines file that ``render`` wrote (None: the packaged
+    constants files), else None."""
+    text = _current(path)
+    m = DATE_LINE.search(text) if text is not None else None
     return m.group(1) if m else None
 
 
@@ -145,36 +159,41 @@ def fit_file(data: Path, progress: bool = True) -> Values:
     return fit_constants(prepare(df).rows, progress)
 
 
-def _old_values(out: Path) -> Values:
+def _old_values(out: Path | None) -> Values:
     """The fitted values in ``out`` before it is rewritten (none when absent or not an engines
-    file), for the fit log."""
+    file; None: the packaged constants), for the fit log."""
+    if out is None:
+        return fitted_values(load_engines())
     try:
-        return fitted_values(load_engines(out)) if out.is_file() else {}
+        return fitted_values(load_file(out)) if out.is_file() else {}
     except (ValueError, TypeError, AttributeError, yaml.YAMLError):
         return {}
 
 
-def fit_log_path(out: Path) -> Path:
-    """The fit log of an engines file: ``FIT_LOG`` for the packaged one, else next to it
-    (``engines.yaml`` -> ``engines_fit_log.md``)."""
-    if out.resolve() == ENGINES_FILE.resolve():
-        return FIT_LOG
-    return out.with_name(f"{out.stem}_fit_log.md")
+def fit_log_path(out: Path | None) -> Path:
+    """The fit log of an engines file: ``FIT_LOG`` for the packaged constants (None), else next
+    to it (``engines.yaml`` -> ``engines_fit_log.md``)."""
+    return FIT_LOG if out is None else out.with_name(f"{out.stem}_fit_log.md")
 
 
-def _append_log(out: Path, entry: str) -> None:
+def _append_log(out: Path | None, entry: str) -> None:
     """Append ``entry`` to the fit log of ``out`` (created with a title; never through a link)."""
     log = fit_log_path(out)
     if log.is_symlink():
         raise PlannerInputError("--out", f"{log} is a symbolic link; refusing to follow it")
-    head = log.read_text() if log.is_file() else f"# Fit log of {out.name}\n"
+    name = out.name if out is not None else "engines.yaml"
+    head = log.read_text() if log.is_file() else f"# Fit log of {name}\n"
     write_new_file(log, (head + entry).encode(), force=True)
 
 
-def _write(out: Path, text: str, force: bool) -> None:
+def _write(out: Path | None, text: str, force: bool) -> None:
+    if out is None:  # the packaged files: each built-in engine's block into its own file
+        for name, part in split_text(text).items():
+            write_new_file(get_engine(name).file(CONSTANTS_FILE), part.encode(), force=True)
+        return
     if out.is_symlink():
         raise PlannerInputError("--out", f"{out} is a symbolic link; refusing to follow it")
-    if out.exists() and out.resolve() != ENGINES_FILE.resolve() and not force:
+    if out.exists() and not force:
         raise PlannerInputError("--out", f"{out} exists; pass --force to overwrite it")
     write_new_file(out, text.encode(), force=True)  # temporary file + rename, no link followed
 
@@ -189,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--out",
         type=Path,
-        default=ENGINES_FILE,
-        help="engines.yaml to write (default: the packaged one)",
+        default=None,
+        help="engines file to write (default: the packaged constants.yaml of each engine)",
     )
     ap.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if --out differs from the fit"
@@ -205,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         values, engines = fit_file(args.data), load_engines()
         if args.check:  # the fit date is the file's own: only the values are checked
             text = render(values, engines, written_date(args.out) or "")
-            same = args.out.is_file() and args.out.read_text() == text
-            sys.stderr.write(f"{args.out}: {'reproduced' if same else 'differs from the fit'}\n")
+            same = _current(args.out) == text
+            where = args.out or "the packaged constants"
+            sys.stderr.write(f"{where}: {'reproduced' if same else 'differs from the fit'}\n")
             return 0 if same else 1
         date = datetime.datetime.now(datetime.UTC).date().isoformat()
         old = _old_values(args.out)
@@ -215,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     except PlannerInputError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
-    sys.stderr.write(f"wrote {args.out} and its fit log {fit_log_path(args.out).name}\n")
+    where = args.out or "the packaged constants"
+    sys.stderr.write(f"wrote {where} and its fit log {fit_log_path(args.out).name}\n")
     return 0
 
 

@@ -31,7 +31,8 @@ from scipy import special
 from hardware.spec import GpuSpec
 from kernels_db.costs import peak_flops
 from planner import memory_batch, queueing
-from planner.engine_calibration import EngineCalibration, engine, prefill_first
+from planner.engine_calibration import EngineCalibration, EnginePolicy, policy_of
+from planner.engines import DEFAULT_ENGINE, Engine
 from planner.kernels_adapter import default_pricer
 from planner.memory import KV_BYTES, WEIGHT_BYTES
 from planner.model_spec import ModelSpec
@@ -45,6 +46,16 @@ from planner.serving import (
     solve_disagg,
 )
 from planner.step_model import OpPricer
+from planner.workers import (
+    NOT_RECORDED,
+    Constants,
+    RecordedLaunch,
+    RoleColumns,
+    WorkerSetting,
+    constant,
+    prefill_kernels,
+    worker_arrays,
+)
 from planner.workload import Workload
 
 
@@ -102,13 +113,13 @@ REASONS: tuple[str, ...] = tuple(r.label for r in Reason)
 
 
 def kv_tokens_held(
-    isl: np.ndarray | float, osl: np.ndarray | float, backend: str
+    isl: np.ndarray | float, osl: np.ndarray | float, backend: str | EnginePolicy
 ) -> np.ndarray | float:
     """KV tokens one running request holds on average: ISL plus the engine's
     ``kv_held_osl_fraction`` of OSL (engines that allocate KV on demand hold half the answer on
-    average, engines that reserve it on admission the whole; engines.yaml names each engine's
-    policy). The serving model's KV-capacity count, shared with the solvers' slot caps."""
-    return isl + osl * engine(backend).kv_held_osl_fraction.value
+    average, engines that reserve it on admission the whole; each engine's constants.yaml names
+    its policy). The serving model's KV-capacity count, shared with the solvers' slot caps."""
+    return isl + osl * policy_of(backend).calibration.kv_held_osl_fraction.value
 
 
 GEMM_DTYPE: dict[str, str] = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": "bf16"}
@@ -298,22 +309,6 @@ def load_arrays(
     )
 
 
-Constants = Mapping[str, np.ndarray]
-"""Per-candidate values (shape (K,)) of fitted engine constants, by ``EngineCalibration`` field
-name; they replace the calibration's single value (the engine-constant fit prices every grid value
-of a constant in one call)."""
-
-
-def constant(
-    cal: EngineCalibration, name: str, k: int, constants: Constants | None = None
-) -> np.ndarray:
-    """The fitted constant ``name`` for K candidates: ``constants[name]`` when given, else the
-    calibration's value."""
-    if constants is not None and name in constants:
-        return np.broadcast_to(np.asarray(constants[name], dtype=float), (k,)).astype(float)
-    return np.full(k, float(getattr(cal, name).value))
-
-
 def lockstep_share(
     w: Workload,
     concurrency: np.ndarray,
@@ -343,70 +338,17 @@ def fixed_lengths(w: Workload) -> bool:
     )
 
 
-def lasting_lockstep(w: Workload, backend: str) -> bool:
-    """Whether an aggregated closed-loop benchmark of ``w`` on ``backend`` stays in lockstep for the
-    whole run: its clients start together (a named run, ``bench_requests``), every request has the
-    same lengths, and the engine stalls decodes while prompts wait
-    (``engine_calibration.PREFILL_FIRST``), so the N requests of a wave start decoding in the same
-    step, finish in the same step and come back together (``serving.lockstep_agg``). A workload
-    that only asks for the start-up wave of an unrecorded protocol (``startup_wave``: the
-    validation rows, whose length distribution is not recorded) keeps the fitted first-wave share.
-    On the one SGLang campaign of silicon_measured.csv that behaves so (Qwen3-32B on H100, SGLang
-    0.5.1, 78 rows) it moves the median ln(pred/meas) of TTFT from -1.24 to 0.03 and of TPOT from
-    0.24 to 0.01; on the other SGLang campaigns it puts TTFT 1.3-3x high: they do not stay in
-    lockstep (aiconfigurator's generator launches SGLang with --enable-mixed-chunk; the dumps'
-    client draws lengths from [0.8, 1] x ISL/OSL), which the rows do not record, see
-    planner/validation/notes/sglang.md. A result that says its server mixed chunks
-    (``mixed_chunk``) keeps the fitted share (``validation.e2e.named_runs``)."""
-    return w.bench_requests is not None and fixed_lengths(w) and prefill_first(backend)
-
-
-def _worker(
-    m: ModelSpec,
-    gpu: GpuSpec,
-    par: ParallelArrays,
-    seqs: np.ndarray,
-    chunk: np.ndarray,
-    workers: np.ndarray,
-    tokens: np.ndarray,
-    cal: EngineCalibration,
-    util: float | np.ndarray,
-    burst: np.ndarray,
-    constants: Constants | None = None,
-    lockstep: bool = False,
-    kv_pool: np.ndarray | None = None,
-    pool_flag: np.ndarray | None = None,
-    adp_balance_iters: np.ndarray | None = None,
-    batch_wait_iters: np.ndarray | None = None,
-    batch_wait_tokens: np.ndarray | None = None,
-) -> WorkerArrays:
-    if kv_pool is not None:
-        util = memory_batch.default_pool_util(kv_pool, m, gpu, par, chunk, seqs, util, pool_flag)
-    cap = memory_batch.seq_capacity(m, gpu, par, chunk, seqs, tokens, util)
-    k = seqs.shape[0]
-    return WorkerArrays(
-        par,
-        seqs,
-        chunk,
-        cap,
-        constant(cal, "kernel_scale", k, constants),
-        constant(cal, "step_overhead_s", k, constants),
-        workers,
-        burst,
-        np.full(k, lockstep) & np.isfinite(burst),
-        adp_balance_iters,
-        batch_wait_iters,
-        batch_wait_tokens,
-    )
-
-
-def prefill_kernels(
-    pre: WorkerArrays, cal: EngineCalibration, k: int, constants: Constants | None = None
-) -> WorkerArrays:
-    """A disaggregated prefill worker's kernel time: ``kernel_scale`` times
-    ``disagg_prefill_kernel_scale`` (1 in the packaged constants; see ``EngineCalibration``)."""
-    role = constant(cal, "disagg_prefill_kernel_scale", k, constants)
-    return replace(pre, kernel_scale=pre.kernel_scale * role)
+def lasting_lockstep(w: Workload, eng: Engine) -> bool:
+    """Whether an aggregated closed-loop benchmark of ``w`` on engine ``eng`` stays in lockstep
+    for the whole run: its clients start together (a named run, ``bench_requests``), every request
+    has the same lengths, and the engine stalls decodes while prompts wait
+    (``Engine.prefill_first``), so the N requests of a wave start decoding in the same step,
+    finish in the same step and come back together (``serving.lockstep_agg``). A workload that
+    only asks for the start-up wave of an unrecorded protocol (``startup_wave``: the validation
+    rows, whose length distribution is not recorded) keeps the fitted first-wave share. Whether
+    real campaigns stay in lockstep, and the figures, are in that engine's notes
+    (``planner/engines/<name>/``)."""
+    return w.bench_requests is not None and fixed_lengths(w) and eng.prefill_first is not None
 
 
 MIX_ATOMS = 64
@@ -522,66 +464,58 @@ def op_pricer(gpu: GpuSpec, pricer: OpPricer | None = None) -> OpPricer:
     return pricer or default_pricer(gpu)
 
 
+@dataclass(frozen=True)
+class BatchRequest:
+    """What to predict: candidates ``c`` of model ``m`` on ``gpu`` serving workload ``w``, at
+    ``gpu_memory_utilization`` (one value, or one per candidate, shape (K,))."""
+
+    m: ModelSpec
+    gpu: GpuSpec
+    c: CandidateArrays
+    w: Workload
+    gpu_memory_utilization: float | np.ndarray = 0.9
+
+
 def evaluate_batch(
     m: ModelSpec,
     gpu: GpuSpec,
     c: CandidateArrays,
     w: Workload,
     *,
-    backend: str = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
-    calibration: EngineCalibration | None = None,
-    constants: Constants | None = None,
-    kv_pool: np.ndarray | None = None,
-    pool_flag: np.ndarray | None = None,
-    adp_balance_iters: np.ndarray | None = None,
-    batch_wait_iters: np.ndarray | None = None,
-    batch_wait_tokens: np.ndarray | None = None,
-    decode_routers: np.ndarray | None = None,
+    recorded: RecordedLaunch = NOT_RECORDED,
 ) -> ResultArrays:
-    """Predict every candidate of ``c`` for workload ``w`` in one vectorized pass
-    (``gpu_memory_utilization``: one value, or one per candidate, shape (K,); ``constants``:
-    per-candidate values of fitted engine constants, see ``Constants``; ``kv_pool``: per
-    candidate, the ``memory_batch.KvPool`` whose default sizes each worker's KV pool, for
-    replaying deployments measured at their engine's default; None: ``gpu_memory_utilization``
-    of the device, vLLM's meaning, as the planner's plans set it; ``pool_flag``: per candidate,
-    the engine's own memory flag where a replayed launch recorded it, NaN elsewhere,
-    ``memory_batch.default_pool_util``; ``adp_balance_iters``: per candidate, TensorRT-LLM's
-    attention-DP balance ``timeout_iters`` where a replayed launch enabled it, 0 elsewhere,
-    ``serving.adp_balance_wait``; ``batch_wait_iters`` / ``batch_wait_tokens``: per candidate, its
-    batch waiting (``batch_wait_timeout_iters``, ratio x max_num_tokens), 0 elsewhere,
-    ``serving.batch_wait``; both for aggregated workers only; ``decode_routers``: per candidate,
-    the slot-blind round-robin routers that place requests on a disaggregated deployment's decode
-    workers, NaN where they fill free slots, ``serving.routed_running``)."""
+    """:func:`predict` of the request made of ``m``, ``gpu``, ``c``, ``w`` and
+    ``gpu_memory_utilization`` on engine ``backend`` (a name: its packaged constants)."""
+    req = BatchRequest(m, gpu, c, w, gpu_memory_utilization)
+    return predict(req, policy_of(backend), pricer, recorded)
+
+
+def predict(
+    req: BatchRequest,
+    policy: EnginePolicy,
+    pricer: OpPricer | None = None,
+    recorded: RecordedLaunch = NOT_RECORDED,
+) -> ResultArrays:
+    """Predict every candidate of the request in one vectorized pass on the engine of ``policy``
+    (its constants and scheduling policy), pricing ops with ``pricer`` (None: the GPU's default);
+    ``recorded``: the launch settings a replayed measurement recorded, see ``RecordedLaunch``."""
+    m, gpu, c, w = req.m, req.gpu, req.c, req.w
     pricer = op_pricer(gpu, pricer)
-    cal = calibration or engine(backend)
+    cal = policy.calibration
     k = len(c)
+    consts = recorded.constants
     conc = np.where(c.own_concurrency, c.concurrency, w.concurrency if w.concurrency else np.nan)
-    load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, constants))
-    tokens = np.asarray(kv_tokens_held(load.isl, load.osl, backend))
-    disagg = c.disagg
+    load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, consts))
+    setting = WorkerSetting(m, gpu, cal, req.gpu_memory_utilization, recorded)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
-    burst = lockstep_share(w, conc, cal, constants=constants)
-    dec = _worker(
-        m,
-        gpu,
-        dec_par,
-        c.max_num_seqs,
-        c.max_num_batched_tokens,
-        c.workers,
-        tokens,
-        cal,
-        gpu_memory_utilization,
-        burst,
-        constants,
-        lasting_lockstep(w, backend),
-        kv_pool,
-        pool_flag,
-        adp_balance_iters,
-        batch_wait_iters,
-        batch_wait_tokens,
-    )
+    tokens = np.asarray(load.isl + load.osl * cal.kv_held_osl_fraction.value)
+    dec_role = RoleColumns(dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)
+    burst = lockstep_share(w, conc, cal, constants=consts)
+    lasting = lasting_lockstep(w, policy.engine)
+    dec = worker_arrays(setting, dec_role, burst, lasting, recorded.holds)
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(
         **{
@@ -589,6 +523,7 @@ def evaluate_batch(
             for f in LoadArrays.__dataclass_fields__
         }
     )
+    disagg = c.disagg
     # disaggregated rows take nothing from the aggregated model: unsolved when every row is one
     only_disagg = bool(disagg.size) and bool(disagg.all())
     agg = None if only_disagg else solve_agg(m, pricer, dec, agg_load)
@@ -597,64 +532,82 @@ def evaluate_batch(
     xs = agg.requests_per_s * c.workers if agg is not None else gpus * np.nan
     res = agg
     # a disaggregated request's time outside the steps: its mean and its percentiles take it
-    d_overhead = constant(cal, "disagg_request_overhead_s", k, constants)
+    d_overhead = constant(cal, "disagg_request_overhead_s", k, consts)
     if disagg.any():
-        pre_par = parallel_arrays(
-            gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
-        )
-        pre = _worker(
-            m,
-            gpu,
-            pre_par,
-            c.prefill_max_num_seqs,
-            c.prefill_max_num_batched_tokens,
-            c.prefill_workers,
-            load.isl + 1,
-            cal,
-            gpu_memory_utilization,
-            burst,
-            constants,
-            kv_pool=kv_pool,
-            pool_flag=pool_flag,
-        )
-        pre = prefill_kernels(pre, cal, k, constants)
-        total = (
-            c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers
-            + c.tp * c.pp * c.dp * c.workers
-        )
-        bw = np.where(
-            total <= gpu.scale_up.domain_size,
-            gpu.scale_up.bandwidth_bytes_per_s,
-            gpu.scale_out_bandwidth_bytes_per_s,
-        )
-        t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(m, pre_par, load.isl), bw)
-        dload = replace(load, request_overhead_s=d_overhead)
-        dburst = lockstep_share(w, conc, cal, disagg=True, constants=constants)
-        dres = solve_disagg(
-            m,
-            pricer,
-            replace(pre, burst_fraction=dburst),
-            replace(dec, burst_fraction=dburst),
-            dload,
-            t_kv,
-            decode_routers,
-        )
+        d = _disagg(setting, c, w, load, dec, pricer, d_overhead)
         res = (
-            dres
+            d.res
             if agg is None
             else ServingArrays(
                 *(
-                    np.where(disagg, getattr(dres, f), getattr(agg, f))
+                    np.where(disagg, getattr(d.res, f), getattr(agg, f))
                     for f in ServingArrays.__dataclass_fields__
                 )
             )
         )
-        gpus = np.where(disagg, total, gpus)
-        fits = fits & (~disagg | (pre.seq_capacity >= 1))
+        gpus = np.where(disagg, d.gpus, gpus)
+        fits = fits & (~disagg | d.fits)
         xs = np.where(disagg, res.requests_per_s, xs)
     assert res is not None  # every row is aggregated or disaggregated
     load = replace(load, request_overhead_s=np.where(disagg, d_overhead, load.request_overhead_s))
     return _results(res, load, xs, gpus, fits, dec.seq_capacity)
+
+
+@dataclass(frozen=True)
+class _Disagg:
+    """The disaggregated prediction of every candidate, its GPUs and whether its prefill worker
+    holds one prompt."""
+
+    res: ServingArrays
+    gpus: np.ndarray
+    fits: np.ndarray
+
+
+def _disagg(
+    s: WorkerSetting,
+    c: CandidateArrays,
+    w: Workload,
+    load: LoadArrays,
+    dec: WorkerArrays,
+    pricer: OpPricer,
+    d_overhead: np.ndarray,
+) -> _Disagg:
+    """``solve_disagg`` of every candidate: ``c``'s prefill columns, decode worker ``dec``."""
+    k, gpu, consts = len(c), s.gpu, s.recorded.constants
+    pre_par = parallel_arrays(
+        gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
+    )
+    pre_role = RoleColumns(
+        pre_par,
+        c.prefill_max_num_seqs,
+        c.prefill_max_num_batched_tokens,
+        c.prefill_workers,
+        load.isl + 1,
+    )
+    burst = lockstep_share(w, load.concurrency, s.cal, constants=consts)
+    pre = prefill_kernels(worker_arrays(s, pre_role, burst), s.cal, k, consts)
+    total = (
+        c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers
+        + c.tp * c.pp * c.dp * c.workers
+    )
+    bw = np.where(
+        total <= gpu.scale_up.domain_size,
+        gpu.scale_up.bandwidth_bytes_per_s,
+        gpu.scale_out_bandwidth_bytes_per_s,
+    )
+    t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(s.m, pre_par, load.isl), bw)
+    dload = replace(load, request_overhead_s=d_overhead)
+    dburst = lockstep_share(w, load.concurrency, s.cal, disagg=True, constants=consts)
+    res = solve_disagg(
+        s.m,
+        pricer,
+        replace(pre, burst_fraction=dburst),
+        replace(dec, burst_fraction=dburst),
+        dload,
+        t_kv,
+        s.recorded.decode_routers,
+    )
+    return _Disagg(res, total, pre.seq_capacity >= 1)
 
 
 def _results(

@@ -9,10 +9,8 @@ Three inputs, each read as a regular UTF-8 file of at most ``MAX_BYTES``:
   (github:vllm-project/vllm @009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1): ``model_id``,
   ``num_prompts``, ``request_rate`` (a number or the text ``"inf"``), ``max_concurrency``,
   ``completed``, ``total_input_tokens``, ``total_output_tokens``, ``mean_ttft_ms``,
-  ``mean_tpot_ms`` (plus ``median_*``/``p99_*``). TensorRT-LLM's
-  ``tensorrt_llm/serve/scripts/benchmark_serving.py`` (github:NVIDIA/TensorRT-LLM
-  @0228a71223416496ff056a157936bad2e42c762f) is derived from it and writes the same fields with
-  ``--save-result``;
+  ``mean_tpot_ms`` (plus ``median_*``/``p99_*``); other engines' clients derived from it write
+  the same fields (their folders under ``planner/engines/`` say which);
 * SGLang ``bench_serving --output-file`` JSONL (``*.jsonl``, one object appended per run): the
   ``result`` dict of ``python/sglang/bench_serving.py`` (github:sgl-project/sglang
   @0033168f0f58b2bc05aa0273bd475d9c01bafb1c): ``request_rate`` (``Infinity`` for a closed loop),
@@ -28,8 +26,8 @@ A CSV may carry the same three columns; rows without them keep the engine's fitt
 share.
 
 A result file needs a ``deployment.json`` sidecar in its own folder (what ``benchmark.sh``
-writes): ``{"deployment": <the deployment object of a plan file>, "backend": "vllm"|"sglang"|
-"trtllm", "engine_version": "..."}``. Every problem is one :class:`PlannerInputError` naming the
+writes): ``{"deployment": <the deployment object of a plan file>, "backend": <an engine's
+name>, "engine_version": "..."}``. Every problem is one :class:`PlannerInputError` naming the
 file (and line and field where known). Open-loop runs (a finite ``request_rate``) are counted
 and skipped: the end-to-end fit replays closed loops.
 """
@@ -50,7 +48,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from planner.deployment import Deployment, WorkerConfig
-from planner.engine_calibration import BACKENDS
+from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.models import load_model
 
@@ -199,9 +197,10 @@ def read_sidecar(path: Path, result: Path | None = None) -> Sidecar:
     for key in ("deployment", "backend", "engine_version"):
         if key not in raw:
             raise PlannerInputError("--data", f"{path}: field '{key}' is missing")
-    if raw["backend"] not in BACKENDS:
+    if raw["backend"] not in engine_names():
         raise PlannerInputError(
-            "--data", f"{path}: field 'backend' = {raw['backend']!r} is not one of {list(BACKENDS)}"
+            "--data",
+            f"{path}: field 'backend' = {raw['backend']!r} is not one of {list(engine_names())}",
         )
     try:
         dep = Deployment.model_validate(raw["deployment"])
@@ -367,7 +366,8 @@ def result_row(where: str, obj: JsonObject, side: Sidecar) -> Row | str:
 
 
 def read_results(path: Path, side: Sidecar, data: LoadedData) -> list[Row]:
-    """Rows of one native result file (``.json``: vLLM/TRT-LLM, ``.jsonl``: SGLang)."""
+    """Rows of one native result file (``.json``: ``--save-result`` JSON, ``.jsonl``: JSON
+    lines)."""
     text = read_text(path, "a benchmark result file")
     objs = _json_objects(path, text)
     rows = []

@@ -1,11 +1,12 @@
 """A user's calibration profile: the end-to-end engine constants fitted to their own results.
 
 ``planner calibrate e2e`` fits, per engine (and per GPU when the data cover several), the serving
-model's constants of ``planner/calibration/engines.yaml`` to the rows that
+model's constants (each engine's ``constants.yaml``) to the rows that
 :mod:`planner.calibration_data` reads, and writes a profile (YAML) that records the rows used,
 the fit residuals before and after, and the data's provenance. ``--calibration PROFILE`` on
 ``estimate``, ``plan``, ``simulate`` and ``validate e2e`` then replaces the packaged constants
-(:func:`planner.engine_calibration.use_calibration`), and outputs name the profile.
+(the request carries them: :class:`planner.engine_calibration.EngineConstants`), and outputs name
+the profile.
 
 The fit itself goes through one adapter, :func:`fit_constants` (rows -> constants); it uses the
 packaged fitter's pieces (``planner.replay_e2e.fit``: its loss and grid, then a bounded
@@ -21,8 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeAlias
@@ -37,13 +37,13 @@ from planner.batch_eval import KV_DTYPES
 from planner.calibration_bands import MIN_ROWS, ModeBands, halves, mode_bands, profile_bands
 from planner.calibration_data import LoadedData, Source, read_text
 from planner.engine_calibration import (
-    BACKENDS,
+    PACKAGED,
     EngineCalibration,
+    EngineConstants,
     Sourced,
-    calibrated,
     load_engines,
-    use_calibration,
 )
+from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.replay_e2e import fit as fit_engines
 from planner.replay_e2e.candidates import prepare
@@ -514,9 +514,9 @@ def load_profile(path: Path) -> Profile:
             "--calibration", f"{path}: format {prof.format!r}, expected {FORMAT}"
         )
     for backend, eng in prof.engines.items():
-        if backend not in BACKENDS:
+        if backend not in engine_names():
             raise PlannerInputError(
-                "--calibration", f"{path}: engine {backend!r} not one of {list(BACKENDS)}"
+                "--calibration", f"{path}: engine {backend!r} not one of {list(engine_names())}"
             )
         for scope, fit in [("all_gpus", eng.all_gpus), *eng.by_gpu.items()]:
             _check_constants(path, f"engines.{backend}.{scope}", fit.constants)
@@ -561,15 +561,14 @@ def profile_engines(
     return out
 
 
-def activate(path: Path | None, gpu: str | None = None) -> str | None:
-    """Apply the profile at ``path`` to this process (``--calibration``); its label, or None."""
+def activate(path: Path | None, gpu: str | None = None) -> EngineConstants:
+    """The engine constants of the profile at ``path`` (``--calibration``) with its label (the
+    packaged ones, unlabelled, when ``path`` is None); its bands are ``bands_for(path)``."""
     if path is None:
-        use_calibration({}, "")  # the packaged constants (a profile never outlives its command)
-        return None
+        return PACKAGED
     prof = load_profile(path)
     label = profile_label(path)
-    use_calibration(profile_engines(prof, label, gpu), label)
-    return label
+    return EngineConstants.of(profile_engines(prof, label, gpu), label)
 
 
 def profile_label(path: Path) -> str:
@@ -590,11 +589,3 @@ def bands_for(path: Path | None) -> Bands:
     if path is None:
         return packaged_bands()
     return bands_of_profile(load_profile(path), profile_label(path))
-
-
-@contextmanager
-def applied(prof: Profile, label: str, gpu: str | None = None) -> Iterator[None]:
-    """``prof``'s constants inside the ``with`` block only (a UI session's plan; its bands are
-    ``bands_of_profile``, passed to the plan)."""
-    with calibrated(profile_engines(prof, label, gpu), label):
-        yield

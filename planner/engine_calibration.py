@@ -1,4 +1,4 @@
-"""Per-engine calibration constants (``planner/calibration/engines.yaml``), each with its source.
+"""Per-engine calibration constants (each engine's ``constants.yaml``), each with its source.
 
 ``step_overhead_s``: CPU-side time per step not hidden behind the GPU (scheduling, sampling,
 detokenization, CUDA-graph replay); ``kernel_scale``: achieved kernel time / our priced kernel time
@@ -12,27 +12,22 @@ W waves — which wait for (N-1)/2 prefills queued ahead instead of the steady-s
 whose calibration rows come from other measurement campaigns (other benchmark harnesses). Both stand
 for a benchmark protocol the calibration data do not record; a workload that names its run length
 (``Workload.bench_requests``) replaces them. Units, bounds and the fitting command of each:
-``planner.validation.fit_engines.CONSTANTS``, written next to every value in engines.yaml. Engine
-names appear only here and in the emitters.
+``planner.replay_e2e.fit.CONSTANTS``, written next to every value in each engine's
+``constants.yaml`` (``planner/engines/<name>/``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hardware.errors import PlannerInputError
+from planner.engines import Engine, engine_names, get_engine
 
-Backend = Literal["vllm", "sglang", "trtllm"]
-BACKENDS: tuple[Backend, ...] = ("vllm", "sglang", "trtllm")
-ENGINES_FILE = Path(__file__).with_name("calibration") / "engines.yaml"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 ENGINE_DEFAULTS: tuple[str, ...] = (
     "max_num_batched_tokens",
@@ -61,23 +56,6 @@ class Sourced(BaseModel):
         if self.bounds is not None and not self.bounds[0] <= self.value <= self.bounds[1]:
             raise ValueError(f"value {self.value} outside bounds {list(self.bounds)}")
         return self
-
-
-PREFILL_FIRST: dict[str, str] = {
-    "sglang": "SGLang runs a waiting prompt's prefill as a batch of its own before any decode step "
-    "(managers/scheduler.py get_next_batch_to_run: get_new_batch_prefill first, the running "
-    "decode batch only when no prefill batch forms) and mixes prefill chunks into decode steps "
-    "only with --enable-mixed-chunk (server_args.py, default False)",
-}
-"""Engines that do not mix prefill into decode steps by default, each with its source. Their
-decodes stall while any prompt waits, so N benchmark clients with fixed lengths that start together
-stay in lockstep for the whole run (``serving.solve_agg``)."""
-
-
-def prefill_first(backend: str) -> bool:
-    """Whether ``backend`` runs prefill batches before, not inside, decode steps
-    (``PREFILL_FIRST``)."""
-    return backend in PREFILL_FIRST
 
 
 class EngineCalibration(BaseModel):
@@ -129,50 +107,126 @@ class EngineCalibration(BaseModel):
         return tuple(f for f in type(self).model_fields if f not in ENGINE_DEFAULTS)
 
 
-@lru_cache(maxsize=4)
-def load_engines(path: Path = ENGINES_FILE) -> dict[str, EngineCalibration]:
-    """All engines' calibration from ``path``."""
+CONSTANTS_FILE = "constants.yaml"
+"""Name of the file of an engine's folder holding its calibration (one top-level key: its name)."""
+
+
+def load_file(path: Path) -> dict[str, EngineCalibration]:
+    """Every engine's calibration in the file ``path`` (engine name -> its fields)."""
     raw = yaml.safe_load(path.read_text())
     return {name: EngineCalibration.model_validate(v) for name, v in raw.items()}
 
 
-_ACTIVE: ContextVar[Mapping[str, tuple[EngineCalibration, str]] | None] = ContextVar(
-    "planner_engine_calibration", default=None
-)
-"""Engines replaced by a user's calibration profile (``--calibration``), each with the profile's
-name; see :func:`use_calibration`. A context variable: a command sets it for its process, and a
-UI session's plan (its own thread) sets it for that plan only (:func:`calibrated`)."""
+@lru_cache(maxsize=16)
+def _packaged(name: str, path: Path) -> EngineCalibration:
+    """The calibration of engine ``name`` in its ``constants.yaml`` at ``path``."""
+    found = load_file(path)
+    if set(found) != {name}:
+        raise ValueError(f"{path}: holds {sorted(found)}, not the one engine {name!r}")
+    return found[name]
 
 
-def use_calibration(engines: Mapping[str, EngineCalibration], label: str) -> None:
-    """From now on :func:`engine` returns ``engines[b]`` for each ``b`` given (a user's profile,
-    ``planner.calibration_profile``); ``label`` names it in provenance. An empty mapping resets."""
-    _ACTIVE.set({b: (cal, label) for b, cal in engines.items()})
+def packaged(name: str) -> EngineCalibration:
+    """The packaged calibration of the known engine ``name`` (its folder's constants file); an
+    unknown name is an input error listing the choices."""
+    return _packaged(name, get_engine(name).file(CONSTANTS_FILE))
 
 
-@contextmanager
-def calibrated(engines: Mapping[str, EngineCalibration], label: str) -> Iterator[None]:
-    """:func:`use_calibration` inside the ``with`` block only (the previous state after it)."""
-    token = _ACTIVE.set({b: (cal, label) for b, cal in engines.items()})
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
+def load_engines() -> dict[str, EngineCalibration]:
+    """Every known engine's packaged calibration, by name."""
+    return {name: packaged(name) for name in engine_names()}
 
 
-def calibration_label(backend: str) -> str:
-    """Where ``backend``'s constants come from: the active profile or the packaged file."""
-    active = (_ACTIVE.get() or {}).get(backend)
-    return active[1] if active else "planner/calibration/engines.yaml"
+@dataclass(frozen=True)
+class EnginePolicy:
+    """One engine resolved for a request: what it is and does (``Engine``), the constants the
+    serving model prices it with, and where those come from (provenance)."""
+
+    engine: Engine
+    calibration: EngineCalibration
+    label: str
+    """The constants' source: the packaged file, or the user's calibration profile."""
+
+    @property
+    def name(self) -> str:
+        """The engine's ``--backend`` name."""
+        return self.engine.name
+
+
+@dataclass(frozen=True)
+class EngineConstants:
+    """Constants that replace the packaged ones for some engines (a user's calibration profile,
+    ``planner.calibration_profile``), with the profile's label; empty: the packaged constants.
+    A value carried by the request, so an answer depends only on its inputs."""
+
+    engines: tuple[tuple[str, EngineCalibration], ...] = ()
+    """(engine name, its constants) pairs."""
+    label: str = ""
+
+    @classmethod
+    def of(cls, engines: Mapping[str, EngineCalibration], label: str) -> EngineConstants:
+        """The constants ``engines`` (by engine name) labelled ``label``."""
+        return cls(tuple(engines.items()), label)
+
+    def policy(self, backend: str) -> EnginePolicy:
+        """Engine ``backend`` with these constants where given, else its packaged ones; an
+        unknown name is an input error listing the choices."""
+        eng = get_engine(backend)
+        given = dict(self.engines)
+        if backend in given:
+            return EnginePolicy(eng, given[backend], self.label)
+        return EnginePolicy(eng, packaged(backend), packaged_label(backend))
+
+
+PACKAGED = EngineConstants()
+"""The packaged constants of every engine."""
+
+
+def policy_of(backend: str | EnginePolicy) -> EnginePolicy:
+    """``backend`` itself when resolved already, else the engine of that name with its packaged
+    constants."""
+    return backend if isinstance(backend, EnginePolicy) else PACKAGED.policy(backend)
 
 
 def engine(backend: str) -> EngineCalibration:
-    """Calibration of ``backend`` (a profile set by :func:`use_calibration` first); unknown names
-    are an input error listing the choices."""
-    active = (_ACTIVE.get() or {}).get(backend)
-    if active is not None:
-        return active[0]
-    engines = load_engines()
-    if backend not in engines:
-        raise PlannerInputError("--backend", f"'{backend}' not one of {sorted(engines)}")
-    return engines[backend]
+    """The packaged calibration of ``backend`` (a user's profile reaches a prediction as an
+    :class:`EnginePolicy`); unknown names are an input error listing the choices."""
+    return packaged(backend)
+
+
+def packaged_label(backend: str) -> str:
+    """Provenance of ``backend``'s packaged constants: its constants file, from the repository
+    root for a built-in engine."""
+    path = get_engine(backend).file(CONSTANTS_FILE)
+    root = Path(__file__).resolve().parents[1]
+    inside = path.resolve().is_relative_to(root)
+    return str(path.resolve().relative_to(root)) if inside else str(path)
+
+
+def _comment_head(text: str) -> str:
+    """The leading comment lines of a constants file."""
+    lines = text.splitlines(keepends=True)
+    n = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    return "".join(lines[:n])
+
+
+def packaged_text(names: Iterable[str]) -> str:
+    """The constants files of engines ``names`` as one text: the first file's leading comment,
+    then each file's body, in the order given (the form the engine-constant fit renders)."""
+    texts = [get_engine(n).file(CONSTANTS_FILE).read_text() for n in names]
+    bodies = "".join(t[len(_comment_head(t)) :] for t in texts)
+    return (_comment_head(texts[0]) if texts else "") + bodies
+
+
+def split_text(text: str) -> dict[str, str]:
+    """Inverse of :func:`packaged_text`: engine name -> its file's text (the shared leading
+    comment, then its block)."""
+    head = _comment_head(text)
+    out: dict[str, str] = {}
+    name = ""
+    for line in text[len(head) :].splitlines(keepends=True):
+        if line[:1].isalnum():
+            name = line.split(":", 1)[0]
+            out[name] = head
+        out[name] += line
+    return out

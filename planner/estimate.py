@@ -27,7 +27,8 @@ from planner.batch_eval import (
     parallel_arrays,
 )
 from planner.deployment import Parallelism, WorkerConfig
-from planner.engine_calibration import engine
+from planner.engine_calibration import EngineCalibration, EnginePolicy, policy_of
+from planner.engines import DEFAULT_ENGINE
 from planner.kernels_adapter import default_pricer
 from planner.memory import MemoryPlan, plan_memory
 from planner.model_spec import ModelSpec
@@ -211,7 +212,7 @@ def step_breakdowns(
     gpu: GpuSpec,
     main: WorkerConfig,
     pre: WorkerConfig,
-    backend: str,
+    cal: EngineCalibration,
     r: ResultArrays,
     wl: Workload,
     disagg: bool,
@@ -220,8 +221,7 @@ def step_breakdowns(
     ``mixed_step_ms`` (aggregated: the priced step that carries a prefill chunk next to the running
     decodes), ``prefill_ms`` (one prompt's whole prefill, all its chunks, on the prefill worker when
     disaggregated: what TTFT is made of) and ``decode_step_ms`` (a decode-only step at the running
-    batch); and the decode step's cost (for its provenance)."""
-    cal = engine(backend)
+    batch); and the decode step's cost (for its provenance); ``cal``: the engine's constants."""
     z, one = np.zeros(1), np.ones(1)
     b = np.array([max(float(r.decode_batch[0]), 1.0)])
     ctx = np.array([wl.isl.mean + wl.osl.mean / 2])
@@ -245,11 +245,11 @@ def step_breakdowns(
     return out, decode
 
 
-def _provenance(backend: str, cost: StepCost) -> dict[str, str]:
-    cal = engine(backend)
+def _provenance(policy: EnginePolicy, cost: StepCost) -> dict[str, str]:
+    cal = policy.calibration
     prov = {f"op:{name}": src for name, src in cost.provenance}
     for field in cal.model_constants():
-        prov[f"{backend}.{field}"] = getattr(cal, field).source
+        prov[f"{policy.name}.{field}"] = getattr(cal, field).source
     return prov
 
 
@@ -258,16 +258,19 @@ def estimate(
     gpu: GpuSpec,
     wl: Workload,
     *,
-    backend: str = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     agg: WorkerConfig | None = None,
     prefill: WorkerConfig | None = None,
     decode: WorkerConfig | None = None,
     bands: Bands | None = None,
 ) -> Estimate:
     """Aggregated when ``agg`` is given (default: one worker, tp 1),
-    disaggregated with prefill+decode; ``bands``: the band table to state (default: the packaged
-    one; a calibration profile's own bands replace it, ``planner.calibration_bands``)."""
+    disaggregated with prefill+decode; ``backend``: the engine (a name: its packaged constants);
+    ``bands``: the band table to state (default: the packaged one; a calibration profile's own
+    bands replace it, ``planner.calibration_bands``)."""
     band_set = bands or packaged_bands()
+    policy = policy_of(backend)
+    name = policy.name
     disagg = prefill is not None and decode is not None
     main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
     assert main is not None
@@ -293,7 +296,7 @@ def estimate(
         prefill_max_num_batched_tokens=pre.max_num_batched_tokens,
     )
     r = evaluate_batch(
-        m, gpu, c, wl, backend=backend, gpu_memory_utilization=main.gpu_memory_utilization
+        m, gpu, c, wl, backend=policy, gpu_memory_utilization=main.gpu_memory_utilization
     )
     if r.infeasible_reason[0] == Reason.OUT_OF_MEMORY:
         raise InfeasibleError(
@@ -303,13 +306,13 @@ def estimate(
         )
     capacity = None
     if r.infeasible_reason[0] == Reason.SATURATED and wl.rate_per_s is not None:
-        capacity = saturation_capacity(m, gpu, c, wl, backend, main.gpu_memory_utilization)
+        capacity = saturation_capacity(m, gpu, c, wl, policy, main.gpu_memory_utilization)
         at_cap = evaluate_batch(
             m,
             gpu,
             c,
             wl.model_copy(update={"rate_per_s": capacity}),
-            backend=backend,
+            backend=policy,
             gpu_memory_utilization=main.gpu_memory_utilization,
         )
         # throughput at capacity; latencies stay those of the offered load (not finite)
@@ -324,11 +327,11 @@ def estimate(
             tpot_p90_s=r.tpot_p90_s,
             tpot_p99_s=r.tpot_p99_s,
         )
-    steps, decode_cost = step_breakdowns(m, gpu, main, pre, backend, r, wl, disagg)
+    steps, decode_cost = step_breakdowns(m, gpu, main, pre, policy.calibration, r, wl, disagg)
     own, bands_source = deployment_bands(
         m,
         gpu,
-        backend,
+        name,
         "disagg" if disagg else "agg",
         float(r.prefill_utilization[0]),
         main.weight_quant,
@@ -340,7 +343,7 @@ def estimate(
         model_id=m.hf_id,
         checkpoint_quant=m.quant.weight_format,
         gpu=gpu.name,
-        backend=backend,
+        backend=name,
         mode="disagg" if disagg else "agg",
         gpus=int(r.gpus[0]),
         ttft_ms=_pct(r.ttft_mean_s, r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s),
@@ -355,7 +358,7 @@ def estimate(
         memory=mem,
         prefill_memory=pmem,
         provenance={
-            **_provenance(backend, decode_cost),
+            **_provenance(policy, decode_cost),
             "kernels": str(kernel_calibration(gpu)["detail"]),
             "bands": bands_source,
         },
@@ -392,7 +395,12 @@ SATURATION_STEPS = 40
 
 
 def saturation_capacity(
-    m: ModelSpec, gpu: GpuSpec, c: CandidateArrays, wl: Workload, backend: str, util: float
+    m: ModelSpec,
+    gpu: GpuSpec,
+    c: CandidateArrays,
+    wl: Workload,
+    backend: str | EnginePolicy,
+    util: float,
 ) -> float:
     """The highest open-loop arrival rate (requests/s, below ``wl.rate_per_s``) at which the serving
     model of candidate ``c`` is not saturated, by geometric bisection on the model itself."""

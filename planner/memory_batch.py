@@ -25,7 +25,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Protocol, TypeAlias
 
 import numpy as np
@@ -41,8 +40,9 @@ LayerCounts: TypeAlias = "Iterable[tuple[LayerSpec, int]]"
 """Distinct layers of a stage and how many of each."""
 
 GIB = 1024**3
+MIB = 1024**2
 KV_BLOCK_TOKENS = 16
-"""Paged-KV block size (vLLM/SGLang/TRT-LLM default 16 to 64 tokens; we use 16)."""
+"""Paged-KV block size (engines default to 16 to 64 tokens; we use 16)."""
 
 # Bytes per weight element including block-scale overhead:
 # fp8 with 128x128 fp32 block scales: 1 + 4/16384; NVFP4 (16-element groups, fp8 scale): 0.5 + 1/16;
@@ -59,7 +59,7 @@ KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
 CUDA_CONTEXT_BYTES = 0.75 * GIB
 """ASSUMPTION: CUDA context + library handles per GPU (typical 0.5-1 GiB on Hopper)."""
 CUDA_GRAPH_BYTES = 0.5 * GIB
-"""ASSUMPTION: memory held by captured CUDA graphs (vLLM logs 0.3-1 GiB for default sizes)."""
+"""ASSUMPTION: memory held by captured CUDA graphs (engines log 0.3-1 GiB for default sizes)."""
 NCCL_BYTES = 0.25 * GIB
 """ASSUMPTION: NCCL/custom all-reduce buffers when the worker spans more than one GPU."""
 
@@ -240,167 +240,6 @@ def kv_transfer_bytes_per_gpu(m: ModelSpec, p: ParallelArrays, isl: np.ndarray) 
     per = seq_bytes_per_gpu(m, p, tok)
     mla = m.mla is not None
     return per / p.tp if mla else per
-
-
-# --- Engines' default KV pools (replaying measured rows) ---------------------------------------
-# Our budget is vLLM's: KV = gpu_memory_utilization x device - weights - activations - reserve.
-# A measured row that does not record its engine's memory flag ran at that engine's default,
-# which sizes the pool differently; ``default_pool_util`` expresses each default as the
-# equivalent utilization, so the rest of the memory model is shared.
-
-MIB = 1024**2
-
-
-class KvPool(IntEnum):
-    """How an engine sizes its KV pool at its default memory flag."""
-
-    VLLM = 0
-    """``gpu_memory_utilization`` 0.9 of the device: KV = 0.9 x device - weights - activations -
-    reserve (vllm/v1/worker/gpu_worker.py ``determine_available_memory``: requested memory
-    total x utilization minus the profiled non-KV memory; vllm-project/vllm @35d5cda)."""
-    TRTLLM = 1
-    """``KvCacheConfig.free_gpu_memory_fraction`` 0.9 of the memory free after the weights and
-    the profiled peak: KV = 0.9 x (device - weights - activations - reserve)."""
-    SGLANG = 2
-    """``mem_fraction_static`` from ``ServerArgs._handle_gpu_memory_settings`` (SGLang >= 0.5.3):
-    KV = fraction x device - weights - CUDA context and NCCL (the replay applies it only with
-    ``planner.validation.e2e.SGLANG_AT_DEFAULT``)."""
-    SGLANG_052 = 3
-    """``mem_fraction_static`` from ``ServerArgs.__post_init__`` of SGLang <= 0.5.2."""
-
-
-TRTLLM_FREE_FRACTION = 0.9
-"""TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction`` default (tensorrt_llm/llmapi/
-llm_args.py, NVIDIA/TensorRT-LLM @fcd3f31): ``KvCacheCreator._cal_max_memory`` in
-tensorrt_llm/_torch/pyexecutor/_util.py (@0004396) sizes the pool as (total - peak memory of the
-profiling run + the temporary KV it held) x fraction, the peak being weights, activations and
-workspace (the TensorRT engine path takes the same fraction of ``cudaMemGetInfo`` free memory
-after the engine is loaded)."""
-SGLANG_SIZES: tuple[tuple[float, int, int, int], ...] = (
-    (20 * 1024, 2048, 8, 8),
-    (35 * 1024, 2048, 24, 80),
-    (60 * 1024, 4096, 32, 160),
-    (160 * 1024, 8192, 256, 512),
-    (math.inf, 16384, 512, 512),
-)
-"""SGLang (>= 0.5.3) defaults by GPU memory: (below this many MiB, ``chunked_prefill_size``,
-``cuda_graph_max_bs`` at tp_size < 4, at tp_size >= 4); ``_handle_gpu_memory_settings`` of
-python/sglang/srt/server_args.py (CUDA GPUs; the NPU rows left out)."""
-SGLANG_052_RESERVE_GIB: tuple[tuple[float, float, float], ...] = (
-    (35 * 1024, 2.8, 0.1),
-    (90 * 1024, 9.5, 0.5),
-    (160 * 1024, 12.0, 0.5),
-    (math.inf, 32.0, 0.0),
-)
-"""SGLang <= 0.5.2's reserve by GPU memory: (below this many MiB, GiB, GiB per GPU of
-tp_size x pp); ``__post_init__`` of python/sglang/srt/server_args.py."""
-SGLANG_052_CHUNKS: tuple[tuple[float, int], ...] = (
-    (35 * 1024, 2048),
-    (160 * 1024, 8192),
-    (math.inf, 16384),
-)
-"""SGLang <= 0.5.2's ``chunked_prefill_size`` default by GPU memory: (below this many MiB,
-tokens); ``ServerArgs.__post_init__`` of python/sglang/srt/server_args.py in the 0.5.0rc0,
-0.5.1.post1 and 0.5.2 wheels ("A10, L40, 4090" / "H100, H200, A100, H20" / "B200, MI300")."""
-
-
-def _by_memory(table: tuple[tuple[float, ...], ...], mib: float) -> tuple[float, ...]:
-    """The first row of a by-memory ``table`` whose limit (its first value, MiB) lies above
-    ``mib``."""
-    return next(row for row in table if mib < row[0])
-
-
-def sglang_chunked_prefill(memory_bytes: float, before_053: bool = False) -> int:
-    """SGLang's default ``--chunked-prefill-size`` (tokens a prefill step takes, whole worker) on
-    a GPU of ``memory_bytes`` (as nvidia-smi reports it: ``get_device_memory_capacity`` reads
-    ``memory.total``, the smallest GPU), from python/sglang/srt/server_args.py of the PyPI wheels:
-    0.5.3, 0.5.5.post2, 0.5.6.post2, 0.5.8, 0.5.8.post1, 0.5.9 ``_handle_gpu_memory_settings``
-    (``SGLANG_SIZES``: 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384;
-    0.5.23 keeps the rule from 35 GiB up, ``srt/arg_groups/memory_hook.py``); with
-    ``before_053`` (0.5.0rc0 to 0.5.2, ``__post_init__``) ``SGLANG_052_CHUNKS``, which has no
-    60 GiB step. Neither depends on TP or the model. With DP attention SGLang divides it by the
-    DP size per rank (``chunked_prefill_size // dp_size``), so the worker's step still takes
-    this many tokens."""
-    mib = memory_bytes / MIB
-    return int(_by_memory(SGLANG_052_CHUNKS if before_053 else SGLANG_SIZES, mib)[1])
-
-
-def sglang_mem_fraction(memory_bytes: float, tp: Num, pp: Num, dp: Num) -> np.ndarray:
-    """SGLang's default ``mem_fraction_static`` ((weights + KV pool) / device memory), versions
-    0.5.3 to 0.5.9 (python/sglang/srt/server_args.py ``_handle_gpu_memory_settings`` of the
-    0.5.3, 0.5.4, 0.5.5.post2 and 0.5.9 wheels, identical here). Reserve, MiB: 512
-    + 1.5 x max(chunked prefill, 2048) + 2 x ``cuda_graph_max_bs`` + 1024 x tp_size x pp / 8,
-    + 3 x graph bs x dp (+ 1.5 x graph bs x dp above 300) with DP attention, at least 10 GiB on
-    GPUs over 60 GiB; fraction = round((memory - reserve) / memory, 3). SGLang's ``tp_size`` is
-    every GPU of a worker's stage (attention TP x attention DP); speculative decoding and
-    piecewise CUDA graphs are off by default. Memory as nvidia-smi reports it, MiB."""
-    mib = memory_bytes / MIB
-    sgl_tp = np.asarray(tp) * dp
-    _, chunk, small_bs, big_bs = _by_memory(SGLANG_SIZES, mib)
-    graph_bs = np.where(sgl_tp >= 4, big_bs, small_bs)
-    reserve = 512 + 1.5 * max(chunk, 2048) + 2 * graph_bs + 1024 * sgl_tp * pp / 8
-    dp_attention = np.asarray(dp) > 1
-    reserve = reserve + dp_attention * graph_bs * dp * (3 + 1.5 * (graph_bs > 300))
-    if mib > 60 * 1024:
-        reserve = np.maximum(reserve, 10 * 1024)
-    return np.asarray(np.round((mib - reserve) / mib, 3))
-
-
-def sglang_052_mem_fraction(memory_bytes: float, tp: Num, pp: Num, dp: Num) -> np.ndarray:
-    """SGLang <= 0.5.2's default ``mem_fraction_static`` (python/sglang/srt/server_args.py
-    ``__post_init__`` of the 0.5.1.post1 and 0.5.2 wheels): a reserve by GPU memory
-    (``SGLANG_052_RESERVE_GIB``) + 4 GiB with DP attention."""
-    mib = memory_bytes / MIB
-    gpus = np.asarray(tp) * dp * pp
-    _, base, per_gpu = _by_memory(SGLANG_052_RESERVE_GIB, mib)
-    reserve = (base + per_gpu * gpus + 4 * (np.asarray(dp) > 1)) * 1024
-    return np.asarray(np.round((mib - reserve) / mib, 3))
-
-
-def default_pool_util(
-    pool: np.ndarray,
-    m: ModelSpec,
-    gpu: GpuSpec,
-    p: ParallelArrays,
-    chunk: np.ndarray,
-    max_num_seqs: np.ndarray,
-    util: float | np.ndarray = 0.9,
-    flag: np.ndarray | None = None,
-) -> np.ndarray:
-    """The ``gpu_memory_utilization`` (vLLM's meaning, as ``kv_budget_per_gpu`` takes it) that
-    gives each candidate the KV pool its engine (``pool``: ``KvPool`` values) sizes at its memory
-    flag: the engine's default, or ``flag`` where finite (the engine's own flag as a launch set it:
-    vLLM ``--gpu-memory-utilization``, TensorRT-LLM ``free_gpu_memory_fraction``, SGLang
-    ``--mem-fraction-static``); ``util`` for vLLM otherwise. TensorRT-LLM: util = f + (1 - f) x
-    non-KV / device, so KV = f x (device - non-KV). SGLang: util = fraction + (activations + CUDA
-    graphs) / device, so KV = fraction x device - weights - CUDA context and NCCL (SGLang reserves
-    the rest for activations and graphs; its weights are loaded before it reads free memory)."""
-    device = gpu.memory_bytes
-    act = activation_bytes(m, p, chunk, max_num_seqs)
-    non_kv = weights_per_gpu(m, p) + act + reserved_bytes(p.tp * p.pp * p.dp)
-    given = np.full(np.shape(pool), np.nan) if flag is None else np.asarray(flag, dtype=float)
-    set_ = np.isfinite(given)
-    f_trt = np.where(set_, given, TRTLLM_FREE_FRACTION)
-    trt = f_trt + (1.0 - f_trt) * non_kv / device
-    sgl_extra = (act + CUDA_GRAPH_BYTES) / device
-    sgl = np.where(set_, given, sglang_mem_fraction(device, p.tp, p.pp, p.dp)) + sgl_extra
-    sgl_052 = np.where(set_, given, sglang_052_mem_fraction(device, p.tp, p.pp, p.dp)) + sgl_extra
-    util = np.where(set_, given, util)
-    return np.asarray(
-        np.select(
-            [pool == KvPool.TRTLLM, pool == KvPool.SGLANG, pool == KvPool.SGLANG_052],
-            [trt, sgl, sgl_052],
-            default=np.broadcast_to(util, np.shape(pool)),
-        ),
-        dtype=float,
-    )
-
-
-# --- Exact pipeline stages ---------------------------------------------------------------------
-# One deployment (scalars, K = 1) or candidates sharing one pp (arrays of tp, dp): the layers of
-# each stage exactly, the fullest stage per term. ``planner.memory.plan_memory`` is this with
-# K = 1; ``weights_per_gpu`` / ``seq_bytes_per_gpu`` above price ceil(layers / pp) layers of the
-# model's mix instead (the solvers' sweep, unchanged numbers).
 
 
 def stage_layers(m: ModelSpec, pp: int) -> list[tuple[LayerSpec, ...]]:

@@ -21,19 +21,18 @@ import numpy as np
 from hardware.spec import GpuSpec
 from planner.batch_eval import (
     CandidateArrays,
-    _worker,
-    kv_tokens_held,
     load_arrays,
     lockstep_share,
     op_pricer,
     parallel_arrays,
-    prefill_kernels,
 )
-from planner.engine_calibration import EngineCalibration, engine
+from planner.engine_calibration import EnginePolicy, policy_of
+from planner.engines import DEFAULT_ENGINE
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
 from planner.serving import _steps, prefill_times
 from planner.step_model import OpPricer
+from planner.workers import RoleColumns, WorkerSetting, prefill_kernels, worker_arrays
 from planner.workload import Workload
 
 
@@ -52,32 +51,28 @@ def prefill_role(
     c: CandidateArrays,
     w: Workload,
     *,
-    backend: str = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
-    calibration: EngineCalibration | None = None,
 ) -> PrefillRole:
     """The prefill role of ``c`` (its ``prefill_*`` columns, ``prefill_max_num_seqs`` prompts per
     step and attention-DP rank), priced by ``serving.prefill_times`` as ``solve_disagg`` prices
     it."""
-    cal = calibration or engine(backend)
+    cal = policy_of(backend).calibration
     k = len(c)
     load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
     par = parallel_arrays(
         gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
     )
-    pre = _worker(
-        m,
-        gpu,
+    role = RoleColumns(
         par,
         c.prefill_max_num_seqs,
         c.prefill_max_num_batched_tokens,
         c.prefill_workers,
         load.isl + 1,
-        cal,
-        gpu_memory_utilization,
-        lockstep_share(w, load.concurrency, cal),
     )
+    setting = WorkerSetting(m, gpu, cal, gpu_memory_utilization)
+    pre = worker_arrays(setting, role, lockstep_share(w, load.concurrency, cal))
     pre = prefill_kernels(pre, cal, k)
     pt = prefill_times(m, op_pricer(gpu, pricer), pre, load.isl_compute)
     return PrefillRole(pt.chunks * pt.t_one, pt.work, pre.seq_capacity >= 1)
@@ -98,29 +93,20 @@ def decode_role(
     w: Workload,
     batch: np.ndarray,
     *,
-    backend: str = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
-    calibration: EngineCalibration | None = None,
 ) -> DecodeRole:
     """The decode role of ``c`` (its main columns) at ``batch`` running requests per worker."""
-    cal = calibration or engine(backend)
+    cal = policy_of(backend).calibration
     k = len(c)
     load = load_arrays(w, k, np.full(k, np.nan), cal.disagg_request_overhead_s.value)
     zero = np.zeros(k)
     par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
-    dec = _worker(
-        m,
-        gpu,
-        par,
-        c.max_num_seqs,
-        c.max_num_batched_tokens,
-        c.workers,
-        np.asarray(kv_tokens_held(load.isl, load.osl, backend)),
-        cal,
-        gpu_memory_utilization,
-        lockstep_share(w, load.concurrency, cal),
-    )
+    tokens = np.asarray(load.isl + load.osl * cal.kv_held_osl_fraction.value)
+    role = RoleColumns(par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)
+    setting = WorkerSetting(m, gpu, cal, gpu_memory_utilization)
+    dec = worker_arrays(setting, role, lockstep_share(w, load.concurrency, cal))
     mix = StepMix(np.maximum(batch, 1.0), load.isl + load.osl / 2.0, zero, zero, zero)
     t = _steps(m, op_pricer(gpu, pricer), dec, [mix])[0]
     return DecodeRole(t * load.step_multiplier, dec.seq_capacity)

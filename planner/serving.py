@@ -26,6 +26,7 @@ import numpy as np
 from scipy import special
 
 from planner import queueing
+from planner.engines.base import PromptHolds
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays, StepMix
 from planner.step_model import OpPricer, step_time
@@ -38,7 +39,7 @@ DAMPING = 0.5
 """Damped fallback of a fixed-point step (where the secant is not finite)."""
 MIN_FREE_CHUNK = 64.0
 """Prefill tokens a step still admits when decode requests fill the chunk budget (engines always
-let some prefill through; vLLM schedules decodes first, then prefill chunks in the remainder)."""
+let some prefill through, e.g. by scheduling decodes first and prefill chunks in the remainder)."""
 KV_TRANSFER_LATENCY_S = 5e-4
 """ASSUMPTION: set-up time of one KV transfer (NIXL/UCX handshake, block descriptors)."""
 KV_TRANSFER_BW_EFFICIENCY = 0.75
@@ -58,15 +59,9 @@ class WorkerArrays:
     workers: np.ndarray
     burst_fraction: np.ndarray  # share of a closed loop's clients that arrive in lockstep waves
     lockstep: np.ndarray | None = None  # every wave in lockstep (``lockstep_agg``); None: none
-    adp_balance_iters: np.ndarray | None = None
-    """TensorRT-LLM attention-DP balance (``attention_dp_config: enable_balance,
-    timeout_iters``): steps a prompt may be held until every DP rank has one
-    (``adp_balance_wait``); None or 0: off."""
-    batch_wait_iters: np.ndarray | None = None
-    """TensorRT-LLM batch waiting (``batch_wait_timeout_iters``): steps a prompt may be held
-    for more prompts (``batch_wait``); None or 0: off."""
-    batch_wait_tokens: np.ndarray | None = None
-    """Its token threshold, ``batch_wait_max_tokens_ratio`` x ``max_num_tokens``."""
+    holds: PromptHolds | None = None
+    """The engine scheduler's prompt holds, a launch setting (``planner.engines.PromptHolds``);
+    None: prompts are scheduled as they arrive."""
 
 
 @dataclass(frozen=True)
@@ -187,7 +182,7 @@ def _closed_or_open(
 
 def _engine_cap(w: WorkerArrays) -> np.ndarray:
     """Requests a worker runs at once: ``max_num_seqs`` per attention-DP rank (each rank schedules
-    its own batch: SGLang/TRT-LLM attention DP, vLLM data-parallel engines), at most the KV
+    its own batch: attention-DP ranks, or data-parallel engines), at most the KV
     capacity."""
     return np.maximum(np.minimum(w.max_num_seqs * w.par.dp, w.seq_capacity), 1.0)
 
@@ -321,66 +316,6 @@ def mean_step(t_dec: np.ndarray, t_pre: np.ndarray, f: np.ndarray) -> np.ndarray
     return (1.0 - f) * t_dec + f * t_pre
 
 
-def adp_balance_wait(
-    x: np.ndarray, t_step: np.ndarray, iters: np.ndarray, dp: np.ndarray
-) -> np.ndarray:
-    """Mean wait (s) of a prompt held by TensorRT-LLM's attention-DP balance: with
-    ``enable_balance`` a rank's context requests wait until every one of the ``dp`` ranks has one,
-    or until ``iters`` steps (``timeout_iters``, each ``t_step`` s) have passed, and then all that
-    waited go together (``PyExecutor._balance_adp_requests``, github:NVIDIA/TensorRT-LLM; the
-    strategy: docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md). Arrivals at ``x``
-    requests/s open a window at the first held prompt; it closes after W = min(iters·t_step,
-    (D·H_D - 1)/x), the timeout or the arrivals until every rank holds one: the router gives a new
-    request to the rank with the fewest active requests, in a closed loop the rank a request just
-    left, so the ranks are drawn at random and covering all D takes D·H_D arrivals on average
-    (H_D = 1 + 1/2 + ... + 1/D; coupon collector). The first prompt waits W and the x·W that
-    arrive during the window wait W/2 on average: mean W·(1 + x·W/2)/(1 + x·W). Zero where
-    ``iters`` <= 0 or ``dp`` <= 1. On the seven InferenceMAX DeepSeek-R1 TensorRT-LLM H200 rows with
-    attention DP 8 (``timeout_iters`` 60), predicted with engine constants fitted on other
-    campaigns, it takes TTFT from 0.15-0.37 of the measured value to 0.40-0.67."""
-    d = np.maximum(dp, 1.0)
-    # arrivals until every rank has one: D·H_D (coupon collector) less the first
-    harmonic = special.digamma(d + 1.0) + np.euler_gamma  # H_D
-    held = _held_wait(x, t_step, iters, d * harmonic - 1.0)
-    return np.where((iters > 0) & (dp > 1), held, 0.0)
-
-
-def batch_wait(
-    x: np.ndarray,
-    t_step: np.ndarray,
-    iters: np.ndarray,
-    tokens: np.ndarray,
-    isl: np.ndarray,
-    decode: np.ndarray,
-) -> np.ndarray:
-    """Mean wait (s) of a prompt held by TensorRT-LLM's batch waiting (``batch_wait_timeout_iters``,
-    ``batch_wait_max_tokens_ratio``; without attention DP): while requests decode, context requests
-    wait until a step's scheduled tokens (their prompts plus one per decoding request) reach
-    ``tokens`` = ratio x ``max_num_tokens``, or until ``iters`` steps have passed
-    (``PyExecutor._waiting_requests``, github:NVIDIA/TensorRT-LLM). The window closes after
-    min(iters·t_step, k/x) with k = (tokens - decode)/isl - 1 more prompts of ``isl`` tokens at
-    ``x`` requests/s (``decode``: requests decoding per step); mean hold as in
-    ``adp_balance_wait``. Zero where ``iters`` <= 0 or one prompt already reaches the threshold."""
-    need = (tokens - decode) / np.maximum(isl, 1.0) - 1.0
-    held = _held_wait(x, t_step, iters, np.maximum(need, 0.0))
-    return np.where((iters > 0) & (need > 0), held, 0.0)
-
-
-def _held_wait(
-    x: np.ndarray, t_step: np.ndarray, iters: np.ndarray, more: np.ndarray
-) -> np.ndarray:
-    """Mean wait (s) of prompts held in windows that open at the first held prompt and close
-    after min(iters·t_step, more/x): ``more`` further arrivals at ``x`` requests/s, or the timeout.
-    The first prompt waits the whole window W, the x·W arriving during it W/2 on average: mean
-    W·(1 + x·W/2)/(1 + x·W). A non-finite rate waits the whole timeout."""
-    x = np.where(np.isfinite(x), np.maximum(x, 0.0), 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fill = np.where(x > 0, more / x, np.inf)
-    w = np.minimum(np.maximum(iters, 0.0) * t_step, fill)
-    xw = x * w
-    return np.asarray(w * (1.0 + xw / 2.0) / (1.0 + xw))
-
-
 def own_prefill_time(
     t_dec: np.ndarray, t_pre: np.ndarray, chunks: np.ndarray, request_overhead: np.ndarray
 ) -> np.ndarray:
@@ -432,15 +367,9 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         t_new = mean_step(t_dec, t_pre, f) * load.step_multiplier
         work = load.isl_compute * t_full / free
         overhead = load.request_overhead_s
-        batch_wait_on = w.batch_wait_iters is not None and w.batch_wait_tokens is not None
-        if w.adp_balance_iters is not None or batch_wait_on:  # TensorRT-LLM prompt holds
+        if w.holds is not None:  # the engine's scheduler holds prompts back
             rate = np.where(closed, s / t_new, load.rate_per_s)  # requests/s of this iterate
-            if w.adp_balance_iters is not None:  # held for the other DP ranks
-                overhead = overhead + adp_balance_wait(rate, t_dec, w.adp_balance_iters, w.par.dp)
-            if w.batch_wait_iters is not None and w.batch_wait_tokens is not None:
-                overhead = overhead + batch_wait(
-                    rate, t_dec, w.batch_wait_iters, w.batch_wait_tokens, load.isl_compute, b
-                )
+            overhead = w.holds.add_wait(overhead, rate, t_dec, w.par.dp, load.isl_compute, b)
         t_own = own_prefill_time(t_dec, t_pre, chunks, overhead)
         z = dsteps * t_new
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x, wave_group)
@@ -497,7 +426,7 @@ def lockstep_agg(
     cap: np.ndarray,
 ) -> ServingArrays:
     """Closed loop of ``n`` clients (fixed lengths) on an engine that stalls decodes while prompts
-    wait (``engine_calibration.PREFILL_FIRST``), every wave in lockstep: the wave's N prompts are
+    wait (``Engine.prefill_first``), every wave in lockstep: the wave's N prompts are
     prefilled in prefill-only steps of p = min(chunk, N·ISL) tokens, g per step, so the k-th gets
     its first token at the end of step ceil(k/g): mean (N + g)/2 prompts' work; the decodes of the
     wave start together once the last prompt is prefilled, so a request stalls for the rest of

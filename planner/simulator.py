@@ -26,7 +26,8 @@ from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
 from planner.deployment import WorkerConfig
-from planner.engine_calibration import engine
+from planner.engine_calibration import EnginePolicy, policy_of
+from planner.engines import DEFAULT_ENGINE
 from planner.kernels_adapter import default_pricer
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
@@ -62,7 +63,7 @@ class SimResult:
 
 class _StepClock:
     def __init__(
-        self, m: ModelSpec, gpu_key: str, w: WorkerConfig, backend: str, ctx: float
+        self, m: ModelSpec, gpu_key: str, w: WorkerConfig, backend: str | EnginePolicy, ctx: float
     ) -> None:
         gpu = get_gpu(gpu_key)
         p = w.parallel
@@ -76,7 +77,12 @@ class _StepClock:
             np.array([float(WEIGHT_QUANTS.index(w.weight_quant))]),
             np.array([float(KV_DTYPES.index(w.kv_dtype))]),
         )
-        self.m, self.pricer, self.cal, self.ctx = m, default_pricer(gpu), engine(backend), ctx
+        self.m, self.pricer, self.cal, self.ctx = (
+            m,
+            default_pricer(gpu),
+            policy_of(backend).calibration,
+            ctx,
+        )
         self.cache: dict[tuple[int, int, int], float] = {}
 
     def __call__(self, b: int, p: int, prompts: int) -> float:
@@ -107,7 +113,7 @@ def simulate(
     w: Workload,
     worker: WorkerConfig,
     *,
-    backend: str = "vllm",
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
     requests: int = 2000,
     seed: int = 0,
     warmup_frac: float = 0.1,

@@ -26,6 +26,8 @@ from planner.batch_eval import (
     kv_tokens_held,
     parallel_arrays,
 )
+from planner.engine_calibration import EnginePolicy
+from planner.engines import DEFAULT_ENGINE
 from planner.model_spec import ModelSpec
 from planner.workload import Workload, fixed
 from solvers.counts import Check, around, count_ladder, fewest_counts
@@ -50,7 +52,8 @@ class Load:
     osl: int
     rate_per_s: float | None = None
     concurrency: int | None = None
-    backend: str = "vllm"
+    backend: str | EnginePolicy = DEFAULT_ENGINE
+    """The engine (a name: its packaged constants)."""
 
     def workload(self) -> Workload:
         """The planner workload (closed loop unless a rate is given; candidates carry their

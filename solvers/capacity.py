@@ -35,6 +35,7 @@ from hardware.errors import InfeasibleError, PlannerInputError
 from planner import queueing
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.deployment import Deployment, WorkerConfig
+from planner.engines import DEFAULT_ENGINE
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 from planner.replay import Progress
@@ -83,7 +84,7 @@ class CapacityRequest(BaseModel):
     min_replicas: int = Field(
         default=1, ge=0, description="Replicas kept in every window, even idle ones."
     )
-    backend: str = Field(default="vllm", description="Engine calibration.")
+    backend: str = Field(default=DEFAULT_ENGINE, description="Engine calibration.")
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="Override of the GPU's $/hour."
     )

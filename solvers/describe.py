@@ -14,7 +14,7 @@ from planner.batch_eval import (
     parallel_arrays,
 )
 from planner.deployment import Deployment, Parallelism, WorkerConfig
-from planner.engine_calibration import calibration_label, engine
+from planner.engine_calibration import EngineCalibration, EnginePolicy
 from planner.memory import plan_memory
 from planner.model_spec import ModelSpec
 from planner.opgraph import StepMix
@@ -67,10 +67,10 @@ def stats(res: ResultArrays, metric: str, i: int) -> dict[str, float]:
 
 
 def step_breakdown(
-    m: ModelSpec, gpu: GpuSpec, backend: str, wc: WorkerConfig, running: float, ctx: float
+    m: ModelSpec, gpu: GpuSpec, cal: EngineCalibration, wc: WorkerConfig, running: float, ctx: float
 ) -> dict[str, float]:
-    """Milliseconds by op kind of one decode step of worker ``wc`` at ``running`` requests."""
-    cal = engine(backend)
+    """Milliseconds by op kind of one decode step of worker ``wc`` at ``running`` requests, with
+    the engine constants ``cal``."""
     p = wc.parallel
     one = [
         np.array([float(v)])
@@ -109,7 +109,7 @@ def memory_summary(
 
 
 def predicted(
-    m: ModelSpec, b: Block, i: int, isl: int, osl: int, backend: str
+    m: ModelSpec, b: Block, i: int, isl: int, osl: int, policy: EnginePolicy
 ) -> dict[str, object]:
     """The ``predicted`` object of the plan file for candidate ``i``
     (``evaluate_batch``'s numbers)."""
@@ -137,14 +137,16 @@ def predicted(
         "kv_transfer_ms": float(r.kv_transfer_s[i]) * 1e3,
         "prefill_utilization": float(r.prefill_utilization[i]),
         "step_breakdown": {
-            "decode_step_ms": step_breakdown(m, b.gpu, backend, main, running, isl + osl / 2.0)
+            "decode_step_ms": step_breakdown(
+                m, b.gpu, policy.calibration, main, running, isl + osl / 2.0
+            )
         },
         "memory": mem,
         "provenance": {
             "step_model": (
                 "planner.step_model (op graph priced through planner.batch_eval.op_pricer)"
             ),
-            "engine_calibration": f"{backend}: {calibration_label(backend)}",
+            "engine_calibration": f"{policy.name}: {policy.label}",
             "serving": "planner.batch_eval.evaluate_batch (the model behind planner estimate)",
         },
     }

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.input_files import read_yaml
+from planner.engines import DEFAULT_ENGINE
 from solvers.milp import MilpOutcome, solve
 from solvers.plan_core import evaluate_request
 from solvers.plan_models import PlanRequest
@@ -69,7 +70,7 @@ class FleetSpec(BaseModel):
     max_gpus_per_replica: int = Field(
         default=8, ge=1, le=1_024, description="Largest replica considered, GPUs."
     )
-    backend: str = Field(default="vllm", description="Engine whose calibration to use.")
+    backend: str = Field(default=DEFAULT_ENGINE, description="Engine whose calibration to use.")
     confidence: float = Field(
         default=0.0,
         ge=0,

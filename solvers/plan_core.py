@@ -160,7 +160,7 @@ class Evaluated:
 
     def choice(self, i: int) -> Choice:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
-        pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.backend)
+        pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.engine())
         pred |= band_predictions(self.model, b, j, self.req.backend, pred, self.bands)
         return Choice(
             mode=b.mode,
@@ -198,7 +198,7 @@ def _saturation_rate(ev: Evaluated) -> float:
             continue
         w, reps = b.workers, b.replicas.astype(float)
         clients = (w.max_num_seqs * w.dp * SATURATION_CLIENTS_PER_SLOT + 1.0) * reps
-        load = Load(ev.req.isl, ev.req.osl, concurrency=1, backend=ev.req.backend)
+        load = Load(ev.req.isl, ev.req.osl, concurrency=1, backend=ev.req.engine())
         res = evaluate(
             ev.model, b.gpu, load, w.mem_frac, **w.columns(), concurrency=clients, workers=reps
         )
@@ -343,7 +343,7 @@ def evaluate_request(
     model = load_model(req.model, req.model_id)
     gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)
-    load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.backend)
+    load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.engine())
     blocks, prices, evaluated = [], [], 0
     milp: dict[str, object] = {}
     for gi, gpu in enumerate(gpus):

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import PlannerInputError
 from planner.deployment import Deployment, ShapeRules
+from planner.engine_calibration import PACKAGED, EngineConstants, EnginePolicy
+from planner.engines import DEFAULT_ENGINE
 from solvers.counts import MAX_BUDGET_GPUS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -53,7 +55,7 @@ class PlanRequest(BaseModel):
         default="auto", description="agg, disagg, or auto (both, the better wins)."
     )
     backend: str = Field(
-        default="vllm",
+        default=DEFAULT_ENGINE,
         description="Engine: its calibration, the worker shapes it can launch and the configs "
         "written for it.",
     )
@@ -79,6 +81,16 @@ class PlanRequest(BaseModel):
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
     )
+    engine_constants: EngineConstants = Field(
+        default=PACKAGED,
+        exclude=True,
+        description="Engine constants replacing the packaged ones (a user's calibration "
+        "profile, `--calibration`).",
+    )
+
+    def engine(self) -> EnginePolicy:
+        """The request's engine with its constants."""
+        return self.engine_constants.policy(self.backend)
 
 
 class Choice(BaseModel):

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from hardware.errors import InfeasibleError, PlannerInputError
 from planner.deployment import ShapeRules
+from planner.engines import DEFAULT_ENGINE
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.plan import PlanRequest, PlanResult, plan
 
@@ -95,7 +96,7 @@ class SweepSpec(BaseModel):
         default="auto", description="Deployment mode: agg, disagg or auto (both)."
     )
     backend: str = Field(
-        default="vllm",
+        default=DEFAULT_ENGINE,
         description="Engine of every scenario: its calibration and the worker shapes it can "
         "launch (planner/emitters/capabilities.yaml), as `planner plan --backend`.",
     )

@@ -18,7 +18,8 @@ from planner.calibration_profile import (
     profile_text,
 )
 from planner.cli.output import print_json, render_table
-from planner.engine_calibration import BACKENDS
+from planner.engine_calibration import EngineConstants
+from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.safe_files import check_new_file, write_new_file
 
@@ -37,8 +38,9 @@ def add_calibration(p: argparse.ArgumentParser) -> None:
     )
 
 
-def use_profile(args: argparse.Namespace, gpu: str | None = None) -> str | None:
-    """Apply ``--calibration`` (the per-GPU fit for ``gpu`` when the profile has one)."""
+def use_profile(args: argparse.Namespace, gpu: str | None = None) -> EngineConstants:
+    """``--calibration``: its engine constants for the request (the per-GPU fit for ``gpu`` when
+    the profile has one; the packaged ones without a profile); its bands: ``profile_bands_of``."""
     return activate(getattr(args, "calibration", None), gpu)
 
 
@@ -121,7 +123,9 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         metavar="PROFILE.yaml",
         help="profile file to write (in your folder, never the package)",
     )
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="only this engine's rows")
+    p.add_argument(
+        "--backend", choices=engine_names(), default=None, help="only this engine's rows"
+    )
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_calibrate_e2e)

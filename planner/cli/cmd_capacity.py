@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.errors import PlannerInputError
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
+from planner.engines import DEFAULT_ENGINE, engine_names
 
 if TYPE_CHECKING:
     from planner.replay import WindowStats
@@ -73,7 +74,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--min-replicas", type=int, default=1, help="replicas kept in every window (>= 0)"
     )
     p.add_argument(
-        "--backend", default="vllm", choices=("vllm", "sglang", "trtllm"), help="engine calibration"
+        "--backend", default=DEFAULT_ENGINE, choices=engine_names(), help="engine calibration"
     )
     p.add_argument(
         "--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour"
@@ -344,7 +345,7 @@ def _schedule(data: dict[str, Any], schedule: str, trace: Any, window_s: float) 
             reps = np.array([int(w["replicas"]) for w in data["windows"]])
         else:
             reps = np.full(starts.size, int(data[schedule.replace("-", "_")]["replicas"]))
-        return dep, str(data.get("backend", "vllm")), data.get("slo"), starts, reps
+        return dep, str(data.get("backend", DEFAULT_ENGINE)), data.get("slo"), starts, reps
     if not isinstance(data.get("best"), dict) or "deployment" not in data["best"]:
         raise PlannerInputError(
             "--deployment", "not a capacity or plan JSON: no windows/deployment nor best.deployment"
@@ -360,7 +361,7 @@ def _schedule(data: dict[str, Any], schedule: str, trace: Any, window_s: float) 
     )
     return (
         dep,
-        str(data.get("backend", "vllm")),
+        str(data.get("backend", DEFAULT_ENGINE)),
         data.get("slo"),
         starts,
         np.full(starts.size, dep.agg.workers),

@@ -8,8 +8,9 @@ from typing import Any
 
 from planner.cli.common import add_hardware_dir
 from planner.cli.output import print_json
-from planner.emitters import ENGINES, build_bundle, write_files
+from planner.emitters import build_bundle, write_files
 from planner.emitters.plan_file import load_plan
+from planner.engines import engine_names
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
@@ -20,7 +21,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument(
         "--plan", required=True, help="plan file (the JSON of `planner plan --format json`)"
     )
-    p.add_argument("--backend", required=True, choices=ENGINES, help="serving engine")
+    p.add_argument("--backend", required=True, choices=engine_names(), help="serving engine")
     p.add_argument(
         "--engine-version",
         default=None,

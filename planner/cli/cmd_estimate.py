@@ -27,6 +27,7 @@ from planner.cli.common import (
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv, render_table
 from planner.deployment import Parallelism, WorkerConfig
+from planner.engines import DEFAULT_ENGINE, engine_names
 from planner.errors import PlannerInputError
 from planner.estimate import Estimate, estimate
 from planner.traces import trace_lengths
@@ -40,7 +41,7 @@ length_cv = float_in(0, 4)
 def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
     add_model_arg(p, required)
     p.add_argument("--gpu", required=required, help="GPU key or alias, e.g. h200")
-    p.add_argument("--backend", default="vllm", choices=("vllm", "sglang", "trtllm"))
+    p.add_argument("--backend", default=DEFAULT_ENGINE, choices=engine_names())
     add_worker_flags(p, WEIGHT_QUANTS, KV_DTYPES)
     p.add_argument("--isl", type=token_count, default=1024, help="prompt tokens (mean)")
     p.add_argument("--osl", type=token_count, default=256, help="output tokens (mean)")
@@ -196,12 +197,12 @@ def band_rows(est: Estimate) -> list[dict[str, str]]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    label = use_profile(args, get_gpu(args.gpu).key)
+    consts = use_profile(args, get_gpu(args.gpu).key)
     est = estimate(
         model_of(args),
         get_gpu(args.gpu),
         workload_from(args),
-        backend=args.backend,
+        backend=consts.policy(args.backend),
         **_workers(args),
         bands=profile_bands_of(args),
     )
@@ -247,8 +248,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 title=f"{name} by op kind ({total:.4g} ms)",
             )
         )
-    if label:
-        print(f"engine constants: {label}")
+    if consts.label:
+        print(f"engine constants: {consts.label}")
     return rc
 
 
@@ -270,16 +271,22 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             "--bench-requests",
             f"simulate replays at most {MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}",
         )
-    use_profile(args, get_gpu(args.gpu).key)
-    return simulate_cli(args, workload_from(args), _workers(args))
+    policy = use_profile(args, get_gpu(args.gpu).key).policy(args.backend)
+    return simulate_cli(args, workload_from(args), _workers(args), policy)
 
 
 def cmd_validate_e2e(args: argparse.Namespace) -> int:
     from planner.replay_e2e.e2e import validate_e2e
 
-    label = use_profile(args)
-    report = validate_e2e(args.data, args.predictions_out, holdout=args.holdout, folds=args.folds)
-    report["calibration"] = label or "planner/calibration/engines.yaml"
+    consts = use_profile(args)
+    report = validate_e2e(
+        args.data,
+        args.predictions_out,
+        holdout=args.holdout,
+        folds=args.folds,
+        overrides=dict(consts.engines),
+    )
+    report["calibration"] = consts.label or "planner/engines/*/constants.yaml"
     _print_report(report, args.format, ("ttft", "tpot"))
     if args.format == "table":
         print(f"engine constants: {report['calibration']}")

@@ -9,7 +9,7 @@ from planner.cli.common import add_format, add_model_gpu, resolve_model_gpu, tok
 from planner.cli.field_help import add_worker_flags, engine_limits
 from planner.cli.output import print_json, render_kv
 from planner.deployment import Parallelism
-from planner.engine_calibration import BACKENDS
+from planner.engines import DEFAULT_ENGINE, engine_names
 from planner.memory import KV_BYTES, WEIGHT_BYTES, MemoryPlan, plan_memory
 
 
@@ -19,8 +19,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     add_worker_flags(p, sorted(WEIGHT_BYTES), sorted(KV_BYTES))
     p.add_argument(
         "--backend",
-        default="vllm",
-        choices=BACKENDS,
+        default=DEFAULT_ENGINE,
+        choices=engine_names(),
         help="engine whose default --max-num-seqs and --max-num-batched-tokens apply",
     )
     p.add_argument("--isl", type=token_count, default=None, help="input tokens per request")

@@ -21,6 +21,7 @@ from planner.cli.common import (
 )
 from planner.cli.field_help import PLAN, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
+from planner.engines import DEFAULT_ENGINE, engine_names
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:
@@ -50,8 +51,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--backend",
-        default="vllm",
-        choices=("vllm", "sglang", "trtllm"),
+        default=DEFAULT_ENGINE,
+        choices=engine_names(),
         help=flag_help(PLAN, "--backend"),
     )
     p.add_argument(
@@ -238,8 +239,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from solvers.plan import plan
 
     gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
-    use_profile(args, get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None)
-    result = plan(_request(args), profile_bands_of(args))
+    consts = use_profile(args, get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None)
+    result = plan(
+        _request(args).model_copy(update={"engine_constants": consts}), profile_bands_of(args)
+    )
     plan_dict = result.to_plan_dict()
     written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []
     if args.format == "json":

@@ -97,12 +97,12 @@ def flag_help(
     return text.replace("%", "%%")
 
 
-ENGINE_DEFAULT = "the --backend engine's own, from planner/calibration/engines.yaml"
+ENGINE_DEFAULT = "the --backend engine's own, from planner/engines/<backend>/constants.yaml"
 
 
 def engine_limits(args: argparse.Namespace) -> dict[str, int]:
-    """--max-num-seqs and --max-num-batched-tokens, each the engine's own default (engines.yaml)
-    when not given: one source for what an engine does unless told otherwise."""
+    """--max-num-seqs and --max-num-batched-tokens, each the engine's own default (its
+    constants.yaml) when not given: one source for what an engine does unless told otherwise."""
     cal = engine(args.backend)
     return {
         name: getattr(args, name) or int(getattr(cal, name).value)

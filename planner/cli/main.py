@@ -26,7 +26,6 @@ from planner.cli import (
     cmd_validate_data,
 )
 from planner.cli.common import EXIT_BAD_INPUT
-from planner.engine_calibration import use_calibration
 from planner.errors import PlannerInputError
 
 # Each command module defines ``register(sub, groups)``; ``groups`` holds the nested sub-parsers
@@ -104,7 +103,6 @@ def _flag_of(loc: tuple[int | str, ...]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    use_calibration({}, "")  # each command starts from the packaged engine constants
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

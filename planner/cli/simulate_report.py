@@ -9,14 +9,17 @@ import numpy as np
 
 from planner.cli.output import print_json, render_table
 from planner.deployment import WorkerConfig
-from planner.engine_calibration import calibration_label
+from planner.engine_calibration import EnginePolicy
 from planner.models import load_model
 from planner.simulator import simulate
 from planner.workload import Workload
 
 
-def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, WorkerConfig]) -> int:
-    """Simulate the deployment of ``args`` under ``w`` and print the summary (json or table)."""
+def simulate_cli(
+    args: argparse.Namespace, w: Workload, workers: dict[str, WorkerConfig], policy: EnginePolicy
+) -> int:
+    """Simulate the deployment of ``args`` under ``w`` on engine ``policy`` and print the summary
+    (json or table)."""
     worker = workers.get("agg") or workers["decode"]
     # with --bench-requests, the benchmark run itself: P requests, its first wave included
     run = (
@@ -29,7 +32,7 @@ def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, Worke
         args.gpu,
         w,
         worker,
-        backend=args.backend,
+        backend=policy,
         seed=args.seed,
         **run,
     )
@@ -45,7 +48,7 @@ def simulate_cli(args: argparse.Namespace, w: Workload, workers: dict[str, Worke
         **summary,
         "requests_per_s": res.requests_per_s,
         "steps": res.steps,
-        "engine_calibration": calibration_label(args.backend),
+        "engine_calibration": policy.label,
     }
     if args.format == "json":
         print_json(out)

@@ -1,9 +1,9 @@
-"""Engine configs from a plan: vLLM, SGLang and TensorRT-LLM launch lines, YAML, benchmark, PLAN.md.
+"""Engine configs from a plan: launch lines, YAML, benchmark, PLAN.md, for any known engine.
 
-Engine names appear only in this package. Flag spellings live in ``flags.yaml``.
+The generic machinery lives here; each engine's emitter, flag spellings and capabilities live in
+its folder (``planner/engines/<name>/``).
 """
 
 from planner.emitters.bundle import build_bundle, write_engine_configs, write_files
-from planner.emitters.flag_table import ENGINES
 
-__all__ = ["ENGINES", "build_bundle", "write_engine_configs", "write_files"]
+__all__ = ["build_bundle", "write_engine_configs", "write_files"]

@@ -2,30 +2,31 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 import yaml
 
 from hardware.catalog import get_gpu
 from hardware.spec import GpuSpec
 from planner.deployment import Deployment
-from planner.emitters import sglang, trtllm, vllm
 from planner.emitters.capabilities import check_shape, quant_flag
 from planner.emitters.common import place, render, roles, unmapped
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile, parse_plan
 from planner.emitters.plan_md import plan_markdown
-from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile
+from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, Slot
 from planner.emitters.writer import argv, script, shell_line
+from planner.engines import get_engine
 from planner.errors import PlannerInputError
 from planner.safe_files import prepare_out_dir, write_new_file
 
-EMITTERS = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}
-ROUNDS_PER_CLIENT = 5  # requests per closed-loop client, as in TensorRT-LLM's benchmark guide
+ROUNDS_PER_CLIENT = 5  # requests per closed-loop client, as in an engine's benchmark guide
 RATE_WINDOW_S = 120.0  # open-loop run length used to size --num-prompts
 MIN_PROMPTS = 100
 RESULTS_RUN = "results/latest"  # benchmark.sh: the run in progress; renamed results/run-<UTC time>
@@ -98,7 +99,8 @@ def bench_command(
 
 def _result_values(flags: Flags, index: int) -> dict[str, object]:
     """Where client ``index`` writes its native result file (the layout ``planner calibrate e2e``
-    reads): vLLM / TensorRT-LLM ``--save-result`` JSON, SGLang ``--output-file`` JSON lines."""
+    reads): a result folder where the engine's client takes one (``--save-result`` JSON), else
+    one JSON-lines file."""
     if flags.find("bench_result_dir", "bench") is not None:
         return {
             "bench_save_result": True,
@@ -217,12 +219,33 @@ def _quant_flags(backend: str, dep: Deployment, gpu: GpuSpec) -> dict[str, str |
     return out
 
 
+class Emitter(Protocol):
+    """An engine's emitter module (``Engine.emitter``)."""
+
+    BASE_PORT: int
+    """First server port on a host."""
+
+    def build(self, ctx: EmitContext, flags: Flags) -> EngineBuild:
+        """The engine's processes and config files."""
+        ...
+
+    def serve_values(self, ctx: EmitContext, slot: Slot) -> dict[str, object]:
+        """Planner parameter -> value of one server (what ``unmapped`` checks)."""
+        ...
+
+
+def emitter(backend: str) -> Emitter:
+    """The emitter module of engine ``backend``."""
+    module: Emitter = importlib.import_module(get_engine(backend).emitter)  # type: ignore[assignment]
+    return module
+
+
 def engine_build(
     plan: PlanFile, backend: str, version: str | None = None, hardware_dirs: tuple[str, ...] = ()
 ) -> tuple[EmitContext, Flags, EngineBuild]:
     """The checked context, the flag table and the engine's processes and config files."""
     flags = Flags(backend, version)
-    module = EMITTERS[backend]
+    module = emitter(backend)
     dep = plan.best.deployment
     gpu = _gpu(dep, hardware_dirs)
     ctx = EmitContext(
@@ -241,7 +264,7 @@ def build_bundle(
 ) -> tuple[OutFile, ...]:
     """Every file for ``backend``, built in memory; raises before anything is written."""
     ctx, flags, build = engine_build(plan, backend, version, hardware_dirs)
-    module = EMITTERS[backend]
+    module = emitter(backend)
     launch, bench = launch_file(ctx, flags, build), benchmark_file(ctx, flags, build)
     rows = used_rows(flags, bundle_commands(ctx, flags, build), build.configs)
     files = (launch, *build.configs, bench, sidecar_file(ctx, flags))

@@ -1,20 +1,46 @@
-"""Per-engine launch capabilities (``capabilities.yaml``): the worker shapes each engine can
+"""Launch capabilities (each engine's ``capabilities.yaml``): the worker shapes an engine can
 express and the checkpoint formats it runs on each GPU architecture.
 
 Two users: ``planner plan --backend B`` limits its search with :func:`shape_rules`, and every
 emitter asks :func:`quant_flag` which ``--quantization`` value (usually none: engines read the
 format from the checkpoint) to emit, refusing a combination the engine cannot run.
+
+The solvers never read these files by engine name: `planner plan --backend B` turns its
+`shapes` block into an engine-neutral planner.deployment.ShapeRules that limits the search.
+
+Planner parallelism (planner/deployment.py Parallelism): a worker has tp*pp*dp GPUs; attention
+runs TP `tp` inside each of `dp` attention-DP ranks; MoE experts are spread over the tp*dp ranks
+of a pipeline stage in `ep` expert groups of moe_tp = tp*dp/ep GPUs each.
+
+shapes.expert_parallel: "divides" = any ep dividing tp*dp is launchable;
+                        "all_ranks" = ep is either 1 (experts tensor-parallel over all tp*dp
+                        ranks) or tp*dp (one expert group per rank).
+shapes.attention_dp_tp: "any" = attention-DP ranks may run attention with TP > 1;
+                        "one" = with attention DP on, attention runs at TP 1 (dp == tp*dp).
+shapes.multi_node_dp: a worker wider than one host with attention DP: "any" = one distributed
+                      group over all its GPUs, launched once per host; "rank_per_host" = each
+                      host runs whole DP ranks (tp*pp GPUs of a rank inside one host).
+shapes.multi_node_source: how the engine starts one worker on several hosts (the emitters write
+                      one launch line per host, or one mpirun line for all of them).
+
+quant.checkpoint: checkpoint weight format (planner/quantization.py WeightFormat) -> GPU
+  architectures (hardware/specs/*.yaml `architecture`) the engine runs it on. The engine reads
+  the format from the checkpoint, so no flag is emitted. A format or architecture not listed is
+  refused, with the reason, rather than emitted.
+quant.online: planner weight dtype -> the engine's --quantization value that quantizes a bf16
+  checkpoint while loading it; absent = the engine needs a pre-quantized checkpoint.
 """
 
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import NotRequired, TypedDict
 
 import yaml
 
 from planner.deployment import Deployment, Parallelism, ShapeRules
+from planner.engines import engine_names, get_engine
 from planner.errors import PlannerInputError
 
 _PLANNER_DTYPE = {
@@ -43,17 +69,17 @@ class EngineCaps(TypedDict):
 
 
 @cache
-def _table() -> dict[str, EngineCaps]:
-    text = resources.files("planner.emitters").joinpath("capabilities.yaml").read_text()
-    engines: dict[str, EngineCaps] = yaml.safe_load(text)["engines"]
-    return dict(engines)
+def _caps(path: Path) -> EngineCaps:
+    caps: EngineCaps = yaml.safe_load(path.read_text())
+    return caps
 
 
 def _engine(engine: str) -> EngineCaps:
-    table = _table()
-    if engine not in table:
-        raise PlannerInputError("--backend", f"'{engine}' is not one of {', '.join(table)}")
-    return table[engine]
+    if engine not in engine_names():
+        raise PlannerInputError(
+            "--backend", f"'{engine}' is not one of {', '.join(engine_names())}"
+        )
+    return _caps(get_engine(engine).file("capabilities.yaml"))
 
 
 def shape_rules(engine: str) -> ShapeRules:

@@ -1,26 +1,41 @@
-"""The per-engine flag table (``flags.yaml``): typed rows, version parsing and look-up.
+"""The flag table (each engine's ``flags.yaml``): typed rows, version parsing and look-up.
 
 Every engine flag spelling the emitters write comes from this table, so checking the
 table against the engines' documentation checks every emitted flag.
+
+A file per engine (``planner/engines/<name>/flags.yaml``), the only place engine flag
+spellings live.
+
+Each row maps one engine-neutral planner parameter (`param`) for one tool
+(`serve`: the engine server, `router`: the P/D proxy/router, `bench`: the load
+generator) to the engine's spelling:
+  kind: cli     -> `--flag VALUE` on the command line
+        switch  -> bare `--flag` when the planner value is true
+        yaml    -> dotted key in the engine's YAML config file
+        program -> the words that start the tool (e.g. `python -m <engine>.benchmark`)
+  since (inclusive) / until (exclusive): engine versions where this spelling is the one
+        to emit. `since` is the earliest release we checked, not necessarily the first
+        release that had the flag; an old spelling kept as a deprecated alias gets an
+        `until` so we stop emitting it.
+  doc: the page or argument definition the name was checked against.
+  values: planner value -> engine value (missing planner value -> the flag is omitted).
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
 from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.engines import engine_names, get_engine
 from planner.errors import PlannerInputError
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 _VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+)*)")
 
-Engine = Literal["vllm", "sglang", "trtllm"]
-ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "trtllm")
 Tool = Literal["serve", "router", "bench"]
 Kind = Literal["cli", "switch", "yaml", "program"]
 Version = tuple[int, ...]
@@ -66,7 +81,7 @@ class EngineTable(BaseModel):
 
 
 class FlagTable(BaseModel):
-    """The whole ``flags.yaml``."""
+    """Every known engine's ``flags.yaml``."""
 
     model_config = _FROZEN
     engines: dict[str, EngineTable] = Field(description="Engine -> its flag table.")
@@ -80,11 +95,15 @@ def parse_version(text: str) -> Version:
     return tuple(int(p) for p in match.group(1).split("."))
 
 
-@cache
 def load_table() -> FlagTable:
-    """Read and validate ``flags.yaml`` once."""
-    text = resources.files("planner.emitters").joinpath("flags.yaml").read_text()
-    return FlagTable.model_validate(yaml.safe_load(text))
+    """Read and validate every known engine's ``flags.yaml`` (once per set of engines)."""
+    return _table(engine_names())
+
+
+@cache
+def _table(names: tuple[str, ...]) -> FlagTable:
+    files = {n: get_engine(n).file("flags.yaml").read_text() for n in names}
+    return FlagTable.model_validate({"engines": {n: yaml.safe_load(t) for n, t in files.items()}})
 
 
 def engine_table(engine: str) -> EngineTable:

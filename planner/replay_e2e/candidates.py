@@ -12,7 +12,7 @@ import pandas as pd
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-from planner.engine_calibration import BACKENDS
+from planner.engines import engine_names
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 
@@ -159,7 +159,7 @@ def prepare(df: pd.DataFrame) -> Prepared:
             get_gpu(str(row["system"]))
         except PlannerInputError:
             reason = "unknown_model_or_gpu"
-        if reason is None and row["backend"] not in BACKENDS:
+        if reason is None and row["backend"] not in engine_names():
             reason = "unknown_backend"
         c = candidate_columns(row, model.weight_dtype) if reason is None else reason
         if not isinstance(c, str) and not _runnable_tp(model, c):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hardware.errors import PlannerInputError
+from planner.engine_calibration import EngineCalibration
 from planner.replay_e2e.bands import with_band_columns
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.holdout import campaign_holdout
@@ -23,11 +24,12 @@ def validate_e2e(
     progress: bool = True,
     holdout: str = "none",
     folds: int = 5,
+    overrides: dict[str, EngineCalibration] | None = None,
 ) -> dict[str, object]:
     """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
     constants), or held out ("campaign": each fold of measurement campaigns priced with constants
     refitted on the other folds, ``planner.replay_e2e.holdout``), in the same shape plus
-    ``holdout``."""
+    ``holdout``; ``overrides``: engine constants replacing the packaged ones (a profile's)."""
     if holdout not in HOLDOUTS:
         raise PlannerInputError("--holdout", f"'{holdout}' not one of {sorted(HOLDOUTS)}")
     df, duplicates, layouts = read_rows_counted(path)
@@ -39,9 +41,9 @@ def validate_e2e(
     }
     extra: dict[str, object] = {}
     if holdout == "none":
-        pred = predict(prep.rows, progress)
+        pred = predict(prep.rows, progress, overrides)
     else:
-        pred, extra = campaign_holdout(prep.rows, folds, progress)
+        pred, extra = campaign_holdout(prep.rows, folds, progress, overrides)
     if not pred.empty:  # the committed prediction bands (planner.bands) around every prediction
         pred = with_band_columns(pred)
     good, skipped = modelled(pred, prep.skipped)

@@ -164,8 +164,15 @@ def loss(pred: pd.DataFrame, metrics: tuple[str, ...] = ("ttft", "tpot")) -> flo
     )
 
 
-def _grid_losses(rows: pd.DataFrame, values: Values, c: Constant) -> dict[str, list[float]]:
-    """Loss of each backend at each grid value of ``c``, the other constants at ``values``."""
+Overrides = dict[str, EngineCalibration] | None
+"""Engines' constants replacing the packaged ones in every prediction of the fit (a profile's)."""
+
+
+def _grid_losses(
+    rows: pd.DataFrame, values: Values, c: Constant, overrides: Overrides = None
+) -> dict[str, list[float]]:
+    """Loss of each backend at each grid value of ``c``, the other constants at ``values``
+    (``overrides``: engines' constants replacing the packaged ones, ``predict``)."""
     sub = rows[rows["mode"].isin(c.modes)]
     copies = []
     for g, v in enumerate(c.grid):
@@ -174,7 +181,7 @@ def _grid_losses(rows: pd.DataFrame, values: Values, c: Constant) -> dict[str, l
                 _grid=g
             )
         )
-    pred = predict(pd.concat(copies, ignore_index=True), progress=False)
+    pred = predict(pd.concat(copies, ignore_index=True), progress=False, overrides=overrides)
     out: dict[str, list[float]] = {}
     if c.shared:
         by_g = dict(tuple(pred.groupby("_grid")))
@@ -205,7 +212,9 @@ def joint_pick(err: pd.DataFrame) -> tuple[int, dict[str, int]]:
     return best[1], best[2]
 
 
-def _joint_step(rows: pd.DataFrame, values: Values, c: Constant) -> None:
+def _joint_step(
+    rows: pd.DataFrame, values: Values, c: Constant, overrides: Overrides = None
+) -> None:
     """Set shared ``c`` and its per-engine partner in ``values`` by ``joint_pick`` over every
     pair of grid values (the rows of ``c``'s modes priced once per pair)."""
     assert c.partner is not None
@@ -220,7 +229,7 @@ def _joint_step(rows: pd.DataFrame, values: Values, c: Constant) -> None:
         for i, s in enumerate(c.grid)
         for j, v in enumerate(d.grid)
     ]
-    pred = predict(pd.concat(copies, ignore_index=True), progress=False)
+    pred = predict(pd.concat(copies, ignore_index=True), progress=False, overrides=overrides)
     (metric,) = c.metrics
     err = pd.DataFrame(
         {
@@ -240,7 +249,9 @@ def _joint_step(rows: pd.DataFrame, values: Values, c: Constant) -> None:
             values[b][d.name] = d.grid[pick[b]]
 
 
-def fit_constants(rows: pd.DataFrame, progress: bool = False) -> Values:
+def fit_constants(
+    rows: pd.DataFrame, progress: bool = False, overrides: Overrides = None
+) -> Values:
     """Coordinate search of every constant in ``CONSTANTS`` for each backend of prepared ``rows``
     (``e2e.prepare``); a constant whose modes have no rows of a backend keeps its ``start``."""
     values: Values = {
@@ -251,9 +262,9 @@ def fit_constants(rows: pd.DataFrame, progress: bool = False) -> Values:
     for n in range(steps):
         c = fitted[n % len(fitted)]
         if c.partner is not None:
-            _joint_step(rows, values, c)
+            _joint_step(rows, values, c, overrides)
         else:
-            for b, losses in _grid_losses(rows, values, c).items():
+            for b, losses in _grid_losses(rows, values, c, overrides).items():
                 for backend in values if b == ALL else (b,):
                     values[backend][c.name] = c.grid[int(np.argmin(losses))]
         if progress:

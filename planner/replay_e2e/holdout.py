@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import PlannerInputError
-from planner.replay_e2e.fit import Values, fit_constants
+from planner.replay_e2e.fit import Overrides, Values, fit_constants
 from planner.replay_e2e.predict import predict, with_constants
 
 MAX_FOLDS = 50
@@ -46,12 +46,13 @@ def campaign_folds(rows: pd.DataFrame, k: int) -> np.ndarray:
 
 
 def fold_predictions(
-    rows: pd.DataFrame, folds: np.ndarray, fold: int
+    rows: pd.DataFrame, folds: np.ndarray, fold: int, overrides: Overrides = None
 ) -> tuple[pd.DataFrame, Values]:
-    """Rows of ``fold`` priced with the constants fitted on the other folds, and those constants."""
-    values = fit_constants(rows[folds != fold].reset_index(drop=True))
+    """Rows of ``fold`` priced with the constants fitted on the other folds, and those constants
+    (``overrides``: engines' constants replacing the packaged ones, a profile's)."""
+    values = fit_constants(rows[folds != fold].reset_index(drop=True), overrides=overrides)
     test = rows[folds == fold]
-    pred = predict(with_constants(test, values), progress=False)
+    pred = predict(with_constants(test, values), progress=False, overrides=overrides)
     return pred.set_index(test.index), values
 
 
@@ -68,7 +69,7 @@ def _workers(k: int) -> int:
 
 
 def campaign_holdout(
-    rows: pd.DataFrame, k: int = 5, progress: bool = True
+    rows: pd.DataFrame, k: int = 5, progress: bool = True, overrides: Overrides = None
 ) -> tuple[pd.DataFrame, dict[str, object]]:
     """Held-out predictions of every prepared row (``candidates.prepare``) and the report's
     ``holdout`` part."""
@@ -76,7 +77,7 @@ def campaign_holdout(
     parts: list[pd.DataFrame] = []
     constants: list[Values] = []
     with ProcessPoolExecutor(max_workers=_workers(k)) as pool:
-        futures = [pool.submit(fold_predictions, rows, folds, f) for f in range(k)]
+        futures = [pool.submit(fold_predictions, rows, folds, f, overrides) for f in range(k)]
         for f, fut in enumerate(futures):
             pred, values = fut.result()
             parts.append(pred)

@@ -9,8 +9,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from planner.engine_calibration import prefill_first
-from planner.memory_batch import KvPool, sglang_chunked_prefill
+from planner.engines import prefill_first
+from planner.engines.kv_pool import KvPool
+from planner.engines.sglang.memory import chunked_prefill as sglang_chunked_prefill
 from planner.replay_e2e.layout import LOW_FRACTION_COLUMN
 from planner.replay_e2e.rows import parse_version
 from planner.workload import LengthSpec

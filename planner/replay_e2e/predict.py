@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -14,8 +15,10 @@ import pandas as pd
 
 from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
-from planner.engine_calibration import EngineCalibration, engine
-from planner.memory_batch import KvPool
+from planner.engine_calibration import EngineCalibration, EnginePolicy, engine
+from planner.engines import get_engine
+from planner.engines.kv_pool import KvPool
+from planner.engines.trtllm.scheduling import LaunchHolds
 from planner.models import load_model
 from planner.replay_e2e.launch import (
     activation_scales,
@@ -26,6 +29,7 @@ from planner.replay_e2e.launch import (
     length_spec,
     named_runs,
 )
+from planner.workers import RecordedLaunch
 from planner.workload import fixed
 
 CONST_PREFIX = "const_"
@@ -111,22 +115,37 @@ def _group_replay(
     run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
     lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
     bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
+    # the scheduler holds only where a launch set them (None: no per-step work for them)
+    holds = LaunchHolds(
+        _set_or_none(launch.adp_balance_iters),
+        _set_or_none(launch.batch_wait_iters),
+        _set_or_none(launch.batch_wait_tokens),
+    )
+    recorded = RecordedLaunch(
+        holds=holds, decode_routers=_routers(sub), constants=_row_constants(sub)
+    )
     replay = partial(
-        evaluate_batch,
+        _replay,
         spec,
         gpu,
         cand,
         bench,
-        backend=str(backend),
-        calibration=eng,
-        constants=_row_constants(sub),
-        # the scheduler holds only where a launch set them (None: no per-step work for them)
-        adp_balance_iters=_set_or_none(launch.adp_balance_iters),
-        batch_wait_iters=_set_or_none(launch.batch_wait_iters),
-        batch_wait_tokens=_set_or_none(launch.batch_wait_tokens),
-        decode_routers=_routers(sub),
+        backend=EnginePolicy(get_engine(str(backend)), eng, ""),
+        launch=recorded,
     )
     return replay, cand, launch.memory_flag, kv_pools(sub, launch.memory_flag)
+
+
+def _replay(
+    *args: object,
+    launch: RecordedLaunch,
+    kv_pool: np.ndarray | None = None,
+    pool_flag: np.ndarray | None = None,
+    **kw: object,
+) -> ResultArrays:
+    """``evaluate_batch`` of a recorded ``launch`` at the KV pool and memory flag given."""
+    rec = replace(launch, kv_pool=kv_pool, pool_flag=pool_flag)
+    return evaluate_batch(*args, recorded=rec, **kw)  # type: ignore[arg-type]
 
 
 def _routers(rows: pd.DataFrame) -> np.ndarray | None:

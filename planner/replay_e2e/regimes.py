@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.engine_calibration import prefill_first
+from planner.engines import prefill_first
 from planner.replay_e2e.predict import predict
 
 ALT_REQUESTS = "alt_bench_requests"

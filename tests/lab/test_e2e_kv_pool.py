@@ -11,7 +11,7 @@ import pytest
 
 from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
-from planner.memory_batch import KvPool
+from planner.engines.kv_pool import KvPool
 from planner.models import load_model
 from planner.replay_e2e import predict as replay
 from planner.replay_e2e.candidates import candidate_columns

@@ -21,7 +21,7 @@ from lab.recipes import (
     recipe_memory_flags,
 )
 from planner.batch_eval import KV_DTYPES
-from planner.memory_batch import KvPool
+from planner.engines.kv_pool import KvPool
 from planner.replay_e2e.candidates import candidate_columns, prepare
 from planner.replay_e2e.launch import kv_pools
 from planner.replay_e2e.predict import predict

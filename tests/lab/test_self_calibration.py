@@ -13,18 +13,11 @@ from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
 from lab.self_calibration import self_calibration_report, split_alternate
 from planner.cli.main import main
-from planner.engine_calibration import use_calibration
 from tests.lab import SILICON_MEASURED
 
 DATA = SILICON_MEASURED
 CAMPAIGN = "db-dump/2026-04-27; vllm/vllm-openai:v0.18.0"
 """A vLLM campaign of 18 aggregated rows (several models and concurrencies)."""
-
-
-@pytest.fixture(autouse=True)
-def _reset_profile() -> object:
-    yield
-    use_calibration({}, "")
 
 
 def _campaign_rows() -> pd.DataFrame:
@@ -71,10 +64,9 @@ def test_profile_moves_held_out_rows_toward_measurements(
         ]
         assert main(argv) == 0
         reports[name] = (json.loads(capsys.readouterr().out), pd.read_csv(pred_csv))
-        use_calibration({}, "")
     (shipped, p0), (own, p1) = reports["shipped"], reports["own"]
     assert own["calibration"].startswith(f"calibration profile {prof}")
-    assert shipped["calibration"] == "planner/calibration/engines.yaml"
+    assert shipped["calibration"] == "planner/engines/*/constants.yaml"
     assert not p0["pred_ttft_ms"].equals(p1["pred_ttft_ms"])
     err0, err1 = shipped["groups"][0], own["groups"][0]
     assert err1["ttft"]["median_ape_pct"] < err0["ttft"]["median_ape_pct"]

@@ -12,7 +12,6 @@ import pytest
 from planner.bands import load_bands
 from planner.calibration_bands import MIN_ROWS, ModeBands, conformal, halves, mode_bands
 from planner.cli.main import main
-from planner.engine_calibration import use_calibration
 from tests.planner.calibration_fixtures import write_profile
 
 ESTIMATE = [
@@ -35,12 +34,6 @@ ESTIMATE = [
 NARROW = ModeBands(
     rows=20, level=0.8, ttft={"lo": -0.02, "hi": 0.03}, tpot={"lo": -0.01, "hi": 0.01}
 )
-
-
-@pytest.fixture(autouse=True)
-def _reset_profile() -> object:
-    yield
-    use_calibration({}, "")
 
 
 def test_conformal_needs_enough_rows() -> None:

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from planner.calibration_profile import activate, constants_to_fit, load_profile
-from planner.engine_calibration import calibration_label, engine, load_engines, use_calibration
+from planner.engine_calibration import EnginePolicy, load_engines
+from planner.engines import get_engine
 from planner.errors import PlannerInputError
 from tests.planner.calibration_fixtures import write_profile
 
@@ -17,7 +18,7 @@ from tests.planner.calibration_fixtures import write_profile
 @pytest.fixture(autouse=True)
 def _reset_profile() -> object:
     yield
-    use_calibration({}, "")
+    activate(None)
 
 
 def _rows(mode: str, concurrencies: list[int]) -> pd.DataFrame:
@@ -73,12 +74,14 @@ def test_disaggregated_rows_fit_their_own_constants() -> None:
 def test_activate_replaces_and_names_the_engine_constants(tmp_path: Path) -> None:
     prof = write_profile(tmp_path / "p.yaml", "sglang", {"kernel_scale": 1.5})
     packaged = load_engines()["sglang"].kernel_scale.value
-    label = activate(prof)
-    assert label is not None and str(prof) in label and calibration_label("sglang") == label
-    assert engine("sglang").kernel_scale.value == pytest.approx(1.5 * packaged)
-    assert str(prof) in engine("sglang").kernel_scale.source
-    assert calibration_label("vllm") == "planner/calibration/engines.yaml"  # not in the profile
-    assert engine("vllm") == load_engines()["vllm"]
+    consts = activate(prof)
+    sglang = consts.policy("sglang")
+    assert str(prof) in consts.label and sglang.label == consts.label
+    assert sglang.calibration.kernel_scale.value == pytest.approx(1.5 * packaged)
+    assert str(prof) in sglang.calibration.kernel_scale.source
+    vllm = consts.policy("vllm")  # not in the profile
+    assert vllm.label == "planner/engines/vllm/constants.yaml"
+    assert vllm.calibration == load_engines()["vllm"]
 
 
 @pytest.mark.parametrize(
@@ -134,7 +137,12 @@ def test_fitted_kernel_scale_keeps_the_disaggregated_prefill_worker() -> None:
         get_gpu("h100_sxm"),
         fixed(4000, 200, concurrency=8),
     )
-    times = [prefill_role(m, gpu, cand, w, calibration=c).alone_s for c in (base, cal)]
+    vllm = get_engine("vllm")
+    times = [
+        prefill_role(m, gpu, cand, w, backend=EnginePolicy(vllm, c, "x")).alone_s
+        for c in (base, cal)
+    ]
     np.testing.assert_allclose(times[1], times[0], rtol=1e-9)
     half = with_constants(base, {"kernel_scale": 0.5, "disagg_prefill_kernel_scale": 1.0}, "x")
-    assert prefill_role(m, gpu, cand, w, calibration=half).alone_s[0] < times[0][0]
+    half_role = prefill_role(m, gpu, cand, w, backend=EnginePolicy(vllm, half, "x"))
+    assert half_role.alone_s[0] < times[0][0]

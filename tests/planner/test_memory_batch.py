@@ -1,4 +1,4 @@
-"""Engines' default KV pools (``planner.memory_batch.default_pool_util``) on synthetic
+"""Engines' default KV pools (``planner.engines.kv_pool.default_pool_util``) on synthetic
 deployments: each engine's rule, worked by hand from its source, against the memory model."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import pytest
 
 from hardware.catalog import get_gpu
 from planner import memory_batch as mb
-from planner.batch_eval import CandidateArrays, evaluate_batch, parallel_arrays
-from planner.memory_batch import KvPool
+from planner.batch_eval import CandidateArrays, RecordedLaunch, evaluate_batch, parallel_arrays
+from planner.engines.kv_pool import KvPool, default_pool_util
+from planner.engines.sglang import memory as sglang_memory
 from planner.models import load_model
 from planner.opgraph import ParallelArrays
 from planner.workload import fixed
@@ -29,14 +30,14 @@ def _par(gpu_name: str, tp: float, dp: float = 1.0, wq: int = 0) -> ParallelArra
 
 def _util(pool: KvPool, model: str, gpu_name: str, p: ParallelArrays) -> float:
     m, gpu = load_model(model), get_gpu(gpu_name)
-    return float(mb.default_pool_util(np.array([int(pool)]), m, gpu, p, CHUNK, SEQS)[0])
+    return float(default_pool_util(np.array([int(pool)]), m, gpu, p, CHUNK, SEQS)[0])
 
 
 def test_vllm_keeps_the_given_utilization() -> None:
     p = _par("h200", 1)
     m, gpu = load_model("llama-3.1-8b"), get_gpu("h200")
     pools = np.array([int(KvPool.VLLM)] * 2)
-    got = mb.default_pool_util(pools, m, gpu, p, CHUNK, SEQS, np.array([0.9, 0.85]))
+    got = default_pool_util(pools, m, gpu, p, CHUNK, SEQS, np.array([0.9, 0.85]))
     assert got.tolist() == [0.9, 0.85]
 
 
@@ -52,7 +53,7 @@ def test_a_recorded_memory_flag_replaces_each_engines_default() -> None:
     )
     flags = np.array([0.95, 0.75, 0.8, np.nan])
     chunk, seqs = np.full(4, 8192.0), np.full(4, 256.0)
-    got = mb.default_pool_util(pools, m, gpu, par, chunk, seqs, 0.9, flags)
+    got = default_pool_util(pools, m, gpu, par, chunk, seqs, 0.9, flags)
     assert got[0] == 0.95
     kv = mb.kv_budget_per_gpu(m, gpu, p, CHUNK, SEQS, got[1])[0]
     assert kv == pytest.approx(0.75 * mb.kv_budget_per_gpu(m, gpu, p, CHUNK, SEQS, 1.0)[0])
@@ -90,16 +91,16 @@ def test_trtllm_takes_its_fraction_of_the_memory_left_after_the_model() -> None:
 def test_sglang_default_fraction_on_a_gpu_of_given_memory(
     memory_mib: int, tp: int, dp: int, expected: float
 ) -> None:
-    got = mb.sglang_mem_fraction(memory_mib * MIB, np.array([tp]), 1, np.array([dp]))
+    got = sglang_memory.mem_fraction(memory_mib * MIB, np.array([tp]), 1, np.array([dp]))
     assert got.tolist() == [expected]
 
 
 def test_sglang_before_053_reserves_by_table() -> None:
     """0.5.2 and earlier: (12 + GPUs / 2) GiB under 160 GiB, 32 GiB above, + 4 GiB DP attention."""
     h200 = 144384 * MIB
-    got = mb.sglang_052_mem_fraction(h200, np.array([8]), 1, np.array([1]))
+    got = sglang_memory.mem_fraction_052(h200, np.array([8]), 1, np.array([1]))
     assert got.tolist() == [round((144384 - 16 * 1024) / 144384, 3)]
-    big = mb.sglang_052_mem_fraction(189471 * MIB, np.array([1]), 1, np.array([4]))
+    big = sglang_memory.mem_fraction_052(189471 * MIB, np.array([1]), 1, np.array([4]))
     assert big.tolist() == [round((189471 - 36 * 1024) / 189471, 3)]
 
 
@@ -109,7 +110,7 @@ def test_sglang_pool_is_its_static_fraction_less_the_weights() -> None:
     m, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
     p = _par("h100", 1)
     util = _util(KvPool.SGLANG, "llama-3.1-8b", "h100", p)
-    frac = mb.sglang_mem_fraction(gpu.memory_bytes, p.tp, p.pp, p.dp)[0]
+    frac = sglang_memory.mem_fraction(gpu.memory_bytes, p.tp, p.pp, p.dp)[0]
     kv = mb.kv_budget_per_gpu(m, gpu, p, CHUNK, SEQS, util)[0]
     expected = frac * gpu.memory_bytes - mb.weights_per_gpu(m, p)[0] - mb.CUDA_CONTEXT_BYTES
     assert kv == pytest.approx(expected, rel=1e-12)
@@ -124,12 +125,12 @@ def test_sglang_default_does_not_hold_deepseek_fp8_on_four_gb200() -> None:
     m, gpu = load_model("deepseek-v3"), get_gpu("gb200")
     one = np.array([1.0])
     p = parallel_arrays(gpu, one, one, np.array([4.0]), one, np.array([1]), np.array([0]))
-    frac = mb.sglang_mem_fraction(gpu.memory_bytes, p.tp, p.pp, p.dp)[0]
+    frac = sglang_memory.mem_fraction(gpu.memory_bytes, p.tp, p.pp, p.dp)[0]
     assert frac == pytest.approx(0.811)
     assert mb.weights_per_gpu(m, p)[0] > frac * gpu.memory_bytes
-    sgl = mb.default_pool_util(np.array([int(KvPool.SGLANG)]), m, gpu, p, CHUNK, SEQS)
+    sgl = default_pool_util(np.array([int(KvPool.SGLANG)]), m, gpu, p, CHUNK, SEQS)
     assert mb.seq_capacity(m, gpu, p, CHUNK, SEQS, np.array([2048.0]), sgl)[0] == 0
-    trt = mb.default_pool_util(np.array([int(KvPool.TRTLLM)]), m, gpu, p, CHUNK, SEQS)
+    trt = default_pool_util(np.array([int(KvPool.TRTLLM)]), m, gpu, p, CHUNK, SEQS)
     assert mb.seq_capacity(m, gpu, p, CHUNK, SEQS, np.array([2048.0]), trt)[0] > 0
 
 
@@ -140,8 +141,16 @@ def test_evaluate_batch_without_pools_is_unchanged_and_pools_are_per_candidate()
     c = CandidateArrays.from_lists(tp=[2, 2], concurrency=[64, 64])
     w = fixed(4000, 500, concurrency=64)
     plain = evaluate_batch(m, gpu, c, w)
-    vllm = evaluate_batch(m, gpu, c, w, kv_pool=np.array([int(KvPool.VLLM)] * 2))
+    vllm = evaluate_batch(
+        m, gpu, c, w, recorded=RecordedLaunch(kv_pool=np.array([int(KvPool.VLLM)] * 2))
+    )
     assert np.array_equal(plain.seq_capacity, vllm.seq_capacity)
-    mixed = evaluate_batch(m, gpu, c, w, kv_pool=np.array([int(KvPool.VLLM), int(KvPool.TRTLLM)]))
+    mixed = evaluate_batch(
+        m,
+        gpu,
+        c,
+        w,
+        recorded=RecordedLaunch(kv_pool=np.array([int(KvPool.VLLM), int(KvPool.TRTLLM)])),
+    )
     assert mixed.seq_capacity[0] == plain.seq_capacity[0]
     assert mixed.seq_capacity[1] > plain.seq_capacity[1]

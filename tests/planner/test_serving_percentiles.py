@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import CandidateArrays, ResultArrays, evaluate_batch
+from planner.batch_eval import CandidateArrays, RecordedLaunch, ResultArrays, evaluate_batch
+from planner.engine_calibration import EnginePolicy
+from planner.engines import get_engine
 from planner.models import load_model
 from planner.workload import LengthSpec, Workload, fixed
 
@@ -91,11 +93,10 @@ def test_disaggregated_percentiles_take_the_per_candidate_request_time() -> None
         isl=LengthSpec(mean=2000, dist="lognormal", cv=1.0), osl=LengthSpec(mean=200), concurrency=1
     )
     value = 0.75
-    by_row = evaluate_batch(
-        M8, H100, c, w, backend="vllm", constants={"disagg_request_overhead_s": np.full(2, value)}
-    )
+    launch = RecordedLaunch(constants={"disagg_request_overhead_s": np.full(2, value)})
+    by_row = evaluate_batch(M8, H100, c, w, backend="vllm", recorded=launch)
     cal = with_constants(engine("vllm"), {"disagg_request_overhead_s": value}, "test")
-    by_cal = evaluate_batch(M8, H100, c, w, backend="vllm", calibration=cal)
+    by_cal = evaluate_batch(M8, H100, c, w, backend=EnginePolicy(get_engine("vllm"), cal, "test"))
     for name in ("ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s"):
         np.testing.assert_allclose(getattr(by_row, name), getattr(by_cal, name), rtol=1e-12)
     assert np.all(by_row.ttft_p50_s > engine("vllm").disagg_request_overhead_s.value)

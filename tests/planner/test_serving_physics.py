@@ -10,6 +10,8 @@ import pytest
 from hardware.catalog import get_gpu
 from planner import queueing
 from planner.batch_eval import CandidateArrays, evaluate_batch, parallel_arrays
+from planner.engine_calibration import EnginePolicy
+from planner.engines import get_engine
 from planner.kernels_adapter import default_pricer
 from planner.models import load_model
 from planner.opgraph import StepMix, all_reduce_op, elementwise_elems_per_token, layer_groups
@@ -173,8 +175,13 @@ def test_disaggregated_requests_pay_their_own_request_overhead() -> None:
             )
         }
     )
-    a = evaluate_batch(m, gpu, c, fixed(1000, 100, concurrency=1), calibration=base)
-    b = evaluate_batch(m, gpu, c, fixed(1000, 100, concurrency=1), calibration=more)
+    vllm = get_engine("vllm")
+    a = evaluate_batch(
+        m, gpu, c, fixed(1000, 100, concurrency=1), backend=EnginePolicy(vllm, base, "")
+    )
+    b = evaluate_batch(
+        m, gpu, c, fixed(1000, 100, concurrency=1), backend=EnginePolicy(vllm, more, "")
+    )
     assert b.ttft_mean_s[0] == a.ttft_mean_s[0]
     assert b.ttft_mean_s[1] - a.ttft_mean_s[1] == pytest.approx(0.1, rel=0.05)
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from planner.cli.main import main
-from planner.engine_calibration import load_engines, use_calibration
+from planner.engine_calibration import load_engines
 from tests.planner.calibration_fixtures import (
     NAMED_RUN_SHARES,
     OSL,
@@ -19,12 +19,6 @@ from tests.planner.calibration_fixtures import (
     write_profile,
     write_results,
 )
-
-
-@pytest.fixture(autouse=True)
-def _reset_profile() -> object:
-    yield
-    use_calibration({}, "")
 
 
 def _bundle(tmp_path: Path, backend: str) -> Path:
@@ -139,7 +133,6 @@ def test_bad_profile_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def _json_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     capsys.readouterr()
     assert main(argv) == 0
-    use_calibration({}, "")
     out = json.loads(capsys.readouterr().out)
     assert isinstance(out, dict)
     return out
@@ -164,7 +157,7 @@ def test_simulate_and_plan_name_the_profile(
         "json",
     ]
     plain, calibrated = _json_of(sim, capsys), _json_of([*sim, "--calibration", str(prof)], capsys)
-    assert plain["engine_calibration"] == "planner/calibration/engines.yaml"
+    assert plain["engine_calibration"] == "planner/engines/vllm/constants.yaml"
     assert str(prof) in str(calibrated["engine_calibration"])
     assert calibrated["tpot_ms"]["mean"] > 1.3 * plain["tpot_ms"]["mean"]  # type: ignore[index]
     plan = [

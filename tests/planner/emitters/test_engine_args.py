@@ -1,4 +1,4 @@
-"""Strict parsers built from the engines' own argument lists (planner/emitters/engine_args)."""
+"""Strict parsers built from the engines' own argument lists (planner/emitters/engine_args.py)."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_bad_command_is_rejected(engine: str, tool: str, line: str, message: str
 
 
 def test_llm_api_yaml_accepts_the_keys_the_emitter_writes() -> None:
-    assert ea.check_llm_api_yaml(GOOD_LLM_API) == []
+    assert ea.check_llm_api_yaml(GOOD_LLM_API, "trtllm") == []
     assert "kv_cache_config" in ea.yaml_keys("trtllm")["models"]["TorchLlmArgs"]
 
 
@@ -139,14 +139,14 @@ def test_llm_api_yaml_accepts_the_keys_the_emitter_writes() -> None:
     ],
 )
 def test_llm_api_yaml_problems(patch: dict[str, object], message: str) -> None:
-    problems = ea.check_llm_api_yaml({**GOOD_LLM_API, **patch})
+    problems = ea.check_llm_api_yaml({**GOOD_LLM_API, **patch}, "trtllm")
     assert len(problems) == 1 and problems[0].startswith(message), problems
 
 
 def test_only_trtllm_has_an_llm_api_schema() -> None:
     with pytest.raises(ea.EngineArgError, match="no LLM-API YAML schema"):
         ea.yaml_keys("vllm")
-    assert ea.check_llm_api_yaml(["not", "a", "mapping"])[0].startswith("<top>")
+    assert ea.check_llm_api_yaml(["not", "a", "mapping"], "trtllm")[0].startswith("<top>")
 
 
 def test_every_tool_builds_and_names_its_program() -> None:
@@ -227,6 +227,6 @@ def test_golden_emitted_commands_parse() -> None:
                 ea.parse_command(engine, found[0], words[found[1] :])
                 checked += 1
         for extra in sorted(folder.glob("trtllm-*.yaml")):
-            assert ea.check_llm_api_yaml(yaml.safe_load(extra.read_text())) == [], extra
+            assert ea.check_llm_api_yaml(yaml.safe_load(extra.read_text()), "trtllm") == [], extra
             checked += 1
     assert checked >= 30  # every golden engine, router and benchmark command

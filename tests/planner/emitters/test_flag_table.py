@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from planner.emitters.flag_table import ENGINES, Flags, engine_table, parse_version, resolve_version
+from planner.emitters.flag_table import Flags, engine_table, parse_version, resolve_version
+from planner.engines.registry import BUILTIN
 from planner.errors import PlannerInputError
+
+ENGINES = tuple(BUILTIN)
 
 CORE = (
     "tp",

@@ -13,17 +13,19 @@ import pytest
 import yaml
 
 import planner.emitters.engine_args as ea
-from planner.emitters.bundle import EMITTERS, bench_command, build_bundle, engine_build
+from planner.emitters.bundle import bench_command, build_bundle, engine_build
 from planner.emitters.flag_table import Flags
 from planner.emitters.plan_file import parse_plan
 from planner.emitters.types import Command, EngineBuild
 from planner.emitters.writer import argv
+from planner.engines.registry import BUILTIN
 from planner.errors import PlannerInputError
 from planner.model_spec import ModelSpec
 from planner.models import bundled_models, load_model
 from tests.planner.emitters.plans import default_agg_plan
 
-ENGINES = tuple(EMITTERS)
+ENGINES = tuple(BUILTIN)
+
 MODELS = tuple(sorted(bundled_models()))
 
 
@@ -61,7 +63,7 @@ def plan_for(m: ModelSpec, mode: str, gpu: str = "b200_sxm") -> dict[str, Any]:
 
 def parse_with_engine_args(backend: str, cmd: Command) -> None:
     """Parse ``cmd`` with the argument list taken from the engine's own source
-    (planner/emitters/engine_args): a bad name, type or choice raises."""
+    (planner/emitters/engine_args.py): a bad name, type or choice raises."""
     words = " ".join(cmd.program)
     tool = next(t for t in ea.tools(backend) if ea.program(backend, t) == words)
     ea.parse_command(backend, tool, argv(cmd)[len(cmd.program) :])
@@ -117,7 +119,7 @@ def test_bundle_contract(key: str, backend: str, mode: str) -> None:
         parse_with_engine_args(backend, cmd)
     for f in build.configs:
         if f.name.startswith("trtllm-"):
-            assert ea.check_llm_api_yaml(yaml.safe_load(f.text)) == [], f.name
+            assert ea.check_llm_api_yaml(yaml.safe_load(f.text), backend) == [], f.name
     files = {f.name: f.text for f in build_bundle(plan, backend)}
     assert m.hf_id in files["launch.sh"] and m.hf_id in files["benchmark.sh"]
     assert "quantization" not in "".join(f.text for f in build.configs)

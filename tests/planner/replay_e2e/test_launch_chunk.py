@@ -11,7 +11,8 @@ import pytest
 from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, evaluate_batch
 from planner.engine_calibration import engine
-from planner.memory_batch import GIB, MIB, sglang_chunked_prefill
+from planner.engines.sglang.memory import chunked_prefill as sglang_chunked_prefill
+from planner.memory_batch import GIB, MIB
 from planner.models import load_model
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.launch import engine_chunk, engine_chunks
@@ -102,7 +103,6 @@ def _at_chunk(rows: pd.DataFrame, chunk: float) -> float:
             update={"startup_wave": True}
         ),
         backend=str(r["backend"]),
-        calibration=engine(str(r["backend"])),
     )
     return float(res.ttft_mean_s[0] * 1e3)
 

@@ -1,5 +1,5 @@
-"""TensorRT-LLM's attention-DP balance and batch waiting (``serving.adp_balance_wait``,
-``serving.batch_wait``) and their place in the aggregated closed loop."""
+"""TensorRT-LLM's attention-DP balance and batch waiting (``adp_balance_wait``, ``batch_wait`` of
+``planner.engines.trtllm.scheduling``) and their place in the aggregated closed loop."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import CandidateArrays, evaluate_batch
+from planner.batch_eval import CandidateArrays, RecordedLaunch, evaluate_batch
+from planner.engines.trtllm.scheduling import LaunchHolds, adp_balance_wait, batch_wait
 from planner.models import load_model
-from planner.serving import adp_balance_wait, batch_wait
 from planner.workload import fixed
 
 
@@ -59,9 +59,9 @@ def test_the_closed_loop_carries_the_held_prompts() -> None:
         tp=[1, 1], dp=[8, 8], ep=[8, 8], weight_quant=1, kv_dtype=1, concurrency=[128.0, 128.0]
     )
     w = fixed(1024, 1024, concurrency=1)
-    r = evaluate_batch(
-        m, get_gpu("h200"), c, w, backend="trtllm", adp_balance_iters=np.array([0, 60])
-    )
+    holds = LaunchHolds(adp_balance_iters=np.array([0, 60]))
+    launch = RecordedLaunch(holds=holds)
+    r = evaluate_batch(m, get_gpu("h200"), c, w, backend="trtllm", recorded=launch)
     plain, held = r.ttft_mean_s
     assert held > plain + 0.5
     assert r.tpot_mean_s[1] <= r.tpot_mean_s[0] * (1 + 1e-6)

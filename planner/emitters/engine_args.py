@@ -1,12 +1,13 @@
 """Strict argument parsers built from the engines' own argument lists.
 
-The lists (vllm.yaml, sglang.yaml, trtllm.yaml next to this file) were read from each
-engine's source at a cited release by `extract.py` (names, types, choices). A parser built
+The lists (``args.yaml`` in each engine's folder, ``planner/engines/<name>/``) were read from
+each engine's source at a cited release by ``python -m lab.engine_args.extract`` (names, types,
+choices). A parser built
 here raises `EngineArgError` on an unknown flag, a value of the wrong type, a value outside
 the choices, or a missing value; it never exits and never abbreviates flags.
 
     build_parser("vllm", "serve").parse_args(["MODEL", "--tensor-parallel-size", "2"])
-    check_llm_api_yaml(tree)   # TensorRT-LLM extra-options YAML -> list of problems
+    check_llm_api_yaml(tree, "trtllm")   # an engine's YAML options -> list of problems
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable
-from importlib import resources
 from typing import NoReturn, Required, TypeAlias, TypedDict, TypeVar, overload
 
 import yaml
 
 from hardware.jsontypes import JSONValue
+from planner.engines import engine_names, get_engine
 
-ENGINES = ("vllm", "sglang", "trtllm")
+ARGS_FILE = "args.yaml"
+"""Name of an engine folder's argument lists."""
+
 _N = TypeVar("_N")
 _HUMAN_INT = re.compile(r"^-?\d+(\.\d+)?([kKmMgGtT]i?)?$")
 
@@ -120,10 +123,10 @@ class StrictParser(argparse.ArgumentParser):
 @functools.cache
 def load(engine: str) -> EngineArgs:
     """The parsed data file of one engine."""
-    if engine not in ENGINES:
-        raise EngineArgError(f"unknown engine {engine!r} (allowed: {', '.join(ENGINES)})")
-    text = resources.files(__package__).joinpath(f"{engine}.yaml").read_text("utf-8")
-    # a bundled file that extract.py wrote in this layout (tests/planner/emitters check it)
+    if engine not in engine_names():
+        raise EngineArgError(f"unknown engine {engine!r} (allowed: {', '.join(engine_names())})")
+    text = get_engine(engine).file(ARGS_FILE).read_text("utf-8")
+    # a bundled file that the extractor wrote in this layout (tests/planner/emitters check it)
     data: EngineArgs | None = yaml.safe_load(text)
     if not isinstance(data, dict) or data.get("engine") != engine:
         raise EngineArgError(f"{engine}.yaml: not an argument list for {engine}")
@@ -263,14 +266,14 @@ def parse_command(engine: str, tool: str, argv: list[str]) -> argparse.Namespace
 
 def yaml_keys(engine: str) -> LlmApiSchema:
     """The LLM-API YAML schema (`models`: class -> field -> type record; `root`: the
-    class of the top level). Only TensorRT-LLM reads such a file."""
+    class of the top level), for an engine whose launch reads such a file."""
     schema = load(engine).get("llm_api_yaml")
     if not schema:
         raise EngineArgError(f"{engine} has no LLM-API YAML schema")
     return schema
 
 
-def check_llm_api_yaml(tree: object, engine: str = "trtllm") -> list[str]:
+def check_llm_api_yaml(tree: object, engine: str) -> list[str]:
     """Problems of an extra-options YAML tree: unknown keys, wrong types, bad choices.
 
     Each problem reads `dotted.key: what is wrong (allowed: ...)`; an empty list means

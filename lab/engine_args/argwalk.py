@@ -13,11 +13,11 @@ import ast
 from collections.abc import Callable
 from typing import TypeAlias
 
-from planner.emitters.engine_args.astlib import Module, Source, base_name, const, method
+from lab.engine_args.astlib import Module, Source, base_name, const, method
 
 Spec: TypeAlias = dict[str, object]
-"""One argument record (flags, takes_value, type, nargs, choices...; see engine_args/*.yaml)
-or a partial one (the keywords of one `add_argument` call)."""
+"""One argument record (flags, takes_value, type, nargs, choices...; see
+planner/engines/*/args.yaml) or a partial one (the keywords of one `add_argument` call)."""
 Env: TypeAlias = dict[str, ast.expr | tuple[Module, ast.ClassDef]]
 """Local names -> the expression assigned to them; ``__cls__`` -> the class of a method."""
 KwBinding: TypeAlias = tuple[str, Module, ast.ClassDef, str]
@@ -206,7 +206,7 @@ class Walker:
         bound = kw_env.get(it.func.value.id)
         if not bound or bound[0] != "cls" or self.field_hook is None:
             return False
-        from planner.emitters.engine_args.astlib import class_fields
+        from lab.engine_args.astlib import class_fields
 
         cmod, cls = bound[1], bound[2]
         for _fmod, fstmt in class_fields(self.src, cmod, cls):

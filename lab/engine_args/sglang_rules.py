@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ast
 
-from planner.emitters.engine_args.argwalk import Spec, Walker, finish, type_of
-from planner.emitters.engine_args.astlib import (
+from lab.engine_args.argwalk import Spec, Walker, finish, type_of
+from lab.engine_args.astlib import (
     Comp,
     Module,
     Source,

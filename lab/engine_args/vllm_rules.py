@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import ast
 
-from planner.emitters.engine_args.argwalk import Spec, type_of
-from planner.emitters.engine_args.astlib import (
+from lab.engine_args.argwalk import Spec, type_of
+from lab.engine_args.astlib import (
     Comp,
     Module,
     Source,

@@ -1,7 +1,8 @@
-"""Regenerate vllm.yaml / sglang.yaml / trtllm.yaml from an engine's source, read with `ast`.
+"""Regenerate an engine's argument lists (``planner/engines/<name>/args.yaml``) from its source,
+read with `ast`.
 
-    python -m planner.emitters.engine_args.extract vllm ROOT --tag v0.33.0 --commit SHA \
-        [--artifact FILE] [--out planner/emitters/engine_args/vllm.yaml]
+    python -m lab.engine_args.extract vllm ROOT --tag v0.33.0 --commit SHA \
+        [--artifact FILE] [--out planner/engines/vllm/args.yaml]
 
 ROOT holds the engine's Python package (a git checkout's `python/` folder for SGLang, the
 repository root for vLLM and TensorRT-LLM, or an unpacked release wheel); for SGLang give
@@ -23,13 +24,14 @@ from typing import NotRequired, TypedDict
 
 import yaml
 
-from planner.emitters.engine_args.argwalk import Spec, Walker
-from planner.emitters.engine_args.astlib import Source, const, find_function
-from planner.emitters.engine_args.sglang_rules import dataclass_hook
-from planner.emitters.engine_args.vllm_rules import VllmFields
+from lab.engine_args.argwalk import Spec, Walker
+from lab.engine_args.astlib import Source, const, find_function
+from lab.engine_args.sglang_rules import dataclass_hook
+from lab.engine_args.vllm_rules import VllmFields
 from planner.safe_files import write_new_file
 
-HERE = Path(__file__).resolve().parent
+ENGINES_DIR = Path(__file__).resolve().parents[2] / "planner" / "engines"
+"""Where each engine's folder, and so its ``args.yaml``, lives."""
 
 
 class Tool(TypedDict):
@@ -242,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args(argv)
-    out = args.out or HERE / f"{args.engine}.yaml"
+    out = args.out or ENGINES_DIR / args.engine / "args.yaml"
     if out.is_symlink() or (out.exists() and not args.force):
         print(f"extract: {out} exists (use --force to replace it)", file=sys.stderr)
         return 2
@@ -253,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         kwargs = {"proxy_root": args.proxy_root, "proxy_commit": args.proxy_commit}
     tools = EXTRACTORS[args.engine](args.root, **kwargs)
     extra = tools.pop("_extra", None)
-    cmd = ["python -m planner.emitters.engine_args.extract", args.engine, "ROOT"]
+    cmd = ["python -m lab.engine_args.extract", args.engine, "ROOT"]
     if args.router_root:
         cmd += ["--router-root", "ROUTER_ROOT", "--router-version", args.router_version]
     if args.proxy_root:

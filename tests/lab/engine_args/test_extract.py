@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from planner.emitters.engine_args import extract
+from lab.engine_args import extract
 
 
 def _write(root: Path, rel: str, text: str) -> None:

@@ -1,0 +1,2 @@
+"""Developer tool: read engines' argument lists from their source
+(``python -m lab.engine_args.extract``)."""

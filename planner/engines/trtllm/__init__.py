@@ -1,0 +1,15 @@
+"""TensorRT-LLM: KV reserved on admission, a free-memory pool fraction (``memory``) and prompt
+holds a launch may enable (``scheduling``).
+
+Benchmark results: ``tensorrt_llm/serve/scripts/benchmark_serving.py`` (github:NVIDIA/TensorRT-LLM
+@0228a71223416496ff056a157936bad2e42c762f) is derived from vLLM's ``benchmarks/serve.py`` and
+writes the same fields with ``--save-result``, so ``planner.calibration_data`` reads it as a vLLM
+result."""
+
+from pathlib import Path
+
+from planner.engines.base import Engine
+
+ENGINE = Engine(
+    name="trtllm", folder=Path(__file__).parent, emitter="planner.engines.trtllm.emitter"
+)
