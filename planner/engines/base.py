@@ -18,11 +18,33 @@ model reads (``planner.batch_eval``); the serving model never names an engine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+
+class KvPool(IntEnum):
+    """How an engine sizes its KV pool at its default memory flag."""
+
+    VLLM = 0
+    """``gpu_memory_utilization`` 0.9 of the device: KV = 0.9 x device - weights - activations -
+    reserve (vllm/v1/worker/gpu_worker.py ``determine_available_memory``: requested memory
+    total x utilization minus the profiled non-KV memory; vllm-project/vllm @35d5cda)."""
+    TRTLLM = 1
+    """``KvCacheConfig.free_gpu_memory_fraction`` 0.9 of the memory free after the weights and
+    the profiled peak: KV = 0.9 x (device - weights - activations - reserve)."""
+    SGLANG = 2
+    """``mem_fraction_static`` from ``ServerArgs._handle_gpu_memory_settings`` (SGLang >= 0.5.3):
+    KV = fraction x device - weights - CUDA context and NCCL (the replay applies it only with
+    ``planner.engines.sglang.replay.AT_DEFAULT``)."""
+    SGLANG_052 = 3
+    """``mem_fraction_static`` from ``ServerArgs.__post_init__`` of SGLang <= 0.5.2."""
+    DEVICE = 0
+    """A share of the device (the planner's own budget, ``gpu_memory_utilization``): ``VLLM``."""
 
 
 class PromptHolds(Protocol):
@@ -45,6 +67,11 @@ class PromptHolds(Protocol):
         ...
 
 
+MaybeArray = np.ndarray | None
+HoldsFactory = Callable[[MaybeArray, MaybeArray, MaybeArray], PromptHolds]
+"""Builds an engine's ``PromptHolds`` from a launch's recorded hold settings."""
+
+
 @dataclass(frozen=True)
 class Engine:
     """One inference engine as the planner sees it (see the module docstring)."""
@@ -60,6 +87,24 @@ class Engine:
     (decodes stall while prompts wait), with the source; None: it mixes prefill chunks into
     decode steps. A fixed-length benchmark whose clients start together stays in lockstep on such
     an engine (``serving.lockstep_agg``)."""
+
+    kv_dtype_follows_weights: bool = False
+    """Whether its default KV-cache dtype follows the checkpoint's (FP8 KV with FP8 or FP4
+    weights); False: BF16 unless a launch sets it."""
+    result_names: tuple[str, ...] = ()
+    """Words that name this engine in a result table's framework column (lower case, matched
+    inside the text; e.g. MLPerf's "TensorRT")."""
+    replay_pool: Callable[[object, bool], int] | None = None
+    """How a measured launch sized its KV pool, given the engine version it ran and whether it
+    records the engine's own memory flag: a ``planner.engines.kv_pool.KvPool`` value; None: a
+    share of the device (``KvPool.DEVICE``)."""
+    replay_chunk: Callable[[float, object], int] | None = None
+    """The prefill chunk (tokens) a measured launch ran at when it records none, given the GPU's
+    memory (bytes) and the engine version; None: the engine's ``max_num_batched_tokens``."""
+    launch_holds: HoldsFactory | None = None
+    """The prompt holds a measured launch enabled, from the steps and tokens it records per
+    candidate (attention-DP balance steps, batch-wait steps, batch-wait tokens; None where
+    unset); None: the engine has no such scheduler setting."""
 
     def file(self, name: str) -> Path:
         """Path of the engine's data file ``name`` (``constants.yaml``, ``flags.yaml``...)."""

@@ -9,11 +9,10 @@ the memory model is shared.
 
 from __future__ import annotations
 
-from enum import IntEnum
-
 import numpy as np
 
 from hardware.spec import GpuSpec
+from planner.engines.base import KvPool
 from planner.engines.sglang.memory import mem_fraction, mem_fraction_052
 from planner.engines.trtllm.memory import FREE_FRACTION
 from planner.memory_batch import (
@@ -24,24 +23,6 @@ from planner.memory_batch import (
 )
 from planner.model_spec import ModelSpec
 from planner.opgraph import ParallelArrays
-
-
-class KvPool(IntEnum):
-    """How an engine sizes its KV pool at its default memory flag."""
-
-    VLLM = 0
-    """``gpu_memory_utilization`` 0.9 of the device: KV = 0.9 x device - weights - activations -
-    reserve (vllm/v1/worker/gpu_worker.py ``determine_available_memory``: requested memory
-    total x utilization minus the profiled non-KV memory; vllm-project/vllm @35d5cda)."""
-    TRTLLM = 1
-    """``KvCacheConfig.free_gpu_memory_fraction`` 0.9 of the memory free after the weights and
-    the profiled peak: KV = 0.9 x (device - weights - activations - reserve)."""
-    SGLANG = 2
-    """``mem_fraction_static`` from ``ServerArgs._handle_gpu_memory_settings`` (SGLang >= 0.5.3):
-    KV = fraction x device - weights - CUDA context and NCCL (the replay applies it only with
-    ``planner.replay_e2e.launch.SGLANG_AT_DEFAULT``)."""
-    SGLANG_052 = 3
-    """``mem_fraction_static`` from ``ServerArgs.__post_init__`` of SGLang <= 0.5.2."""
 
 
 def default_pool_util(

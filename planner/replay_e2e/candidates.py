@@ -12,7 +12,7 @@ import pandas as pd
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-from planner.engines import engine_names
+from planner.engines import engine_names, get_engine
 from planner.model_spec import ModelSpec
 from planner.models import load_model
 
@@ -71,12 +71,13 @@ def _attention_dp(row: pd.Series, role: str, tp: float, ep: float) -> float:
 
 
 def _kv_dtype(row: pd.Series, quant: str) -> str:
-    """The row's ``kv_dtype`` where given, else FP8 on TensorRT-LLM with FP8 or FP4 weights (its
-    default KV dtype follows the checkpoint's), else BF16."""
+    """The row's ``kv_dtype`` where given, else FP8 where its engine's default KV dtype follows
+    FP8 or FP4 weights (``Engine.kv_dtype_follows_weights``), else BF16."""
     given = row.get("kv_dtype")
     if isinstance(given, str) and given in KV_DTYPES:
         return given
-    return "fp8" if row["backend"] == "trtllm" and quant in ("fp8", "fp4") else "bf16"
+    follows = get_engine(str(row["backend"])).kv_dtype_follows_weights
+    return "fp8" if follows and quant in ("fp8", "fp4") else "bf16"
 
 
 def candidate_columns(row: pd.Series, weight_default: str) -> dict[str, float] | str:

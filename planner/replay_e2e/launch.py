@@ -9,11 +9,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from planner.engines import prefill_first
-from planner.engines.kv_pool import KvPool
-from planner.engines.sglang.memory import chunked_prefill as sglang_chunked_prefill
+from planner.engines import engine_names, get_engine, prefill_first
+from planner.engines.base import KvPool
 from planner.replay_e2e.layout import LOW_FRACTION_COLUMN
-from planner.replay_e2e.rows import parse_version
 from planner.workload import LengthSpec
 
 ACTIVATION_SCALES = ("static", "token", "block", "tensor")
@@ -76,39 +74,13 @@ def activation_scales(rows: pd.DataFrame) -> pd.Series:
     return out
 
 
-SGLANG_RESERVE_RULE_SINCE = (0, 5, 3)
-"""First SGLang release whose ``mem_fraction_static`` default follows the chunked-prefill and
-CUDA-graph reserve (``memory_batch.sglang_mem_fraction``; 0.5.2 and earlier: a reserve table,
-``memory_batch.sglang_052_mem_fraction``)."""
-
-
-SGLANG_AT_DEFAULT = False
-"""Whether SGLang rows that record no memory flag are replayed at SGLang's own default
-``mem_fraction_static`` (False: at 0.9 of the device in vLLM's meaning). Off because measured
-SGLang deployments did not all run at the default: a GB200 DeepSeek-V3 FP8 deployment (attention
-DP 4, 181.7 GB of weights per GPU) served 16-128 clients, yet SGLang 0.5.5's default there is
-0.811 of the GPU, below the weights' 0.915, so it cannot have started without a raised
-``--mem-fraction-static`` (``predict.startup_utilization`` replays such a row at the flag that
-starts it)."""
-
-
-def kv_pool(backend: str, version: object, sglang_default: bool = SGLANG_AT_DEFAULT) -> KvPool:
-    """How a measured row's engine sized its KV pool: a row that records no memory flag is
-    replayed at its engine's default (``memory_batch.KvPool``), SGLang only with
-    ``sglang_default`` (``SGLANG_AT_DEFAULT``). SGLang's default changed in 0.5.3; a row without
-    a readable version (empty, or a build tag) takes the newer rule."""
-    if backend == "trtllm":
-        return KvPool.TRTLLM
-    if backend == "sglang" and sglang_default:
-        return KvPool.SGLANG_052 if _sglang_before_053(version) else KvPool.SGLANG
-    return KvPool.VLLM
-
-
-def _sglang_before_053(version: object) -> bool:
-    """Whether an SGLang ``backend_version`` predates ``SGLANG_RESERVE_RULE_SINCE`` (the memory
-    defaults changed there); an unreadable version (empty, a build tag) counts as newer."""
-    v = parse_version(version)
-    return v is not None and v < SGLANG_RESERVE_RULE_SINCE
+def kv_pool(backend: str, version: object, flag_recorded: bool = False) -> int:
+    """How a measured row's engine sized its KV pool: rows rarely record their memory flag, so
+    each is replayed at its engine's rule (``Engine.replay_pool``: the engine's default, or its
+    rule at the flag the row records); an engine without one, or an unknown name, at a share of
+    the device (``KvPool.DEVICE``)."""
+    rule = get_engine(backend).replay_pool if backend in engine_names() else None
+    return KvPool.DEVICE if rule is None else rule(version, flag_recorded)
 
 
 def _backends_versions(rows: pd.DataFrame) -> Iterator[tuple[str, object]]:
@@ -118,13 +90,13 @@ def _backends_versions(rows: pd.DataFrame) -> Iterator[tuple[str, object]]:
 
 
 def kv_pools(rows: pd.DataFrame, flags: np.ndarray | None = None) -> np.ndarray:
-    """``kv_pool`` of every row (``KvPool`` values); an SGLang row that records its
-    ``--mem-fraction-static`` (``flags``, default the ``memory_fraction`` column) sizes its pool
-    by SGLang's rule at that fraction."""
+    """``kv_pool`` of every row (``KvPool`` values); a row that records its engine's memory flag
+    (``flags``, default the ``memory_fraction`` column) sizes its pool by its engine's rule at
+    that flag."""
     flags = launch_arrays(rows).memory_flag if flags is None else flags
     return np.array(
         [
-            int(kv_pool(b, v, sglang_default=b == "sglang" and bool(np.isfinite(f))))
+            int(kv_pool(b, v, flag_recorded=bool(np.isfinite(f))))
             for (b, v), f in zip(_backends_versions(rows), flags, strict=True)
         ],
         dtype=int,
@@ -133,14 +105,10 @@ def kv_pools(rows: pd.DataFrame, flags: np.ndarray | None = None) -> np.ndarray:
 
 def engine_chunk(backend: str, version: object, memory_bytes: float, default: float) -> float:
     """``max_num_batched_tokens`` a measured row's engine ran at when the row records none: its
-    engine's default. SGLang's depends on the GPU's memory and, below 60 GiB, on the version
-    (``memory_batch.sglang_chunked_prefill``: 16384 on GPUs of 160 GiB and more, e.g. GB200 and
-    B200, 8192 on H100 and H200, in every wheel read, 0.5.0rc0 to 0.5.23); a row without a
-    readable version takes the newer rule. Other engines: ``default``, engines.yaml's value (the
-    planner's own plans keep it too: they pass the flag)."""
-    if backend != "sglang":
-        return default
-    return float(sglang_chunked_prefill(memory_bytes, _sglang_before_053(version)))
+    engine's default for that GPU and version (``Engine.replay_chunk``), else ``default``, the
+    engine constant (the planner's own plans keep it too: they pass the flag)."""
+    rule = get_engine(backend).replay_chunk if backend in engine_names() else None
+    return default if rule is None else float(rule(memory_bytes, version))
 
 
 def engine_chunks(rows: pd.DataFrame, memory_bytes: float, default: float) -> np.ndarray:

@@ -1,9 +1,9 @@
 """The e2e measurement layout ``planner validate e2e``, ``validate decisions`` and ``calibrate e2e``
 read, one row per measured deployment and load point (the layout of ``silicon_measured.csv``).
 
-Required columns: ``backend`` (vllm / sglang / trtllm), ``model_path`` (a bundled model's key,
-name or HF id), ``system`` (a GPU key), ``mode`` (agg / disagg), ``isl`` and ``osl`` (tokens),
-``silicon_ttft_ms`` and ``silicon_tpot_ms`` (measured means, ms).
+Required columns: ``backend`` (an engine name, ``planner.engines``), ``model_path`` (a bundled
+model's key, name or HF id), ``system`` (a GPU key), ``mode`` (agg / disagg), ``isl`` and
+``osl`` (tokens), ``silicon_ttft_ms`` and ``silicon_tpot_ms`` (measured means, ms).
 
 Deployment columns (empty: 1): aggregated ``tp_size``, ``pp_size``, ``attention_dp_size``,
 ``moe_tp_size``, ``moe_ep_size``, ``batch_size`` (clients per attention-DP rank); disaggregated the
@@ -19,17 +19,16 @@ column                         meaning
 =============================  ===================================================================
 ``concurrency``                closed-loop clients of the benchmark (default: ``batch_size`` x
                                attention DP aggregated; ``decode_batch_size`` x decode workers)
-``kv_dtype``                   KV-cache dtype, bf16 / fp8 (default: fp8 on TensorRT-LLM with FP8
-                               or FP4 weights, else bf16)
+``kv_dtype``                   KV-cache dtype, bf16 / fp8 (default: the ``precision`` rule of
+                               ``candidates.kv_dtype``)
 ``activation_scale``           how the FP8 GEMMs scale activations: static / token / block /
                                tensor (default: ``fp8_block`` GEMMs block, else the checkpoint's)
 ``ep_all_ranks``               1: the MoE layers ran expert-parallel over every GPU of the worker
                                (EP = TP x attention DP), whatever ``moe_ep_size`` records;
                                ``prefill_ep_all_ranks`` / ``decode_ep_all_ranks`` per role
 ``max_num_batched_tokens``     step token budget (chunk), tokens
-``memory_fraction``            memory flag in the engine's own meaning (vLLM
-                               ``--gpu-memory-utilization``, TensorRT-LLM
-                               ``free_gpu_memory_fraction``, SGLang ``--mem-fraction-static``)
+``memory_fraction``            memory flag in the engine's own meaning (its KV pool rule,
+                               ``planner.engines.kv_pool.default_pool_util``)
 ``attention_dp_balance_iters`` attention-DP balance timeout, engine steps (0: off)
 ``batch_wait_iters``           batch waiting timeout, engine steps (0: off)
 ``batch_wait_max_tokens``      batch waiting threshold, tokens

@@ -10,8 +10,9 @@ Predicted output tokens/s per accelerator is compared with the measured figure (
 ``total_accelerators`` (multi-node included); the tensor-parallel size is not in the table, so each
 row is priced at the TP (a power of two within one node and the scale-up domain) that gives the most
 throughput per accelerator, as submitters tune it, the other accelerators serving as replicas.
-Frameworks: TensorRT -> trtllm, vLLM -> vllm, SGLang -> sglang; any other is priced with the vllm
-calibration and flagged ``framework_assumed``.
+A row's framework text names its engine by one of the words each engine lists
+(``Engine.result_names``); any other framework is priced with the default engine's calibration and
+flagged ``framework_assumed``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pandas as pd
 from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
 from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
+from planner.engines import DEFAULT_ENGINE, engine_names, get_engine
 from planner.models import load_model
 from planner.replay_e2e.rows import count, grouped, resolve_gpu, resolve_model
 from planner.replay_e2e.throughput import (
@@ -119,12 +121,7 @@ def _beam_lengths(ds: DatasetLengths) -> tuple[float, float]:
     return ds.isl / ds.beams, ds.osl
 
 
-FRAMEWORKS: tuple[tuple[str, str], ...] = (
-    ("tensorrt", "trtllm"),
-    ("vllm", "vllm"),
-    ("sglang", "sglang"),
-)
-FALLBACK_BACKEND = "vllm"
+FALLBACK_BACKEND = DEFAULT_ENGINE
 TP_CHOICES = (1, 2, 4, 8)
 RATE_STEPS = 14
 """Bisection steps of the Server rate search (relative resolution 2^-14 of the saturation rate)."""
@@ -138,9 +135,9 @@ def _benchmark_model(benchmark: str) -> str:
 def _backend(framework: object) -> tuple[str, bool]:
     """(calibration backend, assumed?) for the row's framework text."""
     low = str(framework).lower()
-    for word, backend in FRAMEWORKS:
-        if word in low:
-            return backend, False
+    for name in engine_names():
+        if any(word in low for word in get_engine(name).result_names):
+            return name, False
     return FALLBACK_BACKEND, True
 
 

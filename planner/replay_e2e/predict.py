@@ -17,8 +17,7 @@ from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
 from planner.engine_calibration import EngineCalibration, EnginePolicy, engine
 from planner.engines import get_engine
-from planner.engines.kv_pool import KvPool
-from planner.engines.trtllm.scheduling import LaunchHolds
+from planner.engines.base import KvPool
 from planner.models import load_model
 from planner.replay_e2e.launch import (
     activation_scales,
@@ -115,23 +114,20 @@ def _group_replay(
     run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
     lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
     bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
+    engine_ = get_engine(str(backend))
     # the scheduler holds only where a launch set them (None: no per-step work for them)
-    holds = LaunchHolds(
-        _set_or_none(launch.adp_balance_iters),
-        _set_or_none(launch.batch_wait_iters),
-        _set_or_none(launch.batch_wait_tokens),
-    )
+    holds = None
+    if engine_.launch_holds is not None:
+        holds = engine_.launch_holds(
+            _set_or_none(launch.adp_balance_iters),
+            _set_or_none(launch.batch_wait_iters),
+            _set_or_none(launch.batch_wait_tokens),
+        )
     recorded = RecordedLaunch(
         holds=holds, decode_routers=_routers(sub), constants=_row_constants(sub)
     )
     replay = partial(
-        _replay,
-        spec,
-        gpu,
-        cand,
-        bench,
-        backend=EnginePolicy(get_engine(str(backend)), eng, ""),
-        launch=recorded,
+        _replay, spec, gpu, cand, bench, backend=EnginePolicy(engine_, eng, ""), launch=recorded
     )
     return replay, cand, launch.memory_flag, kv_pools(sub, launch.memory_flag)
 
@@ -183,7 +179,7 @@ def _replay_group(
         ran = np.isfinite(started)
         o_res = o_replay(
             gpu_memory_utilization=np.where(ran, started, 0.9),
-            kv_pool=np.where(ran, KvPool.VLLM, o_pools),
+            kv_pool=np.where(ran, KvPool.DEVICE, o_pools),
             pool_flag=np.full(len(o_cand), np.nan),
         )
         for col, values in _predicted(o_res).items():
@@ -217,8 +213,8 @@ def predict(
 
 
 STARTUP_UTILIZATIONS = tuple(round(0.9 + 0.01 * i, 2) for i in range(11))
-"""Memory flags (vLLM's meaning, share of the device) a replay tries, in order, on a measured
-deployment that does not start at the flag it is replayed at (``startup_utilization``)."""
+"""Memory flags (share of the device, ``gpu_memory_utilization``) a replay tries, in order, on a
+measured deployment that does not start at the flag it is replayed at (``startup_utilization``)."""
 
 
 def _at_utilization(replay: Callable[..., ResultArrays], util: float) -> ResultArrays:
@@ -231,14 +227,15 @@ def startup_utilization(
     """Per row of measured deployments that do not start at the memory flag they are replayed at
     and that record none, the flag they ran at (NaN: none starts them).
 
-    Such rows are replayed at their engine's default (SGLang's at 0.9 of the device, vLLM's
-    meaning: ``launch.kv_pool``). A measured row ran, so its engine loaded the weights and kept a
+    Such rows are replayed at their engine's default or at 0.9 of the device
+    (``launch.kv_pool``). A measured row ran, so its engine loaded the weights and kept a
     KV pool; a replay that finds no room for one sequence (``Reason.OUT_OF_MEMORY``) contradicts
     the row, and pricing it anyway would cap each worker at one running request (e.g. a GB200
     DeepSeek-V3 FP8 worker of 4 GPUs with attention DP, 181.7 GB of weights per GPU, which served
-    16-128 clients although SGLang's default and 0.9 of the device are both below its weights).
+    16-128 clients although its engine's default and 0.9 of the device are both below its
+    weights).
     The launch must have raised its memory flag, which the row does not record; the replay takes
-    the smallest of ``STARTUP_UTILIZATIONS`` (share of the device, vLLM's meaning) at which the
+    the smallest of ``STARTUP_UTILIZATIONS`` (share of the device) at which the
     deployment holds its clients' sequences. Where none does, the run queued for KV at any flag,
     and the replay gives it the most room a launch could (the largest flag, where the deployment
     starts there). ``replay(u)`` prices the rows at utilization ``u``."""

@@ -12,10 +12,11 @@ import pytest
 from hardware.catalog import get_gpu
 from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
 from planner.engines.kv_pool import KvPool
+from planner.engines.sglang.replay import AT_DEFAULT as SGLANG_AT_DEFAULT
 from planner.models import load_model
 from planner.replay_e2e import predict as replay
 from planner.replay_e2e.candidates import candidate_columns
-from planner.replay_e2e.launch import SGLANG_AT_DEFAULT, kv_pool, kv_pools
+from planner.replay_e2e.launch import kv_pool, kv_pools
 from planner.replay_e2e.predict import STARTUP_UTILIZATIONS, predict, startup_utilization
 from planner.workload import fixed
 from tests.lab import disagg_dump_row, lab_prepare
@@ -40,12 +41,13 @@ from tests.lab import disagg_dump_row, lab_prepare
 def test_each_engine_is_replayed_at_its_own_default(
     backend: str, version: object, pool: KvPool
 ) -> None:
-    assert kv_pool(backend, version, sglang_default=True) is pool
+    assert kv_pool(backend, version, flag_recorded=True) is pool
 
 
 def test_sglang_rows_keep_the_device_fraction_unless_asked() -> None:
     """``SGLANG_AT_DEFAULT`` is off (a measured SGLang deployment could not have run at the
-    default): SGLang rows keep vLLM's meaning, TensorRT-LLM rows take their engine's default."""
+    default): SGLang rows keep a share of the device, TensorRT-LLM rows take their engine's
+    default."""
     assert not SGLANG_AT_DEFAULT
     rows = pd.DataFrame({"backend": ["vllm", "sglang", "trtllm"], "backend_version": ["0.5.9"] * 3})
     assert np.array_equal(kv_pools(rows), [KvPool.VLLM, KvPool.VLLM, KvPool.TRTLLM])

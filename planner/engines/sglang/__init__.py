@@ -4,6 +4,7 @@ memory-fraction and chunk defaults (``memory``)."""
 from pathlib import Path
 
 from planner.engines.base import Engine
+from planner.engines.sglang import replay
 
 PREFILL_FIRST = (
     "SGLang runs a waiting prompt's prefill as a batch of its own before any decode step "
@@ -17,12 +18,15 @@ so (Qwen3-32B on H100, SGLang 0.5.1, 78 rows) it moves the median ln(pred/meas) 
 to 0.03 and of TPOT from 0.24 to 0.01; on the other SGLang campaigns it puts TTFT 1.3-3x high: they
 do not stay in lockstep (aiconfigurator's generator launches SGLang with --enable-mixed-chunk; the
 dumps' client draws lengths from [0.8, 1] x ISL/OSL), which the rows do not record, see
-planner/validation/notes/sglang.md. A result that says its server mixed chunks (``mixed_chunk``)
-keeps the fitted share (``validation.e2e.named_runs``)."""
+lab/notes/sglang.md. A result that says its server mixed chunks (``mixed_chunk``)
+keeps the fitted share (``planner.replay_e2e.launch.named_runs``)."""
 
 ENGINE = Engine(
     name="sglang",
     folder=Path(__file__).parent,
     emitter="planner.engines.sglang.emitter",
     prefill_first=PREFILL_FIRST,
+    result_names=("sglang",),
+    replay_pool=replay.kv_pool,
+    replay_chunk=replay.chunk,
 )

@@ -8,8 +8,21 @@ result."""
 
 from pathlib import Path
 
-from planner.engines.base import Engine
+from planner.engines.base import Engine, KvPool
+from planner.engines.trtllm.scheduling import LaunchHolds
+
+
+def _kv_pool(version: object, flag_recorded: bool) -> int:
+    """Every TensorRT-LLM launch sizes its pool as a share of the free memory (``memory``)."""
+    return KvPool.TRTLLM
+
 
 ENGINE = Engine(
-    name="trtllm", folder=Path(__file__).parent, emitter="planner.engines.trtllm.emitter"
+    name="trtllm",
+    folder=Path(__file__).parent,
+    emitter="planner.engines.trtllm.emitter",
+    kv_dtype_follows_weights=True,  # KvCacheConfig.dtype "auto": the checkpoint's KV quant
+    result_names=("tensorrt", "trtllm"),
+    replay_pool=_kv_pool,
+    launch_holds=LaunchHolds,
 )

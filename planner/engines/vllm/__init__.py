@@ -5,4 +5,9 @@ from pathlib import Path
 
 from planner.engines.base import Engine
 
-ENGINE = Engine(name="vllm", folder=Path(__file__).parent, emitter="planner.engines.vllm.emitter")
+ENGINE = Engine(
+    name="vllm",
+    folder=Path(__file__).parent,
+    emitter="planner.engines.vllm.emitter",
+    result_names=("vllm",),
+)
