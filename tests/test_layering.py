@@ -333,14 +333,14 @@ COMMAND_LINES = (
 
 
 def _has_command_line(path: Path) -> bool:
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and node.module == "argparse":
-            return True
-        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
-            return True
-    return False
+    """A ``__main__`` block or a module-level ``main`` (``argparse`` used as a library, to parse an
+    engine's own argument list, is not a command line)."""
+    tree = ast.parse(path.read_text())
+    if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body):
+        return True
+    return any(
+        isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) for node in ast.walk(tree)
+    )
 
 
 def test_runtime_modules_have_no_command_line() -> None:
@@ -430,3 +430,16 @@ def test_the_lab_scan_sees_an_import_inside_a_function(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("def g():\n    from lab.prepare_e2e import main\n    import lab\n")
     assert [n for _, n in _imported_names(f)] == ["lab.prepare_e2e", "lab"]
+
+
+def test_the_command_line_check_can_fail(tmp_path: Path) -> None:
+    """A ``main`` or a ``__main__`` block is seen; argparse used as a library is not."""
+    cases = {
+        "def main() -> int:\n    return 0\n": True,
+        "if __name__ == '__main__':\n    pass\n": True,
+        "import argparse\n\nP = argparse.ArgumentParser()\n": False,
+    }
+    for text, expected in cases.items():
+        f = tmp_path / "m.py"
+        f.write_text(text)
+        assert _has_command_line(f) is expected, text
