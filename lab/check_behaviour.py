@@ -290,7 +290,13 @@ def run(out: Path, only: str | None) -> None:
             )
 
 
+RUN_DIRS: list[str] = []
+"""The two run folders being compared (their names differ in outputs that print paths)."""
+
+
 def _map_paths(text: str) -> str:
+    for d in RUN_DIRS:
+        text = text.replace(d, "<run>")
     for old, new in MOVED_TEXT.items():
         text = text.replace(old, new)
     for old, new in sorted(MOVED.items(), key=lambda kv: -len(kv[0])):
@@ -334,6 +340,7 @@ def _diff(a: object, b: object, where: str, out: list[str]) -> None:
 
 
 def compare(old: Path, new: Path) -> int:
+    RUN_DIRS[:] = [str(old), str(new)]
     problems: list[str] = []
     for f in sorted(old.glob("*.json")):
         g = new / f.name
