@@ -3,7 +3,7 @@
 The page takes several result files (vLLM ``--save-result`` JSON, SGLang ``--output-file`` JSONL,
 their ``deployment.json``, or a validation-layout CSV) or a results folder as one ``.zip`` (what
 ``benchmark.sh`` leaves under ``results/``). Everything lands in a fresh private folder and is
-then read by ``planner.calibration_data.load_data``, the reader behind ``planner calibrate e2e``,
+then read by ``planner.calibration.data.load_data``, the reader behind ``planner calibrate e2e``,
 so a file the CLI refuses is refused here with the same one-line message.
 
 A zip is checked before anything is written: at most ``MAX_ZIP_BYTES`` uploaded, ``MAX_MEMBERS``

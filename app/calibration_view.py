@@ -1,7 +1,7 @@
 """Plan page section "Calibrate to your benchmark results": upload, fit, compare, plan with it.
 
 Uploads go through ``app.calibration_upload`` (safe unpacking) and ``planner calibrate e2e``'s
-own reader and fit (``planner.calibration_data.load_data``, ``planner.calibration_profile
+own reader and fit (``planner.calibration.data.load_data``, ``planner.calibration.profile
 .calibrate``). The page shows every measured row next to its prediction with the packaged
 constants and with the fitted ones, and offers the profile to the plan (``PlanInputs.calibration``).
 """
@@ -25,8 +25,8 @@ from plotly.subplots import make_subplots
 from app.calibration_upload import FIELD, unpack, without_folder
 from app.ui import LOG, error_text
 from hardware.errors import PlannerInputError
-from planner.calibration_data import load_data
-from planner.calibration_profile import Profile, calibrate, profile_text
+from planner.calibration.data import load_data
+from planner.calibration.profile import Profile, calibrate, profile_text
 from planner.reports import present
 
 METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"))

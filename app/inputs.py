@@ -18,9 +18,9 @@ from app.ui import gpu_names, model_names
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from planner.cli.field_help import description
-from planner.model_spec import ModelSpec
-from planner.models import MAX_CONFIG_BYTES, load_model, parse_config_text
-from planner.workload import LengthDist, LengthSpec, Workload, read_trace
+from planner.model.bundled import MAX_CONFIG_BYTES, load_model, parse_config_text
+from planner.model.spec import ModelSpec
+from planner.workload.spec import LengthDist, LengthSpec, Workload, read_trace
 from solvers.plan import PlanRequest
 
 DEFAULT_MODEL = "llama-3.1-70b"

@@ -2,7 +2,8 @@
 
 The planner takes one ISL and one OSL (tokens per request): a distribution or a trace is planned
 at its mean, and the page says so. An uploaded config.json is checked by
-``planner.models.parse_config_text`` and handed to the planner as a file (its content hash in the
+``planner.model.bundled.parse_config_text`` and handed to the planner as a file (its content hash
+in the
 path, so a new upload never meets a cached old one).
 """
 
@@ -22,12 +23,12 @@ import yaml
 from app.calibration_view import Fitted
 from app.inputs import ModelChoice, SloChoice
 from hardware.errors import PlannerInputError
-from planner.calibration_profile import Profile, bands_of_profile, profile_engines
+from planner.calibration.profile import Profile, bands_of_profile, profile_engines
 from planner.emitters.capabilities import shape_rules
-from planner.engine_calibration import EngineConstants
 from planner.engines import engine_names
-from planner.models import bundled_models, find_bundled
-from planner.workload import LengthSpec
+from planner.engines.calibration import EngineConstants
+from planner.model.bundled import bundled_models, find_bundled
+from planner.workload.spec import LengthSpec
 from solvers.fleet import FleetSpec
 from solvers.plan import PlanRequest, plan
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from hardware.catalog import all_gpus
 from hardware.errors import PlannerInputError
-from planner.models import bundled_models
+from planner.model.bundled import bundled_models
 from planner.reports import present
 
 FLAG_WORDS = {

@@ -199,7 +199,7 @@ paying the GEMM fit's fixed ``launch_s``: ``invoke_fused_moe_kernel`` twice in t
 path (``fused_experts_impl``, ``python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py``
 of the sglang 0.5.6.post2 wheel), two CUTLASS grouped GEMMs in TensorRT-LLM's. The layer's other
 kernels (routing, activation, quantization, combine) are priced with the step's memory-bound
-kernels (``planner.opgraph.moe_aux_ops``; the activation in ``elementwise_op``)."""
+kernels (``planner.perf.opgraph.moe_aux_ops``; the activation in ``elementwise_op``)."""
 
 
 def _scale_seconds(z: Mapping[str, Size], spec: GpuSpec) -> np.ndarray:

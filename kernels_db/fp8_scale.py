@@ -17,7 +17,8 @@ Who pays it:
   with the pass (``kernels_db.harness``), so the fitted GEMM is the GEMM a serving engine runs.
 - **Serving**, where the weights were quantized on load from a 16-bit checkpoint (``--quantization
   fp8`` of the engines: dynamic per-tensor activation scales, vLLM PR #4118) or the checkpoint
-  asks for dynamic per-tensor scales (``planner.quantization``: ``activation_scale`` "tensor").
+  asks for dynamic per-tensor scales (``planner.model.quantization``: ``activation_scale``
+  "tensor").
   Static checkpoints (ModelOpt FP8, ``activation_scheme: static``) and per-token or block-scaled
   ones (DeepSeek-style 128-value groups, ``FP8_DYNAMIC``) do not.
 

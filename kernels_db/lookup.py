@@ -520,7 +520,7 @@ kernels)."""
 
 
 class StepPricer(Generic[OpT]):
-    """Prices the ops of one serving step on one GPU (``planner.step_model`` calls ``price_ops``).
+    """Prices the ops of one serving step on one GPU (``planner.perf.step`` calls ``price_ops``).
 
     The ops of one kernels_db family (attention and MLP GEMMs and the LM head; the two all-reduces)
     go into one ``price_codes`` / ``comm_codes`` call for all K candidates, with provenance kept as
@@ -529,7 +529,8 @@ class StepPricer(Generic[OpT]):
     overstate the evidence). ``price`` of one op is ``price_ops`` of a list of one: there is one
     pricing path.
 
-    * Grouped expert GEMMs: priced at the shape the op gives (``planner.opgraph.moe_ops`` gives the
+    * Grouped expert GEMMs: priced at the shape the op gives (``planner.perf.opgraph.moe_ops``
+    gives the
       busiest EP rank's load: the step waits for the slowest rank).
     * Collectives: one message per kernel (dispatch + combine for all-to-all), over the scale-up
       link inside the domain and the NIC ("ib") beyond it; an all-reduce inside the domain takes the

@@ -1,7 +1,7 @@
 """The busiest expert-parallel rank of a fused-MoE layer: how its grouped GEMMs are priced, checked
 against AIConfigurator's fused-MoE tables.
 
-A step of an expert-parallel MoE layer lasts as long as its busiest rank. ``planner.opgraph``
+A step of an expert-parallel MoE layer lasts as long as its busiest rank. ``planner.perf.opgraph``
 prices that rank's grouped GEMMs as a balanced layer at its load, T(f x n): the layer's n tokens
 times the busiest / mean load factor f (``opgraph.moe_imbalance``). Multiplying the balanced time
 by the factor, f x T(n), would charge a weight-bound (decode) layer for rows that cost it almost

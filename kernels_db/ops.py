@@ -163,7 +163,7 @@ def shape_of(family: str, cols: dict[str, Column]) -> KernelShape:
 
 class StepOp(Protocol):
     """An op of a serving step as the step pricer (``kernels_db.lookup.StepPricer``) reads it:
-    ``planner.opgraph.Op`` is one. Work arrays have one row per candidate."""
+    ``planner.perf.opgraph.Op`` is one. Work arrays have one row per candidate."""
 
     @property
     def family(self) -> str:

@@ -8,7 +8,8 @@ Every row is first predicted with engine constants not fitted to its own measure
 other folds, folds in parallel). Each row's log residual ln(measured / predicted) of TTFT and TPOT
 (from the nearer of the two regimes' predictions where the data leave the regime open,
 ``planner.replay_e2e.regimes``) is grouped by engine, agg/disagg, load bucket and provenance tier
-(``planner.bands``); a group's quantiles are shrunk toward its parent's. Campaigns differ (benchmark
+(``planner.uncertainty.bands``); a group's quantiles are shrunk toward its parent's. Campaigns
+differ (benchmark
 protocol, software version), so a band fitted on other campaigns misses more often than its nominal
 tails say, and not equally on both sides: the tail probability of each side of each engine x mode
 cell's band is chosen so that the leave-one-campaign-out share of measured values beyond it is (1 -
@@ -42,13 +43,7 @@ from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
-from planner.bands import (
-    KEYS,
-    LEVELS,
-    GroupKey,
-    resolve,
-)
-from planner.models import load_model
+from planner.model.bundled import load_model
 from planner.replay_e2e import regimes
 from planner.replay_e2e.bands import add_band_keys
 from planner.replay_e2e.candidates import prepare
@@ -60,6 +55,12 @@ from planner.replay_e2e.layout import (
     drop_duplicates,
     duplicate_key,
     read_measurements,
+)
+from planner.uncertainty.bands import (
+    KEYS,
+    LEVELS,
+    GroupKey,
+    resolve,
 )
 
 Metric = Literal["ttft", "tpot"]
@@ -154,7 +155,7 @@ class CoverageRow(TypedDict):
 
 
 class TableDict(TypedDict):
-    """The band table's YAML layout (read by ``planner.bands.table_from_dict``)."""
+    """The band table's YAML layout (read by ``planner.uncertainty.bands.table_from_dict``)."""
 
     level: float
     tails: dict[str, float]
@@ -247,7 +248,8 @@ def _widest_of(fits: list[GroupFit]) -> GroupFit:
 
 
 def widest_by_tier(groups: dict[GroupKey, GroupFit]) -> dict[str, GroupFit]:
-    """The bands of a GPU or model without rows (``planner.bands.widest_names``): per engine x
+    """The bands of a GPU or model without rows (``planner.uncertainty.bands.widest_names``): per
+    engine x
     mode x tier, mode x tier and tier, the widest of the finest groups; ``*``: of all groups."""
     finest = [dict(k) for k in groups if len(k) == len(KEYS)] or [dict(k) for k in groups]
     out = {"*": _widest_of(list(groups.values()))}
@@ -395,7 +397,7 @@ def _band(
 
 
 def table_dict(fit: Fit, level: float, tails: dict[str, float]) -> TableDict:
-    """The YAML layout (``planner.bands.table_from_dict``) of a selected ``fit``."""
+    """The YAML layout (``planner.uncertainty.bands.table_from_dict``) of a selected ``fit``."""
     groups = [
         GroupDict(
             key=dict(key),

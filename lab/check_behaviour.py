@@ -6,7 +6,7 @@ and compare two saved runs field by field.
 
 Timing fields (``search_seconds``, "evaluated in ... s", ``seconds``) are dropped, and module paths
 that moved are mapped old -> new (``MOVED``) before comparing, so a provenance string naming
-``planner.serving`` equals one naming its new home.
+``planner.perf.serving`` equals one naming its new home.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ MOVED: dict[str, str] = {
     "planner.replay": "planner.perf.replay",
     "planner.estimate": "planner.perf.estimate",
     "planner.deployment": "planner.perf.deployment",
+    "planner.workers": "planner.perf.workers",
+    "planner.engine_calibration": "planner.engines.calibration",
     "planner.calibration_profile": "planner.calibration.profile",
     "planner.calibration_data": "planner.calibration.data",
     "planner.bands": "planner.uncertainty.bands",

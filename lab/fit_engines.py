@@ -25,7 +25,8 @@ import yaml
 
 from hardware.errors import PlannerInputError
 from lab.prepare_e2e import prepare_frame
-from planner.engine_calibration import (
+from planner.engines import get_engine
+from planner.engines.calibration import (
     CONSTANTS_FILE,
     ENGINE_DEFAULTS,
     EngineCalibration,
@@ -35,7 +36,6 @@ from planner.engine_calibration import (
     packaged_text,
     split_text,
 )
-from planner.engines import get_engine
 from planner.engines.registry import BUILTIN
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.fit import CONSTANTS, Constant, Values, fit_constants, fitted_values
@@ -73,7 +73,7 @@ def _source(c: Constant, backend: str, date: str) -> str:
 
 
 HEADER = """\
-# An engine's calibration of the serving model (planner/engine_calibration.py reads this file).
+# An engine's calibration of the serving model (planner/engines/calibration.py reads this file).
 # GENERATED on {date} by
 #   {command}
 # from silicon_measured.csv (github:ai-dynamo/aiconfigurator

@@ -25,7 +25,7 @@ import pandas as pd
 
 from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
-from planner.engine_calibration import Sourced, load_engines
+from planner.engines.calibration import Sourced, load_engines
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.layout import read_measurements
 from planner.replay_e2e.predict import predict

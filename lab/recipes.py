@@ -100,7 +100,7 @@ class Recipe:
     """Measurement date (ISO, exclusive) from which a later script applies; "" for no bound."""
     activation_scale: str = ""
     """How the checkpoint the script served scales its FP8 activations
-    (``planner.quantization.ActivationScale``), where the row's model label names another
+    (``planner.model.quantization.ActivationScale``), where the row's model label names another
     checkpoint (a 16-bit model name for an FP8 run); "" = as the label's checkpoint says."""
 
     def covers(self, measured: str) -> bool:

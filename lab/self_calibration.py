@@ -2,7 +2,7 @@
 
 For every measurement campaign (``layouts.campaign`` of ``silicon_data_source``, per engine) with
 at least ``MIN_ROWS`` modelled rows, the rows are sorted by concurrency and split alternately:
-even positions fit the constants (``planner.calibration_profile.fit_constants``, the same fit as
+even positions fit the constants (``planner.calibration.profile.fit_constants``, the same fit as
 ``planner calibrate e2e``, with as many constants as the rows allow), odd positions are predicted
 with them and, for comparison, with the packaged constants. The held-out rows of all campaigns are
 pooled and reported per engine and mode (median APE, percent).
@@ -24,8 +24,8 @@ import pandas as pd
 
 from lab.layouts import campaign
 from lab.prepare_e2e import prepare_frame
-from planner.calibration_profile import fit_constants, prepared, select_constants, with_constants
-from planner.engine_calibration import load_engines
+from planner.calibration.profile import fit_constants, prepared, select_constants, with_constants
+from planner.engines.calibration import load_engines
 from planner.replay_e2e.predict import predict
 from planner.replay_e2e.stats import error_stats
 

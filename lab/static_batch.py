@@ -25,12 +25,13 @@ import pandas as pd
 
 from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
-from planner.engine_calibration import engine
-from planner.kernels_adapter import default_pricer
-from planner.model_spec import ModelSpec
-from planner.models import load_model
-from planner.opgraph import StepMix
+from planner.engines.calibration import engine
+from planner.model.bundled import load_model
+from planner.model.spec import ModelSpec
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
+from planner.perf.opgraph import StepMix
+from planner.perf.pricer import default_pricer
+from planner.perf.step import price_step
 from planner.replay_e2e.rows import (
     count,
     grouped,
@@ -38,7 +39,6 @@ from planner.replay_e2e.rows import (
     resolve_model,
     unresolved_model_reason,
 )
-from planner.step_model import price_step
 
 SPLITWISE_BACKEND = "vllm"
 """Splitwise's profiles were taken with vLLM in fp16 (Patel et al., 'Splitwise: Efficient Generative

@@ -1,9 +1,9 @@
 """Evaluate the search space of one GPU type into blocks of scored candidates (agg and disagg).
 
-Every candidate is a whole deployment and is predicted by :func:`planner.batch_eval.evaluate_batch`,
+Every candidate is a whole deployment and is predicted by :func:`planner.perf.batch.evaluate_batch`,
 the same call ``planner estimate`` makes, so a plan's numbers are ``estimate``'s numbers. A
 :class:`Block` holds one (GPU type, mode) slice: the workers it came from, the deployment columns
-(replicas, clients) and the :class:`planner.batch_eval.ResultArrays` of its candidates.
+(replicas, clients) and the :class:`planner.perf.batch.ResultArrays` of its candidates.
 Load (docs/capacity.md "Load"): no load -> every worker is swept over the closed-loop client
 levels of the space and replicated to fill ``max_gpus``; ``concurrency`` -> the N clients are shared
 by the replicas (agg) or decode workers (disagg); ``rate`` -> each worker gets the fewest replicas
@@ -18,18 +18,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner import memory_batch
-from planner.batch_eval import (
+from planner.engines import DEFAULT_ENGINE
+from planner.engines.calibration import EnginePolicy
+from planner.model.spec import ModelSpec
+from planner.perf import memory as memory_batch
+from planner.perf.batch import (
     CandidateArrays,
     ResultArrays,
     evaluate_batch,
     kv_tokens_held,
     parallel_arrays,
 )
-from planner.engine_calibration import EnginePolicy
-from planner.engines import DEFAULT_ENGINE
-from planner.model_spec import ModelSpec
-from planner.workload import Workload, fixed
+from planner.workload.spec import Workload, fixed
 from solvers.counts import Check, around, count_ladder, fewest_counts
 from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
 
@@ -122,7 +122,7 @@ def capacity(
     util: np.ndarray,
 ) -> np.ndarray:
     """Sequences of ``tokens`` one worker of this split holds
-    (planner.memory_batch, as evaluate_batch checks)."""
+    (planner.perf.memory, as evaluate_batch checks)."""
     par = parallel_arrays(gpu, tp, pp, dp, ep, c.weight_quant, c.kv_dtype)
     return memory_batch.seq_capacity(
         m, gpu, par, chunk, c.max_num_seqs, np.full(len(c), float(tokens)), util
@@ -149,7 +149,7 @@ def fitting_workers(
 def evaluate(
     m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: np.ndarray
 ) -> ResultArrays:
-    """``evaluate_batch`` on candidate columns (see :class:`planner.batch_eval.CandidateArrays`).
+    """``evaluate_batch`` on candidate columns (see :class:`planner.perf.batch.CandidateArrays`).
 
     max_num_seqs and the memory fraction reach the serving model only through the engine's slot cap
     min(max_num_seqs, KV capacity) (in a closed loop, only up to its clients per worker) and the fit

@@ -7,10 +7,11 @@ Usage::
                                           tpot_ms=50, percentile="p90", window_s=900))
     res.windows[0].gpus, res.autoscaled.gpu_hours, res.static_mean.windows_violating
 
-Steps: split the trace into windows (:mod:`planner.trace_windows`); pick the worker shape once with
+Steps: split the trace into windows (:mod:`planner.workload.windows`); pick the worker shape once
+with
 ``planner plan`` (aggregated, cheapest per output token within the SLO at the trace's mean
 lengths); then, per window, predict that worker replicated 1..R times in one vectorized
-:func:`planner.batch_eval.evaluate_batch` call at the window's design rate (the rate its bursts
+:func:`planner.perf.batch.evaluate_batch` call at the window's design rate (the rate its bursts
 reach), its measured local gap CV (Kingman's G/G/1 wait, not Poisson) and its own length samples,
 plus the wait for a running slot when the replicas' ``max_num_seqs`` fill (``slot_wait``), and
 keep the fewest replicas meeting both SLOs at the percentile. Replicas change only between
@@ -32,16 +33,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
-from planner import queueing
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
-from planner.deployment import Deployment, WorkerConfig
 from planner.engines import DEFAULT_ENGINE
-from planner.model_spec import ModelSpec
-from planner.models import load_model
-from planner.replay import Progress
-from planner.trace_windows import Window, split
-from planner.traces import Trace
-from planner.workload import LengthSpec, Workload
+from planner.model.bundled import load_model
+from planner.model.spec import ModelSpec
+from planner.perf import queueing
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
+from planner.perf.deployment import Deployment, WorkerConfig
+from planner.perf.replay import Progress
+from planner.workload.spec import LengthSpec, Workload
+from planner.workload.traces import Trace
+from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")

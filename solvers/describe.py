@@ -1,4 +1,4 @@
-"""Turn one scored candidate back into a :class:`planner.deployment.Deployment` and its
+"""Turn one scored candidate back into a :class:`planner.perf.deployment.Deployment` and its
 predictions."""
 
 from __future__ import annotations
@@ -6,19 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner.batch_eval import (
+from planner.engines.calibration import EngineCalibration, EnginePolicy
+from planner.model.spec import ModelSpec
+from planner.perf.batch import (
     KV_DTYPES,
     WEIGHT_QUANTS,
     ResultArrays,
     op_pricer,
     parallel_arrays,
 )
-from planner.deployment import Deployment, Parallelism, WorkerConfig
-from planner.engine_calibration import EngineCalibration, EnginePolicy
-from planner.memory import plan_memory
-from planner.model_spec import ModelSpec
-from planner.opgraph import StepMix
-from planner.step_model import KINDS_WITH_OVERHEAD, price_step
+from planner.perf.deployment import Deployment, Parallelism, WorkerConfig
+from planner.perf.memory_plan import plan_memory
+from planner.perf.opgraph import StepMix
+from planner.perf.step import KINDS_WITH_OVERHEAD, price_step
 from solvers.candidates import PERCENTILE_FIELDS, Block, percentile_ms
 from solvers.space import Workers
 
@@ -92,7 +92,7 @@ def step_breakdown(
 def memory_summary(
     m: ModelSpec, gpu: GpuSpec, wc: WorkerConfig, isl: int, osl: int
 ) -> dict[str, object]:
-    """planner.memory's plan of one worker, as JSON-ready values."""
+    """planner.perf.memory_plan's plan of one worker, as JSON-ready values."""
     plan = plan_memory(
         m,
         gpu,
@@ -144,9 +144,9 @@ def predicted(
         "memory": mem,
         "provenance": {
             "step_model": (
-                "planner.step_model (op graph priced through planner.batch_eval.op_pricer)"
+                "planner.perf.step (op graph priced through planner.perf.batch.op_pricer)"
             ),
             "engine_calibration": f"{policy.name}: {policy.label}",
-            "serving": "planner.batch_eval.evaluate_batch (the model behind planner estimate)",
+            "serving": "planner.perf.batch.evaluate_batch (the model behind planner estimate)",
         },
     }

@@ -1,11 +1,11 @@
 """Disaggregated (xPyD) candidates: prune each role to its front, pair them with worker counts.
 
-Each role is first ranked on its own with :mod:`planner.role_eval` (priced exactly as the serving
+Each role is first ranked on its own with :mod:`planner.perf.roles` (priced exactly as the serving
 model prices it): prefill workers by (capacity per GPU, time of one prompt alone), decode operating
 points (worker, clients) by (tokens/s per GPU, tokens/s per user) within the TPOT SLO, per
 (weight dtype, KV dtype, GPUs per worker). The fronts are paired into deployments of x prefill and
 y decode workers of the same dtypes within the GPU budget, and every deployment is predicted whole
-by :func:`planner.batch_eval.evaluate_batch` (closed loop of N = y x clients per decode worker, or
+by :func:`planner.perf.batch.evaluate_batch` (closed loop of N = y x clients per decode worker, or
 the requested N).
 """
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner.batch_eval import CandidateArrays
-from planner.model_spec import ModelSpec
-from planner.role_eval import DecodeRole, PrefillRole, decode_role, prefill_role
+from planner.model.spec import ModelSpec
+from planner.perf.batch import CandidateArrays
+from planner.perf.roles import DecodeRole, PrefillRole, decode_role, prefill_role
 from solvers.candidates import DECODE_CHUNK_TOKENS, Block, Load, Units, evaluate, fitting_workers
 from solvers.counts import DENSE_COUNTS, count_ladder
 from solvers.pareto import group_pareto

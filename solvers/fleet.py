@@ -76,7 +76,7 @@ class FleetSpec(BaseModel):
         ge=0,
         le=1,
         description="Meet each class's SLO at the upper edge of the "
-        "prediction band of this level (planner.bands); 0: at the point prediction.",
+        "prediction band of this level (planner.uncertainty.bands); 0: at the point prediction.",
     )
 
 

@@ -11,8 +11,8 @@ Usage::
     result.to_plan_dict()
 
 Steps: enumerate the space per GPU type (:mod:`solvers.space`), prune by memory
-(:mod:`planner.memory_batch`), predict every candidate deployment with
-:func:`planner.batch_eval.evaluate_batch` - the model behind ``planner estimate``, so a plan
+(:mod:`planner.perf.memory`), predict every candidate deployment with
+:func:`planner.perf.batch.evaluate_batch` - the model behind ``planner estimate``, so a plan
 predicts exactly what ``estimate`` predicts for the same deployment (:mod:`solvers.candidates`,
 :mod:`solvers.disagg`) - keep those meeting both SLOs at the requested percentile, rank by the
 objective, build the Pareto front of tok/s/GPU vs tok/s/user, name the binding constraint
@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from planner.bands import Bands
+from planner.uncertainty.bands import Bands
 from solvers.binding import explain_binding, per_gpu_type, top_candidates
 from solvers.pareto import pareto_indices
 from solvers.plan_core import Evaluated, evaluate_request, pick_best

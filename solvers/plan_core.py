@@ -12,13 +12,13 @@ import numpy as np
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
-from planner.bands import Bands, deployment_bands, packaged_bands, upper_factor
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, Reason
-from planner.deployment import Parallelism
-from planner.estimate import Percentiles
-from planner.memory import plan_memory
-from planner.model_spec import ModelSpec
-from planner.models import load_model
+from planner.model.bundled import load_model
+from planner.model.spec import ModelSpec
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, Reason
+from planner.perf.deployment import Parallelism
+from planner.perf.estimate import Percentiles
+from planner.perf.memory_plan import plan_memory
+from planner.uncertainty.bands import Bands, deployment_bands, packaged_bands, upper_factor
 from solvers.candidates import Block, Load, agg_block, evaluate, percentile_ms
 from solvers.describe import deployment, predicted
 from solvers.disagg import disagg_block
@@ -33,7 +33,7 @@ from solvers.rate_pd import rate_disagg_block
 from solvers.space import SearchSpace
 
 if TYPE_CHECKING:
-    from planner.deployment import WorkerConfig
+    from planner.perf.deployment import WorkerConfig
 
 SECONDS_PER_HOUR = 3600.0
 

@@ -8,9 +8,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import PlannerInputError
-from planner.deployment import Deployment, ShapeRules
-from planner.engine_calibration import PACKAGED, EngineConstants, EnginePolicy
 from planner.engines import DEFAULT_ENGINE
+from planner.engines.calibration import PACKAGED, EngineConstants, EnginePolicy
+from planner.perf.deployment import Deployment, ShapeRules
 from solvers.counts import MAX_BUDGET_GPUS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -73,7 +73,7 @@ class PlanRequest(BaseModel):
         ge=0,
         le=1,
         description="Meet the SLO at the upper edge of the prediction "
-        "band of this level (planner.bands, 0.8); 0: at the point prediction.",
+        "band of this level (planner.uncertainty.bands, 0.8); 0: at the point prediction.",
     )
     node_gpus: int | None = Field(
         default=None, ge=1, description="Count GPUs in whole nodes of this size."

@@ -1,6 +1,6 @@
 """Size a disaggregated deployment for an open-loop request rate with the P/D MILP.
 
-Every number comes from :func:`planner.batch_eval.evaluate_batch` at the requested rate R:
+Every number comes from :func:`planner.perf.batch.evaluate_batch` at the requested rate R:
 
 * decode option d: the fewest workers y_d that keep TPOT within the SLO (and the queue stable) when
   paired with an ample prefill pool (the highest-capacity prefill worker of its dtypes, as many as
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.spec import GpuSpec
-from planner.model_spec import ModelSpec
+from planner.model.spec import ModelSpec
 from solvers.candidates import Block, Load, Units, percentile_ms
 from solvers.counts import fewest_counts
 from solvers.disagg import (

@@ -18,17 +18,17 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.spec import HOST_GPUS_MAX
-from planner.batch_eval import WEIGHT_QUANTS, KvDtype, WeightQuant
-from planner.deployment import Parallelism, ShapeRules, placement_problem
-from planner.memory import check_parallelism
-from planner.model_spec import ModelSpec
+from planner.model.spec import ModelSpec
+from planner.perf.batch import WEIGHT_QUANTS, KvDtype, WeightQuant
+from planner.perf.deployment import Parallelism, ShapeRules, placement_problem
+from planner.perf.memory_plan import check_parallelism
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 Mode = Literal["agg", "disagg"]
 QUANTS: tuple[str, ...] = WEIGHT_QUANTS
-"""Weight format names in ``planner.batch_eval.WeightQuant`` order (the codes of ``Workers.quant``,
-shared with :class:`planner.batch_eval.CandidateArrays`)."""
+"""Weight format names in ``planner.perf.batch.WeightQuant`` order (the codes of ``Workers.quant``,
+shared with :class:`planner.perf.batch.CandidateArrays`)."""
 
 
 class SearchSpace(BaseModel):
@@ -89,9 +89,9 @@ class Workers:
     dp: np.ndarray
     ep: np.ndarray
     quant: np.ndarray
-    """``planner.batch_eval.WeightQuant`` values."""
+    """``planner.perf.batch.WeightQuant`` values."""
     kv: np.ndarray
-    """``planner.batch_eval.KvDtype`` values."""
+    """``planner.perf.batch.KvDtype`` values."""
     max_num_seqs: np.ndarray
     chunk: np.ndarray
     mem_frac: np.ndarray
@@ -105,7 +105,7 @@ class Workers:
         return self.tp * self.pp * self.dp
 
     def columns(self, prefix: str = "") -> dict[str, np.ndarray]:
-        """:class:`planner.batch_eval.CandidateArrays` columns of these workers
+        """:class:`planner.perf.batch.CandidateArrays` columns of these workers
         (``prefix``: ``prefill_``)."""
         cols = {
             "tp": self.tp,
@@ -137,7 +137,8 @@ def legal_splits(
 ) -> list[Parallelism]:
     """Parallelism splits the model accepts within max_gpus: TP inside one scale-up domain, DP/EP
     and PP across hosts of ``node_gpus`` (default: the domain up to 8) over the scale-out network
-    (:func:`planner.deployment.placement_problem`), launchable under the space's shape rules."""
+    (:func:`planner.perf.deployment.placement_problem`), launchable under the space's shape
+    rules."""
     node = node_gpus or min(domain_size, HOST_GPUS_MAX)
     out = []
     for tp, pp in itertools.product(space.tp, space.pp):

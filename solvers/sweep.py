@@ -26,8 +26,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hardware.errors import InfeasibleError, PlannerInputError
-from planner.deployment import ShapeRules
 from planner.engines import DEFAULT_ENGINE
+from planner.perf.deployment import ShapeRules
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.plan import PlanRequest, PlanResult, plan
 

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from planner.cli.main import main
-from planner.trace_gen import TraceSpec, generate
-from planner.traces import write_trace
+from planner.workload.trace_gen import TraceSpec, generate
+from planner.workload.traces import write_trace
 
 
 def bench() -> dict[str, float]:

@@ -8,11 +8,11 @@ import time
 import numpy as np
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import CandidateArrays, evaluate_batch
-from planner.deployment import Parallelism, WorkerConfig
-from planner.estimate import estimate
-from planner.models import load_model
-from planner.workload import fixed
+from planner.model.bundled import load_model
+from planner.perf.batch import CandidateArrays, evaluate_batch
+from planner.perf.deployment import Parallelism, WorkerConfig
+from planner.perf.estimate import estimate
+from planner.workload.spec import fixed
 
 
 def bench() -> dict[str, float]:

@@ -9,7 +9,7 @@ more than one module. Run: importing any module of hardware, kernels_db or the p
 in a fresh child process (forked from one interpreter that has loaded only third-party libraries,
 so a module cannot hide behind another one's imports), loads no solver, app or interface module.
 The core also prints nothing: it hands progress lines to a callback of its caller
-(``planner.replay.Progress``) and leaves output to the CLI.
+(``planner.perf.replay.Progress``) and leaves output to the CLI.
 """
 
 from __future__ import annotations
@@ -125,9 +125,12 @@ def imported_upper_layers() -> dict[str, list[str]]:
 
 def test_the_core_is_found() -> None:
     mods = core_modules()
-    assert {"hardware.spec", "kernels_db.lookup", "planner.serving", "planner.simulator"} <= set(
-        mods
-    )
+    assert {
+        "hardware.spec",
+        "kernels_db.lookup",
+        "planner.perf.serving",
+        "planner.perf.simulator",
+    } <= set(mods)
     assert not [m for m in mods if _is_upper(m) or m.startswith(("solvers", "app"))]
 
 
@@ -360,8 +363,8 @@ def test_runtime_modules_have_no_command_line() -> None:
 # modules whose progress still goes to stderr; everything else hands output to its caller.
 PROGRAMS = ("kernels_db.bench.",)
 PRINTS_TODAY = {
-    # issue 23: progress on stderr; to become a callback like planner.replay's
-    "planner.calibration_profile",
+    # issue 23: progress on stderr; to become a callback like planner.perf.replay's
+    "planner.calibration.profile",
     "planner.replay_e2e.fit",
     "planner.replay_e2e.holdout",
     "planner.replay_e2e.mlperf",

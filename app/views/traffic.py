@@ -16,8 +16,8 @@ from app.planning import BACKENDS
 from app.ui import fmt, fmt_money, gpu_names, guarded, model_names
 from planner.cli.output import to_jsonable
 from planner.reports.capacity_sheet import capacity_xlsx
-from planner.trace_gen import TraceSpec, generate
-from planner.traces import Trace, read_trace
+from planner.workload.trace_gen import TraceSpec, generate
+from planner.workload.traces import Trace, read_trace
 from solvers.capacity import CapacityRequest, capacity
 
 st.header("Traffic")

@@ -1,4 +1,4 @@
-"""Check how ``planner.opgraph`` prices the busiest expert-parallel rank of a fused-MoE layer
+"""Check how ``planner.perf.opgraph`` prices the busiest expert-parallel rank of a fused-MoE layer
 against AIConfigurator's balanced / skewed fused-MoE tables (``kernels_db.moe_load``):
 
     python -m kernels_db.tools.moe_load_check --aic-data DIR [--gpu h200_sxm] [--pairs 3000]

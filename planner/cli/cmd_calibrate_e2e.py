@@ -7,9 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from planner.bands import Bands
-from planner.calibration_data import load_data
-from planner.calibration_profile import (
+from planner.calibration.data import load_data
+from planner.calibration.profile import (
     Fit,
     Profile,
     activate,
@@ -18,10 +17,11 @@ from planner.calibration_profile import (
     profile_text,
 )
 from planner.cli.output import print_json, render_table
-from planner.engine_calibration import EngineConstants
 from planner.engines import engine_names
+from planner.engines.calibration import EngineConstants
 from planner.errors import PlannerInputError
 from planner.safe_files import check_new_file, write_new_file
+from planner.uncertainty.bands import Bands
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 

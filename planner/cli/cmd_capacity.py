@@ -14,7 +14,7 @@ from planner.cli.output import print_json, render_kv, render_table
 from planner.engines import DEFAULT_ENGINE, engine_names
 
 if TYPE_CHECKING:
-    from planner.replay import WindowStats
+    from planner.perf.replay import WindowStats
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -159,7 +159,7 @@ def _fleet_rows(res: Any) -> list[dict[str, Any]]:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
-    from planner.traces import check_out, read_trace
+    from planner.workload.traces import check_out, read_trace
     from solvers.capacity import CapacityRequest, capacity
 
     if args.min_replicas < 0:
@@ -211,7 +211,7 @@ def _write_outputs(res: Any, args: argparse.Namespace) -> None:
     import json
 
     from planner.cli.output import to_jsonable
-    from planner.traces import write_bytes, write_text
+    from planner.workload.traces import write_bytes, write_text
 
     data = to_jsonable(res)
     if args.out is not None:
@@ -223,8 +223,8 @@ def _write_outputs(res: Any, args: argparse.Namespace) -> None:
 
 
 def cmd_gen_trace(args: argparse.Namespace) -> int:
-    from planner.trace_gen import TraceSpec, generate
-    from planner.traces import check_out, write_trace
+    from planner.workload.trace_gen import TraceSpec, generate
+    from planner.workload.traces import check_out, write_trace
 
     given = {
         k: getattr(args, k.replace("-", "_"))
@@ -335,7 +335,7 @@ def _schedule(data: dict[str, Any], schedule: str, trace: Any, window_s: float) 
     JSON."""
     import numpy as np
 
-    from planner.deployment import Deployment
+    from planner.perf.deployment import Deployment
     from planner.plan_io import validate_plan
 
     if "windows" in data and "deployment" in data:
@@ -381,14 +381,14 @@ def _meets(row: WindowStats, slo: dict[str, Any] | None) -> bool | None:
 
 
 def cmd_simulate_trace(args: argparse.Namespace) -> int:
-    """Replay a timed trace through the deployment's replicas (see :mod:`planner.replay`)."""
+    """Replay a timed trace through the deployment's replicas (see :mod:`planner.perf.replay`)."""
     import numpy as np
 
     from planner.cli.output import stderr_line
-    from planner.models import load_model
+    from planner.model.bundled import load_model
+    from planner.perf.replay import Progress, by_window, overall, replay, route, window_index
     from planner.plan_io import read_plan_json
-    from planner.replay import Progress, by_window, overall, replay, route, window_index
-    from planner.traces import read_trace
+    from planner.workload.traces import read_trace
 
     if args.trace is None:
         raise PlannerInputError("--trace", "--deployment replays a timed trace: give --trace FILE")

@@ -9,8 +9,8 @@ from hardware.catalog import all_gpus
 from kernels_db.transfer import calibration
 from planner.cli.common import add_format, add_hardware_dir
 from planner.cli.output import print_json, render_table
-from planner.models import bundled_models, load_model
-from planner.params import active_params, total_params
+from planner.model.bundled import bundled_models, load_model
+from planner.model.params import active_params, total_params
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:

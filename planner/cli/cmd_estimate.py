@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.cli.cmd_calibrate_e2e import add_calibration, profile_bands_of, use_profile
 from planner.cli.cmd_capacity import add_replay_args
 from planner.cli.common import (
@@ -26,12 +25,13 @@ from planner.cli.common import (
 )
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv, render_table
-from planner.deployment import Parallelism, WorkerConfig
 from planner.engines import DEFAULT_ENGINE, engine_names
 from planner.errors import PlannerInputError
-from planner.estimate import Estimate, estimate
-from planner.traces import trace_lengths
-from planner.workload import LengthSpec, SpecDecode, Workload
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS
+from planner.perf.deployment import Parallelism, WorkerConfig
+from planner.perf.estimate import Estimate, estimate
+from planner.workload.spec import LengthSpec, SpecDecode, Workload
+from planner.workload.traces import trace_lengths
 
 MAX_SIM_REQUESTS = 200_000
 """Most requests ``planner simulate`` replays (about a minute of simulation)."""

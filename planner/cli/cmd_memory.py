@@ -8,9 +8,9 @@ from typing import Any
 from planner.cli.common import add_format, add_model_gpu, resolve_model_gpu, token_count
 from planner.cli.field_help import add_worker_flags, engine_limits
 from planner.cli.output import print_json, render_kv
-from planner.deployment import Parallelism
 from planner.engines import DEFAULT_ENGINE, engine_names
-from planner.memory import KV_BYTES, WEIGHT_BYTES, MemoryPlan, plan_memory
+from planner.perf.deployment import Parallelism
+from planner.perf.memory_plan import KV_BYTES, WEIGHT_BYTES, MemoryPlan, plan_memory
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 from planner.cli.common import positive_int
 from planner.cli.output import print_json, render_kv
-from planner.deployment import ShapeRules
 from planner.emitters.capabilities import shape_rules
 from planner.errors import PlannerInputError
+from planner.perf.deployment import ShapeRules
 
 SCHEDULER_RE = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[A-Za-z0-9._\-\[\]:]+$")
 
@@ -46,8 +46,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
 def _check_names(spec: Any) -> None:
     """Unknown models, GPUs or backends are input errors before any scenario runs."""
     from hardware.catalog import get_gpu
-    from planner.engine_calibration import engine
-    from planner.models import load_model
+    from planner.engines.calibration import engine
+    from planner.model.bundled import load_model
 
     try:
         engine(spec.backend)

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from hardware.catalog import get_gpu
 from hardware.spec import GpuSpec
-from planner.model_spec import ModelSpec
-from planner.models import load_model
+from planner.model.bundled import load_model
+from planner.model.spec import ModelSpec
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2

@@ -15,9 +15,9 @@ from planner.cli.common import (
     memory_fraction,
     shard_size,
 )
-from planner.deployment import Parallelism, WorkerConfig
-from planner.engine_calibration import engine
-from planner.workload import SpecDecode, Workload
+from planner.engines.calibration import engine
+from planner.perf.deployment import Parallelism, WorkerConfig
+from planner.workload.spec import SpecDecode, Workload
 from solvers.plan import PlanRequest
 
 WORKER: dict[str, tuple[type[BaseModel], str]] = {

@@ -1,4 +1,5 @@
-"""``planner simulate`` (one aggregated worker): run :func:`planner.simulator.simulate` and print
+"""``planner simulate`` (one aggregated worker): run :func:`planner.perf.simulator.simulate` and
+print
 its TTFT/TPOT summary (the simulator itself prints nothing)."""
 
 from __future__ import annotations
@@ -8,11 +9,11 @@ import argparse
 import numpy as np
 
 from planner.cli.output import print_json, render_table
-from planner.deployment import WorkerConfig
-from planner.engine_calibration import EnginePolicy
-from planner.models import load_model
-from planner.simulator import simulate
-from planner.workload import Workload
+from planner.engines.calibration import EnginePolicy
+from planner.model.bundled import load_model
+from planner.perf.deployment import WorkerConfig
+from planner.perf.simulator import simulate
+from planner.workload.spec import Workload
 
 
 def simulate_cli(

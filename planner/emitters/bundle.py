@@ -14,7 +14,6 @@ import yaml
 
 from hardware.catalog import get_gpu
 from hardware.spec import GpuSpec
-from planner.deployment import Deployment
 from planner.emitters.capabilities import check_shape, quant_flag
 from planner.emitters.common import place, render, roles, unmapped
 from planner.emitters.flag_table import FlagRow, Flags
@@ -24,6 +23,7 @@ from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, S
 from planner.emitters.writer import argv, script, shell_line
 from planner.engines import get_engine
 from planner.errors import PlannerInputError
+from planner.perf.deployment import Deployment
 from planner.safe_files import prepare_out_dir, write_new_file
 
 ROUNDS_PER_CLIENT = 5  # requests per closed-loop client, as in an engine's benchmark guide

@@ -6,9 +6,9 @@ emitter asks :func:`quant_flag` which ``--quantization`` value (usually none: en
 format from the checkpoint) to emit, refusing a combination the engine cannot run.
 
 The solvers never read these files by engine name: `planner plan --backend B` turns its
-`shapes` block into an engine-neutral planner.deployment.ShapeRules that limits the search.
+`shapes` block into an engine-neutral planner.perf.deployment.ShapeRules that limits the search.
 
-Planner parallelism (planner/deployment.py Parallelism): a worker has tp*pp*dp GPUs; attention
+Planner parallelism (planner/perf/deployment.py Parallelism): a worker has tp*pp*dp GPUs; attention
 runs TP `tp` inside each of `dp` attention-DP ranks; MoE experts are spread over the tp*dp ranks
 of a pipeline stage in `ep` expert groups of moe_tp = tp*dp/ep GPUs each.
 
@@ -23,7 +23,7 @@ shapes.multi_node_dp: a worker wider than one host with attention DP: "any" = on
 shapes.multi_node_source: how the engine starts one worker on several hosts (the emitters write
                       one launch line per host, or one mpirun line for all of them).
 
-quant.checkpoint: checkpoint weight format (planner/quantization.py WeightFormat) -> GPU
+quant.checkpoint: checkpoint weight format (planner/model/quantization.py WeightFormat) -> GPU
   architectures (hardware/specs/*.yaml `architecture`) the engine runs it on. The engine reads
   the format from the checkpoint, so no flag is emitted. A format or architecture not listed is
   refused, with the reason, rather than emitted.
@@ -39,9 +39,9 @@ from typing import NotRequired, TypedDict
 
 import yaml
 
-from planner.deployment import Deployment, Parallelism, ShapeRules
 from planner.engines import engine_names, get_engine
 from planner.errors import PlannerInputError
+from planner.perf.deployment import Deployment, Parallelism, ShapeRules
 
 _PLANNER_DTYPE = {
     "bf16": "bf16",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.deployment import Deployment, WorkerConfig
 from planner.emitters.flag_table import Flags, Tool
 from planner.emitters.types import Command, Role, Slot
 from planner.emitters.writer import set_dotted
+from planner.perf.deployment import Deployment, WorkerConfig
 
 # HGX-style servers hold 8 GPUs; replicas are packed onto nodes in this unit unless the GPU spec
 # says otherwise (hardware GpuSpec.node_gpus: 4 per NVL72 compute tray).
@@ -30,7 +30,7 @@ def place(
 ) -> tuple[Slot, ...]:
     """Pack replicas onto hosts of ``node_gpus`` GPUs in order. A replica that fits a host never
     straddles two; a wider one starts on a fresh host and gets one slot per host it spans (the
-    planner's shapes fill whole hosts: ``planner.deployment.placement_problem``)."""
+    planner's shapes fill whole hosts: ``planner.perf.deployment.placement_problem``)."""
     slots: list[Slot] = []
     offset, replicas = 0, 0
     for role, worker in roles(deployment):

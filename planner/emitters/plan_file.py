@@ -10,10 +10,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.deployment import Deployment
 from planner.emitters.types import Workload
 from planner.errors import PlannerInputError
-from planner.models import check_model_id, find_bundled, load_model
+from planner.model.bundled import check_model_id, find_bundled, load_model
+from planner.perf.deployment import Deployment
 from planner.plan_io import read_plan_json, validate_plan
 
 _PLAN = ConfigDict(frozen=True, extra="ignore")

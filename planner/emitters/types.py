@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.deployment import Deployment, WorkerConfig
+from planner.perf.deployment import Deployment, WorkerConfig
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -4,7 +4,7 @@ An engine is one folder (``planner/engines/<name>/``) holding, next to its ``__i
 defines ``ENGINE``:
 
 - ``constants.yaml``: its defaults and fitted serving-model constants, each with its ``source``
-  (``planner.engine_calibration.EngineCalibration``);
+  (``planner.engines.calibration.EngineCalibration``);
 - ``flags.yaml``: its flag spellings per version (``planner.emitters.flag_table``);
 - ``capabilities.yaml``: the worker shapes it can launch and the checkpoint formats it runs
   (``planner.emitters.capabilities``);
@@ -13,7 +13,7 @@ defines ``ENGINE``:
 - an emitter module with ``build(ctx, flags) -> EngineBuild`` (``planner.emitters.bundle``).
 
 Its scheduling and KV-pool policies are values and callables of :class:`Engine` that the serving
-model reads (``planner.batch_eval``); the serving model never names an engine.
+model reads (``planner.perf.batch``); the serving model never names an engine.
 """
 
 from __future__ import annotations

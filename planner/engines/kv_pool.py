@@ -15,14 +15,14 @@ from hardware.spec import GpuSpec
 from planner.engines.base import KvPool
 from planner.engines.sglang.memory import mem_fraction, mem_fraction_052
 from planner.engines.trtllm.memory import FREE_FRACTION
-from planner.memory_batch import (
+from planner.model.spec import ModelSpec
+from planner.perf.memory import (
     CUDA_GRAPH_BYTES,
     activation_bytes,
     reserved_bytes,
     weights_per_gpu,
 )
-from planner.model_spec import ModelSpec
-from planner.opgraph import ParallelArrays
+from planner.perf.opgraph import ParallelArrays
 
 
 def default_pool_util(

@@ -1,4 +1,5 @@
-"""The committed prediction bands (``planner/calibration/bands.yaml``, ``planner.bands``) around
+"""The committed prediction bands (``planner/calibration/bands.yaml``,
+``planner.uncertainty.bands``) around
 replayed e2e rows: each row's band keys (engine, mode, load, tier) and its band edges in ms."""
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ import numpy as np
 import pandas as pd
 
 from hardware.catalog import get_gpu
-from planner.bands import KEYS, BandTable, load_bands, load_bucket, provenance_tier
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
-from planner.models import load_model
+from planner.model.bundled import load_model
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS
 from planner.replay_e2e import regimes
+from planner.uncertainty.bands import KEYS, BandTable, load_bands, load_bucket, provenance_tier
 
 METRICS = ("ttft", "tpot")
 
@@ -55,7 +56,8 @@ def row_bands(table: BandTable, rows: pd.DataFrame) -> dict[str, np.ndarray]:
 def with_band_columns(pred: pd.DataFrame, table: BandTable | None = None) -> pd.DataFrame:
     """Predicted rows (``predict.predict``) with pred_ttft_ms_lo/hi and pred_tpot_ms_lo/hi: the band
     of
-    the committed table (``planner.bands.load_bands``) around each prediction (around both
+    the committed table (``planner.uncertainty.bands.load_bands``) around each prediction (around
+    both
     predictions of a row whose regime is open, ``regimes.band_edges``)."""
     keyed = add_band_keys(regimes.with_alternatives(pred))
     keyed["model_name"] = keyed["model_path"].astype(str).map(lambda p: load_model(p).name)

@@ -11,10 +11,10 @@ import pandas as pd
 
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS
 from planner.engines import engine_names, get_engine
-from planner.model_spec import ModelSpec
-from planner.models import load_model
+from planner.model.bundled import load_model
+from planner.model.spec import ModelSpec
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS
 
 QUANT_MODES: dict[str, str] = {
     "fp8": "fp8",
@@ -142,7 +142,8 @@ def _disagg_role(row: pd.Series, role: str) -> tuple[float, float, float]:
 
 def _runnable_tp(model: ModelSpec, c: Mapping[str, float]) -> bool:
     """Whether every role's tensor parallelism divides the model's attention heads, as every engine
-    requires (and ``planner.memory.check_parallelism``). Rows that fail it do not record their
+    requires (and ``planner.perf.memory_plan.check_parallelism``). Rows that fail it do not record
+    their
     deployment: e.g. GB200 rows whose ``tp_size`` is the GPU count of a whole disaggregated
     deployment (20, 28 or 72 GPUs for DeepSeek-R1's 128 heads)."""
     tps = [c.get("tp", 1.0), c.get("prefill_tp", 1.0)]

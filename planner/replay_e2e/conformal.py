@@ -1,11 +1,11 @@
 """Split-conformal quantiles of log residuals, weighted or not: the band of a user's own profile
-(``planner.calibration_bands``) and of the committed table (``python -m lab.bands``)."""
+(``planner.uncertainty.profile_bands``) and of the committed table (``python -m lab.bands``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from planner.bands import LogBand
+from planner.uncertainty.bands import LogBand
 
 
 def weighted_quantiles(

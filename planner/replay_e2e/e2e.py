@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hardware.errors import PlannerInputError
-from planner.engine_calibration import EngineCalibration
+from planner.engines.calibration import EngineCalibration
 from planner.replay_e2e.bands import with_band_columns
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.holdout import campaign_holdout
@@ -44,7 +44,9 @@ def validate_e2e(
         pred = predict(prep.rows, progress, overrides)
     else:
         pred, extra = campaign_holdout(prep.rows, folds, progress, overrides)
-    if not pred.empty:  # the committed prediction bands (planner.bands) around every prediction
+    if (
+        not pred.empty
+    ):  # the committed prediction bands (planner.uncertainty.bands) around every prediction
         pred = with_band_columns(pred)
     good, skipped = modelled(pred, prep.skipped)
     if predictions_out is not None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from planner.engine_calibration import EngineCalibration
+from planner.engines.calibration import EngineCalibration
 from planner.replay_e2e.predict import predict, with_constants
 
 MISSING_LOSS = 5.0

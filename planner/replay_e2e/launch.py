@@ -12,7 +12,7 @@ import pandas as pd
 from planner.engines import engine_names, get_engine, prefill_first
 from planner.engines.base import KvPool
 from planner.replay_e2e.layout import LOW_FRACTION_COLUMN
-from planner.workload import LengthSpec
+from planner.workload.spec import LengthSpec
 
 ACTIVATION_SCALES = ("static", "token", "block", "tensor")
 BLOCK_SCALED_MODE = "fp8_block"
@@ -22,7 +22,7 @@ BLOCK_SCALED_MODE = "fp8_block"
 def named_runs(rows: pd.DataFrame) -> pd.Series:
     """Request count of every row that names its benchmark run, else 0. Optional columns:
     ``bench_requests`` (the run's requests in all, e.g. ``--num-prompts``) and ``fixed_lengths``
-    (1 every request has the row's ISL/OSL, 0 varied, empty unknown; ``planner.calibration_data``
+    (1 every request has the row's ISL/OSL, 0 varied, empty unknown; ``planner.calibration.data``
     reads both from native result files). Such a row is priced as ``estimate --isl --osl
     --bench-requests P`` prices that run: a lockstep start-up wave of N/P, and on an engine that
     keeps fixed-length waves in lockstep (``batch_eval.lasting_lockstep``) the whole run in

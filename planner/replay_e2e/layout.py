@@ -58,7 +58,7 @@ import pandas as pd
 
 from hardware.errors import PlannerInputError
 from hardware.input_files import numeric_columns, read_csv, require_columns
-from planner.models import load_model
+from planner.model.bundled import load_model
 
 REQUIRED_COLUMNS = (
     "backend",

@@ -28,16 +28,16 @@ import pandas as pd
 
 from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.engines import DEFAULT_ENGINE, engine_names, get_engine
-from planner.models import load_model
+from planner.model.bundled import load_model
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.replay_e2e.rows import count, grouped, resolve_gpu, resolve_model
 from planner.replay_e2e.throughput import (
     BENCH_MEMORY_UTILIZATION,
     bench_engine_settings,
     saturation_tok_s_per_gpu,
 )
-from planner.workload import fixed
+from planner.workload.spec import fixed
 
 
 @dataclass(frozen=True)

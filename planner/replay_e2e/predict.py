@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
-from planner.engine_calibration import EngineCalibration, EnginePolicy, engine
 from planner.engines import get_engine
 from planner.engines.base import KvPool
-from planner.models import load_model
+from planner.engines.calibration import EngineCalibration, EnginePolicy, engine
+from planner.model.bundled import load_model
+from planner.perf.batch import CandidateArrays, Reason, ResultArrays, evaluate_batch
+from planner.perf.workers import RecordedLaunch
 from planner.replay_e2e.launch import (
     activation_scales,
     engine_chunks,
@@ -28,8 +29,7 @@ from planner.replay_e2e.launch import (
     length_spec,
     named_runs,
 )
-from planner.workers import RecordedLaunch
-from planner.workload import fixed
+from planner.workload.spec import fixed
 
 CONST_PREFIX = "const_"
 """Prefix of the per-row engine-constant columns (``with_constants``)."""

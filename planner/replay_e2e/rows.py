@@ -1,6 +1,7 @@
 """Reading the rows of public measurement tables: version strings, model and GPU names, error stats.
 
-Names resolve only through the catalogs: models through ``planner.models.find_bundled`` (its keys,
+Names resolve only through the catalogs: models through ``planner.model.bundled.find_bundled`` (its
+keys,
 names, HF ids and aliases), accelerators through ``hardware.catalog.resolve_label`` (the GPU specs'
 names and aliases). The few text rules here are generic (a 'v' before a version number, words in
 parentheses), never lists of names.
@@ -17,7 +18,7 @@ import pandas as pd
 from hardware.catalog import resolve_label
 from hardware.errors import PlannerInputError
 from hardware.spec import GpuSpec
-from planner.models import BundledModel, find_bundled, refusal
+from planner.model.bundled import BundledModel, find_bundled, refusal
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -54,7 +55,7 @@ def resolve_model(text: object) -> BundledModel | None:
 
 def unresolved_model_reason(text: object) -> str:
     """Skip reason of a model name ``resolve_model`` does not resolve: ``refused_model`` when the
-    catalog refuses it by name (``planner/model_configs/refused.yaml`` gives the reason),
+    catalog refuses it by name (``planner/model/configs/refused.yaml`` gives the reason),
     ``unknown_model`` otherwise."""
     if text is not None and not pd.isna(text) and refusal(str(text)) is not None:
         return "refused_model"

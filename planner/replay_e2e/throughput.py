@@ -19,10 +19,10 @@ import pandas as pd
 from hardware.errors import PlannerInputError
 from hardware.input_files import numeric_columns, read_csv, require_columns
 from hardware.spec import GpuSpec
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
-from planner.engine_calibration import engine
-from planner.model_spec import ModelSpec
-from planner.models import load_model
+from planner.engines.calibration import engine
+from planner.model.bundled import load_model
+from planner.model.spec import ModelSpec
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.replay_e2e.rows import (
     count,
     grouped,
@@ -31,7 +31,7 @@ from planner.replay_e2e.rows import (
     resolve_model,
     unresolved_model_reason,
 )
-from planner.workload import fixed
+from planner.workload.spec import fixed
 
 MIN_VERSION = (0, 14)
 NOT_IN_SCOPE = ("older_than_v0.14", "not_max_throughput", "other_metric")

@@ -204,7 +204,7 @@ def _results_zip(folder: Path) -> Path:
     model's predictions under shifted engine constants, as the round-trip test writes them), as
     the zip a person uploads."""
     from planner.cli.main import main
-    from tests.planner.calibration_fixtures import small_plan, write_results
+    from tests.planner.calibration.fixtures import small_plan, write_results
 
     plan = folder / "plan.json"
     plan.write_text(json.dumps(small_plan()))

@@ -13,10 +13,10 @@ import pytest
 from app import calibration_upload as cu
 from app.calibration_view import comparison_frame, summary_frame
 from hardware.errors import PlannerInputError
-from planner.calibration_data import load_data
-from planner.calibration_profile import calibrate
+from planner.calibration.data import load_data
+from planner.calibration.profile import calibrate
 from planner.cli.main import main
-from tests.planner.calibration_fixtures import small_plan, write_results
+from tests.planner.calibration.fixtures import small_plan, write_results
 
 
 def _zip(members: dict[str, bytes], links: tuple[str, ...] = ()) -> bytes:

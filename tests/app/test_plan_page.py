@@ -14,7 +14,7 @@ from app.planning import STALE_TEXT
 from app.ui import error_text, fmt, fmt_money
 from planner.emitters.bundle import build_bundle
 from planner.emitters.plan_file import parse_plan
-from planner.models import MAX_CONFIG_BYTES, bundled_models
+from planner.model.bundled import MAX_CONFIG_BYTES, bundled_models
 from planner.reports.plan_view import parse_plan as parse_report_plan
 from planner.reports.tables import candidate_rows
 from solvers.plan import PlanRequest, plan

@@ -10,7 +10,7 @@ import pytest
 from app.ui import fmt_money
 from planner.cli.output import to_jsonable
 from planner.reports.capacity_sheet import capacity_xlsx
-from planner.trace_gen import TraceSpec, generate
+from planner.workload.trace_gen import TraceSpec, generate
 from solvers.capacity import CapacityRequest, capacity
 from tests.app.conftest import no_errors, page, widget
 

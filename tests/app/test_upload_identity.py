@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.models import bundled_models
+from planner.model.bundled import bundled_models
 from tests.app.conftest import no_errors, page, widget
 
 

@@ -11,8 +11,8 @@ import yaml
 
 from hardware.errors import PlannerInputError
 from lab import bands
-from planner.bands import table_from_dict
 from planner.replay_e2e.e2e import validate_e2e
+from planner.uncertainty.bands import table_from_dict
 from tests.lab import SILICON_MEASURED, prepared_file
 
 DATA = SILICON_MEASURED

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from lab import bands
-from planner.bands import table_from_dict
+from planner.uncertainty.bands import table_from_dict
 
 SIDES = bands.SIDES
 

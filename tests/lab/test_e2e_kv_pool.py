@@ -10,15 +10,15 @@ import pandas as pd
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import CandidateArrays, Reason, ResultArrays, evaluate_batch
 from planner.engines.kv_pool import KvPool
 from planner.engines.sglang.replay import AT_DEFAULT as SGLANG_AT_DEFAULT
-from planner.models import load_model
+from planner.model.bundled import load_model
+from planner.perf.batch import CandidateArrays, Reason, ResultArrays, evaluate_batch
 from planner.replay_e2e import predict as replay
 from planner.replay_e2e.candidates import candidate_columns
 from planner.replay_e2e.launch import kv_pool, kv_pools
 from planner.replay_e2e.predict import STARTUP_UTILIZATIONS, predict, startup_utilization
-from planner.workload import fixed
+from planner.workload.spec import fixed
 from tests.lab import disagg_dump_row, lab_prepare
 
 

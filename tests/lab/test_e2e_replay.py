@@ -36,7 +36,7 @@ def test_a_row_whose_tp_cannot_split_the_heads_is_not_modelled() -> None:
     """Every engine requires the attention heads to divide over TP (as the planner's own
     ``check_parallelism``): DeepSeek-R1's 128 heads over tp 36 describe no runnable deployment
     (GB200 rows whose tp_size is the whole disaggregated deployment's GPU count)."""
-    from planner.models import load_model
+    from planner.model.bundled import load_model
 
     m = load_model("deepseek-ai/DeepSeek-R1")
     assert _runnable_tp(m, {"tp": 8.0})

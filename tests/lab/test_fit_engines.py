@@ -15,7 +15,7 @@ from lab.fit_engines import (
     render,
     written_date,
 )
-from planner.engine_calibration import load_engines, packaged_text
+from planner.engines.calibration import load_engines, packaged_text
 from planner.engines.registry import BUILTIN
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.fit import CONSTANTS, fit_constants, fitted_values

@@ -20,8 +20,8 @@ from lab.recipes import (
     recipe_kv_dtype,
     recipe_memory_flags,
 )
-from planner.batch_eval import KV_DTYPES
 from planner.engines.kv_pool import KvPool
+from planner.perf.batch import KV_DTYPES
 from planner.replay_e2e.candidates import candidate_columns, prepare
 from planner.replay_e2e.launch import kv_pools
 from planner.replay_e2e.predict import predict

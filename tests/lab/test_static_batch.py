@@ -10,7 +10,7 @@ import pytest
 from hardware.catalog import get_gpu
 from lab import static_batch
 from lab.static_batch import step_times
-from planner.models import load_model
+from planner.model.bundled import load_model
 
 E2E = Path(__file__).resolve().parents[2].parent / "shared/validation/e2e"
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.models import load_model
-from planner.replay import by_window, replay, route, window_index
-from planner.trace_gen import TraceSpec, generate
+from planner.model.bundled import load_model
+from planner.perf.replay import by_window, replay, route, window_index
+from planner.workload.trace_gen import TraceSpec, generate
 from solvers.capacity import CapacityRequest, capacity, erlang_c, slot_wait
 
 SLO_TTFT_MS, SLO_TPOT_MS = 800.0, 30.0

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.deployment import Parallelism, WorkerConfig, placement_problem
 from planner.emitters.capabilities import shape_rules
-from planner.estimate import estimate
-from planner.models import load_model
-from planner.workload import fixed
+from planner.model.bundled import load_model
+from planner.perf.deployment import Parallelism, WorkerConfig, placement_problem
+from planner.perf.estimate import estimate
+from planner.workload.spec import fixed
 from solvers.plan import PlanRequest, plan
 from solvers.space import SearchSpace, legal_splits
 

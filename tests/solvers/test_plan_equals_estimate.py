@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.estimate import Estimate, estimate
-from planner.workload import fixed
+from planner.model.bundled import load_model
+from planner.perf.estimate import Estimate, estimate
+from planner.workload.spec import fixed
 from solvers.describe import deployment
 from solvers.plan import PlanRequest, plan
 from solvers.plan_core import Evaluated, evaluate_request
@@ -81,7 +82,7 @@ def test_plan_best_predicted_equals_estimate() -> None:
         d = c.deployment
         conc = c.predicted["clients_per_worker"] * (d.agg.workers if d.agg else d.decode.workers)  # type: ignore[union-attr]
         e = estimate(
-            load := __import__("planner.models", fromlist=["load_model"]).load_model(d.model),
+            load := load_model(d.model),
             get_gpu(d.gpu),
             fixed(4000, 500, concurrency=conc),
             agg=d.agg,

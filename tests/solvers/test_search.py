@@ -9,10 +9,10 @@ import pytest
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError
-from planner.batch_eval import KV_DTYPES, WEIGHT_QUANTS, kv_tokens_held
-from planner.estimate import estimate
-from planner.models import load_model
-from planner.workload import fixed
+from planner.model.bundled import load_model
+from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, kv_tokens_held
+from planner.perf.estimate import estimate
+from planner.workload.spec import fixed
 from solvers.binding import BINDING
 from solvers.candidates import Load, evaluate, seq_capacity
 from solvers.pareto import pareto_mask
@@ -76,7 +76,7 @@ def test_search_equals_brute_force_on_small_space() -> None:
     ):
         if clients > seqs:
             continue
-        from planner.deployment import WorkerConfig
+        from planner.perf.deployment import WorkerConfig
 
         wc = WorkerConfig(max_num_seqs=seqs, max_num_batched_tokens=chunk, kv_dtype=kv)  # type: ignore[arg-type]
         e = estimate(m, gpu, fixed(req.isl, req.osl, concurrency=clients), agg=wc)
@@ -178,7 +178,7 @@ def test_kv_budget_caps_concurrency() -> None:
 def test_closed_loop_rows_with_spare_slots_share_one_prediction() -> None:
     """Slots beyond a closed loop's clients per worker change nothing: ``evaluate`` predicts such
     rows once, and each equals ``evaluate_batch`` of that row alone (``planner estimate``)."""
-    from planner.batch_eval import CandidateArrays, evaluate_batch
+    from planner.perf.batch import CandidateArrays, evaluate_batch
 
     m, gpu, load = load_model("llama-3.1-70b"), get_gpu("h200"), Load(2000, 300)
     rows = [_one_worker(8192, frac, seqs) for seqs in (64, 128, 256) for frac in (0.85, 0.95)]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.models import load_model
+from planner.model.bundled import load_model
 from solvers import rate_pd
 from solvers.candidates import Load, evaluate, fitting_workers, meets
 from solvers.plan import PlanRequest

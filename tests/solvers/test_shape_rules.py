@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner.emitters.capabilities import shape_rules
-from planner.models import load_model
+from planner.model.bundled import load_model
 from solvers.space import SearchSpace, legal_splits
 
 

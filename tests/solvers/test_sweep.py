@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from planner.cli.main import main
-from planner.deployment import Parallelism, ShapeRules
 from planner.emitters.capabilities import shape_rules
+from planner.perf.deployment import Parallelism, ShapeRules
 from solvers.plan_core import evaluate_request
 from solvers.sweep import COLUMNS, Scenario, load_spec, run_scenario, scenario_request, scenarios
 from solvers.sweep_run import journal_path

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from planner.memory_batch import MIB, Num
+from planner.perf.memory import MIB, Num
 
 SIZES: tuple[tuple[float, int, int, int], ...] = (
     (20 * 1024, 2048, 8, 8),

@@ -3,7 +3,7 @@ holds a launch may enable (``scheduling``).
 
 Benchmark results: ``tensorrt_llm/serve/scripts/benchmark_serving.py`` (github:NVIDIA/TensorRT-LLM
 @0228a71223416496ff056a157936bad2e42c762f) is derived from vLLM's ``benchmarks/serve.py`` and
-writes the same fields with ``--save-result``, so ``planner.calibration_data`` reads it as a vLLM
+writes the same fields with ``--save-result``, so ``planner.calibration.data`` reads it as a vLLM
 result."""
 
 from pathlib import Path

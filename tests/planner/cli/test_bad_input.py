@@ -14,7 +14,7 @@ import pytest
 from planner.cli.main import main
 
 REPO = Path(__file__).resolve().parents[3]
-BUNDLED = REPO / "planner" / "model_configs"
+BUNDLED = REPO / "planner" / "model" / "configs"
 H200_YAML = REPO / "hardware" / "specs" / "h200_sxm.yaml"
 HANG_S = 120.0
 """A case that has not returned by then is a hang (generous: the machine may be loaded)."""

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from planner.cli.main import main
-from planner.engine_calibration import load_engines
-from tests.planner.calibration_fixtures import (
+from planner.engines.calibration import load_engines
+from tests.planner.calibration.fixtures import (
     NAMED_RUN_SHARES,
     OSL,
     SHIFT,
@@ -191,7 +191,7 @@ FAKE_VLLM = '''#!{python}
 """Stands in for `vllm bench serve`: writes a --save-result file where the flags say."""
 import json, os, sys
 sys.path.insert(0, {root!r})
-from tests.planner.calibration_fixtures import native_result
+from tests.planner.calibration.fixtures import native_result
 args = sys.argv[1:]
 val = {{a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}}
 res = native_result("vllm", val["--model"], int(val["--random-input-len"]),

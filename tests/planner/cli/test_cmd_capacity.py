@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from planner.cli.main import main
-from tests.planner.test_traces import burstgpt_file
+from tests.planner.workload.test_traces import burstgpt_file
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -38,7 +38,7 @@ def _models() -> dict[str, type[BaseModel]]:
 
 def test_every_field_has_a_description() -> None:
     models = _models()
-    assert "planner.deployment.WorkerConfig" in models and len(models) > 30
+    assert "planner.perf.deployment.WorkerConfig" in models and len(models) > 30
     missing = [
         f"{qual}.{field}"
         for qual, cls in models.items()
@@ -79,7 +79,7 @@ def test_flag_help_is_the_field_description(command: str) -> None:
 def test_max_num_seqs_defaults_to_the_engines_own() -> None:
     """One source for an engine's default slot cap and chunk: engines.yaml, per --backend."""
     from planner.cli.field_help import engine_limits
-    from planner.engine_calibration import engine
+    from planner.engines.calibration import engine
 
     for backend in ("vllm", "sglang", "trtllm"):
         args = argparse.Namespace(backend=backend, max_num_seqs=None, max_num_batched_tokens=None)

@@ -107,13 +107,13 @@ NUMBER = re.compile(rb"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
 
 
 def _config_text() -> bytes:
-    data = json.loads((REPO / "planner" / "model_configs" / "llama-3.1-8b.json").read_text())
+    data = json.loads((REPO / "planner" / "model" / "configs" / "llama-3.1-8b.json").read_text())
     data.pop("_bundled", None)
     return json.dumps(data, indent=1).encode()
 
 
 def _moe_config_text() -> bytes:
-    data = json.loads((REPO / "planner" / "model_configs" / "qwen3-30b-a3b.json").read_text())
+    data = json.loads((REPO / "planner" / "model" / "configs" / "qwen3-30b-a3b.json").read_text())
     data.pop("_bundled", None)
     return json.dumps(data, indent=1).encode()
 

@@ -20,8 +20,8 @@ from planner.emitters.types import Command, EngineBuild
 from planner.emitters.writer import argv
 from planner.engines.registry import BUILTIN
 from planner.errors import PlannerInputError
-from planner.model_spec import ModelSpec
-from planner.models import bundled_models, load_model
+from planner.model.bundled import bundled_models, load_model
+from planner.model.spec import ModelSpec
 from tests.planner.emitters.plans import default_agg_plan
 
 ENGINES = tuple(BUILTIN)

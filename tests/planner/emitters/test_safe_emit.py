@@ -232,7 +232,7 @@ def test_deepseek_r1_is_named_everywhere(
 def test_local_config_needs_a_model_id_to_emit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from planner.models import bundled_models
+    from planner.model.bundled import bundled_models
 
     cfg = tmp_path / "Qwen--Qwen3-8B_config.json"
     cfg.write_text(bundled_models()["qwen3-8b"].path.read_text())

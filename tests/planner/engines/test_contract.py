@@ -10,8 +10,8 @@ import pytest
 from planner.emitters import engine_args
 from planner.emitters.capabilities import shape_rules
 from planner.emitters.flag_table import engine_table
-from planner.engine_calibration import PACKAGED, packaged
 from planner.engines import engine_names, get_engine
+from planner.engines.calibration import PACKAGED, packaged
 from planner.errors import PlannerInputError
 
 

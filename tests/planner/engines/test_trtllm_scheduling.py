@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import CandidateArrays, RecordedLaunch, evaluate_batch
 from planner.engines.trtllm.scheduling import LaunchHolds, adp_balance_wait, batch_wait
-from planner.models import load_model
-from planner.workload import fixed
+from planner.model.bundled import load_model
+from planner.perf.batch import CandidateArrays, RecordedLaunch, evaluate_batch
+from planner.workload.spec import fixed
 
 
 def _wait(x: float, step: float = 0.03, iters: float = 60, dp: float = 8) -> float:

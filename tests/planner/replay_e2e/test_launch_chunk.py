@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 
 from hardware.catalog import get_gpu
-from planner.batch_eval import CandidateArrays, evaluate_batch
-from planner.engine_calibration import engine
+from planner.engines.calibration import engine
 from planner.engines.sglang.memory import chunked_prefill as sglang_chunked_prefill
-from planner.memory_batch import GIB, MIB
-from planner.models import load_model
+from planner.model.bundled import load_model
+from planner.perf.batch import CandidateArrays, evaluate_batch
+from planner.perf.memory import GIB, MIB
 from planner.replay_e2e.candidates import prepare
 from planner.replay_e2e.launch import engine_chunk, engine_chunks
 from planner.replay_e2e.predict import predict
-from planner.workload import fixed
+from planner.workload.spec import fixed
 
 
 @pytest.mark.parametrize(
