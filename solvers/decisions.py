@@ -36,17 +36,6 @@ GROUP_KEYS = ["model_path", "system", "backend", "precision", "isl", "osl", "mod
 WITHIN = 0.95
 
 
-def default_data_path() -> Path:
-    """``<repo>/../shared/validation/e2e/silicon_measured.csv``."""
-    return (
-        Path(__file__).resolve().parents[2]
-        / "shared"
-        / "validation"
-        / "e2e"
-        / "silicon_measured.csv"
-    )
-
-
 def deployment_gpus(rows: pd.DataFrame) -> np.ndarray:
     """GPUs of each prepared row's deployment (agg: tp·pp·dp; disagg: both roles times their
     workers)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from planner.cli.cmd_calibrate_e2e import add_calibration, profile_bands_of, use_profile
@@ -99,7 +100,11 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "decisions", help="is our top pick the measured best (or within 5%%)?"
     )
     v.add_argument(
-        "--data", default=None, help="silicon_measured.csv (default ../shared/validation/e2e/...)"
+        "--data",
+        type=Path,
+        required=True,
+        help="measured rows in the e2e layout (`python -m lab.prepare_e2e` writes the shared "
+        "data in it)",
     )
     v.add_argument(
         "--ttft-ms",
@@ -281,13 +286,11 @@ def cmd_decisions(args: argparse.Namespace) -> int:
     from solvers.decisions import (
         DEFAULT_TPOT_MS,
         DEFAULT_TTFT_MS,
-        default_data_path,
         validate_decisions,
     )
 
-    data = args.data or default_data_path()
     res = validate_decisions(
-        data, ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS, tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS
+        args.data, ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS, tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS
     )
     if args.format == "json":
         print_json(res)
