@@ -51,22 +51,13 @@ from planner.engines import engine_names
 from planner.errors import PlannerInputError
 from planner.model.bundled import load_model
 from planner.perf.deployment import Deployment, WorkerConfig
+from planner.replay_e2e.layout import REQUIRED_COLUMNS
 
 MAX_BYTES = 256 * 1024 * 1024
 """Largest result or CSV file read (bytes)."""
 MAX_FILES = 10_000
 """Most data files taken from one folder."""
 SIDECAR = "deployment.json"
-CSV_COLUMNS = (
-    "backend",
-    "model_path",
-    "system",
-    "mode",
-    "isl",
-    "osl",
-    "silicon_ttft_ms",
-    "silicon_tpot_ms",
-)
 RESULT_FIELDS: dict[str, tuple[float, float]] = {
     "completed": (1, 1e9),
     "total_input_tokens": (1, 1e13),
@@ -429,7 +420,7 @@ def read_csv_rows(path: Path, data: LoadedData) -> pd.DataFrame:
         df = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise PlannerInputError("--data", f"{path}: not a CSV ({exc})") from None
-    missing = sorted(set(CSV_COLUMNS) - set(df.columns))
+    missing = sorted(set(REQUIRED_COLUMNS) - set(df.columns))
     if missing:
         raise PlannerInputError(
             "--data", f"{path}: lacks columns {missing} (the layout of silicon_measured.csv)"
