@@ -562,14 +562,21 @@ def profile_engines(
     return out
 
 
-def activate(path: Path | None, gpu: str | None = None) -> EngineConstants:
-    """The engine constants of the profile at ``path`` (``--calibration``) with its label (the
-    packaged ones, unlabelled, when ``path`` is None); its bands are ``bands_for(path)``."""
+def calibration_of(path: Path | None, gpu: str | None = None) -> tuple[EngineConstants, Bands]:
+    """The engine constants and bands of the profile at ``path`` (``--calibration``), read once:
+    its constants (the per-GPU fit for ``gpu`` where it has one) with its label, and its own bands
+    over the packaged table; the packaged ones when ``path`` is None."""
     if path is None:
-        return PACKAGED
+        return PACKAGED, packaged_bands()
     prof = load_profile(path)
     label = profile_label(path)
-    return EngineConstants.of(profile_engines(prof, label, gpu), label)
+    consts = EngineConstants.of(profile_engines(prof, label, gpu), label)
+    return consts, bands_of_profile(prof, label)
+
+
+def activate(path: Path | None, gpu: str | None = None) -> EngineConstants:
+    """The engine constants of ``calibration_of(path, gpu)``."""
+    return calibration_of(path, gpu)[0]
 
 
 def profile_label(path: Path) -> str:
@@ -585,8 +592,5 @@ def bands_of_profile(prof: Profile, label: str) -> Bands:
 
 
 def bands_for(path: Path | None) -> Bands:
-    """The bands of ``--calibration PATH``: the profile's own over the packaged table; the
-    packaged table alone without a profile."""
-    if path is None:
-        return packaged_bands()
-    return bands_of_profile(load_profile(path), profile_label(path))
+    """The bands of ``calibration_of(path)``."""
+    return calibration_of(path)[1]

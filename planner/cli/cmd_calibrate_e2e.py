@@ -12,8 +12,8 @@ from planner.calibration.profile import (
     Fit,
     Profile,
     activate,
-    bands_for,
     calibrate,
+    calibration_of,
     profile_text,
 )
 from planner.cli.output import print_json, render_table
@@ -40,13 +40,16 @@ def add_calibration(p: argparse.ArgumentParser) -> None:
 
 def use_profile(args: argparse.Namespace, gpu: str | None = None) -> EngineConstants:
     """``--calibration``: its engine constants for the request (the per-GPU fit for ``gpu`` when
-    the profile has one; the packaged ones without a profile); its bands: ``profile_bands_of``."""
+    the profile has one; the packaged ones without a profile); with its bands:
+    ``calibration_from``."""
     return activate(getattr(args, "calibration", None), gpu)
 
 
-def profile_bands_of(args: argparse.Namespace) -> Bands:
-    """The bands ``--calibration`` states: the profile's own over the packaged table."""
-    return bands_for(getattr(args, "calibration", None))
+def calibration_from(
+    args: argparse.Namespace, gpu: str | None = None
+) -> tuple[EngineConstants, Bands]:
+    """``--calibration``: its engine constants and its bands, the profile read once."""
+    return calibration_of(getattr(args, "calibration", None), gpu)
 
 
 def _out_path(text: str) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
-from planner.cli.cmd_calibrate_e2e import add_calibration, profile_bands_of, use_profile
+from planner.cli.cmd_calibrate_e2e import add_calibration, calibration_from, use_profile
 from planner.cli.cmd_capacity import add_replay_args
 from planner.cli.common import (
     EXIT_SATURATED,
@@ -197,14 +197,14 @@ def band_rows(est: Estimate) -> list[dict[str, str]]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    consts = use_profile(args, get_gpu(args.gpu).key)
+    consts, bands = calibration_from(args, get_gpu(args.gpu).key)
     est = estimate(
         model_of(args),
         get_gpu(args.gpu),
         workload_from(args),
         backend=consts.policy(args.backend),
         **_workers(args),
-        bands=profile_bands_of(args),
+        bands=bands,
     )
     rc = EXIT_SATURATED if est.saturated else 0
     if args.format == "json":

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from planner.cli.cmd_calibrate_e2e import add_calibration, profile_bands_of, use_profile
+from planner.cli.cmd_calibrate_e2e import add_calibration, calibration_from
 from planner.cli.common import (
     add_format,
     add_hardware_dir,
@@ -244,10 +244,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from solvers.plan import plan
 
     gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
-    consts = use_profile(args, get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None)
-    result = plan(
-        _request(args).model_copy(update={"engine_constants": consts}), profile_bands_of(args)
-    )
+    gpu = get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None
+    consts, bands = calibration_from(args, gpu)
+    result = plan(_request(args).model_copy(update={"engine_constants": consts}), bands)
     plan_dict = result.to_plan_dict()
     written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []
     if args.format == "json":

@@ -114,11 +114,11 @@ def _group_replay(
     run = {"bench_requests": int(runs)} if runs else {"startup_wave": True}
     lengths = {"isl": length_spec(float(isl), frac), "osl": length_spec(float(osl), frac)}
     bench = fixed(int(isl), int(osl), concurrency=1).model_copy(update=run | lengths)
-    engine_ = get_engine(str(backend))
+    engine_def = get_engine(str(backend))
     # the scheduler holds only where a launch set them (None: no per-step work for them)
     holds = None
-    if engine_.launch_holds is not None:
-        holds = engine_.launch_holds(
+    if engine_def.launch_holds is not None:
+        holds = engine_def.launch_holds(
             _set_or_none(launch.adp_balance_iters),
             _set_or_none(launch.batch_wait_iters),
             _set_or_none(launch.batch_wait_tokens),
@@ -127,7 +127,7 @@ def _group_replay(
         holds=holds, decode_routers=_routers(sub), constants=_row_constants(sub)
     )
     replay = partial(
-        _replay, spec, gpu, cand, bench, backend=EnginePolicy(engine_, eng, ""), launch=recorded
+        _replay, spec, gpu, cand, bench, backend=EnginePolicy(engine_def, eng, ""), launch=recorded
     )
     return replay, cand, launch.memory_flag, kv_pools(sub, launch.memory_flag)
 
