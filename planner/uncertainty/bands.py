@@ -18,6 +18,7 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import yaml
@@ -114,15 +115,32 @@ def _dominant_tier(m: ModelSpec, gpu: GpuSpec, weight_quant: str, kv_dtype: str)
 
 @dataclass(frozen=True)
 class LogBand:
-    """Quantiles (natural log of measured / predicted) of one metric's residuals."""
+    """Quantiles (natural log of measured / predicted) of one metric's residuals: ``lo`` and
+    ``hi`` the edges of the table's central band (level 0.8: the 0.1 and 0.9 quantiles) and, where
+    the table stores one, ``grid``: (probability, quantile) pairs in increasing probability."""
 
     lo: float
     hi: float
+    grid: tuple[tuple[float, float], ...] = ()
 
     def apply(self, pred: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
         """(low, high) edges of the band around ``pred`` (inf stays inf)."""
         p = np.asarray(pred, dtype=float)
         return p * np.exp(self.lo), p * np.exp(self.hi)
+
+    def quantile(self, c: float, level: float = 0.8) -> float:
+        """The ``c``-quantile (0 < c < 1) of ln(measured / predicted): the measured value is at or
+        below pred * exp(quantile(c)) with probability c. Read from ``grid`` by linear
+        interpolation in probability (clamped to its ends); without a grid, from a normal in log
+        space through the band's edges (``lo``, ``hi`` the (1 -/+ level) / 2 quantiles)."""
+        if not 0.0 < c < 1.0:
+            raise ValueError(f"quantile probability {c} not in (0, 1)")
+        if self.grid:
+            ps, qs = zip(*self.grid, strict=True)
+            return float(np.interp(c, ps, qs))
+        z_edge = NormalDist().inv_cdf(0.5 + level / 2.0)
+        mu, sigma = (self.lo + self.hi) / 2.0, max(self.hi - self.lo, 0.0) / (2.0 * z_edge)
+        return float(mu + sigma * NormalDist().inv_cdf(c))
 
 
 def widest_names(key: Mapping[str, str]) -> tuple[str, ...]:

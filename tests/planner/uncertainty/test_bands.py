@@ -132,3 +132,19 @@ def test_the_account_names_the_group_its_data_and_the_cells_measured_coverage() 
     assert f"which of its {c} campaigns were measured" in text
     unseen = t.account(key, gpu="MI300X", model="DeepSeek-V3")
     assert unseen.startswith("widest band of tier") and "no data" in unseen
+
+
+def test_log_band_quantile_reads_grid_or_normal_through_edges() -> None:
+    from planner.uncertainty.bands import LogBand
+
+    band = LogBand(-0.2, 0.4)
+    assert band.quantile(0.9) == pytest.approx(0.4)
+    assert band.quantile(0.1) == pytest.approx(-0.2)
+    assert band.quantile(0.5) == pytest.approx(0.1)
+    assert band.quantile(0.95) > band.quantile(0.9)
+    grid = LogBand(-0.2, 0.4, ((0.05, -0.3), (0.5, 0.0), (0.95, 0.6)))
+    assert grid.quantile(0.5) == pytest.approx(0.0)
+    assert grid.quantile(0.725) == pytest.approx(0.3)
+    assert grid.quantile(0.99) == pytest.approx(0.6)
+    with pytest.raises(ValueError):
+        band.quantile(1.0)
