@@ -103,8 +103,20 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--data",
         type=Path,
         required=True,
+        action="append",
         help="measured rows in the e2e layout (`python -m lab.prepare_e2e` writes the shared "
-        "data in it)",
+        "data in it); give it more than once to judge the files together",
+    )
+    v.add_argument(
+        "--holdout",
+        choices=("gpu", "campaign", "none"),
+        default="none",
+        help="price the rows as `validate e2e --holdout` does: gpu (constants refitted on the "
+        "other GPUs' rows), campaign (on the other campaign folds) or none (the shipped "
+        "constants) (default: none)",
+    )
+    v.add_argument(
+        "--folds", type=int, default=5, help="--holdout campaign: number of folds (2-50)"
     )
     v.add_argument(
         "--ttft-ms",
@@ -289,15 +301,34 @@ def cmd_decisions(args: argparse.Namespace) -> int:
     )
 
     res = validate_decisions(
-        args.data, ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS, tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS
+        args.data,
+        ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS,
+        tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS,
+        holdout=args.holdout,
+        folds=args.folds,
     )
     if args.format == "json":
         print_json(res)
-    else:
-        print(
-            render_kv(
-                {k: v for k, v in res.items() if not isinstance(v, list)},
-                "Decision-level validation",
-            )
+        return 0
+    print(
+        render_kv(
+            {k: v for k, v in res.items() if not isinstance(v, list) and k != "by_gpu"},
+            "Decision-level validation",
         )
+    )
+    by_gpu = res["by_gpu"]
+    assert isinstance(by_gpu, dict)
+    print(
+        render_table(
+            [
+                {
+                    "GPU": g,
+                    "groups": s["groups"],
+                    "top-1 %": s["top1_pct"],
+                    "within 5 % of best %": s["within5_pct"],
+                }
+                for g, s in by_gpu.items()
+            ]
+        )
+    )
     return 0
