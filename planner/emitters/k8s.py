@@ -113,6 +113,15 @@ class _NoAliases(yaml.SafeDumper):
         return True
 
 
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    """Several lines as a literal block (a rank script reads as the shell runs it)."""
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_NoAliases.add_representer(str, _str)
+
+
 def _text(title: str, docs: list[dict[str, object]]) -> str:
     body = yaml.dump_all(docs, Dumper=_NoAliases, sort_keys=False, default_flow_style=False)
     return "".join(comment(line) + "\n" for line in title.splitlines()) + "---\n" + body
