@@ -77,15 +77,15 @@ def local(node: object) -> object:
     return node
 
 
+def _write(name: str, data: object) -> None:
+    text = json.dumps(data, sort_keys=True, indent=0, separators=(",", ":"))
+    (HERE / name).write_text(text + "\n")
+
+
 def main(dynamo: str, lws: str, core: str) -> None:
-    dump = {"sort_keys": True, "indent": 0, "separators": (",", ":")}
-    (HERE / "dynamographdeployment.json").write_text(
-        json.dumps(crd_schema(Path(dynamo), "v1alpha1"), **dump) + "\n"
-    )
-    (HERE / "leaderworkerset.json").write_text(
-        json.dumps(crd_schema(Path(lws), "v1"), **dump) + "\n"
-    )
-    (HERE / "kubernetes_core.json").write_text(json.dumps(core_schemas(Path(core)), **dump) + "\n")
+    _write("dynamographdeployment.json", crd_schema(Path(dynamo), "v1alpha1"))
+    _write("leaderworkerset.json", crd_schema(Path(lws), "v1"))
+    _write("kubernetes_core.json", core_schemas(Path(core)))
 
 
 if __name__ == "__main__":
