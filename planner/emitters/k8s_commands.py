@@ -131,6 +131,12 @@ def _has_dotted(tree: object, dotted: str) -> bool:
     return True
 
 
+def read_configs(lines: list[list[str]], configs: tuple[OutFile, ...]) -> tuple[OutFile, ...]:
+    """The config files some line reads (the others stay out of the ConfigMap)."""
+    words = {w for line in lines for w in line}
+    return tuple(f for f in configs if f"{CONFIG_DIR}/{f.name}" in words)
+
+
 def rank_script(commands: list[tuple[int, list[str]]]) -> list[str]:
     """``sh -c`` words that run the line of this pod's rank (``LWS_WORKER_INDEX``, set by
     LeaderWorkerSet in every pod: github:kubernetes-sigs/lws pkg/utils/pod/pod_utils.go)."""

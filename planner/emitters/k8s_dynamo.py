@@ -10,7 +10,7 @@ container under ``extraPodSpec.mainContainer``.
 from __future__ import annotations
 
 from planner.emitters.flag_table import Flags
-from planner.emitters.k8s_commands import EngineK8s, container_env, dynamo_args
+from planner.emitters.k8s_commands import EngineK8s, container_env, dynamo_args, read_configs
 from planner.emitters.k8s_objects import (
     NAME_LABEL,
     config_map,
@@ -76,6 +76,8 @@ def dynamo_objects(
     products: tuple[str, ...],
 ) -> list[Obj]:
     """The ConfigMap of the engine's config files (if any) and the DynamoGraphDeployment."""
+    lines = [dynamo_args(c, flags, spec.dynamo, s.role, build.configs) for s, c in build.servers]
+    build = build.model_copy(update={"configs": read_configs(lines, build.configs)})
     config = f"{name}-config" if build.configs else None
     image = spec.dynamo.image.format(dynamo=DYNAMO_RELEASE)
     services: Obj = {

@@ -9,6 +9,7 @@ from planner.emitters.k8s_commands import (
     container_env,
     container_words,
     rank_script,
+    read_configs,
 )
 from planner.emitters.k8s_objects import (
     COMPONENT_LABEL,
@@ -131,6 +132,9 @@ def plain_objects(
     products: tuple[str, ...],
 ) -> list[Obj]:
     """Every object of ``k8s/plain.yaml``, in the order to apply them."""
+    cmds = [c for _, c in build.servers] + ([build.router] if build.router else [])
+    lines = [container_words(c, flags, build.configs) for c in cmds]
+    build = build.model_copy(update={"configs": read_configs(lines, build.configs)})
     p = _Pods(ctx, flags, build, spec, name, products)
     docs: list[Obj] = []
     if p.config:

@@ -285,3 +285,57 @@ def test_refused_plan_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(PlannerInputError):
         write_k8s(build_k8s(parse_plan(plan), "vllm"), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def _main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from planner.cli.main import main
+
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_emit_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--target k8s`` writes the two manifests; the default is still the bundle; a GPU without
+    a product label is one line on stderr, exit 2, nothing written."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLANS["agg-two-hosts"]()))
+    rc, out, _ = _main(
+        capsys,
+        "emit",
+        "--plan",
+        str(plan),
+        "--backend",
+        "sglang",
+        "--target",
+        "k8s",
+        "--out",
+        str(tmp_path / "k8s-out"),
+    )
+    assert rc == 0
+    assert sorted(p.name for p in (tmp_path / "k8s-out" / "k8s").iterdir()) == [
+        "dynamo.yaml",
+        "plain.yaml",
+    ]
+    assert out.count("\n") == 2
+    rc, _, _ = _main(
+        capsys, "emit", "--plan", str(plan), "--backend", "sglang", "--out", str(tmp_path / "b")
+    )
+    assert rc == 0 and (tmp_path / "b" / "launch.sh").exists()
+    bad = PLANS["agg-single-host"]()
+    bad["gpu"] = bad["best"]["deployment"]["gpu"] = "mi300x"
+    plan.write_text(json.dumps(bad))
+    rc, _, err = _main(
+        capsys,
+        "emit",
+        "--plan",
+        str(plan),
+        "--backend",
+        "vllm",
+        "--target",
+        "k8s",
+        "--out",
+        str(tmp_path / "c"),
+    )
+    assert rc == 2 and "nvidia.com/gpu.product" in err and err.count("\n") == 1
+    assert not (tmp_path / "c").exists()
