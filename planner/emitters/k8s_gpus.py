@@ -13,29 +13,27 @@ import re
 
 from planner.errors import PlannerInputError
 
-# hardware spec key -> names as `nvidia-smi --query-gpu=name` prints them (NVML nvmlDeviceGetName)
-NVML_NAMES: dict[str, tuple[str, ...]] = {
-    "a100_sxm": ("NVIDIA A100-SXM4-80GB",),
-    "a100_pcie": ("NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-80GB"),
-    "h100_sxm": ("NVIDIA H100 80GB HBM3",),
-    "h100_pcie": ("NVIDIA H100 PCIe",),
-    "h100_nvl": ("NVIDIA H100 NVL",),
-    "h200_sxm": ("NVIDIA H200", "NVIDIA H200 SXM5 141GB"),
-    "h800": ("NVIDIA H800",),
-    "h20": ("NVIDIA H20",),
-    "b200_sxm": ("NVIDIA B200",),
-    "gb200": ("NVIDIA GB200",),
-    "l4": ("NVIDIA L4",),
-    "l40": ("NVIDIA L40",),
-    "l40s": ("NVIDIA L40S",),
-    "rtx_4090": ("NVIDIA GeForce RTX 4090",),
-    "rtx_pro_6000": ("NVIDIA RTX PRO 6000 Blackwell Server Edition",),
-}
-NVML_SOURCE = (
-    "names printed by nvidia-smi on these boards; the label form of NVIDIA-H200, "
-    "NVIDIA-H200-SXM5-141GB and NVIDIA-B200 as GPU feature discovery publishes them: "
-    "github:ai-dynamo/dynamo deploy/operator/internal/gpu/discovery_test.go"
+LLM_C = "github:karpathy/llm.c llmc/mfu.h @0e69e3ae466694915e9f7e5742b3c55edacc20fd (gpu_db names)"
+DYNAMO_GFD = (
+    "github:ai-dynamo/dynamo deploy/operator/internal/controller/enrich_hardware_test.go "
+    "@df888f6860e247b5a16039d659db61cd64a9d2d7 (GFD labels NVIDIA-B200, NVIDIA-H200-SXM5-141GB)"
 )
+PUBLIC = "public Kubernetes manifests selecting nvidia.com/gpu.product on this GPU (GitHub search)"
+
+# hardware spec key -> (names as NVML reports them, where each name was read); a GPU missing here
+# is refused rather than given a guessed label (its pods would never be scheduled)
+NVML_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
+    "a100_sxm": (("NVIDIA A100-SXM4-80GB",), LLM_C),
+    "a100_pcie": (("NVIDIA A100-PCIE-80GB",), LLM_C),
+    "h100_sxm": (("NVIDIA H100 80GB HBM3",), LLM_C),
+    "h100_pcie": (("NVIDIA H100 PCIe",), LLM_C),
+    "rtx_4090": (("NVIDIA GeForce RTX 4090",), LLM_C),
+    "h200_sxm": (("NVIDIA H200", "NVIDIA H200 SXM5 141GB"), f"{PUBLIC}; {DYNAMO_GFD}"),
+    "b200_sxm": (("NVIDIA B200",), DYNAMO_GFD),
+    "gb200": (("NVIDIA GB200",), PUBLIC),
+    "l4": (("NVIDIA L4",), PUBLIC),
+    "l40s": (("NVIDIA L40S",), PUBLIC),
+}
 
 LABEL_KEY = "nvidia.com/gpu.product"
 
@@ -48,12 +46,13 @@ def gfd_label(nvml_name: str) -> str:
 
 def product_labels(gpu_key: str) -> tuple[str, ...]:
     """Every ``nvidia.com/gpu.product`` value a node with GPU ``gpu_key`` may carry."""
-    names = NVML_NAMES.get(gpu_key)
-    if not names:
+    entry = NVML_NAMES.get(gpu_key)
+    if entry is None:
         known = ", ".join(sorted(NVML_NAMES))
         raise PlannerInputError(
             "plan.best.deployment.gpu",
             f"no {LABEL_KEY} node label is known for GPU {gpu_key!r} (known: {known}); "
-            "Kubernetes manifests select nodes by it",
+            "Kubernetes manifests select nodes by it (add its NVML name to "
+            "planner/emitters/k8s_gpus.py)",
         )
-    return tuple(gfd_label(n) for n in names)
+    return tuple(gfd_label(n) for n in entry[0])

@@ -339,3 +339,15 @@ def test_cli_emit_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     )
     assert rc == 2 and "nvidia.com/gpu.product" in err and err.count("\n") == 1
     assert not (tmp_path / "c").exists()
+
+
+def test_names_are_dns_labels_from_the_model() -> None:
+    from planner.emitters.k8s import base_name
+
+    plan = PLANS["agg-single-host"]()
+    plan["best"]["deployment"]["model"] = "Org/My_Model.V2" + "x" * 80
+    name = base_name(parse_plan(plan), "sglang")
+    assert DNS_LABEL.match(name) and len(name) <= 40 and name.startswith("org-my-model-v2")
+    plan["best"]["deployment"]["model"] = "___"
+    with pytest.raises(PlannerInputError, match="DNS-1123"):
+        base_name(parse_plan(plan), "_")
