@@ -85,6 +85,12 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         help="write plan.json and the engine configs here (an empty or new folder)",
     )
     p.add_argument("--force", action="store_true", help="with --out: write into a non-empty folder")
+    p.add_argument(
+        "--target",
+        choices=("bundle", "k8s"),
+        default="bundle",
+        help="with --out: the engine bundle, or Kubernetes manifests under k8s/ (default: bundle)",
+    )
     add_format(p)
     add_calibration(p)
     p.set_defaults(func=cmd_plan)
@@ -162,14 +168,21 @@ def _request(args: argparse.Namespace) -> Any:
     )
 
 
-def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str, force: bool) -> list[str]:
-    """plan.json and the engine bundle, all built in memory first, then written together."""
+def _write_out(
+    plan_dict: dict[str, Any], backend: str, out_dir: str, force: bool, target: str = "bundle"
+) -> list[str]:
+    """plan.json and the engine bundle (or k8s manifests), all built in memory first, then
+    written together."""
     from planner.emitters.bundle import build_bundle
+    from planner.emitters.k8s import K8S_DIR, build_k8s
     from planner.emitters.plan_file import parse_plan
     from planner.safe_files import prepare_out_dir, write_all_new
 
-    files = build_bundle(parse_plan(to_jsonable(plan_dict)), backend)
+    build = build_k8s if target == "k8s" else build_bundle
+    files = build(parse_plan(to_jsonable(plan_dict)), backend)
     out = prepare_out_dir(out_dir, force)
+    if target == "k8s":
+        prepare_out_dir(out / K8S_DIR, force)
     outputs = {out / "plan.json": (json.dumps(to_jsonable(plan_dict), indent=2) + "\n").encode()}
     outputs |= {out / f.name: f.text.encode() for f in files}
     written = write_all_new(outputs, force)
@@ -260,7 +273,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     consts, bands = calibration_from(args, gpu)
     result = plan(_request(args).model_copy(update={"engine_constants": consts}), bands)
     plan_dict = result.to_plan_dict()
-    written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []
+    written = (
+        _write_out(plan_dict, args.backend, args.out, args.force, args.target) if args.out else []
+    )
     if args.format == "json":
         print_json(plan_dict)
     else:
