@@ -2,8 +2,9 @@
 
 PuLP's ``LpStatus`` alone is not enough: CBC reports "Optimal" after hitting a time limit with
 only a feasible incumbent, so :func:`solve` also checks ``sol_status`` (LpSolutionOptimal) and
-reports which solver ran. HiGHS prints a banner on stdout even when quiet; it is redirected so
-``--format json`` stays clean.
+reports which solver ran. HiGHS prints a banner on stdout even when quiet (``msg=False``); the
+native solver's stdout and stderr go to the null device while it runs, so no banner reaches the
+user's stdout (``--format json`` stays clean) or stderr.
 """
 
 from __future__ import annotations
@@ -32,17 +33,25 @@ class MilpOutcome:
 
 
 @contextlib.contextmanager
-def _quiet_stdout() -> Iterator[None]:
-    """Send fd 1 to stderr while a native solver runs (its banner bypasses Python's sys.stdout)."""
+def _quiet_native() -> Iterator[None]:
+    """Send fds 1 and 2 to the null device while a native solver runs (its banner bypasses
+    Python's sys.stdout and sys.stderr); the solver's outcome is read from ``prob.status`` and
+    ``prob.sol_status``, not from its log."""
     sys.stdout.flush()
-    saved = os.dup(1)
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    null = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(2, 1)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
         yield
     finally:
         sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
 
 
 def _solvers(time_limit_s: float) -> list[pulp.LpSolver]:
@@ -64,7 +73,7 @@ def solve(prob: pulp.LpProblem, time_limit_s: float = TIME_LIMIT_S) -> MilpOutco
     last = MilpOutcome(False, "Not Solved", "No Solution Found", "none", None)
     for solver in _solvers(time_limit_s):
         try:
-            with _quiet_stdout():
+            with _quiet_native():
                 prob.solve(solver)
         except pulp.PulpSolverError:
             continue

@@ -108,3 +108,15 @@ def test_fleet_milp_equals_brute_force_small() -> None:
     small = Options(**{f: tuple(getattr(opt, f)[o] for o in keep) for f in Options.model_fields})
     _, out = solve_options(spec, small)
     assert out.optimal and out.objective == pytest.approx(_brute_fleet(spec, small))
+
+
+def test_no_solver_banner(capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 47 item 8: a solve writes nothing to stdout or stderr (HiGHS prints its banner from
+    native code even with msg=False), and the outcome is read from the proven status."""
+    rng = np.random.default_rng(0)
+    pre, dec = _opts(rng, 8), _opts(rng, 10)
+    sol = solve_pd(pre, dec, 4.0, 32)
+    out, err = capfd.readouterr()
+    assert sol is not None and sol.outcome.optimal
+    assert sol.outcome.solution_status == "Optimal Solution Found"
+    assert out == "" and err == ""
