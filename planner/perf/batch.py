@@ -357,24 +357,15 @@ MIX_ATOMS = 64
 mixture is taken (``mixture_quantiles``): quantiles within 1/64 of a probability."""
 
 
-def _lognormal_ratio(cs2: np.ndarray, z: float) -> np.ndarray:
-    """Quantile / mean of a lognormal length with squared CV ``cs2`` (1 for fixed lengths)."""
-    sigma2 = np.log1p(np.maximum(cs2, 0.0))
-    return _lognormal_ratio_of(sigma2, np.sqrt(sigma2), z)
-
-
-def _lognormal_ratio_of(sigma2: np.ndarray, sigma: np.ndarray, z: float) -> np.ndarray:
-    """``_lognormal_ratio`` from the log variance ``sigma2`` and its square root ``sigma``."""
-    return np.asarray(np.exp(-sigma2 / 2.0 + z * sigma))
-
-
 def steady_ttft_quantile(s: ServingArrays, load: LoadArrays, q: float) -> np.ndarray:
-    """Steady-state TTFT q-quantile (s): the request's own prefill at the q-quantile of the prompt
-    length (its prefill part scales with the tokens; lognormal with the ISL's CV), plus the
-    admission wait (near-deterministic, normal spread from OSL variability), plus the prefill
-    queueing wait in steady state (the start-up wave excluded; exponential tail at the prefill
-    utilization). Quantiles of a sum taken as the sum of quantiles: exact when all but one part
-    are deterministic, an upper bound otherwise; every part is non-decreasing in q."""
+    """Steady-state TTFT q-quantile (s): the request's own time to first token
+    (``queueing.own_quantiles``: the per-request overhead, where in the batch cycle it arrives,
+    its own prefill scaled by its prompt length - lognormal with the ISL's CV - and the prompts
+    that share its prefill step), plus the admission wait (near-deterministic, normal spread from
+    OSL variability), plus the prefill queueing wait in steady state (the start-up wave excluded;
+    exponential tail at the prefill utilization). The own part's quantile is that of its sum;
+    the three parts' quantiles are added (exact when all but one are deterministic, an upper
+    bound otherwise); every part is non-decreasing in q."""
     return steady_ttft_quantiles(s, load, [q])[0]
 
 
@@ -383,24 +374,29 @@ def steady_ttft_quantiles(
 ) -> list[np.ndarray]:
     """``steady_ttft_quantile`` at each of ``qs``, the parts that do not depend on the quantile
     computed once."""
+    qs = [float(q) for q in qs]
     rho = np.clip(s.prefill_rho, 1e-9, 0.999)
     fixed_part = np.minimum(load.request_overhead_s, s.ttft_own_s)
-    scaled_part = s.ttft_own_s - fixed_part
-    sigma2 = np.log1p(np.maximum(load.cs2, 0.0))
-    sigma = np.sqrt(sigma2)
+    join = np.clip(s.join_s, 0.0, np.maximum(s.ttft_own_s - fixed_part, 0.0))
+    cohort = np.clip(
+        s.cohort_prompts * s.cohort_cost_s, 0.0, np.maximum(s.ttft_own_s - fixed_part - join, 0.0)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = np.where(s.cohort_prompts > 0.0, cohort / s.cohort_prompts, 0.0)
+    prefill = np.maximum(s.ttft_own_s - fixed_part - join - cohort, 0.0)
+    own = queueing.own_quantiles(fixed_part, join, prefill, load.cs2, s.cohort_prompts, cost, qs)
     b = np.clip(s.wave_share, 0.0, 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         steady_wait = np.where(b < 1.0, (s.wait_s - b * s.wave_wait_s) / (1.0 - b), 0.0)
     steady_wait = np.maximum(np.nan_to_num(steady_wait), 0.0)
     steady_wait = np.where(np.isfinite(s.wait_s), steady_wait, np.inf)
     out = []
-    for q in qs:
+    for q, own_q in zip(qs, own, strict=True):
         z = float(special.ndtri(q))
-        own = fixed_part + scaled_part * _lognormal_ratio_of(sigma2, sigma, z)
         admit = queueing.admission_wait_quantile(
             s.admission_wait_s, s.admission_ahead, s.hold_cs2, z
         )
-        out.append(np.asarray(own + admit + queueing.wait_quantile(steady_wait, rho, q)))
+        out.append(np.asarray(own_q + admit + queueing.wait_quantile(steady_wait, rho, q)))
     return out
 
 

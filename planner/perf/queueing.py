@@ -26,6 +26,7 @@ quantile mean·(1 + z·cs/sqrt(k)).
 from __future__ import annotations
 
 import numpy as np
+from scipy import special, stats
 
 Z_SCORES: dict[str, float] = {"p50": 0.0, "p90": 1.2815515655446004, "p99": 2.3263478740408408}
 """Standard normal quantiles for the named percentiles."""
@@ -115,3 +116,76 @@ def tpot_quantile(
     cost adds ``interference`` seconds per step on average, so TPOT ~ mean +
     z·interference/sqrt(events)."""
     return mean_tpot + z * interference / np.sqrt(np.maximum(events, 1.0))
+
+
+JOIN_ATOMS = 8
+"""Equal-probability atoms of the uniform wait for the next step boundary (``own_quantiles``), at
+the low end of their shares (i/8 of the range): a quantile read from them is at most the
+continuous one, and within 1/8 of the range of it."""
+LENGTH_ATOMS = 8
+"""Equal-probability atoms of the prompt-length factor where lengths vary (``own_quantiles``)."""
+COHORT_MAX = 7
+"""Most co-scheduled prompts ``own_quantiles`` counts (the Poisson tail beyond it is put there)."""
+
+
+def weighted_quantiles(
+    atoms: np.ndarray, weights: np.ndarray, qs: list[float] | tuple[float, ...]
+) -> list[np.ndarray]:
+    """Per column of ``atoms`` (shape (A, K)) with probabilities ``weights`` (same shape, each
+    column summing to 1), the smallest atom whose cumulative probability reaches each q
+    (non-decreasing in q)."""
+    order = np.argsort(atoms, axis=0, kind="stable")
+    xs = np.take_along_axis(atoms, order, 0)
+    cw = np.cumsum(np.take_along_axis(weights, order, 0), axis=0)
+    out = []
+    for q in qs:
+        idx = np.minimum((cw < q - 1e-9).sum(axis=0), xs.shape[0] - 1)
+        out.append(np.take_along_axis(xs, idx[None, :], 0)[0])
+    return out
+
+
+def own_quantiles(
+    fixed_s: np.ndarray,
+    join_s: np.ndarray,
+    prefill_s: np.ndarray,
+    length_cs2: np.ndarray,
+    cohort: np.ndarray,
+    cohort_cost_s: np.ndarray,
+    qs: list[float] | tuple[float, ...],
+) -> list[np.ndarray]:
+    """Quantiles (s) of a prompt's own time to first token with no queue ahead of it, the sum of
+    independent parts (K candidates each):
+
+    - ``fixed_s``: the per-request overhead, the same for every request;
+    - the wait for the next step boundary, uniform over 0..2 ``join_s`` (where in the batch cycle
+      the prompt arrives);
+    - its own prefill ``prefill_s`` times the length factor of its prompt (lognormal with mean 1
+      and squared CV ``length_cs2``; 1 for fixed lengths);
+    - the prompts that join its prefill step (prefill interference): Poisson with mean
+      ``cohort`` (arrivals per step), ``cohort_cost_s`` seconds each; every prompt of a step gets
+      its first token at the end of that step, so each co-scheduled prompt delays it.
+
+    The mean is fixed + join + prefill + cohort·cost. Quantiles of the sum are read from a grid
+    of weighted atoms (``JOIN_ATOMS`` x ``LENGTH_ATOMS`` where lengths vary x 0..``COHORT_MAX``
+    prompts), so they are ordered in q. Checked against ``planner simulate`` at p90
+    (tests/planner/perf/test_closed_loop_percentiles.py)."""
+    k = fixed_s.shape[0]
+    u = np.arange(JOIN_ATOMS) / JOIN_ATOMS
+    varies = bool(np.any(length_cs2 > 0.0))
+    g = (np.arange(LENGTH_ATOMS) + 0.5) / LENGTH_ATOMS if varies else np.array([0.5])
+    sigma2 = np.log1p(np.maximum(length_cs2, 0.0))
+    z = special.ndtri(g)[:, None]
+    length = np.exp(-sigma2 / 2.0 + z * np.sqrt(sigma2)) if varies else np.ones((1, k))
+    n = np.arange(COHORT_MAX + 1, dtype=float)[:, None]
+    lam = np.maximum(np.nan_to_num(cohort), 0.0)
+    pmf = stats.poisson.pmf(n, lam[None, :])
+    pmf[-1] = np.maximum(1.0 - pmf[:-1].sum(axis=0), 0.0)  # the tail at COHORT_MAX
+    base = fixed_s[None, None, None, :] + 2.0 * join_s * u[:, None, None, None]
+    atoms = (
+        base
+        + (prefill_s * length)[None, :, None, :]
+        + (np.nan_to_num(cohort_cost_s) * n)[None, None, :, :]
+    )
+    weights = np.broadcast_to(pmf[None, None, :, :] / (JOIN_ATOMS * len(g)), atoms.shape)
+    shape = (-1, k)
+    return weighted_quantiles(atoms.reshape(shape), weights.reshape(shape), qs)
