@@ -101,6 +101,12 @@ class Engine:
     replay_chunk: Callable[[float, object], int] | None = None
     """The prefill chunk (tokens) a measured launch ran at when it records none, given the GPU's
     memory (bytes) and the engine version; None: the engine's ``max_num_batched_tokens``."""
+    overlap_scheduler: str | None = None
+    """Why, with the source, the engine by default schedules and launches step n+1 while step n
+    runs and processes step n's outputs only then: a prompt that arrives during a step misses
+    the next one, already formed, and its first token reaches the client one step after the
+    step that computed it (``serving.OVERLAP_FIRST_TOKEN_STEPS``); None: it forms each step
+    after the previous step's outputs are processed."""
     launch_holds: HoldsFactory | None = None
     """The prompt holds a measured launch enabled, from the steps and tokens it records per
     candidate (attention-DP balance steps, batch-wait steps, batch-wait tokens; None where

@@ -512,7 +512,8 @@ def predict(
     dec_role = RoleColumns(dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)
     burst = lockstep_share(w, conc, cal, constants=consts)
     lasting = lasting_lockstep(w, policy.engine)
-    dec = worker_arrays(setting, dec_role, burst, lasting, recorded.holds)
+    overlap = policy.engine.overlap_scheduler is not None
+    dec = worker_arrays(setting, dec_role, burst, lasting, recorded.holds, overlap)
     # replicas share the clients (closed loop) or the arrivals (open loop) evenly
     agg_load = LoadArrays(
         **{

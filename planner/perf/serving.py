@@ -40,6 +40,14 @@ DAMPING = 0.5
 MIN_FREE_CHUNK = 64.0
 """Prefill tokens a step still admits when decode requests fill the chunk budget (engines always
 let some prefill through, e.g. by scheduling decodes first and prefill chunks in the remainder)."""
+OVERLAP_FIRST_TOKEN_STEPS = 2.0
+"""Decode steps an overlapping scheduler (``Engine.overlap_scheduler``) adds to an aggregated
+prompt's time to first token: step n+1 is formed while step n runs, so a prompt arriving during
+step n waits for n+1 as well (one step), and the first token computed in a step is processed
+and streamed while the next step runs (one step; TensorRT-LLM's documentation: "one extra
+decoding step"). Held out by GPU over both shared files it moved aggregated TTFT median error
+B200 33.2 -> 32.4%, H100 40.5 -> 36.1%, H200 25.8 -> 24.7%, GB200 58.9 -> 58.1% with TPOT
+unchanged (lab/notes/mechanisms.md)."""
 KV_TRANSFER_LATENCY_S = 5e-4
 """ASSUMPTION: set-up time of one KV transfer (NIXL/UCX handshake, block descriptors)."""
 KV_TRANSFER_BW_EFFICIENCY = 0.75
@@ -59,6 +67,9 @@ class WorkerArrays:
     workers: np.ndarray
     burst_fraction: np.ndarray  # share of a closed loop's clients that arrive in lockstep waves
     lockstep: np.ndarray | None = None  # every wave in lockstep (``lockstep_agg``); None: none
+    overlap: np.ndarray | None = None
+    """Where the engine overlaps scheduling with the running step (``Engine.overlap_scheduler``;
+    a prompt's first token comes ``OVERLAP_FIRST_TOKEN_STEPS`` steps later); None: nowhere."""
     holds: PromptHolds | None = None
     """The engine scheduler's prompt holds, a launch setting (``planner.engines.PromptHolds``);
     None: prompts are scheduled as they arrive."""
@@ -395,6 +406,8 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
             rate = np.where(closed, s / t_new, load.rate_per_s)  # requests/s of this iterate
             overhead = w.holds.add_wait(overhead, rate, t_dec, w.par.dp, load.isl_compute, b)
         t_own = own_prefill_time(t_dec, t_pre, chunks, overhead)
+        if w.overlap is not None:
+            t_own = t_own + np.where(w.overlap, OVERLAP_FIRST_TOKEN_STEPS * t_dec, 0.0)
         z = dsteps * t_new
         r, x_new = _closed_or_open(load, w.burst_fraction, t_own, work, z, n, x, wave_group)
         state = (x_new, t_new, b, t_pre, t_dec, f, work, t_own, z, r, p, chunks, own, prior)

@@ -91,9 +91,11 @@ def worker_arrays(
     burst: np.ndarray,
     lockstep: bool = False,
     holds: PromptHolds | None = None,
+    overlap: bool = False,
 ) -> WorkerArrays:
     """One role's ``WorkerArrays``: its KV capacity (at the recorded pool where one is given) and
-    the calibration's kernel scale and step overhead."""
+    the calibration's kernel scale and step overhead; ``overlap``: its engine overlaps scheduling
+    with the running step (``Engine.overlap_scheduler``)."""
     util, rec = s.util, s.recorded
     if rec.kv_pool is not None:
         util = default_pool_util(
@@ -111,6 +113,7 @@ def worker_arrays(
         role.workers,
         burst,
         np.full(k, lockstep) & np.isfinite(burst),
+        np.full(k, True) if overlap else None,
         holds,
     )
 

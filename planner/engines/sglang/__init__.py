@@ -5,6 +5,7 @@ from pathlib import Path
 
 from planner.engines.base import Engine
 from planner.engines.sglang import replay
+from planner.engines.sglang.scheduling import OVERLAP_SCHEDULER
 
 PREFILL_FIRST = (
     "SGLang runs a waiting prompt's prefill as a batch of its own before any decode step "
@@ -26,6 +27,7 @@ ENGINE = Engine(
     folder=Path(__file__).parent,
     emitter="planner.engines.sglang.emitter",
     prefill_first=PREFILL_FIRST,
+    overlap_scheduler=OVERLAP_SCHEDULER,
     result_names=("sglang",),
     replay_pool=replay.kv_pool,
     replay_chunk=replay.chunk,

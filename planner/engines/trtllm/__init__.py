@@ -9,7 +9,7 @@ result."""
 from pathlib import Path
 
 from planner.engines.base import Engine, KvPool
-from planner.engines.trtllm.scheduling import LaunchHolds
+from planner.engines.trtllm.scheduling import OVERLAP_SCHEDULER, LaunchHolds
 
 
 def _kv_pool(version: object, flag_recorded: bool) -> int:
@@ -25,4 +25,5 @@ ENGINE = Engine(
     result_names=("tensorrt", "trtllm"),
     replay_pool=_kv_pool,
     launch_holds=LaunchHolds,
+    overlap_scheduler=OVERLAP_SCHEDULER,
 )

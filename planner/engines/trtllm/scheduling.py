@@ -107,3 +107,13 @@ def _held_wait(
     w = np.minimum(np.maximum(iters, 0.0) * t_step, fill)
     xw = x * w
     return np.asarray(w * (1.0 + xw / 2.0) / (1.0 + xw))
+
+
+OVERLAP_SCHEDULER = (
+    "TensorRT-LLM's PyExecutor launches step n+1 before it processes step n's outputs, "
+    "enabled by default (disable_overlap_scheduler=False); 'the optimization introduces one "
+    "extra decoding step' (github:NVIDIA/TensorRT-LLM docs/source/features/overlap-scheduler.md"
+    "@081661b76c54f3516a894b682f1f15ceb7d3a03c)"
+)
+"""Why TensorRT-LLM emits a first token one step late and a new prompt misses one step
+(``Engine.overlap_scheduler``)."""
