@@ -49,6 +49,7 @@ class _Req:
     finish: float = -1.0
     done_tokens: int = 0
     warm: bool = False  # a steady-state start's request already running at t = 0 (not measured)
+    ready: int = 0  # first step that may schedule it (an overlapping scheduler formed the next)
 
 
 @dataclass
@@ -135,18 +136,25 @@ def simulate(
     running: list[_Req] = []
     done: list[_Req] = []
     now, steps, chunk = 0.0, 0, float(worker.max_num_batched_tokens)
+    # an overlapping scheduler (``Engine.overlap_scheduler``) forms step n+1 while step n runs: a
+    # request that arrives during step n waits for step n+2, and what step n computes reaches the
+    # client at the end of step n+1 (``serving.OVERLAP_FIRST_TOKEN_STEPS``)
+    lag = 1 if policy_of(backend).engine.overlap_scheduler is not None else 0
+    shown: list[tuple[_Req, bool, bool]] = []  # (request, first token, finished) of the last step
     if closed:
         _start_clients(w, worker, pending, waiting, running, rng, steady=w.bench_requests is None)
     while len(done) < requests:
         while not closed and pending and pending[0].arrival <= now:
-            waiting.append(pending.popleft())
-        if not waiting and not running:
+            r = pending.popleft()
+            r.ready = steps + 1 + lag
+            waiting.append(r)
+        if not waiting and not running and not shown:
             now = pending[0].arrival
             continue
         free = max(chunk - len(running), MIN_FREE_CHUNK)
         plan, budget, slots = [], free, worker.max_num_seqs - len(running)
         for r in waiting:
-            if budget <= 0 or slots <= 0:
+            if budget <= 0 or slots <= 0 or r.ready > steps + 1:
                 break
             take = int(min(r.left, budget))
             plan.append((r, take))
@@ -154,24 +162,31 @@ def simulate(
             slots -= 1
         now += clock(len(running), int(free - budget), len(plan))
         steps += 1
+        events: list[tuple[_Req, bool, bool]] = []
         for r in list(running):
             r.done_tokens += 1
             if r.done_tokens >= r.osl:
                 running.remove(r)
-                r.left, r.finish = -1, now
-                done.append(r)
-                _next_request(closed, pending, waiting, now)
+                r.left = -1
+                events.append((r, False, True))
         for r, take in plan:
             r.left -= take
             if r.left <= 0:
                 waiting.remove(r)
-                r.first, r.done_tokens = now, 1
+                r.done_tokens = 1
                 if r.osl > 1:
                     running.append(r)
-                else:  # a one-token answer ends with its prefill; its client asks again
-                    r.finish = now
-                    done.append(r)
-                    _next_request(closed, pending, waiting, now)
+                # a one-token answer ends with its prefill; its client asks again
+                events.append((r, True, r.osl <= 1))
+        if lag:
+            events, shown = shown, events
+        for r, first, finished in events:  # what reaches the clients at the end of this step
+            if first:
+                r.first = now
+            if finished:
+                r.finish = now
+                done.append(r)
+                _next_request(closed, pending, waiting, now, steps + 1 + lag)
     measured = [r for r in done if not r.warm]
     keep = sorted(measured, key=lambda r: r.arrival)[int(warmup_frac * len(measured)) :]
     if not keep:  # every request was one of the in-flight starts of the steady state
@@ -187,11 +202,14 @@ def simulate(
     return SimResult(ttft_s=ttft, tpot_s=_tpots(keep), requests_per_s=len(keep) / span, steps=steps)
 
 
-def _next_request(closed: bool, pending: deque[_Req], waiting: deque[_Req], now: float) -> None:
-    """A closed-loop client whose request just finished sends its next one at ``now``."""
+def _next_request(
+    closed: bool, pending: deque[_Req], waiting: deque[_Req], now: float, ready: int
+) -> None:
+    """A closed-loop client whose request just finished sends its next one at ``now``; the engine
+    may schedule it from step ``ready`` on."""
     if closed and pending:
         nxt = pending.popleft()
-        nxt.arrival = now
+        nxt.arrival, nxt.ready = now, ready
         waiting.append(nxt)
 
 
