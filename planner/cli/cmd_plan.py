@@ -199,6 +199,11 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
         )
         for m in ("ttft", "tpot")
     }
+    out |= {
+        f"P({m.upper()} {h['percentile']} <= SLO)": f"{h[m]['probability_met']:.1%}"
+        for m in ("ttft", "tpot")
+        if "probability_met" in h[m]
+    }
     return {**out, "least headroom at the band edge": h["tightest_at_band_edge"]}
 
 
@@ -219,6 +224,10 @@ def plan_table(r: Any) -> str:
         **_headroom_rows(r.best.headroom),
     }
     parts.append(render_kv(rows, "Recommended deployment"))
+    if r.at_prediction is not None:
+        c = r.at_prediction
+        title = f"At the point prediction (--confidence 0) the plan would be: {c.gpus} x {c.gpu}"
+        parts += ["", render_kv(_choice_rows(c, pct) | _headroom_rows(c.headroom), title)]
     for mode, c in r.alternatives.items():
         if c is not None and c.mode != r.best.mode:
             parts += ["", render_kv(_choice_rows(c, pct), f"Best {mode} alternative")]

@@ -51,6 +51,7 @@ def test_confidence_zero_keeps_the_point_prediction_pick() -> None:
     req = PlanRequest(**CASE, confidence=0)
     ev = evaluate_request(req)
     ok = ev.within_budget & ev.predicted_ok & (ev.ttft <= req.ttft_ms) & (ev.tpot <= req.tpot_ms)
+    ok &= ~ev.pp_dropped(ok)
     assert np.array_equal(ok, ev.feasible())
     assert plan(req).best.config == ev.summary(pick_best(ev, ok, req.objective))
 
@@ -61,9 +62,10 @@ def test_band_edges_are_above_predictions() -> None:
     assert np.all(np.isfinite(ev.ttft_edge[np.isfinite(ev.ttft)]))
 
 
-def test_confidence_other_than_table_level_is_refused() -> None:
+@pytest.mark.parametrize("c", [0.3, 0.995, 1.0])
+def test_confidence_outside_its_range_is_refused(c: float) -> None:
     with pytest.raises(PlannerInputError, match="--confidence"):
-        plan(PlanRequest(**CASE, confidence=0.95))
+        plan(PlanRequest(**CASE, confidence=c))
 
 
 def test_default_confidence_is_the_band_level() -> None:
