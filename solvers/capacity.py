@@ -14,11 +14,12 @@ lengths); then, per window, predict that worker replicated 1..R times in one vec
 :func:`planner.perf.batch.evaluate_batch` call at the window's design rate (the rate its bursts
 reach), its measured local gap CV (Kingman's G/G/1 wait, not Poisson) and its own length samples,
 plus the wait for a running slot when the replicas' ``max_num_seqs`` fill (``slot_wait``), and
-keep the fewest replicas meeting both SLOs at the percentile. Replicas change only between
-windows; a scale-up starts the new replicas ``scale_up_s`` before their window (billed from then).
-Static peak: the most replicas any window needs, all day. Static mean: sized for the trace's mean
-rate as Poisson traffic with its overall lengths (the constant-rate sizing), then checked window by
-window against the same predictions.
+keep the fewest replicas meeting both SLOs at the percentile, each with probability at least
+``confidence`` (the band table's one-sided quantile over the prediction). Replicas change only
+between windows; a scale-up starts the new replicas ``scale_up_s`` before their window (billed
+from then). Static peak: the most replicas any window needs, all day. Static mean: sized for the
+trace's mean rate as Poisson traffic with its overall lengths (the constant-rate sizing), then
+checked window by window against the same predictions.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
@@ -40,10 +41,13 @@ from planner.perf import queueing
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.perf.deployment import Deployment, WorkerConfig
 from planner.perf.replay import Progress
+from planner.uncertainty.bands import upper_factor
 from planner.workload.spec import LengthSpec, Workload
 from planner.workload.traces import Trace
 from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
+from solvers.plan_core import check_confidence
+from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 SECONDS_PER_HOUR = 3600.0
@@ -52,7 +56,9 @@ METHOD = (
     "Each window is sized at its design rate (the one-minute arrival rate that all but the SLO "
     "percentile's share of its requests arrive under) with its measured gap CV (Kingman G/G/1 "
     "for the prefill queue) and the wait for a running slot (Erlang C with the Allen-Cunneen "
-    "correction), on replicas of one aggregated worker shape; replicas change between windows, "
+    "correction), each SLO met with probability >= the request's confidence (the band table's "
+    "one-sided quantile over the prediction), on replicas of one aggregated worker shape; "
+    "replicas change between windows, "
     "a scale-up is billed from scale_up_s before its window. Static peak: the most replicas of "
     "any window; static mean: sized for the mean rate as Poisson traffic."
 )
@@ -92,6 +98,15 @@ class CapacityRequest(BaseModel):
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
     )
+    confidence: float = Field(
+        default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Per window."
+    )
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float) -> float:
+        check_confidence(v)
+        return v
 
 
 class Stats(BaseModel):
@@ -164,6 +179,9 @@ class CapacityResult(BaseModel):
     autoscaled: Fleet = Field(description="Fleet that follows the windows.")
     static_peak: Fleet = Field(description="Fleet sized for the busiest window all the time.")
     static_mean: Fleet = Field(description="Fleet sized for the mean load all the time.")
+    confidence: float = Field(
+        default=0.0, description="Each window's SLOs are met with at least this probability."
+    )
     method: str = Field(description="How the windows were sized.")
     seconds: float = Field(description="Wall time of the sizing, s.")
 
@@ -187,7 +205,7 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         objective="cost",
         price_per_gpu_hour=req.price_per_gpu_hour,
         hardware_dirs=req.hardware_dirs,
-        confidence=0.0,  # the replay below checks the SLO in every window of the trace
+        confidence=req.confidence,
     )
     best = plan(pr).best
     assert best.deployment.agg is not None
@@ -249,13 +267,27 @@ class _Predictor:
         waits = slot_wait(rate / self.cands.workers, hold, slots, cv * cv, osl_cs2)
         for s, w in waits.items():
             out[f"ttft_{s}"] = out[f"ttft_{s}"] + w * 1e3
+        f_ttft, f_tpot = (self._factor(r.prefill_utilization, k) for k in ("ttft", "tpot"))
         ok = (
             r.feasible
-            & (out[f"ttft_{p}"] <= self.req.ttft_ms)
-            & (out[f"tpot_{p}"] <= self.req.tpot_ms)
+            & (out[f"ttft_{p}"] * f_ttft <= self.req.ttft_ms)
+            & (out[f"tpot_{p}"] * f_tpot <= self.req.tpot_ms)
         )
         out["ok"] = np.asarray(ok, dtype=bool)
         return out
+
+    def _factor(self, utilization: np.ndarray, metric: str) -> np.ndarray | float:
+        """What ``metric``'s prediction is multiplied by to be met with probability
+        ``confidence`` (1 at confidence 0: the point prediction), per replica count."""
+        c = self.req.confidence
+        if c == 0:
+            return 1.0
+        n = np.size(utilization)
+        quant = np.full(n, WEIGHT_QUANTS.index(self.worker.weight_quant))
+        kv = np.full(n, KV_DTYPES.index(self.worker.kv_dtype))
+        util = np.asarray(utilization, dtype=float)
+        back = self.req.backend
+        return upper_factor(self.m, self.gpu, back, np.zeros(n), util, quant, kv, metric, None, c)
 
 
 def erlang_c(a: np.ndarray, c: int) -> np.ndarray:
@@ -455,6 +487,7 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
         autoscaled=_autoscaled(plans, gpw, req.scale_up_s, price),
         static_peak=_static(peak, plans, oks, gpw, price),
         static_mean=_static(mean_n, plans, oks, gpw, price),
+        confidence=req.confidence,
         method=METHOD,
         seconds=time.perf_counter() - t0,
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pulp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
@@ -25,7 +25,12 @@ from hardware.input_files import read_yaml
 from planner.engines import DEFAULT_ENGINE
 from solvers.milp import MilpOutcome, solve
 from solvers.plan_core import evaluate_request
-from solvers.plan_models import PlanRequest
+from solvers.plan_models import (
+    CONFIDENCE_HELP,
+    DEFAULT_CONFIDENCE,
+    PlanRequest,
+    confidence_problem,
+)
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -72,12 +77,16 @@ class FleetSpec(BaseModel):
     )
     backend: str = Field(default=DEFAULT_ENGINE, description="Engine whose calibration to use.")
     confidence: float = Field(
-        default=0.0,
-        ge=0,
-        le=1,
-        description="Meet each class's SLO at the upper edge of the "
-        "prediction band of this level (planner.uncertainty.bands); 0: at the point prediction.",
+        default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Every class."
     )
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float) -> float:
+        problem = confidence_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
+        return v
 
 
 class Options(BaseModel):

@@ -351,7 +351,7 @@ def band_predictions(
 
 
 PROBABILITY_BOUNDS = (1e-3, 1.0 - 1e-3)
-"""The probabilities ``meet_probability`` resolves: beyond them the band table's tails say nothing."""
+"""The probabilities ``meet_probability`` resolves (beyond them the table's tails say nothing)."""
 
 
 def meet_probability(band: LogBand, log_ratio: float, level: float) -> float:

@@ -89,6 +89,15 @@ class PlanRequest(BaseModel):
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
     confidence: float = Field(default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP)
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float) -> float:
+        problem = confidence_problem(v)
+        if problem is not None:
+            raise PlannerInputError("--confidence", problem)
+        return v
+
     node_gpus: int | None = Field(
         default=None, ge=1, description="Count GPUs in whole nodes of this size."
     )

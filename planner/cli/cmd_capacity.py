@@ -12,6 +12,7 @@ from hardware.errors import PlannerInputError
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.engines import DEFAULT_ENGINE, engine_names
+from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
 
 if TYPE_CHECKING:
     from planner.perf.replay import WindowStats
@@ -56,6 +57,12 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         choices=("p50", "p90", "p99"),
         default="p90",
         help="SLO percentile per window",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        help=f"{CONFIDENCE_HELP} (default {DEFAULT_CONFIDENCE})",
     )
     p.add_argument(
         "--window", type=duration, default=900.0, help="window length: 900s, 15m, 1h (default 15m)"
@@ -178,6 +185,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         backend=args.backend,
         price_per_gpu_hour=args.price_per_gpu_hour,
         hardware_dirs=tuple(args.hardware_dir),
+        confidence=args.confidence,
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
@@ -191,7 +199,12 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         f"{res.model} on {res.gpu} ({res.backend}): {res.trace['requests']:,} requests over "
         f"{float(res.trace['duration_s']) / 3600:.3g} h, windows of {res.window_s / 60:g} min, SLO "
         f"{res.slo['percentile']} TTFT <= {res.slo['ttft_ms']:g} ms, "
-        f"TPOT <= {res.slo['tpot_ms']:g} ms"
+        f"TPOT <= {res.slo['tpot_ms']:g} ms, "
+        + (
+            f"each met with probability >= {res.confidence:g}"
+            if res.confidence
+            else "at the point prediction"
+        )
     )
     print(head)
     gpw = res.deployment.total_gpus
