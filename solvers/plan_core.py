@@ -12,6 +12,7 @@ import numpy as np
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
+from planner.emitters.capabilities import known_failures
 from planner.model.bundled import load_model
 from planner.model.spec import ModelSpec
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, Reason
@@ -394,6 +395,7 @@ def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:
 def _space(req: PlanRequest, gpus: list[GpuSpec]) -> SearchSpace:
     modes = ("agg", "disagg") if req.mode == "auto" else (req.mode,)
     return SearchSpace(
+        known_failures=known_failures(req.backend),
         gpus=tuple(g.key for g in gpus),
         max_gpus=req.max_gpus,
         modes=modes,
