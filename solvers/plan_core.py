@@ -37,6 +37,7 @@ from solvers.explain import (
     infeasible_throughput,
 )
 from solvers.plan_models import DEFAULT_CONFIDENCE, Choice, PlanRequest, confidence_problem
+from solvers.purchase import cost_per_million, gpus_bought, purchase_unit
 from solvers.rate_pd import Factors, rate_disagg_block
 from solvers.space import SearchSpace
 
@@ -77,8 +78,14 @@ class Evaluated:
             [b.res.infeasible_reason != Reason.OUT_OF_MEMORY for b in self.blocks]
         )
         price = cat([np.full(b.size, pr) for b, pr in zip(self.blocks, self.prices, strict=True)])
-        self.cost_per_hour = price * self.gpus
-        self.cost_per_mtok = price / (SECONDS_PER_HOUR * np.maximum(self.tok_per_gpu, 1e-12)) * 1e6
+        # costs are of the GPUs bought (whole purchase units), per output and per total token
+        units = [purchase_unit(b.gpu, self.req.node_gpus)[0] for b in self.blocks]
+        self.gpus_bought = cat([gpus_bought(b, u) for b, u in zip(self.blocks, units, strict=True)])
+        self.cost_per_hour = price * self.gpus_bought
+        out_tok_s = self.tok_per_gpu * self.gpus
+        self.cost_per_mtok = cost_per_million(self.cost_per_hour, out_tok_s)
+        total = (self.req.isl + self.req.osl) / self.req.osl
+        self.cost_per_mtok_total = cost_per_million(self.cost_per_hour, out_tok_s * total)
         self.within_budget = self.gpus <= self.req.max_gpus
         self.uses_pp = cat([uses_pp(b) for b in self.blocks])
         keys = [b.gpu.key for b in self.blocks]
@@ -211,6 +218,7 @@ class Evaluated:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
         pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.engine())
         pred |= band_predictions(self.model, b, j, self.req.backend, pred, self.bands)
+        unit, unit_source = purchase_unit(b.gpu, self.req.node_gpus)
         return Choice(
             mode=b.mode,
             gpu=b.gpu.key,
@@ -218,7 +226,10 @@ class Evaluated:
             deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
             predicted=pred,
             gpus=int(self.gpus[i]),
+            gpus_bought=int(self.gpus_bought[i]),
+            purchase_unit={"gpus": unit, "source": unit_source},
             cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
+            cost_per_million_total_tokens=float(self.cost_per_mtok_total[i]),
             cost_per_hour_usd=float(self.cost_per_hour[i]),
             headroom=self.headroom(i),
         )

@@ -99,7 +99,10 @@ class PlanRequest(BaseModel):
         return v
 
     node_gpus: int | None = Field(
-        default=None, ge=1, description="Count GPUs in whole nodes of this size."
+        default=None,
+        ge=1,
+        description="GPUs per purchase unit: costs are of whole units (default: each GPU "
+        "spec's purchase_unit_gpus, e.g. 4 for an NVL72 tray, 1 where GPUs are rented singly).",
     )
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
@@ -127,9 +130,22 @@ class Choice(BaseModel):
     predicted: dict[str, object] = Field(
         description="Predicted TTFT, TPOT, throughput and memory (planner estimate's numbers)."
     )
-    gpus: int = Field(description="GPUs of the deployment.")
-    cost_per_million_output_tokens: float = Field(description="USD per million output tokens.")
-    cost_per_hour_usd: float = Field(description="USD per hour of the deployment.")
+    gpus: int = Field(description="GPUs the deployment uses.")
+    gpus_bought: int = Field(
+        description="GPUs paid for: whole purchase units holding the workers (the costs are of "
+        "these)."
+    )
+    purchase_unit: dict[str, int | str] = Field(
+        description="GPUs per purchase unit (``gpus``) and where that number comes from "
+        "(``source``: --node-gpus or the GPU spec)."
+    )
+    cost_per_million_output_tokens: float = Field(
+        description="USD per million output tokens (all input processing charged to them)."
+    )
+    cost_per_million_total_tokens: float = Field(
+        description="USD per million tokens processed, input plus output."
+    )
+    cost_per_hour_usd: float = Field(description="USD per hour of the GPUs bought.")
     headroom: dict[str, object] = Field(
         default_factory=dict,
         description="SLO / predicted and SLO / band edge per metric, and "

@@ -191,7 +191,8 @@ def _solve(
     dopt = PhaseOptions(
         dtype_key(s.dec)[di] // 1000, s.dec.gpus_per_worker[di], rate / y, np.full(di.size, price)
     )
-    sol = solve_pd(popt, dopt, rate, space.max_gpus, node_gpus=space.node_gpus)
+    unit = space.node_gpus or gpu.purchase_unit_gpus  # costs are of whole purchase units
+    sol = solve_pd(popt, dopt, rate, space.max_gpus, node_gpus=unit if unit > 1 else None)
     if sol is None:
         return None, None
     p, d = int(pi[sol.prefill]), int(di[sol.decode])

@@ -178,9 +178,12 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         "Output tokens/s per GPU": pr["output_tok_s_per_gpu"],
         "Output tokens/s per user": pr["output_tok_s_per_user"],
         "Requests/s": pr["requests_per_s"],
-        "GPUs": c.gpus,
-        "Cost per hour ($)": c.cost_per_hour_usd,
+        "GPUs used / bought": (
+            f"{c.gpus:,} / {c.gpus_bought:,} (units of {c.purchase_unit['gpus']})"
+        ),
+        "Cost per hour of the GPUs bought ($)": c.cost_per_hour_usd,
         "Cost per 1M output tokens ($)": c.cost_per_million_output_tokens,
+        "Cost per 1M total tokens, input + output ($)": c.cost_per_million_total_tokens,
     }
 
 
