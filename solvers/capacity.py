@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -48,6 +49,7 @@ from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
 from solvers.plan_core import check_confidence
 from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
+from solvers.purchase import purchase_unit, units_bought
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 SECONDS_PER_HOUR = 3600.0
@@ -65,6 +67,8 @@ METHOD = (
 """How the answer was reached, carried in the JSON."""
 SHAPE_MAX_GPUS = 16
 """Default largest worker shape searched (two 8-GPU nodes); the fleet grows by replicas of it."""
+Bought = Callable[[int], int]
+"""GPUs bought (whole purchase units) for a number of replicas of the worker."""
 CV_RANGE = (0.05, 10.0)
 """Gap CVs are clipped to this range before queueing (Workload.arrival_cv's bounds)."""
 
@@ -100,6 +104,12 @@ class CapacityRequest(BaseModel):
     )
     confidence: float = Field(
         default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Per window."
+    )
+    node_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs per purchase unit: costs are of whole units (default: the GPU spec's "
+        "purchase_unit_gpus).",
     )
 
     @field_validator("confidence")
@@ -137,7 +147,7 @@ class WindowPlan(BaseModel):
     isl_mean: float | None = Field(description="Mean input tokens; None without requests.")
     osl_mean: float | None = Field(description="Mean output tokens; None without requests.")
     replicas: int = Field(description="Replicas the window needs.")
-    gpus: int = Field(description="GPUs of those replicas.")
+    gpus: int = Field(description="GPUs bought for those replicas (whole purchase units).")
     config: str = Field(description="Short description of one replica.")
     ttft_ms: Stats = Field(description="Predicted TTFT in the window, ms.")
     tpot_ms: Stats = Field(description="Predicted TPOT in the window, ms.")
@@ -153,8 +163,8 @@ class Fleet(BaseModel):
     replicas: int | None = Field(
         default=None, description="Constant replicas (static deployments)."
     )
-    gpus: int = Field(description="Most GPUs at once.")
-    gpu_hours: float = Field(description="GPU-hours over the trace.")
+    gpus: int = Field(description="Most GPUs bought at once.")
+    gpu_hours: float = Field(description="GPU-hours bought over the trace.")
     cost: float = Field(description="USD.")
     windows_violating: int = Field(default=0, description="Windows predicted to miss the SLO.")
     violating_windows: tuple[int, ...] = Field(default=(), description="Their indices.")
@@ -171,6 +181,10 @@ class CapacityResult(BaseModel):
     window_s: float = Field(description="Sizing window length, s.")
     scale_up_s: float = Field(description="Time a new replica takes to serve, s.")
     price_per_gpu_hour: float = Field(description="USD per GPU-hour used for the costs.")
+    purchase_unit: dict[str, int | str] = Field(
+        default_factory=dict,
+        description="GPUs per purchase unit (``gpus``) and its source; GPUs are bought in them.",
+    )
     trace: dict[str, float | int | str] = Field(
         description="The trace: source, layout, requests, duration."
     )
@@ -357,7 +371,7 @@ def _nan_none(x: float) -> float | None:
 
 
 def _plan_window(
-    win: Window, predict: _Predictor, req: CapacityRequest, gpw: int
+    win: Window, predict: _Predictor, req: CapacityRequest, bought: Bought
 ) -> tuple[WindowPlan, np.ndarray | None]:
     """The window's plan and its ok-by-replica-count array (None for an empty window)."""
     common = dict(
@@ -376,7 +390,7 @@ def _plan_window(
         return WindowPlan(
             **common,
             replicas=n,
-            gpus=n * gpw,
+            gpus=bought(n),
             config=_config(predict.worker, n),
             ttft_ms=Stats(),
             tpot_ms=Stats(),
@@ -388,7 +402,7 @@ def _plan_window(
     return WindowPlan(
         **common,
         replicas=n,
-        gpus=n * gpw,
+        gpus=bought(n),
         config=_config(predict.worker, n),
         ttft_ms=_stats(pred, "ttft", n),
         tpot_ms=_stats(pred, "tpot", n),
@@ -396,11 +410,11 @@ def _plan_window(
     ), pred["ok"]
 
 
-def _autoscaled(plans: list[WindowPlan], gpw: int, scale_up_s: float, price: float) -> Fleet:
+def _autoscaled(plans: list[WindowPlan], bought: Bought, scale_up_s: float, price: float) -> Fleet:
     hours, prev = 0.0, plans[0].replicas
     for w in plans:
-        hours += w.replicas * gpw * w.duration_s / SECONDS_PER_HOUR
-        hours += max(w.replicas - prev, 0) * gpw * scale_up_s / SECONDS_PER_HOUR
+        hours += bought(w.replicas) * w.duration_s / SECONDS_PER_HOUR
+        hours += max(bought(w.replicas) - bought(prev), 0) * scale_up_s / SECONDS_PER_HOUR
         prev = w.replicas
     bad = tuple(i for i, w in enumerate(plans) if not w.meets_slo)
     return Fleet(
@@ -413,15 +427,15 @@ def _autoscaled(plans: list[WindowPlan], gpw: int, scale_up_s: float, price: flo
 
 
 def _static(
-    n: int, plans: list[WindowPlan], oks: list[np.ndarray | None], gpw: int, price: float
+    n: int, plans: list[WindowPlan], oks: list[np.ndarray | None], bought: Bought, price: float
 ) -> Fleet:
-    hours = n * gpw * sum(w.duration_s for w in plans) / SECONDS_PER_HOUR
+    hours = bought(n) * sum(w.duration_s for w in plans) / SECONDS_PER_HOUR
     bad = tuple(
         i for i, ok in enumerate(oks) if ok is not None and (n < 1 or n > ok.size or not ok[n - 1])
     )
     return Fleet(
         replicas=n,
-        gpus=n * gpw,
+        gpus=bought(n),
         gpu_hours=hours,
         cost=hours * price,
         windows_violating=len(bad),
@@ -460,9 +474,14 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
             f"{req.min_replicas} replicas of {gpw} GPUs exceed --max-gpus {req.max_gpus}",
         )
     predict = _Predictor(load_model(req.model), req, dep, max_replicas)
+    unit, unit_source = purchase_unit(predict.gpu, req.node_gpus)
+
+    def bought(n: int) -> int:
+        return int(units_bought(np.array(gpw), np.array(n), unit)) * unit
+
     pairs, progress = [], Progress(lambda line: print(line, file=sys.stderr))
     for w in wins:
-        pairs.append(_plan_window(w, predict, req, gpw))
+        pairs.append(_plan_window(w, predict, req, bought))
         progress(f"capacity: sized {w.index + 1}/{len(wins)} windows")
     plans, oks = [p for p, _ in pairs], [ok for _, ok in pairs]
     peak = max(p.replicas for p in plans)
@@ -484,9 +503,10 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
         },
         deployment=dep,
         windows=tuple(plans),
-        autoscaled=_autoscaled(plans, gpw, req.scale_up_s, price),
-        static_peak=_static(peak, plans, oks, gpw, price),
-        static_mean=_static(mean_n, plans, oks, gpw, price),
+        autoscaled=_autoscaled(plans, bought, req.scale_up_s, price),
+        static_peak=_static(peak, plans, oks, bought, price),
+        static_mean=_static(mean_n, plans, oks, bought, price),
+        purchase_unit={"gpus": unit, "source": unit_source},
         confidence=req.confidence,
         method=METHOD,
         seconds=time.perf_counter() - t0,

@@ -122,7 +122,9 @@ def plan(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
     binding = explain_binding(ev, best)
     alts: dict[str, Choice | None] = {}
     for mode in ("agg", "disagg"):
-        mask = ok & (ev.mode_code == (0 if mode == "agg" else 1))
+        # each mode's best, PP only where no PP-free deployment of that mode meets the request
+        mask = ev.meets() & (ev.mode_code == (0 if mode == "agg" else 1))
+        mask &= ~ev.pp_dropped(mask)
         alts[mode] = ev.choice(pick_best(ev, mask, req.objective)) if mask.any() else None
     front = _front(ev, ok)
     pareto = _pareto(ev, front)

@@ -105,17 +105,22 @@ class Evaluated:
         self.ttft_edge = self.ttft_band if robust else self.ttft
         self.tpot_edge = self.tpot_band if robust else self.tpot
 
-    def feasible(self, at_prediction: bool = False) -> np.ndarray:
+    def meets(self, at_prediction: bool = False) -> np.ndarray:
         """Candidates within budget and both SLOs at the requested percentile, each met with
         probability >= ``PlanRequest.confidence`` (``at_prediction`` or confidence 0: at the
         point prediction)."""
         t, p = (self.ttft, self.tpot) if at_prediction else (self.ttft_edge, self.tpot_edge)
-        ok = (
+        return (
             self.within_budget
             & self.predicted_ok
             & (t <= self.req.ttft_ms)
             & (p <= self.req.tpot_ms)
         )
+
+    def feasible(self, at_prediction: bool = False) -> np.ndarray:
+        """The candidates a plan may pick: those ``meets`` keeps, less the PP ones on a GPU type
+        where a PP-free candidate meets the request (``pp_dropped``)."""
+        ok = self.meets(at_prediction)
         return ok & ~self.pp_dropped(ok)
 
     def pp_dropped(self, ok: np.ndarray) -> np.ndarray:

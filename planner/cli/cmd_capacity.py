@@ -65,6 +65,13 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         help=f"{CONFIDENCE_HELP} (default {DEFAULT_CONFIDENCE})",
     )
     p.add_argument(
+        "--node-gpus",
+        type=positive_int,
+        default=None,
+        help="GPUs per purchase unit: costs are of whole units (default: the GPU spec's "
+        "purchase_unit_gpus, e.g. 4 for an NVL72 tray, 1 where GPUs are rented singly)",
+    )
+    p.add_argument(
         "--window", type=duration, default=900.0, help="window length: 900s, 15m, 1h (default 15m)"
     )
     p.add_argument(
@@ -137,7 +144,7 @@ def _summary_rows(res: Any) -> list[dict[str, Any]]:
                 "design rate (req/s)": w.design_rate,
                 "gap CV": w.arrival_cv,
                 "replicas": w.replicas,
-                "GPUs": w.gpus,
+                "GPUs bought": w.gpus,
                 f"TTFT {pct} (ms)": getattr(w.ttft_ms, pct),
                 f"TPOT {pct} (ms)": getattr(w.tpot_ms, pct),
                 "meets SLO": w.meets_slo,
@@ -156,8 +163,8 @@ def _fleet_rows(res: Any) -> list[dict[str, Any]]:
         out.append(
             {
                 "deployment": name,
-                "GPUs (max)": f.gpus,
-                "GPU-hours": f.gpu_hours,
+                "GPUs bought (max)": f.gpus,
+                "GPU-hours bought": f.gpu_hours,
                 "cost ($)": f.cost,
                 "windows violating SLO": f.windows_violating,
             }
@@ -186,6 +193,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         price_per_gpu_hour=args.price_per_gpu_hour,
         hardware_dirs=tuple(args.hardware_dir),
         confidence=args.confidence,
+        node_gpus=args.node_gpus,
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
@@ -209,7 +217,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     print(head)
     gpw = res.deployment.total_gpus
     print(
-        f"replica: {res.windows[0].config.split(' x ', 1)[1]} ({gpw} GPU{'s' if gpw > 1 else ''})"
+        f"replica: {res.windows[0].config.split(' x ', 1)[1]} ({gpw} GPU{'s' if gpw > 1 else ''}); "
+        f"GPUs bought in units of {res.purchase_unit.get('gpus', 1)}"
     )
     print(render_table(_summary_rows(res)))
     print()

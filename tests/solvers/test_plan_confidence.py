@@ -51,8 +51,9 @@ def test_confidence_zero_keeps_the_point_prediction_pick() -> None:
     req = PlanRequest(**CASE, confidence=0)
     ev = evaluate_request(req)
     ok = ev.within_budget & ev.predicted_ok & (ev.ttft <= req.ttft_ms) & (ev.tpot <= req.tpot_ms)
+    assert np.array_equal(ok, ev.meets())
+    assert np.array_equal(ok & ~ev.pp_dropped(ok), ev.feasible())
     ok &= ~ev.pp_dropped(ok)
-    assert np.array_equal(ok, ev.feasible())
     assert plan(req).best.config == ev.summary(pick_best(ev, ok, req.objective))
 
 
