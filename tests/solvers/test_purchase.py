@@ -54,7 +54,7 @@ def test_costs_are_of_the_gpus_bought() -> None:
 
 def test_total_token_cost_counts_input_and_output() -> None:
     c = plan(PlanRequest(**REQ)).best
-    out_tok_s = float(c.predicted["output_tok_s_per_gpu"]) * c.gpus
+    out_tok_s = float(str(c.predicted["output_tok_s_per_gpu"])) * c.gpus
     assert c.cost_per_million_output_tokens == pytest.approx(
         c.cost_per_hour_usd / 3600 / out_tok_s * 1e6
     )
