@@ -42,12 +42,12 @@ from planner.perf import queueing
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.perf.deployment import Deployment, WorkerConfig
 from planner.perf.replay import Progress
-from planner.uncertainty.bands import upper_factor
+from planner.uncertainty.bands import candidate_bands, packaged_bands, upper_factor
 from planner.workload.spec import LengthSpec, Workload
 from planner.workload.traces import Trace
 from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
-from solvers.plan_core import check_confidence
+from solvers.plan_core import check_confidence, meet_probability
 from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
 from solvers.purchase import purchase_unit, units_bought
 
@@ -153,6 +153,11 @@ class WindowPlan(BaseModel):
     tpot_ms: Stats = Field(description="Predicted TPOT in the window, ms.")
     meets_slo: bool = Field(
         description="Predicted to meet both SLOs (false: even the most replicas do not)."
+    )
+    probability_met: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per SLO (ttft, tpot), the probability the window's replicas meet it; "
+        "empty for a window without requests.",
     )
 
 
@@ -288,6 +293,24 @@ class _Predictor:
             & (out[f"tpot_{p}"] * f_tpot <= self.req.tpot_ms)
         )
         out["ok"] = np.asarray(ok, dtype=bool)
+        out["prefill_utilization"] = np.asarray(r.prefill_utilization, dtype=float)
+        return out
+
+    def probability_met(self, pred: dict[str, np.ndarray], n: int) -> dict[str, float]:
+        """Per SLO, the probability that ``n`` replicas meet it (the band's quantile inverted at
+        SLO / prediction; ``solvers.plan_core.meet_probability``)."""
+        p, out = self.req.percentile, {}
+        util = float(pred["prefill_utilization"][n - 1])
+        quant = WEIGHT_QUANTS.index(self.worker.weight_quant)
+        kv = KV_DTYPES.index(self.worker.kv_dtype)
+        bands = candidate_bands(self.m, self.gpu, self.req.backend, 0, util, quant, kv)
+        level = packaged_bands().table.level
+        for metric, slo in (("ttft", self.req.ttft_ms), ("tpot", self.req.tpot_ms)):
+            value = float(pred[f"{metric}_{p}"][n - 1])
+            if not math.isfinite(value) or value <= 0:
+                out[metric] = 0.0 if not math.isfinite(value) else 1.0
+                continue
+            out[metric] = round(meet_probability(bands[metric], math.log(slo / value), level), 4)
         return out
 
     def _factor(self, utilization: np.ndarray, metric: str) -> np.ndarray | float:
@@ -407,6 +430,7 @@ def _plan_window(
         ttft_ms=_stats(pred, "ttft", n),
         tpot_ms=_stats(pred, "tpot", n),
         meets_slo=met,
+        probability_met=predict.probability_met(pred, n),
     ), pred["ok"]
 
 

@@ -148,6 +148,8 @@ def _summary_rows(res: Any) -> list[dict[str, Any]]:
                 f"TTFT {pct} (ms)": getattr(w.ttft_ms, pct),
                 f"TPOT {pct} (ms)": getattr(w.tpot_ms, pct),
                 "meets SLO": w.meets_slo,
+                f"P(TTFT {pct} <= SLO)": w.probability_met.get("ttft"),
+                f"P(TPOT {pct} <= SLO)": w.probability_met.get("tpot"),
             }
         )
     return rows

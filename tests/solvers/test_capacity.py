@@ -144,6 +144,9 @@ def test_windows_are_sized_at_the_confidence(day: dict) -> None:
         == 0.8
         == CapacityRequest(model="m", gpus=("h100",), ttft_ms=1, tpot_ms=1).confidence
     )
+    for w in res.windows:  # each window states the probability it meets each SLO
+        if w.requests and w.meets_slo:
+            assert min(w.probability_met.values()) >= 0.8 - 1e-3
     m = load_model("llama-3.1-70b")
     base = dict(model="llama-3.1-70b", gpus=("h100",), ttft_ms=SLO_TTFT_MS, tpot_ms=SLO_TPOT_MS)
     needed = []
