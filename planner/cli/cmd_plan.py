@@ -283,7 +283,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         render_kv(
             {
                 "$ per hour": result.cost_per_hour_usd,
-                "GPUs by type": str(result.gpus_by_type),
+                "GPUs used by type": str(result.gpus_by_type),
+                "GPUs bought by type (the cost is of these)": str(result.gpus_bought_by_type),
                 "solver": f"{result.solver} ({result.status}, {result.solution_status})",
                 "solve seconds": result.solve_seconds,
                 "binding constraint": result.binding_constraint,

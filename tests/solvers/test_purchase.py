@@ -62,3 +62,35 @@ def test_total_token_cost_counts_input_and_output() -> None:
     assert c.cost_per_million_total_tokens == pytest.approx(
         c.cost_per_million_output_tokens * share
     )
+
+
+def test_fleet_pays_for_whole_units() -> None:
+    from solvers.fleet import FleetSpec, solve_fleet
+
+    raw = dict(
+        classes=[
+            dict(
+                name="chat",
+                model="llama-3.1-8b",
+                rate_per_s=3,
+                isl=1000,
+                osl=300,
+                ttft_ms=1000,
+                tpot_ms=40,
+            )
+        ],
+        gpus=[dict(gpu="gb200", available=64)],
+        max_gpus_per_replica=2,
+        confidence=0,
+    )
+    tray = solve_fleet(FleetSpec.model_validate(raw))
+    used, bought = tray.gpus_by_type["gb200"], tray.gpus_bought_by_type["gb200"]
+    assert bought % 4 == 0 and used <= bought < used + 4
+    assert tray.cost_per_hour_usd == pytest.approx(6.5 * bought)
+    single = solve_fleet(
+        FleetSpec.model_validate(
+            raw | {"gpus": [dict(gpu="gb200", available=64, purchase_unit_gpus=1)]}
+        )
+    )
+    assert single.cost_per_hour_usd == pytest.approx(6.5 * single.gpus_by_type["gb200"])
+    assert single.cost_per_hour_usd <= tray.cost_per_hour_usd
