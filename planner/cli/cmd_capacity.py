@@ -12,6 +12,7 @@ from hardware.errors import PlannerInputError
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.engines import DEFAULT_ENGINE, engine_names
+from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
 
 if TYPE_CHECKING:
     from planner.perf.replay import WindowStats
@@ -56,6 +57,19 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         choices=("p50", "p90", "p99"),
         default="p90",
         help="SLO percentile per window",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        help=f"{CONFIDENCE_HELP} (default {DEFAULT_CONFIDENCE})",
+    )
+    p.add_argument(
+        "--node-gpus",
+        type=positive_int,
+        default=None,
+        help="GPUs per purchase unit: costs are of whole units (default: the GPU spec's "
+        "purchase_unit_gpus, e.g. 4 for an NVL72 tray, 1 where GPUs are rented singly)",
     )
     p.add_argument(
         "--window", type=duration, default=900.0, help="window length: 900s, 15m, 1h (default 15m)"
@@ -130,10 +144,12 @@ def _summary_rows(res: Any) -> list[dict[str, Any]]:
                 "design rate (req/s)": w.design_rate,
                 "gap CV": w.arrival_cv,
                 "replicas": w.replicas,
-                "GPUs": w.gpus,
+                "GPUs bought": w.gpus,
                 f"TTFT {pct} (ms)": getattr(w.ttft_ms, pct),
                 f"TPOT {pct} (ms)": getattr(w.tpot_ms, pct),
                 "meets SLO": w.meets_slo,
+                f"P(TTFT {pct} <= SLO)": w.probability_met.get("ttft"),
+                f"P(TPOT {pct} <= SLO)": w.probability_met.get("tpot"),
             }
         )
     return rows
@@ -149,8 +165,8 @@ def _fleet_rows(res: Any) -> list[dict[str, Any]]:
         out.append(
             {
                 "deployment": name,
-                "GPUs (max)": f.gpus,
-                "GPU-hours": f.gpu_hours,
+                "GPUs bought (max)": f.gpus,
+                "GPU-hours bought": f.gpu_hours,
                 "cost ($)": f.cost,
                 "windows violating SLO": f.windows_violating,
             }
@@ -178,6 +194,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         backend=args.backend,
         price_per_gpu_hour=args.price_per_gpu_hour,
         hardware_dirs=tuple(args.hardware_dir),
+        confidence=args.confidence,
+        node_gpus=args.node_gpus,
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
@@ -191,12 +209,18 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         f"{res.model} on {res.gpu} ({res.backend}): {res.trace['requests']:,} requests over "
         f"{float(res.trace['duration_s']) / 3600:.3g} h, windows of {res.window_s / 60:g} min, SLO "
         f"{res.slo['percentile']} TTFT <= {res.slo['ttft_ms']:g} ms, "
-        f"TPOT <= {res.slo['tpot_ms']:g} ms"
+        f"TPOT <= {res.slo['tpot_ms']:g} ms, "
+        + (
+            f"each met with probability >= {res.confidence:g}"
+            if res.confidence
+            else "at the point prediction"
+        )
     )
     print(head)
     gpw = res.deployment.total_gpus
     print(
-        f"replica: {res.windows[0].config.split(' x ', 1)[1]} ({gpw} GPU{'s' if gpw > 1 else ''})"
+        f"replica: {res.windows[0].config.split(' x ', 1)[1]} ({gpw} GPU{'s' if gpw > 1 else ''}); "
+        f"GPUs bought in units of {res.purchase_unit.get('gpus', 1)}"
     )
     print(render_table(_summary_rows(res)))
     print()

@@ -203,9 +203,12 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         "Output tokens/s per GPU": pr["output_tok_s_per_gpu"],
         "Output tokens/s per user": pr["output_tok_s_per_user"],
         "Requests/s": pr["requests_per_s"],
-        "GPUs": c.gpus,
-        "Cost per hour ($)": c.cost_per_hour_usd,
+        "GPUs used / bought": (
+            f"{c.gpus:,} / {c.gpus_bought:,} (units of {c.purchase_unit['gpus']})"
+        ),
+        "Cost per hour of the GPUs bought ($)": c.cost_per_hour_usd,
         "Cost per 1M output tokens ($)": c.cost_per_million_output_tokens,
+        "Cost per 1M total tokens, input + output ($)": c.cost_per_million_total_tokens,
     }
 
 
@@ -223,6 +226,11 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
             f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}"
         )
         for m in ("ttft", "tpot")
+    }
+    out |= {
+        f"P({m.upper()} {h['percentile']} <= SLO)": f"{h[m]['probability_met']:.1%}"
+        for m in ("ttft", "tpot")
+        if "probability_met" in h[m]
     }
     return {**out, "least headroom at the band edge": h["tightest_at_band_edge"]}
 
@@ -244,6 +252,10 @@ def plan_table(r: Any) -> str:
         **_headroom_rows(r.best.headroom),
     }
     parts.append(render_kv(rows, "Recommended deployment"))
+    if r.at_prediction is not None:
+        c = r.at_prediction
+        title = f"At the point prediction (--confidence 0) the plan would be: {c.gpus} x {c.gpu}"
+        parts += ["", render_kv(_choice_rows(c, pct) | _headroom_rows(c.headroom), title)]
     for mode, c in r.alternatives.items():
         if c is not None and c.mode != r.best.mode:
             parts += ["", render_kv(_choice_rows(c, pct), f"Best {mode} alternative")]
@@ -298,7 +310,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         render_kv(
             {
                 "$ per hour": result.cost_per_hour_usd,
-                "GPUs by type": str(result.gpus_by_type),
+                "GPUs used by type": str(result.gpus_by_type),
+                "GPUs bought by type (the cost is of these)": str(result.gpus_bought_by_type),
                 "solver": f"{result.solver} ({result.status}, {result.solution_status})",
                 "solve seconds": result.solve_seconds,
                 "binding constraint": result.binding_constraint,
