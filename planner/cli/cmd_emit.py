@@ -8,6 +8,7 @@ from typing import Any
 
 from planner.cli.common import add_hardware_dir
 from planner.cli.output import print_json
+from planner.cli.recipe_args import add_listen_host
 from planner.emitters import build_bundle, write_files
 from planner.emitters.plan_file import load_plan
 from planner.engines import engine_names
@@ -36,6 +37,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         help="write into a non-empty DIR (or through a link), replacing its files",
     )
     add_hardware_dir(p)
+    add_listen_host(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=handler)
 
@@ -43,7 +45,11 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
 def handler(args: argparse.Namespace) -> int:
     """Build every file in memory first (errors leave ``--out`` untouched), then write them."""
     files = build_bundle(
-        load_plan(args.plan), args.backend, args.engine_version, tuple(args.hardware_dir)
+        load_plan(args.plan),
+        args.backend,
+        args.engine_version,
+        tuple(args.hardware_dir),
+        host=args.host,
     )
     written = [str(p) for p in write_files(files, args.out, args.force)]
     if args.format == "json":

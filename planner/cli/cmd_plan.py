@@ -21,6 +21,7 @@ from planner.cli.common import (
     token_count,
 )
 from planner.cli.field_help import PLAN, flag_help
+from planner.cli.recipe_args import add_listen_host, add_max_lengths
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 from planner.engines import DEFAULT_ENGINE, engine_names
 
@@ -33,6 +34,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--max-gpus", type=gpu_count, default=8, help=flag_help(PLAN, "--max-gpus"))
     p.add_argument("--isl", type=token_count, required=True, help=flag_help(PLAN, "--isl"))
     p.add_argument("--osl", type=token_count, required=True, help=flag_help(PLAN, "--osl"))
+    add_max_lengths(p, "2x the mean, capped at the model's maximum positions")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=request_rate, default=None, help=flag_help(PLAN, "--rate"))
     load.add_argument(
@@ -85,6 +87,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         help="write plan.json and the engine configs here (an empty or new folder)",
     )
     p.add_argument("--force", action="store_true", help="with --out: write into a non-empty folder")
+    add_listen_host(p)
     add_format(p)
     add_calibration(p)
     p.set_defaults(func=cmd_plan)
@@ -124,8 +127,14 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
 
 def _request(args: argparse.Namespace) -> Any:
     from planner.emitters.capabilities import shape_rules
+    from planner.model.bundled import load_model
+    from planner.workload.spec import max_lengths
     from solvers.plan import PlanRequest
 
+    limit = load_model(args.model, args.model_id or "").max_position_embeddings
+    max_isl, max_osl = max_lengths(
+        args.isl, args.osl, args.max_isl, args.max_osl, limit, args.model
+    )
     return PlanRequest(
         model=args.model,
         model_id=args.model_id or "",
@@ -134,6 +143,8 @@ def _request(args: argparse.Namespace) -> Any:
         max_gpus=args.max_gpus,
         isl=args.isl,
         osl=args.osl,
+        max_isl=max_isl,
+        max_osl=max_osl,
         rate_per_s=args.rate,
         concurrency=args.concurrency,
         ttft_ms=args.ttft_ms,
@@ -150,13 +161,15 @@ def _request(args: argparse.Namespace) -> Any:
     )
 
 
-def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str, force: bool) -> list[str]:
+def _write_out(
+    plan_dict: dict[str, Any], backend: str, out_dir: str, force: bool, host: str = ""
+) -> list[str]:
     """plan.json and the engine bundle, all built in memory first, then written together."""
     from planner.emitters.bundle import build_bundle
     from planner.emitters.plan_file import parse_plan
     from planner.safe_files import prepare_out_dir, write_all_new
 
-    files = build_bundle(parse_plan(to_jsonable(plan_dict)), backend)
+    files = build_bundle(parse_plan(to_jsonable(plan_dict)), backend, host=host)
     out = prepare_out_dir(out_dir, force)
     outputs = {out / "plan.json": (json.dumps(to_jsonable(plan_dict), indent=2) + "\n").encode()}
     outputs |= {out / f.name: f.text.encode() for f in files}
@@ -247,8 +260,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     gpu = get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None
     consts, bands = calibration_from(args, gpu)
     result = plan(_request(args).model_copy(update={"engine_constants": consts}), bands)
+    check_one_request(result.best.predicted, result.workload)
     plan_dict = result.to_plan_dict()
-    written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []
+    written = (
+        _write_out(plan_dict, args.backend, args.out, args.force, args.host) if args.out else []
+    )
     if args.format == "json":
         print_json(plan_dict)
     else:
@@ -256,6 +272,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for path in written:
             print(f"wrote {path}")
     return 0
+
+
+def check_one_request(predicted: dict[str, Any], workload: dict[str, Any]) -> None:
+    """Refuse a recommendation whose KV cache cannot hold one request of the longest prompt and
+    answer (``planner.emitters.context.one_request_problem``)."""
+    from planner.emitters.context import one_request_problem
+    from planner.errors import PlannerInputError
+
+    memory = predicted.get("memory")
+    problem = one_request_problem(
+        memory if isinstance(memory, dict) else {},
+        int(workload["max_isl"]),
+        int(workload["max_osl"]),
+    )
+    if problem is not None:
+        raise PlannerInputError("--max-isl/--max-osl", problem)
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
