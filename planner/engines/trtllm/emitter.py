@@ -71,9 +71,20 @@ def mpi_launcher(ctx: EmitContext, flags: Flags, slot: Slot) -> tuple[str, ...]:
     return ("mpirun", "-H", spec, "-n", str(ranks), *flags.words("mpi_launcher", "serve"))
 
 
+ETCD_PORT = 2379  # etcd's client port
+DISCOVERY_ENV = "ETCD_ENDPOINTS"
+"""Where Dynamo processes reach etcd (dynamo/common/configuration/groups/runtime_args.py:
+--discovery-backend etcd reads the ETCD_* variables)."""
+
+
 def discovery(ctx: EmitContext) -> str:
     """How Dynamo's frontend finds its workers: a folder on one host, etcd across hosts."""
     return "cluster" if multi_host(ctx) else "host"
+
+
+def discovery_env(ctx: EmitContext) -> tuple[tuple[str, str], ...]:
+    """``ETCD_ENDPOINTS`` on every Dynamo process of a multi-host bundle (etcd on node0)."""
+    return ((DISCOVERY_ENV, f"http://node0:{ETCD_PORT}"),) if multi_host(ctx) else ()
 
 
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
@@ -106,6 +117,8 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
         + (f", all {slot.nodes} hosts from here (mpirun)" if slot.nodes > 1 else ""),
     )
     env = visible_devices(slot) + render(flags, serve_values(ctx, slot)).env
+    if routed:
+        env += discovery_env(ctx)
     launcher = mpi_launcher(ctx, flags, slot)
     return cmd.model_copy(update={"env": env, "launcher": launcher})
 
@@ -120,9 +133,10 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
         "router_discovery": discovery(ctx),
     }
     what = "Dynamo frontend (round robin)"
-    return with_program(
+    cmd = with_program(
         flags, "router_program", "router", render(flags, values, "router").args, comment=what
     )
+    return cmd.model_copy(update={"env": discovery_env(ctx)})
 
 
 def notes(ctx: EmitContext) -> tuple[str, ...]:
@@ -151,7 +165,7 @@ def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
             endpoints=tuple((s.host, s.port) for s in ctx.heads()),
         )
     found = (
-        "etcd: start one on node0 and export ETCD_ENDPOINTS=http://node0:2379 on every host"
+        f"etcd: start one on node0 (client port {ETCD_PORT}); every line sets {DISCOVERY_ENV}"
         if multi_host(ctx)
         else "a folder on this host ($DYN_FILE_KV, default $TMPDIR/dynamo_store_kv)"
     )
