@@ -45,17 +45,20 @@ def _constants(root: Path, files: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for rel in (*files, MODES):
         for node in ast.parse((root / rel).read_text(encoding="utf-8")).body:
-            targets = node.targets if isinstance(node, ast.Assign) else []
-            for t in targets:
-                if isinstance(t, ast.Name) and _text(node.value) is not None:  # type: ignore[union-attr]
-                    out[t.id] = _text(node.value)  # type: ignore[union-attr,assignment]
+            out |= _assigned(node, "")
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
-                    if isinstance(item, ast.Assign) and _text(item.value) is not None:
-                        name = item.targets[0]
-                        if isinstance(name, ast.Name):
-                            out[f"{node.name}.{name.id}"] = _text(item.value)  # type: ignore[assignment]
+                    out |= _assigned(item, node.name + ".")
     return out
+
+
+def _assigned(node: ast.stmt, prefix: str) -> dict[str, str]:
+    """``NAME = "text"`` as {prefix + NAME: text}; {} for any other statement."""
+    if not isinstance(node, ast.Assign):
+        return {}
+    text = _text(node.value)
+    names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return {prefix + n: text for n in names} if text is not None else {}
 
 
 def _choices(node: ast.List, consts: dict[str, str]) -> list[object] | None:
@@ -138,8 +141,10 @@ def read_args(root: Path, files: tuple[str, ...]) -> list[Spec]:
     seen: set[str] = set()
     unique = []
     for arg in args:
-        if arg["flags"][0] not in seen:
-            seen.add(arg["flags"][0])
+        flags = arg["flags"]
+        first = str(flags[0]) if isinstance(flags, list) else ""
+        if first not in seen:
+            seen.add(first)
             unique.append(arg)
     return unique
 

@@ -25,7 +25,7 @@ from planner.cli.common import (
 )
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
-from planner.cli.recipe_args import add_max_lengths
+from planner.cli.recipe_args import add_max_lengths, check_one_request, estimate_memory
 from planner.engines import DEFAULT_ENGINE, engine_names
 from planner.errors import PlannerInputError
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS
@@ -216,7 +216,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         **_workers(args),
         bands=bands,
     )
-    check_estimate_fits(est, max_isl, max_osl)
+    check_one_request(estimate_memory(est), {"max_isl": max_isl, "max_osl": max_osl})
     rc = EXIT_SATURATED if est.saturated else 0
     if args.format == "json":
         print_json(to_jsonable(est) | {"max_isl": max_isl, "max_osl": max_osl})
@@ -262,19 +262,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if consts.label:
         print(f"engine constants: {consts.label}")
     return rc
-
-
-def check_estimate_fits(est: Estimate, max_isl: int, max_osl: int) -> None:
-    """Refuse a deployment whose KV cache cannot hold one request of the longest prompt and
-    answer (``planner.emitters.context.one_request_problem``)."""
-    from planner.emitters.context import one_request_problem
-
-    memory = {("decode" if est.mode == "disagg" else "agg"): est.memory.model_dump(mode="json")}
-    if est.prefill_memory is not None:
-        memory["prefill"] = est.prefill_memory.model_dump(mode="json")
-    problem = one_request_problem(memory, max_isl, max_osl)
-    if problem is not None:
-        raise PlannerInputError("--max-isl/--max-osl", problem)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -21,8 +21,8 @@ from planner.cli.common import (
     token_count,
 )
 from planner.cli.field_help import PLAN, flag_help
-from planner.cli.recipe_args import add_listen_host, add_max_lengths
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
+from planner.cli.recipe_args import add_listen_host, add_max_lengths, check_one_request
 from planner.engines import DEFAULT_ENGINE, engine_names
 
 
@@ -260,7 +260,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     gpu = get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None
     consts, bands = calibration_from(args, gpu)
     result = plan(_request(args).model_copy(update={"engine_constants": consts}), bands)
-    check_one_request(result.best.predicted, result.workload)
+    check_one_request(result.best.predicted, result.workload)  # --max-isl/--max-osl fit
     plan_dict = result.to_plan_dict()
     written = (
         _write_out(plan_dict, args.backend, args.out, args.force, args.host) if args.out else []
@@ -272,22 +272,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for path in written:
             print(f"wrote {path}")
     return 0
-
-
-def check_one_request(predicted: dict[str, Any], workload: dict[str, Any]) -> None:
-    """Refuse a recommendation whose KV cache cannot hold one request of the longest prompt and
-    answer (``planner.emitters.context.one_request_problem``)."""
-    from planner.emitters.context import one_request_problem
-    from planner.errors import PlannerInputError
-
-    memory = predicted.get("memory")
-    problem = one_request_problem(
-        memory if isinstance(memory, dict) else {},
-        int(workload["max_isl"]),
-        int(workload["max_osl"]),
-    )
-    if problem is not None:
-        raise PlannerInputError("--max-isl/--max-osl", problem)
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:

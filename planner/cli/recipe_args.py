@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import token_count
 from planner.errors import PlannerInputError
-from planner.workload.traces import Trace
+
+if TYPE_CHECKING:
+    from planner.perf.estimate import Estimate
+    from planner.workload.traces import Trace
 
 
 def add_max_lengths(p: argparse.ArgumentParser, default: str) -> None:
@@ -63,3 +68,27 @@ def trace_within(
     )
     dropped = int((~keep).sum())
     return kept, dropped, max_isl or int(kept.isl.max()), max_osl or int(kept.osl.max())
+
+
+def check_one_request(predicted: Mapping[str, Any], workload: Mapping[str, Any]) -> None:
+    """Refuse a deployment whose KV cache cannot hold one request of the longest prompt and
+    answer (``workload`` ``max_isl``/``max_osl``; ``predicted`` holds ``memory`` per role, as a
+    plan's ``predicted`` does)."""
+    from planner.emitters.context import one_request_problem
+
+    memory = predicted.get("memory")
+    problem = one_request_problem(
+        memory if isinstance(memory, Mapping) else {},
+        int(workload["max_isl"]),
+        int(workload["max_osl"]),
+    )
+    if problem is not None:
+        raise PlannerInputError("--max-isl/--max-osl", problem)
+
+
+def estimate_memory(est: Estimate) -> dict[str, Any]:
+    """An estimate's memory plans in a plan's ``predicted`` shape (``{"memory": {role: ...}}``)."""
+    memory = {("decode" if est.mode == "disagg" else "agg"): est.memory.model_dump(mode="json")}
+    if est.prefill_memory is not None:
+        memory["prefill"] = est.prefill_memory.model_dump(mode="json")
+    return {"memory": memory}

@@ -91,6 +91,7 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     """One replica reading its role's YAML (under mpirun across hosts): ``trtllm-serve`` alone,
     or a Dynamo worker behind the frontend."""
     routed = needs_router(ctx)
+    positional: tuple[str, ...] = ()
     if routed:
         values: dict[str, object] = {
             "routed_model": ctx.model_id,
@@ -98,7 +99,7 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
             "routed_mode": slot.role,
             "routed_discovery": discovery(ctx),
         }
-        program, positional = "routed_program", ()
+        program = "routed_program"
     else:
         values = {
             "host": listen_address(ctx),
