@@ -7,7 +7,7 @@ A file per engine (``planner/engines/<name>/flags.yaml``), the only place engine
 spellings live.
 
 Each row maps one engine-neutral planner parameter (`param`) for one tool
-(`serve`: the engine server, `router`: the P/D proxy/router, `bench`: the load
+(`serve`: the engine server, `router`: the router in front of the replicas, `bench`: the load
 generator) to the engine's spelling:
   kind: cli     -> `--flag VALUE` on the command line
         switch  -> bare `--flag` when the planner value is true

@@ -60,15 +60,27 @@ def config_file(ctx: EmitContext, flags: Flags, slot: Slot) -> OutFile:
     return OutFile(name=config_name(slot.role), text=yaml_text(tree, header))
 
 
-def mpi_launcher(ctx: EmitContext, flags: Flags, slot: Slot) -> tuple[str, ...]:
-    """``mpirun -H node0:4,node1:4 -n 8 trtllm-llmapi-launch`` for a replica spanning hosts (one
-    line on the head host starts every rank; docs commands/trtllm-serve, multi-node); () else."""
+def mpi_launcher(
+    ctx: EmitContext, flags: Flags, slot: Slot, env: tuple[tuple[str, str], ...] = ()
+) -> tuple[str, ...]:
+    """``mpirun -H node0:4,node1:4 -n 8 [-x VAR] trtllm-llmapi-launch`` for a replica spanning
+    hosts (one line on the head host starts every rank; docs commands/trtllm-serve, multi-node;
+    Open MPI's ``-x`` passes each variable of ``env`` on to the remote ranks); () else."""
     if slot.nodes == 1:
         return ()
     hosts = [s for s in ctx.slots if s.role == slot.role and s.index == slot.index]
     spec = ",".join(f"{s.host}:{len(s.gpu_ids)}" for s in hosts)
     ranks = sum(len(s.gpu_ids) for s in hosts)
-    return ("mpirun", "-H", spec, "-n", str(ranks), *flags.words("mpi_launcher", "serve"))
+    exported = [word for name, _ in env for word in ("-x", name)]
+    return (
+        "mpirun",
+        "-H",
+        spec,
+        "-n",
+        str(ranks),
+        *exported,
+        *flags.words("mpi_launcher", "serve"),
+    )
 
 
 ETCD_PORT = 2379  # etcd's client port
@@ -120,7 +132,7 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     env = visible_devices(slot) + render(flags, serve_values(ctx, slot)).env
     if routed:
         env += discovery_env(ctx)
-    launcher = mpi_launcher(ctx, flags, slot)
+    launcher = mpi_launcher(ctx, flags, slot, env)
     return cmd.model_copy(update={"env": env, "launcher": launcher})
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+import planner.emitters.engine_args as ea
 from planner.emitters.bundle import engine_build
 from planner.emitters.per_rank import from_flag, per_rank_table
 from planner.emitters.plan_file import parse_plan
@@ -27,6 +28,7 @@ from planner.model.bundled import bundled_models, load_model
 from planner.model.spec import ModelSpec
 from planner.workload.spec import max_lengths
 from tests.planner.emitters.plans import default_agg_plan
+from tests.planner.emitters.test_identity_contract import parse_with_engine_args
 
 ENGINES = tuple(BUILTIN)
 MODELS = tuple(sorted(bundled_models()))
@@ -186,6 +188,11 @@ def check_recipe(ctx: EmitContext, build: EngineBuild, backend: str) -> None:
         assert all(f"{s.host}:{s.port}" in router for s in ctx.heads()) or backend == "trtllm"
     else:
         assert build.router is None
+    for cmd in [c for _, c in build.servers] + ([build.router] if build.router else []):
+        parse_with_engine_args(backend, cmd)  # every flag against the engine's own lists
+    for f in build.configs:
+        if f.name.startswith("trtllm-"):
+            assert ea.check_llm_api_yaml(yaml.safe_load(f.text), backend) == [], f.name
 
 
 @pytest.mark.parametrize(("key", "backend", "mode", "wide"), CASES)
