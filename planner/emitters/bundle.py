@@ -16,7 +16,7 @@ from hardware.catalog import get_gpu
 from hardware.spec import GpuSpec
 from planner.emitters.capabilities import check_shape, quant_flag
 from planner.emitters.common import place, render, roles, unmapped
-from planner.emitters.context import check_fits_one_request, check_host
+from planner.emitters.context import at_address, check_fits_one_request, check_host
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile, parse_plan
 from planner.emitters.plan_md import plan_markdown
@@ -260,7 +260,7 @@ def engine_build(
         deployment=dep,
         model_id=dep.hf_id,
         quant=_quant_flags(backend, dep, gpu),
-        slots=place(dep, module.BASE_PORT, gpu.node_gpus),
+        slots=at_address(place(dep, module.BASE_PORT, gpu.node_gpus), check_host(host)),
         workload=plan.workload,
         node_gpus=gpu.node_gpus,
         listen=check_host(host),

@@ -122,8 +122,11 @@ def listen_address(ctx: EmitContext) -> str:
 
 
 def router_host(ctx: EmitContext) -> str:
-    """Where clients reach the router: this host, or the first host of a multi-host bundle."""
-    return "node0" if multi_host(ctx) else LOCAL_HOST
+    """Where clients reach the router: this host (at ``--host`` when it names one address), or
+    the first host of a multi-host bundle."""
+    if multi_host(ctx):
+        return "node0"
+    return ctx.listen if ctx.listen not in ("", ALL_INTERFACES, "::") else LOCAL_HOST
 
 
 def needs_router(ctx: EmitContext) -> bool:

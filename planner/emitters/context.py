@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 
 from planner.emitters.plan_file import PlanFile
-from planner.emitters.types import EmitContext
+from planner.emitters.types import EmitContext, Slot
 from planner.errors import PlannerInputError
 
 _HOST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
@@ -28,6 +28,25 @@ def check_host(host: str) -> str:
             "--host", f"{host[:80]!r} is not an IP address or a host name (letters, digits, . -)"
         )
     return host
+
+
+WILDCARDS = ("0.0.0.0", "::")
+"""Addresses that mean every interface of a host."""
+
+
+def at_address(slots: tuple[Slot, ...], host: str) -> tuple[Slot, ...]:
+    """``slots`` reached at ``--host``: on one host a specific address replaces the loopback in
+    every URL (the router and the benchmark reach the servers there); across hosts each host has
+    its own address, so only the all-interfaces address can be given."""
+    if not host or host in WILDCARDS:
+        return slots
+    if any(s.node for s in slots):
+        raise PlannerInputError(
+            "--host",
+            f"{host} cannot be every host's address: several hosts take part (node0, node1, ...); "
+            "leave --host out or give 0.0.0.0",
+        )
+    return tuple(s.model_copy(update={"host": host}) for s in slots)
 
 
 def _number(tree: object, key: str) -> float | None:

@@ -67,6 +67,16 @@ def test_listen_address_defaults_and_host_flag(backend: str) -> None:
     assert _hosts(backend, default_agg_plan(), "10.0.0.5") == {"10.0.0.5"}
 
 
+def test_the_router_reaches_the_servers_at_the_given_address() -> None:
+    _, _, build = engine_build(parse_plan(default_agg_plan()), "sglang", host="10.0.0.5")
+    assert build.router is not None
+    urls = argv(build.router)[argv(build.router).index("--worker-urls") + 1 :][:2]
+    assert urls == ["http://10.0.0.5:30000", "http://10.0.0.5:30001"]
+    assert build.endpoints == (("10.0.0.5", 8000),)  # the benchmark goes there too
+    with pytest.raises(PlannerInputError, match="several hosts take part"):
+        engine_build(parse_plan(disagg_plan()), "sglang", host="10.0.0.5")
+
+
 def test_a_bad_host_is_refused() -> None:
     with pytest.raises(PlannerInputError, match="not an IP address") as exc:
         engine_build(parse_plan(default_agg_plan()), "vllm", host="a b; rm -rf /")
