@@ -12,7 +12,11 @@ meets the stated SLO as measured; our pick is the row with the highest predicted
 rows we predict to meet it (all rows when we predict none). A group counts as top-1 when our pick is
 the measured best and as within-5% when our pick meets the SLO as measured and reaches >= 95% of the
 best's measured throughput. Groups with fewer than two modelled rows or none meeting the SLO as
-measured are skipped. DataFrames stay here, at the edge.
+measured are skipped. Held out (``holdout``), every row is priced as ``planner validate e2e
+--holdout gpu|campaign`` prices it: with engine constants refitted on the other GPUs' (or
+campaigns') rows (:mod:`planner.replay_e2e.holdout`); several files are read together, a
+measurement in two of them counting once (:func:`planner.replay_e2e.layout.read_rows`).
+DataFrames stay here, at the edge.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import pandas as pd
 from hardware.errors import PlannerInputError
 from hardware.input_files import require_columns
 from planner.replay_e2e.candidates import prepare
-from planner.replay_e2e.layout import read_measurements
+from planner.replay_e2e.holdout import campaign_holdout, gpu_holdout
+from planner.replay_e2e.layout import Paths, read_rows
 from planner.replay_e2e.predict import predict
 
 DEFAULT_TTFT_MS = 3000.0
@@ -34,6 +39,7 @@ DEFAULT_TPOT_MS = 50.0
 """... and at least 20 tokens/s per user."""
 GROUP_KEYS = ["model_path", "system", "backend", "precision", "isl", "osl", "mode"]
 WITHIN = 0.95
+HOLDOUTS = ("gpu", "campaign", "none")
 
 
 def deployment_gpus(rows: pd.DataFrame) -> np.ndarray:
@@ -69,33 +75,17 @@ def judge(
     return pick == best, within or pick == best
 
 
-def validate_decisions(
-    path: str | Path, *, ttft_ms: float = DEFAULT_TTFT_MS, tpot_ms: float = DEFAULT_TPOT_MS
-) -> dict[str, object]:
-    """``{"groups": G, "top1_pct": ..., "within5_pct": ...}`` plus skip counts and per-group
-    rows."""
-    path = Path(path)
-    if not path.is_file():
-        raise PlannerInputError("--data", f"{path} does not exist")
-    df = read_measurements(path)
-    require_columns(df, GROUP_KEYS, f"--data {path}")
-    prep = prepare(df)
-    if prep.rows.empty:
-        raise PlannerInputError(
-            "--data", f"no row of {path} can be modelled (skipped: {prep.skipped})"
-        )
-    rows = predict(prep.rows, progress=False)
-    pt, pp = rows["pred_ttft_ms"].to_numpy(dtype=float), rows["pred_tpot_ms"].to_numpy(dtype=float)
-    mt, mp = (
-        rows["silicon_ttft_ms"].to_numpy(dtype=float),
-        rows["silicon_tpot_ms"].to_numpy(dtype=float),
-    )
-    rows = rows.assign(
-        meas_tok=closed_loop_tok_per_gpu(rows, mt, mp),
-        pred_tok=closed_loop_tok_per_gpu(rows, pt, pp),
-        meas_ok=(mt <= ttft_ms) & (mp <= tpot_ms),
-        pred_ok=np.isfinite(pt) & np.isfinite(pp) & (pt <= ttft_ms) & (pp <= tpot_ms),
-    )
+def _predicted(rows: pd.DataFrame, holdout: str, folds: int) -> pd.DataFrame:
+    """Prepared ``rows`` priced in sample (``holdout`` "none") or held out by GPU or campaign."""
+    if holdout == "gpu":
+        return gpu_holdout(rows, progress=False)[0]
+    if holdout == "campaign":
+        return campaign_holdout(rows, folds, progress=False)[0]
+    return predict(rows, progress=False)
+
+
+def _judged(rows: pd.DataFrame) -> tuple[list[dict[str, object]], int]:
+    """(one entry per judged group, groups skipped) of priced ``rows`` with their tok/s columns."""
     out: list[dict[str, object]] = []
     skipped = 0
     for key, g in rows.groupby(GROUP_KEYS, sort=True):
@@ -110,15 +100,73 @@ def validate_decisions(
             g["pred_ok"].to_numpy(dtype=bool),
         )
         out.append(
-            {"group": "/".join(map(str, key)), "rows": len(g), "top1": top1, "within5": within}
+            {
+                "group": "/".join(map(str, key)),
+                "system": str(key[GROUP_KEYS.index("system")]),
+                "rows": len(g),
+                "top1": top1,
+                "within5": within,
+            }
         )
-    n = len(out)
-    pct = (lambda k: round(100.0 * sum(bool(r[k]) for r in out) / n, 1)) if n else (lambda k: 0.0)
+    return out, skipped
+
+
+def _shares(groups: list[dict[str, object]]) -> dict[str, object]:
+    """Groups, and the share (%) of them top-1 and within 5 %."""
+    n = len(groups)
+    pct = (lambda k: round(100.0 * sum(bool(r[k]) for r in groups) / n, 1)) if n else None
     return {
         "groups": n,
-        "top1_pct": pct("top1"),
-        "within5_pct": pct("within5"),
+        "top1_pct": pct("top1") if pct else 0.0,
+        "within5_pct": pct("within5") if pct else 0.0,
+    }
+
+
+def validate_decisions(
+    path: Paths,
+    *,
+    ttft_ms: float = DEFAULT_TTFT_MS,
+    tpot_ms: float = DEFAULT_TPOT_MS,
+    holdout: str = "none",
+    folds: int = 5,
+) -> dict[str, object]:
+    """``{"groups": G, "top1_pct": ..., "within5_pct": ...}`` of the rows of ``path`` (one file or
+    several), plus the same per GPU, skip counts and per-group rows; ``holdout``: "none" (the
+    shipped constants), "gpu" or "campaign" (``folds`` folds) as ``validate e2e`` holds out."""
+    if holdout not in HOLDOUTS:
+        raise PlannerInputError("--holdout", f"'{holdout}' not one of {sorted(HOLDOUTS)}")
+    files = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+    for f in files:
+        if not f.is_file():
+            raise PlannerInputError("--data", f"{f} does not exist")
+    df, duplicates = read_rows(files)
+    require_columns(df, GROUP_KEYS, "--data " + ", ".join(map(str, files)))
+    prep = prepare(df)
+    if prep.rows.empty:
+        raise PlannerInputError(
+            "--data",
+            f"no row of {', '.join(map(str, files))} can be modelled (skipped: {prep.skipped})",
+        )
+    rows = _predicted(prep.rows, holdout, folds)
+    pt, pp = rows["pred_ttft_ms"].to_numpy(dtype=float), rows["pred_tpot_ms"].to_numpy(dtype=float)
+    mt, mp = (
+        rows["silicon_ttft_ms"].to_numpy(dtype=float),
+        rows["silicon_tpot_ms"].to_numpy(dtype=float),
+    )
+    rows = rows.assign(
+        meas_tok=closed_loop_tok_per_gpu(rows, mt, mp),
+        pred_tok=closed_loop_tok_per_gpu(rows, pt, pp),
+        meas_ok=(mt <= ttft_ms) & (mp <= tpot_ms),
+        pred_ok=np.isfinite(pt) & np.isfinite(pp) & (pt <= ttft_ms) & (pp <= tpot_ms),
+    )
+    out, skipped = _judged(rows)
+    systems = sorted({str(r["system"]) for r in out})
+    return {
+        **_shares(out),
+        "holdout": holdout,
+        "by_gpu": {g: _shares([r for r in out if r["system"] == g]) for g in systems},
         "skipped_groups": skipped,
+        "duplicates_dropped": duplicates,
         "rows_not_modelled": prep.skipped,
         "slo": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms},
         "per_group": out,

@@ -327,7 +327,12 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
     head |= {f"skipped {k}": v for k, v in report["skipped"].items()}
     if "holdout" in report:
         h = report["holdout"]
-        head["held out"] = f"{h['folds']} folds of {h['campaigns']} measurement campaigns"
+        head["held out"] = (
+            f"by GPU: {h['folds']} folds ({', '.join(h['fold_gpus'])}), each priced with "
+            "constants fitted on the others"
+            if h["scheme"] == "gpu"
+            else f"{h['folds']} folds of {h['campaigns']} measurement campaigns"
+        )
     off = report.get("off_by_3x")
     if isinstance(off, dict):
         head["rows off by > 3x (TTFT, TPOT, either)"] = (
@@ -377,17 +382,28 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         ("throughput", cmd_validate_throughput, "replay max-throughput rows"),
     ):
         v = groups["validate"].add_parser(verb, help=helptext)
-        v.add_argument("--data", type=Path, required=True)
+        if verb == "e2e":
+            v.add_argument(
+                "--data",
+                type=Path,
+                required=True,
+                action="append",
+                help="measured rows in the e2e layout; give it more than once to validate the "
+                "files together (a measurement in two files counts once)",
+            )
+        else:
+            v.add_argument("--data", type=Path, required=True)
         v.add_argument("--predictions-out", type=Path, default=None)
         v.add_argument("--format", choices=("table", "json"), default="table")
         if verb == "e2e":
             v.add_argument(
                 "--holdout",
-                choices=("campaign", "none"),
+                choices=("gpu", "campaign", "none"),
                 default="none",
-                help="campaign: each fold of measurement campaigns priced with "
-                "constants refitted on the other folds; none: the shipped "
-                "constants (in-sample)",
+                help="gpu: each GPU's rows priced with constants refitted on the other GPUs' "
+                "rows (needs rows of two GPUs or more); campaign: each fold of measurement "
+                "campaigns priced with constants refitted on the other folds; none: the shipped "
+                "constants (in-sample) (default: none)",
             )
             v.add_argument(
                 "--folds", type=int, default=5, help="--holdout campaign: number of folds (2-50)"

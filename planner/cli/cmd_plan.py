@@ -87,6 +87,12 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         help="write plan.json and the engine configs here (an empty or new folder)",
     )
     p.add_argument("--force", action="store_true", help="with --out: write into a non-empty folder")
+    p.add_argument(
+        "--target",
+        choices=("bundle", "k8s"),
+        default="bundle",
+        help="with --out: the engine bundle, or Kubernetes manifests under k8s/ (default: bundle)",
+    )
     add_listen_host(p)
     add_format(p)
     add_calibration(p)
@@ -106,8 +112,20 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--data",
         type=Path,
         required=True,
+        action="append",
         help="measured rows in the e2e layout (`python -m lab.prepare_e2e` writes the shared "
-        "data in it)",
+        "data in it); give it more than once to judge the files together",
+    )
+    v.add_argument(
+        "--holdout",
+        choices=("gpu", "campaign", "none"),
+        default="none",
+        help="price the rows as `validate e2e --holdout` does: gpu (constants refitted on the "
+        "other GPUs' rows), campaign (on the other campaign folds) or none (the shipped "
+        "constants) (default: none)",
+    )
+    v.add_argument(
+        "--folds", type=int, default=5, help="--holdout campaign: number of folds (2-50)"
     )
     v.add_argument(
         "--ttft-ms",
@@ -162,15 +180,28 @@ def _request(args: argparse.Namespace) -> Any:
 
 
 def _write_out(
-    plan_dict: dict[str, Any], backend: str, out_dir: str, force: bool, host: str = ""
+    plan_dict: dict[str, Any],
+    backend: str,
+    out_dir: str,
+    force: bool,
+    target: str = "bundle",
+    host: str = "",
 ) -> list[str]:
-    """plan.json and the engine bundle, all built in memory first, then written together."""
+    """plan.json and the engine bundle (or k8s manifests), all built in memory first, then
+    written together."""
     from planner.emitters.bundle import build_bundle
+    from planner.emitters.k8s import K8S_DIR, build_k8s
     from planner.emitters.plan_file import parse_plan
     from planner.safe_files import prepare_out_dir, write_all_new
 
-    files = build_bundle(parse_plan(to_jsonable(plan_dict)), backend, host=host)
+    plan_file = parse_plan(to_jsonable(plan_dict))
+    if target == "k8s":
+        files = build_k8s(plan_file, backend)
+    else:
+        files = build_bundle(plan_file, backend, host=host)
     out = prepare_out_dir(out_dir, force)
+    if target == "k8s":
+        prepare_out_dir(out / K8S_DIR, force)
     outputs = {out / "plan.json": (json.dumps(to_jsonable(plan_dict), indent=2) + "\n").encode()}
     outputs |= {out / f.name: f.text.encode() for f in files}
     written = write_all_new(outputs, force)
@@ -263,7 +294,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     check_one_request(result.best.predicted, result.workload)  # --max-isl/--max-osl fit
     plan_dict = result.to_plan_dict()
     written = (
-        _write_out(plan_dict, args.backend, args.out, args.force, args.host) if args.out else []
+        _write_out(plan_dict, args.backend, args.out, args.force, args.target, args.host)
+        if args.out
+        else []
     )
     if args.format == "json":
         print_json(plan_dict)
@@ -305,15 +338,34 @@ def cmd_decisions(args: argparse.Namespace) -> int:
     )
 
     res = validate_decisions(
-        args.data, ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS, tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS
+        args.data,
+        ttft_ms=args.ttft_ms or DEFAULT_TTFT_MS,
+        tpot_ms=args.tpot_ms or DEFAULT_TPOT_MS,
+        holdout=args.holdout,
+        folds=args.folds,
     )
     if args.format == "json":
         print_json(res)
-    else:
-        print(
-            render_kv(
-                {k: v for k, v in res.items() if not isinstance(v, list)},
-                "Decision-level validation",
-            )
+        return 0
+    print(
+        render_kv(
+            {k: v for k, v in res.items() if not isinstance(v, list) and k != "by_gpu"},
+            "Decision-level validation",
         )
+    )
+    by_gpu = res["by_gpu"]
+    assert isinstance(by_gpu, dict)
+    print(
+        render_table(
+            [
+                {
+                    "GPU": g,
+                    "groups": s["groups"],
+                    "top-1 %": s["top1_pct"],
+                    "within 5 % of best %": s["within5_pct"],
+                }
+                for g, s in by_gpu.items()
+            ]
+        )
+    )
     return 0

@@ -121,6 +121,11 @@ class EmitContext(BaseModel):
     speculative: Speculative | None = Field(
         default=None, description="Speculative decoding of the plan; None: off."
     )
+    platform: Literal["hosts", "kubernetes"] = Field(
+        default="hosts",
+        description="Where the processes run: on hosts named in launch.sh, or as Kubernetes "
+        "pods (a router then finds its workers through the Kubernetes API).",
+    )
 
     def role_slots(self, role: Role) -> tuple[Slot, ...]:
         """The replicas of ``role`` (node rank 0 of multi-node ones: where requests go)."""

@@ -1,6 +1,7 @@
 """``planner validate e2e``: replay measured deployments (``layout``) through the serving model,
-in sample (the shipped engine constants) or held out by campaign (constants refitted on the other
-campaigns, ``holdout``), with the committed bands around every prediction (``bands``)."""
+in sample (the shipped engine constants) or held out by GPU or by campaign (constants refitted on
+the other GPUs' or campaigns' rows, ``holdout``), with the committed bands around every prediction
+(``bands``)."""
 
 from __future__ import annotations
 
@@ -10,26 +11,28 @@ from hardware.errors import PlannerInputError
 from planner.engines.calibration import EngineCalibration
 from planner.replay_e2e.bands import with_band_columns
 from planner.replay_e2e.candidates import prepare
-from planner.replay_e2e.holdout import campaign_holdout
-from planner.replay_e2e.layout import read_rows_counted
+from planner.replay_e2e.holdout import campaign_holdout, gpu_holdout
+from planner.replay_e2e.layout import Paths, read_rows_counted
 from planner.replay_e2e.predict import CONST_PREFIX, predict
 from planner.replay_e2e.stats import modelled, off_by_factor, summarize
 
-HOLDOUTS = ("campaign", "none")
+HOLDOUTS = ("gpu", "campaign", "none")
 
 
 def validate_e2e(
-    path: Path,
+    path: Paths,
     predictions_out: Path | None = None,
     progress: bool = True,
     holdout: str = "none",
     folds: int = 5,
     overrides: dict[str, EngineCalibration] | None = None,
 ) -> dict[str, object]:
-    """The ``planner validate e2e`` report: in-sample (``holdout`` "none": the shipped
-    constants), or held out ("campaign": each fold of measurement campaigns priced with constants
-    refitted on the other folds, ``planner.replay_e2e.holdout``), in the same shape plus
-    ``holdout``; ``overrides``: engine constants replacing the packaged ones (a profile's)."""
+    """The ``planner validate e2e`` report of the rows of ``path`` (one file or several,
+    concatenated): in-sample (``holdout`` "none": the shipped constants), or held out ("gpu":
+    each GPU's rows priced with constants refitted on the other GPUs' rows; "campaign": each fold
+    of measurement campaigns priced with constants refitted on the other folds;
+    ``planner.replay_e2e.holdout``), in the same shape plus ``holdout``; ``overrides``: engine
+    constants replacing the packaged ones (a profile's)."""
     if holdout not in HOLDOUTS:
         raise PlannerInputError("--holdout", f"'{holdout}' not one of {sorted(HOLDOUTS)}")
     df, duplicates, layouts = read_rows_counted(path)
@@ -42,6 +45,8 @@ def validate_e2e(
     extra: dict[str, object] = {}
     if holdout == "none":
         pred = predict(prep.rows, progress, overrides)
+    elif holdout == "gpu":
+        pred, extra = gpu_holdout(prep.rows, progress, overrides)
     else:
         pred, extra = campaign_holdout(prep.rows, folds, progress, overrides)
     if (

@@ -52,6 +52,7 @@ column                         meaning
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -209,16 +210,31 @@ def layout_counts(df: pd.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in given[given != ""].value_counts().items()}
 
 
-def read_rows_counted(path: Path) -> tuple[pd.DataFrame, int, dict[str, int]]:
-    """The measured rows of ``path`` without duplicates; (rows, duplicates dropped, rows per
-    ``layout_read_from`` value)."""
-    df = read_measurements(path)
+Paths = Path | Sequence[Path]
+"""One e2e-layout file or several (``--data`` given more than once)."""
+
+
+def read_files(paths: Paths, field: str = "--data") -> pd.DataFrame:
+    """The rows of every file of ``paths`` (each checked as ``read_measurements`` checks it),
+    concatenated in the order given; a column one file lacks is empty in its rows."""
+    files = [paths] if isinstance(paths, Path) else list(paths)
+    if not files:
+        raise PlannerInputError(field, "no file given")
+    frames = [read_measurements(Path(f), field) for f in files]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False)
+
+
+def read_rows_counted(paths: Paths) -> tuple[pd.DataFrame, int, dict[str, int]]:
+    """The measured rows of ``paths`` (one file or several, concatenated) without duplicates, a
+    measurement in two files counting once (``drop_duplicates``); (rows, duplicates dropped, rows
+    per ``layout_read_from`` value)."""
+    df = read_files(paths)
     counts = layout_counts(df)
     rows, duplicates = drop_duplicates(df)
     return rows, duplicates, counts
 
 
-def read_rows(path: Path) -> tuple[pd.DataFrame, int]:
+def read_rows(paths: Paths) -> tuple[pd.DataFrame, int]:
     """``read_rows_counted`` without the layout count."""
-    rows, duplicates, _ = read_rows_counted(path)
+    rows, duplicates, _ = read_rows_counted(paths)
     return rows, duplicates

@@ -9,6 +9,9 @@ import pandas as pd
 from planner.replay_e2e.layout import UNMODELLABLE
 
 GROUP_BY: tuple[str, ...] = ("backend", "mode", "system", "model")
+CROSSED: tuple[tuple[str, str], ...] = (("system", "mode"), ("backend", "mode"))
+"""Pairs of columns also grouped together ("system x mode": a GPU's aggregated and disaggregated
+figures, the headline of a GPU-held-out run)."""
 OFF_FACTOR = 3.0
 """A row is grossly off when its prediction is more than this factor from the measurement, either
 way, on TTFT or TPOT (|ln(predicted / measured)| > ln 3)."""
@@ -53,7 +56,8 @@ def _stats(sub: pd.DataFrame, m: str) -> dict[str, float]:
 
 
 def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
-    """Error groups: overall, then by backend, mode, system and model."""
+    """Error groups: overall, then by backend, mode, system and model, then by each pair of
+    ``CROSSED`` (key "h200_sxm/agg")."""
     frame = pred.assign(model=pred["model_path"])
 
     def one(by: str, key: str, sub: pd.DataFrame) -> dict[str, object]:
@@ -67,6 +71,11 @@ def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
     groups = [one("overall", "all", frame)]
     for by in GROUP_BY:
         groups += [one(by, str(k), sub) for k, sub in frame.groupby(by)]
+    for pair in CROSSED:
+        groups += [
+            one(" x ".join(pair), "/".join(map(str, k)), sub)
+            for k, sub in frame.groupby(list(pair))
+        ]
     return groups
 
 

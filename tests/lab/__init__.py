@@ -13,6 +13,8 @@ SILICON_MEASURED = (
     Path(__file__).resolve().parents[2] / ".." / "shared" / "validation" / "e2e"
 ) / "silicon_measured.csv"
 """The shared end-to-end measurements (absent on a checkout without ../shared: tests skip)."""
+SILICON_MEASURED_B200 = SILICON_MEASURED.with_name("silicon_measured_b200.csv")
+"""The B200 rows of the same source and layout (absent without ../shared: tests skip)."""
 
 
 def lab_prepare(df: pd.DataFrame) -> Prepared:

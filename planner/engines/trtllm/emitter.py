@@ -90,13 +90,16 @@ DISCOVERY_ENV = "ETCD_ENDPOINTS"
 
 
 def discovery(ctx: EmitContext) -> str:
-    """How Dynamo's frontend finds its workers: a folder on one host, etcd across hosts."""
+    """How Dynamo's frontend finds its workers: a folder on one host, etcd across hosts, the
+    Kubernetes API in pods."""
+    if ctx.platform == "kubernetes":
+        return "kubernetes"
     return "cluster" if multi_host(ctx) else "host"
 
 
 def discovery_env(ctx: EmitContext) -> tuple[tuple[str, str], ...]:
     """``ETCD_ENDPOINTS`` on every Dynamo process of a multi-host bundle (etcd on node0)."""
-    return ((DISCOVERY_ENV, f"http://node0:{ETCD_PORT}"),) if multi_host(ctx) else ()
+    return ((DISCOVERY_ENV, f"http://node0:{ETCD_PORT}"),) if discovery(ctx) == "cluster" else ()
 
 
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:

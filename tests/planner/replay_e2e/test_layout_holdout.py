@@ -1,14 +1,17 @@
 """The e2e layout's duplicates and layout counts (``planner.replay_e2e.layout``) and campaign folds
-(``planner.replay_e2e.holdout``)."""
+and GPU folds
+(``planner.replay_e2e.holdout``), several files read together."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from hardware.errors import PlannerInputError
-from planner.replay_e2e.holdout import campaign_folds
-from planner.replay_e2e.layout import drop_duplicates, layout_counts
+from planner.replay_e2e.holdout import campaign_folds, gpu_folds
+from planner.replay_e2e.layout import drop_duplicates, layout_counts, read_rows
 
 
 def _three_rows(**columns: list[object]) -> tuple[pd.DataFrame, int]:
@@ -75,3 +78,43 @@ def test_fold_count_is_checked() -> None:
 def test_a_campaign_holdout_needs_the_campaign_column() -> None:
     with pytest.raises(PlannerInputError, match="campaign"):
         campaign_folds(pd.DataFrame({"silicon_data_source": ["a"]}), 2)
+
+
+def test_each_gpu_is_one_fold_and_aliases_agree() -> None:
+    rows = pd.DataFrame({"system": ["h200_sxm", "b200_sxm", "h200", "gb200"]})
+    folds, names = gpu_folds(rows)
+    assert names == ["b200_sxm", "gb200", "h200_sxm"]
+    assert folds.tolist() == [2, 0, 2, 1]
+
+
+def test_a_gpu_holdout_needs_two_gpus() -> None:
+    with pytest.raises(PlannerInputError, match="two GPUs"):
+        gpu_folds(pd.DataFrame({"system": ["h200_sxm", "h200_sxm"]}))
+
+
+def _layout_file(path: Path, ids: list[str], ttft: list[float]) -> Path:
+    pd.DataFrame(
+        {
+            "id": ids,
+            "backend": "vllm",
+            "model_path": "meta-llama/Llama-3.1-8B",
+            "system": "h100_sxm",
+            "mode": "agg",
+            "isl": 1024,
+            "osl": 128,
+            "silicon_ttft_ms": ttft,
+            "silicon_tpot_ms": 10.0,
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_several_files_are_read_together_a_measurement_in_two_counting_once(
+    tmp_path: Path,
+) -> None:
+    a = _layout_file(tmp_path / "a.csv", ["a1", "a2"], [100.0, 200.0])
+    b = _layout_file(tmp_path / "b.csv", ["b1", "b2"], [200.0, 300.0])
+    rows, dropped = read_rows([a, b])
+    assert dropped == 1 and sorted(rows["id"]) == ["a1", "a2", "b2"]
+    with pytest.raises(PlannerInputError, match="--data"):
+        read_rows([])
