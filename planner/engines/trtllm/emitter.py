@@ -113,6 +113,7 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
             "routed_config": config_name(slot.role),
             "routed_mode": slot.role,
             "routed_discovery": discovery(ctx),
+            "routed_health_port": slot.port,
         }
         program = "routed_program"
     else:
@@ -123,16 +124,17 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
             "config_file": config_name(slot.role),
         }
         program, positional = "serve_program", (ctx.model_id,)
+    rendered = render(flags, values)
     cmd = with_program(
         flags,
         program,
         "serve",
-        render(flags, values).args,
+        rendered.args,
         positional=positional,
         comment=replica_comment(slot).split(",")[0]
         + (f", all {slot.nodes} hosts from here (mpirun)" if slot.nodes > 1 else ""),
     )
-    env = visible_devices(slot) + render(flags, serve_values(ctx, slot)).env
+    env = visible_devices(slot) + rendered.env + render(flags, serve_values(ctx, slot)).env
     if routed:
         env += discovery_env(ctx)
     launcher = mpi_launcher(ctx, flags, slot, env)

@@ -5,14 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # agg replica 0
-CUDA_VISIBLE_DEVICES=0,1,2,3 python -m dynamo.trtllm \
+CUDA_VISIBLE_DEVICES=0,1,2,3 DYN_SYSTEM_PORT=8001 python -m dynamo.trtllm \
     --model meta-llama/Llama-3.1-70B-Instruct \
     --extra-engine-args trtllm-config.yaml \
     --disaggregation-mode agg \
     --discovery-backend file &
 
 # agg replica 1
-CUDA_VISIBLE_DEVICES=4,5,6,7 python -m dynamo.trtllm \
+CUDA_VISIBLE_DEVICES=4,5,6,7 DYN_SYSTEM_PORT=8002 python -m dynamo.trtllm \
     --model meta-llama/Llama-3.1-70B-Instruct \
     --extra-engine-args trtllm-config.yaml \
     --disaggregation-mode agg \

@@ -6,14 +6,14 @@ cd "$(dirname "$0")"
 
 if [ "${NODE_RANK:-0}" = "0" ]; then
 # prefill replica 0
-CUDA_VISIBLE_DEVICES=0,1,2,3 ETCD_ENDPOINTS=http://node0:2379 python -m dynamo.trtllm \
+CUDA_VISIBLE_DEVICES=0,1,2,3 DYN_SYSTEM_PORT=8001 ETCD_ENDPOINTS=http://node0:2379 python -m dynamo.trtllm \
     --model deepseek-ai/DeepSeek-V3 \
     --extra-engine-args trtllm-prefill.yaml \
     --disaggregation-mode prefill \
     --discovery-backend etcd &
 
 # prefill replica 1
-CUDA_VISIBLE_DEVICES=4,5,6,7 ETCD_ENDPOINTS=http://node0:2379 python -m dynamo.trtllm \
+CUDA_VISIBLE_DEVICES=4,5,6,7 DYN_SYSTEM_PORT=8002 ETCD_ENDPOINTS=http://node0:2379 python -m dynamo.trtllm \
     --model deepseek-ai/DeepSeek-V3 \
     --extra-engine-args trtllm-prefill.yaml \
     --disaggregation-mode prefill \
@@ -29,7 +29,7 @@ fi
 
 if [ "${NODE_RANK:-0}" = "1" ]; then
 # decode replica 0
-CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 ETCD_ENDPOINTS=http://node0:2379 python -m dynamo.trtllm \
+CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 DYN_SYSTEM_PORT=8003 ETCD_ENDPOINTS=http://node0:2379 python -m dynamo.trtllm \
     --model deepseek-ai/DeepSeek-V3 \
     --extra-engine-args trtllm-decode.yaml \
     --disaggregation-mode decode \
