@@ -118,6 +118,16 @@ class CapacityRequest(BaseModel):
         check_confidence(v)
         return v
 
+    max_isl: int | None = Field(
+        default=None, ge=1, description="Longest prompt to accept, tokens; None: the mean ISL."
+    )
+    max_osl: int | None = Field(
+        default=None, ge=1, description="Longest answer to accept, tokens; None: the mean OSL."
+    )
+    too_long_requests: int = Field(
+        default=0, ge=0, description="Trace requests left out: longer than the model allows."
+    )
+
 
 class Stats(BaseModel):
     """Mean and percentiles, ms (null when not predicted)."""
@@ -225,6 +235,8 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         price_per_gpu_hour=req.price_per_gpu_hour,
         hardware_dirs=req.hardware_dirs,
         confidence=req.confidence,
+        max_isl=req.max_isl,
+        max_osl=req.max_osl,
     )
     best = plan(pr).best
     assert best.deployment.agg is not None
@@ -524,6 +536,9 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
             "requests": len(trace),
             "duration_s": trace.duration_s,
             "zero_token_rows": trace.zero_token_rows,
+            "max_isl": req.max_isl or 0,
+            "max_osl": req.max_osl or 0,
+            "too_long_requests": req.too_long_requests,
         },
         deployment=dep,
         windows=tuple(plans),

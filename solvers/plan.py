@@ -59,6 +59,8 @@ def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, object]:
     return {
         "isl": req.isl,
         "osl": req.osl,
+        "max_isl": req.max_isl or req.isl,
+        "max_osl": req.max_osl or req.osl,
         "concurrency": conc,
         "rate": rate,
         "load": "rate"

@@ -201,7 +201,7 @@ class Evaluated:
 
     def summary(self, i: int) -> str:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
-        d = deployment(self.model, b, j, self.req.isl, self.req.osl)
+        d = deployment(self.model, b, j, self.req.isl, self.req.osl, self.req.max_model_len)
 
         def one(role: WorkerConfig) -> str:
             p = role.parallel
@@ -228,7 +228,9 @@ class Evaluated:
             mode=b.mode,
             gpu=b.gpu.key,
             config=self.summary(i),
-            deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
+            deployment=deployment(
+                self.model, b, j, self.req.isl, self.req.osl, self.req.max_model_len
+            ),
             predicted=pred,
             gpus=int(self.gpus[i]),
             gpus_bought=int(self.gpus_bought[i]),

@@ -64,6 +64,12 @@ class PlanRequest(BaseModel):
 
     isl: int = Field(ge=1, description="Input tokens per request.")
     osl: int = Field(ge=1, description="Output tokens per request.")
+    max_isl: int | None = Field(
+        default=None, ge=1, description="Longest prompt to accept, tokens; None: the mean ISL."
+    )
+    max_osl: int | None = Field(
+        default=None, ge=1, description="Longest answer to accept, tokens; None: the mean OSL."
+    )
     rate_per_s: float | None = Field(
         default=None, gt=0, description="Open-loop request rate to serve, requests/s."
     )
@@ -113,6 +119,11 @@ class PlanRequest(BaseModel):
         description="Engine constants replacing the packaged ones (a user's calibration "
         "profile, `--calibration`).",
     )
+
+    @property
+    def max_model_len(self) -> int:
+        """Longest request the deployment must accept: max ISL + max OSL, tokens."""
+        return (self.max_isl or self.isl) + (self.max_osl or self.osl)
 
     def engine(self) -> EnginePolicy:
         """The request's engine with its constants."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.errors import PlannerInputError
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
+from planner.cli.recipe_args import add_max_lengths
 from planner.engines import DEFAULT_ENGINE, engine_names
 from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
 
@@ -48,6 +49,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     add_trace_where(p)
     p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
+    add_max_lengths(p, "the longest in the trace")
     p.add_argument("--gpu", required=True, help="GPU name(s), comma separated (see `planner gpus`)")
     add_hardware_dir(p)
     p.add_argument("--ttft-ms", type=positive_float, required=True, help="TTFT SLO (ms)")
@@ -175,8 +177,19 @@ def _fleet_rows(res: Any) -> list[dict[str, Any]]:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
+    from planner.cli.recipe_args import trace_within
+    from planner.model.bundled import load_model
     from planner.workload.traces import check_out, read_trace
     from solvers.capacity import CapacityRequest, capacity
+
+    limit = load_model(args.model).max_position_embeddings
+    trace, too_long, max_isl, max_osl = trace_within(
+        read_trace(args.trace, where=tuple(args.trace_where)),
+        limit,
+        args.max_isl,
+        args.max_osl,
+        args.model,
+    )
 
     if args.min_replicas < 0:
         raise PlannerInputError("--min-replicas", f"must be >= 0, got {args.min_replicas}")
@@ -196,11 +209,14 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         hardware_dirs=tuple(args.hardware_dir),
         confidence=args.confidence,
         node_gpus=args.node_gpus,
+        max_isl=max_isl,
+        max_osl=max_osl,
+        too_long_requests=too_long,
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
             check_out(path, args.force, flag)
-    res = capacity(read_trace(args.trace, where=tuple(args.trace_where)), req)
+    res = capacity(trace, req)
     _write_outputs(res, args)
     if args.format == "json":
         print_json(res)
@@ -217,6 +233,12 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         )
     )
     print(head)
+    if too_long:
+        print(
+            f"left out {too_long:,} requests longer than {res.model}'s {limit:,} positions; "
+            f"the deployment accepts prompts up to {max_isl:,} and answers up to {max_osl:,} "
+            "tokens"
+        )
     gpw = res.deployment.total_gpus
     print(
         f"replica: {res.windows[0].config.split(' x ', 1)[1]} ({gpw} GPU{'s' if gpw > 1 else ''}); "
