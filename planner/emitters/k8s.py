@@ -102,7 +102,7 @@ def role_slots(dep: Deployment, base_port: int, name: str) -> tuple[Slot, ...]:
 def _rebuild(
     ctx: EmitContext, flags: Flags, backend: str, slots: tuple[Slot, ...]
 ) -> tuple[EmitContext, EngineBuild]:
-    placed = ctx.model_copy(update={"slots": slots})
+    placed = ctx.model_copy(update={"slots": slots, "platform": "kubernetes"})
     return placed, emitter(backend).build(placed, flags)
 
 

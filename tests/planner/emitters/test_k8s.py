@@ -239,8 +239,8 @@ def test_plain_lines_parse_with_the_engines_argument_list(backend: str, plan: st
         words = pod["containers"][0]["command"]
         if words[0] in ("/bin/sh", "/usr/sbin/sshd") or "router" in name:
             continue
-        if words[0] == "mpirun":
-            words = words[words.index("trtllm-serve") :]
+        if words[0] == "mpirun":  # the engine's words follow the MPI launcher
+            words = words[words.index("trtllm-llmapi-launch") + 1 :]
         tool = next(
             t for t in ea.tools(backend) if _contains(words, ea.program(backend, t).split())
         )
