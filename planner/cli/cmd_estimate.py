@@ -24,6 +24,7 @@ from planner.cli.common import (
     token_count,
 )
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
+from planner.cli.cmd_power import add_power_args, power_args, power_rows
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 from planner.cli.recipe_args import add_max_lengths, check_one_request, estimate_memory
 from planner.engines import DEFAULT_ENGINE, engine_names
@@ -215,6 +216,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         backend=consts.policy(args.backend),
         **_workers(args),
         bands=bands,
+        **power_args(args, get_gpu(args.gpu)),
     )
     check_one_request(estimate_memory(est), {"max_isl": max_isl, "max_osl": max_osl})
     rc = EXIT_SATURATED if est.saturated else 0
@@ -259,6 +261,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 title=f"{name} by op kind ({total:.4g} ms)",
             )
         )
+    if est.power is not None:
+        print(render_kv(power_rows(est.power), title="power and energy (GPU boards)"))
     if consts.label:
         print(f"engine constants: {consts.label}")
     return rc
@@ -363,6 +367,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     _add_common(p)
     add_max_lengths(p, "2x the mean, capped at the model's maximum positions")
+    add_power_args(p)
     p.set_defaults(func=cmd_estimate)
     s = sub.add_parser(
         "simulate", help="discrete-event simulation of the same step model (cross-check)"

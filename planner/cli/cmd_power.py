@@ -7,6 +7,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hardware.spec import GpuSpec
+from planner.cli.common import float_in
+from planner.perf.power import (
+    ELECTRICITY_PRICE_SOURCE,
+    ELECTRICITY_PRICE_USD_PER_KWH,
+    PUE,
+    PUE_SOURCE,
+    PowerSummary,
+    cap_for,
+    parse_power_caps,
+)
 from planner.replay_e2e.power import replay, summary
 
 
@@ -53,3 +64,55 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     v.add_argument("--format", choices=("table", "json"), default="table")
     v.set_defaults(func=cmd_validate_power)
+
+
+def add_power_args(p: argparse.ArgumentParser) -> None:
+    """``--power-cap``, ``--electricity-price`` and ``--pue`` (defaults and sources in
+    planner/perf/power.py)."""
+    p.add_argument(
+        "--power-cap",
+        action="append",
+        metavar="GPU=W",
+        default=None,
+        help="board power limit of a GPU, watts (repeatable); a capped GPU runs at the clock the "
+        "limit allows (default: the spec's power_cap_w, else its TDP)",
+    )
+    p.add_argument(
+        "--electricity-price",
+        type=float_in(0.0, 10.0),
+        default=ELECTRICITY_PRICE_USD_PER_KWH,
+        help=f"USD per kWh (default: {ELECTRICITY_PRICE_USD_PER_KWH}, {ELECTRICITY_PRICE_SOURCE})",
+    )
+    p.add_argument(
+        "--pue",
+        type=float_in(1.0, 5.0),
+        default=PUE,
+        help=f"facility power / IT power (default: {PUE}, {PUE_SOURCE})",
+    )
+
+
+def power_args(args: argparse.Namespace, gpu: GpuSpec) -> dict[str, float | None]:
+    """``estimate``'s power keywords from the parsed flags."""
+    return {
+        "power_cap_w": cap_for(gpu, parse_power_caps(args.power_cap)),
+        "electricity_price": args.electricity_price,
+        "pue": args.pue,
+    }
+
+
+def power_rows(p: PowerSummary) -> dict[str, str]:
+    """The power summary as labelled, rounded text."""
+    rows = {
+        "average power per GPU": f"{p.avg_power_w_per_gpu:.4g} W (idle {p.idle_power_w_per_gpu:.3g} W, "
+        f"limit {p.board_limit_w:.4g} W)",
+        "deployment power": f"{p.deployment_kw:.4g} kW ({p.facility_kw:.4g} kW x PUE {p.pue:.3g})",
+        "energy per output token": f"{p.j_per_output_token:.4g} J",
+        "energy per total token": f"{p.j_per_total_token:.4g} J",
+        "energy per day": f"{p.kwh_per_day:.4g} kWh, ${p.energy_cost_usd_per_day:,.4g} "
+        f"at ${p.electricity_price_usd_per_kwh:.3g}/kWh",
+        "cost per hour": f"${p.total_cost_usd_per_hour:,.4g} (GPUs ${p.gpu_cost_usd_per_hour:,.4g} "
+        "+ energy)",
+    }
+    if p.clock_ratio < 1.0:
+        rows["clock (power-limited)"] = f"{p.clock_ratio:.3g} x full clock"
+    return rows
