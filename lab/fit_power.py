@@ -6,7 +6,8 @@ planner/calibration/power.yaml.
 
 and the MLPerf rows of a power-limited GPU at full clock and at the clock its limit allows:
 
-    python -m lab.fit_power --data ../shared/validation/e2e/mlperf_v4.1_llm.csv --mlperf-gpu h100_nvl
+    python -m lab.fit_power --mlperf-gpu h100_nvl \
+        --data ../shared/validation/e2e/mlperf_v4.1_llm.csv
 """
 
 from __future__ import annotations

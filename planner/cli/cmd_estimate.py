@@ -10,6 +10,7 @@ from typing import Any
 from hardware.catalog import get_gpu
 from planner.cli.cmd_calibrate_e2e import add_calibration, calibration_from, use_profile
 from planner.cli.cmd_capacity import add_replay_args
+from planner.cli.cmd_power import add_power_args, power_rows
 from planner.cli.common import (
     EXIT_SATURATED,
     add_model_arg,
@@ -24,7 +25,6 @@ from planner.cli.common import (
     token_count,
 )
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
-from planner.cli.cmd_power import add_power_args, power_args, power_rows
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 from planner.cli.recipe_args import add_max_lengths, check_one_request, estimate_memory
 from planner.engines import DEFAULT_ENGINE, engine_names
@@ -32,6 +32,7 @@ from planner.errors import PlannerInputError
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.perf.estimate import Estimate, estimate
+from planner.perf.power import cap_for, parse_power_caps
 from planner.workload.spec import LengthSpec, SpecDecode, Workload, max_lengths
 from planner.workload.traces import trace_lengths
 
@@ -214,9 +215,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         get_gpu(args.gpu),
         wl.model_copy(update={"max_isl": max_isl, "max_osl": max_osl}),
         backend=consts.policy(args.backend),
-        **_workers(args),
         bands=bands,
-        **power_args(args, get_gpu(args.gpu)),
+        power_cap_w=cap_for(get_gpu(args.gpu), parse_power_caps(args.power_cap)),
+        electricity_price=args.electricity_price,
+        pue=args.pue,
+        **_workers(args),  # type: ignore[arg-type]
     )
     check_one_request(estimate_memory(est), {"max_isl": max_isl, "max_osl": max_osl})
     rc = EXIT_SATURATED if est.saturated else 0

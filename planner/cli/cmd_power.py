@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hardware.spec import GpuSpec
 from planner.cli.common import float_in
 from planner.perf.power import (
     ELECTRICITY_PRICE_SOURCE,
@@ -15,8 +14,6 @@ from planner.perf.power import (
     PUE,
     PUE_SOURCE,
     PowerSummary,
-    cap_for,
-    parse_power_caps,
 )
 from planner.replay_e2e.power import replay, summary
 
@@ -91,20 +88,11 @@ def add_power_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def power_args(args: argparse.Namespace, gpu: GpuSpec) -> dict[str, float | None]:
-    """``estimate``'s power keywords from the parsed flags."""
-    return {
-        "power_cap_w": cap_for(gpu, parse_power_caps(args.power_cap)),
-        "electricity_price": args.electricity_price,
-        "pue": args.pue,
-    }
-
-
 def power_rows(p: PowerSummary) -> dict[str, str]:
     """The power summary as labelled, rounded text."""
     rows = {
-        "average power per GPU": f"{p.avg_power_w_per_gpu:.4g} W (idle {p.idle_power_w_per_gpu:.3g} W, "
-        f"limit {p.board_limit_w:.4g} W)",
+        "average power per GPU": f"{p.avg_power_w_per_gpu:.4g} W (idle "
+        f"{p.idle_power_w_per_gpu:.3g} W, limit {p.board_limit_w:.4g} W)",
         "deployment power": f"{p.deployment_kw:.4g} kW ({p.facility_kw:.4g} kW x PUE {p.pue:.3g})",
         "energy per output token": f"{p.j_per_output_token:.4g} J",
         "energy per total token": f"{p.j_per_total_token:.4g} J",

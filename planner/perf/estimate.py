@@ -169,7 +169,8 @@ class Estimate(BaseModel):
     )
     power: PowerSummary | None = Field(
         default=None,
-        description="Board power and energy of the deployment at this load (planner/perf/power.py).",
+        description="Board power and energy of the deployment at this load "
+        "(planner/perf/power.py).",
     )
 
 
