@@ -128,3 +128,18 @@ def test_energy_figures_follow_from_power_and_throughput() -> None:
     assert p.total_cost_usd_per_hour == pytest.approx(
         est.gpus * g.price_per_gpu_hour_usd + p.deployment_kw * 1.5 * 0.1
     )
+
+
+@pytest.mark.parametrize("gpu", ["h100_sxm", "b200_sxm", "l4"])
+def test_estimated_power_never_falls_as_clients_are_added(gpu: str) -> None:
+    m, g = load_model("llama-3.1-8b"), get_gpu(gpu)
+    quant = "fp8" if g.supports("fp8") else "bf16"
+    agg = WorkerConfig(parallel=Parallelism(tp=1), weight_quant=quant, kv_dtype="fp8")
+    watts = []
+    for clients in (1, 4, 16, 64, 256):
+        est = estimate(m, g, fixed(1024, 256, concurrency=clients), agg=agg)
+        assert est.power is not None
+        watts.append(est.power.avg_power_w_per_gpu)
+    assert watts == sorted(watts), watts
+    assert watts[0] >= est.power.idle_power_w_per_gpu
+    assert watts[-1] <= est.power.board_limit_w + 1e-6
