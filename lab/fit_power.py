@@ -20,8 +20,15 @@ import numpy as np
 import yaml
 
 from planner.model.bundled import find_bundled
-from planner.perf.power import PARAM_BOUNDS, PARAM_NAMES, POWER_FILE, PowerParams, load_params
-from planner.replay_e2e.power import PricedRun, fit_params, price_run, read_runs, skip_reason
+from planner.perf.power import PARAM_BOUNDS, PARAM_NAMES, POWER_FILE, PowerParams
+from planner.replay_e2e.power import (
+    INITIAL,
+    PricedRun,
+    fit_params,
+    price_run,
+    read_runs,
+    skip_reason,
+)
 
 UNITS = {
     "idle_fraction": "fraction of TDP",
@@ -41,7 +48,12 @@ def fit(data: Path, model: str) -> PowerParams:
             priced = price_run(int(str(i)), row, bundled)
             if isinstance(priced, PricedRun):
                 runs.append(priced)
-    return fit_params(runs, load_params())
+    return fit_params(runs, INITIAL)
+
+
+def _sig(v: float, hi: float) -> float:
+    """``v`` to 4 significant figures; 0 below 1e-6 of its upper bound (a term the fit drops)."""
+    return 0.0 if abs(v) < 1e-6 * hi else float(f"{v:.4g}")
 
 
 def as_yaml(prm: PowerParams, data: Path) -> str:
@@ -51,7 +63,7 @@ def as_yaml(prm: PowerParams, data: Path) -> str:
         "source": f"{prm.source} of {data.name} by `python -m lab.fit_power`, {day}",
         "params": {
             n: {
-                "value": float(f"{getattr(prm, n):.4g}"),
+                "value": _sig(getattr(prm, n), PARAM_BOUNDS[n][1]),
                 "unit": UNITS[n],
                 "bounds": list(PARAM_BOUNDS[n]),
             }

@@ -48,6 +48,8 @@ COLUMNS: tuple[str, ...] = (
     "source_avg_power_w",
 )
 """Columns ``validate power`` reads (docs/energy.md)."""
+INITIAL = PowerParams(0.15, 0.2, 0.3, 100.0, "initial guess")
+"""Start of every fit (never the packaged values, which saw every GPU's runs)."""
 KV_DTYPE = "fp8"
 """ASSUMPTION: the runs keep KV in fp8 (the file records no KV dtype; InferenceX's SGLang
 Qwen3.5 launch script passes --kv-cache-dtype fp8_e4m3, lab/inferencemax_recipes.yaml)."""
@@ -183,15 +185,13 @@ def errors(runs: list[PricedRun], prm_of: dict[str, PowerParams]) -> pd.DataFram
     return pd.DataFrame(out)
 
 
-def held_out(runs: list[PricedRun], start: PowerParams | None = None) -> dict[str, PowerParams]:
+def held_out(runs: list[PricedRun]) -> dict[str, PowerParams]:
     """Per GPU, the parameters fitted on the other GPUs' runs (the packaged ones where no other
     GPU has runs)."""
-    start = start or load_params()
-    gpus = sorted({r.gpu.key for r in runs})
     out = {}
-    for g in gpus:
+    for g in sorted({r.gpu.key for r in runs}):
         others = [r for r in runs if r.gpu.key != g]
-        out[g] = fit_params(others, start) if others else start
+        out[g] = fit_params(others, INITIAL) if others else load_params()
     return out
 
 
@@ -215,8 +215,7 @@ def replay(
             runs.append(priced)
         else:
             skipped[str(priced)] = skipped.get(str(priced), 0) + 1
-    packaged = load_params()
-    prm_of = held_out(runs, packaged) if holdout else {r.gpu.key: packaged for r in runs}
+    prm_of = held_out(runs) if holdout else {r.gpu.key: load_params() for r in runs}
     return errors(runs, prm_of), skipped, prm_of
 
 
