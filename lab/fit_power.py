@@ -45,7 +45,7 @@ def fit(data: Path, model: str) -> PowerParams:
     runs = []
     for i, row in df.iterrows():
         if skip_reason(row, bundled) is None and bundled is not None:
-            priced = price_run(int(str(i)), row, bundled)
+            priced = price_run(int(str(i)) + 2, row, bundled)
             if isinstance(priced, PricedRun):
                 runs.append(priced)
     return fit_params(runs, INITIAL)

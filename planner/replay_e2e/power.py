@@ -60,6 +60,7 @@ class PricedRun:
     """One run's measured figures and the model's activity and throughput for it."""
 
     row: int
+    """Line of the run in its file (the header is line 1)."""
     gpu: GpuSpec
     gpus: int
     measured_w: float
@@ -92,6 +93,8 @@ def skip_reason(row: pd.Series, model: BundledModel | None) -> str | None:
         return "unknown_gpu"
     if not float(row["source_avg_power_w"]) > 0 or not float(row["duration_s"]) > 0:
         return "no_measured_power"
+    if not int(row["completed"]) > 0 or not float(row["total_output_tokens"]) > 0:
+        return "no_completed_requests"
     return None
 
 
@@ -208,9 +211,13 @@ def replay(
     runs: list[PricedRun] = []
     skipped: dict[str, int] = {}
     for i, row in df.iterrows():
+        line = int(str(i)) + 2  # the header is line 1
         bundled = resolve_model(row["model"]) or fallback
-        reason = skip_reason(row, bundled)
-        priced = price_run(int(str(i)), row, bundled) if reason is None and bundled else reason
+        try:
+            reason = skip_reason(row, bundled)
+            priced = price_run(line, row, bundled) if reason is None and bundled else reason
+        except (ValueError, TypeError) as exc:
+            raise PlannerInputError("--data", f"{path}:{line}: {exc}") from exc
         if isinstance(priced, PricedRun):
             runs.append(priced)
         else:

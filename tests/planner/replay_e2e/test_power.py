@@ -59,6 +59,13 @@ def test_speculative_and_unknown_runs_are_skipped_by_reason(tmp_path: Path) -> N
     assert "power_w_err_p50_pct" in table.columns
 
 
+def test_a_bad_value_names_its_line(tmp_path: Path) -> None:
+    f = tmp_path / "runs.csv"
+    pd.DataFrame([_row(), _row(conc="many")]).to_csv(f, index=False)
+    with pytest.raises(PlannerInputError, match=r"runs.csv:3"):
+        replay(f, None, holdout=False)
+
+
 def test_cli_validate_power_bad_file_exits_2(tmp_path: Path) -> None:
     assert main(["validate", "power", "--data", str(tmp_path / "absent.csv")]) == 2
 
