@@ -51,7 +51,12 @@ _NEEDS_SOURCE: tuple[str, ...] = (
     "scale_out_bandwidth_bytes_per_s",
     "pcie_bandwidth_bytes_per_s",
 )
-_SOURCE_IF_SET: tuple[str, ...] = ("l2_cache_bytes", "matmul_ceiling_flops_per_s")
+_SOURCE_IF_SET: tuple[str, ...] = (
+    "l2_cache_bytes",
+    "matmul_ceiling_flops_per_s",
+    "idle_power_w",
+    "power_cap_w",
+)
 HOST_GPUS_MAX = 8
 """GPUs of one host when the spec gives no ``scale_up.host_gpus``: an HGX/DGX baseboard holds 8."""
 
@@ -90,6 +95,18 @@ class GpuSpec(FrozenSpec):
     )
     sm_count: int = Field(ge=1, description="Streaming multiprocessors / compute units.")
     power_watts: float = Field(gt=0, description="Board power (TDP), watts.")
+    idle_power_w: float | None = Field(
+        default=None,
+        gt=0,
+        description="Board power idle (clocks parked, nothing running), watts; None = the "
+        "transferred idle fraction of the TDP (planner/calibration/power.yaml).",
+    )
+    power_cap_w: float | None = Field(
+        default=None,
+        gt=0,
+        description="Board power limit below the TDP the product ships with, watts; None = the "
+        "TDP. `--power-cap GPU=W` sets one per request.",
+    )
     price_per_gpu_hour_usd: float = Field(
         gt=0,
         description="ASSUMPTION, editable: default on-demand cloud price per GPU-hour in USD; "

@@ -12,7 +12,7 @@ import numpy as np
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
-from planner.emitters.capabilities import known_failures
+from planner.engines.capabilities import known_failures
 from planner.model.bundled import load_model
 from planner.model.spec import ModelSpec
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, Reason

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.spec import HOST_GPUS_MAX
-from planner.emitters.capabilities import KnownFailure
+from planner.engines.capabilities import KnownFailure
 from planner.model.spec import ModelSpec
 from planner.perf.batch import WEIGHT_QUANTS, KvDtype, WeightQuant
 from planner.perf.deployment import Parallelism, ShapeRules, placement_problem

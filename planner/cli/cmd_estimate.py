@@ -10,6 +10,7 @@ from typing import Any
 from hardware.catalog import get_gpu
 from planner.cli.cmd_calibrate_e2e import add_calibration, calibration_from, use_profile
 from planner.cli.cmd_capacity import add_replay_args
+from planner.cli.cmd_power import add_power_args, power_rows
 from planner.cli.common import (
     EXIT_SATURATED,
     add_model_arg,
@@ -31,6 +32,7 @@ from planner.errors import PlannerInputError
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.perf.estimate import Estimate, estimate
+from planner.perf.power import cap_for, parse_power_caps
 from planner.workload.spec import LengthSpec, SpecDecode, Workload, max_lengths
 from planner.workload.traces import trace_lengths
 
@@ -213,8 +215,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         get_gpu(args.gpu),
         wl.model_copy(update={"max_isl": max_isl, "max_osl": max_osl}),
         backend=consts.policy(args.backend),
-        **_workers(args),
         bands=bands,
+        power_cap_w=cap_for(get_gpu(args.gpu), parse_power_caps(args.power_cap)),
+        electricity_price=args.electricity_price,
+        pue=args.pue,
+        **_workers(args),  # type: ignore[arg-type]
     )
     check_one_request(estimate_memory(est), {"max_isl": max_isl, "max_osl": max_osl})
     rc = EXIT_SATURATED if est.saturated else 0
@@ -259,6 +264,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 title=f"{name} by op kind ({total:.4g} ms)",
             )
         )
+    if est.power is not None:
+        print(render_kv(power_rows(est.power), title="power and energy (GPU boards)"))
     if consts.label:
         print(f"engine constants: {consts.label}")
     return rc
@@ -363,6 +370,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     _add_common(p)
     add_max_lengths(p, "2x the mean, capped at the model's maximum positions")
+    add_power_args(p)
     p.set_defaults(func=cmd_estimate)
     s = sub.add_parser(
         "simulate", help="discrete-event simulation of the same step model (cross-check)"

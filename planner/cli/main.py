@@ -20,6 +20,7 @@ from planner.cli import (
     cmd_kernels,
     cmd_memory,
     cmd_plan,
+    cmd_power,
     cmd_report,
     cmd_sweep,
     cmd_ui,
@@ -43,6 +44,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     cmd_sweep,
     cmd_capacity,
     cmd_calibrate_e2e,
+    cmd_power,
 )
 GROUPS: dict[str, str] = {
     "validate": "compare predictions with measurements",

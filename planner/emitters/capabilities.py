@@ -40,12 +40,12 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Literal, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
 
 from planner.engines import engine_names, get_engine
+from planner.engines.capabilities import failure_of
 from planner.errors import PlannerInputError
 from planner.perf.deployment import Deployment, Parallelism, ShapeRules
 
@@ -65,22 +65,6 @@ class QuantCaps(TypedDict):
     checkpoint: dict[str, list[str]]
     online: NotRequired[dict[str, str]]
     source: str
-
-
-class KnownFailure(BaseModel):
-    """A worker shape an engine is reported to crash on: refused, with its citation."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    at_least: dict[Literal["tp", "pp", "dp", "ep"], int] = Field(
-        min_length=1,
-        description="Refused when every named parallelism size is at least this (e.g. pp: 2).",
-    )
-    what: str = Field(min_length=1, description="The failure, in words.")
-    source: str = Field(min_length=1, description="Upstream report: repository and issue number.")
-
-    def matches(self, p: Parallelism) -> bool:
-        """Does worker shape ``p`` fall in this failure?"""
-        return all(getattr(p, k) >= v for k, v in self.at_least.items())
 
 
 class EngineCaps(TypedDict):
@@ -108,17 +92,6 @@ def _engine(engine: str) -> EngineCaps:
 def shape_rules(engine: str) -> ShapeRules:
     """The engine-neutral shape rules of ``engine``."""
     return ShapeRules.model_validate(_engine(engine)["shapes"])
-
-
-def known_failures(engine: str) -> tuple[KnownFailure, ...]:
-    """The worker shapes ``engine`` is reported to crash on (its table's ``known_failures``)."""
-    raw = _engine(engine).get("known_failures") or []
-    return tuple(KnownFailure.model_validate(f) for f in raw)
-
-
-def failure_of(engine: str, par: Parallelism) -> KnownFailure | None:
-    """The first known failure of ``engine`` that worker shape ``par`` falls in, or None."""
-    return next((f for f in known_failures(engine) if f.matches(par)), None)
 
 
 def check_shape(engine: str, role: str, par: Parallelism, node_gpus: int | None = None) -> None:

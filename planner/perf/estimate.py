@@ -31,6 +31,14 @@ from planner.perf.batch import (
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.perf.memory_plan import MemoryPlan, plan_memory
 from planner.perf.opgraph import ParallelArrays, StepMix, step_ops
+from planner.perf.power import (
+    ELECTRICITY_PRICE_USD_PER_KWH,
+    PUE,
+    PowerSummary,
+    clocked_gpu,
+    power_summary,
+    role_loads,
+)
 from planner.perf.pricer import default_pricer
 from planner.perf.serving import free_chunk, prompt_chunks
 from planner.perf.step import KINDS_WITH_OVERHEAD, OpPricer, StepCost, price_steps
@@ -159,6 +167,11 @@ class Estimate(BaseModel):
         description="Open loop, saturated: the highest arrival rate the deployment "
         "sustains, requests/s (3 significant figures).",
     )
+    power: PowerSummary | None = Field(
+        default=None,
+        description="Board power and energy of the deployment at this load "
+        "(planner/perf/power.py).",
+    )
 
 
 def _pct(mean: np.ndarray, p50: np.ndarray, p90: np.ndarray, p99: np.ndarray) -> Percentiles:
@@ -270,11 +283,78 @@ def estimate(
     prefill: WorkerConfig | None = None,
     decode: WorkerConfig | None = None,
     bands: Bands | None = None,
+    power_cap_w: float | None = None,
+    electricity_price: float = ELECTRICITY_PRICE_USD_PER_KWH,
+    pue: float = PUE,
 ) -> Estimate:
     """Aggregated when ``agg`` is given (default: one worker, tp 1),
     disaggregated with prefill+decode; ``backend``: the engine (a name: its packaged constants);
     ``bands``: the band table to state (default: the packaged one; a calibration profile's own
-    bands replace it, ``planner.uncertainty.profile_bands``)."""
+    bands replace it, ``planner.uncertainty.profile_bands``); ``power_cap_w``: a board limit
+    below the GPU's own (``planner.perf.power``): where the load's power demand exceeds the limit,
+    the deployment is priced again at the clock the limit allows."""
+    kw = {"backend": backend, "agg": agg, "prefill": prefill, "decode": decode, "bands": bands}
+    cost = {"cap_w": power_cap_w, "electricity_price": electricity_price, "pue": pue}
+    est = _estimate(m, gpu, wl, **kw)  # type: ignore[arg-type]
+    power = _power(m, gpu, wl, est, policy_of(backend), agg, prefill, decode, **cost)
+    ratio = power.clock_ratio
+    if ratio < 1.0:
+        slow = clocked_gpu(gpu, ratio)
+        est = _estimate(m, slow, wl, **kw)  # type: ignore[arg-type]
+        power = _power(m, slow, wl, est, policy_of(backend), agg, prefill, decode, **cost)
+        power = power.model_copy(update={"clock_ratio": ratio})
+    return est.model_copy(update={"power": power})
+
+
+def _power(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    wl: Workload,
+    est: Estimate,
+    policy: EnginePolicy,
+    agg: WorkerConfig | None,
+    prefill: WorkerConfig | None,
+    decode: WorkerConfig | None,
+    **cost: float | None,
+) -> PowerSummary:
+    """Power and energy of ``est``'s deployment at its load (``cost``: ``power_summary``'s
+    cap_w, electricity_price and pue)."""
+    disagg = prefill is not None and decode is not None
+    main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
+    assert main is not None
+    loads = role_loads(
+        m,
+        gpu,
+        wl,
+        main,
+        prefill if disagg else None,
+        policy.calibration,
+        est.requests_per_s,
+        est.decode_batch,
+    )
+    out_tok_s = est.output_tok_s_per_gpu * est.gpus
+    return power_summary(
+        gpu,
+        loads,
+        output_tok_s=out_tok_s,
+        total_tok_s=out_tok_s + est.requests_per_s * wl.isl.mean,
+        price_per_gpu_hour=gpu.price_per_gpu_hour_usd,
+        **cost,  # type: ignore[arg-type]
+    )
+
+
+def _estimate(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    wl: Workload,
+    *,
+    backend: str | EnginePolicy = DEFAULT_ENGINE,
+    agg: WorkerConfig | None = None,
+    prefill: WorkerConfig | None = None,
+    decode: WorkerConfig | None = None,
+    bands: Bands | None = None,
+) -> Estimate:
+    """``estimate`` at full clock, without power."""
     band_set = bands or packaged_bands()
     policy = policy_of(backend)
     name = policy.name

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from planner.emitters.capabilities import check_shape, failure_of, known_failures
+from planner.emitters.capabilities import check_shape
 from planner.engines import engine_names
+from planner.engines.capabilities import failure_of, known_failures
 from planner.errors import PlannerInputError
 from planner.model.bundled import load_model
 from planner.perf.deployment import Parallelism
