@@ -95,6 +95,13 @@ class GpuSpec(FrozenSpec):
         description="ASSUMPTION, editable: default on-demand cloud price per GPU-hour in USD; "
         "override with --price-per-gpu-hour.",
     )
+    purchase_unit_gpus: int = Field(
+        default=1,
+        ge=1,
+        description="GPUs bought or rented together: the smallest unit a deployment pays for "
+        "(4: one compute tray of an NVL72 rack; 1: rented singly); `--node-gpus` overrides it. "
+        "Needs a source when not 1.",
+    )
     scale_up: ScaleUpLink = Field(description="The GPU-to-GPU link inside one node or rack domain.")
     scale_out_bandwidth_bytes_per_s: float = Field(
         gt=0, description="Scale-out NIC bandwidth per GPU, one direction, bytes/s."
@@ -137,6 +144,8 @@ class GpuSpec(FrozenSpec):
         """Every numeric field is cited; every citation is non-empty and names a real field."""
         missing = [f for f in _NEEDS_SOURCE if f not in sources]
         missing += [f for f in _SOURCE_IF_SET if info.data.get(f) is not None and f not in sources]
+        if info.data.get("purchase_unit_gpus", 1) != 1 and "purchase_unit_gpus" not in sources:
+            missing.append("purchase_unit_gpus")
         if missing:
             raise ValueError(f"missing for {', '.join(missing)}")
         empty = [k for k, v in sources.items() if not v.strip()]

@@ -195,6 +195,7 @@ def explain_binding(ev: Evaluated, best: int) -> dict[str, object]:
     bar = cur + abs(cur) * (GAIN - 1.0)
     # a candidate that does not fit in memory is no plan: its throughput was never possible
     better = np.isfinite(score) & (score > bar) & ev.fits_memory
+    better &= ~ev.pp_dropped(ev.meets())  # left out for their PP, not for an SLO
     if better.any():
         k = int(np.argmin(np.where(better, score, np.inf)))
         out = _slo_binding(ev, best, k, (float(score[k]) - cur) / abs(cur) if cur else 0.0)

@@ -14,11 +14,12 @@ lengths); then, per window, predict that worker replicated 1..R times in one vec
 :func:`planner.perf.batch.evaluate_batch` call at the window's design rate (the rate its bursts
 reach), its measured local gap CV (Kingman's G/G/1 wait, not Poisson) and its own length samples,
 plus the wait for a running slot when the replicas' ``max_num_seqs`` fill (``slot_wait``), and
-keep the fewest replicas meeting both SLOs at the percentile. Replicas change only between
-windows; a scale-up starts the new replicas ``scale_up_s`` before their window (billed from then).
-Static peak: the most replicas any window needs, all day. Static mean: sized for the trace's mean
-rate as Poisson traffic with its overall lengths (the constant-rate sizing), then checked window by
-window against the same predictions.
+keep the fewest replicas meeting both SLOs at the percentile, each with probability at least
+``confidence`` (the band table's one-sided quantile over the prediction). Replicas change only
+between windows; a scale-up starts the new replicas ``scale_up_s`` before their window (billed
+from then). Static peak: the most replicas any window needs, all day. Static mean: sized for the
+trace's mean rate as Poisson traffic with its overall lengths (the constant-rate sizing), then
+checked window by window against the same predictions.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
@@ -40,10 +42,14 @@ from planner.perf import queueing
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.perf.deployment import Deployment, WorkerConfig
 from planner.perf.replay import Progress
+from planner.uncertainty.bands import candidate_bands, packaged_bands, upper_factor
 from planner.workload.spec import LengthSpec, Workload
 from planner.workload.traces import Trace
 from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
+from solvers.plan_core import check_confidence, meet_probability
+from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
+from solvers.purchase import purchase_unit, units_bought
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 SECONDS_PER_HOUR = 3600.0
@@ -52,13 +58,17 @@ METHOD = (
     "Each window is sized at its design rate (the one-minute arrival rate that all but the SLO "
     "percentile's share of its requests arrive under) with its measured gap CV (Kingman G/G/1 "
     "for the prefill queue) and the wait for a running slot (Erlang C with the Allen-Cunneen "
-    "correction), on replicas of one aggregated worker shape; replicas change between windows, "
+    "correction), each SLO met with probability >= the request's confidence (the band table's "
+    "one-sided quantile over the prediction), on replicas of one aggregated worker shape; "
+    "replicas change between windows, "
     "a scale-up is billed from scale_up_s before its window. Static peak: the most replicas of "
     "any window; static mean: sized for the mean rate as Poisson traffic."
 )
 """How the answer was reached, carried in the JSON."""
 SHAPE_MAX_GPUS = 16
 """Default largest worker shape searched (two 8-GPU nodes); the fleet grows by replicas of it."""
+Bought = Callable[[int], int]
+"""GPUs bought (whole purchase units) for a number of replicas of the worker."""
 CV_RANGE = (0.05, 10.0)
 """Gap CVs are clipped to this range before queueing (Workload.arrival_cv's bounds)."""
 
@@ -92,6 +102,31 @@ class CapacityRequest(BaseModel):
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
     )
+    confidence: float = Field(
+        default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Per window."
+    )
+    node_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs per purchase unit: costs are of whole units (default: the GPU spec's "
+        "purchase_unit_gpus).",
+    )
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float) -> float:
+        check_confidence(v)
+        return v
+
+    max_isl: int | None = Field(
+        default=None, ge=1, description="Longest prompt to accept, tokens; None: the mean ISL."
+    )
+    max_osl: int | None = Field(
+        default=None, ge=1, description="Longest answer to accept, tokens; None: the mean OSL."
+    )
+    too_long_requests: int = Field(
+        default=0, ge=0, description="Trace requests left out: longer than the model allows."
+    )
 
 
 class Stats(BaseModel):
@@ -122,12 +157,17 @@ class WindowPlan(BaseModel):
     isl_mean: float | None = Field(description="Mean input tokens; None without requests.")
     osl_mean: float | None = Field(description="Mean output tokens; None without requests.")
     replicas: int = Field(description="Replicas the window needs.")
-    gpus: int = Field(description="GPUs of those replicas.")
+    gpus: int = Field(description="GPUs bought for those replicas (whole purchase units).")
     config: str = Field(description="Short description of one replica.")
     ttft_ms: Stats = Field(description="Predicted TTFT in the window, ms.")
     tpot_ms: Stats = Field(description="Predicted TPOT in the window, ms.")
     meets_slo: bool = Field(
         description="Predicted to meet both SLOs (false: even the most replicas do not)."
+    )
+    probability_met: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per SLO (ttft, tpot), the probability the window's replicas meet it; "
+        "empty for a window without requests.",
     )
 
 
@@ -138,8 +178,8 @@ class Fleet(BaseModel):
     replicas: int | None = Field(
         default=None, description="Constant replicas (static deployments)."
     )
-    gpus: int = Field(description="Most GPUs at once.")
-    gpu_hours: float = Field(description="GPU-hours over the trace.")
+    gpus: int = Field(description="Most GPUs bought at once.")
+    gpu_hours: float = Field(description="GPU-hours bought over the trace.")
     cost: float = Field(description="USD.")
     windows_violating: int = Field(default=0, description="Windows predicted to miss the SLO.")
     violating_windows: tuple[int, ...] = Field(default=(), description="Their indices.")
@@ -156,6 +196,10 @@ class CapacityResult(BaseModel):
     window_s: float = Field(description="Sizing window length, s.")
     scale_up_s: float = Field(description="Time a new replica takes to serve, s.")
     price_per_gpu_hour: float = Field(description="USD per GPU-hour used for the costs.")
+    purchase_unit: dict[str, int | str] = Field(
+        default_factory=dict,
+        description="GPUs per purchase unit (``gpus``) and its source; GPUs are bought in them.",
+    )
     trace: dict[str, float | int | str] = Field(
         description="The trace: source, layout, requests, duration."
     )
@@ -164,6 +208,9 @@ class CapacityResult(BaseModel):
     autoscaled: Fleet = Field(description="Fleet that follows the windows.")
     static_peak: Fleet = Field(description="Fleet sized for the busiest window all the time.")
     static_mean: Fleet = Field(description="Fleet sized for the mean load all the time.")
+    confidence: float = Field(
+        default=0.0, description="Each window's SLOs are met with at least this probability."
+    )
     method: str = Field(description="How the windows were sized.")
     seconds: float = Field(description="Wall time of the sizing, s.")
 
@@ -187,7 +234,9 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         objective="cost",
         price_per_gpu_hour=req.price_per_gpu_hour,
         hardware_dirs=req.hardware_dirs,
-        confidence=0.0,  # the replay below checks the SLO in every window of the trace
+        confidence=req.confidence,
+        max_isl=req.max_isl,
+        max_osl=req.max_osl,
     )
     best = plan(pr).best
     assert best.deployment.agg is not None
@@ -249,13 +298,45 @@ class _Predictor:
         waits = slot_wait(rate / self.cands.workers, hold, slots, cv * cv, osl_cs2)
         for s, w in waits.items():
             out[f"ttft_{s}"] = out[f"ttft_{s}"] + w * 1e3
+        f_ttft, f_tpot = (self._factor(r.prefill_utilization, k) for k in ("ttft", "tpot"))
         ok = (
             r.feasible
-            & (out[f"ttft_{p}"] <= self.req.ttft_ms)
-            & (out[f"tpot_{p}"] <= self.req.tpot_ms)
+            & (out[f"ttft_{p}"] * f_ttft <= self.req.ttft_ms)
+            & (out[f"tpot_{p}"] * f_tpot <= self.req.tpot_ms)
         )
         out["ok"] = np.asarray(ok, dtype=bool)
+        out["prefill_utilization"] = np.asarray(r.prefill_utilization, dtype=float)
         return out
+
+    def probability_met(self, pred: dict[str, np.ndarray], n: int) -> dict[str, float]:
+        """Per SLO, the probability that ``n`` replicas meet it (the band's quantile inverted at
+        SLO / prediction; ``solvers.plan_core.meet_probability``)."""
+        p, out = self.req.percentile, {}
+        util = float(pred["prefill_utilization"][n - 1])
+        quant = WEIGHT_QUANTS.index(self.worker.weight_quant)
+        kv = KV_DTYPES.index(self.worker.kv_dtype)
+        bands = candidate_bands(self.m, self.gpu, self.req.backend, 0, util, quant, kv)
+        level = packaged_bands().table.level
+        for metric, slo in (("ttft", self.req.ttft_ms), ("tpot", self.req.tpot_ms)):
+            value = float(pred[f"{metric}_{p}"][n - 1])
+            if not math.isfinite(value) or value <= 0:
+                out[metric] = 0.0 if not math.isfinite(value) else 1.0
+                continue
+            out[metric] = round(meet_probability(bands[metric], math.log(slo / value), level), 4)
+        return out
+
+    def _factor(self, utilization: np.ndarray, metric: str) -> np.ndarray | float:
+        """What ``metric``'s prediction is multiplied by to be met with probability
+        ``confidence`` (1 at confidence 0: the point prediction), per replica count."""
+        c = self.req.confidence
+        if c == 0:
+            return 1.0
+        n = np.size(utilization)
+        quant = np.full(n, WEIGHT_QUANTS.index(self.worker.weight_quant))
+        kv = np.full(n, KV_DTYPES.index(self.worker.kv_dtype))
+        util = np.asarray(utilization, dtype=float)
+        back = self.req.backend
+        return upper_factor(self.m, self.gpu, back, np.zeros(n), util, quant, kv, metric, None, c)
 
 
 def erlang_c(a: np.ndarray, c: int) -> np.ndarray:
@@ -325,7 +406,7 @@ def _nan_none(x: float) -> float | None:
 
 
 def _plan_window(
-    win: Window, predict: _Predictor, req: CapacityRequest, gpw: int
+    win: Window, predict: _Predictor, req: CapacityRequest, bought: Bought
 ) -> tuple[WindowPlan, np.ndarray | None]:
     """The window's plan and its ok-by-replica-count array (None for an empty window)."""
     common = dict(
@@ -344,7 +425,7 @@ def _plan_window(
         return WindowPlan(
             **common,
             replicas=n,
-            gpus=n * gpw,
+            gpus=bought(n),
             config=_config(predict.worker, n),
             ttft_ms=Stats(),
             tpot_ms=Stats(),
@@ -356,19 +437,20 @@ def _plan_window(
     return WindowPlan(
         **common,
         replicas=n,
-        gpus=n * gpw,
+        gpus=bought(n),
         config=_config(predict.worker, n),
         ttft_ms=_stats(pred, "ttft", n),
         tpot_ms=_stats(pred, "tpot", n),
         meets_slo=met,
+        probability_met=predict.probability_met(pred, n),
     ), pred["ok"]
 
 
-def _autoscaled(plans: list[WindowPlan], gpw: int, scale_up_s: float, price: float) -> Fleet:
+def _autoscaled(plans: list[WindowPlan], bought: Bought, scale_up_s: float, price: float) -> Fleet:
     hours, prev = 0.0, plans[0].replicas
     for w in plans:
-        hours += w.replicas * gpw * w.duration_s / SECONDS_PER_HOUR
-        hours += max(w.replicas - prev, 0) * gpw * scale_up_s / SECONDS_PER_HOUR
+        hours += bought(w.replicas) * w.duration_s / SECONDS_PER_HOUR
+        hours += max(bought(w.replicas) - bought(prev), 0) * scale_up_s / SECONDS_PER_HOUR
         prev = w.replicas
     bad = tuple(i for i, w in enumerate(plans) if not w.meets_slo)
     return Fleet(
@@ -381,15 +463,15 @@ def _autoscaled(plans: list[WindowPlan], gpw: int, scale_up_s: float, price: flo
 
 
 def _static(
-    n: int, plans: list[WindowPlan], oks: list[np.ndarray | None], gpw: int, price: float
+    n: int, plans: list[WindowPlan], oks: list[np.ndarray | None], bought: Bought, price: float
 ) -> Fleet:
-    hours = n * gpw * sum(w.duration_s for w in plans) / SECONDS_PER_HOUR
+    hours = bought(n) * sum(w.duration_s for w in plans) / SECONDS_PER_HOUR
     bad = tuple(
         i for i, ok in enumerate(oks) if ok is not None and (n < 1 or n > ok.size or not ok[n - 1])
     )
     return Fleet(
         replicas=n,
-        gpus=n * gpw,
+        gpus=bought(n),
         gpu_hours=hours,
         cost=hours * price,
         windows_violating=len(bad),
@@ -428,9 +510,14 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
             f"{req.min_replicas} replicas of {gpw} GPUs exceed --max-gpus {req.max_gpus}",
         )
     predict = _Predictor(load_model(req.model), req, dep, max_replicas)
+    unit, unit_source = purchase_unit(predict.gpu, req.node_gpus)
+
+    def bought(n: int) -> int:
+        return int(units_bought(np.array(gpw), np.array(n), unit)) * unit
+
     pairs, progress = [], Progress(lambda line: print(line, file=sys.stderr))
     for w in wins:
-        pairs.append(_plan_window(w, predict, req, gpw))
+        pairs.append(_plan_window(w, predict, req, bought))
         progress(f"capacity: sized {w.index + 1}/{len(wins)} windows")
     plans, oks = [p for p, _ in pairs], [ok for _, ok in pairs]
     peak = max(p.replicas for p in plans)
@@ -449,12 +536,17 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
             "requests": len(trace),
             "duration_s": trace.duration_s,
             "zero_token_rows": trace.zero_token_rows,
+            "max_isl": req.max_isl or 0,
+            "max_osl": req.max_osl or 0,
+            "too_long_requests": req.too_long_requests,
         },
         deployment=dep,
         windows=tuple(plans),
-        autoscaled=_autoscaled(plans, gpw, req.scale_up_s, price),
-        static_peak=_static(peak, plans, oks, gpw, price),
-        static_mean=_static(mean_n, plans, oks, gpw, price),
+        autoscaled=_autoscaled(plans, bought, req.scale_up_s, price),
+        static_peak=_static(peak, plans, oks, bought, price),
+        static_mean=_static(mean_n, plans, oks, bought, price),
+        purchase_unit={"gpus": unit, "source": unit_source},
+        confidence=req.confidence,
         method=METHOD,
         seconds=time.perf_counter() - t0,
     )

@@ -37,14 +37,17 @@ def worker_config(w: Workers, i: int, workers: int, mem_frac: float | None = Non
     )
 
 
-def deployment(m: ModelSpec, b: Block, i: int, isl: int, osl: int) -> Deployment:
-    """The deployment of candidate ``i`` of block ``b`` (replicas folded into worker counts)."""
+def deployment(
+    m: ModelSpec, b: Block, i: int, isl: int, osl: int, max_len: int | None = None
+) -> Deployment:
+    """The deployment of candidate ``i`` of block ``b`` (replicas folded into worker counts);
+    ``max_len``: the longest request it must accept (default ``isl + osl``)."""
     common: dict[str, object] = {
         "model": m.name,
         "hf_id": m.hf_id,
         "gpu": b.gpu.key,
         "checkpoint_quant": m.quant.weight_format,
-        "max_model_len": isl + osl,
+        "max_model_len": max_len or isl + osl,
     }
     if b.mode == "agg":
         assert b.workers is not None

@@ -96,11 +96,11 @@ def size_key(w: Workers, any_size: bool) -> np.ndarray:
     return dtype_key(w) // 1000 * 1000 if any_size else dtype_key(w)
 
 
-def prune_prefill(s: PhaseSets, any_size: bool = False) -> np.ndarray:
+def prune_prefill(s: PhaseSets, any_size: bool = False, pp_free: bool = False) -> np.ndarray:
     """Prefill workers on the (capacity per GPU, fast alone) front per dtype pair and worker size
-    (``any_size``: per dtype pair, over all sizes)."""
+    (``any_size``: per dtype pair, over all sizes; ``pp_free``: of the workers without PP)."""
     gpw = s.pre.gpus_per_worker
-    ok = np.flatnonzero(s.pre_role.fits)
+    ok = np.flatnonzero(s.pre_role.fits & ((s.pre.pp == 1) | (not pp_free)))
     front = group_pareto(
         size_key(s.pre, any_size)[ok],
         1.0 / (s.pre_role.work_s[ok] * gpw[ok]),
@@ -110,11 +110,17 @@ def prune_prefill(s: PhaseSets, any_size: bool = False) -> np.ndarray:
 
 
 def prune_decode(
-    s: PhaseSets, tpot_slo_ms: float, per_level: bool = False, any_size: bool = False
+    s: PhaseSets,
+    tpot_slo_ms: float,
+    per_level: bool = False,
+    any_size: bool = False,
+    pp_free: bool = False,
 ) -> np.ndarray:
-    """Decode points within the TPOT SLO on the (tok/s/GPU, tok/s/user) front per group."""
+    """Decode points within the TPOT SLO on the (tok/s/GPU, tok/s/user) front per group
+    (``pp_free``: of the workers without PP)."""
     step = s.dec_role.step_s
-    ok = np.flatnonzero((step * 1e3 <= tpot_slo_ms) & (s.dec_role.seq_capacity >= 1))
+    free = (s.dec.pp == 1) | (not pp_free)
+    ok = np.flatnonzero((step * 1e3 <= tpot_slo_ms) & (s.dec_role.seq_capacity >= 1) & free)
     keys = size_key(s.dec, any_size) + (s.dec_clients.astype(int) * 100_000 if per_level else 0)
     per_gpu = running(s) / step / s.dec.gpus_per_worker
     return ok[group_pareto(keys[ok], per_gpu[ok], 1.0 / step[ok])]

@@ -5,7 +5,8 @@ SLO-meeting aggregated operating points; per worker size only the highest-throug
 optimal, so those become the options o with requests/s ``r_o``, GPUs ``g_o`` and price ``c_o``
 (Mélange-style, joined with the parallelism choice)::
 
-    min  sum_o c_o g_o n_o
+    min  sum_t c_t u_t U_t   (c_t $/GPU-hour of type t; U_t whole purchase units of u_t GPUs:
+                             u_t U_t >= sum_{o on t} g_o n_o; with u_t = 1, sum_o c_o g_o n_o)
     s.t. sum_{o of class k} r_o n_o >= R_k           for every class k
          sum_{o on GPU type t} g_o n_o <= available_t for every GPU type t,   n_o integer >= 0
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pulp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
@@ -25,7 +26,12 @@ from hardware.input_files import read_yaml
 from planner.engines import DEFAULT_ENGINE
 from solvers.milp import MilpOutcome, solve
 from solvers.plan_core import evaluate_request
-from solvers.plan_models import PlanRequest
+from solvers.plan_models import (
+    CONFIDENCE_HELP,
+    DEFAULT_CONFIDENCE,
+    PlanRequest,
+    confidence_problem,
+)
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -57,6 +63,13 @@ class GpuPool(BaseModel):
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, le=1e6, description="Default: the GPU spec's price."
     )
+    purchase_unit_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_024,
+        description="GPUs bought together; the pool's GPUs are bought in whole units (default: "
+        "the GPU spec's purchase_unit_gpus, e.g. 4 for an NVL72 tray).",
+    )
 
 
 class FleetSpec(BaseModel):
@@ -72,12 +85,16 @@ class FleetSpec(BaseModel):
     )
     backend: str = Field(default=DEFAULT_ENGINE, description="Engine whose calibration to use.")
     confidence: float = Field(
-        default=0.0,
-        ge=0,
-        le=1,
-        description="Meet each class's SLO at the upper edge of the "
-        "prediction band of this level (planner.uncertainty.bands); 0: at the point prediction.",
+        default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Every class."
     )
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float) -> float:
+        problem = confidence_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
+        return v
 
 
 class Options(BaseModel):
@@ -116,6 +133,10 @@ class FleetResult(BaseModel):
     )
     cost_per_hour_usd: float = Field(description="USD per hour of the whole fleet.")
     gpus_by_type: dict[str, int] = Field(description="GPUs used per GPU type.")
+    gpus_bought_by_type: dict[str, int] = Field(
+        default_factory=dict,
+        description="GPUs bought per GPU type (whole purchase units; the cost is of these).",
+    )
     solver: str = Field(description="MILP solver used.")
     status: str = Field(description="Solver status.")
     solution_status: str = Field(description="Status of the returned solution.")
@@ -184,11 +205,27 @@ def build_options(spec: FleetSpec) -> Options:
     return Options.model_validate({k: tuple(v) for k, v in rows.items()})
 
 
+def purchase_unit_of(pool: GpuPool) -> int:
+    """GPUs per purchase unit of ``pool``: its own figure, else its GPU spec's."""
+    return pool.purchase_unit_gpus or get_gpu(pool.gpu).purchase_unit_gpus
+
+
 def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome]:
     """The fleet MILP on prepared options: replicas per option and the solver outcome."""
     prob = pulp.LpProblem("fleet", pulp.LpMinimize)
     n = [pulp.LpVariable(f"n_{o}", 0, None, cat="Integer") for o in range(len(opt.gpus))]
-    prob += pulp.lpSum(opt.price[o] * opt.gpus[o] * n[o] for o in range(len(n)))
+    cost = []
+    for t, pool in enumerate(spec.gpus):  # each pool pays for whole purchase units
+        mine = [o for o in range(len(n)) if opt.gtype[o] == t]
+        used = pulp.lpSum(opt.gpus[o] * n[o] for o in mine)
+        unit = purchase_unit_of(pool)
+        if unit == 1 or not mine:
+            cost.append(pulp.lpSum(opt.price[o] * opt.gpus[o] * n[o] for o in mine))
+            continue
+        units = pulp.LpVariable(f"units_{t}", 0, pool.available // unit, cat="Integer")
+        prob += unit * units >= used, f"bought_{t}"
+        cost.append(opt.price[mine[0]] * unit * units)
+    prob += pulp.lpSum(cost)
     for k, c in enumerate(spec.classes):
         prob += (
             pulp.lpSum(opt.rps[o] * n[o] for o in range(len(n)) if opt.klass[o] == k)
@@ -252,6 +289,9 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
         assignments=tuple(rows),
         cost_per_hour_usd=float(out.objective or 0.0),
         gpus_by_type=used,
+        gpus_bought_by_type={
+            p.gpu: -(-used[p.gpu] // purchase_unit_of(p)) * purchase_unit_of(p) for p in spec.gpus
+        },
         solver=out.solver,
         status=out.status,
         solution_status=out.solution_status,

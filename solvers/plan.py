@@ -59,6 +59,8 @@ def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, object]:
     return {
         "isl": req.isl,
         "osl": req.osl,
+        "max_isl": req.max_isl or req.isl,
+        "max_osl": req.max_osl or req.osl,
         "concurrency": conc,
         "rate": rate,
         "load": "rate"
@@ -95,6 +97,22 @@ def _pareto(ev: Evaluated, front: np.ndarray) -> tuple[ParetoPoint, ...]:
     )
 
 
+def _at_prediction(ev: Evaluated, best: int) -> Choice | None:
+    """The pick at the point prediction when the request asks for more confidence and it differs
+    from ``best`` (another deployment), else None."""
+    if ev.req.confidence == 0:
+        return None
+    ok = ev.feasible(at_prediction=True)
+    if not ok.any():
+        return None
+    i = pick_best(ev, ok, ev.req.objective)
+    return (
+        None
+        if ev.summary(i) == ev.summary(best) and ev.gpu_of(i) == ev.gpu_of(best)
+        else ev.choice(i)
+    )
+
+
 def plan(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
     """Search the space for ``req``, stating ``bands`` (default: the packaged band table; a
     calibration profile's own bands replace it); raises InfeasibleError when nothing meets the
@@ -106,10 +124,13 @@ def plan(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
     binding = explain_binding(ev, best)
     alts: dict[str, Choice | None] = {}
     for mode in ("agg", "disagg"):
-        mask = ok & (ev.mode_code == (0 if mode == "agg" else 1))
+        # each mode's best, PP only where no PP-free deployment of that mode meets the request
+        mask = ev.meets() & (ev.mode_code == (0 if mode == "agg" else 1))
+        mask &= ~ev.pp_dropped(mask)
         alts[mode] = ev.choice(pick_best(ev, mask, req.objective)) if mask.any() else None
     front = _front(ev, ok)
     pareto = _pareto(ev, front)
+    at_prediction = _at_prediction(ev, best)
     seconds = time.perf_counter() - t0
     return PlanResult(
         request=req,
@@ -133,4 +154,5 @@ def plan(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
         candidates=tuple(top_candidates(ev, ok, front)),
         per_gpu_type=per_gpu_type(ev, ok, best),
         max_gpus=req.max_gpus,
+        at_prediction=at_prediction,
     )

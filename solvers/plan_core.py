@@ -12,13 +12,21 @@ import numpy as np
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
+from planner.emitters.capabilities import known_failures
 from planner.model.bundled import load_model
 from planner.model.spec import ModelSpec
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, Reason
 from planner.perf.deployment import Parallelism
 from planner.perf.estimate import Percentiles
 from planner.perf.memory_plan import plan_memory
-from planner.uncertainty.bands import Bands, deployment_bands, packaged_bands, upper_factor
+from planner.uncertainty.bands import (
+    Bands,
+    LogBand,
+    candidate_bands,
+    deployment_bands,
+    packaged_bands,
+    upper_factor,
+)
 from solvers.candidates import Block, Load, agg_block, evaluate, percentile_ms
 from solvers.describe import deployment, predicted
 from solvers.disagg import disagg_block
@@ -28,8 +36,9 @@ from solvers.explain import (
     infeasible_slo,
     infeasible_throughput,
 )
-from solvers.plan_models import Choice, PlanRequest
-from solvers.rate_pd import rate_disagg_block
+from solvers.plan_models import DEFAULT_CONFIDENCE, Choice, PlanRequest, confidence_problem
+from solvers.purchase import cost_per_million, gpus_bought, purchase_unit
+from solvers.rate_pd import Factors, rate_disagg_block
 from solvers.space import SearchSpace
 
 if TYPE_CHECKING:
@@ -69,29 +78,80 @@ class Evaluated:
             [b.res.infeasible_reason != Reason.OUT_OF_MEMORY for b in self.blocks]
         )
         price = cat([np.full(b.size, pr) for b, pr in zip(self.blocks, self.prices, strict=True)])
-        self.cost_per_hour = price * self.gpus
-        self.cost_per_mtok = price / (SECONDS_PER_HOUR * np.maximum(self.tok_per_gpu, 1e-12)) * 1e6
+        # costs are of the GPUs bought (whole purchase units), per output and per total token
+        units = [purchase_unit(b.gpu, self.req.node_gpus)[0] for b in self.blocks]
+        self.gpus_bought = cat([gpus_bought(b, u) for b, u in zip(self.blocks, units, strict=True)])
+        self.cost_per_hour = price * self.gpus_bought
+        out_tok_s = self.tok_per_gpu * self.gpus
+        self.cost_per_mtok = cost_per_million(self.cost_per_hour, out_tok_s)
+        total = (self.req.isl + self.req.osl) / self.req.osl
+        self.cost_per_mtok_total = cost_per_million(self.cost_per_hour, out_tok_s * total)
         self.within_budget = self.gpus <= self.req.max_gpus
+        self.uses_pp = cat([uses_pp(b) for b in self.blocks])
+        keys = [b.gpu.key for b in self.blocks]
+        self.gpu_code = cat([np.full(b.size, keys.index(b.gpu.key)) for b in self.blocks])
         self.kv_full = cat([b.res.seq_capacity < b.limit for b in self.blocks])
-        # upper edges of the prediction bands; the SLO must hold there unless --confidence 0
-        backend = self.req.backend
-        m, blocks = self.model, self.blocks
-        bs = self.bands
-        self.ttft_band = self.ttft * cat([band_factor(m, b, backend, "ttft", bs) for b in blocks])
-        self.tpot_band = self.tpot * cat([band_factor(m, b, backend, "tpot", bs) for b in blocks])
+        # the values each SLO must hold at: met with probability >= --confidence one-sided (the
+        # point prediction when 0; the band is then stated at the default confidence)
+        backend, m, blocks, bs = self.req.backend, self.model, self.blocks, self.bands
+        c = self.req.confidence or DEFAULT_CONFIDENCE
+        self.ttft_band = self.ttft * cat(
+            [band_factor(m, b, backend, "ttft", bs, c) for b in blocks]
+        )
+        self.tpot_band = self.tpot * cat(
+            [band_factor(m, b, backend, "tpot", bs, c) for b in blocks]
+        )
         robust = self.req.confidence > 0
         self.ttft_edge = self.ttft_band if robust else self.ttft
         self.tpot_edge = self.tpot_band if robust else self.tpot
 
-    def feasible(self) -> np.ndarray:
-        """Candidates within budget and both SLOs at the requested percentile, at the upper edge of
-        the prediction band (``PlanRequest.confidence``; the point prediction when 0)."""
+    def meets(self, at_prediction: bool = False) -> np.ndarray:
+        """Candidates within budget and both SLOs at the requested percentile, each met with
+        probability >= ``PlanRequest.confidence`` (``at_prediction`` or confidence 0: at the
+        point prediction)."""
+        t, p = (self.ttft, self.tpot) if at_prediction else (self.ttft_edge, self.tpot_edge)
         return (
             self.within_budget
             & self.predicted_ok
-            & (self.ttft_edge <= self.req.ttft_ms)
-            & (self.tpot_edge <= self.req.tpot_ms)
+            & (t <= self.req.ttft_ms)
+            & (p <= self.req.tpot_ms)
         )
+
+    def feasible(self, at_prediction: bool = False) -> np.ndarray:
+        """The candidates a plan may pick: those ``meets`` keeps, less the PP ones on a GPU type
+        where a PP-free candidate meets the request (``pp_dropped``)."""
+        ok = self.meets(at_prediction)
+        return ok & ~self.pp_dropped(ok)
+
+    def pp_dropped(self, ok: np.ndarray) -> np.ndarray:
+        """Candidates with pipeline parallelism on a GPU type where a PP-free candidate of ``ok``
+        meets the request: no measurement in the data has PP > 1 (docs/capacity.md,
+        "Pipeline parallelism"), so PP is chosen only when nothing without it meets the SLO."""
+        free = np.unique(self.gpu_code[ok & ~self.uses_pp])
+        return self.uses_pp & np.isin(self.gpu_code, free)
+
+    def band_of(self, i: int, metric: str) -> LogBand:
+        """The band (``ttft`` or ``tpot``) candidate ``i`` is checked with."""
+        b, j = self.blocks[self.block_of[i]], int(self.local[i])
+        w = b.workers if b.mode == "agg" else b.decode
+        assert w is not None
+        k = j if b.mode == "agg" or b.units is None else int(b.units.d[j])
+        util = float(b.res.prefill_utilization[j])
+        mode = int(self.mode_code[i])
+        quant, kv = int(w.quant[k]), int(w.kv[k])
+        return candidate_bands(
+            self.model, b.gpu, self.req.backend, mode, util, quant, kv, self.bands
+        )[metric]
+
+    def probability_met(self, i: int, metric: str) -> float:
+        """Probability that ``metric`` at the requested percentile stays within its SLO for
+        candidate ``i``: the band's quantile function inverted at ln(SLO / prediction)."""
+        slo = self.req.ttft_ms if metric == "ttft" else self.req.tpot_ms
+        pred = float((self.ttft if metric == "ttft" else self.tpot)[i])
+        if not np.isfinite(pred) or pred <= 0:
+            return 0.0 if not np.isfinite(pred) else 1.0
+        band = self.band_of(i, metric)
+        return meet_probability(band, float(np.log(slo / pred)), self.bands.table.level)
 
     def headroom(self, i: int) -> dict[str, object]:
         """SLO / predicted and SLO / band edge of TTFT and TPOT, and the tighter of the two at the
@@ -108,6 +168,7 @@ class Evaluated:
                 "slo_over_predicted": float(slo / pred[i]),
                 "slo_over_band_edge": over_edge[name],
                 "band_edge_ms": float(edge[i]),
+                "probability_met": round(self.probability_met(i, name), 4),
             }
         ttft_tighter = over_edge["ttft"] <= over_edge["tpot"]
         out["tightest_at_band_edge"] = "TTFT" if ttft_tighter else "TPOT"
@@ -140,7 +201,7 @@ class Evaluated:
 
     def summary(self, i: int) -> str:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
-        d = deployment(self.model, b, j, self.req.isl, self.req.osl)
+        d = deployment(self.model, b, j, self.req.isl, self.req.osl, self.req.max_model_len)
 
         def one(role: WorkerConfig) -> str:
             p = role.parallel
@@ -162,14 +223,20 @@ class Evaluated:
         b, j = self.blocks[self.block_of[i]], int(self.local[i])
         pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.engine())
         pred |= band_predictions(self.model, b, j, self.req.backend, pred, self.bands)
+        unit, unit_source = purchase_unit(b.gpu, self.req.node_gpus)
         return Choice(
             mode=b.mode,
             gpu=b.gpu.key,
             config=self.summary(i),
-            deployment=deployment(self.model, b, j, self.req.isl, self.req.osl),
+            deployment=deployment(
+                self.model, b, j, self.req.isl, self.req.osl, self.req.max_model_len
+            ),
             predicted=pred,
             gpus=int(self.gpus[i]),
+            gpus_bought=int(self.gpus_bought[i]),
+            purchase_unit={"gpus": unit, "source": unit_source},
             cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
+            cost_per_million_total_tokens=float(self.cost_per_mtok_total[i]),
             cost_per_hour_usd=float(self.cost_per_hour[i]),
             headroom=self.headroom(i),
         )
@@ -218,7 +285,7 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     where = f"of {req.model} on up to {req.max_gpus} x {'/'.join(req.gpus)}"
     pct: str = req.percentile
     if req.confidence > 0:
-        pct = f"{req.percentile} (upper edge of the {req.confidence:.0%} band)"
+        pct = f"{req.percentile} (met with {req.confidence:.0%} probability, one-sided)"
     finite = np.isfinite(ev.ttft) & np.isfinite(ev.tpot) & ev.within_budget
     if req.rate_per_s is not None and not finite.any():  # every deployment saturates at this rate
         return infeasible_throughput(req.rate_per_s, _saturation_rate(ev), req.max_gpus, where)
@@ -229,11 +296,26 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     return infeasible_slo(ev.ttft_edge, ev.tpot_edge, req.ttft_ms, req.tpot_ms, pct, where)
 
 
+def uses_pp(b: Block) -> np.ndarray:
+    """Per candidate of ``b``: does a worker (either role when disaggregated) use PP > 1?"""
+    if b.mode == "agg":
+        assert b.workers is not None
+        return np.asarray(b.workers.pp > 1)
+    assert b.prefill is not None and b.decode is not None and b.units is not None
+    return np.asarray((b.prefill.pp[b.units.p] > 1) | (b.decode.pp[b.units.d] > 1))
+
+
 def band_factor(
-    m: ModelSpec, b: Block, backend: str, metric: str, bands: Bands | None = None
+    m: ModelSpec,
+    b: Block,
+    backend: str,
+    metric: str,
+    bands: Bands | None = None,
+    confidence: float | None = None,
 ) -> np.ndarray:
-    """Per candidate of ``b``, the upper edge of ``metric``'s band (of ``bands``, default the
-    packaged table) over the prediction."""
+    """Per candidate of ``b``, what ``metric``'s prediction is multiplied by to be met with
+    probability ``confidence`` one-sided (``upper_factor``; None: the upper edge of the band
+    table's central band), from ``bands`` (default the packaged table)."""
     if b.mode == "agg":
         assert b.workers is not None
         q, kv = b.workers.quant, b.workers.kv
@@ -242,7 +324,7 @@ def band_factor(
         q, kv = b.decode.quant[b.units.d], b.decode.kv[b.units.d]
     modes = np.full(b.size, 0 if b.mode == "agg" else 1)
     util = b.res.prefill_utilization
-    return upper_factor(m, b.gpu, backend, modes, util, q, kv, metric, bands)
+    return upper_factor(m, b.gpu, backend, modes, util, q, kv, metric, bands, confidence)
 
 
 def band_predictions(
@@ -287,17 +369,33 @@ def band_predictions(
     return out
 
 
-def check_confidence(confidence: float) -> None:
-    """``--confidence`` is 0 (the point prediction) or the level of the committed band table."""
-    if confidence == 0:
-        return
-    level = packaged_bands().table.level
-    if abs(confidence - level) > 1e-9:
-        raise PlannerInputError(
-            "--confidence",
-            f"{confidence:g} not allowed: 0 (point prediction) "
-            f"or {level:g} (the level of planner/calibration/bands.yaml)",
-        )
+PROBABILITY_BOUNDS = (1e-3, 1.0 - 1e-3)
+"""The probabilities ``meet_probability`` resolves (beyond them the table's tails say nothing)."""
+
+
+def meet_probability(band: LogBand, log_ratio: float, level: float) -> float:
+    """P(ln(measured / predicted) <= ``log_ratio``): the inverse of ``LogBand.quantile`` (which
+    rises with its probability) by bisection, clamped to ``PROBABILITY_BOUNDS``."""
+    lo, hi = PROBABILITY_BOUNDS
+    if log_ratio <= band.quantile(lo, level):
+        return lo
+    if log_ratio >= band.quantile(hi, level):
+        return hi
+    for _ in range(40):  # 2^-40 of the interval: far below the 3-4 figures a plan shows
+        mid = 0.5 * (lo + hi)
+        if band.quantile(mid, level) <= log_ratio:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def check_confidence(confidence: float, field: str = "--confidence") -> None:
+    """``confidence`` is 0 (the point prediction) or a one-sided probability in
+    ``CONFIDENCE_RANGE`` (an input error naming ``field`` otherwise)."""
+    problem = confidence_problem(confidence)
+    if problem is not None:
+        raise PlannerInputError(field, problem)
 
 
 def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:
@@ -315,6 +413,7 @@ def _memory_detail(model: ModelSpec, gpu: GpuSpec, max_gpus: int) -> str:
 def _space(req: PlanRequest, gpus: list[GpuSpec]) -> SearchSpace:
     modes = ("agg", "disagg") if req.mode == "auto" else (req.mode,)
     return SearchSpace(
+        known_failures=known_failures(req.backend),
         gpus=tuple(g.key for g in gpus),
         max_gpus=req.max_gpus,
         modes=modes,
@@ -331,6 +430,21 @@ def _distinct_gpus(req: PlanRequest) -> list[GpuSpec]:
         g = get_gpu(name, req.hardware_dirs)
         out.setdefault(g.key, g)
     return list(out.values())
+
+
+def _slo_factors(model: ModelSpec, req: PlanRequest, bands: Bands | None) -> Factors | None:
+    """What a block's TTFT and TPOT predictions are multiplied by to be met with probability
+    ``req.confidence`` (None at confidence 0: the point prediction)."""
+    if req.confidence == 0:
+        return None
+
+    def factors(b: Block) -> tuple[np.ndarray, np.ndarray]:
+        return tuple(  # type: ignore[return-value]
+            band_factor(model, b, req.backend, metric, bands, req.confidence)
+            for metric in ("ttft", "tpot")
+        )
+
+    return factors
 
 
 def evaluate_request(
@@ -357,7 +471,16 @@ def evaluate_request(
                 b = disagg_block(model, gpu, gi, space, load, req.tpot_ms)
             else:
                 b, sol = rate_disagg_block(
-                    model, gpu, gi, space, load, req.ttft_ms, req.tpot_ms, req.percentile, price
+                    model,
+                    gpu,
+                    gi,
+                    space,
+                    load,
+                    req.ttft_ms,
+                    req.tpot_ms,
+                    req.percentile,
+                    price,
+                    _slo_factors(model, req, bands),
                 )
                 if sol is not None:
                     milp[gpu.key] = {

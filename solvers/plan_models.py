@@ -14,6 +14,26 @@ from planner.perf.deployment import Deployment, ShapeRules
 from solvers.counts import MAX_BUDGET_GPUS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+CONFIDENCE_RANGE = (0.5, 0.99)
+"""A confidence other than 0 (the point prediction) is a one-sided probability in this range: below
+0.5 a plan would be sized under the median error; above 0.99 the band table's tails rest on too
+few rows to state."""
+DEFAULT_CONFIDENCE = 0.8
+CONFIDENCE_HELP = (
+    "Each SLO holds with at least this probability, one-sided, read from the band table's "
+    "quantiles of measured / predicted (planner.uncertainty.bands): 0 (the point prediction) or "
+    f"{CONFIDENCE_RANGE[0]}-{CONFIDENCE_RANGE[1]}."
+)
+
+
+def confidence_problem(c: float) -> str | None:
+    """Why ``c`` is not a confidence (see ``CONFIDENCE_RANGE``), or None."""
+    lo, hi = CONFIDENCE_RANGE
+    if c == 0 or lo <= c <= hi:
+        return None
+    return f"{c:g} not allowed: 0 (the point prediction) or {lo:g}-{hi:g} (one-sided probability)"
+
+
 Objective = Literal["throughput-per-gpu", "cost", "gpus"]
 Percentile = Literal["p50", "p90", "p99"]
 
@@ -44,6 +64,12 @@ class PlanRequest(BaseModel):
 
     isl: int = Field(ge=1, description="Input tokens per request.")
     osl: int = Field(ge=1, description="Output tokens per request.")
+    max_isl: int | None = Field(
+        default=None, ge=1, description="Longest prompt to accept, tokens; None: the mean ISL."
+    )
+    max_osl: int | None = Field(
+        default=None, ge=1, description="Longest answer to accept, tokens; None: the mean OSL."
+    )
     rate_per_s: float | None = Field(
         default=None, gt=0, description="Open-loop request rate to serve, requests/s."
     )
@@ -68,15 +94,21 @@ class PlanRequest(BaseModel):
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
-    confidence: float = Field(
-        default=0.8,
-        ge=0,
-        le=1,
-        description="Meet the SLO at the upper edge of the prediction "
-        "band of this level (planner.uncertainty.bands, 0.8); 0: at the point prediction.",
-    )
+    confidence: float = Field(default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP)
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float) -> float:
+        problem = confidence_problem(v)
+        if problem is not None:
+            raise PlannerInputError("--confidence", problem)
+        return v
+
     node_gpus: int | None = Field(
-        default=None, ge=1, description="Count GPUs in whole nodes of this size."
+        default=None,
+        ge=1,
+        description="GPUs per purchase unit: costs are of whole units (default: each GPU "
+        "spec's purchase_unit_gpus, e.g. 4 for an NVL72 tray, 1 where GPUs are rented singly).",
     )
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
@@ -87,6 +119,11 @@ class PlanRequest(BaseModel):
         description="Engine constants replacing the packaged ones (a user's calibration "
         "profile, `--calibration`).",
     )
+
+    @property
+    def max_model_len(self) -> int:
+        """Longest request the deployment must accept: max ISL + max OSL, tokens."""
+        return (self.max_isl or self.isl) + (self.max_osl or self.osl)
 
     def engine(self) -> EnginePolicy:
         """The request's engine with its constants."""
@@ -104,9 +141,22 @@ class Choice(BaseModel):
     predicted: dict[str, object] = Field(
         description="Predicted TTFT, TPOT, throughput and memory (planner estimate's numbers)."
     )
-    gpus: int = Field(description="GPUs of the deployment.")
-    cost_per_million_output_tokens: float = Field(description="USD per million output tokens.")
-    cost_per_hour_usd: float = Field(description="USD per hour of the deployment.")
+    gpus: int = Field(description="GPUs the deployment uses.")
+    gpus_bought: int = Field(
+        description="GPUs paid for: whole purchase units holding the workers (the costs are of "
+        "these)."
+    )
+    purchase_unit: dict[str, int | str] = Field(
+        description="GPUs per purchase unit (``gpus``) and where that number comes from "
+        "(``source``: --node-gpus or the GPU spec)."
+    )
+    cost_per_million_output_tokens: float = Field(
+        description="USD per million output tokens (all input processing charged to them)."
+    )
+    cost_per_million_total_tokens: float = Field(
+        description="USD per million tokens processed, input plus output."
+    )
+    cost_per_hour_usd: float = Field(description="USD per hour of the GPUs bought.")
     headroom: dict[str, object] = Field(
         default_factory=dict,
         description="SLO / predicted and SLO / band edge per metric, and "
@@ -166,6 +216,12 @@ class PlanResult(BaseModel):
         default_factory=dict, description="Best plan or reason, per GPU type."
     )
     max_gpus: int = Field(default=0, description="The GPU budget of the request.")
+    at_prediction: Choice | None = Field(
+        default=None,
+        description="The plan the same objective picks at the point prediction (--confidence 0), "
+        "when it differs from the recommendation; None when they agree, at confidence 0, or when "
+        "nothing meets the SLO even at the prediction.",
+    )
 
     def to_plan_dict(self) -> dict[str, object]:
         """The plan-file JSON (``planner plan --format json``; read by

@@ -20,6 +20,8 @@ or two more workers of either role are tried (fewest GPUs first).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from hardware.spec import GpuSpec
@@ -43,14 +45,29 @@ DISAGG_DENSE_COUNTS = 8
 over the faster link, so feasibility can drop as a small deployment outgrows the domain."""
 REPAIR_WORKERS = 2
 """Extra workers per role tried when the MILP's pair misses the SLO as a whole."""
+Factors = Callable[[Block], tuple[np.ndarray, np.ndarray]]
+"""Per candidate of a block, what its TTFT and TPOT predictions are multiplied by before the SLO
+check (the confidence the SLO must hold with; ``solvers.plan_core.band_factor``)."""
+Slo = tuple[float, float, str, Factors | None]
+"""TTFT and TPOT SLOs (ms), their percentile, and the factors they are checked with (None: the
+point prediction)."""
 
 
 def _ok(
-    b: Block, ttft_ms: float, tpot_ms: float, percentile: str, roles: str = "both"
+    b: Block,
+    ttft_ms: float,
+    tpot_ms: float,
+    percentile: str,
+    factors: Factors | None,
+    roles: str = "both",
 ) -> np.ndarray:
-    """Deployments meeting the SLO (``roles="decode"``: TPOT and a stable queue only)."""
-    ok = b.res.feasible & (percentile_ms(b.res, "tpot", percentile) <= tpot_ms)
-    return ok if roles == "decode" else ok & (percentile_ms(b.res, "ttft", percentile) <= ttft_ms)
+    """Deployments meeting the SLO at ``factors`` x the prediction (``roles="decode"``: TPOT and a
+    stable queue only)."""
+    f_ttft, f_tpot = factors(b) if factors is not None else (1.0, 1.0)
+    ok = b.res.feasible & (percentile_ms(b.res, "tpot", percentile) * f_tpot <= tpot_ms)
+    if roles == "decode":
+        return ok
+    return ok & (percentile_ms(b.res, "ttft", percentile) * f_ttft <= ttft_ms)
 
 
 def _fewest(
@@ -58,7 +75,7 @@ def _fewest(
     gpu: GpuSpec,
     s: PhaseSets,
     load: Load,
-    slo: tuple[float, float, str],
+    slo: Slo,
     opts: np.ndarray,
     partner: np.ndarray,
     partner_n: np.ndarray,
@@ -87,15 +104,18 @@ def _options(
     gpu: GpuSpec,
     s: PhaseSets,
     load: Load,
-    slo: tuple[float, float, str],
+    slo: Slo,
     max_gpus: int,
+    pp_free: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(prefill options, their x, decode options, their y) for one GPU type.
+    """(prefill options, their x, decode options, their y) for one GPU type (``pp_free``: of the
+    workers without PP).
 
     Decode options are sized next to an ample pool of the highest-capacity prefill worker of their
     dtypes, prefill options next to the best decode option of theirs at its size.
     """
-    pi, di = prune_prefill(s), prune_decode(s, slo[1])
+    pi = prune_prefill(s, pp_free=pp_free)
+    di = prune_decode(s, slo[1], pp_free=pp_free)
     gp, gd = s.pre.gpus_per_worker, s.dec.gpus_per_worker
     pkey, dkey = dtype_key(s.pre) // 1000, dtype_key(s.dec) // 1000
     cap_p = 1.0 / (s.pre_role.work_s * gp)
@@ -126,7 +146,7 @@ def _repair(
     gpu: GpuSpec,
     s: PhaseSets,
     load: Load,
-    slo: tuple[float, float, str],
+    slo: Slo,
     p: int,
     d: int,
     x: int,
@@ -149,6 +169,36 @@ def _repair(
     return unit_block(m, gpu, s, one, load, np.full(1, np.nan), 0)
 
 
+def _solve(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    s: PhaseSets,
+    space: SearchSpace,
+    load: Load,
+    slo: Slo,
+    price: float,
+    pp_free: bool,
+) -> tuple[Block | None, PdSolution | None]:
+    """The MILP's deployment for one SLO check, verified whole (None when none meets it)."""
+    assert load.rate_per_s is not None
+    pi, x, di, y = _options(m, gpu, s, load, slo, space.max_gpus, pp_free)
+    if pi.size == 0 or di.size == 0:
+        return None, None
+    rate = load.rate_per_s
+    popt = PhaseOptions(
+        dtype_key(s.pre)[pi] // 1000, s.pre.gpus_per_worker[pi], rate / x, np.full(pi.size, price)
+    )
+    dopt = PhaseOptions(
+        dtype_key(s.dec)[di] // 1000, s.dec.gpus_per_worker[di], rate / y, np.full(di.size, price)
+    )
+    unit = space.node_gpus or gpu.purchase_unit_gpus  # costs are of whole purchase units
+    sol = solve_pd(popt, dopt, rate, space.max_gpus, node_gpus=unit if unit > 1 else None)
+    if sol is None:
+        return None, None
+    p, d = int(pi[sol.prefill]), int(di[sol.decode])
+    return _repair(m, gpu, s, load, slo, p, d, sol.x, sol.y, space.max_gpus), sol
+
+
 def rate_disagg_block(
     m: ModelSpec,
     gpu: GpuSpec,
@@ -159,50 +209,46 @@ def rate_disagg_block(
     slo_tpot_ms: float,
     percentile: str,
     price: float,
+    factors: Factors | None = None,
 ) -> tuple[Block | None, PdSolution | None]:
-    """Solve the P/D MILP for one GPU type and wrap the verified deployment as a one-candidate
-    block."""
+    """Solve the P/D MILP for one GPU type and wrap the verified deployment as a block.
+
+    Workers without pipeline parallelism are tried first; PP only when no PP-free pair meets the
+    SLO. With ``factors`` (the SLO must hold at a confidence above the point prediction) the worker
+    counts are sized with the SLO checked at factors x the prediction (the band grows or shrinks
+    with the prefill load, so more or wider prefill workers can be what meets it), and the
+    deployment sized at the point prediction joins it as a second candidate: the plan states
+    both when they differ. The MILP details returned are those of the first sizing that found one.
+    """
     assert load.rate_per_s is not None
     s = phase_sets(m, gpu, gi, space, load, np.array([max(space.max_num_seqs)]))
     if s is None:
         return None, None
-    slo = (slo_ttft_ms, slo_tpot_ms, percentile)
-    pi, x, di, y = _options(m, gpu, s, load, slo, space.max_gpus)
-    if pi.size == 0 or di.size == 0:
-        return None, None
-    rate = load.rate_per_s
-    popt = PhaseOptions(
-        dtype_key(s.pre)[pi] // 1000, s.pre.gpus_per_worker[pi], rate / x, np.full(pi.size, price)
-    )
-    dopt = PhaseOptions(
-        dtype_key(s.dec)[di] // 1000, s.dec.gpus_per_worker[di], rate / y, np.full(di.size, price)
-    )
-    sol = solve_pd(popt, dopt, rate, space.max_gpus, node_gpus=space.node_gpus)
-    if sol is None:
-        return None, None
-    b = _repair(
-        m,
-        gpu,
-        s,
-        load,
-        slo,
-        int(pi[sol.prefill]),
-        int(di[sol.decode]),
-        sol.x,
-        sol.y,
-        space.max_gpus,
-    )
-    if b is None:
+    checks: list[Factors | None] = [factors, None] if factors is not None else [None]
+    found, sols = [], []
+    for f in checks:
+        slo = (slo_ttft_ms, slo_tpot_ms, percentile, f)
+        for pp_free in (True, False):  # PP only when no PP-free pair meets the SLO
+            b, sol = _solve(m, gpu, s, space, load, slo, price, pp_free)
+            sols.append(sol)
+            if b is not None and b.units is not None:
+                found.append(b.units)
+                break
+    sol = next((x for x in sols if x is not None), None)
+    if not found:
         return None, sol
+    cols = np.stack([np.concatenate([getattr(f, k) for f in found]) for k in "pdxy"])
+    u = Units(*np.unique(cols, axis=1))  # one candidate when both sizings agree
+    blk = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
     n = int(s.pre.size + s.dec.size)
     return Block(
         "disagg",
         gpu,
-        b.res,
-        b.concurrency,
-        b.clients,
-        b.replicas,
-        units=b.units,
+        blk.res,
+        blk.concurrency,
+        blk.clients,
+        blk.replicas,
+        units=blk.units,
         prefill=s.pre,
         decode=s.dec,
         evaluated=n,

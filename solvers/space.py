@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.spec import HOST_GPUS_MAX
+from planner.emitters.capabilities import KnownFailure
 from planner.model.spec import ModelSpec
 from planner.perf.batch import WEIGHT_QUANTS, KvDtype, WeightQuant
 from planner.perf.deployment import Parallelism, ShapeRules, placement_problem
@@ -76,6 +77,10 @@ class SearchSpace(BaseModel):
     )
     shape_rules: ShapeRules = Field(
         default_factory=ShapeRules, description="Worker shapes the target engine can launch."
+    )
+    known_failures: tuple[KnownFailure, ...] = Field(
+        default=(),
+        description="Worker shapes the target engine is reported to crash on (not searched).",
     )
 
 
@@ -138,7 +143,7 @@ def legal_splits(
     """Parallelism splits the model accepts within max_gpus: TP inside one scale-up domain, DP/EP
     and PP across hosts of ``node_gpus`` (default: the domain up to 8) over the scale-out network
     (:func:`planner.perf.deployment.placement_problem`), launchable under the space's shape
-    rules."""
+    rules and none of its engine's known failures."""
     node = node_gpus or min(domain_size, HOST_GPUS_MAX)
     out = []
     for tp, pp in itertools.product(space.tp, space.pp):
@@ -150,6 +155,8 @@ def legal_splits(
                 if placement_problem(p, domain_size, node) is not None:
                     continue
                 if space.shape_rules.problem(p, node) is not None:
+                    continue
+                if any(f.matches(p) for f in space.known_failures):
                     continue
                 try:
                     check_parallelism(model, p)

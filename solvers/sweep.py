@@ -23,13 +23,21 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hardware.errors import InfeasibleError, PlannerInputError
 from planner.engines import DEFAULT_ENGINE
 from planner.perf.deployment import ShapeRules
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.plan import PlanRequest, PlanResult, plan
+from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE, confidence_problem
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -100,6 +108,17 @@ class SweepSpec(BaseModel):
         description="Engine of every scenario: its calibration and the worker shapes it can "
         "launch (planner/emitters/capabilities.yaml), as `planner plan --backend`.",
     )
+    confidence: float = Field(
+        default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Every scenario."
+    )
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float) -> float:
+        problem = confidence_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
+        return v
 
 
 class Scenario(BaseModel):
@@ -163,6 +182,7 @@ def scenarios(spec: SweepSpec, shape_rules: ShapeRules) -> list[Scenario]:
             "mode": spec.mode,
             "backend": spec.backend,
             "objective": obj,
+            "confidence": spec.confidence,
         }
         out.append(
             Scenario(
@@ -195,11 +215,13 @@ COLUMNS: tuple[str, ...] = (
     "ttft_slo_ms",
     "tpot_slo_ms",
     "percentile",
+    "confidence",
     "objective",
     "mode",
     "gpu",
     "config",
     "gpus",
+    "gpus_bought",
     "ttft_at_percentile_ms",
     "tpot_at_percentile_ms",
     "ttft_mean_ms",
@@ -209,6 +231,7 @@ COLUMNS: tuple[str, ...] = (
     "requests_per_s",
     "cost_per_hour_usd",
     "cost_per_million_output_tokens_usd",
+    "cost_per_million_total_tokens_usd",
     "binding_constraint",
     "candidates",
     "seconds",
@@ -240,6 +263,7 @@ def _base(s: Scenario) -> dict[str, object]:
         "ttft_slo_ms": r["ttft_ms"],
         "tpot_slo_ms": r["tpot_ms"],
         "percentile": r["percentile"],
+        "confidence": r.get("confidence"),
         "objective": r["objective"],
     }
 
@@ -265,6 +289,7 @@ def _plan_fields(result: PlanResult, pct: str) -> dict[str, object]:
         "gpu": b.gpu,
         "config": b.config,
         "gpus": b.gpus,
+        "gpus_bought": b.gpus_bought,
         "ttft_at_percentile_ms": _stat(pr, "ttft_ms", pct),
         "tpot_at_percentile_ms": _stat(pr, "tpot_ms", pct),
         "ttft_mean_ms": _stat(pr, "ttft_ms", "mean"),
@@ -274,6 +299,7 @@ def _plan_fields(result: PlanResult, pct: str) -> dict[str, object]:
         "requests_per_s": _finite(pr["requests_per_s"]),
         "cost_per_hour_usd": _finite(b.cost_per_hour_usd),
         "cost_per_million_output_tokens_usd": _finite(b.cost_per_million_output_tokens),
+        "cost_per_million_total_tokens_usd": _finite(b.cost_per_million_total_tokens),
         "binding_constraint": result.binding_constraint,
         "candidates": result.candidates_evaluated,
     }

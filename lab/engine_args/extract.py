@@ -5,8 +5,9 @@ read with `ast`.
         [--artifact FILE] [--out planner/engines/vllm/args.yaml]
 
 ROOT holds the engine's Python package (a git checkout's `python/` folder for SGLang, the
-repository root for vLLM and TensorRT-LLM, or an unpacked release wheel); for SGLang give
-the router's package root with `--router-root`. Nothing is imported or run: argument
+repository root for vLLM and TensorRT-LLM, or an unpacked release wheel); give the router's
+package root with `--router-root` (SGLang: the `sglang-router` wheel, vLLM: the `vllm-router`
+wheel). Nothing is imported or run: argument
 names, types and choices are read from the source text. Writing refuses to replace an
 existing file unless `--force`.
 """
@@ -95,9 +96,7 @@ def add_checked_choices(
         walker.files.add(src.relpath(mod))  # type: ignore[arg-type]
 
 
-def vllm_tools(
-    root: Path, proxy_root: Path | None = None, proxy_commit: str = ""
-) -> dict[str, Tool]:
+def vllm_tools(root: Path, router_root: Path | None = None) -> dict[str, Tool]:
     src = Source([root])
     fields = VllmFields(src)
     serve = Walker(src, field_hook=fields)
@@ -110,25 +109,17 @@ def vllm_tools(
     return {
         "serve": _tool(serve, "vllm serve", "vllm/entrypoints/common/cli_args.py:make_arg_parser"),
         "bench": _tool(bench, "vllm bench serve", "vllm/benchmarks/serve.py:add_cli_args"),
-        **(_vllm_proxy(proxy_root, proxy_commit) if proxy_root else {}),
+        **(_router(router_root, "vllm_router", "vllm-router") if router_root else {}),
     }
 
 
-PROXY = "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"
-
-
-def _vllm_proxy(root: Path, commit: str) -> dict[str, Tool]:
-    """The P/D toy proxy: in vLLM's source tree (tests/), not in the release wheel."""
-    src = Source([root])
-    walker = Walker(src)
-    mod, fn = find_function(src, PROXY[:-3].replace("/", "."), "parse_args")
-    walker.walk(mod, fn)
-    tool = _tool(walker, f"python {PROXY}", f"{PROXY}:parse_args")
-    tool["notes"] = (
-        f"not shipped in the wheel; read from {PROXY} at commit {commit or '?'}, "
-        "not from the release tag"
-    )
-    return {"router": tool}
+def _router(root: Path, package: str, program: str) -> dict[str, Tool]:
+    """The engine project's router (a separate release): ``launch_router.parse_router_args``."""
+    rsrc = Source([root])
+    router = Walker(rsrc)
+    mod, fn = find_function(rsrc, f"{package}.launch_router", "parse_router_args")
+    router.walk(mod, fn)
+    return {"router": _tool(router, program, f"{package}/launch_router.py:parse_router_args")}
 
 
 def sglang_tools(root: Path, router_root: Path | None = None) -> dict[str, Tool]:
@@ -153,15 +144,7 @@ def sglang_tools(root: Path, router_root: Path | None = None) -> dict[str, Tool]
         "python -m sglang.bench_serving is a deprecated shim that calls the same cli_main"
     )
     if router_root is not None:
-        rsrc = Source([router_root])
-        router = Walker(rsrc)
-        mod, fn = find_function(rsrc, "sglang_router.launch_router", "parse_router_args")
-        router.walk(mod, fn)
-        tools["router"] = _tool(
-            router,
-            "python -m sglang_router.launch_router",
-            "sglang_router/launch_router.py:parse_router_args",
-        )
+        tools |= _router(router_root, "sglang_router", "python -m sglang_router.launch_router")
     return tools
 
 
@@ -237,10 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         "release's PKG/_version.py records, when it records one)",
     )
     ap.add_argument("--artifact", default="", help="the release file read, if not a checkout")
-    ap.add_argument("--router-root", type=Path, help="SGLang: sglang_router package root")
-    ap.add_argument("--proxy-root", type=Path, help="vLLM: source tree holding " + PROXY)
-    ap.add_argument("--proxy-commit", default="", help="vLLM: commit the proxy was read at")
-    ap.add_argument("--router-version", default="", help="SGLang: sglang-router version")
+    ap.add_argument(
+        "--router-root", type=Path, help="the router's package root (sglang_router, vllm_router)"
+    )
+    ap.add_argument("--router-version", default="", help="the router's release version")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args(argv)
@@ -248,18 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     if out.is_symlink() or (out.exists() and not args.force):
         print(f"extract: {out} exists (use --force to replace it)", file=sys.stderr)
         return 2
-    kwargs: dict[str, Path | str | None] = (
-        {"router_root": args.router_root} if args.engine == "sglang" else {}
-    )
-    if args.engine == "vllm" and args.proxy_root:
-        kwargs = {"proxy_root": args.proxy_root, "proxy_commit": args.proxy_commit}
-    tools = EXTRACTORS[args.engine](args.root, **kwargs)
+    tools = EXTRACTORS[args.engine](args.root, router_root=args.router_root)
     extra = tools.pop("_extra", None)
     cmd = ["python -m lab.engine_args.extract", args.engine, "ROOT"]
     if args.router_root:
         cmd += ["--router-root", "ROUTER_ROOT", "--router-version", args.router_version]
-    if args.proxy_root:
-        cmd += ["--proxy-root", "PROXY_ROOT", "--proxy-commit", args.proxy_commit]
     cmd += ["--tag", args.tag] + (["--commit", args.commit] if args.commit else [])
     meta: Meta = {
         "command": " ".join(cmd[:1] + [shlex.quote(c) for c in cmd[1:]]),

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 from hardware.errors import PlannerInputError
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
+from planner.cli.recipe_args import add_max_lengths
 from planner.engines import DEFAULT_ENGINE, engine_names
+from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
 
 if TYPE_CHECKING:
     from planner.perf.replay import WindowStats
@@ -47,6 +49,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     add_trace_where(p)
     p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
+    add_max_lengths(p, "the longest in the trace")
     p.add_argument("--gpu", required=True, help="GPU name(s), comma separated (see `planner gpus`)")
     add_hardware_dir(p)
     p.add_argument("--ttft-ms", type=positive_float, required=True, help="TTFT SLO (ms)")
@@ -56,6 +59,19 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         choices=("p50", "p90", "p99"),
         default="p90",
         help="SLO percentile per window",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        help=f"{CONFIDENCE_HELP} (default {DEFAULT_CONFIDENCE})",
+    )
+    p.add_argument(
+        "--node-gpus",
+        type=positive_int,
+        default=None,
+        help="GPUs per purchase unit: costs are of whole units (default: the GPU spec's "
+        "purchase_unit_gpus, e.g. 4 for an NVL72 tray, 1 where GPUs are rented singly)",
     )
     p.add_argument(
         "--window", type=duration, default=900.0, help="window length: 900s, 15m, 1h (default 15m)"
@@ -130,10 +146,12 @@ def _summary_rows(res: Any) -> list[dict[str, Any]]:
                 "design rate (req/s)": w.design_rate,
                 "gap CV": w.arrival_cv,
                 "replicas": w.replicas,
-                "GPUs": w.gpus,
+                "GPUs bought": w.gpus,
                 f"TTFT {pct} (ms)": getattr(w.ttft_ms, pct),
                 f"TPOT {pct} (ms)": getattr(w.tpot_ms, pct),
                 "meets SLO": w.meets_slo,
+                f"P(TTFT {pct} <= SLO)": w.probability_met.get("ttft"),
+                f"P(TPOT {pct} <= SLO)": w.probability_met.get("tpot"),
             }
         )
     return rows
@@ -149,8 +167,8 @@ def _fleet_rows(res: Any) -> list[dict[str, Any]]:
         out.append(
             {
                 "deployment": name,
-                "GPUs (max)": f.gpus,
-                "GPU-hours": f.gpu_hours,
+                "GPUs bought (max)": f.gpus,
+                "GPU-hours bought": f.gpu_hours,
                 "cost ($)": f.cost,
                 "windows violating SLO": f.windows_violating,
             }
@@ -159,8 +177,19 @@ def _fleet_rows(res: Any) -> list[dict[str, Any]]:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
+    from planner.cli.recipe_args import trace_within
+    from planner.model.bundled import load_model
     from planner.workload.traces import check_out, read_trace
     from solvers.capacity import CapacityRequest, capacity
+
+    limit = load_model(args.model).max_position_embeddings
+    trace, too_long, max_isl, max_osl = trace_within(
+        read_trace(args.trace, where=tuple(args.trace_where)),
+        limit,
+        args.max_isl,
+        args.max_osl,
+        args.model,
+    )
 
     if args.min_replicas < 0:
         raise PlannerInputError("--min-replicas", f"must be >= 0, got {args.min_replicas}")
@@ -178,11 +207,16 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         backend=args.backend,
         price_per_gpu_hour=args.price_per_gpu_hour,
         hardware_dirs=tuple(args.hardware_dir),
+        confidence=args.confidence,
+        node_gpus=args.node_gpus,
+        max_isl=max_isl,
+        max_osl=max_osl,
+        too_long_requests=too_long,
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
             check_out(path, args.force, flag)
-    res = capacity(read_trace(args.trace, where=tuple(args.trace_where)), req)
+    res = capacity(trace, req)
     _write_outputs(res, args)
     if args.format == "json":
         print_json(res)
@@ -191,12 +225,24 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         f"{res.model} on {res.gpu} ({res.backend}): {res.trace['requests']:,} requests over "
         f"{float(res.trace['duration_s']) / 3600:.3g} h, windows of {res.window_s / 60:g} min, SLO "
         f"{res.slo['percentile']} TTFT <= {res.slo['ttft_ms']:g} ms, "
-        f"TPOT <= {res.slo['tpot_ms']:g} ms"
+        f"TPOT <= {res.slo['tpot_ms']:g} ms, "
+        + (
+            f"each met with probability >= {res.confidence:g}"
+            if res.confidence
+            else "at the point prediction"
+        )
     )
     print(head)
+    if too_long:
+        print(
+            f"left out {too_long:,} requests longer than {res.model}'s {limit:,} positions; "
+            f"the deployment accepts prompts up to {max_isl:,} and answers up to {max_osl:,} "
+            "tokens"
+        )
     gpw = res.deployment.total_gpus
     print(
-        f"replica: {res.windows[0].config.split(' x ', 1)[1]} ({gpw} GPU{'s' if gpw > 1 else ''})"
+        f"replica: {res.windows[0].config.split(' x ', 1)[1]} ({gpw} GPU{'s' if gpw > 1 else ''}); "
+        f"GPUs bought in units of {res.purchase_unit.get('gpus', 1)}"
     )
     print(render_table(_summary_rows(res)))
     print()

@@ -8,7 +8,9 @@ from typing import Any
 
 from planner.cli.common import add_hardware_dir
 from planner.cli.output import print_json
+from planner.cli.recipe_args import add_listen_host
 from planner.emitters import build_bundle, write_files
+from planner.emitters.k8s import build_k8s, write_k8s
 from planner.emitters.plan_file import load_plan
 from planner.engines import engine_names
 
@@ -35,17 +37,29 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         action="store_true",
         help="write into a non-empty DIR (or through a link), replacing its files",
     )
+    p.add_argument(
+        "--target",
+        choices=("bundle", "k8s"),
+        default="bundle",
+        help="bundle: launch.sh, configs, benchmark.sh, PLAN.md; k8s: k8s/dynamo.yaml (NVIDIA "
+        "Dynamo) and k8s/plain.yaml (Deployment/LeaderWorkerSet + Service) (default: bundle)",
+    )
     add_hardware_dir(p)
+    add_listen_host(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
     """Build every file in memory first (errors leave ``--out`` untouched), then write them."""
-    files = build_bundle(
-        load_plan(args.plan), args.backend, args.engine_version, tuple(args.hardware_dir)
-    )
-    written = [str(p) for p in write_files(files, args.out, args.force)]
+    plan = load_plan(args.plan)
+    hw = tuple(args.hardware_dir)
+    if args.target == "k8s":
+        files = build_k8s(plan, args.backend, args.engine_version, hw)
+        written = [str(p) for p in write_k8s(files, args.out, args.force)]
+    else:
+        files = build_bundle(plan, args.backend, args.engine_version, hw, host=args.host)
+        written = [str(p) for p in write_files(files, args.out, args.force)]
     if args.format == "json":
         print_json({"backend": args.backend, "files": written})
     else:

@@ -24,13 +24,14 @@ from planner.cli.common import (
     token_count,
 )
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
-from planner.cli.output import print_json, render_kv, render_table
+from planner.cli.output import print_json, render_kv, render_table, to_jsonable
+from planner.cli.recipe_args import add_max_lengths, check_one_request, estimate_memory
 from planner.engines import DEFAULT_ENGINE, engine_names
 from planner.errors import PlannerInputError
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.perf.estimate import Estimate, estimate
-from planner.workload.spec import LengthSpec, SpecDecode, Workload
+from planner.workload.spec import LengthSpec, SpecDecode, Workload, max_lengths
 from planner.workload.traces import trace_lengths
 
 MAX_SIM_REQUESTS = 200_000
@@ -198,17 +199,27 @@ def band_rows(est: Estimate) -> list[dict[str, str]]:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     consts, bands = calibration_from(args, get_gpu(args.gpu).key)
+    model, wl = model_of(args), workload_from(args)
+    max_isl, max_osl = max_lengths(
+        wl.isl.mean,
+        wl.osl.mean,
+        args.max_isl,
+        args.max_osl,
+        model.max_position_embeddings,
+        model.name,
+    )
     est = estimate(
-        model_of(args),
+        model,
         get_gpu(args.gpu),
-        workload_from(args),
+        wl.model_copy(update={"max_isl": max_isl, "max_osl": max_osl}),
         backend=consts.policy(args.backend),
         **_workers(args),
         bands=bands,
     )
+    check_one_request(estimate_memory(est), {"max_isl": max_isl, "max_osl": max_osl})
     rc = EXIT_SATURATED if est.saturated else 0
     if args.format == "json":
-        print_json(est)
+        print_json(to_jsonable(est) | {"max_isl": max_isl, "max_osl": max_osl})
         return rc
     if est.saturated:
         print(
@@ -372,6 +383,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "estimate", help="predict TTFT/TPOT/throughput of a deployment under a workload"
     )
     _add_common(p)
+    add_max_lengths(p, "2x the mean, capped at the model's maximum positions")
     p.set_defaults(func=cmd_estimate)
     s = sub.add_parser(
         "simulate", help="discrete-event simulation of the same step model (cross-check)"

@@ -22,6 +22,7 @@ from planner.cli.common import (
 )
 from planner.cli.field_help import PLAN, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
+from planner.cli.recipe_args import add_listen_host, add_max_lengths, check_one_request
 from planner.engines import DEFAULT_ENGINE, engine_names
 
 
@@ -33,6 +34,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--max-gpus", type=gpu_count, default=8, help=flag_help(PLAN, "--max-gpus"))
     p.add_argument("--isl", type=token_count, required=True, help=flag_help(PLAN, "--isl"))
     p.add_argument("--osl", type=token_count, required=True, help=flag_help(PLAN, "--osl"))
+    add_max_lengths(p, "2x the mean, capped at the model's maximum positions")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=request_rate, default=None, help=flag_help(PLAN, "--rate"))
     load.add_argument(
@@ -85,6 +87,13 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         help="write plan.json and the engine configs here (an empty or new folder)",
     )
     p.add_argument("--force", action="store_true", help="with --out: write into a non-empty folder")
+    p.add_argument(
+        "--target",
+        choices=("bundle", "k8s"),
+        default="bundle",
+        help="with --out: the engine bundle, or Kubernetes manifests under k8s/ (default: bundle)",
+    )
+    add_listen_host(p)
     add_format(p)
     add_calibration(p)
     p.set_defaults(func=cmd_plan)
@@ -136,8 +145,14 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
 
 def _request(args: argparse.Namespace) -> Any:
     from planner.emitters.capabilities import shape_rules
+    from planner.model.bundled import load_model
+    from planner.workload.spec import max_lengths
     from solvers.plan import PlanRequest
 
+    limit = load_model(args.model, args.model_id or "").max_position_embeddings
+    max_isl, max_osl = max_lengths(
+        args.isl, args.osl, args.max_isl, args.max_osl, limit, args.model
+    )
     return PlanRequest(
         model=args.model,
         model_id=args.model_id or "",
@@ -146,6 +161,8 @@ def _request(args: argparse.Namespace) -> Any:
         max_gpus=args.max_gpus,
         isl=args.isl,
         osl=args.osl,
+        max_isl=max_isl,
+        max_osl=max_osl,
         rate_per_s=args.rate,
         concurrency=args.concurrency,
         ttft_ms=args.ttft_ms,
@@ -162,14 +179,29 @@ def _request(args: argparse.Namespace) -> Any:
     )
 
 
-def _write_out(plan_dict: dict[str, Any], backend: str, out_dir: str, force: bool) -> list[str]:
-    """plan.json and the engine bundle, all built in memory first, then written together."""
+def _write_out(
+    plan_dict: dict[str, Any],
+    backend: str,
+    out_dir: str,
+    force: bool,
+    target: str = "bundle",
+    host: str = "",
+) -> list[str]:
+    """plan.json and the engine bundle (or k8s manifests), all built in memory first, then
+    written together."""
     from planner.emitters.bundle import build_bundle
+    from planner.emitters.k8s import K8S_DIR, build_k8s
     from planner.emitters.plan_file import parse_plan
     from planner.safe_files import prepare_out_dir, write_all_new
 
-    files = build_bundle(parse_plan(to_jsonable(plan_dict)), backend)
+    plan_file = parse_plan(to_jsonable(plan_dict))
+    if target == "k8s":
+        files = build_k8s(plan_file, backend)
+    else:
+        files = build_bundle(plan_file, backend, host=host)
     out = prepare_out_dir(out_dir, force)
+    if target == "k8s":
+        prepare_out_dir(out / K8S_DIR, force)
     outputs = {out / "plan.json": (json.dumps(to_jsonable(plan_dict), indent=2) + "\n").encode()}
     outputs |= {out / f.name: f.text.encode() for f in files}
     written = write_all_new(outputs, force)
@@ -190,9 +222,12 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         "Output tokens/s per GPU": pr["output_tok_s_per_gpu"],
         "Output tokens/s per user": pr["output_tok_s_per_user"],
         "Requests/s": pr["requests_per_s"],
-        "GPUs": c.gpus,
-        "Cost per hour ($)": c.cost_per_hour_usd,
+        "GPUs used / bought": (
+            f"{c.gpus:,} / {c.gpus_bought:,} (units of {c.purchase_unit['gpus']})"
+        ),
+        "Cost per hour of the GPUs bought ($)": c.cost_per_hour_usd,
         "Cost per 1M output tokens ($)": c.cost_per_million_output_tokens,
+        "Cost per 1M total tokens, input + output ($)": c.cost_per_million_total_tokens,
     }
 
 
@@ -210,6 +245,11 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
             f"{h[m]['slo_over_predicted']:.2f}, {h[m]['slo_over_band_edge']:.2f}"
         )
         for m in ("ttft", "tpot")
+    }
+    out |= {
+        f"P({m.upper()} {h['percentile']} <= SLO)": f"{h[m]['probability_met']:.1%}"
+        for m in ("ttft", "tpot")
+        if "probability_met" in h[m]
     }
     return {**out, "least headroom at the band edge": h["tightest_at_band_edge"]}
 
@@ -231,6 +271,10 @@ def plan_table(r: Any) -> str:
         **_headroom_rows(r.best.headroom),
     }
     parts.append(render_kv(rows, "Recommended deployment"))
+    if r.at_prediction is not None:
+        c = r.at_prediction
+        title = f"At the point prediction (--confidence 0) the plan would be: {c.gpus} x {c.gpu}"
+        parts += ["", render_kv(_choice_rows(c, pct) | _headroom_rows(c.headroom), title)]
     for mode, c in r.alternatives.items():
         if c is not None and c.mode != r.best.mode:
             parts += ["", render_kv(_choice_rows(c, pct), f"Best {mode} alternative")]
@@ -259,8 +303,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     gpu = get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None
     consts, bands = calibration_from(args, gpu)
     result = plan(_request(args).model_copy(update={"engine_constants": consts}), bands)
+    check_one_request(result.best.predicted, result.workload)  # --max-isl/--max-osl fit
     plan_dict = result.to_plan_dict()
-    written = _write_out(plan_dict, args.backend, args.out, args.force) if args.out else []
+    written = (
+        _write_out(plan_dict, args.backend, args.out, args.force, args.target, args.host)
+        if args.out
+        else []
+    )
     if args.format == "json":
         print_json(plan_dict)
     else:
@@ -283,7 +332,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         render_kv(
             {
                 "$ per hour": result.cost_per_hour_usd,
-                "GPUs by type": str(result.gpus_by_type),
+                "GPUs used by type": str(result.gpus_by_type),
+                "GPUs bought by type (the cost is of these)": str(result.gpus_bought_by_type),
                 "solver": f"{result.solver} ({result.status}, {result.solution_status})",
                 "solve seconds": result.solve_seconds,
                 "binding constraint": result.binding_constraint,

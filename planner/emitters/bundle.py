@@ -16,6 +16,7 @@ from hardware.catalog import get_gpu
 from hardware.spec import GpuSpec
 from planner.emitters.capabilities import check_shape, quant_flag
 from planner.emitters.common import place, render, roles, unmapped
+from planner.emitters.context import at_address, check_fits_one_request, check_host
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile, parse_plan
 from planner.emitters.plan_md import plan_markdown
@@ -182,6 +183,8 @@ def used_rows(
             hit = row.flag in keys
         elif row.kind == "program":
             hit = any(" ".join(c.program) == row.flag for c in cmds)
+        elif row.kind == "env":
+            hit = any(row.flag in dict(c.env) for c in cmds)
         else:
             hit = any(row.flag in argv(c)[len(c.program) :] for c in cmds)
         if hit:
@@ -241,9 +244,14 @@ def emitter(backend: str) -> Emitter:
 
 
 def engine_build(
-    plan: PlanFile, backend: str, version: str | None = None, hardware_dirs: tuple[str, ...] = ()
+    plan: PlanFile,
+    backend: str,
+    version: str | None = None,
+    hardware_dirs: tuple[str, ...] = (),
+    host: str = "",
 ) -> tuple[EmitContext, Flags, EngineBuild]:
-    """The checked context, the flag table and the engine's processes and config files."""
+    """The checked context, the flag table and the engine's processes and config files
+    (``host``: the address servers and the router listen on; empty: the default)."""
     flags = Flags(backend, version)
     module = emitter(backend)
     dep = plan.best.deployment
@@ -252,18 +260,25 @@ def engine_build(
         deployment=dep,
         model_id=dep.hf_id,
         quant=_quant_flags(backend, dep, gpu),
-        slots=place(dep, module.BASE_PORT, gpu.node_gpus),
+        slots=at_address(place(dep, module.BASE_PORT, gpu.node_gpus), check_host(host)),
         workload=plan.workload,
         node_gpus=gpu.node_gpus,
+        listen=check_host(host),
+        speculative=plan.best.speculative,
     )
+    check_fits_one_request(plan, ctx)
     return ctx, flags, module.build(ctx, flags)
 
 
 def build_bundle(
-    plan: PlanFile, backend: str, version: str | None = None, hardware_dirs: tuple[str, ...] = ()
+    plan: PlanFile,
+    backend: str,
+    version: str | None = None,
+    hardware_dirs: tuple[str, ...] = (),
+    host: str = "",
 ) -> tuple[OutFile, ...]:
     """Every file for ``backend``, built in memory; raises before anything is written."""
-    ctx, flags, build = engine_build(plan, backend, version, hardware_dirs)
+    ctx, flags, build = engine_build(plan, backend, version, hardware_dirs, host)
     module = emitter(backend)
     launch, bench = launch_file(ctx, flags, build), benchmark_file(ctx, flags, build)
     rows = used_rows(flags, bundle_commands(ctx, flags, build), build.configs)

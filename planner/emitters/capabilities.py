@@ -23,6 +23,11 @@ shapes.multi_node_dp: a worker wider than one host with attention DP: "any" = on
 shapes.multi_node_source: how the engine starts one worker on several hosts (the emitters write
                       one launch line per host, or one mpirun line for all of them).
 
+known_failures: worker shapes the engine is reported to crash on (each with its upstream issue):
+  a shape is refused when every parallelism named in `at_least` is at least that size (e.g.
+  {pp: 2, dp: 2, ep: 2}: PP with attention DP and expert parallelism). `planner plan` does not
+  search them (solvers.space.legal_splits) and the emitters refuse a plan that holds one.
+
 quant.checkpoint: checkpoint weight format (planner/model/quantization.py WeightFormat) -> GPU
   architectures (hardware/specs/*.yaml `architecture`) the engine runs it on. The engine reads
   the format from the checkpoint, so no flag is emitted. A format or architecture not listed is
@@ -35,9 +40,10 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from planner.engines import engine_names, get_engine
 from planner.errors import PlannerInputError
@@ -61,11 +67,28 @@ class QuantCaps(TypedDict):
     source: str
 
 
+class KnownFailure(BaseModel):
+    """A worker shape an engine is reported to crash on: refused, with its citation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    at_least: dict[Literal["tp", "pp", "dp", "ep"], int] = Field(
+        min_length=1,
+        description="Refused when every named parallelism size is at least this (e.g. pp: 2).",
+    )
+    what: str = Field(min_length=1, description="The failure, in words.")
+    source: str = Field(min_length=1, description="Upstream report: repository and issue number.")
+
+    def matches(self, p: Parallelism) -> bool:
+        """Does worker shape ``p`` fall in this failure?"""
+        return all(getattr(p, k) >= v for k, v in self.at_least.items())
+
+
 class EngineCaps(TypedDict):
     """One engine's entry of capabilities.yaml (``shapes`` holds :class:`ShapeRules` fields)."""
 
     shapes: dict[str, str]
     quant: QuantCaps
+    known_failures: NotRequired[list[dict[str, object]]]
 
 
 @cache
@@ -87,10 +110,24 @@ def shape_rules(engine: str) -> ShapeRules:
     return ShapeRules.model_validate(_engine(engine)["shapes"])
 
 
+def known_failures(engine: str) -> tuple[KnownFailure, ...]:
+    """The worker shapes ``engine`` is reported to crash on (its table's ``known_failures``)."""
+    raw = _engine(engine).get("known_failures") or []
+    return tuple(KnownFailure.model_validate(f) for f in raw)
+
+
+def failure_of(engine: str, par: Parallelism) -> KnownFailure | None:
+    """The first known failure of ``engine`` that worker shape ``par`` falls in, or None."""
+    return next((f for f in known_failures(engine) if f.matches(par)), None)
+
+
 def check_shape(engine: str, role: str, par: Parallelism, node_gpus: int | None = None) -> None:
-    """Refuse a worker shape ``engine`` cannot launch (a plan made for another engine);
-    ``node_gpus``: GPUs per host, for the multi-node rule."""
+    """Refuse a worker shape ``engine`` cannot launch (a plan made for another engine) or is
+    reported to crash on; ``node_gpus``: GPUs per host, for the multi-node rule."""
     problem = shape_rules(engine).problem(par, node_gpus)
+    failure = failure_of(engine, par)
+    if problem is None and failure is not None:
+        problem = f"{engine} is reported to fail on it: {failure.what} ({failure.source})"
     if problem is not None:
         raise PlannerInputError(
             f"plan.best.deployment.{role}.parallel",

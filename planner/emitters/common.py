@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.emitters.flag_table import Flags, Tool
-from planner.emitters.types import Command, Role, Slot
+from planner.emitters.per_rank import engine_values
+from planner.emitters.types import Command, EmitContext, Role, Slot
 from planner.emitters.writer import set_dotted
 from planner.perf.deployment import Deployment, WorkerConfig
 
@@ -13,6 +14,14 @@ from planner.perf.deployment import Deployment, WorkerConfig
 # says otherwise (hardware GpuSpec.node_gpus: 4 per NVL72 compute tray).
 GPUS_PER_NODE = 8
 LOCAL_HOST = "127.0.0.1"
+ALL_INTERFACES = "0.0.0.0"
+A2A_EP_GPUS = 8
+"""Expert parallelism wider than this many GPUs (one HGX host) runs its all-to-all on DeepEP or
+the engine's equivalent, as the engines' wide-EP recipes do (SGLang's DeepSeek large-scale EP
+guide, vLLM's expert-parallel deployment guide, TensorRT-LLM's wide-EP examples)."""
+A2A_MODE: dict[Role, str] = {"agg": "auto", "prefill": "throughput", "decode": "latency"}
+"""All-to-all kernels per role: high-throughput for prefill, low-latency for decode (CUDA
+graphs), the engine's automatic choice for a worker that does both."""
 
 
 def roles(deployment: Deployment) -> list[tuple[Role, WorkerConfig]]:
@@ -75,7 +84,9 @@ def worker_values(
 ) -> dict[str, object]:
     """Engine-neutral planner values of one worker, keyed by flag-table ``param``.
 
-    Parallel degrees of 1 are left out so the engine default applies. ``quant`` is the
+    Parallel degrees of 1 are left out so the engine default applies. The running requests, the
+    chunk and the CUDA-graph batch are per attention-DP rank (``server_values`` converts them to
+    the engine's flags); graphs cover every running slot of a rank. ``quant`` is the
     engine's load-time quantization (``capabilities.quant_flag``); a pre-quantized checkpoint
     needs none, the engine reads its format.
     """
@@ -87,7 +98,7 @@ def worker_values(
         "mem_fraction": worker.gpu_memory_utilization,
         "kv_dtype": worker.kv_dtype,
         "max_len": deployment.max_model_len,
-        "cuda_graph_max": min(deployment.cuda_graph_max_batch, worker.max_num_seqs),
+        "cuda_graph_max": worker.max_num_seqs,
     }
     for name, degree in (("pp", par.pp), ("dp", par.dp), ("ep", par.ep)):
         if degree > 1:
@@ -96,6 +107,61 @@ def worker_values(
         values["attention_dp"] = True
     if quant is not None:
         values["quant"] = quant
+    return values
+
+
+def multi_host(ctx: EmitContext) -> bool:
+    """Whether the bundle's processes run on more than one host."""
+    return any(s.node for s in ctx.slots)
+
+
+def listen_address(ctx: EmitContext) -> str:
+    """Where servers and the router listen: ``--host``, else loopback on one host and all
+    interfaces when several hosts take part."""
+    return ctx.listen or (ALL_INTERFACES if multi_host(ctx) else LOCAL_HOST)
+
+
+def router_host(ctx: EmitContext) -> str:
+    """Where clients reach the router: this host (at ``--host`` when it names one address), or
+    the first host of a multi-host bundle."""
+    if multi_host(ctx):
+        return "node0"
+    return ctx.listen if ctx.listen not in ("", ALL_INTERFACES, "::") else LOCAL_HOST
+
+
+def needs_router(ctx: EmitContext) -> bool:
+    """A router goes in front of several aggregated replicas and of every disaggregated plan."""
+    return ctx.deployment.mode == "disagg" or len(ctx.heads()) > 1
+
+
+def context_length(ctx: EmitContext) -> int:
+    """The longest request the engine must accept: the plan's maximum model length, at least the
+    workload's longest prompt plus longest answer."""
+    wl = ctx.workload
+    wanted = (wl.max_isl or wl.isl) + (wl.max_osl or wl.osl)
+    return max(ctx.deployment.max_model_len, wanted)
+
+
+def a2a_mode(slot: Slot, node_gpus: int) -> str | None:
+    """The all-to-all kernels (``A2A_MODE``) of a worker whose experts span hosts or more than
+    ``A2A_EP_GPUS`` GPUs; None when its expert parallelism stays inside one host."""
+    ep = slot.worker.parallel.ep
+    if ep <= A2A_EP_GPUS and ep <= node_gpus:
+        return None
+    return A2A_MODE[slot.role]
+
+
+def server_values(ctx: EmitContext, slot: Slot, engine: str) -> dict[str, object]:
+    """Planner values of one server in the engine's per-rank terms (``per_rank.yaml``), with its
+    context length and, for wide expert parallelism, its all-to-all kernels (``moe_a2a``)."""
+    worker = slot.worker
+    values = worker_values(ctx.deployment, worker, ctx.quant.get(slot.role))
+    values["max_len"] = context_length(ctx)
+    spec = ctx.speculative.draft_tokens if ctx.speculative is not None else 0
+    values = engine_values(engine, values, worker.parallel.dp, spec)
+    mode = a2a_mode(slot, ctx.node_gpus)
+    if mode is not None:
+        values["moe_a2a"] = mode
     return values
 
 
@@ -116,6 +182,9 @@ class Rendered(BaseModel):
     flat: dict[str, object] = Field(
         description="CLI rows as a config-file mapping (flag without --)."
     )
+    env: tuple[tuple[str, str], ...] = Field(
+        default=(), description="Environment variables of the ``env`` rows."
+    )
 
 
 def render(flags: Flags, values: dict[str, object], tool: Tool = "serve") -> Rendered:
@@ -127,10 +196,14 @@ def render(flags: Flags, values: dict[str, object], tool: Tool = "serve") -> Ren
     args: list[tuple[str, tuple[str, ...]]] = []
     tree: dict[str, object] = {}
     flat: dict[str, object] = {}
+    env: list[tuple[str, str]] = []
     for param, raw in values.items():
         row = flags.find(param, tool)
         value = None if row is None else engine_value(flags, param, raw, tool)
         if row is None or value is None or value is False:
+            continue
+        if row.kind == "env":
+            env.append((row.flag, str(value)))
             continue
         if row.kind == "yaml":
             set_dotted(tree, row.flag, list(value) if isinstance(value, tuple) else value)
@@ -138,7 +211,7 @@ def render(flags: Flags, values: dict[str, object], tool: Tool = "serve") -> Ren
         words = () if row.kind == "switch" else value if isinstance(value, tuple) else (value,)
         args.append((row.flag, tuple(str(w) for w in words)))
         flat[row.flag.lstrip("-")] = True if row.kind == "switch" else value
-    return Rendered(args=tuple(args), tree=tree, flat=flat)
+    return Rendered(args=tuple(args), tree=tree, flat=flat, env=tuple(env))
 
 
 def unmapped(flags: Flags, values: dict[str, object], tool: Tool = "serve") -> list[str]:
@@ -148,7 +221,7 @@ def unmapped(flags: Flags, values: dict[str, object], tool: Tool = "serve") -> l
 
 def bind_host(slot: Slot) -> str:
     """Address a server listens on: loopback on a single node, all interfaces across nodes."""
-    return LOCAL_HOST if slot.host == LOCAL_HOST else "0.0.0.0"
+    return LOCAL_HOST if slot.host == LOCAL_HOST else ALL_INTERFACES
 
 
 def replica_comment(slot: Slot) -> str:

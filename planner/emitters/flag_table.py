@@ -7,12 +7,13 @@ A file per engine (``planner/engines/<name>/flags.yaml``), the only place engine
 spellings live.
 
 Each row maps one engine-neutral planner parameter (`param`) for one tool
-(`serve`: the engine server, `router`: the P/D proxy/router, `bench`: the load
+(`serve`: the engine server, `router`: the router in front of the replicas, `bench`: the load
 generator) to the engine's spelling:
   kind: cli     -> `--flag VALUE` on the command line
         switch  -> bare `--flag` when the planner value is true
         yaml    -> dotted key in the engine's YAML config file
         program -> the words that start the tool (e.g. `python -m <engine>.benchmark`)
+        env     -> an environment variable set for the tool's process
   since (inclusive) / until (exclusive): engine versions where this spelling is the one
         to emit. `since` is the earliest release we checked, not necessarily the first
         release that had the flag; an old spelling kept as a deprecated alias gets an
@@ -37,7 +38,7 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 _VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+)*)")
 
 Tool = Literal["serve", "router", "bench"]
-Kind = Literal["cli", "switch", "yaml", "program"]
+Kind = Literal["cli", "switch", "yaml", "program", "env"]
 Version = tuple[int, ...]
 
 
@@ -50,7 +51,8 @@ class FlagRow(BaseModel):
         description="serve: engine server; router: P/D router; bench: load generator."
     )
     kind: Kind = Field(
-        description="cli flag with value, bare switch, YAML dotted key, or program words."
+        description="cli flag with value, bare switch, YAML dotted key, program words, or an "
+        "environment variable."
     )
     flag: str = Field(description="The engine's spelling.")
     since: str = Field(description="First engine version (inclusive) to emit this spelling.")

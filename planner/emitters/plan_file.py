@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.emitters.types import Workload
+from planner.emitters.types import Speculative, Workload
 from planner.errors import PlannerInputError
 from planner.model.bundled import check_model_id, find_bundled, load_model
 from planner.perf.deployment import Deployment
@@ -31,6 +31,9 @@ class Best(BaseModel):
     gpus: int = Field(ge=1, description="GPUs of the deployment.")
     cost_per_million_output_tokens: float | None = Field(
         default=None, description="USD per million output tokens; None without a price."
+    )
+    speculative: Speculative | None = Field(
+        default=None, description="Speculative decoding the deployment runs; None: off."
     )
 
 

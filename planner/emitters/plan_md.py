@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from planner.emitters.common import roles
+from planner.emitters.common import context_length, roles
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile
 from planner.emitters.types import EmitContext, EngineBuild
@@ -41,8 +41,8 @@ def deployment_section(ctx: EmitContext) -> list[str]:
         "PP",
         "DP",
         "EP",
-        "max running",
-        "chunk tokens",
+        "running requests per rank",
+        "chunk per rank (tokens)",
         "mem fraction",
         "KV dtype",
         "weights",
@@ -68,8 +68,9 @@ def deployment_section(ctx: EmitContext) -> list[str]:
         "",
         *_table(header, rows),
         "",
-        f"max model length {dep.max_model_len}; CUDA graphs up to batch "
-        f"{dep.cuda_graph_max_batch}; {dep.total_gpus} GPUs in total.",
+        f"max model length {context_length(ctx):,} tokens (the longest prompt plus the longest "
+        "answer); running requests, chunk and CUDA-graph batch are per attention-DP rank (each "
+        f"engine's flags converted through its per_rank.yaml); {dep.total_gpus} GPUs in total.",
         "",
     ]
 
@@ -153,8 +154,15 @@ def plan_markdown(
         "## Workload",
         "",
         *_table(
-            ("ISL", "OSL", "concurrency", "rate (req/s)"),
-            [(wl.isl, wl.osl, wl.concurrency, wl.rate)],
+            (
+                "ISL (tokens)",
+                "OSL (tokens)",
+                "max ISL (tokens)",
+                "max OSL (tokens)",
+                "concurrency",
+                "rate (req/s)",
+            ),
+            [(wl.isl, wl.osl, wl.max_isl or wl.isl, wl.max_osl or wl.osl, wl.concurrency, wl.rate)],
         ),
         "",
     ]

@@ -67,15 +67,31 @@ class Slot(BaseModel):
 
 
 class Workload(BaseModel):
-    """What the benchmark replays: fixed ISL/OSL and closed-loop concurrency or open-loop rate."""
+    """What the benchmark replays: fixed ISL/OSL and closed-loop concurrency or open-loop rate,
+    and the longest prompt and answer the deployment must accept."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
     isl: int = Field(ge=1, description="Input tokens per request.")
     osl: int = Field(ge=1, description="Output tokens per request.")
+    max_isl: int | None = Field(
+        default=None, ge=1, description="Longest prompt the deployment must accept, tokens."
+    )
+    max_osl: int | None = Field(
+        default=None, ge=1, description="Longest answer the deployment must accept, tokens."
+    )
     concurrency: int | None = Field(
         default=None, ge=1, description="Closed loop: concurrent clients."
     )
     rate: float | None = Field(default=None, gt=0, description="Open loop: requests/s.")
+
+
+class Speculative(BaseModel):
+    """Speculative decoding the deployment runs: the model's own multi-token-prediction layers
+    propose ``draft_tokens`` tokens per decode step (DeepSeek-V3/R1 MTP)."""
+
+    model_config = _FROZEN
+    method: Literal["mtp"] = Field(description="Draft method: mtp (the model's MTP layers).")
+    draft_tokens: int = Field(ge=1, le=16, description="Tokens proposed per decode step.")
 
 
 class EmitContext(BaseModel):
@@ -97,6 +113,19 @@ class EmitContext(BaseModel):
         description="The load the deployment was planned for (the benchmark replays it)."
     )
     node_gpus: int = Field(default=8, ge=1, description="GPUs per host the slots were packed in.")
+    listen: str = Field(
+        default="",
+        description="Address servers and the router listen on; empty: 127.0.0.1 on one host, "
+        "0.0.0.0 when several hosts take part (``--host``).",
+    )
+    speculative: Speculative | None = Field(
+        default=None, description="Speculative decoding of the plan; None: off."
+    )
+    platform: Literal["hosts", "kubernetes"] = Field(
+        default="hosts",
+        description="Where the processes run: on hosts named in launch.sh, or as Kubernetes "
+        "pods (a router then finds its workers through the Kubernetes API).",
+    )
 
     def role_slots(self, role: Role) -> tuple[Slot, ...]:
         """The replicas of ``role`` (node rank 0 of multi-node ones: where requests go)."""
@@ -116,7 +145,8 @@ class EngineBuild(BaseModel):
     )
     router: Command | None = Field(
         default=None,
-        description="The router's launch command (disaggregated, several replicas); None without.",
+        description="The router's launch command (disaggregated, or several aggregated "
+        "replicas); None for one aggregated replica.",
     )
     router_node: int = Field(default=0, description="Node the router runs on.")
     configs: tuple[OutFile, ...] = Field(default=(), description="Config files the commands read.")

@@ -10,6 +10,8 @@ defines ``ENGINE``:
   (``planner.emitters.capabilities``);
 - ``args.yaml``: its own argument lists, read from its source by ``python -m
   lab.engine_args.extract`` (``planner.emitters.engine_args``);
+- ``per_rank.yaml``: which of its flags count one attention-DP rank and which the whole server,
+  each with the engine source that says so (``planner.emitters.per_rank``);
 - an emitter module with ``build(ctx, flags) -> EngineBuild`` (``planner.emitters.bundle``).
 
 Its scheduling and KV-pool policies are values and callables of :class:`Engine` that the serving

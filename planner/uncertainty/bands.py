@@ -474,9 +474,14 @@ def upper_factor(
     kv_dtypes: np.ndarray,
     metric: str,
     bands: Bands | None = None,
+    confidence: float | None = None,
 ) -> np.ndarray:
-    """Per candidate, exp(hi) of ``metric``'s band (the band's upper edge / the prediction);
-    ``modes`` 0 agg / 1 disagg, quant and KV codes as in ``CandidateArrays``."""
+    """Per candidate, exp(q) of ``metric``'s band, q its one-sided ``confidence``-quantile of
+    ln(measured / predicted) (``LogBand.quantile``): the measured value stays at or below
+    prediction x factor with probability ``confidence``; None: exp(hi), the upper edge of the
+    table's central band. ``modes`` 0 agg / 1 disagg, quant and KV codes as in
+    ``CandidateArrays``."""
+    level = (bands or packaged_bands()).table.level
     names = [n for n, _ in LOAD_BUCKETS]
     edge = {
         n: u for n, u in zip(names, (0.0, 0.5, 0.9), strict=True)
@@ -495,14 +500,11 @@ def upper_factor(
     code = ((combos[:, 0] * 64 + combos[:, 1]) * 64 + combos[:, 2]) * 64 + combos[:, 3]
     _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
     uniq = combos[first]
-    factors = np.array(
-        [
-            np.exp(
-                candidate_bands(m, gpu, engine, int(mode), edge[names[b]], int(q), int(kv), bands)[
-                    metric
-                ].hi
-            )
-            for mode, b, q, kv in uniq
-        ]
+    picked = [
+        candidate_bands(m, gpu, engine, int(mode), edge[names[b]], int(q), int(kv), bands)[metric]
+        for mode, b, q, kv in uniq
+    ]
+    factors = np.exp(
+        [band.hi if confidence is None else band.quantile(confidence, level) for band in picked]
     )
     return np.asarray(factors[np.ravel(inverse)])

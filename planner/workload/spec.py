@@ -15,6 +15,7 @@ when ``startup_wave`` asks for it. Without either, latencies are those of the st
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
@@ -121,6 +122,18 @@ class Workload(BaseModel):
     spec_decode: SpecDecode | None = Field(
         default=None, description="Speculative decoding; None: off."
     )
+    max_isl: int | None = Field(
+        default=None,
+        ge=1,
+        description="Longest prompt the deployment must accept, tokens (--max-isl); None: "
+        "not stated.",
+    )
+    max_osl: int | None = Field(
+        default=None,
+        ge=1,
+        description="Longest answer the deployment must accept, tokens (--max-osl); None: "
+        "not stated.",
+    )
     bench_requests: int | None = Field(
         default=None,
         ge=1,
@@ -205,3 +218,62 @@ def _trace_length(cell: str, where: str) -> int:
     except ValueError:
         raise PlannerInputError(where, f"must be a number of tokens, got {cell[:40]!r}") from None
     return round(check_number(val, where, 1, MAX_TRACE_TOKENS))
+
+
+MAX_LENGTH_FACTOR = 2.0
+"""Without --max-isl / --max-osl a deployment must accept prompts and answers up to this many
+times the mean (then capped at the model's maximum positions): the emitted maximum model length is
+what the engine refuses above, so the mean alone would refuse half of a varied workload."""
+
+
+def max_lengths(
+    isl: float,
+    osl: float,
+    max_isl: int | None,
+    max_osl: int | None,
+    limit: int,
+    model: str,
+) -> tuple[int, int]:
+    """The longest prompt and answer a deployment must accept (tokens): ``--max-isl`` /
+    ``--max-osl`` where given, else ``MAX_LENGTH_FACTOR`` x the mean ``isl`` / ``osl``, such
+    that one request of both fits the model's ``limit`` (its maximum positions). A stated value
+    above the limit, below the mean, or a stated pair longer than the limit together is refused
+    naming the flag; a default is shortened to the room the limit leaves."""
+    for flag, given, mean in (("--max-isl", max_isl, isl), ("--max-osl", max_osl, osl)):
+        if given is not None and given > limit:
+            raise PlannerInputError(
+                flag, f"{given:,} tokens is above {model}'s maximum positions ({limit:,} tokens)"
+            )
+        if given is not None and given < mean:
+            raise PlannerInputError(flag, f"{given:,} tokens is below the mean ({mean:,.0f})")
+    if isl + osl > limit:
+        raise PlannerInputError(
+            "--isl/--osl",
+            f"a mean request of {isl + osl:,.0f} tokens is above {model}'s maximum positions "
+            f"({limit:,} tokens)",
+        )
+    long_isl = max_isl or min(math.ceil(MAX_LENGTH_FACTOR * isl), limit)
+    long_osl = max_osl or min(math.ceil(MAX_LENGTH_FACTOR * osl), limit)
+    if long_isl + long_osl <= limit:
+        return long_isl, long_osl
+    if max_isl is not None and max_osl is not None:
+        raise PlannerInputError(
+            "--max-isl/--max-osl",
+            f"{max_isl:,} + {max_osl:,} tokens is above {model}'s maximum positions "
+            f"({limit:,} tokens)",
+        )
+    if max_isl is not None or max_osl is not None:  # the stated one stays, the other gets the rest
+        stated, mean = (max_isl, osl) if max_isl is not None else (max_osl, isl)
+        assert stated is not None
+        rest = limit - stated
+        if rest < mean:
+            flag = "--max-isl" if max_isl is not None else "--max-osl"
+            raise PlannerInputError(
+                flag,
+                f"{stated:,} tokens leaves {rest:,} of {model}'s {limit:,} positions, less "
+                f"than the mean {'answer' if max_isl is not None else 'prompt'} ({mean:,.0f})",
+            )
+        return (stated, rest) if max_isl is not None else (rest, stated)
+    share = long_isl / (long_isl + long_osl)  # both defaults: shorten both in proportion
+    out_isl = max(math.ceil(isl), math.floor(limit * share))
+    return out_isl, limit - out_isl

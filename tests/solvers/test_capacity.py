@@ -10,12 +10,15 @@ and every eighth window of the rest (about a third of the day's requests)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
 from planner.model.bundled import load_model
 from planner.perf.replay import by_window, replay, route, window_index
 from planner.workload.trace_gen import TraceSpec, generate
+from planner.workload.windows import split
 from solvers.capacity import CapacityRequest, capacity, erlang_c, slot_wait
 
 SLO_TTFT_MS, SLO_TPOT_MS = 800.0, 30.0
@@ -127,3 +130,36 @@ def test_erlang_c_and_slot_wait() -> None:
     # M/M/1 (c = 1): mean wait rho/(1-rho)·h
     np.testing.assert_allclose(w["mean"], [1.0, 9.0, 99.0])
     assert np.all(np.diff(w["p90"]) > 0)
+
+
+def test_windows_are_sized_at_the_confidence(day: dict) -> None:
+    """Each window's replicas meet the SLO with probability >= confidence (issue 47): the same
+    worker needs at least as many replicas at a higher confidence, window by window, and the
+    default is the plan's default."""
+    from solvers.capacity import _Predictor
+
+    res = day["res"]
+    assert (
+        res.confidence
+        == 0.8
+        == CapacityRequest(model="m", gpus=("h100",), ttft_ms=1, tpot_ms=1).confidence
+    )
+    for w in res.windows:  # each window states the probability it meets each SLO
+        if w.requests and w.meets_slo:
+            assert min(w.probability_met.values()) >= 0.8 - 1e-3
+    m = load_model("llama-3.1-70b")
+    base = dict(model="llama-3.1-70b", gpus=("h100",), ttft_ms=SLO_TTFT_MS, tpot_ms=SLO_TPOT_MS)
+    needed = []
+    for c in (0.0, 0.5, 0.8, 0.95):
+        predict = _Predictor(m, CapacityRequest(**base, confidence=c), res.deployment, 64)
+        oks = [
+            predict(*w.lengths(), w.design_rate, w.local_cv)["ok"]
+            for w in split(day["trace"], 900.0, 0.9)[:8]
+            if w.requests
+        ]
+        needed.append([int(np.argmax(ok)) + 1 if ok.any() else 65 for ok in oks])
+    for lower, higher in itertools.pairwise(needed):
+        assert all(a <= b for a, b in zip(lower, higher, strict=True))
+    assert sum(needed[-1]) > sum(needed[0])
+    with pytest.raises(ValueError, match="--confidence"):
+        CapacityRequest(**base, confidence=0.3)

@@ -61,7 +61,7 @@ def _assert_same(ev: Evaluated, i: int) -> None:
 
 def _picks(ev: Evaluated, mode: int, n: int, rng: np.random.Generator) -> list[int]:
     """The best feasible candidate of ``mode`` and ``n`` random feasible ones."""
-    sel = np.flatnonzero(ev.feasible() & (ev.mode_code == mode))
+    sel = np.flatnonzero(ev.meets() & (ev.mode_code == mode))
     assert sel.size, f"no feasible candidate of mode {mode}"
     best = int(sel[np.argmax(ev.tok_per_gpu[sel])])
     return [best, *rng.choice(sel, min(n, sel.size), replace=False).tolist()]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from planner.emitters.common import (
-    LOCAL_HOST,
-    bind_host,
+    listen_address,
+    needs_router,
     render,
     replica_comment,
+    router_host,
+    server_values,
     visible_devices,
     with_program,
-    worker_values,
 )
 from planner.emitters.flag_table import Flags
 from planner.emitters.types import Command, EmitContext, EngineBuild, Slot
@@ -18,6 +19,9 @@ BASE_PORT = 30000  # SGLang's default server port
 ROUTER_PORT = 8000  # the PD guide's router port
 BOOTSTRAP_BASE = 8998  # --disaggregation-bootstrap-port default; one per prefill server on a host
 DIST_INIT_PORT = 20000  # the multi-node guide's --dist-init-addr port on the head host
+ROUTER_POLICY = "round_robin"
+"""The plan spreads requests evenly over replicas (``planner.perf.serving.routed_running``: one
+round-robin router)."""
 
 
 def bootstrap_port(slot: Slot) -> int:
@@ -25,10 +29,28 @@ def bootstrap_port(slot: Slot) -> int:
     return BOOTSTRAP_BASE + slot.index
 
 
+def spec_values(ctx: EmitContext) -> dict[str, object]:
+    """MTP as SGLang runs it: the EAGLE algorithm over the model's MTP head, one candidate per
+    step, ``k`` steps and ``k + 1`` tokens verified (docs basic_usage/deepseek, MTP)."""
+    if ctx.speculative is None:
+        return {}
+    k = ctx.speculative.draft_tokens
+    return {
+        "spec_algorithm": ctx.speculative.method,
+        "spec_steps": k,
+        "spec_topk": 1,
+        "spec_verify_tokens": k + 1,
+    }
+
+
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
-    """Planner values in SGLang's terms: with DP attention ``--tp-size`` counts all tp*dp GPUs."""
-    values = worker_values(ctx.deployment, slot.worker, ctx.quant.get(slot.role))
+    """Planner values in SGLang's terms: with DP attention ``--tp-size`` counts all tp*dp GPUs,
+    and the running requests and chunk count every rank (``per_rank.yaml``)."""
+    values = server_values(ctx, slot, "sglang")
     values["tp"] = slot.worker.parallel.tp * slot.worker.parallel.dp
+    if "moe_a2a" in values:
+        values["deepep_mode"] = values["moe_a2a"]
+    values |= spec_values(ctx)
     if slot.role != "agg":
         values["disagg_mode"] = slot.role
         values["disagg_backend"] = "default"
@@ -54,11 +76,14 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     """One ``sglang.launch_server`` replica."""
     values = {
         "model_path": ctx.model_id,
-        "host": bind_host(slot),
+        "host": listen_address(ctx),
         "port": slot.port,
         **serve_values(ctx, slot),
         **multi_node_values(slot),
     }
+    if ctx.speculative is not None:
+        for param in spec_values(ctx):
+            flags.get(param)  # a version without the spelling cannot run the planned MTP
     cmd = with_program(
         flags,
         "serve_program",
@@ -70,32 +95,40 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
 
 
 def router(ctx: EmitContext, flags: Flags) -> Command:
-    """``sglang_router.launch_router --pd-disaggregation`` over every prefill and decode URL."""
+    """``sglang_router.launch_router``: round-robin over the aggregated replicas, or
+    ``--pd-disaggregation`` over every prefill and decode URL."""
 
     def flag(param: str) -> str:
         return flags.get(param, "router").flag
 
-    args: list[tuple[str, tuple[str, ...]]] = [(flag("router_pd"), ())]
-    args += [
-        (flag("router_prefill"), (s.url, str(bootstrap_port(s)))) for s in ctx.role_slots("prefill")
-    ]
-    args += [(flag("router_decode"), (s.url,)) for s in ctx.role_slots("decode")]
-    args += [(flag("router_host"), (LOCAL_HOST,)), (flag("router_port"), (str(ROUTER_PORT),))]
-    return with_program(flags, "router_program", "router", tuple(args), comment="PD router")
+    args: list[tuple[str, tuple[str, ...]]] = []
+    if ctx.deployment.mode == "agg":
+        args.append((flag("router_workers"), tuple(s.url for s in ctx.heads())))
+    else:
+        args.append((flag("router_pd"), ()))
+        args += [
+            (flag("router_prefill"), (s.url, str(bootstrap_port(s))))
+            for s in ctx.role_slots("prefill")
+        ]
+        args += [(flag("router_decode"), (s.url,)) for s in ctx.role_slots("decode")]
+    policy = render(flags, {"router_policy": ROUTER_POLICY}, "router").args
+    args += [*policy, (flag("router_host"), (listen_address(ctx),))]
+    args.append((flag("router_port"), (str(ROUTER_PORT),)))
+    what = "router (round robin)" if ctx.deployment.mode == "agg" else "PD router"
+    return with_program(flags, "router_program", "router", tuple(args), comment=what)
 
 
 def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
-    """Servers, and the router for disaggregated deployments."""
+    """Servers, and the router in front of several replicas or a disaggregated deployment."""
     servers = tuple((s, server(ctx, flags, s)) for s in ctx.slots)
-    if ctx.deployment.mode == "agg":
+    if not needs_router(ctx):
         return EngineBuild(servers=servers, endpoints=tuple((s.host, s.port) for s in ctx.heads()))
-    notes = (
-        "The NIXL transfer backend needs `pip install nixl`; the router comes from "
-        "`pip install sglang-router`.",
-    )
+    notes = ["The router comes from `pip install sglang-router` (sgl-model-gateway)."]
+    if ctx.deployment.mode == "disagg":
+        notes.append("The NIXL transfer backend needs `pip install nixl`.")
     return EngineBuild(
         servers=servers,
         router=router(ctx, flags),
-        endpoints=((LOCAL_HOST, ROUTER_PORT),),
-        notes=notes,
+        endpoints=((router_host(ctx), ROUTER_PORT),),
+        notes=tuple(notes),
     )

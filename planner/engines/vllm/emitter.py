@@ -1,24 +1,29 @@
-"""vLLM: ``vllm serve`` command lines, ``--config`` YAML files, NixlConnector P/D and its proxy."""
+"""vLLM: ``vllm serve`` command lines, ``--config`` YAML files, NixlConnector P/D and the
+project's router (``vllm-router``)."""
 
 from __future__ import annotations
 
 import json
 
 from planner.emitters.common import (
-    LOCAL_HOST,
-    bind_host,
+    listen_address,
+    needs_router,
     render,
     replica_comment,
+    router_host,
+    server_values,
     visible_devices,
     with_program,
-    worker_values,
 )
 from planner.emitters.flag_table import Flags
 from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, Role, Slot
 from planner.emitters.writer import yaml_text
 
 BASE_PORT = 8100  # the NixlConnector guide's prefiller port
-ROUTER_PORT = 8192  # the guide's toy proxy port
+ROUTER_PORT = 8192  # the NixlConnector guide's proxy port, kept for the router
+ROUTER_POLICY = "round_robin"
+"""The plan spreads requests evenly over replicas (``planner.perf.serving.routed_running``: one
+round-robin router)."""
 NIXL_SIDE_CHANNEL_BASE = 5600  # VLLM_NIXL_SIDE_CHANNEL_PORT default; one per instance on a host
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 DP_RPC_PORT = 13345  # the data-parallel deployment guide's --data-parallel-rpc-port
@@ -58,12 +63,26 @@ def multi_node_values(slot: Slot) -> dict[str, object]:
     return values
 
 
+def spec_values(ctx: EmitContext) -> dict[str, object]:
+    """MTP as vLLM runs it: ``--speculative-config`` with method ``mtp`` (vllm/config/
+    speculative.py, v0.33.0)."""
+    if ctx.speculative is None:
+        return {}
+    spec = {
+        "method": ctx.speculative.method,
+        "num_speculative_tokens": ctx.speculative.draft_tokens,
+    }
+    return {"speculative": json.dumps(spec, separators=(",", ":"))}
+
+
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
-    """Planner values in vLLM's terms: DP ranks are the attention-DP ranks; EP is a switch."""
-    values = worker_values(ctx.deployment, slot.worker, ctx.quant.get(slot.role))
+    """Planner values in vLLM's terms: DP ranks are the attention-DP ranks, each a data-parallel
+    engine with its own scheduler (``per_rank.yaml``); EP is a switch."""
+    values = server_values(ctx, slot, "vllm")
     values.pop("attention_dp", None)
     if "ep" in values:
         values["ep"] = True
+    values |= spec_values(ctx)
     if slot.role != "agg":
         connector = {"kv_connector": "NixlConnector", "kv_role": KV_ROLES[slot.role]}
         values["kv_transfer"] = json.dumps(connector, separators=(",", ":"))
@@ -80,9 +99,9 @@ def config_file(ctx: EmitContext, flags: Flags, role: Role, slot: Slot) -> OutFi
 
 def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     """One ``vllm serve`` replica (one line per host of a multi-node replica)."""
-    values = {"host": bind_host(slot), "port": slot.port, **serve_values(ctx, slot)}
+    values = {"host": listen_address(ctx), "port": slot.port, **serve_values(ctx, slot)}
     multi = multi_node_values(slot)
-    for param in multi:
+    for param in [*multi, *spec_values(ctx)]:
         flags.get(param)  # an engine version without the spelling cannot launch this replica
     values |= multi
     env = visible_devices(slot)
@@ -102,41 +121,47 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
 
 
 def router(ctx: EmitContext, flags: Flags) -> Command:
-    """The documented toy proxy that sends each request to a prefiller, then a decoder."""
-    pre, dec = ctx.role_slots("prefill"), ctx.role_slots("decode")
-    values: dict[str, object] = {
-        "router_port": ROUTER_PORT,
-        "router_prefill_hosts": tuple(s.host for s in pre),
-        "router_prefill_ports": tuple(s.port for s in pre),
-        "router_decode_hosts": tuple(s.host for s in dec),
-        "router_decode_ports": tuple(s.port for s in dec),
-    }
-    return with_program(
-        flags,
-        "router_program",
-        "router",
-        render(flags, values, "router").args,
-        comment="P/D proxy (run from a vLLM source checkout)",
-    )
+    """``vllm-router``: round-robin over the aggregated replicas, or ``--vllm-pd-disaggregation``
+    sending each request to a prefill replica, then a decode replica (NIXL pull)."""
+
+    def flag(param: str) -> str:
+        return flags.get(param, "router").flag
+
+    args: list[tuple[str, tuple[str, ...]]] = []
+    values: dict[str, object] = {"router_policy": ROUTER_POLICY}
+    if ctx.deployment.mode == "agg":
+        args.append((flag("router_workers"), tuple(s.url for s in ctx.heads())))
+    else:
+        args.append((flag("router_pd"), ()))
+        args += [(flag("router_prefill"), (s.url,)) for s in ctx.role_slots("prefill")]
+        args += [(flag("router_decode"), (s.url,)) for s in ctx.role_slots("decode")]
+        values["router_kv_connector"] = "default"
+    values |= {"router_host": listen_address(ctx), "router_port": ROUTER_PORT}
+    args += render(flags, values, "router").args
+    what = "router (round robin)" if ctx.deployment.mode == "agg" else "P/D router"
+    return with_program(flags, "router_program", "router", tuple(args), comment=what)
 
 
 def build(ctx: EmitContext, flags: Flags) -> EngineBuild:
-    """Servers, per-role config files, and the proxy for disaggregated deployments."""
+    """Servers, per-role config files, and the router in front of several replicas or a
+    disaggregated deployment."""
     first = {s.role: s for s in reversed(ctx.slots)}
     configs = tuple(config_file(ctx, flags, role, slot) for role, slot in sorted(first.items()))
     servers = tuple((s, server(ctx, flags, s)) for s in ctx.slots)
-    if ctx.deployment.mode == "agg":
+    if not needs_router(ctx):
         return EngineBuild(
             servers=servers, configs=configs, endpoints=tuple((s.host, s.port) for s in ctx.heads())
         )
-    notes = (
-        "NixlConnector needs `pip install nixl`; set VLLM_NIXL_SIDE_CHANNEL_HOST when "
-        "prefill and decode run on different hosts.",
-    )
+    notes = ["The router comes from `pip install vllm-router` (vllm-project/router)."]
+    if ctx.deployment.mode == "disagg":
+        notes.append(
+            "NixlConnector needs `pip install nixl`; set VLLM_NIXL_SIDE_CHANNEL_HOST when "
+            "prefill and decode run on different hosts."
+        )
     return EngineBuild(
         servers=servers,
         configs=configs,
         router=router(ctx, flags),
-        endpoints=((LOCAL_HOST, ROUTER_PORT),),
-        notes=notes,
+        endpoints=((router_host(ctx), ROUTER_PORT),),
+        notes=tuple(notes),
     )

@@ -200,10 +200,10 @@ EXPECTED_DEFAULT = {
         "--kv-cache-dtype auto",
         "--context-length 8192",
     ],
-    "trtllm": [
-        "trtllm-serve meta-llama/Llama-3.1-70B-Instruct",
-        "--backend pytorch",
-        "--extra_llm_api_options trtllm-config.yaml",
+    "trtllm": [  # two replicas: Dynamo workers behind Dynamo's frontend
+        "python -m dynamo.trtllm --model meta-llama/Llama-3.1-70B-Instruct",
+        "--extra-engine-args trtllm-config.yaml",
+        "--disaggregation-mode agg",
     ],
 }
 
@@ -221,6 +221,8 @@ def test_default_plan_gives_complete_launch_lines(engine: str, tmp_path: Path) -
     for line in lines:
         for piece in EXPECTED_DEFAULT[engine]:
             assert piece in line, (engine, piece)
+    router = {"vllm": "vllm-router", "sglang": "sglang_router", "trtllm": "dynamo.frontend"}
+    assert router[engine] in text, "two replicas need a router in front"
     if engine == "trtllm":
         cfg = (tmp_path / "trtllm-config.yaml").read_text()
         for piece in (

@@ -33,12 +33,16 @@ GOOD = {
     "--random-range-ratio 1.0 --num-prompts 640 --max-concurrency 64 --request-rate inf",
     ("trtllm", "serve"): "nvidia/DeepSeek-R1-NVFP4 --host 0.0.0.0 --port 8000 "
     "--backend pytorch --extra_llm_api_options extra.yaml",
-    ("trtllm", "router"): "-c disagg.yaml",
+    ("trtllm", "router"): "--http-host 0.0.0.0 --http-port 8000 --router-mode round-robin "
+    "--discovery-backend file",
+    ("trtllm", "worker"): "--model nvidia/DeepSeek-R1-NVFP4 --extra-engine-args extra.yaml "
+    "--disaggregation-mode prefill --discovery-backend etcd",
     ("trtllm", "bench"): "--backend openai --model M --host 127.0.0.1 --port 8000 "
     "--dataset-name random --random-input-len 1024 --random-output-len 256 "
     "--random-prefix-len 0 --num-prompts 640 --max-concurrency 64 --ignore-eos",
-    ("vllm", "router"): "--port 8192 --prefiller-hosts node0 node0 --prefiller-ports 8100 8101 "
-    "--decoder-hosts node1 --decoder-ports 8102",
+    ("vllm", "router"): "--vllm-pd-disaggregation --prefill http://node0:8100 "
+    "--prefill http://node0:8101 --decode http://node1:8102 --policy round_robin "
+    "--kv-connector nixl --host 0.0.0.0 --port 8192",
     ("sglang", "router"): "--pd-disaggregation --prefill http://10.0.0.1:30000 8998 "
     "--decode http://10.0.0.2:30000 --host 0.0.0.0 --port 8000",
 }
@@ -66,10 +70,13 @@ BAD = [
     ("trtllm", "serve", "M --tp_size two", "invalid int value"),
     ("trtllm", "serve", "M --tensor-parallel-size 2", "unrecognized arguments"),
     ("trtllm", "serve", "--port 8000", "required: model"),
-    ("trtllm", "router", "-c f.yaml --request_timeout soon", "invalid int value"),
+    ("trtllm", "router", "--http-port soon", "invalid int value"),
+    ("trtllm", "router", "--router-mode fastest", "invalid choice"),
+    ("trtllm", "worker", "--disaggregation-mode both", "invalid choice"),
     ("trtllm", "bench", "--model M --backend sglang", "invalid choice"),
     ("trtllm", "bench", "--backend openai", "required: --model"),
-    ("vllm", "router", "--prefiller-ports 8100 http", "invalid int value"),
+    ("vllm", "router", "--port http", "invalid int value"),
+    ("vllm", "router", "--policy fastest", "invalid choice"),
 ]
 
 GOOD_LLM_API = {
@@ -151,7 +158,7 @@ def test_only_trtllm_has_an_llm_api_schema() -> None:
 
 def test_every_tool_builds_and_names_its_program() -> None:
     expected = {
-        "vllm": {"serve": "vllm serve", "bench": "vllm bench serve"},
+        "vllm": {"serve": "vllm serve", "bench": "vllm bench serve", "router": "vllm-router"},
         "sglang": {
             "serve": "python -m sglang.launch_server",
             "bench": "python -m sglang.benchmark.serving",
@@ -159,7 +166,8 @@ def test_every_tool_builds_and_names_its_program() -> None:
         },
         "trtllm": {
             "serve": "trtllm-serve",
-            "router": "trtllm-serve disaggregated",
+            "router": "python -m dynamo.frontend",
+            "worker": "python -m dynamo.trtllm",
             "bench": "python -m tensorrt_llm.serve.scripts.benchmark_serving",
         },
     }

@@ -107,6 +107,8 @@ def test_trtllm_yaml_values_are_typed() -> None:
     assert decode["moe_expert_parallel_size"] == 8
     assert decode["kv_cache_config"] == {"free_gpu_memory_fraction": 0.85, "dtype": "fp8"}
     assert decode["cache_transceiver_config"]["backend"] == "UCX"
-    disagg = yaml.safe_load(files["disagg_config.yaml"].text)
-    assert disagg["context_servers"]["num_instances"] == 2
-    assert disagg["generation_servers"]["urls"] == ["node1:8003"]
+    assert "disagg_config.yaml" not in files  # Dynamo's frontend finds the workers itself
+    launch = files["launch.sh"].text
+    assert launch.count("--disaggregation-mode prefill") == 2
+    assert launch.count("--disaggregation-mode decode") == 1
+    assert "python -m dynamo.frontend" in launch

@@ -72,10 +72,11 @@ def test_shell_syntax_in_a_display_name_runs_nothing(
     stub = tmp_path / "bin"
     stub.mkdir()
     log = tmp_path / "calls.log"
-    for prog in ("vllm",):
+    for prog in ("vllm", "vllm-router"):
         (stub / prog).write_text(f'#!/bin/sh\necho "{prog} $*" >> "{log}"\n')
         (stub / prog).chmod(0o755)
     env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}"}
+    assert BASH is not None
     for script in ("launch.sh", "benchmark.sh"):
         assert subprocess.run([BASH, "-n", str(out / script)], check=False).returncode == 0
         subprocess.run([BASH, str(out / script)], cwd=tmp_path, env=env, timeout=30, check=True)
@@ -85,8 +86,10 @@ def test_shell_syntax_in_a_display_name_runs_nothing(
     assert calls and all(
         c.startswith("vllm serve meta-llama/Llama-3.1-70B-Instruct")
         or c.startswith("vllm bench serve")
+        or c.startswith("vllm-router --worker-urls http://127.0.0.1:8100 http://127.0.0.1:8101")
         for c in calls
     )
+    assert sum(c.startswith("vllm-router") for c in calls) == 1
 
 
 def test_non_empty_out_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,35 +12,19 @@ fi
 mkdir -p results/latest
 cp deployment.json results/latest/deployment.json
 
-# client 0 -> 127.0.0.1:30000
+# client 0 -> 127.0.0.1:8000
 python -m sglang.benchmark.serving \
     --backend sglang \
     --model meta-llama/Llama-3.1-70B-Instruct \
     --host 127.0.0.1 \
-    --port 30000 \
+    --port 8000 \
     --dataset-name random \
     --random-input-len 4000 \
     --random-output-len 500 \
     --random-range-ratio 1.0 \
-    --max-concurrency 32 \
-    --num-prompts 160 \
-    --output-file results/latest/client0.jsonl &
-
-# client 1 -> 127.0.0.1:30001
-python -m sglang.benchmark.serving \
-    --backend sglang \
-    --model meta-llama/Llama-3.1-70B-Instruct \
-    --host 127.0.0.1 \
-    --port 30001 \
-    --dataset-name random \
-    --random-input-len 4000 \
-    --random-output-len 500 \
-    --random-range-ratio 1.0 \
-    --max-concurrency 32 \
-    --num-prompts 160 \
-    --output-file results/latest/client1.jsonl &
-
-wait
+    --max-concurrency 64 \
+    --num-prompts 320 \
+    --output-file results/latest/client0.jsonl
 
 run="results/run-$(date -u +%Y%m%dT%H%M%SZ)"
 mv results/latest "$run"

@@ -30,4 +30,11 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 python -m sglang.launch_server \
     --context-length 8192 \
     --cuda-graph-max-bs-decode 128 &
 
+# router (round robin)
+python -m sglang_router.launch_router \
+    --worker-urls http://127.0.0.1:30000 http://127.0.0.1:30001 \
+    --policy round_robin \
+    --host 127.0.0.1 \
+    --port 8000 &
+
 wait

@@ -12,11 +12,11 @@ fi
 mkdir -p results/latest
 cp deployment.json results/latest/deployment.json
 
-# client 0 -> 127.0.0.1:8000
+# client 0 -> node0:8000
 python -m sglang.benchmark.serving \
     --backend sglang \
     --model deepseek-ai/DeepSeek-V3 \
-    --host 127.0.0.1 \
+    --host node0 \
     --port 8000 \
     --dataset-name random \
     --random-input-len 8000 \

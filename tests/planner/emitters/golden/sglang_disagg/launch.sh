@@ -43,7 +43,8 @@ python -m sglang_router.launch_router \
     --prefill http://node0:30000 8998 \
     --prefill http://node0:30001 8999 \
     --decode http://node1:30002 \
-    --host 127.0.0.1 \
+    --policy round_robin \
+    --host 0.0.0.0 \
     --port 8000 &
 fi
 
@@ -54,8 +55,8 @@ CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 python -m sglang.launch_server \
     --host 0.0.0.0 \
     --port 30002 \
     --tp-size 8 \
-    --max-running-requests 256 \
-    --chunked-prefill-size 8192 \
+    --max-running-requests 2048 \
+    --chunked-prefill-size 65536 \
     --mem-fraction-static 0.85 \
     --kv-cache-dtype fp8_e4m3 \
     --context-length 10000 \

@@ -12,41 +12,22 @@ fi
 mkdir -p results/latest
 cp deployment.json results/latest/deployment.json
 
-# client 0 -> 127.0.0.1:8001
+# client 0 -> 127.0.0.1:8000
 python -m tensorrt_llm.serve.scripts.benchmark_serving \
     --backend openai \
     --model meta-llama/Llama-3.1-70B-Instruct \
     --host 127.0.0.1 \
-    --port 8001 \
+    --port 8000 \
     --dataset-name random \
     --random-input-len 4000 \
     --random-output-len 500 \
     --random-prefix-len 0 \
-    --max-concurrency 32 \
-    --num-prompts 160 \
+    --max-concurrency 64 \
+    --num-prompts 320 \
     --ignore-eos \
     --save-result \
     --result-dir results/latest \
-    --result-filename client0.json &
-
-# client 1 -> 127.0.0.1:8002
-python -m tensorrt_llm.serve.scripts.benchmark_serving \
-    --backend openai \
-    --model meta-llama/Llama-3.1-70B-Instruct \
-    --host 127.0.0.1 \
-    --port 8002 \
-    --dataset-name random \
-    --random-input-len 4000 \
-    --random-output-len 500 \
-    --random-prefix-len 0 \
-    --max-concurrency 32 \
-    --num-prompts 160 \
-    --ignore-eos \
-    --save-result \
-    --result-dir results/latest \
-    --result-filename client1.json &
-
-wait
+    --result-filename client0.json
 
 run="results/run-$(date -u +%Y%m%dT%H%M%SZ)"
 mv results/latest "$run"

@@ -5,17 +5,24 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # agg replica 0
-CUDA_VISIBLE_DEVICES=0,1,2,3 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
-    --host 127.0.0.1 \
-    --port 8001 \
-    --backend pytorch \
-    --extra_llm_api_options trtllm-config.yaml &
+CUDA_VISIBLE_DEVICES=0,1,2,3 DYN_SYSTEM_PORT=8001 python -m dynamo.trtllm \
+    --model meta-llama/Llama-3.1-70B-Instruct \
+    --extra-engine-args trtllm-config.yaml \
+    --disaggregation-mode agg \
+    --discovery-backend file &
 
 # agg replica 1
-CUDA_VISIBLE_DEVICES=4,5,6,7 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
-    --host 127.0.0.1 \
-    --port 8002 \
-    --backend pytorch \
-    --extra_llm_api_options trtllm-config.yaml &
+CUDA_VISIBLE_DEVICES=4,5,6,7 DYN_SYSTEM_PORT=8002 python -m dynamo.trtllm \
+    --model meta-llama/Llama-3.1-70B-Instruct \
+    --extra-engine-args trtllm-config.yaml \
+    --disaggregation-mode agg \
+    --discovery-backend file &
+
+# Dynamo frontend (round robin)
+python -m dynamo.frontend \
+    --http-host 127.0.0.1 \
+    --http-port 8000 \
+    --router-mode round-robin \
+    --discovery-backend file &
 
 wait

@@ -12,41 +12,22 @@ fi
 mkdir -p results/latest
 cp deployment.json results/latest/deployment.json
 
-# client 0 -> 127.0.0.1:8100
+# client 0 -> 127.0.0.1:8192
 vllm bench serve \
     --backend vllm \
     --model meta-llama/Llama-3.1-70B-Instruct \
     --host 127.0.0.1 \
-    --port 8100 \
+    --port 8192 \
     --dataset-name random \
     --random-input-len 4000 \
     --random-output-len 500 \
     --random-range-ratio 0.0 \
-    --max-concurrency 32 \
-    --num-prompts 160 \
+    --max-concurrency 64 \
+    --num-prompts 320 \
     --ignore-eos \
     --save-result \
     --result-dir results/latest \
-    --result-filename client0.json &
-
-# client 1 -> 127.0.0.1:8101
-vllm bench serve \
-    --backend vllm \
-    --model meta-llama/Llama-3.1-70B-Instruct \
-    --host 127.0.0.1 \
-    --port 8101 \
-    --dataset-name random \
-    --random-input-len 4000 \
-    --random-output-len 500 \
-    --random-range-ratio 0.0 \
-    --max-concurrency 32 \
-    --num-prompts 160 \
-    --ignore-eos \
-    --save-result \
-    --result-dir results/latest \
-    --result-filename client1.json &
-
-wait
+    --result-filename client0.json
 
 run="results/run-$(date -u +%Y%m%dT%H%M%SZ)"
 mv results/latest "$run"

@@ -28,4 +28,11 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 vllm serve meta-llama/Llama-3.1-70B-Instruct \
     --max-model-len 8192 \
     --max-cudagraph-capture-size 128 &
 
+# router (round robin)
+vllm-router \
+    --worker-urls http://127.0.0.1:8100 http://127.0.0.1:8101 \
+    --policy round_robin \
+    --host 127.0.0.1 \
+    --port 8192 &
+
 wait

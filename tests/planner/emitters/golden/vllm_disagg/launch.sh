@@ -31,13 +31,16 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 VLLM_NIXL_SIDE_CHANNEL_PORT=5601 vllm serve deepsee
     --max-cudagraph-capture-size 16 \
     --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' &
 
-# P/D proxy (run from a vLLM source checkout)
-python tests/v1/kv_connector/nixl_integration/toy_proxy_server.py \
-    --port 8192 \
-    --prefiller-hosts node0 node0 \
-    --prefiller-ports 8100 8101 \
-    --decoder-hosts node1 \
-    --decoder-ports 8102 &
+# P/D router
+vllm-router \
+    --vllm-pd-disaggregation \
+    --prefill http://node0:8100 \
+    --prefill http://node0:8101 \
+    --decode http://node1:8102 \
+    --policy round_robin \
+    --kv-connector nixl \
+    --host 0.0.0.0 \
+    --port 8192 &
 fi
 
 if [ "${NODE_RANK:-0}" = "1" ]; then

@@ -1,0 +1,95 @@
+"""Per-rank meanings of an engine's flags (each engine's ``per_rank.yaml``).
+
+The plan's running-request slots, prefill chunk and CUDA-graph batch are per attention-DP rank
+(``planner.perf.serving``: every rank schedules its own batch). Engines spell them differently:
+vLLM's ``--max-num-seqs`` is per data-parallel engine, while SGLang's ``--max-running-requests``
+counts the whole server and each rank gets ``value // dp_size``. A table per engine, citing the
+engine's source, says which; the emitters convert the plan's per-rank values through it and the
+tests read the emitted flags back through it.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.engines import get_engine
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+PER_RANK_FILE = "per_rank.yaml"
+PER_RANK_PARAMS = ("max_batch", "chunk", "cuda_graph_max")
+"""Planner parameters whose value is per attention-DP rank."""
+
+
+class PerRankEntry(BaseModel):
+    """How one flag's value reaches each attention-DP rank."""
+
+    model_config = _FROZEN
+    param: str = Field(description="Planner parameter (flags.yaml ``param``).")
+    flag: str = Field(description="The engine's spelling (a CLI flag or an LLM-API YAML key).")
+    scope: Literal["rank", "server"] = Field(
+        description="rank: each rank gets the value as written; server: the flag counts every "
+        "attention-DP rank of the server and each gets value // dp."
+    )
+    unit: Literal["requests", "tokens"] = Field(
+        description="What the value counts; a tokens-valued CUDA-graph size holds requests x "
+        "(1 + speculative tokens)."
+    )
+    source: str = Field(description="The engine source (file@release) that sets the meaning.")
+
+
+class PerRankTable(BaseModel):
+    """Every per-rank flag of one engine."""
+
+    model_config = _FROZEN
+    engine: str = Field(description="The engine's --backend name.")
+    release: str = Field(description="The release the meanings were read at.")
+    entries: tuple[PerRankEntry, ...] = Field(description="One entry per per-rank parameter.")
+
+    def entry(self, param: str) -> PerRankEntry:
+        """The entry of ``param`` (every engine covers all of ``PER_RANK_PARAMS``)."""
+        hits = [e for e in self.entries if e.param == param]
+        assert len(hits) == 1, f"{self.engine} per_rank.yaml: {len(hits)} entries for {param}"
+        return hits[0]
+
+
+@cache
+def per_rank_table(engine: str) -> PerRankTable:
+    """The engine's ``per_rank.yaml``, validated."""
+    text = get_engine(engine).file(PER_RANK_FILE).read_text(encoding="utf-8")
+    return PerRankTable.model_validate(yaml.safe_load(text))
+
+
+def _graph_tokens(entry: PerRankEntry, spec_tokens: int) -> int:
+    """Tokens per request of a decode step when the entry counts tokens (graph sizes)."""
+    return 1 + spec_tokens if entry.unit == "tokens" and entry.param == "cuda_graph_max" else 1
+
+
+def to_flag(entry: PerRankEntry, per_rank: int, dp: int, spec_tokens: int = 0) -> int:
+    """The flag value that gives each of ``dp`` attention-DP ranks ``per_rank`` (requests or
+    tokens as the plan counts them; ``spec_tokens`` draft tokens per decode step)."""
+    value = per_rank * _graph_tokens(entry, spec_tokens)
+    return value * dp if entry.scope == "server" else value
+
+
+def from_flag(entry: PerRankEntry, value: int, dp: int, spec_tokens: int = 0) -> int:
+    """What each of ``dp`` attention-DP ranks ends up with from the flag ``value`` (the inverse
+    of :func:`to_flag`, with the engine's floor division)."""
+    rank = value // dp if entry.scope == "server" else value
+    return rank // _graph_tokens(entry, spec_tokens)
+
+
+def engine_values(
+    engine: str, values: dict[str, object], dp: int, spec_tokens: int = 0
+) -> dict[str, object]:
+    """``values`` with every per-rank parameter converted to the engine's flag value."""
+    table = per_rank_table(engine)
+    out = dict(values)
+    for param in PER_RANK_PARAMS:
+        raw = out.get(param)
+        if isinstance(raw, int):
+            out[param] = to_flag(table.entry(param), raw, dp, spec_tokens)
+    return out
