@@ -1,27 +1,35 @@
-"""Build the prediction-band table from campaign-held-out end-to-end residuals (split conformal).
+"""Build the prediction-band table from GPU-held-out end-to-end residuals (quantile grids).
 
     python -m lab.bands --data ../shared/validation/e2e/silicon_measured.csv \
-        --out planner/calibration/bands.yaml --force [--folds 10] [--holdout-folds 5] [--level 0.8]
+        --data ../shared/validation/e2e/silicon_measured_b200.csv \
+        --out planner/calibration/bands.yaml --force [--level 0.8]
 
-Every row is first predicted with engine constants not fitted to its own measurement campaign
-(``planner validate e2e --holdout campaign``: campaigns dealt to 5 folds, constants refitted on the
-other folds, folds in parallel). Each row's log residual ln(measured / predicted) of TTFT and TPOT
-(from the nearer of the two regimes' predictions where the data leave the regime open,
-``planner.replay_e2e.regimes``) is grouped by engine, agg/disagg, load bucket and provenance tier
-(``planner.uncertainty.bands``); a group's quantiles are shrunk toward its parent's. Campaigns
-differ (benchmark
-protocol, software version), so a band fitted on other campaigns misses more often than its nominal
-tails say, and not equally on both sides: the tail probability of each side of each engine x mode
-cell's band is chosen so that the leave-one-campaign-out share of measured values beyond it is (1 -
-level) / 2 (``choose_tails``). Coverage is measured out of fold: the residual rows are dealt to K
-campaign folds (``band_folds``: campaigns sorted by engine x mode cell and name, round-robin, so a
-cell's campaigns spread over the folds); tails chosen and quantiles fitted on K-1 folds are scored
-on the remaining fold, pooled over folds. The committed table is then fitted on all rows and records
-its provenance and the out-of-fold coverage, each figure with the spread it has from which
-campaigns were measured (``coverage_interval``: a campaign bootstrap). ``--predictions-out F``
-also writes the held-out predictions; ``--predictions F`` reuses such a CSV (or one written by
-``planner validate e2e --holdout campaign --predictions-out F``) of the same data instead of
-predicting here (seconds instead of minutes).
+Every row is first predicted with engine constants fitted on the other GPUs' rows only
+(``planner validate e2e --holdout gpu``, ``planner.replay_e2e.holdout``). Each row's log residual
+ln(measured / predicted) of TTFT and TPOT (from the nearer of the two regimes' predictions where
+the data leave the regime open, ``planner.replay_e2e.regimes``) is grouped by engine, agg/disagg,
+load bucket and provenance tier, and every group stores the quantiles of its residuals at 0.05,
+0.10, ..., 0.95 and 0.99 (``planner.uncertainty.grid_fit``: the same fit that bands each fold of
+``validate e2e --holdout gpu``); its 80 % band is the 0.1 and 0.9 quantiles. The residuals are
+those of GPUs held out of the constants' fit, so a GPU without end-to-end rows (B300, GB300,
+MI355X ...) takes the same groups (``gpu_held_out: true``). Coverage is scored leave one GPU
+out (``gpu_out_of_fold``): each GPU's rows against the table fitted on the other GPUs' residuals,
+the share inside the 80 % band and at or below each predicted c-quantile.
+
+``--holdout campaign`` builds the earlier table instead, from one file's campaign-held-out
+residuals (split conformal with tails chosen per engine x mode by leave-one-campaign-out misses,
+below): every row is predicted with engine constants not fitted to its own measurement campaign
+(campaigns dealt to 5 folds, constants refitted on the other folds, folds in parallel); a group's
+quantiles are shrunk toward its parent's. Campaigns differ (benchmark protocol, software version),
+so a band fitted on other campaigns misses more often than its nominal tails say, and not equally
+on both sides: the tail probability of each side of each engine x mode cell's band is chosen so
+that the leave-one-campaign-out share of measured values beyond it is (1 - level) / 2
+(``choose_tails``). Coverage is measured out of fold: the residual rows are dealt to K campaign
+folds (``band_folds``); tails chosen and quantiles fitted on K-1 folds are scored on the remaining
+fold, pooled over folds, each figure with the spread it has from which campaigns were measured
+(``coverage_interval``: a campaign bootstrap). ``--predictions-out F`` also writes the held-out
+predictions; ``--predictions F`` reuses such a CSV (or one written by ``planner validate e2e
+--holdout gpu|campaign --predictions-out F``) of the same data instead of predicting here.
 """
 
 from __future__ import annotations
@@ -123,12 +131,14 @@ class Method:
 
 
 class BandDict(TypedDict):
-    """One metric's band in the YAML: log quantiles and the tail probabilities they came from."""
+    """One metric's band in the YAML: log quantiles, the tail probabilities they came from, and
+    where stored, the grid of [probability, log quantile] pairs."""
 
     lo: float
     hi: float
     tail_lo: NotRequired[float]
     tail_hi: NotRequired[float]
+    grid: NotRequired[list[list[float]]]
 
 
 class GroupDict(TypedDict):
@@ -154,17 +164,29 @@ class CoverageRow(TypedDict):
     tpot: CoverageDict
 
 
+class CalibrationRow(TypedDict):
+    """Share (%) of held-out rows at or below their predicted c-quantile, per metric and c."""
+
+    by: str
+    key: str
+    n: int
+    ttft: dict[str, float]
+    tpot: dict[str, float]
+
+
 class TableDict(TypedDict):
     """The band table's YAML layout (read by ``planner.uncertainty.bands.table_from_dict``)."""
 
     level: float
-    tails: dict[str, float]
+    tails: NotRequired[dict[str, float]]
+    gpu_held_out: NotRequired[bool]
     groups: list[GroupDict]
     widest_by_tier: dict[str, dict[Metric, BandDict]]
     gpus: list[str]
     models: list[str]
     provenance: NotRequired[dict[str, str | int | float]]
     out_of_fold: NotRequired[list[CoverageRow]]
+    quantile_calibration: NotRequired[list[CalibrationRow]]
 
 
 @dataclass(frozen=True)
@@ -679,9 +701,14 @@ def build(
 
 def _print_summary(table: TableDict, out: Path) -> None:
     prov = table.get("provenance", {})
+    folds = (
+        f"{prov.get('gpus')} GPUs left out in turn"
+        if table.get("gpu_held_out")
+        else f"{prov.get('folds')} campaign folds"
+    )
     print(
         f"wrote {out}: {len(table['groups'])} groups, {prov.get('rows_used')} rows, "
-        f"{prov.get('folds')} campaign folds, level {table['level']}"
+        f"{folds}, level {table['level']}"
     )
     print(
         f"{'by':16s} {'key':28s} {'n':>5s} {'TTFT cov%':>9s} {'width%':>7s} "
@@ -700,13 +727,35 @@ def _print_summary(table: TableDict, out: Path) -> None:
             f"{p['coverage_pct']:9.1f} {p['median_width_pct']:7.1f}   "
             f"TTFT {span(t)}, TPOT {span(p)}"
         )
+    calibration = table.get("quantile_calibration", [])
+    if calibration:
+        print("share (%) of held-out rows at or below the predicted c-quantile (TTFT / TPOT)")
+    for row in calibration:
+        shares = "  ".join(
+            f"{c.removeprefix('q')}: {row['ttft'][c]:.1f} / {row['tpot'][c]:.1f}"
+            for c in row["ttft"]
+        )
+        print(f"{row['by']:16s} {row['key']:28s} {row['n']:5d}  {shares}")
 
 
 def main(argv: list[str] | None = None) -> int:
     from planner.safe_files import check_new_file, write_new_file
 
     ap = argparse.ArgumentParser(prog="python -m lab.bands", description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True, help="silicon_measured.csv layout")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        required=True,
+        action="append",
+        help="silicon_measured.csv layout; more than once for several files (--holdout gpu)",
+    )
+    ap.add_argument(
+        "--holdout",
+        choices=("gpu", "campaign"),
+        default="gpu",
+        help="residuals held out by GPU (quantile grids, the default) or by campaign (one file: "
+        "the split-conformal table with chosen tails)",
+    )
     ap.add_argument("--out", type=Path, required=True, help="band table YAML to write")
     ap.add_argument(
         "--folds", type=int, default=FOLDS, help="campaign folds of the bands, 2-20 (default 10)"
@@ -747,8 +796,11 @@ def main(argv: list[str] | None = None) -> int:
             raise PlannerInputError("--holdout-folds", f"{args.holdout_folds} not in 2-20")
         if not 0.5 <= args.level <= 0.95:
             raise PlannerInputError("--level", f"{args.level} not in 0.5-0.95")
-        if not args.data.is_file():
-            raise PlannerInputError("--data", f"{args.data} does not exist")
+        for d in args.data:
+            if not d.is_file():
+                raise PlannerInputError("--data", f"{d} does not exist")
+        if args.holdout == "campaign" and len(args.data) != 1:
+            raise PlannerInputError("--data", "--holdout campaign reads one file")
         check_new_file(args.out, args.force, "--out")  # before the long build
         if args.predictions_out is not None:
             if args.predictions is not None:
@@ -762,17 +814,29 @@ def main(argv: list[str] | None = None) -> int:
                 *(argv if argv is not None else sys.argv[1:]),
             ]
         )
-        table = build(
-            args.data,
-            args.folds,
-            args.level,
-            args.predictions,
-            command,
-            args.holdout_folds,
-            method=Method(weighting=args.weighting),
-            predictions_out=args.predictions_out,
-            force=args.force,
-        )
+        if args.holdout == "gpu":
+            from lab.bands_gpu import build_gpu
+
+            table = build_gpu(
+                args.data,
+                args.level,
+                args.predictions,
+                command,
+                predictions_out=args.predictions_out,
+                force=args.force,
+            )
+        else:
+            table = build(
+                args.data[0],
+                args.folds,
+                args.level,
+                args.predictions,
+                command,
+                args.holdout_folds,
+                method=Method(weighting=args.weighting),
+                predictions_out=args.predictions_out,
+                force=args.force,
+            )
         text = "# Prediction bands: generated by lab/bands.py; do not edit by hand.\n"
         write_new_file(
             args.out,

@@ -5,7 +5,10 @@
     python -m lab.fit_engines --check      # exit 1 if it would change
     python -m lab.fit_engines --data my_rows.csv --out my_engines.yaml
 
-The rows are read as ``python -m lab.prepare_e2e`` writes them (``prepare_e2e.prepare_frame``).
+The default data are both shared e2e files (``silicon_measured.csv``: H100, H200, GB200;
+``silicon_measured_b200.csv``: B200); ``--data`` given more than once fits the files together, a
+measurement in two of them counting once. The rows are read as ``python -m lab.prepare_e2e``
+writes them (``prepare_e2e.prepare_frame``, per file).
 
 The fit itself (constants, grids, the coordinate and joint searches) is the product's
 ``planner.replay_e2e.fit``, which also refits the held-out folds and a user's own rows.
@@ -21,6 +24,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from hardware.errors import PlannerInputError
@@ -42,16 +46,13 @@ from planner.replay_e2e.fit import CONSTANTS, Constant, Values, fit_constants, f
 from planner.replay_e2e.layout import drop_duplicates, read_measurements
 from planner.safe_files import write_new_file
 
-DEFAULT_DATA = (
-    Path(__file__).resolve().parents[1]
-    / ".."
-    / "shared"
-    / "validation"
-    / "e2e"
-    / "silicon_measured.csv"
-)
+SHARED_E2E = Path(__file__).resolve().parents[1] / ".." / "shared" / "validation" / "e2e"
+DATA_FILES = ("silicon_measured.csv", "silicon_measured_b200.csv")
+DEFAULT_DATA = [SHARED_E2E / name for name in DATA_FILES]
 FIT_COMMAND_SHORT = "python -m lab.fit_engines"
-FIT_COMMAND = f"{FIT_COMMAND_SHORT} --data ../shared/validation/e2e/silicon_measured.csv"
+FIT_COMMAND = f"{FIT_COMMAND_SHORT} " + " ".join(
+    f"--data ../shared/validation/e2e/{name}" for name in DATA_FILES
+)
 FIT_LOG = Path(__file__).with_name("notes") / "engines_fit_log.md"
 """The fit log of the packaged constants (each built-in engine's constants.yaml)."""
 
@@ -68,7 +69,7 @@ def _source(c: Constant, backend: str, date: str) -> str:
     modes = "+".join(c.modes)
     return (
         f"{c.meaning}; fitted to {'/'.join(c.metrics).upper()} on {rows} {modes} rows of "
-        f"silicon_measured.csv by `{FIT_COMMAND_SHORT}`, {date}"
+        f"{' + '.join(DATA_FILES)} by `{FIT_COMMAND_SHORT}`, {date}"
     )
 
 
@@ -77,7 +78,8 @@ HEADER = """\
 # GENERATED on {date} by
 #   {command}
 # from silicon_measured.csv (github:ai-dynamo/aiconfigurator
-# aic-core/src/aiconfigurator_core/systems/silicon_sample.csv @095f58a5), duplicates dropped.
+# aic-core/src/aiconfigurator_core/systems/silicon_sample.csv @095f58a5) and
+# silicon_measured_b200.csv (B200 rows of the same source), duplicates dropped.
 # Do not edit by hand: rerun that command after a change to the serving model or the data (a test
 # checks that it reproduces this file; each write appends to lab/notes/engines_fit_log.md).
 # Fitted constants carry their unit and bounds (the fit searches inside them; loading checks
@@ -136,9 +138,12 @@ def written_date(path: Path | None) -> str | None:
     return m.group(1) if m else None
 
 
-def fit_log_entry(old: Values, new: Values, data: Path, date: str) -> str:
+def fit_log_entry(old: Values, new: Values, data: Path | list[Path], date: str) -> str:
     """One entry of the fit log: when, the command, the data (sha256) and each changed value."""
-    digest = hashlib.sha256(data.read_bytes()).hexdigest()[:16]
+    files = [data] if isinstance(data, Path) else data
+    digests = ", ".join(
+        f"{f.name} (sha256 {hashlib.sha256(f.read_bytes()).hexdigest()[:16]}...)" for f in files
+    )
     changed = [
         f"- {b}.{name}: {old.get(b, {}).get(name, float('nan')):g} -> {v:g}"
         for b in sorted(new)
@@ -146,16 +151,17 @@ def fit_log_entry(old: Values, new: Values, data: Path, date: str) -> str:
         if old.get(b, {}).get(name) != v
     ]
     return (
-        f"\n## {date}: `{FIT_COMMAND_SHORT} --data {data.name}`\n\n"
-        f"Data: {data.name} (sha256 {digest}...).\n"
-        + ("\n".join(changed) if changed else "No value changed.")
-        + "\n"
+        f"\n## {date}: `{FIT_COMMAND_SHORT} {' '.join(f'--data {f.name}' for f in files)}`\n\n"
+        f"Data: {digests}.\n" + ("\n".join(changed) if changed else "No value changed.") + "\n"
     )
 
 
-def fit_file(data: Path, progress: bool = True) -> Values:
-    """``fit_constants`` on the rows of ``data`` (duplicates dropped, unmodellable rows skipped)."""
-    df, _ = drop_duplicates(prepare_frame(read_measurements(data)))
+def fit_file(data: Path | list[Path], progress: bool = True) -> Values:
+    """``fit_constants`` on the rows of ``data`` (one file or several: each prepared, then
+    concatenated; duplicates dropped, also across files; unmodellable rows skipped)."""
+    files = [data] if isinstance(data, Path) else data
+    frames = [prepare_frame(read_measurements(f)) for f in files]
+    df, _ = drop_duplicates(pd.concat(frames, ignore_index=True, sort=False))
     return fit_constants(prepare(df).rows, progress)
 
 
@@ -203,7 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m lab.fit_engines", description=__doc__.splitlines()[0]
     )
     ap.add_argument(
-        "--data", type=Path, default=DEFAULT_DATA, help="CSV in the layout of silicon_measured.csv"
+        "--data",
+        type=Path,
+        action="append",
+        default=None,
+        help="CSV in the layout of silicon_measured.csv; more than once to fit several files "
+        f"together (default: {' and '.join(DATA_FILES)} of ../shared/validation/e2e)",
     )
     ap.add_argument(
         "--out",
@@ -220,8 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         help="overwrite an existing --out other than the packaged file",
     )
     args = ap.parse_args(argv)
+    data = args.data or DEFAULT_DATA
     try:
-        values, engines = fit_file(args.data), load_engines()
+        values, engines = fit_file(data), load_engines()
         if args.check:  # the fit date is the file's own: only the values are checked
             text = render(values, engines, written_date(args.out) or "")
             same = _current(args.out) == text
@@ -231,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         date = datetime.datetime.now(datetime.UTC).date().isoformat()
         old = _old_values(args.out)
         _write(args.out, render(values, engines, date), args.force)
-        _append_log(args.out, fit_log_entry(old, values, args.data, date))
+        _append_log(args.out, fit_log_entry(old, values, data, date))
     except PlannerInputError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2

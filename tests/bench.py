@@ -15,6 +15,7 @@ BENCH_MODULES = (
     "tests.bench_solvers",
     "tests.bench_ui",
     "tests.bench_capacity",
+    "tests.bench_heldout",
 )
 
 TARGETS: dict[str, str] = {
@@ -27,6 +28,13 @@ TARGETS: dict[str, str] = {
     "plan_4096_gpus_peak_mb": "<= 1536 MB",
     "ui_plan_s": "<= 2 s",
     "capacity_1m_requests_24h_s": "<= 10 s",
+    "heldout_gpu_e2e_s": "<= 300 s",
+    "heldout_gpu_agg_ttft_pct": "<= 22 %",
+    "heldout_gpu_agg_tpot_pct": "<= 12 %",
+    "heldout_gpu_disagg_ttft_pct": "<= 28 %",
+    "heldout_gpu_disagg_tpot_pct": "<= 12 %",
+    "heldout_gpu_off_by_3x_pct": "<= 5 %",
+    "heldout_gpu_decisions_within5_pct": ">= 75 %",
 }
 
 

@@ -362,6 +362,27 @@ def _print_report(report: dict[str, Any], fmt: str, metrics: tuple[str, ...]) ->
         for g in report["groups"]
     ]
     print(render_table(rows))
+    calibration = report.get("quantile_calibration")
+    if isinstance(calibration, list):
+        print("share (%) of rows at or below the predicted quantile, each GPU banded by a table")
+        print("fitted on the other GPUs' held-out residuals (calibrated: the quantile x 100)")
+        print(
+            render_table(
+                [
+                    {
+                        "by": g["by"],
+                        "key": g["key"],
+                        "n": g["n"],
+                        **{
+                            f"{m} {c.removeprefix('at_or_below_')}": v
+                            for m in metrics
+                            for c, v in g[m].items()
+                        },
+                    }
+                    for g in calibration
+                ]
+            )
+        )
 
 
 def register(sub: Any, groups: dict[str, Any]) -> None:

@@ -15,6 +15,14 @@ figures, the headline of a GPU-held-out run)."""
 OFF_FACTOR = 3.0
 """A row is grossly off when its prediction is more than this factor from the measurement, either
 way, on TTFT or TPOT (|ln(predicted / measured)| > ln 3)."""
+CLIENT_BUCKETS: tuple[tuple[float, str], ...] = (
+    (8.0, "<=8"),
+    (32.0, "9-32"),
+    (128.0, "33-128"),
+    (np.inf, ">128"),
+)
+"""Closed-loop clients of a row (``clients``) in the buckets the "backend x mode x clients" groups
+use: upper edge (inclusive) and name."""
 UNMODELLABLE_CAP_PCT = 1.0
 """Rows named unmodellable (the ``unmodellable`` column) may be at most this share (%) of the
 modelled rows."""
@@ -55,10 +63,30 @@ def _stats(sub: pd.DataFrame, m: str) -> dict[str, float]:
     return out
 
 
+def clients(pred: pd.DataFrame) -> np.ndarray:
+    """Clients of each row: its ``batch_size``, else its ``concurrency`` column (the layout's
+    closed-loop clients), else the replayed concurrency (``c_concurrency``); NaN without any."""
+    out = np.full(len(pred), np.nan)
+    for col in ("c_concurrency", "concurrency", "batch_size"):  # the last given wins
+        if col in pred:
+            v = pd.to_numeric(pred[col], errors="coerce").to_numpy(float)
+            out = np.where(np.isfinite(v), v, out)
+    return out
+
+
+def client_bucket(pred: pd.DataFrame) -> np.ndarray:
+    """``CLIENT_BUCKETS`` name of each row's ``clients`` ("?" where unknown)."""
+    c = clients(pred)
+    edges = np.array([e for e, _ in CLIENT_BUCKETS[:-1]])
+    names = np.array([n for _, n in CLIENT_BUCKETS])
+    return np.where(np.isfinite(c), names[np.searchsorted(edges, c, side="left")], "?")
+
+
 def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
     """Error groups: overall, then by backend, mode, system and model, then by each pair of
-    ``CROSSED`` (key "h200_sxm/agg")."""
-    frame = pred.assign(model=pred["model_path"])
+    ``CROSSED`` (key "h200_sxm/agg"), then by backend x mode x clients (``client_bucket``; key
+    "sglang/agg/9-32")."""
+    frame = pred.assign(model=pred["model_path"], clients=client_bucket(pred))
 
     def one(by: str, key: str, sub: pd.DataFrame) -> dict[str, object]:
         return {
@@ -76,6 +104,10 @@ def summarize(pred: pd.DataFrame) -> list[dict[str, object]]:
             one(" x ".join(pair), "/".join(map(str, k)), sub)
             for k, sub in frame.groupby(list(pair))
         ]
+    triple = ["backend", "mode", "clients"]
+    groups += [
+        one(" x ".join(triple), "/".join(map(str, k)), sub) for k, sub in frame.groupby(triple)
+    ]
     return groups
 
 

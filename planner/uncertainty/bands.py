@@ -193,18 +193,26 @@ class BandTable:
     cell_spread: dict[str, CellSpread] = field(default_factory=dict)
     """Campaigns per "engine x mode" cell and the 90% interval (%) of its TTFT and TPOT coverage
     over campaign resamples (``lab.bands.coverage_interval``), where recorded."""
+    gpu_held_out: bool = False
+    """The groups were fitted on residuals of GPUs held out of the constants' fit
+    (``planner.uncertainty.grid_fit``): a GPU without rows takes them as a measured GPU does (only
+    a model without rows takes its tier's widest band)."""
+
+    def _ref(self, key: dict[str, str], gpu: str, model: str) -> GroupKey | str:
+        gpu = "" if self.gpu_held_out else gpu
+        return resolve(key, gpu, model, self.groups, self.widest_by_tier, self.gpus, self.models)
 
     def lookup(self, key: dict[str, str], gpu: str = "", model: str = "") -> dict[str, LogBand]:
         """Bands (``ttft``, ``tpot``) of the most specific group of ``key`` with enough rows; the
-        widest band of the tier when the GPU or model has no rows in the data."""
-        ref = resolve(key, gpu, model, self.groups, self.widest_by_tier, self.gpus, self.models)
+        widest band of the tier when the GPU (unless ``gpu_held_out``) or model has no rows."""
+        ref = self._ref(key, gpu, model)
         return self.groups[ref] if isinstance(ref, tuple) else self.widest_by_tier[ref]
 
     def account(self, key: dict[str, str], gpu: str = "", model: str = "") -> str:
         """Which group ``lookup`` takes, what it was fitted on, and how often the bands of its
         engine x mode held measured values of campaigns left out of their fit: a user reads
         whether this band's stated level was met where it came from."""
-        ref = resolve(key, gpu, model, self.groups, self.widest_by_tier, self.gpus, self.models)
+        ref = self._ref(key, gpu, model)
         if isinstance(ref, str):
             return f"widest band of tier '{ref}' (no data for this GPU/model)"
         name = "/".join(v for _, v in ref) or "all rows"
@@ -213,8 +221,9 @@ class BandTable:
         name_cell = f"{key.get('engine', '')} x {key.get('mode', '')}"
         cell = self.cell_coverage.get(name_cell)
         if cell:
+            how = " (each GPU against bands fitted on the others)" if self.gpu_held_out else ""
             text += (
-                f"; out of fold its engine x mode held {cell[0]:.1f}% of measured TTFT and "
+                f"; out of fold{how} its engine x mode held {cell[0]:.1f}% of measured TTFT and "
                 f"{cell[1]:.1f}% of TPOT ({cell[2]:,} rows; stated level {self.level:.0%})"
             )
             spread = self.cell_spread.get(name_cell)
@@ -239,6 +248,24 @@ def _number(raw: object, what: str) -> float:
     return float(raw)
 
 
+def _grid(raw: object, what: str) -> tuple[tuple[float, float], ...]:
+    """A stored quantile grid: [probability, log quantile] pairs, probabilities increasing inside
+    (0, 1), quantiles non-decreasing (a ``ValueError`` naming the entry when not)."""
+    if not isinstance(raw, list) or not raw:
+        raise TypeError(f"{what}: not a list of [probability, quantile] pairs")
+    pairs = []
+    for i, pair in enumerate(raw):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise TypeError(f"{what}[{i}]: not a [probability, quantile] pair")
+        pairs.append((_number(pair[0], f"{what}[{i}]"), _number(pair[1], f"{what}[{i}]")))
+    ps, qs = np.array(pairs).T
+    if not (0.0 < ps[0] and ps[-1] < 1.0 and np.all(np.diff(ps) > 0)):
+        raise ValueError(f"{what}: probabilities not increasing inside (0, 1)")
+    if np.any(np.diff(qs) < 0):
+        raise ValueError(f"{what}: quantiles decrease")
+    return tuple(pairs)
+
+
 def _bands(raw: object, what: str) -> dict[str, LogBand]:
     out = {}
     for m in ("ttft", "tpot"):
@@ -246,7 +273,8 @@ def _bands(raw: object, what: str) -> dict[str, LogBand]:
         lo, hi = (_number(band[e], f"{what}.{m}.{e}") for e in ("lo", "hi"))
         if lo > hi:
             raise ValueError(f"{what}.{m}: lo {lo} above hi {hi}")
-        out[m] = LogBand(lo, hi)
+        grid = _grid(band["grid"], f"{what}.{m}.grid") if "grid" in band else ()
+        out[m] = LogBand(lo, hi, grid)
     return out
 
 
@@ -288,6 +316,7 @@ def table_from_dict(raw: object) -> BandTable:
         support,
         _cell_coverage(top.get("out_of_fold", [])),
         _cell_spread(top.get("out_of_fold", [])),
+        bool(top.get("gpu_held_out", False)),
     )
 
 

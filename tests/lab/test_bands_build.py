@@ -54,6 +54,7 @@ def test_builder_writes_a_loadable_table_with_provenance(tmp_path: Path) -> None
     validate_e2e(prepared_file(data, tmp_path / "rows.csv"), pred, progress=False)
     out = tmp_path / "bands.yaml"
     argv = ["--data", str(data), "--out", str(out), "--folds", "3", "--predictions", str(pred)]
+    argv += ["--holdout", "campaign"]
     assert bands.main(argv) == 0
     raw = yaml.safe_load(out.read_text())
     t = table_from_dict(raw)

@@ -93,7 +93,7 @@ def test_deepseek_on_gb200_with_a_large_budget_uses_a_wide_nvlink_worker() -> No
         isl=1000,
         osl=1000,
         ttft_ms=2000,
-        tpot_ms=50,
+        tpot_ms=45,  # at 50 ms an 8-GPU worker meets TPOT at the GPU-held-out band (2026-12-05)
     )
     best = plan(req).best
     assert best.deployment.agg is not None

@@ -12,8 +12,9 @@ from hardware.errors import PlannerInputError
 from solvers.plan import PlanRequest, plan
 from solvers.plan_core import check_confidence, evaluate_request, pick_best
 
-# 70B on up to 8 H200, 32 clients, 4000/500: at the point prediction a 4-GPU disaggregated
-# deployment meets p90 TTFT <= 1000 ms (~800 ms), but the upper edge of its band does not.
+# 70B on up to 8 H200, 32 clients, 4000/500: the point-prediction pick meets TPOT <= 40 ms at its
+# prediction but not at the 0.8-quantile of its band (GPU-held-out band table of 2026-12-05: the
+# pick's SLO / band edge is 0.94 on TPOT; with the earlier table TTFT <= 1000 ms bound instead).
 CASE = dict(
     model="llama-3.1-70b",
     gpus=("h200",),
@@ -22,7 +23,7 @@ CASE = dict(
     osl=500,
     concurrency=32,
     ttft_ms=1000,
-    tpot_ms=50,
+    tpot_ms=40,
 )
 
 

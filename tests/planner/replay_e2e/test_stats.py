@@ -46,3 +46,18 @@ def test_rows_named_unmodellable_are_counted_apart() -> None:
     )
     got = off_by_factor(pred)
     assert (got["named"], got["not_named"], got["named_share_pct"]) == (1, 1, 33.33)
+
+
+def test_clients_are_the_batch_size_else_the_recorded_concurrency() -> None:
+    from planner.replay_e2e.stats import client_bucket, clients
+
+    pred = pd.DataFrame(
+        {
+            "batch_size": [8.0, np.nan, np.nan, 200.0],
+            "concurrency": [64.0, 9.0, np.nan, np.nan],
+            "c_concurrency": [64.0, 9.0, 128.0, 200.0],
+        }
+    )
+    assert clients(pred).tolist() == [8.0, 9.0, 128.0, 200.0]
+    assert client_bucket(pred).tolist() == ["<=8", "9-32", "33-128", ">128"]
+    assert client_bucket(pd.DataFrame({"isl": [1]})).tolist() == ["?"]
