@@ -65,10 +65,14 @@ class PlanRequest(BaseModel):
     isl: int = Field(ge=1, description="Input tokens per request.")
     osl: int = Field(ge=1, description="Output tokens per request.")
     max_isl: int | None = Field(
-        default=None, ge=1, description="Longest prompt to accept, tokens; None: the mean ISL."
+        default=None,
+        ge=1,
+        description="Longest prompt the deployment must accept, tokens (None: the mean ISL).",
     )
     max_osl: int | None = Field(
-        default=None, ge=1, description="Longest answer to accept, tokens; None: the mean OSL."
+        default=None,
+        ge=1,
+        description="Longest answer the deployment must accept, tokens (None: the mean OSL).",
     )
     rate_per_s: float | None = Field(
         default=None, gt=0, description="Open-loop request rate to serve, requests/s."

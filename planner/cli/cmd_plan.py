@@ -34,7 +34,11 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--max-gpus", type=gpu_count, default=8, help=flag_help(PLAN, "--max-gpus"))
     p.add_argument("--isl", type=token_count, required=True, help=flag_help(PLAN, "--isl"))
     p.add_argument("--osl", type=token_count, required=True, help=flag_help(PLAN, "--osl"))
-    add_max_lengths(p, "2x the mean, capped at the model's maximum positions")
+    add_max_lengths(
+        p,
+        "2x the mean, capped at the model's maximum positions",
+        (flag_help(PLAN, "--max-isl"), flag_help(PLAN, "--max-osl")),
+    )
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=request_rate, default=None, help=flag_help(PLAN, "--rate"))
     load.add_argument(

@@ -64,6 +64,8 @@ PLAN: dict[str, tuple[type[BaseModel], str]] = {
         ("objective", "objective"),
         ("weight-quant", "weight_quants"),
         ("node-gpus", "node_gpus"),
+        ("max-isl", "max_isl"),
+        ("max-osl", "max_osl"),
     )
 }
 """Flags of ``planner plan`` that set a ``solvers.plan.PlanRequest`` field."""

@@ -17,22 +17,23 @@ if TYPE_CHECKING:
     from planner.workload.traces import Trace
 
 
-def add_max_lengths(p: argparse.ArgumentParser, default: str) -> None:
-    """``--max-isl`` / ``--max-osl``: the longest prompt and answer the deployment must accept."""
-    p.add_argument(
-        "--max-isl",
-        type=token_count,
-        default=None,
-        metavar="TOKENS",
-        help=f"longest prompt the deployment must accept (default: {default})",
+def add_max_lengths(
+    p: argparse.ArgumentParser, default: str, described: tuple[str, str] | None = None
+) -> None:
+    """``--max-isl`` / ``--max-osl``: the longest prompt and answer the deployment must accept
+    (``described``: the request fields' descriptions, where the flags set one)."""
+    isl, osl = described or (
+        "longest prompt the deployment must accept",
+        "longest answer the deployment must accept",
     )
-    p.add_argument(
-        "--max-osl",
-        type=token_count,
-        default=None,
-        metavar="TOKENS",
-        help=f"longest answer the deployment must accept (default: {default})",
-    )
+    for flag, text in (("--max-isl", isl), ("--max-osl", osl)):
+        p.add_argument(
+            flag,
+            type=token_count,
+            default=None,
+            metavar="TOKENS",
+            help=f"{text} (default on the command line: {default})",
+        )
 
 
 def add_listen_host(p: argparse.ArgumentParser) -> None:
