@@ -19,7 +19,7 @@ from planner.perf.deployment import Parallelism
 from planner.perf.estimate import Percentiles
 from planner.perf.memory_plan import plan_memory
 from planner.uncertainty.bands import Bands, deployment_bands, packaged_bands, upper_factor
-from solvers.candidates import Block, Load, agg_block, evaluate, percentile_ms
+from solvers.candidates import Block, Edge, Load, agg_block, evaluate, percentile_ms
 from solvers.describe import deployment, predicted
 from solvers.disagg import disagg_block
 from solvers.explain import (
@@ -344,20 +344,30 @@ def evaluate_request(
     gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)
     load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.engine())
+    bands = bands or packaged_bands()
+    edge = _edge(model, req, bands)
     blocks, prices, evaluated = [], [], 0
     milp: dict[str, object] = {}
     for gi, gpu in enumerate(gpus):
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:
             if mode == "agg":
-                b = agg_block(
-                    model, gpu, gi, space, load, (req.ttft_ms, req.tpot_ms, req.percentile)
-                )
+                slo = (req.ttft_ms, req.tpot_ms, req.percentile)
+                b = agg_block(model, gpu, gi, space, load, slo, edge)
             elif req.rate_per_s is None:
                 b = disagg_block(model, gpu, gi, space, load, req.tpot_ms)
             else:
                 b, sol = rate_disagg_block(
-                    model, gpu, gi, space, load, req.ttft_ms, req.tpot_ms, req.percentile, price
+                    model,
+                    gpu,
+                    gi,
+                    space,
+                    load,
+                    req.ttft_ms,
+                    req.tpot_ms,
+                    req.percentile,
+                    price,
+                    edge,
                 )
                 if sol is not None:
                     milp[gpu.key] = {
@@ -380,4 +390,19 @@ def evaluate_request(
         raise infeasible_memory(
             model.name, req.gpus, req.max_gpus, _memory_detail(model, gpus[0], req.max_gpus)
         )
-    return Evaluated(req, model, blocks, prices, evaluated, milp, bands or packaged_bands())
+    return Evaluated(req, model, blocks, prices, evaluated, milp, bands)
+
+
+def _edge(model: ModelSpec, req: PlanRequest, bands: Bands) -> Edge | None:
+    """The factors :meth:`Evaluated.feasible` applies (band edge; none at confidence 0), for the
+    counts the search sizes: the fewest count found is then the fewest the plan accepts."""
+    if req.confidence <= 0:
+        return None
+
+    def edge(b: Block) -> tuple[np.ndarray, np.ndarray]:
+        return (
+            band_factor(model, b, req.backend, "ttft", bands),
+            band_factor(model, b, req.backend, "tpot", bands),
+        )
+
+    return edge

@@ -24,7 +24,7 @@ import numpy as np
 
 from hardware.spec import GpuSpec
 from planner.model.spec import ModelSpec
-from solvers.candidates import Block, Load, Units, percentile_ms
+from solvers.candidates import Block, Edge, Load, Units, block_meets
 from solvers.counts import fewest_counts
 from solvers.disagg import (
     PhaseSets,
@@ -46,11 +46,11 @@ REPAIR_WORKERS = 2
 
 
 def _ok(
-    b: Block, ttft_ms: float, tpot_ms: float, percentile: str, roles: str = "both"
+    b: Block, slo: tuple[float, float, str], edge: Edge | None, roles: str = "both"
 ) -> np.ndarray:
-    """Deployments meeting the SLO (``roles="decode"``: TPOT and a stable queue only)."""
-    ok = b.res.feasible & (percentile_ms(b.res, "tpot", percentile) <= tpot_ms)
-    return ok if roles == "decode" else ok & (percentile_ms(b.res, "ttft", percentile) <= ttft_ms)
+    """Deployments meeting the SLO at ``edge`` (the plan's own test; ``roles="decode"``: TPOT and a
+    stable queue only)."""
+    return block_meets(b, slo, edge, tpot_only=roles == "decode")
 
 
 def _fewest(
@@ -64,6 +64,7 @@ def _fewest(
     partner_n: np.ndarray,
     by_p: bool,
     max_gpus: int,
+    edge: Edge | None,
 ) -> np.ndarray:
     """Smallest worker count per option meeting the SLO next to ``partner_n`` workers of ``partner``
     (one each per option; 0 when none within the budget); by bisection over all options at once,
@@ -77,7 +78,7 @@ def _fewest(
             else Units(partner[i], opts[i], partner_n[i], n)
         )
         b = unit_block(m, gpu, s, u, load, np.full(u.p.size, np.nan), 0)
-        return _ok(b, *slo, roles="both" if by_p else "decode")
+        return _ok(b, slo, edge, roles="both" if by_p else "decode")
 
     return fewest_counts(max_gpus // gpw, check, dense=DISAGG_DENSE_COUNTS)
 
@@ -89,6 +90,7 @@ def _options(
     load: Load,
     slo: tuple[float, float, str],
     max_gpus: int,
+    edge: Edge | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(prefill options, their x, decode options, their y) for one GPU type.
 
@@ -107,7 +109,7 @@ def _options(
             p_ref[dkey[di] == key], x_ref[dkey[di] == key] = best, max(1, max_gpus // int(gp[best]))
     y = np.zeros(di.size, dtype=int)
     has = p_ref >= 0
-    y[has] = _fewest(m, gpu, s, load, slo, di[has], p_ref[has], x_ref[has], False, max_gpus)
+    y[has] = _fewest(m, gpu, s, load, slo, di[has], p_ref[has], x_ref[has], False, max_gpus, edge)
     d_ref, y_ref = np.full(pi.size, -1), np.zeros(pi.size, dtype=int)
     per_gpu = running(s) / s.dec_role.step_s / gd
     for key in np.unique(pkey[pi]):
@@ -117,7 +119,7 @@ def _options(
             d_ref[pkey[pi] == key], y_ref[pkey[pi] == key] = int(di[k]), int(y[k])
     x = np.zeros(pi.size, dtype=int)
     has = d_ref >= 0
-    x[has] = _fewest(m, gpu, s, load, slo, pi[has], d_ref[has], y_ref[has], True, max_gpus)
+    x[has] = _fewest(m, gpu, s, load, slo, pi[has], d_ref[has], y_ref[has], True, max_gpus, edge)
     return pi[x > 0], x[x > 0], di[y > 0], y[y > 0]
 
 
@@ -132,6 +134,7 @@ def _repair(
     x: int,
     y: int,
     max_gpus: int,
+    edge: Edge | None,
 ) -> Block | None:
     """The MILP's pair, or the cheapest of up to REPAIR_WORKERS extra workers per role that meets
     the SLO."""
@@ -141,7 +144,7 @@ def _repair(
     )
     u = Units(np.full(xs.size, p), np.full(xs.size, d), xs, ys)
     b = unit_block(m, gpu, s, u, load, np.full(xs.size, np.nan), 0)
-    ok = _ok(b, *slo) & (b.res.gpus <= max_gpus)
+    ok = _ok(b, slo, edge) & (b.res.gpus <= max_gpus)
     if not ok.any():
         return None
     i = int(np.argmin(np.where(ok, b.res.gpus, np.inf)))
@@ -159,15 +162,16 @@ def rate_disagg_block(
     slo_tpot_ms: float,
     percentile: str,
     price: float,
+    edge: Edge | None = None,
 ) -> tuple[Block | None, PdSolution | None]:
     """Solve the P/D MILP for one GPU type and wrap the verified deployment as a one-candidate
-    block."""
+    block; every count is checked at ``edge`` (the plan's own test)."""
     assert load.rate_per_s is not None
     s = phase_sets(m, gpu, gi, space, load, np.array([max(space.max_num_seqs)]))
     if s is None:
         return None, None
     slo = (slo_ttft_ms, slo_tpot_ms, percentile)
-    pi, x, di, y = _options(m, gpu, s, load, slo, space.max_gpus)
+    pi, x, di, y = _options(m, gpu, s, load, slo, space.max_gpus, edge)
     if pi.size == 0 or di.size == 0:
         return None, None
     rate = load.rate_per_s
@@ -191,6 +195,7 @@ def rate_disagg_block(
         sol.x,
         sol.y,
         space.max_gpus,
+        edge,
     )
     if b is None:
         return None, sol
