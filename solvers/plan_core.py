@@ -71,6 +71,8 @@ class Evaluated:
         price = cat([np.full(b.size, pr) for b, pr in zip(self.blocks, self.prices, strict=True)])
         self.cost_per_hour = price * self.gpus
         self.cost_per_mtok = price / (SECONDS_PER_HOUR * np.maximum(self.tok_per_gpu, 1e-12)) * 1e6
+        # input and output tokens together: a request's isl + osl tokens per osl output tokens
+        self.cost_per_mtok_total = self.cost_per_mtok * self.req.osl / (self.req.isl + self.req.osl)
         self.within_budget = self.gpus <= self.req.max_gpus
         self.kv_full = cat([b.res.seq_capacity < b.limit for b in self.blocks])
         # upper edges of the prediction bands; the SLO must hold there unless --confidence 0
@@ -114,12 +116,16 @@ class Evaluated:
         return out
 
     def score(self, objective: str) -> np.ndarray:
-        """Higher is better; -inf outside the GPU budget. Ties broken by tok/s/GPU."""
-        tie = self.tok_per_gpu / (1.0 + self.tok_per_gpu.max(initial=0.0)) * 1e-3
+        """Higher is better; -inf outside the GPU budget (``pick_best`` breaks ties by fewer GPUs).
+
+        ``cost``: minus $/hour at a requested rate (the deployment serves exactly that load), else
+        minus $ per 1M total tokens at the plan's throughput (closed loop or no load);
+        ``gpus``: minus GPUs; ``throughput-per-gpu``: output tokens/s per GPU."""
         if objective == "cost":
-            s = -self.cost_per_mtok
+            at_rate = self.req.rate_per_s is not None
+            s = -(self.cost_per_hour if at_rate else self.cost_per_mtok_total)
         elif objective == "gpus":
-            s = -self.gpus + tie
+            s = -self.gpus.astype(float)
         else:
             s = self.tok_per_gpu.copy()
         return np.where(self.within_budget, s, -np.inf)
@@ -152,7 +158,8 @@ class Evaluated:
                 + f" chunk {role.max_num_batched_tokens} kv {role.kv_dtype}"
             )
 
-        load = f", {self.clients_of(i)} clients/worker" if np.isfinite(b.clients[j]) else ""
+        n = self.clients_of(i)
+        load = f", {n} client{'' if n == 1 else 's'}/worker" if np.isfinite(b.clients[j]) else ""
         if d.agg is not None:
             return f"agg {one(d.agg)}{load}"
         assert d.prefill is not None and d.decode is not None
@@ -170,6 +177,7 @@ class Evaluated:
             predicted=pred,
             gpus=int(self.gpus[i]),
             cost_per_million_output_tokens=float(self.cost_per_mtok[i]),
+            cost_per_million_total_tokens=float(self.cost_per_mtok_total[i]),
             cost_per_hour_usd=float(self.cost_per_hour[i]),
             headroom=self.headroom(i),
         )
@@ -179,10 +187,16 @@ def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
     """Index of the best feasible candidate; raises the explaining InfeasibleError when none is."""
     if not ok.any():
         raise _why_infeasible(ev)
-    s = np.where(ok, ev.score(objective), -np.inf)
-    # equal scores (a rate plan's tok/s/GPU is the rate over its GPUs): the faster deployment wins,
-    # so the pick does not depend on the order the search visited the candidates in
-    return int(np.lexsort((ev.ttft, -ev.tok_per_user, -s))[0])
+    return int(rank(ev, ok, objective)[0])
+
+
+def rank(ev: Evaluated, ok: np.ndarray, objective: str) -> np.ndarray:
+    """Indices of the candidates in ``ok``, best first by ``objective``; equal scores go to fewer
+    GPUs, then the faster deployment, so the order does not depend on the order the search visited
+    the candidates in."""
+    idx = np.flatnonzero(ok)
+    s = ev.score(objective)[idx]
+    return idx[np.lexsort((ev.ttft[idx], -ev.tok_per_user[idx], ev.gpus[idx], -s))]
 
 
 SATURATION_CLIENTS_PER_SLOT = 4.0

@@ -14,7 +14,14 @@ from planner.perf.deployment import Deployment, ShapeRules
 from solvers.counts import MAX_BUDGET_GPUS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-Objective = Literal["throughput-per-gpu", "cost", "gpus"]
+Objective = Literal["cost", "throughput-per-gpu", "gpus"]
+OBJECTIVE_HELP = (
+    "cost: the lowest $/hour of the GPUs bought at the requested --rate (ties: fewer GPUs); "
+    "without a rate (closed loop or no load), the lowest $ per 1M total (input + output) tokens "
+    "at the plan's throughput. throughput-per-gpu: the most output tokens/s per GPU. gpus: the "
+    "fewest GPUs."
+)
+"""What each objective minimises or maximises (``--help``, the UI and docs/capacity.md)."""
 Percentile = Literal["p50", "p90", "p99"]
 
 
@@ -62,9 +69,7 @@ class PlanRequest(BaseModel):
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="Override of every GPU's $/hour."
     )
-    objective: Objective = Field(
-        default="throughput-per-gpu", description="What the recommendation maximises or minimises."
-    )
+    objective: Objective = Field(default="cost", description=OBJECTIVE_HELP)
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
@@ -106,6 +111,9 @@ class Choice(BaseModel):
     )
     gpus: int = Field(description="GPUs of the deployment.")
     cost_per_million_output_tokens: float = Field(description="USD per million output tokens.")
+    cost_per_million_total_tokens: float = Field(
+        default=0.0, description="USD per million tokens, input and output together."
+    )
     cost_per_hour_usd: float = Field(description="USD per hour of the deployment.")
     headroom: dict[str, object] = Field(
         default_factory=dict,

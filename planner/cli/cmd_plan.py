@@ -64,8 +64,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--objective",
-        choices=("throughput-per-gpu", "cost", "gpus"),
-        default="throughput-per-gpu",
+        choices=("cost", "throughput-per-gpu", "gpus"),
+        default="cost",
         help=flag_help(PLAN, "--objective"),
     )
     p.add_argument(
@@ -181,6 +181,7 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         "GPUs": c.gpus,
         "Cost per hour ($)": c.cost_per_hour_usd,
         "Cost per 1M output tokens ($)": c.cost_per_million_output_tokens,
+        "Cost per 1M total tokens, input + output ($)": c.cost_per_million_total_tokens,
     }
 
 
@@ -199,7 +200,51 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
         )
         for m in ("ttft", "tpot")
     }
-    return {**out, "least headroom at the band edge": h["tightest_at_band_edge"]}
+    return {**out, "this plan's least headroom (band edge)": h["tightest_at_band_edge"]}
+
+
+def request_line(r: Any) -> str:
+    """The answer's first line: the request with every setting, defaults included."""
+    from planner.reports.present import num
+
+    q, pct = r.request, r.slo["percentile"]
+    load = (
+        f"rate {num(q.rate_per_s)} requests/s"
+        if q.rate_per_s is not None
+        else f"{num(q.concurrency)} clients"
+        if q.concurrency is not None
+        else "no load (each plan at its best throughput)"
+    )
+    conf = f"confidence {q.confidence:g}" + (" (point prediction)" if q.confidence == 0 else "")
+    return (
+        f"{r.model} on {', '.join(q.gpus)}: ISL {num(q.isl)}, OSL {num(q.osl)}, {load}; "
+        f"SLO {pct} TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms; "
+        f"{conf}; budget --max-gpus {num(q.max_gpus)}; objective {q.objective}; mode {q.mode}; "
+        f"backend {q.backend}"
+    )
+
+
+def per_gpu_rows(r: Any) -> list[dict[str, Any]]:
+    """One row per GPU type asked for: its best plan, GPUs, $/hour, $/1M total tokens and what
+    binds it, or why it cannot meet the request."""
+    from planner.reports.present import gpu_name
+
+    rows = []
+    for gpu, e in r.per_gpu_type.items():
+        b = e.get("best") or {}
+        bind = e.get("binding") or {}
+        rows.append(
+            {
+                "GPU type": gpu_name(gpu),
+                "recommended": "yes" if e.get("chosen") else "no",
+                "GPUs": b.get("gpus"),
+                "$ per hour": b.get("cost_per_hour_usd"),
+                "$ per 1M total tokens": b.get("cost_per_million_total_tokens"),
+                "binds / why not": bind.get("constraint") or e.get("reason"),
+                "configuration": b.get("config", ""),
+            }
+        )
+    return rows
 
 
 def plan_table(r: Any) -> str:
@@ -207,15 +252,11 @@ def plan_table(r: Any) -> str:
     pct = r.slo["percentile"]
     from planner.reports.present import num
 
-    head = (
-        f"{r.model} on {r.gpu}: ISL {num(r.workload['isl'])}, OSL {num(r.workload['osl'])}, "
-        f"SLO {pct} TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms"
-    )
-    parts = [head, ""]
+    parts = [request_line(r), ""]
     rows = {
         "mode": r.best.mode,
         **_choice_rows(r.best, pct),
-        "binding constraint": r.binding.get("sentence") or r.binding_constraint,
+        "what stops a better plan": r.binding.get("sentence") or r.binding_constraint,
         **_headroom_rows(r.best.headroom),
     }
     parts.append(render_kv(rows, "Recommended deployment"))
@@ -234,6 +275,8 @@ def plan_table(r: Any) -> str:
         }
         for p in r.pareto
     ]
+    if len(r.per_gpu_type) > 1:
+        parts += ["", "Each GPU type asked for", render_table(per_gpu_rows(r))]
     parts += ["", f"Pareto front ({len(front)} points)", render_table(front)]
     parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.3g} s"]
     return "\n".join(parts)
