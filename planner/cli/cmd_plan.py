@@ -250,7 +250,6 @@ def per_gpu_rows(r: Any) -> list[dict[str, Any]]:
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
     pct = r.slo["percentile"]
-    from planner.reports.present import num
 
     parts = [request_line(r), ""]
     rows = {
