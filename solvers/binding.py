@@ -160,7 +160,7 @@ def _slo_binding(ev: Evaluated, best: int, k: int) -> dict[str, object]:
     shown = "an unbounded queue" if not np.isfinite(value) else ms(value)
     nxt, mine = _next(ev, best, k), objective_value(ev, best)
     sentence = (
-        f"{name} {pct}{edge} stops a better plan: the next better one ({nxt['change']}; "
+        f"{name} {pct} binds{edge}: the next better plan ({nxt['change']}; "
         f"{objective_text(ev, objective_value(ev, k))} against "
         f"{objective_text(ev, mine)}) would push {name} {pct}{edge} to {shown}, past the "
         f"{ms(limit)} SLO."

@@ -20,11 +20,13 @@ from planner.perf.estimate import Percentiles
 from planner.perf.memory_plan import plan_memory
 from planner.uncertainty.bands import Bands, deployment_bands, packaged_bands, upper_factor
 from solvers.candidates import Block, Edge, Load, agg_block, evaluate, percentile_ms
+from solvers.counts import MAX_BUDGET_GPUS
 from solvers.describe import deployment, predicted
 from solvers.disagg import disagg_block
 from solvers.explain import (
     infeasible_budget,
     infeasible_memory,
+    infeasible_over_budget,
     infeasible_slo,
     infeasible_throughput,
 )
@@ -221,8 +223,38 @@ def _saturation_rate(ev: Evaluated) -> float:
     return best
 
 
+WIDER_BUDGET_FACTOR = 16
+"""How much larger a budget an infeasible request is re-planned with, to tell whether the budget is
+what fails (rate sizing costs log2 of the budget, so the second search costs about the first)."""
+WIDER_BUDGET_MIN_GPUS = 64
+"""Smallest budget of that second search, GPUs."""
+
+
+def _budget_fails(ev: Evaluated) -> InfeasibleError | None:
+    """The error naming the budget when a larger budget meets the request (the fewest GPUs it
+    needs then), else None."""
+    req = ev.req
+    if req.max_gpus >= MAX_BUDGET_GPUS:
+        return None
+    wider = min(MAX_BUDGET_GPUS, max(req.max_gpus * WIDER_BUDGET_FACTOR, WIDER_BUDGET_MIN_GPUS))
+    try:
+        big = evaluate_request(req.model_copy(update={"max_gpus": wider}), bands=ev.bands)
+    except InfeasibleError:
+        return None
+    order = rank(big, big.feasible(), "gpus")
+    if order.size == 0:
+        return None
+    i = int(order[0])
+    return infeasible_over_budget(
+        req.max_gpus, int(big.gpus[i]), f"{big.gpu_of(i)}: {big.summary(i)}"
+    )
+
+
 def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     req = ev.req
+    over = _budget_fails(ev)
+    if over is not None:
+        return over
     slo_ok = (ev.ttft_edge <= req.ttft_ms) & (ev.tpot_edge <= req.tpot_ms)
     if req.rate_per_s is not None and slo_ok.any():
         per_gpu = ev.rps / np.maximum(ev.gpus, 1)

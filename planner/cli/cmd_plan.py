@@ -255,7 +255,8 @@ def plan_table(r: Any) -> str:
     rows = {
         "mode": r.best.mode,
         **_choice_rows(r.best, pct),
-        "what stops a better plan": r.binding.get("sentence") or r.binding_constraint,
+        "binding constraint (what stops a better plan)": r.binding.get("sentence")
+        or r.binding_constraint,
         **_headroom_rows(r.best.headroom),
     }
     parts.append(render_kv(rows, "Recommended deployment"))
