@@ -44,6 +44,7 @@ from planner.workload.spec import LengthSpec, Workload
 from planner.workload.traces import Trace
 from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
+from solvers.plan_models import OBJECTIVE_HELP, Objective
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 SECONDS_PER_HOUR = 3600.0
@@ -91,6 +92,11 @@ class CapacityRequest(BaseModel):
     )
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
+    )
+    objective: Objective = Field(
+        default="cost",
+        description="How the worker shape is chosen (planner plan's objective, without a load): "
+        + OBJECTIVE_HELP,
     )
 
 
@@ -184,7 +190,7 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         percentile=req.percentile,
         mode="agg",
         backend=req.backend,
-        objective="cost",
+        objective=req.objective,
         price_per_gpu_hour=req.price_per_gpu_hour,
         hardware_dirs=req.hardware_dirs,
         confidence=0.0,  # the replay below checks the SLO in every window of the trace

@@ -25,7 +25,7 @@ from hardware.input_files import read_yaml
 from planner.engines import DEFAULT_ENGINE
 from solvers.milp import MilpOutcome, solve
 from solvers.plan_core import evaluate_request
-from solvers.plan_models import PlanRequest
+from solvers.plan_models import Objective, PlanRequest
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -71,6 +71,12 @@ class FleetSpec(BaseModel):
         default=8, ge=1, le=1_024, description="Largest replica considered, GPUs."
     )
     backend: str = Field(default=DEFAULT_ENGINE, description="Engine whose calibration to use.")
+    objective: Objective = Field(
+        default="cost",
+        description="cost: the lowest $/hour of the fleet's GPUs (ties: fewer GPUs); gpus and "
+        "throughput-per-gpu: the fewest GPUs (at the classes' fixed rates the most output "
+        "tokens/s per GPU).",
+    )
     confidence: float = Field(
         default=0.0,
         ge=0,
@@ -184,11 +190,21 @@ def build_options(spec: FleetSpec) -> Options:
     return Options.model_validate({k: tuple(v) for k, v in rows.items()})
 
 
+TIE_USD_PER_GPU_HOUR = 1e-4
+"""$/hour added per GPU in the cost objective so equal-cost fleets go to fewer GPUs (far below any
+price's precision)."""
+
+
 def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome]:
     """The fleet MILP on prepared options: replicas per option and the solver outcome."""
     prob = pulp.LpProblem("fleet", pulp.LpMinimize)
     n = [pulp.LpVariable(f"n_{o}", 0, None, cat="Integer") for o in range(len(opt.gpus))]
-    prob += pulp.lpSum(opt.price[o] * opt.gpus[o] * n[o] for o in range(len(n)))
+    # ties in $/hour go to fewer GPUs: GPUs weigh less than a cent per hour in the cost objective
+    per_gpu = [
+        opt.price[o] + TIE_USD_PER_GPU_HOUR if spec.objective == "cost" else 1.0
+        for o in range(len(n))
+    ]
+    prob += pulp.lpSum(per_gpu[o] * opt.gpus[o] * n[o] for o in range(len(n)))
     for k, c in enumerate(spec.classes):
         prob += (
             pulp.lpSum(opt.rps[o] * n[o] for o in range(len(n)) if opt.klass[o] == k)
@@ -250,7 +266,7 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
     )
     return FleetResult(
         assignments=tuple(rows),
-        cost_per_hour_usd=float(out.objective or 0.0),
+        cost_per_hour_usd=float(sum(a.cost_per_hour_usd for a in rows)),
         gpus_by_type=used,
         solver=out.solver,
         status=out.status,

@@ -12,6 +12,7 @@ from hardware.errors import PlannerInputError
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.engines import DEFAULT_ENGINE, engine_names
+from solvers.plan_models import OBJECTIVE_HELP
 
 if TYPE_CHECKING:
     from planner.perf.replay import WindowStats
@@ -78,6 +79,13 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour"
+    )
+    p.add_argument(
+        "--objective",
+        choices=("cost", "throughput-per-gpu", "gpus"),
+        default="cost",
+        help="how the worker shape is chosen (planner plan's --objective, without a load): "
+        + OBJECTIVE_HELP.replace("%", "%%"),
     )
     p.add_argument(
         "--out",
@@ -178,6 +186,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         backend=args.backend,
         price_per_gpu_hour=args.price_per_gpu_hour,
         hardware_dirs=tuple(args.hardware_dir),
+        objective=args.objective,
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:

@@ -60,7 +60,9 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--price-per-gpu-hour",
         type=float_in(0, 1e6, lo_open=True),
         default=None,
-        help=flag_help(PLAN, "--price-per-gpu-hour"),
+        help=flag_help(
+            PLAN, "--price-per-gpu-hour", default="each GPU's price in its spec, see `planner gpus`"
+        ),
     )
     p.add_argument(
         "--objective",
