@@ -79,7 +79,7 @@ def test_candidates_rank_by_the_objective_with_the_recommendation_first(
 ) -> None:
     c = result.candidates
     assert c[0]["config"] == result.best.config and c[0]["gpu"] == result.gpu
-    scores = [float(x["score"]) for x in c[: len(c) - 2]]
+    scores = [float(str(x["score"])) for x in c[: len(c) - 2]]
     assert scores == sorted(scores, reverse=True)
     assert {x["gpu"] for x in c} >= {k for k, r in result.per_gpu_type.items() if r["best"]}
 
@@ -132,7 +132,7 @@ def _allowed(result: PlanResult, bind: dict[str, Any], ev_like: Any) -> set[str]
 
 def test_every_figure_in_a_sentence_is_a_field_beside_it(result: PlanResult) -> None:
     ev = evaluate_request(result.request)
-    bind = result.binding
+    bind: dict[str, Any] = dict(result.binding)
     sentence = str(bind["sentence"])
     configs = [c for c in (bind.get("next_config"), (bind.get("next") or {}).get("change")) if c]
     allowed = _allowed(result, bind, ev)
