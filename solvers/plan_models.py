@@ -180,4 +180,20 @@ class PlanResult(BaseModel):
         planner.emitters.plan_file)."""
         out = self.model_dump(mode="json", exclude={"request"})
         out["objective"] = self.request.objective
+        # every setting that shaped the answer, defaults included (the text's first line)
+        out["settings"] = self.request.model_dump(
+            mode="json",
+            include={
+                "gpus",
+                "max_gpus",
+                "objective",
+                "percentile",
+                "confidence",
+                "mode",
+                "backend",
+                "price_per_gpu_hour",
+                "weight_quants",
+                "node_gpus",
+            },
+        )
         return out
