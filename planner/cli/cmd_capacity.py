@@ -200,7 +200,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         f"{res.model} on {res.gpu} ({res.backend}): {res.trace['requests']:,} requests over "
         f"{float(res.trace['duration_s']) / 3600:.3g} h, windows of {res.window_s / 60:g} min, SLO "
         f"{res.slo['percentile']} TTFT <= {res.slo['ttft_ms']:g} ms, "
-        f"TPOT <= {res.slo['tpot_ms']:g} ms"
+        f"TPOT <= {res.slo['tpot_ms']:g} ms; objective {args.objective}; --max-gpus "
+        f"{args.max_gpus:,}, --worker-max-gpus {args.worker_max_gpus:,}, --min-replicas "
+        f"{args.min_replicas:,}"
     )
     print(head)
     gpw = res.deployment.total_gpus
