@@ -72,9 +72,12 @@ def _planned(req: PlanRequest) -> tuple[float, int] | None:
     """($/hour, GPUs) of the plan, None when infeasible (an InfeasibleError)."""
     try:
         ev = evaluate_request(req, _space(req))
-        i = pick_best(ev, ev.feasible(), req.objective)
-    except InfeasibleError:
+    except InfeasibleError:  # nothing fits in memory
         return None
+    ok = ev.feasible()
+    if not ok.any():  # (pick_best would explain why, searching a wider budget: not needed here)
+        return None
+    i = pick_best(ev, ok, req.objective)
     return float(ev.cost_per_hour[i]), int(ev.gpus[i])
 
 
@@ -166,3 +169,27 @@ def test_deepseek_r1_rate_plan_does_not_depend_on_the_budget() -> None:
         i = pick_best(ev, ev.feasible(), req.objective)
         answers.add((ev.summary(i), int(ev.gpus[i])))
     assert len(answers) == 1, answers
+
+
+AUTO_CASES = 30
+
+
+def test_budget_never_raises_the_cost_with_disaggregated_plans(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same law with both modes searched (the P/D counts come from their own search and the
+    MILP; exhaustive pricing of every P/D pair is out of reach, so only the budget law)."""
+
+    def both(req: PlanRequest) -> SearchSpace:
+        gpu = get_gpu(req.gpus[0]).key
+        return SearchSpace(gpus=(gpu,), max_gpus=req.max_gpus, modes=("agg", "disagg"), **SMALL)  # type: ignore[arg-type]
+
+    monkeypatch.setitem(globals(), "_space", both)
+    rng = np.random.default_rng(SEED + 1)
+    for k in range(AUTO_CASES):
+        base, (small, big) = _case(rng)
+        base["mode"] = "auto"
+        lo = _planned(PlanRequest(**base, max_gpus=small))  # type: ignore[arg-type]
+        hi = _planned(PlanRequest(**base, max_gpus=big))  # type: ignore[arg-type]
+        if lo is not None:
+            assert hi is not None and hi[0] <= lo[0] + 1e-9, f"case {k}: {base}: {lo} -> {hi}"
