@@ -224,6 +224,7 @@ COLUMNS: tuple[str, ...] = (
     "requests_per_s",
     "cost_per_hour_usd",
     "cost_per_million_output_tokens_usd",
+    "cost_per_million_total_tokens_usd",
     "binding_constraint",
     "candidates",
     "seconds",
@@ -289,6 +290,7 @@ def _plan_fields(result: PlanResult, pct: str) -> dict[str, object]:
         "requests_per_s": _finite(pr["requests_per_s"]),
         "cost_per_hour_usd": _finite(b.cost_per_hour_usd),
         "cost_per_million_output_tokens_usd": _finite(b.cost_per_million_output_tokens),
+        "cost_per_million_total_tokens_usd": _finite(b.cost_per_million_total_tokens),
         "binding_constraint": result.binding_constraint,
         "candidates": result.candidates_evaluated,
     }
