@@ -166,3 +166,42 @@ def test_infeasible_names_the_budget_when_the_budget_fails() -> None:
         plan(req)
     assert err.value.binding_constraint == "GPU budget"
     assert "--max-gpus 8" in str(err.value) and "raise --max-gpus" in str(err.value)
+
+
+def test_fleet_objective_cost_or_fewest_gpus() -> None:
+    """One class served by a 2-GPU option at $1/GPU-hour or a 1-GPU option at $3: cost takes the
+    first ($2 against $3 per hour), gpus the second."""
+    from solvers.fleet import FleetSpec, Options, solve_options
+
+    spec = FleetSpec.model_validate(
+        {
+            "classes": [
+                {"name": "a", "model": "llama-3.1-8b", "rate_per_s": 10, "isl": 100, "osl": 10}
+                | {"ttft_ms": 500, "tpot_ms": 50}
+            ],
+            "gpus": [{"gpu": "h100", "available": 8}, {"gpu": "h200", "available": 8}],
+        }
+    )
+    opt = Options(
+        klass=(0, 0), gtype=(0, 1), gpus=(2, 1), rps=(10.0, 10.0), price=(1.0, 3.0), config=("", "")
+    )
+    assert spec.objective == "cost"
+    assert solve_options(spec, opt)[0] == [1, 0]
+    assert solve_options(spec.model_copy(update={"objective": "gpus"}), opt)[0] == [0, 1]
+
+
+def test_sweep_spec_takes_objective_or_objectives() -> None:
+    from pydantic import ValidationError
+
+    from solvers.sweep import SweepSpec
+
+    base = {
+        "models": ["llama-3.1-8b"],
+        "gpu_sets": [{"name": "h", "gpus": ["h100"], "max_gpus": 8}],
+        "workloads": [{"name": "w", "isl": 100, "osl": 10, "rate_per_s": 1}],
+        "slos": [{"name": "s", "ttft_ms": 500, "tpot_ms": 50}],
+    }
+    assert SweepSpec.model_validate(base).objectives == ("cost",)
+    assert SweepSpec.model_validate({**base, "objective": "gpus"}).objectives == ("gpus",)
+    with pytest.raises(ValidationError):
+        SweepSpec.model_validate({**base, "objective": "gpus", "objectives": ["cost"]})
