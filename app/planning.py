@@ -35,7 +35,7 @@ from solvers.plan import PlanRequest, plan
 MODES = ("auto", "agg", "disagg")
 MODE_LABELS = {"auto": "auto (best of both)", "agg": "aggregated", "disagg": "disaggregated (P/D)"}
 BACKENDS = engine_names()
-OBJECTIVES = ("throughput-per-gpu", "cost", "gpus")
+OBJECTIVES = ("cost", "throughput-per-gpu", "gpus")
 STALE_TEXT = "inputs changed - press Plan"
 """Shown over a result whose inputs differ from the form's."""
 

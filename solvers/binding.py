@@ -22,6 +22,7 @@ import numpy as np
 
 from hardware.catalog import get_gpu
 from planner.quantities import count, ms, num
+from solvers.plan_core import rank
 
 if TYPE_CHECKING:
     from solvers.plan_core import Evaluated
@@ -32,16 +33,44 @@ GAIN = 1.01
 """A plan must beat the pick by more than 1% of the objective to count as better."""
 TOP_CANDIDATES = 50
 """Feasible candidates kept in the plan file, best first."""
-_OBJECTIVE_WORDS = {
-    "throughput-per-gpu": "more output tokens/s per GPU",
-    "cost": "a lower cost per 1M output tokens",
-    "gpus": "fewer GPUs",
-}
-_GAIN_WORDS = {
-    "throughput-per-gpu": "more output tokens/s per GPU",
-    "cost": "lower cost per 1M output tokens",
-    "gpus": "fewer GPUs",
-}
+
+
+def plural(n: object, noun: str) -> str:
+    """``n`` and ``noun`` agreeing in number ("1 GPU", "8 GPUs")."""
+    c = count(n)
+    return f"{c} {noun}" if c == "1" else f"{c} {noun}s"
+
+
+def objective_value(ev: Evaluated, i: int) -> float:
+    """The quantity the request's objective ranks by, of candidate ``i`` (in its own unit)."""
+    obj = ev.req.objective
+    if obj == "cost":
+        at_rate = ev.req.rate_per_s is not None
+        return float(ev.cost_per_hour[i] if at_rate else ev.cost_per_mtok_total[i])
+    if obj == "gpus":
+        return float(ev.gpus[i])
+    return float(ev.tok_per_gpu[i])
+
+
+def objective_text(ev: Evaluated, value: float) -> str:
+    """``value`` of the objective in words with its unit ("$25.6 per hour")."""
+    obj = ev.req.objective
+    if obj == "cost":
+        if ev.req.rate_per_s is not None:
+            return f"${num(value)} per hour"
+        return f"${num(value)} per 1M total tokens"
+    if obj == "gpus":
+        return plural(value, "GPU")
+    return f"{num(value)} output tokens/s per GPU"
+
+
+def objective_goal(ev: Evaluated) -> str:
+    """What a better plan has, in words."""
+    obj = ev.req.objective
+    if obj == "cost":
+        at_rate = ev.req.rate_per_s is not None
+        return "a lower $ per hour" if at_rate else "a lower $ per 1M total tokens"
+    return "fewer GPUs" if obj == "gpus" else "more output tokens/s per GPU"
 
 
 def raw_score(ev: Evaluated, objective: str) -> np.ndarray:
@@ -92,29 +121,49 @@ def _violation(ev: Evaluated, k: int) -> tuple[str, float, float]:
     return "TPOT", p, req.tpot_ms
 
 
+def _config_only(ev: Evaluated, i: int) -> str:
+    """The deployment's description without its closed-loop clients (compared, not shown)."""
+    return ev.summary(i).split(", ")[0]
+
+
 def _change(ev: Evaluated, best: int, k: int) -> str:
-    """What the next better plan changes, in words."""
+    """What the next better plan changes, in words (GPU type, GPUs, mode, shape, clients)."""
     parts = []
+    if ev.gpu_of(k) != ev.gpu_of(best):
+        parts.append(f"on {get_gpu(ev.gpu_of(k), ev.req.hardware_dirs).name}")
     if ev.gpus[k] != ev.gpus[best]:
-        parts.append(f"{count(ev.gpus[k])} GPUs instead of {count(ev.gpus[best])}")
+        parts.append(f"{plural(ev.gpus[k], 'GPU')} instead of {count(ev.gpus[best])}")
+    if _config_only(ev, k) != _config_only(ev, best):  # names the mode too
+        parts.append(_config_only(ev, k))
     ck, cb = ev.clients_of(k), ev.clients_of(best)
     if ck and cb and ck != cb and ev.req.rate_per_s is None:
-        parts.append(f"{count(ck)} clients per worker instead of {count(cb)}")
-    if ev.mode_of(k) != ev.mode_of(best):
-        parts.append(f"{ev.mode_of(k)} serving")
+        parts.append(f"{plural(ck, 'client')} per worker instead of {count(cb)}")
     return ", ".join(parts) or ev.summary(k)
 
 
-def _slo_binding(ev: Evaluated, best: int, k: int, gain: float) -> dict[str, object]:
+def _next(ev: Evaluated, best: int, k: int) -> dict[str, object]:
+    """The next better plan's fields a sentence names."""
+    return {
+        "gpu": ev.gpu_of(k),
+        "gpus": int(ev.gpus[k]),
+        "mode": ev.mode_of(k),
+        "config": ev.summary(k),
+        "objective_value": objective_value(ev, k),
+        "change": _change(ev, best, k),
+    }
+
+
+def _slo_binding(ev: Evaluated, best: int, k: int) -> dict[str, object]:
     name, value, limit = _violation(ev, k)
     pct = ev.req.percentile
     edge = f" at the {ev.req.confidence:.0%} band edge" if ev.req.confidence > 0 else ""
     shown = "an unbounded queue" if not np.isfinite(value) else ms(value)
-    obj = ev.req.objective
-    better = _GAIN_WORDS[obj] if obj == "gpus" else f"{num(gain * 100, 3)}% {_GAIN_WORDS[obj]}"
+    nxt, mine = _next(ev, best, k), objective_value(ev, best)
     sentence = (
-        f"{name} {pct} binds{edge}: the next better plan ({_change(ev, best, k)}; {better}) "
-        f"would push {name} {pct}{edge} to {shown}, past the {ms(limit)} SLO."
+        f"{name} {pct} binds{edge}: the next better plan ({nxt['change']}; "
+        f"{objective_text(ev, objective_value(ev, k))} against "
+        f"{objective_text(ev, mine)}) would push {name} {pct}{edge} to {shown}, past the "
+        f"{ms(limit)} SLO."
     )
     return {
         "constraint": name,
@@ -122,15 +171,19 @@ def _slo_binding(ev: Evaluated, best: int, k: int, gain: float) -> dict[str, obj
         "limit": limit,
         "unit": "ms",
         "next_config": ev.summary(k),
+        "next": nxt,
+        "objective_value": mine,
         "sentence": sentence,
     }
 
 
 def _budget_binding(ev: Evaluated, best: int, k: int) -> dict[str, object]:
     req = ev.req
+    nxt, mine = _next(ev, best, k), objective_value(ev, best)
     sentence = (
-        f"GPU budget binds: a plan with {count(ev.gpus[k])} GPUs would meet the SLOs with "
-        f"{_OBJECTIVE_WORDS[req.objective]}, but the budget is {count(req.max_gpus)} GPUs."
+        f"GPU budget binds: a plan with {plural(ev.gpus[k], 'GPU')} ({nxt['change']}) would meet "
+        f"the SLOs at {objective_text(ev, objective_value(ev, k))} "
+        f"against {objective_text(ev, mine)}, but the budget is {plural(req.max_gpus, 'GPU')}."
     )
     return {
         "constraint": "GPU budget",
@@ -138,15 +191,32 @@ def _budget_binding(ev: Evaluated, best: int, k: int) -> dict[str, object]:
         "limit": float(req.max_gpus),
         "unit": "GPUs",
         "next_config": ev.summary(k),
+        "next": nxt,
+        "objective_value": mine,
         "sentence": sentence,
     }
+
+
+def _tightest(ev: Evaluated, best: int) -> str:
+    """The pick's SLO with the least headroom, with its figures (at the band edge when the plan
+    requires the SLO there)."""
+    h = ev.headroom(best)
+    name = str(h["tightest_at_band_edge"])
+    m = h[name.lower()]
+    assert isinstance(m, dict)
+    slo = ev.req.ttft_ms if name == "TTFT" else ev.req.tpot_ms
+    robust = ev.req.confidence > 0
+    at = float(m["band_edge_ms"]) if robust else slo / float(m["slo_over_predicted"])
+    where = f" at the {ev.req.confidence:.0%} band edge" if robust else ""
+    return f"least headroom: {name} {ev.req.percentile}{where} {ms(at)} against the {ms(slo)} SLO"
 
 
 def _idle_binding(ev: Evaluated, best: int) -> dict[str, object]:
     req = ev.req
     b, j = ev.blocks[ev.block_of[best]], int(ev.local[best])
     cap, running = float(b.res.seq_capacity[j]), float(b.res.decode_batch[j])
-    used = f"{count(ev.gpus[best])} of {count(req.max_gpus)} GPUs used"
+    used = f"{count(ev.gpus[best])} of {plural(req.max_gpus, 'GPU')} used"
+    mine = objective_value(ev, best)
     if bool(ev.kv_full[best]):
         return {
             "constraint": "memory",
@@ -154,14 +224,16 @@ def _idle_binding(ev: Evaluated, best: int) -> dict[str, object]:
             "limit": cap,
             "unit": "running requests per worker",
             "next_config": None,
+            "objective_value": mine,
             "sentence": (
-                f"Memory binds: KV-cache capacity caps each worker at {num(cap, 3)} "
-                f"running requests; no plan within the budget does better ({used})."
+                f"Memory binds: KV-cache capacity caps each worker at "
+                f"{plural(cap, 'running request')}; no plan within the budget does "
+                f"better than {objective_text(ev, mine)} ({used})."
             ),
         }
     if req.concurrency is not None or req.rate_per_s is not None:
         load = (
-            f"{count(req.concurrency)} clients"
+            plural(req.concurrency, "client")
             if req.concurrency is not None
             else f"{num(req.rate_per_s)} requests/s"
         )
@@ -171,10 +243,11 @@ def _idle_binding(ev: Evaluated, best: int) -> dict[str, object]:
             "limit": float(req.max_gpus),
             "unit": "GPUs",
             "next_config": None,
+            "objective_value": mine,
             "sentence": (
                 f"The workload binds: {load} is all there is to serve, and no other "
-                f"configuration serves it with {_OBJECTIVE_WORDS[req.objective]} "
-                f"({used}; the SLOs have headroom)."
+                f"configuration serves it at better than {objective_text(ev, mine)} "
+                f"({used}; {_tightest(ev, best)})."
             ),
         }
     return {
@@ -183,26 +256,32 @@ def _idle_binding(ev: Evaluated, best: int) -> dict[str, object]:
         "limit": None,
         "unit": "",
         "next_config": None,
-        "sentence": f"No configuration searched does better ({used}; the SLOs have headroom).",
+        "objective_value": mine,
+        "sentence": (
+            f"No configuration searched does better than {objective_text(ev, mine)} "
+            f"({used}; {_tightest(ev, best)})."
+        ),
     }
 
 
-def explain_binding(ev: Evaluated, best: int) -> dict[str, object]:
-    """The binding constraint of pick ``best`` as data and as a sentence, with every headroom."""
+def explain_binding(ev: Evaluated, best: int, scope: np.ndarray | None = None) -> dict[str, object]:
+    """The binding constraint of pick ``best`` as data and as a sentence, with every headroom;
+    ``scope``: the candidates a better plan may come from (default all; one GPU type's own)."""
     req = ev.req
+    within = np.ones(ev.gpus.size, dtype=bool) if scope is None else scope
     score = ev.score(req.objective)
     cur = float(score[best])
     bar = cur + abs(cur) * (GAIN - 1.0)
     # a candidate that does not fit in memory is no plan: its throughput was never possible
-    better = np.isfinite(score) & (score > bar) & ev.fits_memory
+    better = within & np.isfinite(score) & (score > bar) & ev.fits_memory
     better &= ~ev.pp_dropped(ev.meets())  # left out for their PP, not for an SLO
     if better.any():
         k = int(np.argmin(np.where(better, score, np.inf)))
-        out = _slo_binding(ev, best, k, (float(score[k]) - cur) / abs(cur) if cur else 0.0)
+        out = _slo_binding(ev, best, k)
     else:
         raw = raw_score(ev, req.objective)
         meets = ev.predicted_ok & (ev.ttft_edge <= req.ttft_ms) & (ev.tpot_edge <= req.tpot_ms)
-        over = ~ev.within_budget & meets & (raw > bar)
+        over = within & ~ev.within_budget & meets & (raw > bar)
         if over.any():
             k = int(np.argmin(np.where(over, ev.gpus, np.iinfo(np.int64).max)))
             out = _budget_binding(ev, best, k)
@@ -225,6 +304,7 @@ def candidate_record(ev: Evaluated, i: int, score: float, on_front: bool) -> dic
         "output_tok_s_per_user": float(ev.tok_per_user[i]),
         "requests_per_s": float(ev.rps[i]),
         "cost_per_million_output_tokens": float(ev.cost_per_mtok[i]),
+        "cost_per_million_total_tokens": float(ev.cost_per_mtok_total[i]),
         "cost_per_hour_usd": float(ev.cost_per_hour[i]),
         "clients_per_worker": clients if ev.req.rate_per_s is None and clients else None,
         "pareto": on_front,
@@ -233,56 +313,89 @@ def candidate_record(ev: Evaluated, i: int, score: float, on_front: bool) -> dic
     }
 
 
+def _type_bests(ev: Evaluated, ok: np.ndarray) -> dict[str, int | None]:
+    """For each GPU type asked for (in request order), its best feasible candidate by the
+    objective (the order ``pick_best`` uses), or None."""
+    keys = np.array([ev.blocks[k].gpu.key for k in ev.block_of])
+    out: dict[str, int | None] = {}
+    for key in dict.fromkeys(get_gpu(g, ev.req.hardware_dirs).key for g in ev.req.gpus):
+        order = rank(ev, ok & (keys == key), ev.req.objective)
+        out[key] = int(order[0]) if order.size else None
+    return out
+
+
 def top_candidates(
     ev: Evaluated, ok: np.ndarray, front: np.ndarray, n: int = TOP_CANDIDATES
 ) -> list[dict[str, object]]:
-    """The ``n`` best feasible candidates by the objective, best first (ties by tok/s per GPU)."""
-    score = np.where(ok, ev.score(ev.req.objective), -np.inf)
-    idx = np.flatnonzero(ok)
-    order = idx[np.lexsort((-ev.tok_per_gpu[idx], -score[idx]))]
+    """The ``n`` best feasible candidates by the objective, best first (the recommendation is the
+    first), then each GPU type's best when it is not among them."""
+    score = ev.score(ev.req.objective)
+    order = rank(ev, ok, ev.req.objective)
     on_front = set(int(i) for i in front)
-    out, seen = [], set()
+    out, seen, kept = [], set(), set()
     for i in order:  # settings that change no prediction (e.g. a larger unused chunk) show once
         metrics = np.round([ev.ttft[i], ev.tpot[i], ev.tok_per_gpu[i]], 6)
         key = (ev.gpu_of(int(i)), int(ev.gpus[i]), *metrics)
         if key in seen:
             continue
         seen.add(key)
+        kept.add(int(i))
         out.append(candidate_record(ev, int(i), float(score[i]), int(i) in on_front))
         if len(out) == n:
             break
+    for i in _type_bests(ev, ok).values():
+        if i is not None and i not in kept:
+            out.append(candidate_record(ev, i, float(score[i]), i in on_front))
     return out
 
 
 def per_gpu_type(ev: Evaluated, ok: np.ndarray, best: int) -> dict[str, dict[str, object]]:
-    """For each GPU type asked for: its best plan, or why it has none (the closest it gets)."""
-    req = ev.req
-    gpu_keys = np.array([ev.blocks[k].gpu.key for k in ev.block_of])
-    score = np.where(ok, ev.score(req.objective), -np.inf)
+    """For each GPU type asked for: its best plan by the objective (GPUs, $/hour, $/1M total
+    tokens), what binds it, and whether it is the recommendation (exactly one is); or why it has
+    none."""
+    keys = np.array([ev.blocks[k].gpu.key for k in ev.block_of])
+    score = ev.score(ev.req.objective)
     out: dict[str, dict[str, object]] = {}
-    for key in dict.fromkeys(get_gpu(g, req.hardware_dirs).key for g in req.gpus):
-        mine = gpu_keys == key
-        if (ok & mine).any():
-            i = int(np.argmax(np.where(mine, score, -np.inf)))
-            rec = candidate_record(ev, i, float(score[i]), False)
-            rec.pop("pareto")
-            out[key] = {"best": rec, "chosen": i == best, "reason": None}
-        else:
-            out[key] = {"best": None, "chosen": False, "reason": _why_not(ev, mine)}
+    for key, i in _type_bests(ev, ok).items():
+        if i is None:
+            out[key] = {
+                "best": None,
+                "chosen": False,
+                "reason": _why_not(ev, keys == key),
+                "binding": None,
+            }
+            continue
+        rec = candidate_record(ev, i, float(score[i]), False)
+        rec.pop("pareto")
+        bind = explain_binding(ev, i, scope=keys == key)
+        out[key] = {
+            "best": rec,
+            "chosen": i == best,
+            "reason": None,
+            "binding": {"constraint": bind["constraint"], "sentence": bind["sentence"]},
+        }
     return out
 
 
 def _why_not(ev: Evaluated, mine: np.ndarray) -> str:
+    """Why a GPU type has no plan: nothing fits within the budget, the load saturates every
+    deployment, or the closest plan's figures at the edge the plan requires."""
     req = ev.req
     cand = mine & ev.within_budget
     if not cand.any():
-        return f"no configuration fits in memory within {count(req.max_gpus)} GPUs"
-    ratio = np.where(cand, np.maximum(ev.ttft / req.ttft_ms, ev.tpot / req.tpot_ms), np.inf)
+        return f"no configuration fits in memory within {plural(req.max_gpus, 'GPU')}"
+    t, p = ev.ttft_edge, ev.tpot_edge
+    ratio = np.where(cand & ev.predicted_ok, np.maximum(t / req.ttft_ms, p / req.tpot_ms), np.inf)
     i = int(np.argmin(ratio))
     if not np.isfinite(ratio[i]):
-        return "every configuration within the budget is saturated by the load"
+        return (
+            f"every configuration within the budget of {plural(req.max_gpus, 'GPU')} is "
+            "saturated by the load"
+        )
     pct = req.percentile
+    edge = f" at the {req.confidence:.0%} band edge" if req.confidence > 0 else ""
     return (
-        f"misses the SLOs: the closest plan reaches TTFT {pct} {ms(ev.ttft[i])} "
-        f"(SLO {ms(req.ttft_ms)}) and TPOT {pct} {ms(ev.tpot[i])} (SLO {ms(req.tpot_ms)})"
+        f"misses the SLOs within the budget of {plural(req.max_gpus, 'GPU')}: the closest plan "
+        f"({plural(ev.gpus[i], 'GPU')}) reaches TTFT {pct}{edge} {ms(t[i])} (SLO "
+        f"{ms(req.ttft_ms)}) and TPOT {pct}{edge} {ms(p[i])} (SLO {ms(req.tpot_ms)})"
     )

@@ -13,6 +13,7 @@ evaluation per count (agg; disagg worker counts come from :mod:`solvers.rate_pd`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -257,10 +258,28 @@ Slo = tuple[float, float, str]
 """(TTFT ms, TPOT ms, percentile) a deployment must meet."""
 
 
-def meets(res: ResultArrays, slo: Slo, tpot_only: bool = False) -> np.ndarray:
-    """Deployments predicted stable, fitting and within the SLO (``tpot_only``: TPOT alone)."""
-    ok = res.feasible & (percentile_ms(res, "tpot", slo[2]) <= slo[1])
-    return ok if tpot_only else ok & (percentile_ms(res, "ttft", slo[2]) <= slo[0])
+Edge = Callable[["Block"], tuple[np.ndarray, np.ndarray]]
+"""Per candidate of a block, the (TTFT, TPOT) factors from the prediction to the value the SLO is
+checked at (the upper edge of the prediction band the plan requires; the plan's own feasibility
+test, so a count the search sizes is a count the plan accepts)."""
+
+
+def meets(
+    res: ResultArrays,
+    slo: Slo,
+    tpot_only: bool = False,
+    factors: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Deployments predicted stable, fitting and within the SLO (``tpot_only``: TPOT alone), each
+    metric times its ``factors`` (the band edge; none: the point prediction)."""
+    f_ttft, f_tpot = factors if factors is not None else (1.0, 1.0)
+    ok = res.feasible & (percentile_ms(res, "tpot", slo[2]) * f_tpot <= slo[1])
+    return ok if tpot_only else ok & (percentile_ms(res, "ttft", slo[2]) * f_ttft <= slo[0])
+
+
+def block_meets(b: Block, slo: Slo, edge: Edge | None, tpot_only: bool = False) -> np.ndarray:
+    """:func:`meets` for the candidates of ``b``, at the edge the plan checks (``edge``)."""
+    return meets(b.res, slo, tpot_only, edge(b) if edge is not None else None)
 
 
 def widest_slots(m: ModelSpec, gpu: GpuSpec, w: Workers, load: Load) -> Workers:
@@ -291,7 +310,13 @@ class Counter:
 
 
 def _agg_check(
-    m: ModelSpec, gpu: GpuSpec, w: Workers, load: Load, slo: Slo, seen: Counter
+    m: ModelSpec,
+    gpu: GpuSpec,
+    w: Workers,
+    load: Load,
+    slo: Slo,
+    seen: Counter,
+    edge: Edge | None,
 ) -> Check:
     conc = np.nan if load.concurrency is None else float(load.concurrency)
 
@@ -307,13 +332,22 @@ def _agg_check(
             concurrency=np.full(i.size, conc),
             workers=n.astype(float),
         )
-        return meets(res, slo)
+        reps, clients = n.astype(float), np.full(i.size, conc)
+        b = Block("agg", gpu, res, clients, clients / reps, reps, workers=ws)
+        return block_meets(b, slo, edge)
 
     return check
 
 
 def _agg_sized(
-    m: ModelSpec, gpu: GpuSpec, w: Workers, space: SearchSpace, load: Load, slo: Slo, seen: Counter
+    m: ModelSpec,
+    gpu: GpuSpec,
+    w: Workers,
+    space: SearchSpace,
+    load: Load,
+    slo: Slo,
+    seen: Counter,
+    edge: Edge | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(worker, replicas) at a rate or a fixed concurrency.
 
@@ -328,7 +362,7 @@ def _agg_sized(
     if load.concurrency is not None:
         n_max = np.minimum(n_max, load.concurrency)
     n = fewest_counts(
-        n_max, _agg_check(m, gpu, w, load, slo, seen), dense=1, weight=w.gpus_per_worker
+        n_max, _agg_check(m, gpu, w, load, slo, seen, edge), dense=1, weight=w.gpus_per_worker
     )
     feas = np.flatnonzero(n > 0)
     top = feas[np.argsort((n * w.gpus_per_worker)[feas], kind="stable")[:PARETO_WORKERS]]
@@ -357,9 +391,16 @@ def _agg_levels(w: Workers, space: SearchSpace) -> tuple[np.ndarray, np.ndarray,
 
 
 def agg_block(
-    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, slo: Slo
+    m: ModelSpec,
+    gpu: GpuSpec,
+    gi: int,
+    space: SearchSpace,
+    load: Load,
+    slo: Slo,
+    edge: Edge | None = None,
 ) -> Block | None:
-    """Aggregated candidates of one GPU type."""
+    """Aggregated candidates of one GPU type; at a load, each worker sized to the fewest replicas
+    meeting ``slo`` at ``edge`` (the plan's own test)."""
     w, n_enum = fitting_workers(m, gpu, space, gi, load.isl + load.osl)
     if w.size == 0:
         return None
@@ -369,7 +410,7 @@ def agg_block(
     else:
         if load.rate_per_s is not None:
             w = widest_slots(m, gpu, w, load)
-        idx, reps = _agg_sized(m, gpu, w, space, load, slo, seen)
+        idx, reps = _agg_sized(m, gpu, w, space, load, slo, seen, edge)
         c = np.nan if load.concurrency is None else float(load.concurrency)
         conc = np.full(idx.size, c)
     ws = w.take(idx)

@@ -48,7 +48,7 @@ from planner.workload.traces import Trace
 from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
 from solvers.plan_core import check_confidence, meet_probability
-from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
+from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE, OBJECTIVE_HELP, Objective
 from solvers.purchase import purchase_unit, units_bought
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -126,6 +126,11 @@ class CapacityRequest(BaseModel):
     )
     too_long_requests: int = Field(
         default=0, ge=0, description="Trace requests left out: longer than the model allows."
+    )
+    objective: Objective = Field(
+        default="cost",
+        description="How the worker shape is chosen (planner plan's objective, without a load): "
+        + OBJECTIVE_HELP,
     )
 
 
@@ -231,7 +236,7 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         percentile=req.percentile,
         mode="agg",
         backend=req.backend,
-        objective="cost",
+        objective=req.objective,
         price_per_gpu_hour=req.price_per_gpu_hour,
         hardware_dirs=req.hardware_dirs,
         confidence=req.confidence,

@@ -66,6 +66,17 @@ def infeasible_budget(
     )
 
 
+def infeasible_over_budget(max_gpus: int, gpus_needed: int, config: str) -> InfeasibleError:
+    """The error for 'the request is met, but not within the GPU budget': names the budget."""
+    return InfeasibleError(
+        "GPU budget",
+        f"nothing within the budget of --max-gpus {max_gpus:,} meets the request, and the budget "
+        f"is what fails: the fewest GPUs that meet it are {gpus_needed:,} ({config}); raise "
+        f"--max-gpus to >= {gpus_needed:,}",
+        binding_constraint="GPU budget",
+    )
+
+
 def infeasible_throughput(
     rate: float, capacity: float, max_gpus: int, where: str
 ) -> InfeasibleError:

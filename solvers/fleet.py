@@ -29,6 +29,7 @@ from solvers.plan_core import evaluate_request
 from solvers.plan_models import (
     CONFIDENCE_HELP,
     DEFAULT_CONFIDENCE,
+    Objective,
     PlanRequest,
     confidence_problem,
 )
@@ -84,6 +85,12 @@ class FleetSpec(BaseModel):
         default=8, ge=1, le=1_024, description="Largest replica considered, GPUs."
     )
     backend: str = Field(default=DEFAULT_ENGINE, description="Engine whose calibration to use.")
+    objective: Objective = Field(
+        default="cost",
+        description="cost: the lowest $/hour of the fleet's GPUs (ties: fewer GPUs); gpus and "
+        "throughput-per-gpu: the fewest GPUs (at the classes' fixed rates the most output "
+        "tokens/s per GPU).",
+    )
     confidence: float = Field(
         default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Every class."
     )
@@ -210,6 +217,11 @@ def purchase_unit_of(pool: GpuPool) -> int:
     return pool.purchase_unit_gpus or get_gpu(pool.gpu).purchase_unit_gpus
 
 
+TIE_USD_PER_GPU_HOUR = 1e-4
+"""$/hour added per GPU in the cost objective so equal-cost fleets go to fewer GPUs (far below any
+price's precision)."""
+
+
 def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome]:
     """The fleet MILP on prepared options: replicas per option and the solver outcome."""
     prob = pulp.LpProblem("fleet", pulp.LpMinimize)
@@ -218,13 +230,18 @@ def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome
     for t, pool in enumerate(spec.gpus):  # each pool pays for whole purchase units
         mine = [o for o in range(len(n)) if opt.gtype[o] == t]
         used = pulp.lpSum(opt.gpus[o] * n[o] for o in mine)
+        if spec.objective != "cost":  # the fewest GPUs
+            cost.append(used)
+            continue
+        # ties in $/hour go to fewer GPUs: GPUs weigh less than a cent per hour
+        tie = TIE_USD_PER_GPU_HOUR * used
         unit = purchase_unit_of(pool)
         if unit == 1 or not mine:
-            cost.append(pulp.lpSum(opt.price[o] * opt.gpus[o] * n[o] for o in mine))
+            cost.append(pulp.lpSum(opt.price[o] * opt.gpus[o] * n[o] for o in mine) + tie)
             continue
         units = pulp.LpVariable(f"units_{t}", 0, pool.available // unit, cat="Integer")
         prob += unit * units >= used, f"bought_{t}"
-        cost.append(opt.price[mine[0]] * unit * units)
+        cost.append(opt.price[mine[0]] * unit * units + tie)
     prob += pulp.lpSum(cost)
     for k, c in enumerate(spec.classes):
         prob += (
@@ -285,13 +302,16 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
         if full
         else "cost (every class at its cheapest SLO-meeting option)"
     )
+    bought = {
+        p.gpu: -(-used[p.gpu] // purchase_unit_of(p)) * purchase_unit_of(p) for p in spec.gpus
+    }
+    price_of = {spec.gpus[opt.gtype[o]].gpu: opt.price[o] for o in range(len(opt.gpus))}
     return FleetResult(
         assignments=tuple(rows),
-        cost_per_hour_usd=float(out.objective or 0.0),
+        # the GPUs bought: whole purchase units of each pool
+        cost_per_hour_usd=float(sum(price_of.get(g, 0.0) * n for g, n in bought.items())),
         gpus_by_type=used,
-        gpus_bought_by_type={
-            p.gpu: -(-used[p.gpu] // purchase_unit_of(p)) * purchase_unit_of(p) for p in spec.gpus
-        },
+        gpus_bought_by_type=bought,
         solver=out.solver,
         status=out.status,
         solution_status=out.solution_status,

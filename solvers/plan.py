@@ -71,11 +71,16 @@ def _workload(req: PlanRequest, ev: Evaluated, i: int) -> dict[str, object]:
     }
 
 
-def _front(ev: Evaluated, ok: np.ndarray) -> np.ndarray:
+def _front(ev: Evaluated, ok: np.ndarray, best: int) -> np.ndarray:
+    """The Pareto front of the feasible candidates (at most ``PARETO_MAX_POINTS``, evenly picked);
+    when the recommendation is on it, it is its own point (not an equal-scoring twin with other
+    settings) and is always kept."""
     sel = np.flatnonzero(ok)
+    sel = np.concatenate([[best], sel[sel != best]])  # ties on the front keep the first point
     front = sel[pareto_indices(ev.tok_per_gpu[sel], ev.tok_per_user[sel])]
     if front.size > PARETO_MAX_POINTS:
-        front = front[np.linspace(0, front.size - 1, PARETO_MAX_POINTS).round().astype(int)]
+        keep = np.linspace(0, front.size - 1, PARETO_MAX_POINTS).round().astype(int)
+        front = front[np.union1d(keep, np.flatnonzero(front == best))]
     return front
 
 
@@ -128,7 +133,7 @@ def plan(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
         mask = ev.meets() & (ev.mode_code == (0 if mode == "agg" else 1))
         mask &= ~ev.pp_dropped(mask)
         alts[mode] = ev.choice(pick_best(ev, mask, req.objective)) if mask.any() else None
-    front = _front(ev, ok)
+    front = _front(ev, ok, best)
     pareto = _pareto(ev, front)
     at_prediction = _at_prediction(ev, best)
     seconds = time.perf_counter() - t0

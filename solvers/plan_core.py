@@ -27,18 +27,20 @@ from planner.uncertainty.bands import (
     packaged_bands,
     upper_factor,
 )
-from solvers.candidates import Block, Load, agg_block, evaluate, percentile_ms
+from solvers.candidates import Block, Edge, Load, agg_block, evaluate, percentile_ms
+from solvers.counts import MAX_BUDGET_GPUS
 from solvers.describe import deployment, predicted
 from solvers.disagg import disagg_block
 from solvers.explain import (
     infeasible_budget,
     infeasible_memory,
+    infeasible_over_budget,
     infeasible_slo,
     infeasible_throughput,
 )
 from solvers.plan_models import DEFAULT_CONFIDENCE, Choice, PlanRequest, confidence_problem
 from solvers.purchase import cost_per_million, gpus_bought, purchase_unit
-from solvers.rate_pd import Factors, rate_disagg_block
+from solvers.rate_pd import rate_disagg_block
 from solvers.space import SearchSpace
 
 if TYPE_CHECKING:
@@ -175,12 +177,16 @@ class Evaluated:
         return out
 
     def score(self, objective: str) -> np.ndarray:
-        """Higher is better; -inf outside the GPU budget. Ties broken by tok/s/GPU."""
-        tie = self.tok_per_gpu / (1.0 + self.tok_per_gpu.max(initial=0.0)) * 1e-3
+        """Higher is better; -inf outside the GPU budget (``pick_best`` breaks ties by fewer GPUs).
+
+        ``cost``: minus $/hour at a requested rate (the deployment serves exactly that load), else
+        minus $ per 1M total tokens at the plan's throughput (closed loop or no load);
+        ``gpus``: minus GPUs; ``throughput-per-gpu``: output tokens/s per GPU."""
         if objective == "cost":
-            s = -self.cost_per_mtok
+            at_rate = self.req.rate_per_s is not None
+            s = -(self.cost_per_hour if at_rate else self.cost_per_mtok_total)
         elif objective == "gpus":
-            s = -self.gpus + tie
+            s = -self.gpus.astype(float)
         else:
             s = self.tok_per_gpu.copy()
         return np.where(self.within_budget, s, -np.inf)
@@ -213,7 +219,8 @@ class Evaluated:
                 + f" chunk {role.max_num_batched_tokens} kv {role.kv_dtype}"
             )
 
-        load = f", {self.clients_of(i)} clients/worker" if np.isfinite(b.clients[j]) else ""
+        n = self.clients_of(i)
+        load = f", {n} client{'' if n == 1 else 's'}/worker" if np.isfinite(b.clients[j]) else ""
         if d.agg is not None:
             return f"agg {one(d.agg)}{load}"
         assert d.prefill is not None and d.decode is not None
@@ -246,10 +253,16 @@ def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
     """Index of the best feasible candidate; raises the explaining InfeasibleError when none is."""
     if not ok.any():
         raise _why_infeasible(ev)
-    s = np.where(ok, ev.score(objective), -np.inf)
-    # equal scores (a rate plan's tok/s/GPU is the rate over its GPUs): the faster deployment wins,
-    # so the pick does not depend on the order the search visited the candidates in
-    return int(np.lexsort((ev.ttft, -ev.tok_per_user, -s))[0])
+    return int(rank(ev, ok, objective)[0])
+
+
+def rank(ev: Evaluated, ok: np.ndarray, objective: str) -> np.ndarray:
+    """Indices of the candidates in ``ok``, best first by ``objective``; equal scores go to fewer
+    GPUs, then the faster deployment, so the order does not depend on the order the search visited
+    the candidates in."""
+    idx = np.flatnonzero(ok)
+    s = ev.score(objective)[idx]
+    return idx[np.lexsort((ev.ttft[idx], -ev.tok_per_user[idx], ev.gpus[idx], -s))]
 
 
 SATURATION_CLIENTS_PER_SLOT = 4.0
@@ -274,8 +287,38 @@ def _saturation_rate(ev: Evaluated) -> float:
     return best
 
 
+WIDER_BUDGET_FACTOR = 16
+"""How much larger a budget an infeasible request is re-planned with, to tell whether the budget is
+what fails (rate sizing costs log2 of the budget, so the second search costs about the first)."""
+WIDER_BUDGET_MIN_GPUS = 64
+"""Smallest budget of that second search, GPUs."""
+
+
+def _budget_fails(ev: Evaluated) -> InfeasibleError | None:
+    """The error naming the budget when a larger budget meets the request (the fewest GPUs it
+    needs then), else None."""
+    req = ev.req
+    if req.max_gpus >= MAX_BUDGET_GPUS:
+        return None
+    wider = min(MAX_BUDGET_GPUS, max(req.max_gpus * WIDER_BUDGET_FACTOR, WIDER_BUDGET_MIN_GPUS))
+    try:
+        big = evaluate_request(req.model_copy(update={"max_gpus": wider}), bands=ev.bands)
+    except InfeasibleError:
+        return None
+    order = rank(big, big.feasible(), "gpus")
+    if order.size == 0:
+        return None
+    i = int(order[0])
+    return infeasible_over_budget(
+        req.max_gpus, int(big.gpus[i]), f"{big.gpu_of(i)}: {big.summary(i)}"
+    )
+
+
 def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     req = ev.req
+    over = _budget_fails(ev)
+    if over is not None:
+        return over
     slo_ok = (ev.ttft_edge <= req.ttft_ms) & (ev.tpot_edge <= req.tpot_ms)
     if req.rate_per_s is not None and slo_ok.any():
         per_gpu = ev.rps / np.maximum(ev.gpus, 1)
@@ -432,9 +475,11 @@ def _distinct_gpus(req: PlanRequest) -> list[GpuSpec]:
     return list(out.values())
 
 
-def _slo_factors(model: ModelSpec, req: PlanRequest, bands: Bands | None) -> Factors | None:
+def _slo_factors(model: ModelSpec, req: PlanRequest, bands: Bands | None) -> Edge | None:
     """What a block's TTFT and TPOT predictions are multiplied by to be met with probability
-    ``req.confidence`` (None at confidence 0: the point prediction)."""
+    ``req.confidence`` (None at confidence 0: the point prediction): the factors
+    :meth:`Evaluated.feasible` applies, so the fewest count the search sizes is the fewest the plan
+    accepts."""
     if req.confidence == 0:
         return None
 
@@ -458,15 +503,17 @@ def evaluate_request(
     gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)
     load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.engine())
+    bands = bands or packaged_bands()
+    # the plan's own test (Evaluated.feasible) for the counts the search sizes
+    edge = _slo_factors(model, req, bands)
     blocks, prices, evaluated = [], [], 0
     milp: dict[str, object] = {}
     for gi, gpu in enumerate(gpus):
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:
             if mode == "agg":
-                b = agg_block(
-                    model, gpu, gi, space, load, (req.ttft_ms, req.tpot_ms, req.percentile)
-                )
+                slo = (req.ttft_ms, req.tpot_ms, req.percentile)
+                b = agg_block(model, gpu, gi, space, load, slo, edge)
             elif req.rate_per_s is None:
                 b = disagg_block(model, gpu, gi, space, load, req.tpot_ms)
             else:
@@ -480,7 +527,7 @@ def evaluate_request(
                     req.tpot_ms,
                     req.percentile,
                     price,
-                    _slo_factors(model, req, bands),
+                    edge,
                 )
                 if sol is not None:
                     milp[gpu.key] = {
@@ -503,4 +550,4 @@ def evaluate_request(
         raise infeasible_memory(
             model.name, req.gpus, req.max_gpus, _memory_detail(model, gpus[0], req.max_gpus)
         )
-    return Evaluated(req, model, blocks, prices, evaluated, milp, bands or packaged_bands())
+    return Evaluated(req, model, blocks, prices, evaluated, milp, bands)

@@ -34,7 +34,14 @@ def confidence_problem(c: float) -> str | None:
     return f"{c:g} not allowed: 0 (the point prediction) or {lo:g}-{hi:g} (one-sided probability)"
 
 
-Objective = Literal["throughput-per-gpu", "cost", "gpus"]
+Objective = Literal["cost", "throughput-per-gpu", "gpus"]
+OBJECTIVE_HELP = (
+    "cost: the lowest $/hour of the GPUs bought at the requested --rate (ties: fewer GPUs); "
+    "without a rate (closed loop or no load), the lowest $ per 1M total (input + output) tokens "
+    "at the plan's throughput. throughput-per-gpu: the most output tokens/s per GPU. gpus: the "
+    "fewest GPUs."
+)
+"""What each objective minimises or maximises (``--help``, the UI and docs/capacity.md)."""
 Percentile = Literal["p50", "p90", "p99"]
 
 
@@ -92,9 +99,7 @@ class PlanRequest(BaseModel):
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="Override of every GPU's $/hour."
     )
-    objective: Objective = Field(
-        default="throughput-per-gpu", description="What the recommendation maximises or minimises."
-    )
+    objective: Objective = Field(default="cost", description=OBJECTIVE_HELP)
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
@@ -232,4 +237,20 @@ class PlanResult(BaseModel):
         planner.emitters.plan_file)."""
         out = self.model_dump(mode="json", exclude={"request"})
         out["objective"] = self.request.objective
+        # every setting that shaped the answer, defaults included (the text's first line)
+        out["settings"] = self.request.model_dump(
+            mode="json",
+            include={
+                "gpus",
+                "max_gpus",
+                "objective",
+                "percentile",
+                "confidence",
+                "mode",
+                "backend",
+                "price_per_gpu_hour",
+                "weight_quants",
+                "node_gpus",
+            },
+        )
         return out

@@ -37,7 +37,13 @@ from planner.engines import DEFAULT_ENGINE
 from planner.perf.deployment import ShapeRules
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.plan import PlanRequest, PlanResult, plan
-from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE, confidence_problem
+from solvers.plan_models import (
+    CONFIDENCE_HELP,
+    DEFAULT_CONFIDENCE,
+    OBJECTIVE_HELP,
+    Objective,
+    confidence_problem,
+)
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -97,9 +103,23 @@ class SweepSpec(BaseModel):
     gpu_sets: tuple[GpuSet, ...] = Field(min_length=1, description="GPU sets to plan on.")
     workloads: tuple[SweepWorkload, ...] = Field(min_length=1, description="Loads to plan for.")
     slos: tuple[SloSet, ...] = Field(min_length=1, description="SLO sets to meet.")
-    objectives: tuple[Literal["throughput-per-gpu", "cost", "gpus"], ...] = Field(
-        default=("throughput-per-gpu",), description="Objectives to plan with."
+    objectives: tuple[Objective, ...] = Field(
+        default=("cost",),
+        description="Objectives to plan with, each a scenario (planner plan --objective): "
+        + OBJECTIVE_HELP,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_objective(cls, data: object) -> object:
+        """``objective: X`` (as in a fleet spec) is ``objectives: [X]``; not both."""
+        if isinstance(data, dict) and "objective" in data:
+            if "objectives" in data:
+                raise ValueError("give objective or objectives, not both")
+            data = {**data, "objectives": [data["objective"]]}
+            del data["objective"]
+        return data
+
     mode: Literal["agg", "disagg", "auto"] = Field(
         default="auto", description="Deployment mode: agg, disagg or auto (both)."
     )

@@ -60,7 +60,7 @@ def _inputs(errors: FieldErrors) -> planning.PlanInputs | None:
             "Mode", planning.MODES, format_func=planning.MODE_LABELS.get, key="cmp_mode"
         )
         backend = st.selectbox("Backend", planning.BACKENDS, key="cmp_backend")
-        objective = st.selectbox("Objective", planning.OBJECTIVES, index=1, key="cmp_objective")
+        objective = st.selectbox("Objective", planning.OBJECTIVES, index=0, key="cmp_objective")
     if model is None or not gpus or lengths is None or errors:
         return None
     return planning.PlanInputs(

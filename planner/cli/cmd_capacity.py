@@ -13,7 +13,7 @@ from planner.cli.common import add_format, add_hardware_dir, positive_float, pos
 from planner.cli.output import print_json, render_kv, render_table
 from planner.cli.recipe_args import add_max_lengths
 from planner.engines import DEFAULT_ENGINE, engine_names
-from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE
+from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE, OBJECTIVE_HELP
 
 if TYPE_CHECKING:
     from planner.perf.replay import WindowStats
@@ -94,6 +94,13 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--price-per-gpu-hour", type=positive_float, default=None, help="override $/GPU-hour"
+    )
+    p.add_argument(
+        "--objective",
+        choices=("cost", "throughput-per-gpu", "gpus"),
+        default="cost",
+        help="how the worker shape is chosen (planner plan's --objective, without a load): "
+        + OBJECTIVE_HELP.replace("%", "%%"),
     )
     p.add_argument(
         "--out",
@@ -212,6 +219,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         max_isl=max_isl,
         max_osl=max_osl,
         too_long_requests=too_long,
+        objective=args.objective,
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
@@ -231,6 +239,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             if res.confidence
             else "at the point prediction"
         )
+        + f"; objective {args.objective}; --max-gpus "
+        f"{args.max_gpus:,}, --worker-max-gpus {args.worker_max_gpus:,}, --min-replicas "
+        f"{args.min_replicas:,}"
     )
     print(head)
     if too_long:

@@ -66,12 +66,14 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--price-per-gpu-hour",
         type=float_in(0, 1e6, lo_open=True),
         default=None,
-        help=flag_help(PLAN, "--price-per-gpu-hour"),
+        help=flag_help(
+            PLAN, "--price-per-gpu-hour", default="each GPU's price in its spec, see `planner gpus`"
+        ),
     )
     p.add_argument(
         "--objective",
-        choices=("throughput-per-gpu", "cost", "gpus"),
-        default="throughput-per-gpu",
+        choices=("cost", "throughput-per-gpu", "gpus"),
+        default="cost",
         help=flag_help(PLAN, "--objective"),
     )
     p.add_argument(
@@ -255,23 +257,64 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
         for m in ("ttft", "tpot")
         if "probability_met" in h[m]
     }
-    return {**out, "least headroom at the band edge": h["tightest_at_band_edge"]}
+    return {**out, "this plan's least headroom (band edge)": h["tightest_at_band_edge"]}
+
+
+def request_line(r: Any) -> str:
+    """The answer's first line: the request with every setting, defaults included."""
+    from planner.reports.present import num
+
+    q, pct = r.request, r.slo["percentile"]
+    load = (
+        f"rate {num(q.rate_per_s)} requests/s"
+        if q.rate_per_s is not None
+        else f"{num(q.concurrency)} clients"
+        if q.concurrency is not None
+        else "no load (each plan at its best throughput)"
+    )
+    conf = f"confidence {q.confidence:g}" + (" (point prediction)" if q.confidence == 0 else "")
+    return (
+        f"{r.model} on {', '.join(q.gpus)}: ISL {num(q.isl)}, OSL {num(q.osl)}, {load}; "
+        f"SLO {pct} TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms; "
+        f"{conf}; budget --max-gpus {num(q.max_gpus)}; objective {q.objective}; mode {q.mode}; "
+        f"backend {q.backend}"
+    )
+
+
+def per_gpu_rows(r: Any) -> list[dict[str, Any]]:
+    """One row per GPU type asked for: its best plan, GPUs, $/hour, $/1M total tokens and what
+    binds it, or why it cannot meet the request."""
+    from planner.reports.present import gpu_name
+
+    rows = []
+    for gpu, e in r.per_gpu_type.items():
+        b = e.get("best") or {}
+        bind = e.get("binding") or {}
+        rows.append(
+            {
+                "GPU type": gpu_name(gpu),
+                "recommended": "yes" if e.get("chosen") else "no",
+                "GPUs used": b.get("gpus"),
+                "GPUs bought": b.get("gpus_bought", b.get("gpus")),
+                "$ per hour": b.get("cost_per_hour_usd"),
+                "$ per 1M total tokens": b.get("cost_per_million_total_tokens"),
+                "binds / why not": bind.get("constraint") or e.get("reason"),
+                "configuration": b.get("config", ""),
+            }
+        )
+    return rows
 
 
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
     pct = r.slo["percentile"]
-    from planner.reports.present import num
 
-    head = (
-        f"{r.model} on {r.gpu}: ISL {num(r.workload['isl'])}, OSL {num(r.workload['osl'])}, "
-        f"SLO {pct} TTFT <= {num(r.slo['ttft_ms'])} ms, TPOT <= {num(r.slo['tpot_ms'])} ms"
-    )
-    parts = [head, ""]
+    parts = [request_line(r), ""]
     rows = {
         "mode": r.best.mode,
         **_choice_rows(r.best, pct),
-        "binding constraint": r.binding.get("sentence") or r.binding_constraint,
+        "binding constraint (what stops a better plan)": r.binding.get("sentence")
+        or r.binding_constraint,
         **_headroom_rows(r.best.headroom),
     }
     parts.append(render_kv(rows, "Recommended deployment"))
@@ -294,6 +337,8 @@ def plan_table(r: Any) -> str:
         }
         for p in r.pareto
     ]
+    if len(r.per_gpu_type) > 1:
+        parts += ["", "Each GPU type asked for", render_table(per_gpu_rows(r))]
     parts += ["", f"Pareto front ({len(front)} points)", render_table(front)]
     parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.3g} s"]
     return "\n".join(parts)

@@ -124,3 +124,18 @@ def model_of(args: argparse.Namespace) -> ModelSpec:
 
 def resolve_model_gpu(args: argparse.Namespace) -> tuple[ModelSpec, GpuSpec]:
     return model_of(args), get_gpu(args.gpu, args.hardware_dir)
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """``--help`` that states every flag's default: ``(default: X)`` after the help text unless the
+    text names its default already; flags without one (required, off switches, optional values
+    the answer derives) say nothing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        d = action.default
+        quiet = d is None or d is False or d == [] or d == () or d == argparse.SUPPRESS
+        if quiet or action.required or "default" in text or not action.option_strings:
+            return text
+        shown = ",".join(map(str, d)) if isinstance(d, list | tuple) else str(d)
+        return f"{text} (default: {shown.replace('%', '%%')})"

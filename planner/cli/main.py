@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -26,7 +26,7 @@ from planner.cli import (
     cmd_ui,
     cmd_validate_data,
 )
-from planner.cli.common import EXIT_BAD_INPUT
+from planner.cli.common import EXIT_BAD_INPUT, DefaultsHelpFormatter
 from planner.errors import PlannerInputError
 
 # Each command module defines ``register(sub, groups)``; ``groups`` holds the nested sub-parsers
@@ -54,7 +54,12 @@ GROUPS: dict[str, str] = {
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and exit code 2."""
+    """argparse that reports usage errors as one line and exit code 2, and states every flag's
+    default in ``--help``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"error: {self.prog}: {message}\n")

@@ -40,6 +40,7 @@ _LABELS: dict[str, str] = {
     "kv_transfer_ms": "KV transfer (ms)",
     "prefill_utilization": "Prefill utilization (%)",
     "cost_per_million_output_tokens": "Cost per 1M output tokens ($)",
+    "cost_per_million_total_tokens": "Cost per 1M total tokens, input + output ($)",
     "cost_per_hour_usd": "Cost per hour ($)",
     "price_per_gpu_hour": "Price per GPU-hour ($)",
     "search_seconds": "Search time (s)",

@@ -38,6 +38,7 @@ _CANDIDATE_KEYS = (
     PER_USER,
     "requests_per_s",
     "cost_per_million_output_tokens",
+    "cost_per_million_total_tokens",
     "cost_per_hour_usd",
     "clients_per_worker",
     "pareto",
@@ -207,55 +208,55 @@ def alternatives_table(view: PlanView) -> Table | None:
 
 
 def per_gpu_table(view: PlanView) -> Table | None:
-    """For each GPU type asked for: its best plan side by side, or the reason it has none."""
+    """For each GPU type asked for: its best plan by the objective side by side (GPUs, $/hour,
+    $/1M total tokens, what binds it), the recommended one marked, or the reason it has none."""
     per = view.raw.get("per_gpu_type")
     if not isinstance(per, Mapping) or not per:
         return None
     pct = _pct(view)
     rows = []
     for gpu, entry in per.items():
-        best = entry.get("best") if isinstance(entry, Mapping) else None
+        entry = entry if isinstance(entry, Mapping) else {}
+        best = entry.get("best")
+        bind = entry.get("binding")
         if isinstance(best, Mapping):
-            note = "recommended" if entry.get("chosen") else "not the best by the objective"
             rows.append(
                 (
                     pr.gpu_name(gpu),
+                    "yes" if entry.get("chosen") else "no",
                     best.get("gpus"),
+                    best.get("cost_per_hour_usd"),
+                    best.get("cost_per_million_total_tokens"),
                     best.get(f"ttft_{pct}_ms"),
                     best.get(f"tpot_{pct}_ms"),
                     best.get(PER_GPU),
-                    best.get("cost_per_million_output_tokens"),
-                    note,
+                    bind.get("sentence") if isinstance(bind, Mapping) else "-",
                 )
             )
         else:
             rows.append(
-                (
-                    pr.gpu_name(gpu),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    entry.get("reason") if entry else "-",
-                )
+                (pr.gpu_name(gpu), "no", None, None, None, None, None, None, entry.get("reason"))
             )
     cols = (
         "GPU type",
+        "Recommended",
         "GPUs",
+        pr.label("cost_per_hour_usd"),
+        pr.label("cost_per_million_total_tokens"),
         pr.label("ttft_ms", pct),
         pr.label("tpot_ms", pct),
         PER_GPU_LABEL,
-        pr.label("cost_per_million_output_tokens"),
-        "Why not",
+        "What binds it, or why it has no plan",
     )
-    return Table(
-        "Each GPU type asked for",
-        cols,
-        tuple(rows),
-        "",
-        {"GPU type": "text", "GPUs": "count", "Why not": "text", cols[5]: "money"},
-    )
+    fmts = {
+        "GPU type": "text",
+        "Recommended": "text",
+        "GPUs": "count",
+        cols[3]: "money",
+        cols[4]: "money",
+        cols[-1]: "text",
+    }
+    return Table("Each GPU type asked for", cols, tuple(rows), "", fmts)
 
 
 def candidate_rows(view: PlanView) -> list[dict[str, object]]:

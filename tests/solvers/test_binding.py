@@ -119,7 +119,8 @@ def test_the_next_better_plan_fits_in_memory() -> None:
     from solvers.binding import GAIN, explain_binding
     from solvers.plan_core import evaluate_request, pick_best
 
-    req = PlanRequest(**{**DEFAULT, "concurrency": 64})
+    # the case arose ranking by output tokens/s per GPU (a positive score)
+    req = PlanRequest(**{**DEFAULT, "concurrency": 64, "objective": "throughput-per-gpu"})
     ev = evaluate_request(req)
     best = pick_best(ev, ev.feasible(), req.objective)
     score = ev.score(req.objective)

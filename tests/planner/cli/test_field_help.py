@@ -91,3 +91,36 @@ def test_max_num_seqs_defaults_to_the_engines_own() -> None:
         }
     given = argparse.Namespace(backend="trtllm", max_num_seqs=64, max_num_batched_tokens=4096)
     assert engine_limits(given) == {"max_num_seqs": 64, "max_num_batched_tokens": 4096}
+
+
+def _all_parsers(
+    parser: argparse.ArgumentParser, name: str = "planner"
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    out = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                out += _all_parsers(sub, f"{name} {sub_name}")
+    return out
+
+
+def test_every_help_states_every_default() -> None:
+    """A flag with a default says it in ``--help`` (``planner plan``'s budget of 8 GPUs among
+    them): no hidden defaults."""
+    missing = []
+    parsers = _all_parsers(build_parser())
+    assert len(parsers) > 20
+    for name, p in parsers:
+        text = p.format_help()
+        for a in p._actions:
+            d = a.default
+            if not a.option_strings or a.required or a.help == argparse.SUPPRESS:
+                continue
+            if d is None or d is False or d in ([], (), argparse.SUPPRESS):
+                continue
+            helped = p.formatter_class(prog=name)._get_help_string(a) or ""  # type: ignore[attr-defined]
+            if "default" not in helped:
+                missing.append(f"{name} {a.option_strings[0]}")
+        if name == "planner plan":
+            assert "(default: 8)" in " ".join(text.split())
+    assert missing == []

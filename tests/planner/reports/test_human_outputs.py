@@ -54,6 +54,8 @@ WORDS = (
         "Source",
         "GPU type",
         "Why not",
+        "Recommended",
+        "What binds it, or why it has no plan",
         "Band",
         "aggregated",
         "disaggregated (prefill/decode)",
