@@ -179,10 +179,9 @@ def gemm_k_steps(m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: float) -> n
     """K-loop steps (``GEMM_TILE`` deep) the busiest SM runs in turn when K is not split: its
     share of the output tiles (at least one, counted continuously so that the time stays monotone
     in m and n) times K / ``GEMM_TILE``. Priced at the fitted ``tile_s`` per step where a kernel
-    runs its K loop serially (``kernels_db.fit.SERIAL_K_SETS``), a bound beside compute and
-    memory (``roofline_time``): on B200 the NVFP4 GEMM of up to
-    one wave of tiles takes 1.8 us more per 1,024 of K at any n (m = 8, n 1,024-16,384; AIConfigurator
-    1.3.0rc20 tables), where the fp8 GEMM splits K."""
+    runs its K loop serially (untuned harness rows, ``kernels_db.harness.GEMM_UNTUNED``), a bound
+    beside compute and memory (``roofline_time``): on B200 AIConfigurator's NVFP4 GEMM of up to
+    one wave of tiles takes 1.8 us more per 1,024 of K at any n (m = 8, n 1,024-16,384)."""
     waves = np.maximum(gemm_tiles(m, n) / float(sm_count), 1.0)
     return np.asarray(waves * np.asarray(k, dtype=float) / GEMM_TILE)
 

@@ -9,7 +9,8 @@ DIR is AIConfigurator's ``aic-core/src/aiconfigurator_core/systems/data`` folder
 more than the bf16 / fp8 samples the rest of the file is fitted to (``planner calibrate fit``), so
 a seeded sample of ``--rows`` rows per table is fitted (``kernels_db.fit``: the same model, bounds
 and loss as every other family) and the rest of the table is the held-out check, beside a k-fold
-refit that holds out whole shapes. ``planner calibrate fit`` writes the file anew: run this after it.
+refit that holds out whole shapes. ``planner calibrate fit`` writes the file anew: run this
+after it.
 
 Which rows: GEMM ``gemm_dtype`` nvfp4 (ModelOpt NVFP4: e2m1 weights and activations, e4m3 scales
 per 16 values); MoE ``moe_dtype`` in ``MOE_DTYPES`` under ``balanced`` routing (the planner prices
