@@ -159,9 +159,13 @@ def sample(n_rows: int, size: int, seed: int = SEED) -> np.ndarray:
 
 
 def shape_folds(df: pd.DataFrame, op: str, folds: int = FOLDS, seed: int = SEED) -> np.ndarray:
-    """Fold index of each row: its shape's (``SHAPE_KEYS``) seeded assignment to ``folds``."""
+    """Fold index of each row: its shape's (``SHAPE_KEYS``) seeded assignment to ``folds`` (as
+    many folds as shapes when fewer; at least two shapes)."""
     shape = df[list(SHAPE_KEYS[op])].astype(str).agg("x".join, axis=1)
     names = np.array(sorted(shape.unique()))
+    if names.size < 2:
+        raise PlannerInputError("--aic-data", f"{op}: {names.size} shape(s); held-out needs 2")
+    folds = min(folds, names.size)
     order = np.random.default_rng(seed).permutation(len(names))
     fold_of = dict(zip(names[order], np.arange(len(names)) % folds, strict=True))
     return shape.map(fold_of).to_numpy(dtype=int)
@@ -194,7 +198,7 @@ def fit_part(
     pred = priced(fam, full, spec)
     heldout = np.full(len(df), np.nan)
     fold = shape_folds(df, op)
-    for f in range(FOLDS):
+    for f in range(int(fold.max()) + 1):
         test = fold == f
         sub = fit_roofline_family(_table(df[chosen & ~test], op, spec.key, name), spec, sources)
         heldout[test] = priced(sub, full.subset(test), spec)
@@ -268,7 +272,9 @@ def run(root: Path, gpu: str, fitted_dir: Path, rows: int, commit: str) -> tuple
     }
     path = paths.fitted_path(spec.key, fitted_dir)
     text = yaml.safe_dump(out.model_dump(mode="json", exclude_none=True), sort_keys=False)
-    return write_new_file(path, text.encode(), True, "--fitted"), report
+    written = write_new_file(path, text.encode(), True, "--fitted")
+    fitted.load.cache_clear()  # the file read above has changed
+    return written, report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
