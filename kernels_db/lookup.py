@@ -149,16 +149,15 @@ class KernelDB:
         if got is None:
             fams = self.fit.families if self.fit else {}
             own, lender = fams.get(op), fams.get(fitted.BORROW.get(op, ""))
-            # a family's own sets first; the sets only its lender has are borrowed (the MoE fit
-            # has FP4 sets only: bf16 / fp8 expert GEMMs keep the grouped dense GEMM's)
-            table = {
-                **(
+            table = (
+                own.params
+                if own
+                else (
                     fitted.borrowed(op, dict(lender.params), self._compute_lender(op))
                     if lender
                     else {}
-                ),
-                **(own.params if own else {}),
-            }
+                )
+            )
             default = transfer.default_params(self.spec, op, self.fit is not None)
             got = self._families[op] = (table, default)
         return got
