@@ -66,6 +66,10 @@ MOE_NOT_SHIPPED: Final[str] = (
     "it raised the B200 NVFP4 TPOT error from 18% to 73% (TensorRT-LLM). FP4 expert GEMMs borrow "
     "the fitted FP4 GEMM (``fitted.BORROW``)."
 )
+FP4_NOTE: Final[str] = (
+    "The gemm fp4 set is written by python -m kernels_db.tools.fp4_fit (its parts entry says on "
+    "what); planner calibrate fit rewrites this file without it: run fp4_fit after it."
+)
 ROUTING: Final[str] = "balanced"
 OTHER_KERNELS: Final[str] = "nongated|min_latency"
 DEFAULT_ROWS: Final[int] = 3000
@@ -247,9 +251,9 @@ def run(root: Path, gpu: str, fitted_dir: Path, rows: int, commit: str) -> tuple
     base = fitted.load(spec.key, fitted_dir)
     if base is None:
         raise PlannerInputError("--fitted", f"no {spec.key}.yaml in {fitted_dir}; fit it first")
+    where = "" if fitted_dir == paths.FITTED_DIR else f" --fitted {fitted_dir}"
     command = (
-        f"python -m kernels_db.tools.fp4_fit --aic-data DIR --gpu {spec.key} "
-        f"--fitted {fitted_dir} --rows {rows}"
+        f"python -m kernels_db.tools.fp4_fit --aic-data DIR --gpu {spec.key}{where} --rows {rows}"
     )
     report: dict[str, object] = {}
     out = base
@@ -270,6 +274,8 @@ def run(root: Path, gpu: str, fitted_dir: Path, rows: int, commit: str) -> tuple
     report["moe_mxfp4_priced_by_nvfp4_fit"] = {
         k: v.model_dump() for k, v in mxfp4_check(fam, mx, spec).items()
     }
+    if FP4_NOTE not in out.notes:
+        out = out.model_copy(update={"notes": f"{out.notes} {FP4_NOTE}".strip()})
     path = paths.fitted_path(spec.key, fitted_dir)
     text = yaml.safe_dump(out.model_dump(mode="json", exclude_none=True), sort_keys=False)
     written = write_new_file(path, text.encode(), True, "--fitted")
