@@ -46,12 +46,6 @@ of the same GEMM, on which the L2-resident share is computed. Only fitting and v
 serving, nothing is resident: a forward step reads every layer's weights before it reads this
 one's again, far more than any L2 holds."""
 
-SERIAL_K: Final[str] = "serial_k"
-"""Optional GEMM column (not a table key): 1 on rows whose harness ran the library's untuned
-fallback kernel, which loops over K serially (``kernels_db.harness.untuned_gemm_rows``), priced
-with the ``tile_s`` per K step of the busiest SM (``roofline.gemm_k_steps``). Only fitting and
-validation set it: a serving engine tunes its GEMM tactics at start-up."""
-
 
 def _constant(value: float) -> np.ndarray:
     """A read-only 0-d array (a default shared by every ``Counts``: nobody may write into it)."""
@@ -74,8 +68,7 @@ class Counts:
     which a fitted ``cache_cliff_power`` recomputes ``resident``, and ``scale_s`` the seconds of
     the dynamic per-tensor activation-scale passes ahead of it (``fp8_scale``; 0: none).
     ``launches``: kernels one op runs, each paying the fitted ``launch_s`` (a fused-MoE layer's
-    ``MOE_GROUPED_GEMMS``; 1 elsewhere). ``k_steps``: GEMM K-loop steps of the busiest SM
-    (``roofline.gemm_k_steps``), priced where a fit ships a ``tile_s``."""
+    ``MOE_GROUPED_GEMMS``; 1 elsewhere)."""
 
     flops: np.ndarray
     nbytes: np.ndarray
@@ -93,7 +86,6 @@ class Counts:
     cache_ratio: np.ndarray = field(default_factory=lambda: _ZERO)
     scale_s: np.ndarray = field(default_factory=lambda: _ZERO)
     launches: np.ndarray | float = 1.0
-    k_steps: np.ndarray = field(default_factory=lambda: _ZERO)
 
 
 FEW_DISTINCT: Final[int] = 8
@@ -247,11 +239,6 @@ def counts(op: str, c: Cols, spec: GpuSpec) -> Counts:
             _peak(spec, c["dtype"]) * _block_share(z, spec),
             np.asarray(2.0 * z["n"] * z["k"], dtype=float),
             units=rf.gemm_units(z["m"], z["n"], z["k"], spec.sm_count),
-            k_steps=(
-                rf.gemm_k_steps(z["m"], z["n"], z["k"], spec.sm_count) * z[SERIAL_K]
-                if SERIAL_K in z
-                else _ZERO
-            ),
             resident=(
                 rf.l2_resident_fraction(z[WORKING_SET], spec.l2_cache_bytes)
                 if WORKING_SET in z
@@ -402,7 +389,6 @@ def model_time(
         kernels * np.asarray(cnt.launches),
         cnt.streams,
         cnt.gemv,
-        cnt.k_steps,
     )
 
 

@@ -143,19 +143,10 @@ def fit_error(predicted: np.ndarray, measured: np.ndarray) -> FitError:
     )
 
 
-SERIAL_K_SETS: Final[frozenset[tuple[str, str]]] = frozenset({("gemm", "fp4")})
-"""(family, parameter set) whose fit also fits ``tile_s``, the step time of a serial K loop
-(``roofline.gemm_k_steps``), priced only on rows whose harness ran an untuned kernel
-(``harness.GEMM_UNTUNED``: AIConfigurator's NVFP4 rows; at m = 8 their time grows with K, 1.8 us
-per 1,024, and not with n up to one wave of tiles). Serving prices no K loop; bf16 / fp8 fits
-keep split-K occupancy alone (``roofline.gemm_units``) and ship ``tile_s`` 0."""
-
-
-def _free(op: str, name: str = "") -> np.ndarray:
-    """Indices of the parameters fitted for ``op`` (parameter set ``name``; the others stay 0)."""
-    tiled = op in TILED or (op, name) in SERIAL_K_SETS
+def _free(op: str) -> np.ndarray:
+    """Indices of the parameters fitted for ``op`` (the others stay 0)."""
     idx = [0, 1, 2, 3, 4] + ([5] if op in PADDED else []) + ([6] if op in OCCUPANCY else [])
-    idx += ([7] if op in CACHED else []) + ([8] if tiled else [])
+    idx += ([7] if op in CACHED else []) + ([8] if op in TILED else [])
     return np.array(
         idx + (list(GEMV_TERM) if op in GEMV else []) + (list(CLIFF_TERM) if op in CLIFF else [])
     )
@@ -232,7 +223,7 @@ def _least_squares(
 
 
 def fit_roofline_params(
-    op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: float, name: str = ""
+    op: str, cnt: costs.Counts, latency_s: np.ndarray, bw: float
 ) -> RooflineParams:
     """Least-squares fit of one family and dtype (``PARAM_BOUNDS``); padded families also fit
     ``pad_rows``, decode attention ``parallel_half_units`` and, by trying both, ``split_kv``.
@@ -243,7 +234,7 @@ def fit_roofline_params(
     from the base optimum, a term that changes nothing on a GPU (the cliff where
     ``cache_speedup`` is 1) moved H200 fp8 from 10.6 us of ``launch_s`` to 0.1 us and four times
     the half terms, which prices the shapes the tables lack (MoE, serving) differently."""
-    free = _free(op, name)
+    free = _free(op)
     base_free = free[free < N_BASE]
     extra_free = free[free >= N_BASE]
     best: tuple[float, np.ndarray, bool] | None = None
@@ -341,7 +332,7 @@ def fit_roofline_family(
         mask = groups == name
         sub = table.subset(mask & keep)
         cnt = costs.counts(op, measured_cols(sub, spec), spec)
-        prm = fit_roofline_params(op, cnt, sub.latency_s, bw, str(name))
+        prm = fit_roofline_params(op, cnt, sub.latency_s, bw)
         params[str(name)] = prm
         pred[mask & keep] = costs.model_time(cnt, prm.as_array(), bw, prm.pad_rows)
     return RooflineFamilyFit(

@@ -186,23 +186,6 @@ class FittedTo(BaseModel):
     sources: tuple[str, ...] = Field(default=(), description="Upstream sources of those rows.")
 
 
-class PartFit(BaseModel):
-    """A parameter set fitted apart from its family's rows, by its own command (the FP4 sets,
-    from AIConfigurator's full tables: ``kernels_db.tools.fp4_fit``)."""
-
-    model_config = _FROZEN
-    command: str = Field(description="Command that reproduces this parameter set.")
-    fitted_to: FittedTo = Field(description="The measured rows it was fitted to.")
-    fit_error: FitError = Field(description="In-sample error on those rows.")
-    heldout_rows_error: FitError = Field(
-        description="Error on the table's rows of that dtype the fit did not use."
-    )
-    heldout_shapes_error: FitError = Field(
-        description="Error of k-fold refits, each pricing the shapes (GEMM n x k, MoE hidden x "
-        "inter x top-k x experts) its fit never saw."
-    )
-
-
 class RooflineFamilyFit(BaseModel):
     """One compute family: parameters per dtype (or kv dtype for decode attention)."""
 
@@ -212,12 +195,6 @@ class RooflineFamilyFit(BaseModel):
     )
     fitted_to: FittedTo = Field(description="The measured rows the parameters were fitted to.")
     fit_error: FitError = Field(description="In-sample error of the fit on those rows.")
-    parts: dict[str, PartFit] = Field(
-        default_factory=dict,
-        description="Parameter sets of ``params`` fitted apart, by another command than the "
-        "file's (``fitted_to`` and ``fit_error`` above do not count them): what each was fitted "
-        "to and its held-out error.",
-    )
 
 
 class CommFamilyFit(BaseModel):

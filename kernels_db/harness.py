@@ -35,7 +35,7 @@ import numpy as np
 
 from hardware.spec import GpuSpec
 from kernels_db import roofline as rf
-from kernels_db.costs import KV_DRAM_SHARE, SERIAL_K, WORKING_SET
+from kernels_db.costs import KV_DRAM_SHARE, WORKING_SET
 from kernels_db.fp8_scale import TENSOR_SCALE
 from kernels_db.tables import KernelTable
 
@@ -116,26 +116,6 @@ def fp8_scale_passes(table: KernelTable) -> np.ndarray | None:
     return dynamic.astype(float) if dynamic.any() else None
 
 
-GEMM_UNTUNED: Final[tuple[tuple[str, str], ...]] = (("/gemm/trtllm/1.3.0rc20/", "fp4"),)
-"""(row origin, dtype) of GEMM tables timed with the library's untuned fallback kernel:
-``collect_gemm.py`` @ 095f58a5 calls TensorRT-LLM's NVFP4 ``Linear.forward`` outside any
-``autotune()`` context, so the NVFP4 GEMM's AutoTuner keeps its fallback tactic, where serving
-tunes the tactics at warm-up. Those rows run the K loop serially: at m = 8 the time grows 1.8 us
-per 1,024 of K at any n up to one wave of tiles (B200), unlike the fp8 rows of the same table."""
-
-
-def untuned_gemm_rows(table: KernelTable) -> np.ndarray | None:
-    """Per GEMM row, 1 where its harness ran the untuned kernel (``GEMM_UNTUNED``); None when no
-    row did."""
-    if table.op != "gemm":
-        return None
-    hit = np.zeros(len(table), dtype=bool)
-    dtype = table.keys["dtype"].astype(str)
-    for marker, name in GEMM_UNTUNED:
-        hit |= rows_from(table, (marker,)) & (dtype == name)
-    return hit.astype(float) if hit.any() else None
-
-
 def measured_cols(table: KernelTable, spec: GpuSpec) -> dict[str, np.ndarray]:
     """The key columns of ``table`` plus the harness columns that price its rows as measured."""
     out = dict(table.keys)
@@ -148,7 +128,4 @@ def measured_cols(table: KernelTable, spec: GpuSpec) -> dict[str, np.ndarray]:
     passes = fp8_scale_passes(table)
     if passes is not None:
         out[TENSOR_SCALE] = passes
-    untuned = untuned_gemm_rows(table)
-    if untuned is not None:
-        out[SERIAL_K] = untuned
     return out

@@ -95,7 +95,6 @@ def roofline_time(
     kernels: ArrayLike = 1.0,
     streams: bool = False,
     gemv: ArrayLike = 0.0,
-    k_steps: ArrayLike = 0.0,
 ) -> np.ndarray:
     """Seconds of one op. ``p`` rows: launch_s, compute_eff, compute_half_flops, memory_eff,
     memory_half_bytes, parallel_half_units, cache_speedup, tile_s (each broadcastable against the
@@ -106,17 +105,13 @@ def roofline_time(
     proportion to the units up to ``parallel_half_units`` of them and is flat after
     (``max(1, U / units)``) rather than ``1 + U / units``. ``gemv`` (1 on single-row GEMMs) lets
     rows ``GEMV_EFF_ROW`` and ``GEMV_LAUNCH_ROW`` of ``p`` price the matrix-vector kernel
-    where it is faster (``gemv_time``); rows beyond p[8] may be absent (no such path).
-    ``k_steps`` (GEMM: ``gemm_k_steps``) is a third bound beside compute and memory: the busiest
-    SM's serial K loop at ``tile_s`` (p[7]) per step, a latency that overlaps the throughput
-    bounds rather than adding to them (0 where the kernel splits K: ``tile_s`` 0)."""
+    where it is faster (``gemv_time``); rows beyond p[8] may be absent (no such path)."""
     occupancy = np.maximum(1.0, p[5] / units) if streams else 1.0 + p[5] / units
     compute = (flops * occupancy + p[2]) / (peak_flops_per_s * p[1])
     read_factor = cached_read_factor(resident, p[6])
     dram_bytes = nbytes * occupancy * read_factor
     memory = (dram_bytes + p[4] * (1.0 - np.asarray(resident))) / (bandwidth_bytes_per_s * p[3])
-    bound = np.maximum(np.maximum(compute, memory), p[7] * np.asarray(k_steps))
-    tiled = np.asarray(p[0] * kernels + p[7] * tiles + bound)
+    tiled = np.asarray(p[0] * kernels + p[7] * tiles + np.maximum(compute, memory))
     if len(p) <= GEMV_EFF_ROW or not np.any(np.asarray(gemv) > 0.0):
         return tiled
     vector = gemv_time(
@@ -173,17 +168,6 @@ def gemm_units(m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: float) -> np.
     tiles = gemm_tiles(m, n)
     slices = np.maximum(np.asarray(k, dtype=float) / GEMM_SPLIT_K, 1.0)
     return np.asarray(np.maximum(tiles, np.minimum(float(sm_count), tiles * slices)))
-
-
-def gemm_k_steps(m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: float) -> np.ndarray:
-    """K-loop steps (``GEMM_TILE`` deep) the busiest SM runs in turn when K is not split: its
-    share of the output tiles (at least one, counted continuously so that the time stays monotone
-    in m and n) times K / ``GEMM_TILE``. Priced at the fitted ``tile_s`` per step where a kernel
-    runs its K loop serially (untuned harness rows, ``kernels_db.harness.GEMM_UNTUNED``), a bound
-    beside compute and memory (``roofline_time``): on B200 AIConfigurator's NVFP4 GEMM of up to
-    one wave of tiles takes 1.8 us more per 1,024 of K at any n (m = 8, n 1,024-16,384)."""
-    waves = np.maximum(gemm_tiles(m, n) / float(sm_count), 1.0)
-    return np.asarray(waves * np.asarray(k, dtype=float) / GEMM_TILE)
 
 
 def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, elem_bytes: ArrayLike) -> np.ndarray:

@@ -133,7 +133,6 @@ def transferred(target: GpuSpec, donor: GpuSpec, fit: FittedGpu) -> FittedGpu:
             params={k: _scaled(p, target, donor) for k, p in fam.params.items()},
             fitted_to=fam.fitted_to,
             fit_error=fam.fit_error,
-            parts=fam.parts,
         )
         for op, fam in fit.families.items()
     }
