@@ -320,7 +320,12 @@ def plan_table(r: Any) -> str:
     parts.append(render_kv(rows, "Recommended deployment"))
     if r.at_prediction is not None:
         c = r.at_prediction
-        title = f"At the point prediction (--confidence 0) the plan would be: {c.gpus} x {c.gpu}"
+        from planner.reports.present import gpu_name
+
+        title = (
+            f"At the point prediction (--confidence 0) the plan would be: {c.gpus} x "
+            f"{gpu_name(c.gpu)}, ${c.cost_per_hour_usd:,.4g} per hour"
+        )
         parts += ["", render_kv(_choice_rows(c, pct) | _headroom_rows(c.headroom), title)]
     for mode, c in r.alternatives.items():
         if c is not None and c.mode != r.best.mode:
