@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pulp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
@@ -31,7 +31,7 @@ from solvers.plan_models import (
     DEFAULT_CONFIDENCE,
     Objective,
     PlanRequest,
-    confidence_problem,
+    SpecConfidence,
 )
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -91,17 +91,9 @@ class FleetSpec(BaseModel):
         "throughput-per-gpu: the fewest GPUs (at the classes' fixed rates the most output "
         "tokens/s per GPU).",
     )
-    confidence: float = Field(
+    confidence: SpecConfidence = Field(
         default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Every class."
     )
-
-    @field_validator("confidence")
-    @classmethod
-    def _confidence(cls, v: float) -> float:
-        problem = confidence_problem(v)
-        if problem is not None:
-            raise ValueError(problem)
-        return v
 
 
 class Options(BaseModel):

@@ -3,9 +3,9 @@ and the result (data only; :mod:`solvers.plan` searches, ``planner.cli`` and ``a
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import PlannerInputError
 from planner.engines import DEFAULT_ENGINE
@@ -32,6 +32,18 @@ def confidence_problem(c: float) -> str | None:
     if c == 0 or lo <= c <= hi:
         return None
     return f"{c:g} not allowed: 0 (the point prediction) or {lo:g}-{hi:g} (one-sided probability)"
+
+
+def _confidence_value(c: float) -> float:
+    problem = confidence_problem(c)
+    if problem is not None:
+        raise ValueError(problem)
+    return c
+
+
+SpecConfidence = Annotated[float, AfterValidator(_confidence_value)]
+"""A spec file's ``confidence:`` key (fleet, sweep): a confidence, else the spec's validation error
+names the key."""
 
 
 Objective = Literal["cost", "throughput-per-gpu", "gpus"]

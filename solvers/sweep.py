@@ -28,7 +28,6 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
@@ -42,7 +41,7 @@ from solvers.plan_models import (
     DEFAULT_CONFIDENCE,
     OBJECTIVE_HELP,
     Objective,
-    confidence_problem,
+    SpecConfidence,
 )
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -128,17 +127,9 @@ class SweepSpec(BaseModel):
         description="Engine of every scenario: its calibration and the worker shapes it can "
         "launch (planner/emitters/capabilities.yaml), as `planner plan --backend`.",
     )
-    confidence: float = Field(
+    confidence: SpecConfidence = Field(
         default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Every scenario."
     )
-
-    @field_validator("confidence")
-    @classmethod
-    def _confidence(cls, v: float) -> float:
-        problem = confidence_problem(v)
-        if problem is not None:
-            raise ValueError(problem)
-        return v
 
 
 class Scenario(BaseModel):
