@@ -70,6 +70,7 @@ from planner.uncertainty.bands import (
     GroupKey,
     resolve,
 )
+from planner.uncertainty.grid_fit import widest_table
 
 Metric = Literal["ttft", "tpot"]
 Side = Literal["lo", "hi"]
@@ -271,24 +272,9 @@ def _widest_of(fits: list[GroupFit]) -> GroupFit:
 
 def widest_by_tier(groups: dict[GroupKey, GroupFit]) -> dict[str, GroupFit]:
     """The bands of a GPU or model without rows (``planner.uncertainty.bands.widest_names``): per
-    engine x
-    mode x tier, mode x tier and tier, the widest of the finest groups; ``*``: of all groups."""
-    finest = [dict(k) for k in groups if len(k) == len(KEYS)] or [dict(k) for k in groups]
-    out = {"*": _widest_of(list(groups.values()))}
-    for names in (("engine", "mode", "tier"), ("mode", "tier"), ("tier",)):
-        for key in finest:
-            if "tier" not in key:
-                continue
-            name = "/".join(key[n] for n in names)
-            if name not in out:
-                out[name] = _widest_of(
-                    [
-                        g
-                        for k, g in groups.items()
-                        if len(k) == len(KEYS) and all(dict(k)[n] == key[n] for n in names)
-                    ]
-                )
-    return out
+    engine x mode x tier, mode x tier and tier, the widest of the finest groups; ``*``: of all
+    groups (``grid_fit.widest_table``)."""
+    return widest_table(groups, _widest_of)
 
 
 def band_arrays(fit: Fit, rows: pd.DataFrame) -> dict[Metric, tuple[np.ndarray, np.ndarray]]:

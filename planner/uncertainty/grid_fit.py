@@ -14,13 +14,17 @@ own takes the groups as a measured one does (``BandTable.gpu_held_out``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from planner.replay_e2e.conformal import weighted_quantiles
 from planner.uncertainty.bands import KEYS, LEVELS, BandTable, GroupKey, LogBand
+
+T = TypeVar("T")
 
 GRID_PROBS: tuple[float, ...] = (*(round(0.05 * i, 2) for i in range(1, 20)), 0.99)
 """Probabilities of the stored quantile grid: 0.05, 0.10, ..., 0.95 and 0.99."""
@@ -103,16 +107,16 @@ def _widest(fits: list[GridFit]) -> GridFit:
     return GridFit(sum(g.n for g in fits), 0, q)
 
 
-def widest_grids(groups: dict[GroupKey, GridFit]) -> dict[str, GridFit]:
-    """The grids of a model without rows (``bands.widest_names``): per engine/mode/tier,
-    mode/tier and tier the widest of the finest groups in it; ``*`` of all groups."""
+def widest_table(groups: Mapping[GroupKey, T], widest: Callable[[list[T]], T]) -> dict[str, T]:
+    """The entries of a GPU or model without rows (``bands.widest_names``): per engine/mode/tier,
+    mode/tier and tier, ``widest`` of the finest groups in it; ``*``: of all groups."""
     finest = [dict(k) for k in groups if len(k) == len(KEYS)]
-    out = {"*": _widest(list(groups.values()))}
+    out = {"*": widest(list(groups.values()))}
     for names in (("engine", "mode", "tier"), ("mode", "tier"), ("tier",)):
         for key in finest:
             name = "/".join(key[n] for n in names)
             if name not in out:
-                out[name] = _widest(
+                out[name] = widest(
                     [
                         g
                         for k, g in groups.items()
@@ -120,6 +124,11 @@ def widest_grids(groups: dict[GroupKey, GridFit]) -> dict[str, GridFit]:
                     ]
                 )
     return out
+
+
+def widest_grids(groups: dict[GroupKey, GridFit]) -> dict[str, GridFit]:
+    """``widest_table`` of quantile grids (the lowest quantiles below 0.5, the highest above)."""
+    return widest_table(groups, _widest)
 
 
 def log_bands(g: GridFit, level: float) -> dict[str, LogBand]:
