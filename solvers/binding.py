@@ -96,7 +96,7 @@ def headroom(ev: Evaluated, i: int) -> list[dict[str, object]]:
             float(b.res.seq_capacity[j]),
             "running requests per worker",
         ),
-        ("GPU budget", float(ev.gpus[i]), float(req.max_gpus), "GPUs"),
+        ("GPU budget", float(ev.gpus_bought[i]), float(req.max_gpus), "GPUs bought"),
     ]
     return [
         {
@@ -181,15 +181,16 @@ def _budget_binding(ev: Evaluated, best: int, k: int) -> dict[str, object]:
     req = ev.req
     nxt, mine = _next(ev, best, k), objective_value(ev, best)
     sentence = (
-        f"GPU budget binds: a plan with {plural(ev.gpus[k], 'GPU')} ({nxt['change']}) would meet "
+        f"GPU budget binds: a plan buying {plural(ev.gpus_bought[k], 'GPU')} ({nxt['change']}) "
+        "would meet "
         f"the SLOs at {objective_text(ev, objective_value(ev, k))} "
         f"against {objective_text(ev, mine)}, but the budget is {plural(req.max_gpus, 'GPU')}."
     )
     return {
         "constraint": "GPU budget",
-        "value": float(ev.gpus[k]),
+        "value": float(ev.gpus_bought[k]),
         "limit": float(req.max_gpus),
-        "unit": "GPUs",
+        "unit": "GPUs bought",
         "next_config": ev.summary(k),
         "next": nxt,
         "objective_value": mine,
@@ -215,7 +216,12 @@ def _idle_binding(ev: Evaluated, best: int) -> dict[str, object]:
     req = ev.req
     b, j = ev.blocks[ev.block_of[best]], int(ev.local[best])
     cap, running = float(b.res.seq_capacity[j]), float(b.res.decode_batch[j])
-    used = f"{count(ev.gpus[best])} of {plural(req.max_gpus, 'GPU')} used"
+    n, bought = int(ev.gpus[best]), int(ev.gpus_bought[best])
+    used = (
+        f"{count(n)} of {plural(req.max_gpus, 'GPU')} used"
+        if bought == n
+        else f"{plural(n, 'GPU')} used, {count(bought)} of {plural(req.max_gpus, 'GPU')} bought"
+    )
     mine = objective_value(ev, best)
     if bool(ev.kv_full[best]):
         return {
@@ -239,9 +245,9 @@ def _idle_binding(ev: Evaluated, best: int) -> dict[str, object]:
         )
         return {
             "constraint": "workload",
-            "value": float(ev.gpus[best]),
+            "value": float(ev.gpus_bought[best]),
             "limit": float(req.max_gpus),
-            "unit": "GPUs",
+            "unit": "GPUs bought",
             "next_config": None,
             "objective_value": mine,
             "sentence": (
@@ -283,7 +289,7 @@ def explain_binding(ev: Evaluated, best: int, scope: np.ndarray | None = None) -
         meets = ev.predicted_ok & (ev.ttft_edge <= req.ttft_ms) & (ev.tpot_edge <= req.tpot_ms)
         over = within & ~ev.within_budget & meets & (raw > bar)
         if over.any():
-            k = int(np.argmin(np.where(over, ev.gpus, np.iinfo(np.int64).max)))
+            k = int(np.argmin(np.where(over, ev.gpus_bought, np.iinfo(np.int64).max)))
             out = _budget_binding(ev, best, k)
         else:
             out = _idle_binding(ev, best)

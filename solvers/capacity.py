@@ -229,6 +229,8 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         model=req.model,
         gpus=req.gpus,
         max_gpus=min(req.max_gpus, req.worker_max_gpus),
+        # one replica's shape: its budget is GPUs used; the windows buy whole units
+        node_gpus=1,
         isl=isl,
         osl=osl,
         ttft_ms=req.ttft_ms,

@@ -167,6 +167,7 @@ def build_options(spec: FleetSpec) -> Options:
                 model=c.model,
                 gpus=(pool.gpu,),
                 max_gpus=spec.max_gpus_per_replica,
+                node_gpus=1,  # one replica's GPUs used: the MILP buys each pool's whole units
                 isl=c.isl,
                 osl=c.osl,
                 ttft_ms=c.ttft_ms,

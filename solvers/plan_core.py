@@ -88,7 +88,8 @@ class Evaluated:
         self.cost_per_mtok = cost_per_million(self.cost_per_hour, out_tok_s)
         total = (self.req.isl + self.req.osl) / self.req.osl
         self.cost_per_mtok_total = cost_per_million(self.cost_per_hour, out_tok_s * total)
-        self.within_budget = self.gpus <= self.req.max_gpus
+        # the budget is what the user buys: whole purchase units
+        self.within_budget = self.gpus_bought <= self.req.max_gpus
         self.uses_pp = cat([uses_pp(b) for b in self.blocks])
         keys = [b.gpu.key for b in self.blocks]
         self.gpu_code = cat([np.full(b.size, keys.index(b.gpu.key)) for b in self.blocks])
@@ -181,12 +182,12 @@ class Evaluated:
 
         ``cost``: minus $/hour at a requested rate (the deployment serves exactly that load), else
         minus $ per 1M total tokens at the plan's throughput (closed loop or no load);
-        ``gpus``: minus GPUs; ``throughput-per-gpu``: output tokens/s per GPU."""
+        ``gpus``: minus GPUs bought; ``throughput-per-gpu``: output tokens/s per GPU."""
         if objective == "cost":
             at_rate = self.req.rate_per_s is not None
             s = -(self.cost_per_hour if at_rate else self.cost_per_mtok_total)
         elif objective == "gpus":
-            s = -self.gpus.astype(float)
+            s = -self.gpus_bought.astype(float)
         else:
             s = self.tok_per_gpu.copy()
         return np.where(self.within_budget, s, -np.inf)
@@ -258,11 +259,12 @@ def pick_best(ev: Evaluated, ok: np.ndarray, objective: str) -> int:
 
 def rank(ev: Evaluated, ok: np.ndarray, objective: str) -> np.ndarray:
     """Indices of the candidates in ``ok``, best first by ``objective``; equal scores go to fewer
-    GPUs, then the faster deployment, so the order does not depend on the order the search visited
-    the candidates in."""
+    GPUs bought, then fewer used, then the faster deployment, so the order does not depend on the
+    order the search visited the candidates in."""
     idx = np.flatnonzero(ok)
     s = ev.score(objective)[idx]
-    return idx[np.lexsort((ev.ttft[idx], -ev.tok_per_user[idx], ev.gpus[idx], -s))]
+    keys = (ev.ttft[idx], -ev.tok_per_user[idx], ev.gpus[idx], ev.gpus_bought[idx], -s)
+    return idx[np.lexsort(keys)]
 
 
 SATURATION_CLIENTS_PER_SLOT = 4.0
@@ -310,7 +312,7 @@ def _budget_fails(ev: Evaluated) -> InfeasibleError | None:
         return None
     i = int(order[0])
     return infeasible_over_budget(
-        req.max_gpus, int(big.gpus[i]), f"{big.gpu_of(i)}: {big.summary(i)}"
+        req.max_gpus, int(big.gpus_bought[i]), f"{big.gpu_of(i)}: {big.summary(i)}"
     )
 
 
@@ -323,7 +325,7 @@ def _why_infeasible(ev: Evaluated) -> InfeasibleError:
     if req.rate_per_s is not None and slo_ok.any():
         per_gpu = ev.rps / np.maximum(ev.gpus, 1)
         best_rate = float(np.max(np.where(slo_ok, per_gpu, 0.0))) * req.max_gpus
-        need = int(np.min(np.where(slo_ok, ev.gpus, np.iinfo(np.int64).max)))
+        need = int(np.min(np.where(slo_ok, ev.gpus_bought, np.iinfo(np.int64).max)))
         return infeasible_budget(req.rate_per_s, best_rate, need, req.max_gpus)
     where = f"of {req.model} on up to {req.max_gpus} x {'/'.join(req.gpus)}"
     pct: str = req.percentile

@@ -305,6 +305,12 @@ def per_gpu_rows(r: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def uses_pp(dep: Any) -> bool:
+    """Whether any worker of deployment ``dep`` splits the model into pipeline stages."""
+    roles = (dep.agg, dep.prefill, dep.decode)
+    return any(w is not None and w.parallel.pp > 1 for w in roles)
+
+
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
     pct = r.slo["percentile"]
@@ -324,12 +330,19 @@ def plan_table(r: Any) -> str:
 
         title = (
             f"At the point prediction (--confidence 0) the plan would be: {c.gpus} x "
-            f"{gpu_name(c.gpu)}, ${c.cost_per_hour_usd:,.4g} per hour"
+            f"{gpu_name(c.gpu)}, ${c.cost_per_hour_usd:,.4g} per hour, "
+            f"${c.cost_per_million_total_tokens:,.4g} per 1M total tokens"
         )
         parts += ["", render_kv(_choice_rows(c, pct) | _headroom_rows(c.headroom), title)]
     for mode, c in r.alternatives.items():
         if c is not None and c.mode != r.best.mode:
-            parts += ["", render_kv(_choice_rows(c, pct), f"Best {mode} alternative")]
+            title = f"Best {mode} alternative"
+            if uses_pp(c.deployment) and not uses_pp(r.best.deployment):
+                title += (
+                    " (pipeline parallel: recommended only when no plan without pipeline "
+                    "parallelism meets the request)"
+                )
+            parts += ["", render_kv(_choice_rows(c, pct), title)]
     front = [
         {
             "mode": p.mode,

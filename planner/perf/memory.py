@@ -7,10 +7,10 @@ or scalars (one deployment). Pipeline stages two ways, both here: exactly, the l
 stage (``stage_weight_bytes``, ``stage_kv_per_token``, ``stage_seq_bytes``; K = 1 is
 :func:`planner.perf.memory_plan.plan_memory`, the memory ``estimate`` and ``planner memory``
 report), and
-as ceil(layers/pp) layers of the model's mix (``weights_per_gpu``, ``seq_bytes_per_gpu``: the KV
-capacity the serving model of ``evaluate_batch`` and the solvers reads). The two agree on models
-whose layers are all alike; on mixed ones (dense-then-MoE, hybrid attention) at pp > 1 they
-differ by a few percent.
+for the KV capacity the serving model of ``evaluate_batch`` and the solvers reads: weights as the
+heaviest stage, exactly as above (``weights_per_gpu``), KV as ceil(layers/pp) layers of the
+model's mix (``seq_bytes_per_gpu``). The two KV counts agree on models whose layers are all alike;
+on mixed ones (dense-then-MoE, hybrid attention) at pp > 1 they differ by a few percent.
 
 KV per token for a GQA layer is 2 (K and V) x kv_heads_per_gpu x head_dim x bytes; for MLA it is
 (kv_lora_rank + rope_dim) x bytes, replicated on every TP rank (so not divided by TP);
@@ -108,9 +108,18 @@ def embedding_bytes(m: ModelSpec, tp: Num) -> Num:
 
 def weights_per_gpu(m: ModelSpec, p: ParallelArrays) -> np.ndarray:
     """Weight bytes on the fullest GPU."""
-    stage_frac = np.ceil(m.num_layers / p.pp) / m.num_layers
-    total = layers_weight_bytes(m, _groups(m), p.tp, p.dp, p.weight_bytes)
-    return np.asarray(total * stage_frac + embedding_bytes(m, p.tp))
+    # the heaviest stage, as planner.perf.memory_plan counts it: a model's layers differ in weight
+    # (dense-then-MoE), so ceil(layers/pp) layers of the mix would under-count the fullest stage
+    shape = np.broadcast(p.pp, p.tp, p.dp, p.weight_bytes).shape
+    pp, tp, dp, wb = (
+        np.broadcast_to(np.asarray(x, dtype=float), shape)
+        for x in (p.pp, p.tp, p.dp, p.weight_bytes)
+    )
+    out = np.zeros(shape)
+    for v in np.unique(pp):
+        sel = pp == v
+        out[sel] = stage_weight_bytes(m, int(v), tp[sel], dp[sel], wb[sel])
+    return out
 
 
 def kv_elems_per_token(m: ModelSpec, layer: LayerSpec, tp: Num) -> Num:

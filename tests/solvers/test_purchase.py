@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hardware.errors import InfeasibleError
 from solvers.plan import PlanRequest, plan
 from solvers.purchase import units_bought
 
@@ -43,7 +44,8 @@ def test_costs_are_of_the_gpus_bought() -> None:
     tray = plan(PlanRequest(**REQ)).best
     assert tray.purchase_unit["gpus"] == 4 and "tray" in str(tray.purchase_unit["source"])
     assert tray.gpus_bought % 4 == 0 and tray.gpus_bought >= tray.gpus
-    rack = plan(PlanRequest(**REQ, node_gpus=72)).best
+    # the budget counts the GPUs bought: one 72-GPU rack needs a budget of 72
+    rack = plan(PlanRequest(**(REQ | {"max_gpus": 72}), node_gpus=72)).best
     assert rack.purchase_unit == {"gpus": 72, "source": "--node-gpus"}
     assert rack.gpus_bought == 72 and rack.gpus < 72  # --node-gpus now changes agg plans
     for c in (tray, rack):
@@ -94,3 +96,12 @@ def test_fleet_pays_for_whole_units() -> None:
     )
     assert single.cost_per_hour_usd == pytest.approx(6.5 * single.gpus_by_type["gb200"])
     assert single.cost_per_hour_usd <= tray.cost_per_hour_usd
+
+
+def test_the_budget_counts_the_gpus_bought() -> None:
+    # a 4-GPU tray: a budget of 6 buys one tray, whatever the GPUs used
+    for budget in (4, 6, 7):
+        c = plan(PlanRequest(**(REQ | {"max_gpus": budget}))).best
+        assert c.gpus_bought <= budget and c.gpus_bought % 4 == 0
+    with pytest.raises(InfeasibleError, match="budget of --max-gpus 3"):
+        plan(PlanRequest(**(REQ | {"max_gpus": 3})))
