@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hardware.errors import PlannerInputError
+from planner.cli.cmd_agentic import add_agentic_args, cmd_gen_agentic
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.cli.recipe_args import add_max_lengths
@@ -136,6 +137,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     ):
         g.add_argument(f"--{name}", type=kind, default=None, help=helptext)
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_agentic_args(g)
     add_format(g)
     g.set_defaults(func=cmd_gen_trace)
 
@@ -283,6 +285,8 @@ def cmd_gen_trace(args: argparse.Namespace) -> int:
     from planner.workload.trace_gen import TraceSpec, generate
     from planner.workload.traces import check_out, write_trace
 
+    if args.agentic:
+        return cmd_gen_agentic(args)
     given = {
         k: getattr(args, k.replace("-", "_"))
         for k in (
