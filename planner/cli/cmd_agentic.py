@@ -112,3 +112,103 @@ def cmd_gen_agentic(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def add_prefix_args(p: argparse.ArgumentParser) -> None:
+    """``planner capacity`` flags of prefix caching (solvers.prefix_tiers)."""
+    from planner.perf.prefix_cache import POLICIES
+    from solvers.prefix_tiers import DEFAULT_HOST_KV_GIB
+
+    g = p.add_argument_group(
+        "prefix caching (a trace with hash_ids: Mooncake JSON lines or a hash_ids column)"
+    )
+    g.add_argument(
+        "--host-kv-gib",
+        type=float,
+        default=DEFAULT_HOST_KV_GIB,
+        help="host memory for offloaded KV per GPU, GiB; 0: no host tier "
+        f"(default {DEFAULT_HOST_KV_GIB:g}: half of a DGX H200's 2 TB / 8 GPUs)",
+    )
+    g.add_argument(
+        "--ssd-kv-gib", type=float, default=0.0, help="SSD for KV per GPU, GiB (default 0: none)"
+    )
+    g.add_argument(
+        "--ssd-gbps",
+        type=positive_float,
+        default=None,
+        help="SSD read bandwidth per GPU, GB/s (default: the GPU spec's ssd_kv_bandwidth)",
+    )
+    g.add_argument(
+        "--routing",
+        choices=POLICIES,
+        default="prefix",
+        help="how requests pick a replica: round-robin; prefix (longest cached prefix, least "
+        "loaded when imbalanced); session (sticky per session column) (default prefix)",
+    )
+    g.add_argument(
+        "--prefix-hit",
+        type=float,
+        default=None,
+        help="share of prompt tokens served from cache for a trace without hash_ids, 0..0.99 "
+        "(default: none)",
+    )
+
+
+def prefix_capacity_args(trace: Any, req: Any, args: argparse.Namespace) -> Any:
+    """Size with prefix caching priced: the flags checked at the boundary, then
+    ``solvers.prefix_tiers.prefix_capacity``."""
+    from solvers.prefix_tiers import PrefixRequest, prefix_capacity
+
+    for flag, v, high in (
+        ("--host-kv-gib", args.host_kv_gib, 1e5),
+        ("--ssd-kv-gib", args.ssd_kv_gib, 1e7),
+        ("--prefix-hit", args.prefix_hit, 0.99),
+    ):
+        if v is not None and not 0 <= v <= high:
+            raise PlannerInputError(flag, f"must be in [0, {high:g}], got {v:g}")
+    if args.prefix_hit is not None and trace.blocks is not None:
+        raise PlannerInputError(
+            "--prefix-hit", "the trace has hash_ids: its hit rate is replayed, not stated"
+        )
+    if args.routing == "session" and trace.session is None:
+        raise PlannerInputError("--routing", "session affinity needs a session column or field")
+    preq = PrefixRequest(
+        host_kv_gib=args.host_kv_gib,
+        ssd_kv_gib=args.ssd_kv_gib,
+        ssd_gbps=args.ssd_gbps,
+        routing=args.routing,
+        prefix_hit=args.prefix_hit,
+    )
+    return prefix_capacity(trace, req, preq)
+
+
+def print_prefix(res: Any) -> None:
+    """The table of scenarios of a capacity answer with prefix caching (nothing without)."""
+    from planner.cli.output import render_table
+
+    pc = res.prefix_cache
+    if not pc or "scenarios" not in pc:
+        if pc:
+            print(f"prefix hit stated: {pc['stated_prefix_hit']:.3g} of prompt tokens")
+        return
+    tiers = ("hbm", "host", "ssd")
+    rows = []
+    for s in pc["scenarios"]:
+        by = {t["tier"]: t["hit_rate"] for t in (s["cache"] or {}).get("tiers", ())}
+        rows.append(
+            {
+                "tiers": s["name"],
+                **{f"hit {t} (share of prompt tokens)": by.get(t) for t in tiers},
+                "prefill tokens saved": (s["cache"] or {}).get("prefill_tokens_saved", 0),
+                f"load {res.slo['percentile']} (ms)": s["prefix_load_ms"],
+                "replicas (peak)": s["replicas_peak"],
+                "GPU-hours (autoscaled)": s["gpu_hours_autoscaled"],
+                "cost ($)": s["cost_autoscaled_usd"],
+                "windows violating SLO": s["windows_violating"],
+            }
+        )
+    print()
+    print(f"prefix caching, routing {pc['routing']} (the sizing above is the last row):")
+    print(render_table(rows))
+    rates = ", ".join(f"{k} {v:.3g}" for k, v in pc["routing_hit_rates"].items())
+    print(f"hit share of prompt tokens by routing on the last row's replicas: {rates}")

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hardware.errors import PlannerInputError
-from planner.cli.cmd_agentic import add_agentic_args, cmd_gen_agentic
+from planner.cli.cmd_agentic import (
+    add_agentic_args,
+    add_prefix_args,
+    cmd_gen_agentic,
+    prefix_capacity_args,
+    print_prefix,
+)
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.cli.recipe_args import add_max_lengths
@@ -113,6 +119,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--xlsx", type=Path, default=None, help="also write a spreadsheet with the Capacity sheet"
     )
     p.add_argument("--force", action="store_true", help="overwrite --out / --xlsx")
+    add_prefix_args(p)
     add_format(p)
     p.set_defaults(func=cmd_capacity)
 
@@ -189,7 +196,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.cli.recipe_args import trace_within
     from planner.model.bundled import load_model
     from planner.workload.traces import check_out, read_trace
-    from solvers.capacity import CapacityRequest, capacity
+    from solvers.capacity import CapacityRequest
 
     limit = load_model(args.model).max_position_embeddings
     trace, too_long, max_isl, max_osl = trace_within(
@@ -226,7 +233,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
             check_out(path, args.force, flag)
-    res = capacity(trace, req)
+    res = prefix_capacity_args(trace, req, args)
     _write_outputs(res, args)
     if args.format == "json":
         print_json(res)
@@ -260,6 +267,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     print(render_table(_summary_rows(res)))
     print()
     print(render_table(_fleet_rows(res)))
+    print_prefix(res)
     for path in (args.out, args.xlsx):
         if path is not None:
             print(f"wrote {path}")

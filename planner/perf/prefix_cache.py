@@ -39,9 +39,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import PlannerInputError
-from planner.workload.mooncake import PrefixBlocks
+from hardware.spec import GpuSpec
+from planner.perf.memory_plan import MemoryPlan
+from planner.workload.mooncake import BLOCK_TOKENS, PrefixBlocks
 from planner.workload.traces import Trace
 
 Policy = Literal["round-robin", "prefix", "session"]
@@ -273,3 +276,173 @@ def hit_curve(dist: Distances, capacities: np.ndarray) -> np.ndarray:
     cum = np.r_[0, np.cumsum(dist.tokens[order])]
     idx = np.searchsorted(prefix_max[order], np.asarray(capacities, dtype=float), side="left")
     return cum[idx] / max(float(dist.tokens.sum()), 1.0)
+
+
+GIB = float(2**30)
+"""Bytes per GiB (``--host-kv-gib``, ``--ssd-kv-gib``)."""
+GB = 1e9
+"""Bytes per GB (``--ssd-gbps``: GB/s)."""
+
+
+@dataclass(frozen=True)
+class Tiers:
+    """The KV tiers of one replica, fastest first."""
+
+    names: tuple[str, ...]
+    """Tier names (of ``TIERS``)."""
+    capacity_blocks: tuple[float, ...]
+    """Blocks each tier holds per replica."""
+    gib_per_gpu: tuple[float, ...]
+    """Bytes of each tier per GPU, GiB."""
+    bandwidth_bytes_per_s: tuple[float, ...]
+    """Load bandwidth to one GPU, bytes/s (inf for HBM: nothing to load)."""
+    sources: tuple[str, ...]
+    """Where each capacity and bandwidth comes from."""
+    kv_bytes_per_token_per_gpu: float
+    """KV bytes one token puts on one GPU (the memory model's)."""
+
+
+def plan_tiers(
+    mem: MemoryPlan,
+    gpu: GpuSpec,
+    host_kv_gib: float = 0.0,
+    ssd_kv_gib: float = 0.0,
+    ssd_gbps: float | None = None,
+    block_tokens: int = BLOCK_TOKENS,
+) -> Tiers:
+    """HBM: the KV budget the memory model leaves (all of it: a replica's running sequences are
+    the most recent blocks of its LRU stack); host and SSD: ``*_kv_gib`` per GPU, in blocks in
+    the same proportion to that budget. Bandwidths from the GPU spec (``--ssd-gbps`` overrides)."""
+    for flag, v in (("--host-kv-gib", host_kv_gib), ("--ssd-kv-gib", ssd_kv_gib)):
+        if not (v >= 0 and math.isfinite(v)):
+            raise PlannerInputError(flag, f"must be a finite number >= 0, got {v}")
+    hbm_blocks = mem.kv_capacity_tokens / block_tokens
+    per_gib = hbm_blocks * GIB / mem.kv_budget_bytes_per_gpu
+    names, caps, gibs = ["hbm"], [hbm_blocks], [mem.kv_budget_bytes_per_gpu / GIB]
+    bws, srcs = [math.inf], ["memory model: KV budget per GPU (planner/perf/memory_plan.py)"]
+    if host_kv_gib > 0:
+        host_bw = gpu.host_kv_bandwidth_bytes_per_s or gpu.pcie_bandwidth_bytes_per_s
+        key = (
+            "host_kv_bandwidth_bytes_per_s"
+            if gpu.host_kv_bandwidth_bytes_per_s
+            else "pcie_bandwidth_bytes_per_s"
+        )
+        names.append("host")
+        caps.append(host_kv_gib * per_gib)
+        gibs.append(host_kv_gib)
+        bws.append(host_bw)
+        srcs.append(f"--host-kv-gib; {gpu.key} {key}: {gpu.sources.get(key, 'not stated')}")
+    if ssd_kv_gib > 0:
+        if ssd_gbps is None and gpu.ssd_kv_bandwidth_bytes_per_s is None:
+            raise PlannerInputError(
+                "--ssd-gbps", f"{gpu.key} states no SSD bandwidth; give it in GB/s per GPU"
+            )
+        bw = ssd_gbps * GB if ssd_gbps is not None else gpu.ssd_kv_bandwidth_bytes_per_s
+        assert bw is not None
+        source = (
+            "--ssd-gbps"
+            if ssd_gbps is not None
+            else f"{gpu.key} ssd_kv_bandwidth_bytes_per_s: "
+            + gpu.sources.get("ssd_kv_bandwidth_bytes_per_s", "not stated")
+        )
+        names.append("ssd")
+        caps.append(ssd_kv_gib * per_gib)
+        gibs.append(ssd_kv_gib)
+        bws.append(bw)
+        srcs.append(f"--ssd-kv-gib; {source}")
+    return Tiers(
+        tuple(names),
+        tuple(caps),
+        tuple(gibs),
+        tuple(bws),
+        tuple(srcs),
+        mem.kv_bytes_per_token_per_gpu,
+    )
+
+
+class TierUse(BaseModel):
+    """What one tier served over the trace."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    tier: str = Field(description="hbm, host or ssd.")
+    gib_per_gpu: float = Field(description="Tier size per GPU, GiB.")
+    blocks_per_replica: float = Field(description="Blocks the tier holds per replica.")
+    hit_rate: float = Field(description="Share of all prompt tokens this tier served, 0..1.")
+    tokens: int = Field(description="Prompt tokens this tier served.")
+    bandwidth_gb_per_s: float | None = Field(
+        description="Load bandwidth to one GPU, GB/s; None for HBM (nothing to load)."
+    )
+    load_s: float = Field(description="Seconds spent loading from this tier, summed over requests.")
+    source: str = Field(description="Where the size and bandwidth come from.")
+
+
+class PrefixCacheReport(BaseModel):
+    """Prefix caching of one trace on one set of replicas."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    routing: str = Field(description="round-robin, prefix or session.")
+    replicas: int = Field(description="Replicas the trace was routed over.")
+    block_tokens: int = Field(description="Tokens per KV block.")
+    requests: int = Field(description="Requests replayed.")
+    prompt_tokens: int = Field(description="Prompt tokens of all requests.")
+    tiers: tuple[TierUse, ...] = Field(description="Per tier, fastest first.")
+    hit_rate: float = Field(description="Share of prompt tokens served from any tier, 0..1.")
+    prefill_tokens_saved: int = Field(description="Prompt tokens not recomputed.")
+    load_ms: dict[str, float] = Field(
+        description="Per-request load time from host and SSD, ms: mean, p50, p90, p99."
+    )
+    method: str = Field(
+        default="LRU per replica (write-through tiers, each block served by the fastest tier "
+        "holding it, lookup stops at the first miss); load = hit bytes per GPU / tier bandwidth",
+        description="How the hit rates were found.",
+    )
+
+
+def replay(
+    trace: Trace,
+    replicas: int,
+    routing: Policy,
+    tiers: Tiers,
+    hold_s: float | np.ndarray = 0.0,
+) -> PrefixCacheReport:
+    """Route ``trace`` over ``replicas``, replay its blocks through ``tiers``, and report."""
+    if trace.blocks is None:
+        raise PlannerInputError("--trace", "prefix caching needs a trace with hash_ids")
+    rep = route(trace, replicas, routing, hold_s)
+    dist = stack_distances(trace.blocks, trace.isl, rep)
+    per = tier_tokens(dist, tiers.capacity_blocks, len(trace))
+    seconds = per * tiers.kv_bytes_per_token_per_gpu / np.array(tiers.bandwidth_bytes_per_s)
+    load_ms = seconds.sum(axis=1) * 1e3
+    total = float(trace.isl.sum())
+    uses = tuple(
+        TierUse(
+            tier=name,
+            gib_per_gpu=tiers.gib_per_gpu[k],
+            blocks_per_replica=tiers.capacity_blocks[k],
+            hit_rate=float(per[:, k].sum()) / total,
+            tokens=int(per[:, k].sum()),
+            bandwidth_gb_per_s=None
+            if math.isinf(tiers.bandwidth_bytes_per_s[k])
+            else tiers.bandwidth_bytes_per_s[k] / GB,
+            load_s=float(seconds[:, k].sum()),
+            source=tiers.sources[k],
+        )
+        for k, name in enumerate(tiers.names)
+    )
+    return PrefixCacheReport(
+        routing=routing,
+        replicas=replicas,
+        block_tokens=trace.blocks.block_tokens,
+        requests=len(trace),
+        prompt_tokens=int(total),
+        tiers=uses,
+        hit_rate=float(per.sum()) / total,
+        prefill_tokens_saved=int(per.sum()),
+        load_ms={
+            "mean": float(load_ms.mean()),
+            **{
+                p: float(np.percentile(load_ms, q))
+                for p, q in (("p50", 50), ("p90", 90), ("p99", 99))
+            },
+        },
+    )
