@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from hardware.errors import PlannerInputError
 from planner.perf.prefix_cache import (
     NEVER,
+    Tiers,
     hit_curve,
+    replay,
     route,
     stack_distances,
     tier_tokens,
@@ -198,3 +200,26 @@ def test_route_refuses_what_the_trace_lacks() -> None:
         route(tr, 2, "prefix")
     with pytest.raises(PlannerInputError, match="replicas"):
         route(tr, 0, "round-robin")
+
+
+def test_replay_reports_tiers_and_load_time() -> None:
+    """A tiny HBM and a large host tier: the host serves what HBM evicted, and its load time is
+    the bytes one GPU holds of those tokens over the tier's bandwidth."""
+    tr = small_trace(seed=6, sessions=40)
+    tiers = Tiers(
+        names=("hbm", "host"),
+        capacity_blocks=(10.0, 1e9),
+        gib_per_gpu=(1.0, 100.0),
+        bandwidth_bytes_per_s=(np.inf, 50e9),
+        sources=("test", "test"),
+        kv_bytes_per_token_per_gpu=1e5,
+    )
+    rep = replay(tr, 2, "prefix", tiers)
+    hbm, host = rep.tiers
+    assert host.tokens > hbm.tokens > 0
+    assert rep.hit_rate == pytest.approx(hbm.hit_rate + host.hit_rate)
+    assert rep.prefill_tokens_saved == hbm.tokens + host.tokens
+    assert hbm.load_s == 0 and host.load_s == pytest.approx(host.tokens * 1e5 / 50e9)
+    assert rep.load_ms["mean"] * len(tr) / 1e3 == pytest.approx(host.load_s)
+    d = stack_distances(tr.blocks, tr.isl, route(tr, 2, "prefix")) if tr.blocks else None
+    assert d is not None and rep.hit_rate == pytest.approx(float(hit_curve(d, np.array([1e9]))[0]))
