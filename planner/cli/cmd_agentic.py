@@ -77,10 +77,7 @@ def cmd_gen_agentic(args: argparse.Namespace) -> int:
         flag = "--" + str(err["loc"][0]).replace("_", "-")
         raise PlannerInputError(flag, str(err["msg"])) from None
     check_out(args.out, args.force)
-    try:
-        trace = generate_agentic(spec)
-    except ValueError as exc:
-        raise PlannerInputError("--max-context-tokens", str(exc)) from None
+    trace = generate_agentic(spec)
     assert trace.blocks is not None
     write_bytes(
         args.out,

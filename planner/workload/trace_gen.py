@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.workload.mooncake import BLOCK_TOKENS, PrefixBlocks
+from hardware.errors import PlannerInputError
+from planner.workload.mooncake import BLOCK_TOKENS, MAX_TIMESTAMP_MS, MS_PER_S, PrefixBlocks
 from planner.workload.traces import Trace
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -140,7 +141,7 @@ class AgenticSpec(BaseModel):
     tool output or user message (the context grows turn by turn)."""
 
     model_config = _FROZEN
-    sessions: int = Field(default=200, ge=1, le=10**6, description="Sessions generated.")
+    sessions: int = Field(default=200, ge=1, le=20000, description="Sessions generated.")
     session_rate: float = Field(
         default=0.2, gt=0, le=1e4, description="Session starts per second (Poisson)."
     )
@@ -241,7 +242,13 @@ def generate_agentic(spec: AgenticSpec) -> Trace:
             sess.append(s)
             blocks.append(b)
     if not t:
-        raise ValueError("no turn fits max_context_tokens; raise it or shorten the messages")
+        raise PlannerInputError(
+            "--max-context-tokens", "no turn fits; raise it or shorten the system prompt"
+        )
+    if max(t) - float(starts[0]) > MAX_TIMESTAMP_MS / MS_PER_S:
+        raise PlannerInputError(
+            "--session-rate", "the sessions span more time than a trace holds; raise the rate"
+        )
     order = np.argsort(np.array(t), kind="stable")
     counts = np.array([len(blocks[i]) for i in order], dtype=np.int64)
     flat = np.array([v for i in order for v in blocks[i]], dtype=np.int64)
