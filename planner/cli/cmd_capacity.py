@@ -52,7 +52,9 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--trace",
         type=Path,
         required=True,
-        help="CSV arrival_s,isl,osl or BurstGPT (Timestamp, Request tokens, Response tokens, ...)",
+        help="CSV arrival_s,isl,osl (optional hash_ids, session), BurstGPT (Timestamp, Request "
+        "tokens, Response tokens, ...) or Mooncake JSON lines (timestamp, input_length, "
+        "output_length, hash_ids)",
     )
     add_trace_where(p)
     p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
