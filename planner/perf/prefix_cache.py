@@ -79,6 +79,8 @@ def route(
     """The replica (0..replicas-1) of every request, in trace order (int64)."""
     if replicas < 1:
         raise PlannerInputError("--replicas", f"must be >= 1, got {replicas}")
+    if policy not in POLICIES:
+        raise PlannerInputError("--routing", f"{policy!r} is not one of {', '.join(POLICIES)}")
     n = len(trace)
     if policy == "round-robin" or replicas == 1:
         return np.arange(n, dtype=np.int64) % replicas
@@ -88,8 +90,6 @@ def route(
         )
     if policy == "prefix" and trace.blocks is None:
         raise PlannerInputError("--routing", "prefix routing needs a trace with hash_ids")
-    if policy not in POLICIES:
-        raise PlannerInputError("--routing", f"{policy!r} is not one of {', '.join(POLICIES)}")
     router = _Router(replicas, thresholds, trace.blocks)
     done = trace.arrival_s + np.broadcast_to(np.asarray(hold_s, dtype=float), (n,))
     sessions = None if trace.session is None else trace.session.tolist()
