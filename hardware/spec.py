@@ -52,6 +52,8 @@ _NEEDS_SOURCE: tuple[str, ...] = (
     "pcie_bandwidth_bytes_per_s",
 )
 _SOURCE_IF_SET: tuple[str, ...] = (
+    "host_kv_bandwidth_bytes_per_s",
+    "ssd_kv_bandwidth_bytes_per_s",
     "l2_cache_bytes",
     "matmul_ceiling_flops_per_s",
     "idle_power_w",
@@ -125,6 +127,18 @@ class GpuSpec(FrozenSpec):
     )
     pcie_bandwidth_bytes_per_s: float = Field(
         gt=0, description="Host PCIe bandwidth per direction, bytes/s."
+    )
+    host_kv_bandwidth_bytes_per_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Host memory to one GPU when loading offloaded KV blocks, one direction, "
+        "bytes/s; None = the host link (pcie_bandwidth_bytes_per_s).",
+    )
+    ssd_kv_bandwidth_bytes_per_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Local SSD read bandwidth available to one GPU for KV blocks, bytes/s; None = "
+        "no stated SSD tier (`--ssd-gbps` gives one).",
     )
     l2_cache_bytes: float | None = Field(
         default=None,

@@ -28,7 +28,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -132,6 +132,16 @@ class CapacityRequest(BaseModel):
         description="How the worker shape is chosen (planner plan's objective, without a load): "
         + OBJECTIVE_HELP,
     )
+    prefix_hit: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="Share of prompt tokens served from a prefix cache: their prefill is skipped "
+        "(solvers.prefix_tiers replays a trace's hash_ids to find it).",
+    )
+    prefix_load_ms: float = Field(
+        default=0.0, ge=0, description="Time to load cached prefixes from host/SSD, added to TTFT."
+    )
 
 
 class Stats(BaseModel):
@@ -218,6 +228,11 @@ class CapacityResult(BaseModel):
     )
     method: str = Field(description="How the windows were sized.")
     seconds: float = Field(description="Wall time of the sizing, s.")
+    prefix_cache: dict[str, Any] | None = Field(
+        default=None,
+        description="Prefix caching (hit rate per tier, GPU-hours with and without tiers; "
+        "solvers.prefix_tiers); None when not priced.",
+    )
 
 
 def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
@@ -284,7 +299,14 @@ class _Predictor:
         self, isl: LengthSpec, osl: LengthSpec, rate: float, cv: float
     ) -> dict[str, np.ndarray]:
         cv = float(np.clip(cv if math.isfinite(cv) else 1.0, *CV_RANGE))
-        wl = Workload(isl=isl, osl=osl, rate_per_s=max(rate, 1e-9), arrival="gamma", arrival_cv=cv)
+        wl = Workload(
+            isl=isl,
+            osl=osl,
+            rate_per_s=max(rate, 1e-9),
+            arrival="gamma",
+            arrival_cv=cv,
+            prefix_hit=self.req.prefix_hit,
+        )
         r = evaluate_batch(
             self.m,
             self.gpu,
@@ -304,7 +326,7 @@ class _Predictor:
         osl_cs2 = osl.second_moment / osl.mean**2 - 1.0
         waits = slot_wait(rate / self.cands.workers, hold, slots, cv * cv, osl_cs2)
         for s, w in waits.items():
-            out[f"ttft_{s}"] = out[f"ttft_{s}"] + w * 1e3
+            out[f"ttft_{s}"] = out[f"ttft_{s}"] + w * 1e3 + self.req.prefix_load_ms
         f_ttft, f_tpot = (self._factor(r.prefill_utilization, k) for k in ("ttft", "tpot"))
         ok = (
             r.feasible

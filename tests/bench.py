@@ -15,6 +15,7 @@ BENCH_MODULES = (
     "tests.bench_solvers",
     "tests.bench_ui",
     "tests.bench_capacity",
+    "tests.bench_prefix",
     "tests.bench_heldout",
 )
 
@@ -28,6 +29,8 @@ TARGETS: dict[str, str] = {
     "plan_4096_gpus_peak_mb": "<= 1536 MB",
     "ui_plan_s": "<= 2 s",
     "capacity_1m_requests_24h_s": "<= 10 s",
+    "capacity_mooncake_prefix_s": "<= 5 s",
+    "prefix_replay_mooncake_s": "<= 0.5 s",
     "heldout_gpu_e2e_s": "<= 300 s",
     "heldout_gpu_agg_ttft_pct": "<= 22 %",
     "heldout_gpu_agg_tpot_pct": "<= 12 %",

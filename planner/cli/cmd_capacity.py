@@ -9,6 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hardware.errors import PlannerInputError
+from planner.cli.cmd_agentic import (
+    add_agentic_args,
+    add_prefix_args,
+    cmd_gen_agentic,
+    prefix_capacity_args,
+    print_prefix,
+)
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.cli.recipe_args import add_max_lengths
@@ -45,7 +52,9 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--trace",
         type=Path,
         required=True,
-        help="CSV arrival_s,isl,osl or BurstGPT (Timestamp, Request tokens, Response tokens, ...)",
+        help="CSV arrival_s,isl,osl (optional hash_ids, session), BurstGPT (Timestamp, Request "
+        "tokens, Response tokens, ...) or Mooncake JSON lines (timestamp, input_length, "
+        "output_length, hash_ids)",
     )
     add_trace_where(p)
     p.add_argument("--model", required=True, help="bundled name, HF id or path to config.json")
@@ -112,6 +121,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
         "--xlsx", type=Path, default=None, help="also write a spreadsheet with the Capacity sheet"
     )
     p.add_argument("--force", action="store_true", help="overwrite --out / --xlsx")
+    add_prefix_args(p)
     add_format(p)
     p.set_defaults(func=cmd_capacity)
 
@@ -136,6 +146,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     ):
         g.add_argument(f"--{name}", type=kind, default=None, help=helptext)
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_agentic_args(g)
     add_format(g)
     g.set_defaults(func=cmd_gen_trace)
 
@@ -187,7 +198,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.cli.recipe_args import trace_within
     from planner.model.bundled import load_model
     from planner.workload.traces import check_out, read_trace
-    from solvers.capacity import CapacityRequest, capacity
+    from solvers.capacity import CapacityRequest
 
     limit = load_model(args.model).max_position_embeddings
     trace, too_long, max_isl, max_osl = trace_within(
@@ -224,7 +235,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
             check_out(path, args.force, flag)
-    res = capacity(trace, req)
+    res = prefix_capacity_args(trace, req, args)
     _write_outputs(res, args)
     if args.format == "json":
         print_json(res)
@@ -258,6 +269,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     print(render_table(_summary_rows(res)))
     print()
     print(render_table(_fleet_rows(res)))
+    print_prefix(res)
     for path in (args.out, args.xlsx):
         if path is not None:
             print(f"wrote {path}")
@@ -283,6 +295,8 @@ def cmd_gen_trace(args: argparse.Namespace) -> int:
     from planner.workload.trace_gen import TraceSpec, generate
     from planner.workload.traces import check_out, write_trace
 
+    if args.agentic:
+        return cmd_gen_agentic(args)
     given = {
         k: getattr(args, k.replace("-", "_"))
         for k in (

@@ -5,7 +5,6 @@ it must accept (``estimate``, ``plan``, ``capacity``) and the address its server
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -64,9 +63,7 @@ def trace_within(
         raise PlannerInputError(
             "--trace", f"every request is longer than {model}'s maximum positions ({limit:,})"
         )
-    kept = dataclasses.replace(
-        trace, arrival_s=trace.arrival_s[keep], isl=trace.isl[keep], osl=trace.osl[keep]
-    )
+    kept = trace.take(keep)
     dropped = int((~keep).sum())
     return kept, dropped, max_isl or int(kept.isl.max()), max_osl or int(kept.osl.max())
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from hardware.errors import PlannerInputError
+from planner.workload.mooncake import BLOCK_TOKENS, MAX_TIMESTAMP_MS, MS_PER_S, PrefixBlocks
 from planner.workload.traces import Trace
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -130,3 +132,132 @@ def generate(spec: TraceSpec) -> tuple[Trace, Generated]:
     osl = _lengths(rng, n, spec.osl_mean * swing, spec.osl_cv)
     desc = f"synthetic seed {spec.seed}"
     return Trace(t, isl, osl, source=desc, layout="synthetic"), Generated(bursts=bursts)
+
+
+class AgenticSpec(BaseModel):
+    """Multi-turn agent sessions (``planner gen-trace --agentic``). Every default is an editable
+    assumption of a coding-agent shape, not a measurement: a shared system prompt with tool
+    definitions, then turns whose prompt is the previous prompt, the previous answer and a new
+    tool output or user message (the context grows turn by turn)."""
+
+    model_config = _FROZEN
+    sessions: int = Field(default=200, ge=1, le=20000, description="Sessions generated.")
+    session_rate: float = Field(
+        default=0.2, gt=0, le=1e4, description="Session starts per second (Poisson)."
+    )
+    turns_mean: float = Field(
+        default=8.0, ge=1, le=1000, description="Mean turns per session (geometric, >= 1)."
+    )
+    think_s: float = Field(
+        default=15.0,
+        ge=0,
+        le=86400,
+        description="Mean gap from one turn's arrival to the next turn's, seconds (exponential); "
+        "it stands for the answer's latency plus the tool's or user's time.",
+    )
+    system_tokens: int = Field(
+        default=4096, ge=0, le=10**6, description="Tokens of the shared system prompt and tools."
+    )
+    system_prompts: int = Field(
+        default=4, ge=1, le=10**6, description="Distinct system prompts (one per session, uniform)."
+    )
+    user_tokens: float = Field(
+        default=400.0, ge=1, le=1e6, description="Mean tokens of a user message (lognormal)."
+    )
+    tool_tokens: float = Field(
+        default=1500.0, ge=1, le=1e6, description="Mean tokens of a tool output (lognormal)."
+    )
+    tool_share: float = Field(
+        default=0.7, ge=0, le=1, description="Share of later turns that add a tool output."
+    )
+    osl_mean: float = Field(
+        default=300.0, ge=1, le=1e6, description="Mean answer tokens (lognormal)."
+    )
+    length_cv: float = Field(
+        default=1.0, ge=0, le=4, description="CV of message, tool-output and answer lengths."
+    )
+    max_context_tokens: int = Field(
+        default=131072,
+        ge=1024,
+        le=10**7,
+        description="A session ends before a prompt plus its answer would exceed this, tokens.",
+    )
+    seed: int = Field(default=0, ge=0, description="Random seed (same seed, same trace).")
+
+
+class _BlockIds:
+    """Mooncake block ids of growing contexts: a full block keeps its id, a partial last block
+    gets a new one each turn (its prefix hash changes once more tokens follow)."""
+
+    def __init__(self, block_tokens: int) -> None:
+        self.block_tokens, self.next = block_tokens, 0
+
+    def fresh(self, n: int) -> list[int]:
+        out = list(range(self.next, self.next + n))
+        self.next += n
+        return out
+
+    def prompt(self, full: list[int], tokens: int) -> list[int]:
+        """Ids of a prompt of ``tokens`` starting with the full blocks ``full`` (extended)."""
+        full.extend(self.fresh(tokens // self.block_tokens - len(full)))
+        return full[: tokens // self.block_tokens] + self.fresh(int(tokens % self.block_tokens > 0))
+
+
+def _session_turns(
+    spec: AgenticSpec, rng: np.random.Generator, ids: _BlockIds, shared: list[int]
+) -> list[tuple[float, int, int, list[int]]]:
+    """(gap_s, isl, osl, block ids) of one session's turns."""
+    turns = int(rng.geometric(1.0 / spec.turns_mean))
+    full, context, out = list(shared), spec.system_tokens, []
+    for k in range(turns):
+        tool = k > 0 and rng.random() < spec.tool_share
+        mean = np.array([spec.tool_tokens if tool else spec.user_tokens, spec.osl_mean])
+        add, osl = (int(v) for v in _lengths(rng, 2, mean, spec.length_cv))
+        if context + add + osl > spec.max_context_tokens:
+            break
+        context += add
+        gap = float(rng.exponential(spec.think_s)) if k else 0.0
+        out.append((gap, context, osl, ids.prompt(full, context)))
+        context += osl
+    return out
+
+
+def generate_agentic(spec: AgenticSpec) -> Trace:
+    """Sessions of growing prompts with Mooncake block ids and session numbers, sorted by
+    arrival; deterministic in ``spec`` (seed included)."""
+    rng = np.random.default_rng(spec.seed)
+    ids = _BlockIds(BLOCK_TOKENS)
+    shared = [ids.fresh(spec.system_tokens // BLOCK_TOKENS) for _ in range(spec.system_prompts)]
+    starts = np.cumsum(rng.exponential(1.0 / spec.session_rate, spec.sessions))
+    t, isl, osl, sess, blocks = [], [], [], [], []
+    for s, start in enumerate(starts):
+        now = float(start)
+        for gap, n_in, n_out, b in _session_turns(
+            spec, rng, ids, shared[int(rng.integers(spec.system_prompts))]
+        ):
+            now += gap
+            t.append(now)
+            isl.append(n_in)
+            osl.append(n_out)
+            sess.append(s)
+            blocks.append(b)
+    if not t:
+        raise PlannerInputError(
+            "--max-context-tokens", "no turn fits; raise it or shorten the system prompt"
+        )
+    if max(t) - float(starts[0]) > MAX_TIMESTAMP_MS / MS_PER_S:
+        raise PlannerInputError(
+            "--session-rate", "the sessions span more time than a trace holds; raise the rate"
+        )
+    order = np.argsort(np.array(t), kind="stable")
+    counts = np.array([len(blocks[i]) for i in order], dtype=np.int64)
+    flat = np.array([v for i in order for v in blocks[i]], dtype=np.int64)
+    return Trace(
+        np.array(t)[order] - float(starts[0]),
+        np.array(isl, dtype=np.int64)[order],
+        np.array(osl, dtype=np.int64)[order],
+        source=f"agentic seed {spec.seed}",
+        layout="synthetic",
+        blocks=PrefixBlocks(flat, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)),
+        session=np.array(sess, dtype=np.int64)[order],
+    )

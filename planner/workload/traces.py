@@ -9,6 +9,11 @@ Two layouts are read as they are, told apart by their header:
   Systems", 2024; github.com/HPMLL/BurstGPT): ``Timestamp, Model, Request tokens, Response tokens,
   Total tokens, Log Type``. Its failed requests have 0 response tokens; such rows are kept as
   arrivals with the token count raised to 1 (counted in ``Trace.zero_token_rows``).
+* Mooncake's JSON lines (``timestamp`` ms, ``input_length``, ``output_length``, ``hash_ids``),
+  told apart by a first character ``{``; parsed in :mod:`planner.workload.mooncake`.
+
+Ours may add ``hash_ids`` (KV block ids separated by spaces, Mooncake's meaning) and ``session``
+columns: prefix reuse for :mod:`planner.perf.prefix_cache`.
 
 Reading is checked at the boundary: a regular file of at most ``MAX_TRACE_BYTES``, UTF-8, every
 row's times and token counts finite, tokens whole and not negative, times not negative and sorted.
@@ -18,6 +23,7 @@ A problem is one :class:`PlannerInputError` naming ``file:line:field`` and what 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
 import stat
@@ -28,6 +34,8 @@ import numpy as np
 
 from hardware.errors import PlannerInputError
 from planner.safe_files import check_new_file, write_new_file
+from planner.workload import mooncake
+from planner.workload.mooncake import PrefixBlocks
 from planner.workload.spec import LengthSpec
 
 MAX_TRACE_BYTES = 10**9
@@ -60,9 +68,13 @@ class Trace:
     source: str = ""
     """File name or generator description."""
     layout: str = "ours"
-    """``ours``, ``burstgpt``, ``lengths`` (no times) or ``synthetic``."""
+    """``ours``, ``burstgpt``, ``mooncake``, ``lengths`` (no times) or ``synthetic``."""
     zero_token_rows: int = 0
     """BurstGPT rows whose 0 tokens were raised to 1 (failed requests)."""
+    blocks: PrefixBlocks | None = None
+    """Every request's KV block ids (Mooncake ``hash_ids``); None when the trace has none."""
+    session: np.ndarray | None = None
+    """Session number of every request (int64); None without a session column."""
 
     def __len__(self) -> int:
         return int(self.isl.shape[0])
@@ -75,6 +87,17 @@ class Trace:
     @property
     def timed(self) -> bool:
         return self.layout != "lengths"
+
+    def take(self, keep: np.ndarray) -> Trace:
+        """The requests selected by ``keep`` (a boolean mask), blocks and sessions included."""
+        return dataclasses.replace(
+            self,
+            arrival_s=self.arrival_s[keep],
+            isl=self.isl[keep],
+            osl=self.osl[keep],
+            blocks=None if self.blocks is None else self.blocks.take(keep),
+            session=None if self.session is None else self.session[keep],
+        )
 
 
 def _check_file(path: Path, field: str) -> bytes:
@@ -236,6 +259,8 @@ def read_trace(
     with ``COLUMN=VALUE`` (e.g. BurstGPT's ``Log Type=API log`` or ``Model=ChatGPT``)."""
     path = Path(path)
     text = _decode(_check_file(path, field), path)
+    if mooncake.is_jsonl(text):
+        return _jsonl(text, path, need_times, where)
     lines = text.split("\n", 1)[:1] if text.strip() else []
     layout, cols = _header([ln.rstrip("\r") for ln in lines], path)
     if need_times and layout == "lengths":
@@ -258,6 +283,11 @@ def read_trace(
         t = _times(_column(table[cols[t_name]], nums, t_name, path), nums, t_name, path)
     else:  # lengths only: times are neither read nor checked
         t, layout = np.zeros(nums.size), "lengths"
+    blocks = session = None
+    if "hash_ids" in header:
+        blocks = mooncake.parse_hash_cells(table[header.index("hash_ids")], isl, nums, path)
+    if "session" in header:
+        session = mooncake.session_codes(table[header.index("session")])
     return Trace(
         t,
         np.maximum(isl, 1),
@@ -265,6 +295,24 @@ def read_trace(
         source=path.name,
         layout=layout,
         zero_token_rows=zeros,
+        blocks=blocks,
+        session=session,
+    )
+
+
+def _jsonl(text: str, path: Path, need_times: bool, where: tuple[str, ...]) -> Trace:
+    """A Mooncake JSON-lines trace (``--trace-where`` has no columns to select on there)."""
+    if where:
+        raise PlannerInputError("--trace-where", f"{path} is JSON lines; it has no columns")
+    rows = mooncake.parse_jsonl(text, path)
+    return Trace(
+        rows.arrival_s if need_times else np.zeros(rows.isl.size),
+        rows.isl,
+        rows.osl,
+        source=path.name,
+        layout="mooncake" if need_times else "lengths",
+        blocks=rows.blocks,
+        session=rows.session,
     )
 
 
