@@ -49,6 +49,8 @@ def objective_value(ev: Evaluated, i: int) -> float:
         return float(ev.cost_per_hour[i] if at_rate else ev.cost_per_mtok_total[i])
     if obj == "gpus":
         return float(ev.gpus[i])
+    if obj == "energy":
+        return float(-ev.score("energy")[i])
     return float(ev.tok_per_gpu[i])
 
 
@@ -61,6 +63,8 @@ def objective_text(ev: Evaluated, value: float) -> str:
         return f"${num(value)} per 1M total tokens"
     if obj == "gpus":
         return plural(value, "GPU")
+    if obj == "energy":
+        return f"{num(value)} J per total token"
     return f"{num(value)} output tokens/s per GPU"
 
 
@@ -70,6 +74,8 @@ def objective_goal(ev: Evaluated) -> str:
     if obj == "cost":
         at_rate = ev.req.rate_per_s is not None
         return "a lower $ per hour" if at_rate else "a lower $ per 1M total tokens"
+    if obj == "energy":
+        return "fewer joules per total token"
     return "fewer GPUs" if obj == "gpus" else "more output tokens/s per GPU"
 
 

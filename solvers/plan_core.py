@@ -39,6 +39,7 @@ from solvers.explain import (
     infeasible_throughput,
 )
 from solvers.plan_models import DEFAULT_CONFIDENCE, Choice, PlanRequest, confidence_problem
+from solvers.power_plan import choice_power, energy_score
 from solvers.purchase import cost_per_million, gpus_bought, purchase_unit
 from solvers.rate_pd import rate_disagg_block
 from solvers.space import SearchSpace
@@ -182,12 +183,15 @@ class Evaluated:
 
         ``cost``: minus $/hour at a requested rate (the deployment serves exactly that load), else
         minus $ per 1M total tokens at the plan's throughput (closed loop or no load);
-        ``gpus``: minus GPUs bought; ``throughput-per-gpu``: output tokens/s per GPU."""
+        ``gpus``: minus GPUs bought; ``throughput-per-gpu``: output tokens/s per GPU; ``energy``:
+        minus board joules per total token (``solvers.power_plan``)."""
         if objective == "cost":
             at_rate = self.req.rate_per_s is not None
             s = -(self.cost_per_hour if at_rate else self.cost_per_mtok_total)
         elif objective == "gpus":
             s = -self.gpus_bought.astype(float)
+        elif objective == "energy":
+            s = energy_score(self)
         else:
             s = self.tok_per_gpu.copy()
         return np.where(self.within_budget, s, -np.inf)
@@ -247,6 +251,7 @@ class Evaluated:
             cost_per_million_total_tokens=float(self.cost_per_mtok_total[i]),
             cost_per_hour_usd=float(self.cost_per_hour[i]),
             headroom=self.headroom(i),
+            power=choice_power(self, i),
         )
 
 

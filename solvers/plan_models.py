@@ -11,6 +11,13 @@ from hardware.errors import PlannerInputError
 from planner.engines import DEFAULT_ENGINE
 from planner.engines.calibration import PACKAGED, EngineConstants, EnginePolicy
 from planner.perf.deployment import Deployment, ShapeRules
+from planner.perf.power import (
+    ELECTRICITY_PRICE_SOURCE,
+    ELECTRICITY_PRICE_USD_PER_KWH,
+    PUE,
+    PUE_SOURCE,
+    PowerSummary,
+)
 from solvers.counts import MAX_BUDGET_GPUS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -46,12 +53,13 @@ SpecConfidence = Annotated[float, AfterValidator(_confidence_value)]
 names the key."""
 
 
-Objective = Literal["cost", "throughput-per-gpu", "gpus"]
+Objective = Literal["cost", "throughput-per-gpu", "gpus", "energy"]
 OBJECTIVE_HELP = (
     "cost: the lowest $/hour of the GPUs bought at the requested --rate (ties: fewer GPUs); "
     "without a rate (closed loop or no load), the lowest $ per 1M total (input + output) tokens "
     "at the plan's throughput. throughput-per-gpu: the most output tokens/s per GPU. gpus: the "
-    "fewest GPUs."
+    "fewest GPUs. energy: the fewest board joules per total (input + output) token "
+    "(planner.perf.power; docs/energy.md)."
 )
 """What each objective minimises or maximises (``--help``, the UI and docs/capacity.md)."""
 Percentile = Literal["p50", "p90", "p99"]
@@ -112,6 +120,12 @@ class PlanRequest(BaseModel):
         default=None, gt=0, description="Override of every GPU's $/hour."
     )
     objective: Objective = Field(default="cost", description=OBJECTIVE_HELP)
+    electricity_price: float = Field(
+        default=ELECTRICITY_PRICE_USD_PER_KWH,
+        ge=0,
+        description=f"Electricity price, USD/kWh ({ELECTRICITY_PRICE_SOURCE}).",
+    )
+    pue: float = Field(default=PUE, ge=1, description=f"Facility power / IT power ({PUE_SOURCE}).")
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
@@ -182,6 +196,11 @@ class Choice(BaseModel):
         default_factory=dict,
         description="SLO / predicted and SLO / band edge per metric, and "
         "the metric with the least headroom at the band edge (tightest_at_band_edge).",
+    )
+    power: PowerSummary | None = Field(
+        default=None,
+        description="Board power and energy at the planned load (planner.perf.power, "
+        "planner estimate's power object).",
     )
 
 
@@ -261,6 +280,8 @@ class PlanResult(BaseModel):
                 "mode",
                 "backend",
                 "price_per_gpu_hour",
+                "electricity_price",
+                "pue",
                 "weight_quants",
                 "node_gpus",
             },

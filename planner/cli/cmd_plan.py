@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.cli.cmd_calibrate_e2e import add_calibration, calibration_from
+from planner.cli.cmd_power import add_energy_args, power_rows
 from planner.cli.common import (
     add_format,
     add_hardware_dir,
@@ -72,10 +73,11 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--objective",
-        choices=("cost", "throughput-per-gpu", "gpus"),
+        choices=("cost", "throughput-per-gpu", "gpus", "energy"),
         default="cost",
         help=flag_help(PLAN, "--objective"),
     )
+    add_energy_args(p)
     p.add_argument(
         "--weight-quant",
         action="append",
@@ -179,6 +181,8 @@ def _request(args: argparse.Namespace) -> Any:
         backend=args.backend,
         price_per_gpu_hour=args.price_per_gpu_hour,
         objective=args.objective,
+        electricity_price=args.electricity_price,
+        pue=args.pue,
         weight_quants=tuple(args.weight_quant),
         node_gpus=args.node_gpus,
         hardware_dirs=tuple(args.hardware_dir),
@@ -324,6 +328,8 @@ def plan_table(r: Any) -> str:
         **_headroom_rows(r.best.headroom),
     }
     parts.append(render_kv(rows, "Recommended deployment"))
+    if r.best.power is not None:
+        parts += ["", render_kv(power_rows(r.best.power), "Power and energy (GPU boards)")]
     if r.at_prediction is not None:
         c = r.at_prediction
         from planner.reports.present import gpu_name

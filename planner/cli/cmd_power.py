@@ -74,6 +74,11 @@ def add_power_args(p: argparse.ArgumentParser) -> None:
         help="board power limit of a GPU, watts (repeatable); a capped GPU runs at the clock the "
         "limit allows (default: the spec's power_cap_w, else its TDP)",
     )
+    add_energy_args(p)
+
+
+def add_energy_args(p: argparse.ArgumentParser) -> None:
+    """``--electricity-price`` and ``--pue`` (defaults and sources in planner/perf/power.py)."""
     p.add_argument(
         "--electricity-price",
         type=float_in(0.0, 10.0),

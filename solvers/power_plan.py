@@ -1,0 +1,184 @@
+"""Power and energy of a plan's candidates (``planner.perf.power`` over a search block).
+
+The same load ``planner.perf.power.role_loads`` prices for ``planner estimate`` (a request: its
+prompt's prefill chunks and osl / batch decode steps at the running batch; disaggregated
+deployments price the prefill and decode GPUs apart), computed for many candidates at once so
+``--objective energy`` can rank every candidate by joules per total token.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hardware.spec import GpuSpec
+from planner.engines.calibration import EngineCalibration
+from planner.model.spec import ModelSpec
+from planner.perf.batch import parallel_arrays
+from planner.perf.opgraph import StepMix
+from planner.perf.power import (
+    Activity,
+    PowerParams,
+    PowerSummary,
+    RoleLoad,
+    board_power_w,
+    load_params,
+    power_summary,
+    step_work,
+)
+from planner.perf.pricer import default_pricer
+from planner.perf.serving import free_chunk, prompt_chunks
+from planner.perf.step import price_steps
+from solvers.candidates import Block
+from solvers.space import Workers
+
+if TYPE_CHECKING:
+    from solvers.plan_core import Evaluated
+
+Steps = list[tuple[StepMix, np.ndarray]]
+"""(step mix of K candidates, times each request runs it) of one role."""
+
+
+def _activity(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    w: Workers,
+    rows: np.ndarray,
+    steps: Steps,
+    cal: EngineCalibration,
+    rps_per_worker: np.ndarray,
+) -> Activity:
+    """Activity of one GPU of workers ``w[rows]`` serving ``rps_per_worker`` requests/s each
+    (pipeline sizes priced apart: a step's hops count its rows' largest pp)."""
+    busy, flops, nbytes = (np.zeros(rows.size) for _ in range(3))
+    for pp in np.unique(w.pp[rows]):
+        g = np.flatnonzero(w.pp[rows] == pp)
+        r = rows[g]
+        par = parallel_arrays(gpu, w.tp[r], w.pp[r], w.dp[r], w.ep[r], w.quant[r], w.kv[r])
+        sub = [(_take(mix, g), times[g]) for mix, times in steps]
+        priced = price_steps(
+            m, [(par, s) for s, _ in sub], default_pricer(gpu), **cal.step_kwargs()
+        )
+        for (mix, times), cost in zip(sub, priced, strict=True):
+            f, b = step_work(m, par, mix)
+            busy[g] += times * cost.by_kind_s[:-1].sum(axis=0)
+            flops[g] += times * f
+            nbytes[g] += times * b
+    return Activity(rps_per_worker * busy, rps_per_worker * flops, rps_per_worker * nbytes)
+
+
+def _take(mix: StepMix, g: np.ndarray) -> StepMix:
+    return StepMix(*(np.asarray(getattr(mix, f))[g] for f in StepMix.__dataclass_fields__))
+
+
+def _prefill_steps(isl_c: np.ndarray, free: np.ndarray) -> tuple[StepMix, np.ndarray]:
+    z = np.zeros(isl_c.size)
+    chunks, own, prior = prompt_chunks(isl_c, free)
+    return StepMix(z, z, own, own, prior), chunks
+
+
+def block_loads(
+    m: ModelSpec,
+    b: Block,
+    idx: np.ndarray,
+    isl: float,
+    osl: float,
+    prefix_hit: float,
+    cal: EngineCalibration,
+) -> list[tuple[np.ndarray, Activity]]:
+    """Per role of candidates ``idx`` of ``b``: (GPUs of the role, activity of each GPU)."""
+    k, r = idx.size, b.res
+    batch = np.maximum(r.decode_batch[idx], 1.0)
+    z = np.zeros(k)
+    decode = (StepMix(batch, np.full(k, isl + osl / 2), z, z, z), osl / batch)
+    isl_c = np.full(k, max(isl * (1 - prefix_hit), 1.0))
+    rps = r.requests_per_s[idx]
+    if b.mode == "agg":
+        w = b.workers
+        assert w is not None
+        reps = b.replicas[idx].astype(float)
+        pre = _prefill_steps(isl_c, free_chunk(w.chunk[idx].astype(float), batch))
+        act = _activity(m, b.gpu, w, idx, [pre, decode], cal, rps / reps)
+        return [(w.gpus_per_worker[idx] * reps, act)]
+    assert b.units is not None and b.prefill is not None and b.decode is not None
+    u = b.units
+    p, d = u.p[idx], u.d[idx]
+    x, y = u.x[idx].astype(float), u.y[idx].astype(float)
+    pre = _prefill_steps(isl_c, b.prefill.chunk[p].astype(float))
+    return [
+        (b.prefill.gpus_per_worker[p] * x, _activity(m, b.gpu, b.prefill, p, [pre], cal, rps / x)),
+        (b.decode.gpus_per_worker[d] * y, _activity(m, b.gpu, b.decode, d, [decode], cal, rps / y)),
+    ]
+
+
+def j_per_total_token(
+    ev: Evaluated, rows: np.ndarray, prm: PowerParams | None = None
+) -> np.ndarray:
+    """Board joules per prompt + output token of candidates ``rows`` of ``ev`` (inf where the
+    candidate serves nothing)."""
+    prm = prm or load_params()
+    out = np.full(rows.size, np.inf)
+    cal, hit = ev.req.engine().calibration, 0.0
+    for k, b in enumerate(ev.blocks):
+        sel = np.flatnonzero(ev.block_of[rows] == k)
+        if sel.size == 0:
+            continue
+        idx = ev.local[rows[sel]]
+        watts = np.zeros(sel.size)
+        for gpus, act in block_loads(ev.model, b, idx, ev.req.isl, ev.req.osl, hit, cal):
+            watts += gpus * board_power_w(b.gpu, act, prm)
+        tok_s = _total_tok_s(b, idx, ev.req.isl)
+        out[sel] = np.where(tok_s > 0, watts / np.maximum(tok_s, 1e-12), np.inf)
+    return out
+
+
+def energy_score(ev: Evaluated) -> np.ndarray:
+    """Minus joules per total token of every candidate predicted to serve (-inf for the rest);
+    what ``--objective energy`` maximises (``Evaluated.score`` applies the budget). Computed once
+    per ``ev``."""
+    cached = ev.__dict__.get(_CACHE)
+    if cached is None:
+        cached = np.full(ev.gpus.size, -np.inf)
+        rows = np.flatnonzero(ev.predicted_ok)
+        if rows.size:
+            cached[rows] = -j_per_total_token(ev, rows)
+        cached = np.where(np.isfinite(cached), cached, -np.inf)
+        ev.__dict__[_CACHE] = cached
+    return np.asarray(cached).copy()
+
+
+_CACHE = "_energy_score"
+
+
+def choice_power(ev: Evaluated, i: int) -> PowerSummary:
+    """The ``power`` object of candidate ``i`` (``planner estimate``'s, at the request's
+    electricity price and PUE)."""
+    b, j = ev.blocks[ev.block_of[i]], np.array([int(ev.local[i])])
+    cal = ev.req.engine().calibration
+    loads = [
+        RoleLoad(int(round(float(gpus[0]))), Activity(a.busy, a.flops_per_s, a.bytes_per_s))
+        for gpus, a in block_loads(ev.model, b, j, ev.req.isl, ev.req.osl, 0.0, cal)
+    ]
+    r = b.res
+    p = power_summary(
+        b.gpu,
+        loads,
+        output_tok_s=float(r.output_tok_s_per_gpu[j[0]] * r.gpus[j[0]]),
+        total_tok_s=float(_total_tok_s(b, j, ev.req.isl)[0]),
+        price_per_gpu_hour=ev.prices[int(ev.block_of[i])],
+        electricity_price=ev.req.electricity_price,
+        pue=ev.req.pue,
+    )
+    # the GPUs paid for are the plan's (whole purchase units), as its cost_per_hour_usd
+    gpu_cost = float(ev.cost_per_hour[i])
+    energy = p.facility_kw * p.electricity_price_usd_per_kwh
+    return p.model_copy(
+        update={"gpu_cost_usd_per_hour": gpu_cost, "total_cost_usd_per_hour": gpu_cost + energy}
+    )
+
+
+def _total_tok_s(b: Block, idx: np.ndarray, isl: float) -> np.ndarray:
+    """Prompt + output tokens/s of the whole deployment (``planner estimate``'s count)."""
+    r = b.res
+    return r.output_tok_s_per_gpu[idx] * r.gpus[idx] + r.requests_per_s[idx] * isl

@@ -1,0 +1,71 @@
+"""Power of plan candidates (solvers.power_plan): equal to planner estimate's power object, and
+--objective energy picks the fewest joules per total token."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware.catalog import get_gpu
+from planner.model.bundled import load_model
+from planner.perf.estimate import estimate
+from planner.workload.spec import fixed
+from solvers.plan import PlanRequest, plan
+from solvers.plan_core import evaluate_request
+from solvers.power_plan import energy_score
+
+BASE = {
+    "model": "llama-3.1-8b",
+    "gpus": ("h100_sxm", "b200_sxm"),
+    "isl": 1024,
+    "osl": 256,
+    "ttft_ms": 1000.0,
+    "tpot_ms": 50.0,
+    "max_gpus": 8,
+}
+
+
+@pytest.mark.parametrize("mode", ["agg", "disagg"])
+def test_plan_power_equals_estimate_power(mode: str) -> None:
+    req = PlanRequest(**BASE, rate_per_s=5.0, mode=mode, electricity_price=0.1, pue=1.3)
+    best = plan(req).best
+    p = best.power
+    assert p is not None
+    dep = best.deployment
+    roles = {"agg": dep.agg} if dep.agg else {"prefill": dep.prefill, "decode": dep.decode}
+    est = estimate(
+        load_model("llama-3.1-8b"),
+        get_gpu(best.gpu),
+        fixed(1024, 256, rate_per_s=5.0),
+        electricity_price=0.1,
+        pue=1.3,
+        **roles,  # type: ignore[arg-type]
+    )
+    assert est.power is not None
+    for f in ("avg_power_w_per_gpu", "deployment_kw", "j_per_output_token", "j_per_total_token"):
+        assert getattr(p, f) == pytest.approx(getattr(est.power, f), rel=1e-6), f
+    assert p.kwh_per_day == pytest.approx(p.deployment_kw * 1.3 * 24)
+    assert p.total_cost_usd_per_hour == pytest.approx(
+        best.cost_per_hour_usd + p.deployment_kw * 1.3 * 0.1
+    )
+
+
+def test_energy_objective_picks_the_fewest_joules_per_total_token() -> None:
+    req = PlanRequest(**BASE, objective="energy")
+    ev = evaluate_request(req)
+    ok = ev.feasible()
+    j = -energy_score(ev)
+    best = plan(req).best
+    assert best.power is not None
+    assert best.power.j_per_total_token == pytest.approx(float(np.min(j[ok])), rel=1e-6)
+    cheapest = plan(req.model_copy(update={"objective": "cost"})).best
+    assert cheapest.power is not None
+    assert best.power.j_per_total_token <= cheapest.power.j_per_total_token * (1 + 1e-9)
+
+
+def test_energy_score_is_finite_only_where_a_candidate_serves() -> None:
+    ev = evaluate_request(PlanRequest(**BASE, concurrency=32))
+    s = energy_score(ev)
+    assert np.all(np.isfinite(s[ev.predicted_ok & (ev.rps > 0)]))
+    assert np.all(s[~ev.predicted_ok] == -np.inf)
+    assert np.all(s[np.isfinite(s)] < 0)
