@@ -18,6 +18,7 @@ from planner.model.spec import ModelSpec
 from planner.perf.batch import parallel_arrays
 from planner.perf.opgraph import StepMix
 from planner.perf.power import (
+    J_PER_KWH,
     Activity,
     PowerParams,
     PowerSummary,
@@ -182,3 +183,41 @@ def _total_tok_s(b: Block, idx: np.ndarray, isl: float) -> np.ndarray:
     """Prompt + output tokens/s of the whole deployment (``planner estimate``'s count)."""
     r = b.res
     return r.output_tok_s_per_gpu[idx] * r.gpus[idx] + r.requests_per_s[idx] * isl
+
+
+ENERGY_COLUMNS: tuple[str, ...] = (
+    "kwh_per_million_total_tokens",
+    "energy_cost_per_million_total_tokens_usd",
+    "avg_power_w_per_gpu",
+    "deployment_kw",
+    "j_per_output_token",
+    "j_per_total_token",
+    "kwh_per_day",
+    "energy_cost_usd_per_day",
+    "gpus_and_energy_cost_per_hour_usd",
+)
+"""Energy columns of sweep and fleet results (facility kWh: board energy x PUE)."""
+
+
+def energy_fields(p: PowerSummary | None) -> dict[str, float | None]:
+    """``ENERGY_COLUMNS`` of a power summary (None throughout when there is none)."""
+    if p is None:
+        return dict.fromkeys(ENERGY_COLUMNS)
+    kwh_per_mtok = p.j_per_total_token * 1e6 * p.pue / J_PER_KWH
+    return {
+        "kwh_per_million_total_tokens": kwh_per_mtok,
+        "energy_cost_per_million_total_tokens_usd": kwh_per_mtok * p.electricity_price_usd_per_kwh,
+        "avg_power_w_per_gpu": p.avg_power_w_per_gpu,
+        "deployment_kw": p.deployment_kw,
+        "j_per_output_token": p.j_per_output_token,
+        "j_per_total_token": p.j_per_total_token,
+        "kwh_per_day": p.kwh_per_day,
+        "energy_cost_usd_per_day": p.energy_cost_usd_per_day,
+        "gpus_and_energy_cost_per_hour_usd": p.total_cost_usd_per_hour,
+    }
+
+
+def energy_settings(electricity_price: float | None, pue: float | None) -> dict[str, float]:
+    """The plan-request keys of a spec's ``electricity_price`` / ``pue`` (only those given)."""
+    out = {"electricity_price": electricity_price, "pue": pue}
+    return {k: v for k, v in out.items() if v is not None}

@@ -43,6 +43,7 @@ from solvers.plan_models import (
     Objective,
     SpecConfidence,
 )
+from solvers.power_plan import ENERGY_COLUMNS, energy_fields, energy_settings
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -130,6 +131,20 @@ class SweepSpec(BaseModel):
     confidence: SpecConfidence = Field(
         default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Every scenario."
     )
+    electricity_price: float | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        allow_inf_nan=False,
+        description="USD per kWh of every scenario (default: planner plan's --electricity-price).",
+    )
+    pue: float | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        allow_inf_nan=False,
+        description="Facility / IT power of every scenario (default: planner plan's --pue).",
+    )
 
 
 class Scenario(BaseModel):
@@ -195,6 +210,8 @@ def scenarios(spec: SweepSpec, shape_rules: ShapeRules) -> list[Scenario]:
             "objective": obj,
             "confidence": spec.confidence,
         }
+        # only when given, so the ids of sweeps written before these keys existed still match
+        req |= energy_settings(spec.electricity_price, spec.pue)
         out.append(
             Scenario(
                 index=i,
@@ -243,6 +260,7 @@ COLUMNS: tuple[str, ...] = (
     "cost_per_hour_usd",
     "cost_per_million_output_tokens_usd",
     "cost_per_million_total_tokens_usd",
+    *ENERGY_COLUMNS,
     "binding_constraint",
     "candidates",
     "seconds",
@@ -311,6 +329,7 @@ def _plan_fields(result: PlanResult, pct: str) -> dict[str, object]:
         "cost_per_hour_usd": _finite(b.cost_per_hour_usd),
         "cost_per_million_output_tokens_usd": _finite(b.cost_per_million_output_tokens),
         "cost_per_million_total_tokens_usd": _finite(b.cost_per_million_total_tokens),
+        **energy_fields(b.power),
         "binding_constraint": result.binding_constraint,
         "candidates": result.candidates_evaluated,
     }

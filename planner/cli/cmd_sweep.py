@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 from typing import Any
 
 from planner.cli.common import positive_int
-from planner.cli.output import print_json, render_kv
+from planner.cli.output import print_json, render_kv, render_table
 from planner.emitters.capabilities import shape_rules
 from planner.errors import PlannerInputError
 from planner.perf.deployment import ShapeRules
@@ -107,4 +108,38 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print_json(summary | {"out": str(out)})
     else:
         print(render_kv(summary | {"results": str(out)}, "Sweep"))
+        table = money_and_energy(out)
+        if table:
+            print("\nCost and energy per scenario (energy: GPU boards x PUE)")
+            print(render_table(table))
     return 0
+
+
+def money_and_energy(out: Path) -> list[dict[str, Any]]:
+    """Per planned scenario of the results ``out``: GPU type, $ and kWh per 1M total tokens side
+    by side, board W per GPU and J per total token."""
+    from solvers.sweep_run import finished_rows
+
+    rows = sorted(finished_rows(out).values(), key=lambda r: int(str(r["index"])))
+    return [
+        {
+            "scenario": f"{r['gpu_set']}/{r['workload']}/{r['slo']}/{r['objective']}",
+            "GPU": r["gpu"],
+            "GPUs": r["gpus"],
+            "$ per 1M total tokens (GPUs)": _num(r["cost_per_million_total_tokens_usd"]),
+            "kWh per 1M total tokens": _num(r["kwh_per_million_total_tokens"]),
+            "$ per 1M total tokens (energy)": _num(r["energy_cost_per_million_total_tokens_usd"]),
+            "W per GPU (mean)": _num(r["avg_power_w_per_gpu"]),
+            "J per total token": _num(r["j_per_total_token"]),
+        }
+        for r in rows
+        if r.get("status") == "ok"
+    ]
+
+
+def _num(v: object) -> float | None:
+    """A results cell as a number (CSV cells come back as text; empty ones as None)."""
+    try:
+        return float(str(v)) if v not in (None, "") else None
+    except ValueError:
+        return None
