@@ -41,14 +41,16 @@ from planner.model.spec import ModelSpec
 from planner.perf import queueing
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, CandidateArrays, evaluate_batch
 from planner.perf.deployment import Deployment, WorkerConfig
+from planner.perf.power import ELECTRICITY_PRICE_USD_PER_KWH, PUE, PowerSummary
 from planner.perf.replay import Progress
 from planner.uncertainty.bands import candidate_bands, packaged_bands, upper_factor
-from planner.workload.spec import LengthSpec, Workload
+from planner.workload.spec import LengthSpec, Workload, fixed
 from planner.workload.traces import Trace
 from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
 from solvers.plan_core import check_confidence, meet_probability
 from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE, OBJECTIVE_HELP, Objective
+from solvers.power_plan import mean_load_power
 from solvers.purchase import purchase_unit, units_bought
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -132,6 +134,10 @@ class CapacityRequest(BaseModel):
         description="How the worker shape is chosen (planner plan's objective, without a load): "
         + OBJECTIVE_HELP,
     )
+    electricity_price: float = Field(
+        default=ELECTRICITY_PRICE_USD_PER_KWH, ge=0, description="USD per kWh."
+    )
+    pue: float = Field(default=PUE, ge=1, description="Facility power / IT power.")
     prefix_hit: float = Field(
         default=0.0,
         ge=0,
@@ -233,6 +239,11 @@ class CapacityResult(BaseModel):
         description="Prefix caching (hit rate per tier, GPU-hours with and without tiers; "
         "solvers.prefix_tiers); None when not priced.",
     )
+    power: PowerSummary | None = Field(
+        default=None,
+        description="Board power and energy of the static-mean fleet at the trace's mean rate and "
+        "lengths (planner estimate's power object); None when it cannot be priced.",
+    )
 
 
 def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
@@ -254,6 +265,8 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         mode="agg",
         backend=req.backend,
         objective=req.objective,
+        electricity_price=req.electricity_price,
+        pue=req.pue,
         price_per_gpu_hour=req.price_per_gpu_hour,
         hardware_dirs=req.hardware_dirs,
         confidence=req.confidence,
@@ -521,6 +534,19 @@ def _mean_replicas(trace: Trace, predict: _Predictor, floor: int) -> int:
     return _fewest(predict(isl, osl, rate, 1.0)["ok"], floor)[0]
 
 
+def _mean_power(
+    trace: Trace, req: CapacityRequest, dep: Deployment, n: int, bought: Bought, price: float
+) -> PowerSummary | None:
+    """Power of ``n`` replicas of ``dep`` at the trace's mean rate and lengths."""
+    assert dep.agg is not None
+    isl, osl = (max(int(round(float(np.mean(x)))), 1) for x in (trace.isl, trace.osl))
+    wl = fixed(isl, osl, rate_per_s=len(trace) / max(trace.duration_s, 1e-9))
+    agg = dep.agg.model_copy(update={"workers": n})
+    gpu = get_gpu(dep.gpu, req.hardware_dirs)
+    cost = (bought(n), price, req.electricity_price, req.pue)
+    return mean_load_power(load_model(req.model), gpu, agg, wl, req.backend, *cost)
+
+
 def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
     """Size every window of ``trace`` (see module docstring)."""
     if not trace.timed:
@@ -574,6 +600,7 @@ def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
         autoscaled=_autoscaled(plans, bought, req.scale_up_s, price),
         static_peak=_static(peak, plans, oks, bought, price),
         static_mean=_static(mean_n, plans, oks, bought, price),
+        power=_mean_power(trace, req, dep, max(mean_n, 1), bought, price),
         purchase_unit={"gpus": unit, "source": unit_source},
         confidence=req.confidence,
         method=METHOD,

@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hardware.errors import InfeasibleError
 from hardware.spec import GpuSpec
 from planner.engines.calibration import EngineCalibration
 from planner.model.spec import ModelSpec
 from planner.perf.batch import parallel_arrays
+from planner.perf.deployment import WorkerConfig
+from planner.perf.estimate import estimate
 from planner.perf.opgraph import StepMix
 from planner.perf.power import (
     J_PER_KWH,
@@ -31,6 +34,7 @@ from planner.perf.power import (
 from planner.perf.pricer import default_pricer
 from planner.perf.serving import free_chunk, prompt_chunks
 from planner.perf.step import price_steps
+from planner.workload.spec import Workload
 from solvers.candidates import Block
 from solvers.space import Workers
 
@@ -221,3 +225,33 @@ def energy_settings(electricity_price: float | None, pue: float | None) -> dict[
     """The plan-request keys of a spec's ``electricity_price`` / ``pue`` (only those given)."""
     out = {"electricity_price": electricity_price, "pue": pue}
     return {k: v for k, v in out.items() if v is not None}
+
+
+def mean_load_power(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    agg: WorkerConfig,
+    wl: Workload,
+    backend: str,
+    gpus_bought: int,
+    price_per_gpu_hour: float,
+    electricity_price: float,
+    pue: float,
+) -> PowerSummary | None:
+    """The ``power`` object of ``planner capacity``: ``agg`` (its replicas as workers) serving
+    ``wl``, as ``planner estimate`` prices it (a load above the replicas' capacity: at their
+    capacity); GPU cost of ``gpus_bought``. None when the shape does not fit in memory."""
+    try:
+        est = estimate(
+            m, gpu, wl, backend=backend, agg=agg, electricity_price=electricity_price, pue=pue
+        )
+    except InfeasibleError:
+        return None
+    p = est.power
+    if p is None:
+        return None
+    gpu_cost = gpus_bought * price_per_gpu_hour
+    energy = p.facility_kw * p.electricity_price_usd_per_kwh
+    return p.model_copy(
+        update={"gpu_cost_usd_per_hour": gpu_cost, "total_cost_usd_per_hour": gpu_cost + energy}
+    )

@@ -16,6 +16,7 @@ from planner.cli.cmd_agentic import (
     prefix_capacity_args,
     print_prefix,
 )
+from planner.cli.cmd_power import add_energy_args, power_rows
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.cli.recipe_args import add_max_lengths
@@ -106,11 +107,12 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--objective",
-        choices=("cost", "throughput-per-gpu", "gpus"),
+        choices=("cost", "throughput-per-gpu", "gpus", "energy"),
         default="cost",
         help="how the worker shape is chosen (planner plan's --objective, without a load): "
         + OBJECTIVE_HELP.replace("%", "%%"),
     )
+    add_energy_args(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -231,6 +233,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         max_osl=max_osl,
         too_long_requests=too_long,
         objective=args.objective,
+        electricity_price=args.electricity_price,
+        pue=args.pue,
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
@@ -270,6 +274,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     print()
     print(render_table(_fleet_rows(res)))
     print_prefix(res)
+    if res.power is not None:
+        title = "Power and energy (GPU boards) of the static-mean fleet at the trace's mean rate"
+        print("\n" + render_kv(power_rows(res.power), title))
     for path in (args.out, args.xlsx):
         if path is not None:
             print(f"wrote {path}")

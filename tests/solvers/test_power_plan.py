@@ -69,3 +69,22 @@ def test_energy_score_is_finite_only_where_a_candidate_serves() -> None:
     assert np.all(np.isfinite(s[ev.predicted_ok & (ev.rps > 0)]))
     assert np.all(s[~ev.predicted_ok] == -np.inf)
     assert np.all(s[np.isfinite(s)] < 0)
+
+
+def test_capacity_power_is_the_static_mean_fleet_at_the_mean_rate() -> None:
+    from planner.workload.trace_gen import TraceSpec, generate
+    from solvers.capacity import CapacityRequest, capacity
+
+    trace, _ = generate(TraceSpec(hours=2, peak_rate=2.0, isl_mean=1000, osl_mean=200, seed=3))
+    req = CapacityRequest(
+        model="llama-3.1-8b", gpus=("h100",), ttft_ms=1000, tpot_ms=50, pue=1.2, objective="energy"
+    )
+    res = capacity(trace, req)
+    p = res.power
+    assert p is not None
+    assert p.idle_power_w_per_gpu <= p.avg_power_w_per_gpu <= p.board_limit_w
+    assert p.gpu_cost_usd_per_hour == pytest.approx(res.static_mean.gpus * res.price_per_gpu_hour)
+    assert p.kwh_per_day == pytest.approx(p.deployment_kw * 1.2 * 24)
+    # J per output token x output tokens/s = board watts of the fleet
+    out_tok_s = len(trace) / trace.duration_s * float(np.mean(trace.osl))
+    assert p.j_per_output_token * out_tok_s == pytest.approx(p.deployment_kw * 1e3, rel=0.02)
