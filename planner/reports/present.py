@@ -43,6 +43,20 @@ _LABELS: dict[str, str] = {
     "cost_per_million_total_tokens": "Cost per 1M total tokens, input + output ($)",
     "cost_per_hour_usd": "Cost per hour ($)",
     "price_per_gpu_hour": "Price per GPU-hour ($)",
+    "avg_power_w_per_gpu": "Average board power per GPU (W)",
+    "idle_power_w_per_gpu": "Idle board power per GPU (W)",
+    "board_limit_w": "Board power limit per GPU (W)",
+    "deployment_kw": "Board power of the deployment (kW)",
+    "facility_kw": "Facility power, x PUE (kW)",
+    "j_per_output_token": "Energy per output token (J)",
+    "j_per_total_token": "Energy per total token, input + output (J)",
+    "kwh_per_day": "Facility energy per day (kWh)",
+    "energy_cost_usd_per_day": "Energy cost per day ($)",
+    "gpu_cost_usd_per_hour": "GPU cost per hour ($)",
+    "total_cost_usd_per_hour": "GPUs + energy cost per hour ($)",
+    "electricity_price_usd_per_kwh": "Electricity price ($/kWh)",
+    "pue": "PUE (facility / IT power)",
+    "clock_ratio": "Clock / full clock (power limit)",
     "search_seconds": "Search time (s)",
     "isl": "ISL (tokens)",
     "osl": "OSL (tokens)",
@@ -162,7 +176,7 @@ def kind_of(key: str) -> str:
         return "text"
     if base.endswith("_bytes_per_gpu") or base.endswith("_bytes"):
         return "gb"
-    if base.startswith("cost_per") or base.startswith("price_per"):
+    if base.startswith("cost_per") or base.startswith("price_per") or "cost_usd" in base:
         return "money"
     if any(w in base for w in ("share", "fraction", "utilization")):
         return "pct"

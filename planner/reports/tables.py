@@ -24,6 +24,7 @@ SHEETS = (
     "Candidates",
     "Latency breakdown",
     "Memory breakdown",
+    "Power and energy",
     "Assumptions",
     "Provenance",
 )
@@ -130,6 +131,39 @@ def cost_table(view: PlanView) -> Table:
     }
     kinds = dict.fromkeys(pairs, "money") | {"GPUs": "count"}
     return kv_table("Cost", pairs, kinds=kinds)
+
+
+POWER_KEYS = (
+    "avg_power_w_per_gpu",
+    "deployment_kw",
+    "j_per_output_token",
+    "j_per_total_token",
+    "idle_power_w_per_gpu",
+    "board_limit_w",
+    "clock_ratio",
+    "facility_kw",
+    "kwh_per_day",
+    "energy_cost_usd_per_day",
+    "gpu_cost_usd_per_hour",
+    "total_cost_usd_per_hour",
+    "electricity_price_usd_per_kwh",
+    "pue",
+)
+"""Rows of the power table, in order (the plan's ``best.power``, planner.perf.power)."""
+
+
+def power_tables(view: PlanView) -> list[Table]:
+    """Board power and energy of the recommendation at its load, and where each number came
+    from; a note alone for a plan without."""
+    power = section(section(view.raw, "best"), "power")
+    title = "Power and energy of the recommendation (GPU boards)"
+    if not power:
+        return [kv_table(title, {}, "the plan states no power (planned before power was priced)")]
+    pairs = {pr.label(k): power.get(k) for k in POWER_KEYS}
+    kinds = {pr.label(k): pr.kind_of(k) for k in POWER_KEYS}
+    prov = section(power, "provenance")
+    sources = kv_table("Sources", dict(prov), kinds=dict.fromkeys(prov, "text"))
+    return [kv_table(title, pairs, "docs/energy.md", kinds), sources]
 
 
 def headroom_table(view: PlanView) -> Table:
@@ -377,6 +411,7 @@ def sheet_tables(view: PlanView) -> dict[str, list[Table]]:
         "Candidates": [candidates_table(view), *extra],
         "Latency breakdown": [latency_table(view)],
         "Memory breakdown": [memory_table(view), *memory_detail(view)],
+        "Power and energy": power_tables(view),
         "Assumptions": [assumptions_table(view)],
         "Provenance": [provenance_table(view)],
     }
