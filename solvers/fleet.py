@@ -24,6 +24,7 @@ from hardware.catalog import get_gpu
 from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.input_files import read_yaml
 from planner.engines import DEFAULT_ENGINE
+from planner.perf.power import ELECTRICITY_PRICE_USD_PER_KWH, PUE
 from solvers.milp import MilpOutcome, solve
 from solvers.plan_core import evaluate_request
 from solvers.plan_models import (
@@ -33,6 +34,7 @@ from solvers.plan_models import (
     PlanRequest,
     SpecConfidence,
 )
+from solvers.power_plan import FleetPower, energy_score, fleet_power, replica_watts
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -89,11 +91,16 @@ class FleetSpec(BaseModel):
         default="cost",
         description="cost: the lowest $/hour of the fleet's GPUs (ties: fewer GPUs); gpus and "
         "throughput-per-gpu: the fewest GPUs (at the classes' fixed rates the most output "
-        "tokens/s per GPU).",
+        "tokens/s per GPU); energy: the least board power at the classes' rates (fewest joules "
+        "per total token), each replica at its most energy-efficient SLO-meeting point.",
     )
     confidence: SpecConfidence = Field(
         default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP + " Every class."
     )
+    electricity_price: float = Field(
+        default=ELECTRICITY_PRICE_USD_PER_KWH, ge=0, le=10, description="USD per kWh."
+    )
+    pue: float = Field(default=PUE, ge=1, le=5, description="Facility power / IT power.")
 
 
 class Options(BaseModel):
@@ -106,6 +113,9 @@ class Options(BaseModel):
     rps: tuple[float, ...] = Field(description="Requests/s one replica serves within the SLOs.")
     price: tuple[float, ...] = Field(description="USD per hour of one replica.")
     config: tuple[str, ...] = Field(description="Short description of each option.")
+    watts: tuple[float, ...] = Field(
+        description="Board watts of one replica at its operating point (solvers.power_plan)."
+    )
 
 
 class Assignment(BaseModel):
@@ -121,6 +131,9 @@ class Assignment(BaseModel):
         description="Requests/s one replica serves within the SLOs."
     )
     cost_per_hour_usd: float = Field(description="USD per hour of these replicas.")
+    board_kw: float = Field(
+        default=0.0, description="Board power of these replicas at their operating point, kW."
+    )
 
 
 class FleetResult(BaseModel):
@@ -144,6 +157,9 @@ class FleetResult(BaseModel):
     options: int = Field(description="Replica options the MILP chose from.")
     binding_constraint: str = Field(
         description="What limits the fleet: pools used up, or cost (each class at its cheapest).",
+    )
+    power: FleetPower | None = Field(
+        default=None, description="Board power and energy of the fleet (solvers.power_plan)."
     )
 
 
@@ -184,9 +200,10 @@ def build_options(spec: FleetSpec) -> Options:
             per_rep = ev.rps / np.maximum(ev.blocks[0].replicas[ev.local], 1)
             unit = ev.gpus // np.maximum(ev.blocks[0].replicas[ev.local], 1)
             price = pool.price_per_gpu_hour or get_gpu(pool.gpu).price_per_gpu_hour_usd
+            best = energy_score(ev) if spec.objective == "energy" else per_rep
             for g in np.unique(unit[ok]):
                 sel = np.flatnonzero(ok & (unit == g))
-                i = int(sel[np.argmax(per_rep[sel])])
+                i = int(sel[np.argmax(best[sel])])
                 for key, val in zip(
                     rows,
                     (
@@ -198,6 +215,7 @@ def build_options(spec: FleetSpec) -> Options:
                         ev.summary(i).replace(
                             " x" + str(int(ev.blocks[0].replicas[ev.local[i]])), " x1"
                         ),
+                        replica_watts(ev, i),
                     ),
                     strict=True,
                 ):
@@ -215,6 +233,10 @@ TIE_USD_PER_GPU_HOUR = 1e-4
 price's precision)."""
 
 
+TIE_W_PER_GPU = 1e-3
+"""Watts added per GPU in the energy objective so equal-power fleets go to fewer GPUs."""
+
+
 def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome]:
     """The fleet MILP on prepared options: replicas per option and the solver outcome."""
     prob = pulp.LpProblem("fleet", pulp.LpMinimize)
@@ -223,6 +245,9 @@ def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome
     for t, pool in enumerate(spec.gpus):  # each pool pays for whole purchase units
         mine = [o for o in range(len(n)) if opt.gtype[o] == t]
         used = pulp.lpSum(opt.gpus[o] * n[o] for o in mine)
+        if spec.objective == "energy":  # the least board power (ties: fewer GPUs)
+            cost.append(pulp.lpSum(opt.watts[o] * n[o] for o in mine) + TIE_W_PER_GPU * used)
+            continue
         if spec.objective != "cost":  # the fewest GPUs
             cost.append(used)
             continue
@@ -250,6 +275,14 @@ def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome
         )
     out = solve(prob)
     return [round(v.value() or 0) for v in n], out
+
+
+def _power(spec: FleetSpec, rows: list[Assignment], gpu_cost: float) -> FleetPower:
+    """Board power of the assignments, each replica at its operating point."""
+    tokens = {c.name: c.isl + c.osl for c in spec.classes}
+    tok_s = sum(a.replicas * a.requests_per_s_per_replica * tokens[a.workload_class] for a in rows)
+    watts = sum(a.board_kw * 1e3 for a in rows)
+    return fleet_power(watts, tok_s, gpu_cost, spec.electricity_price, spec.pue)
 
 
 def solve_fleet(spec: FleetSpec) -> FleetResult:
@@ -287,22 +320,27 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
                 gpus_per_replica=opt.gpus[o],
                 requests_per_s_per_replica=opt.rps[o],
                 cost_per_hour_usd=r * opt.gpus[o] * opt.price[o],
+                board_kw=r * opt.watts[o] / 1e3,
             )
         )
     full = [p.gpu for p in spec.gpus if p.available and used[p.gpu] >= p.available]
     bind = (
         f"GPU budget ({', '.join(full)} fully used)"
         if full
+        else "energy (every class at its least-power SLO-meeting option)"
+        if spec.objective == "energy"
         else "cost (every class at its cheapest SLO-meeting option)"
     )
     bought = {
         p.gpu: -(-used[p.gpu] // purchase_unit_of(p)) * purchase_unit_of(p) for p in spec.gpus
     }
     price_of = {spec.gpus[opt.gtype[o]].gpu: opt.price[o] for o in range(len(opt.gpus))}
+    # the GPUs bought: whole purchase units of each pool
+    cost = float(sum(price_of.get(g, 0.0) * n for g, n in bought.items()))
     return FleetResult(
         assignments=tuple(rows),
-        # the GPUs bought: whole purchase units of each pool
-        cost_per_hour_usd=float(sum(price_of.get(g, 0.0) * n for g, n in bought.items())),
+        cost_per_hour_usd=cost,
+        power=_power(spec, rows, cost),
         gpus_by_type=used,
         gpus_bought_by_type=bought,
         solver=out.solver,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import InfeasibleError
 from hardware.spec import GpuSpec
@@ -21,6 +22,7 @@ from planner.perf.deployment import WorkerConfig
 from planner.perf.estimate import estimate
 from planner.perf.opgraph import StepMix
 from planner.perf.power import (
+    HOURS_PER_DAY,
     J_PER_KWH,
     Activity,
     PowerParams,
@@ -254,4 +256,47 @@ def mean_load_power(
     energy = p.facility_kw * p.electricity_price_usd_per_kwh
     return p.model_copy(
         update={"gpu_cost_usd_per_hour": gpu_cost, "total_cost_usd_per_hour": gpu_cost + energy}
+    )
+
+
+def replica_watts(ev: Evaluated, i: int) -> float:
+    """Board watts of one replica of candidate ``i`` (an aggregated deployment of replicas) at
+    its operating point."""
+    b = ev.blocks[ev.block_of[i]]
+    reps = max(float(b.replicas[ev.local[i]]), 1.0)
+    return choice_power(ev, i).deployment_kw * 1e3 / reps
+
+
+class FleetPower(BaseModel):
+    """Board power and energy of a fleet, each replica at its operating point (the requests/s it
+    is sized for; an upper bound where the classes' rates leave replicas slack)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    board_kw: float = Field(description="Board power of all replicas, kW.")
+    facility_kw: float = Field(description="board_kw x PUE, kW.")
+    j_per_total_token: float = Field(
+        description="Board joules per prompt + output token at the replicas' operating points."
+    )
+    kwh_per_day: float = Field(description="Facility energy per day, kWh.")
+    energy_cost_usd_per_day: float = Field(description="kwh_per_day x electricity price, USD.")
+    gpus_and_energy_cost_per_hour_usd: float = Field(description="GPUs bought plus energy, USD.")
+    electricity_price_usd_per_kwh: float = Field(description="Electricity price used, USD/kWh.")
+    pue: float = Field(description="Power usage effectiveness used.")
+
+
+def fleet_power(
+    watts: float, total_tok_s: float, gpu_cost_per_hour: float, electricity_price: float, pue: float
+) -> FleetPower:
+    """``FleetPower`` of replicas drawing ``watts`` while processing ``total_tok_s`` tokens/s."""
+    kw = watts / 1e3
+    kwh_day = kw * pue * HOURS_PER_DAY
+    return FleetPower(
+        board_kw=kw,
+        facility_kw=kw * pue,
+        j_per_total_token=watts / max(total_tok_s, 1e-12),
+        kwh_per_day=kwh_day,
+        energy_cost_usd_per_day=kwh_day * electricity_price,
+        gpus_and_energy_cost_per_hour_usd=gpu_cost_per_hour + kw * pue * electricity_price,
+        electricity_price_usd_per_kwh=electricity_price,
+        pue=pue,
     )

@@ -413,6 +413,17 @@ def cmd_fleet(args: argparse.Namespace) -> int:
             }
         )
     )
+    p = result.power
+    if p is not None:
+        energy = {
+            "board power (each replica at its operating point)": f"{p.board_kw:.4g} kW "
+            f"({p.facility_kw:.4g} kW x PUE {p.pue:.3g})",
+            "energy per total token": f"{p.j_per_total_token:.4g} J",
+            "energy per day": f"{p.kwh_per_day:.4g} kWh, ${p.energy_cost_usd_per_day:,.4g} at "
+            f"${p.electricity_price_usd_per_kwh:.3g}/kWh",
+            "cost per hour, GPUs + energy": f"${p.gpus_and_energy_cost_per_hour_usd:,.4g}",
+        }
+        print("\n" + render_kv(energy, "Power and energy (GPU boards)"))
     return 0
 
 

@@ -88,3 +88,31 @@ def test_capacity_power_is_the_static_mean_fleet_at_the_mean_rate() -> None:
     # J per output token x output tokens/s = board watts of the fleet
     out_tok_s = len(trace) / trace.duration_s * float(np.mean(trace.osl))
     assert p.j_per_output_token * out_tok_s == pytest.approx(p.deployment_kw * 1e3, rel=0.02)
+
+
+def test_fleet_energy_objective_draws_no_more_power_than_the_cost_one() -> None:
+    from solvers.fleet import FleetSpec, solve_fleet
+
+    spec = {
+        "classes": [
+            {
+                "name": "chat",
+                "model": "llama-3.1-8b",
+                "rate_per_s": 20,
+                "isl": 1000,
+                "osl": 300,
+                "ttft_ms": 800,
+                "tpot_ms": 40,
+            },
+        ],
+        "gpus": [{"gpu": "h100_sxm", "available": 16}, {"gpu": "h200_sxm", "available": 16}],
+        "max_gpus_per_replica": 4,
+    }
+    cheap = solve_fleet(FleetSpec.model_validate(spec))
+    green = solve_fleet(FleetSpec.model_validate(spec | {"objective": "energy"}))
+    assert cheap.power is not None and green.power is not None
+    assert green.power.board_kw <= cheap.power.board_kw * (1 + 1e-6)
+    assert green.cost_per_hour_usd >= cheap.cost_per_hour_usd * (1 - 1e-6)
+    kw = sum(a.board_kw for a in green.assignments)
+    assert green.power.board_kw == pytest.approx(kw)
+    assert green.power.kwh_per_day == pytest.approx(kw * green.power.pue * 24)
