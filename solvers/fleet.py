@@ -114,7 +114,9 @@ class Options(BaseModel):
     price: tuple[float, ...] = Field(description="USD per hour of one replica.")
     config: tuple[str, ...] = Field(description="Short description of each option.")
     watts: tuple[float, ...] = Field(
-        description="Board watts of one replica at its operating point (solvers.power_plan)."
+        default=(),
+        description="Board watts of one replica at its operating point (solvers.power_plan); "
+        "the energy objective needs one per option.",
     )
 
 
@@ -239,6 +241,7 @@ TIE_W_PER_GPU = 1e-3
 
 def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome]:
     """The fleet MILP on prepared options: replicas per option and the solver outcome."""
+    assert spec.objective != "energy" or len(opt.watts) == len(opt.gpus), "watts per option"
     prob = pulp.LpProblem("fleet", pulp.LpMinimize)
     n = [pulp.LpVariable(f"n_{o}", 0, None, cat="Integer") for o in range(len(opt.gpus))]
     cost = []
@@ -320,7 +323,7 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
                 gpus_per_replica=opt.gpus[o],
                 requests_per_s_per_replica=opt.rps[o],
                 cost_per_hour_usd=r * opt.gpus[o] * opt.price[o],
-                board_kw=r * opt.watts[o] / 1e3,
+                board_kw=r * opt.watts[o] / 1e3 if opt.watts else 0.0,
             )
         )
     full = [p.gpu for p in spec.gpus if p.available and used[p.gpu] >= p.available]

@@ -116,3 +116,28 @@ def test_fleet_energy_objective_draws_no_more_power_than_the_cost_one() -> None:
     kw = sum(a.board_kw for a in green.assignments)
     assert green.power.board_kw == pytest.approx(kw)
     assert green.power.kwh_per_day == pytest.approx(kw * green.power.pue * 24)
+
+
+def test_fleet_energy_objective_takes_the_option_of_least_power() -> None:
+    """A 2-GPU option at 900 W or a 1-GPU option at 700 W serving the same rate: cost takes the
+    cheaper first, energy the second."""
+    from solvers.fleet import FleetSpec, Options, solve_options
+
+    cls = {"name": "a", "model": "llama-3.1-8b", "rate_per_s": 10, "isl": 100, "osl": 10}
+    spec = FleetSpec.model_validate(
+        {
+            "classes": [cls | {"ttft_ms": 500, "tpot_ms": 50}],
+            "gpus": [{"gpu": "h100", "available": 8}, {"gpu": "h200", "available": 8}],
+        }
+    )
+    opt = Options(
+        klass=(0, 0),
+        gtype=(0, 1),
+        gpus=(2, 1),
+        rps=(10.0, 10.0),
+        price=(1.0, 3.0),
+        config=("", ""),
+        watts=(900.0, 700.0),
+    )
+    assert solve_options(spec, opt)[0] == [1, 0]
+    assert solve_options(spec.model_copy(update={"objective": "energy"}), opt)[0] == [0, 1]
