@@ -180,8 +180,19 @@ def choice_power(ev: Evaluated, i: int) -> PowerSummary:
     # the GPUs paid for are the plan's (whole purchase units), as its cost_per_hour_usd
     gpu_cost = float(ev.cost_per_hour[i])
     energy = p.facility_kw * p.electricity_price_usd_per_kwh
+    prov = dict(p.provenance)
+    if p.clock_ratio < 1.0:
+        prov["clock"] = (
+            f"the demand exceeds the board limit: the GPU runs at {p.clock_ratio:.3g} of its "
+            "clock; the plan's latencies and throughput are priced at full clock (`planner "
+            "estimate` of this deployment prices the lower clock)"
+        )
     return p.model_copy(
-        update={"gpu_cost_usd_per_hour": gpu_cost, "total_cost_usd_per_hour": gpu_cost + energy}
+        update={
+            "gpu_cost_usd_per_hour": gpu_cost,
+            "total_cost_usd_per_hour": gpu_cost + energy,
+            "provenance": prov,
+        }
     )
 
 
