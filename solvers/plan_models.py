@@ -12,10 +12,10 @@ from planner.engines import DEFAULT_ENGINE
 from planner.engines.calibration import PACKAGED, EngineConstants, EnginePolicy
 from planner.perf.deployment import Deployment, ShapeRules
 from planner.perf.power import (
-    ELECTRICITY_PRICE_SOURCE,
+    ELECTRICITY_PRICE_HELP,
     ELECTRICITY_PRICE_USD_PER_KWH,
     PUE,
-    PUE_SOURCE,
+    PUE_HELP,
     PowerSummary,
 )
 from solvers.counts import MAX_BUDGET_GPUS
@@ -121,11 +121,9 @@ class PlanRequest(BaseModel):
     )
     objective: Objective = Field(default="cost", description=OBJECTIVE_HELP)
     electricity_price: float = Field(
-        default=ELECTRICITY_PRICE_USD_PER_KWH,
-        ge=0,
-        description=f"Electricity price, USD/kWh ({ELECTRICITY_PRICE_SOURCE}).",
+        default=ELECTRICITY_PRICE_USD_PER_KWH, ge=0, description=ELECTRICITY_PRICE_HELP
     )
-    pue: float = Field(default=PUE, ge=1, description=f"Facility power / IT power ({PUE_SOURCE}).")
+    pue: float = Field(default=PUE, ge=1, description=PUE_HELP)
     weight_quants: tuple[str, ...] = Field(
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )

@@ -9,9 +9,11 @@ from typing import Any
 
 from planner.cli.common import float_in
 from planner.perf.power import (
+    ELECTRICITY_PRICE_HELP,
     ELECTRICITY_PRICE_SOURCE,
     ELECTRICITY_PRICE_USD_PER_KWH,
     PUE,
+    PUE_HELP,
     PUE_SOURCE,
     PowerSummary,
 )
@@ -83,13 +85,14 @@ def add_energy_args(p: argparse.ArgumentParser) -> None:
         "--electricity-price",
         type=float_in(0.0, 10.0),
         default=ELECTRICITY_PRICE_USD_PER_KWH,
-        help=f"USD per kWh (default: {ELECTRICITY_PRICE_USD_PER_KWH}, {ELECTRICITY_PRICE_SOURCE})",
+        help=f"{ELECTRICITY_PRICE_HELP} (default: {ELECTRICITY_PRICE_USD_PER_KWH}, "
+        f"{ELECTRICITY_PRICE_SOURCE})",
     )
     p.add_argument(
         "--pue",
         type=float_in(1.0, 5.0),
         default=PUE,
-        help=f"facility power / IT power (default: {PUE}, {PUE_SOURCE})",
+        help=f"{PUE_HELP} (default: {PUE}, {PUE_SOURCE})",
     )
 
 

@@ -62,6 +62,8 @@ PLAN: dict[str, tuple[type[BaseModel], str]] = {
         ("backend", "backend"),
         ("price-per-gpu-hour", "price_per_gpu_hour"),
         ("objective", "objective"),
+        ("electricity-price", "electricity_price"),
+        ("pue", "pue"),
         ("weight-quant", "weight_quants"),
         ("node-gpus", "node_gpus"),
         ("max-isl", "max_isl"),

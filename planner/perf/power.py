@@ -310,6 +310,10 @@ PUE_SOURCE = (
     "ASSUMPTION, editable (--pue): industry-average annual power usage effectiveness of data "
     "centres, 1.56 (Uptime Institute Global Data Center Survey 2024)"
 )
+ELECTRICITY_PRICE_HELP = "Electricity price, USD per kWh, of the GPUs' energy."
+PUE_HELP = (
+    "Power usage effectiveness: facility power / IT power (the GPUs' energy is scaled by it)."
+)
 HOURS_PER_DAY = 24.0
 J_PER_KWH = 3.6e6
 
