@@ -92,6 +92,30 @@ def _fleet(ws: Worksheet, cap: dict[str, object], bold: Format) -> None:
             _write(ws, r, c, v)
 
 
+POWER_COLUMNS = (
+    ("board W per GPU (mean)", "avg_power_w_per_gpu"),
+    ("board kW", "deployment_kw"),
+    ("J per output token", "j_per_output_token"),
+    ("J per total token", "j_per_total_token"),
+    ("facility kWh per day", "kwh_per_day"),
+    ("energy $ per day", "energy_cost_usd_per_day"),
+    ("GPUs + energy $ per hour", "total_cost_usd_per_hour"),
+)
+"""The power block (the static-mean fleet at the trace's mean rate: ``planner capacity``'s
+``power`` object), beside the fleet table."""
+
+
+def _power(ws: Worksheet, cap: dict[str, object], bold: Format) -> None:
+    power = cap.get("power")
+    if not isinstance(power, dict):
+        return
+    first = 6  # one blank column after the fleet table's five
+    ws.write_string(FLEET_ROW - 1, first, "static mean fleet at the trace's mean rate", bold)
+    for c, (head, key) in enumerate(POWER_COLUMNS, start=first):
+        ws.write_string(FLEET_ROW, c, head, bold)
+        _write(ws, FLEET_ROW + 1, c, power.get(key))
+
+
 def _chart(wb: Workbook, first: int, last: int, rate_col: int, gpu_col: int) -> Chart:
     chart = wb.add_chart({"type": "column"})
     chart.add_series(
@@ -144,6 +168,7 @@ def add_capacity_sheet(wb: Workbook, cap: dict[str, object]) -> Worksheet:
         f"${_g(cap['price_per_gpu_hour'])} per GPU-hour",
     )
     _fleet(ws, cap, bold)
+    _power(ws, cap, bold)
     top = FLEET_ROW + 6
     cols = window_columns(pct)
     for c, (head, _) in enumerate(cols):

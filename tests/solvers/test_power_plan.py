@@ -88,6 +88,21 @@ def test_capacity_power_is_the_static_mean_fleet_at_the_mean_rate() -> None:
     # J per output token x output tokens/s = board watts of the fleet
     out_tok_s = len(trace) / trace.duration_s * float(np.mean(trace.osl))
     assert p.j_per_output_token * out_tok_s == pytest.approx(p.deployment_kw * 1e3, rel=0.02)
+    _capacity_sheet_shows(res.model_dump(mode="json"))
+
+
+def _capacity_sheet_shows(cap: dict) -> None:
+    """The Capacity sheet carries the power object's figures as numbers."""
+    import io
+
+    import openpyxl
+
+    from planner.reports.capacity_sheet import FLEET_ROW, POWER_COLUMNS, capacity_xlsx
+
+    ws = openpyxl.load_workbook(io.BytesIO(capacity_xlsx(cap)))["Capacity"]
+    for c, (head, key) in enumerate(POWER_COLUMNS, start=7):  # openpyxl counts from 1
+        assert ws.cell(FLEET_ROW + 1, c).value == head
+        assert ws.cell(FLEET_ROW + 2, c).value == pytest.approx(cap["power"][key])
 
 
 def test_fleet_energy_objective_draws_no_more_power_than_the_cost_one() -> None:
