@@ -156,3 +156,30 @@ def test_fleet_energy_objective_takes_the_option_of_least_power() -> None:
     )
     assert solve_options(spec, opt)[0] == [1, 0]
     assert solve_options(spec.model_copy(update={"objective": "energy"}), opt)[0] == [0, 1]
+
+
+def test_sweep_rows_carry_kwh_next_to_dollars_per_million_tokens() -> None:
+    from planner.emitters.capabilities import shape_rules
+    from solvers.sweep import SweepSpec, run_scenario, scenarios
+
+    base = {
+        "models": ["llama-3.1-8b"],
+        "gpu_sets": [{"name": "h", "gpus": ["h100"], "max_gpus": 4}],
+        "workloads": [{"name": "chat", "isl": 1000, "osl": 300, "rate_per_s": 4}],
+        "slos": [{"name": "s", "ttft_ms": 1500, "tpot_ms": 40}],
+    }
+    plain = scenarios(SweepSpec.model_validate(base), shape_rules("vllm"))
+    priced = scenarios(
+        SweepSpec.model_validate(base | {"electricity_price": 0.2, "pue": 1.1}), shape_rules("vllm")
+    )
+    # a spec without the keys keeps the ids it had before they existed
+    assert "electricity_price" not in plain[0].request
+    assert plain[0].scenario_id != priced[0].scenario_id
+    row = run_scenario(priced[0])
+    assert row["status"] == "ok", row
+    j = float(row["j_per_total_token"])  # type: ignore[arg-type]
+    kwh = float(row["kwh_per_million_total_tokens"])  # type: ignore[arg-type]
+    assert kwh == pytest.approx(j * 1e6 * 1.1 / 3.6e6)
+    energy_usd = float(row["energy_cost_per_million_total_tokens_usd"])  # type: ignore[arg-type]
+    assert energy_usd == pytest.approx(kwh * 0.2)
+    assert float(row["avg_power_w_per_gpu"]) > 0  # type: ignore[arg-type]
