@@ -541,6 +541,7 @@ def _mean_power(
     assert dep.agg is not None
     isl, osl = (max(int(round(float(np.mean(x)))), 1) for x in (trace.isl, trace.osl))
     wl = fixed(isl, osl, rate_per_s=len(trace) / max(trace.duration_s, 1e-9))
+    wl = wl.model_copy(update={"prefix_hit": req.prefix_hit})  # as the windows are sized
     agg = dep.agg.model_copy(update={"workers": n})
     gpu = get_gpu(dep.gpu, req.hardware_dirs)
     cost = (bought(n), price, req.electricity_price, req.pue)
