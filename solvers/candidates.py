@@ -91,10 +91,27 @@ class Block:
     decode: Workers | None = None
     evaluated: int = 0
     memory_pruned: int = 0
+    prefill_gpu: GpuSpec | None = None
+    """The prefill workers' GPU type where it differs from ``gpu`` (disagg over two types)."""
 
     @property
     def size(self) -> int:
         return int(self.res.gpus.size)
+
+    @property
+    def pre_gpu(self) -> GpuSpec:
+        """The GPU type of the prefill workers (``gpu`` unless the pair mixes types)."""
+        return self.prefill_gpu or self.gpu
+
+    @property
+    def mixed(self) -> bool:
+        """Prefill and decode workers run on two GPU types."""
+        return self.prefill_gpu is not None and self.prefill_gpu.key != self.gpu.key
+
+    @property
+    def type_key(self) -> str:
+        """The GPU type of the block, or its prefill/decode pair (``prefill_key+decode_key``)."""
+        return f"{self.pre_gpu.key}+{self.gpu.key}" if self.mixed else self.gpu.key
 
     @property
     def limit(self) -> np.ndarray:
@@ -148,7 +165,12 @@ def fitting_workers(
 
 
 def evaluate(
-    m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: np.ndarray
+    m: ModelSpec,
+    gpu: GpuSpec,
+    load: Load,
+    util: np.ndarray,
+    prefill_gpu: GpuSpec | None = None,
+    **cols: np.ndarray,
 ) -> ResultArrays:
     """``evaluate_batch`` on candidate columns (see :class:`planner.perf.batch.CandidateArrays`).
 
@@ -158,7 +180,7 @@ def evaluate(
     those are predicted once and share the answer (each keeps its own KV capacity); since the
     serving
     model treats candidates independently, this equals evaluating each one alone (``planner
-    estimate``).
+    estimate``). ``prefill_gpu``: the prefill workers' GPU type (None: ``gpu``).
     """
     c = CandidateArrays.from_lists(**cols)
     util = np.broadcast_to(np.asarray(util, dtype=float), (len(c),))
@@ -178,7 +200,7 @@ def evaluate(
     )
     pre_cap = capacity(
         m,
-        gpu,
+        prefill_gpu or gpu,
         c.prefill_tp,
         c.prefill_pp,
         c.prefill_dp,
@@ -212,7 +234,13 @@ def evaluate(
                 **{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__}
             )
             r = evaluate_batch(
-                m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[idx]
+                m,
+                gpu,
+                sub,
+                load.workload(),
+                backend=load.backend,
+                gpu_memory_utilization=util[idx],
+                prefill_gpu=prefill_gpu,
             )
             for f in ResultArrays.__dataclass_fields__:
                 v = getattr(r, f)

@@ -59,9 +59,20 @@ def deployment(
     dec = worker_config(b.decode, d, int(u.y[i]))
     # the serving model runs both roles at the decode role's memory fraction (one engine setting)
     pre = worker_config(b.prefill, p, int(u.x[i]), mem_frac=dec.gpu_memory_utilization)
+    if b.mixed:
+        common["prefill_gpu"] = b.pre_gpu.key
     return Deployment(
         mode="disagg", prefill=pre, decode=dec, cuda_graph_max_batch=dec.max_num_seqs, **common
     )
+
+
+def kv_link(b: Block) -> str:
+    """The link a disaggregated block's KV cache crosses, in words with its source."""
+    if not b.mixed:
+        return "scale-up link inside one domain, else the scale-out NIC"
+    slow = min((b.pre_gpu, b.gpu), key=lambda g: g.scale_out_bandwidth_bytes_per_s)
+    gb = slow.scale_out_bandwidth_bytes_per_s / 1e9
+    return f"scale-out NIC of {slow.name}, the slower of the pair: {gb:.3g} GB/s per GPU"
 
 
 def stats(res: ResultArrays, metric: str, i: int) -> dict[str, float]:
@@ -125,7 +136,7 @@ def predicted(
     else:
         assert dep.prefill is not None and dep.decode is not None
         mem = {
-            "prefill": memory_summary(m, b.gpu, dep.prefill, isl, osl),
+            "prefill": memory_summary(m, b.pre_gpu, dep.prefill, isl, osl),
             "decode": memory_summary(m, b.gpu, dep.decode, isl, osl),
         }
     running = float(r.decode_batch[i])
@@ -138,6 +149,7 @@ def predicted(
         "running_requests_per_worker": running,
         "clients_per_worker": int(np.ceil(b.clients[i])) if np.isfinite(b.clients[i]) else 0,
         "kv_transfer_ms": float(r.kv_transfer_s[i]) * 1e3,
+        **({"kv_link": kv_link(b)} if b.mode == "disagg" else {}),
         "prefill_utilization": float(r.prefill_utilization[i]),
         "step_breakdown": {
             "decode_step_ms": step_breakdown(

@@ -37,8 +37,8 @@ fits)."""
 
 @dataclass(frozen=True)
 class PhaseSets:
-    """Memory-feasible prefill workers and decode operating points of one GPU type,
-    with role times."""
+    """Memory-feasible prefill workers and decode operating points, with role times; the prefill
+    workers on ``prefill_gpu`` (the decode workers' type, or another)."""
 
     pre: Workers
     pre_role: PrefillRole
@@ -47,41 +47,106 @@ class PhaseSets:
     dec_role: DecodeRole
     enumerated: int
     pruned: int
+    prefill_gpu: GpuSpec
+
+
+@dataclass(frozen=True)
+class PrefillSet:
+    """Memory-feasible prefill workers of one GPU type with their role times (priced once per
+    type; a P/D pair of two types combines one type's prefill set with another's decode set)."""
+
+    gpu: GpuSpec
+    pre: Workers
+    role: PrefillRole
+    enumerated: int
+    pruned: int
+
+
+@dataclass(frozen=True)
+class DecodeSet:
+    """Decode operating points (worker, clients) of one GPU type with their role times."""
+
+    gpu: GpuSpec
+    dec: Workers
+    clients: np.ndarray
+    role: DecodeRole
+    enumerated: int
+    pruned: int
 
 
 def dtype_key(w: Workers) -> np.ndarray:
     return (w.quant * 10 + w.kv) * 1000 + w.gpus_per_worker
 
 
-def phase_sets(
-    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
-) -> PhaseSets | None:
-    """Prefill workers (one max_num_seqs, largest memory fraction) and decode points at
-    ``decode_clients``."""
+def prefill_set(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load
+) -> PrefillSet | None:
+    """Prefill workers of ``gpu`` (one max_num_seqs, largest memory fraction), or None when none
+    holds a prompt."""
     pspace = space.model_copy(update={"mem_fractions": (max(space.mem_fractions),)})
     pw, n_p = fitting_workers(
         m, gpu, pspace, gi, load.isl + 1, max_num_seqs=(min(space.max_num_seqs),)
     )
+    if pw.size == 0:
+        return None
+    pc = CandidateArrays.from_lists(**pw.columns(), **pw.columns("prefill_"))
+    role = prefill_role(
+        m, gpu, pc, load.workload(), backend=load.backend, gpu_memory_utilization=pw.mem_frac
+    )
+    return PrefillSet(gpu, pw, role, n_p, n_p - pw.size)
+
+
+def decode_set(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
+) -> DecodeSet | None:
+    """Decode points of ``gpu`` at ``decode_clients`` per worker, or None when no worker fits."""
     dspace = space.model_copy(
         update={"chunk_tokens": (max(*space.max_num_seqs, DECODE_CHUNK_TOKENS),)}
     )
     dw, n_d = fitting_workers(m, gpu, dspace, gi, load.isl + load.osl)
-    if pw.size == 0 or dw.size == 0:
+    if dw.size == 0:
         return None
-    wl = load.workload()
-    pc = CandidateArrays.from_lists(**pw.columns(), **pw.columns("prefill_"))
-    pre_role = prefill_role(
-        m, gpu, pc, wl, backend=load.backend, gpu_memory_utilization=pw.mem_frac
-    )
     idx = np.repeat(np.arange(dw.size), decode_clients.size)
     cl = np.tile(decode_clients, dw.size).astype(float)
     dws = dw.take(idx)
     dc = CandidateArrays.from_lists(**dws.columns())
     batch = np.minimum(cl, dws.max_num_seqs)
-    dec_role = decode_role(
-        m, gpu, dc, wl, batch, backend=load.backend, gpu_memory_utilization=dws.mem_frac
+    role = decode_role(
+        m,
+        gpu,
+        dc,
+        load.workload(),
+        batch,
+        backend=load.backend,
+        gpu_memory_utilization=dws.mem_frac,
     )
-    return PhaseSets(pw, pre_role, dws, cl, dec_role, n_p + n_d, (n_p - pw.size) + (n_d - dw.size))
+    return DecodeSet(gpu, dws, cl, role, n_d, n_d - dw.size)
+
+
+def combine(pre: PrefillSet | None, dec: DecodeSet | None) -> PhaseSets | None:
+    """The P/D search sets of prefill workers ``pre`` and decode points ``dec`` (one GPU type or
+    two), or None when either role has no worker."""
+    if pre is None or dec is None:
+        return None
+    n, pruned = pre.enumerated + dec.enumerated, pre.pruned + dec.pruned
+    return PhaseSets(pre.pre, pre.role, dec.dec, dec.clients, dec.role, n, pruned, pre.gpu)
+
+
+def phase_sets(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
+) -> PhaseSets | None:
+    """Prefill workers and decode points at ``decode_clients``, both on ``gpu``."""
+    pre = prefill_set(m, gpu, gi, space, load)
+    return combine(pre, decode_set(m, gpu, gi, space, load, decode_clients) if pre else None)
+
+
+def decode_levels(space: SearchSpace, load: Load) -> np.ndarray:
+    """Clients per decode worker the no-load / fixed-concurrency search prices decode at."""
+    if load.concurrency is None:
+        return np.array(space.concurrency_per_worker)
+    return np.unique(
+        np.ceil(load.concurrency / count_ladder(min(space.max_gpus, load.concurrency)))
+    )
 
 
 def running(s: PhaseSets) -> np.ndarray:
@@ -196,7 +261,15 @@ def unit_block(
 ) -> Block:
     """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one
     block."""
-    res = evaluate(m, gpu, load, s.dec.mem_frac[u.d], **unit_columns(s, u), concurrency=conc)
+    res = evaluate(
+        m,
+        gpu,
+        load,
+        s.dec.mem_frac[u.d],
+        **unit_columns(s, u),
+        concurrency=conc,
+        prefill_gpu=s.prefill_gpu,
+    )
     return Block(
         "disagg",
         gpu,
@@ -209,11 +282,18 @@ def unit_block(
         decode=s.dec,
         evaluated=evaluated,
         memory_pruned=s.pruned,
+        prefill_gpu=s.prefill_gpu,
     )
 
 
 def disagg_block(
-    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, tpot_slo_ms: float
+    m: ModelSpec,
+    gpu: GpuSpec,
+    gi: int,
+    space: SearchSpace,
+    load: Load,
+    tpot_slo_ms: float,
+    sets: PhaseSets | None = None,
 ) -> Block | None:
     """Disaggregated xPyD candidates of one GPU type (no load, or a fixed concurrency).
 
@@ -223,15 +303,14 @@ def disagg_block(
     clients, y and
     x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%). Above a budget of
     DENSE_COUNTS, x stays near what the decode pool's request rate keeps busy
-    (:func:`near_prefill_need`).
+    (:func:`near_prefill_need`). ``sets``: the roles' sets already priced (a pair of GPU types;
+    default: both roles on ``gpu``, at ``decode_levels``).
     """
     if load.concurrency is None:
         xs = ys = np.arange(1, min(space.max_gpus, DENSE_COUNTS) + 1)
-        levels = np.array(space.concurrency_per_worker)
     else:
         xs = ys = count_ladder(min(space.max_gpus, load.concurrency))
-        levels = np.unique(np.ceil(load.concurrency / ys))
-    s = phase_sets(m, gpu, gi, space, load, levels)
+    s = sets or phase_sets(m, gpu, gi, space, load, decode_levels(space, load))
     if s is None:
         return None
     # no load on a large budget: worker counts scale freely (only the P:D ratio matters), so a

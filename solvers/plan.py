@@ -113,7 +113,7 @@ def _at_prediction(ev: Evaluated, best: int) -> Choice | None:
     i = pick_best(ev, ok, ev.req.objective)
     return (
         None
-        if ev.summary(i) == ev.summary(best) and ev.gpu_of(i) == ev.gpu_of(best)
+        if ev.summary(i) == ev.summary(best) and ev.type_of(i) == ev.type_of(best)
         else ev.choice(i)
     )
 

@@ -156,7 +156,13 @@ class Choice(BaseModel):
 
     model_config = _FROZEN
     mode: str = Field(description="agg or disagg.")
-    gpu: str = Field(description="GPU key.")
+    gpu: str = Field(description="GPU key (of the decode workers when disaggregated).")
+    prefill_gpu: str = Field(
+        default="", description="GPU key of the prefill workers (disaggregated; else empty)."
+    )
+    decode_gpu: str = Field(
+        default="", description="GPU key of the decode workers (disaggregated; else empty)."
+    )
     config: str = Field(description="Short description of the deployment.")
     deployment: Deployment = Field(description="The deployment.")
     predicted: dict[str, object] = Field(
