@@ -165,12 +165,19 @@ def fitting_workers(
 
 
 def evaluate(
+    m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: np.ndarray
+) -> ResultArrays:
+    """:func:`evaluate_roles` with both roles on ``gpu``."""
+    return evaluate_roles(m, gpu, None, load, util, cols)
+
+
+def evaluate_roles(
     m: ModelSpec,
     gpu: GpuSpec,
+    prefill_gpu: GpuSpec | None,
     load: Load,
     util: np.ndarray,
-    prefill_gpu: GpuSpec | None = None,
-    **cols: np.ndarray,
+    cols: dict[str, np.ndarray],
 ) -> ResultArrays:
     """``evaluate_batch`` on candidate columns (see :class:`planner.perf.batch.CandidateArrays`).
 

@@ -19,7 +19,14 @@ from hardware.spec import GpuSpec
 from planner.model.spec import ModelSpec
 from planner.perf.batch import CandidateArrays
 from planner.perf.roles import DecodeRole, PrefillRole, decode_role, prefill_role
-from solvers.candidates import DECODE_CHUNK_TOKENS, Block, Load, Units, evaluate, fitting_workers
+from solvers.candidates import (
+    DECODE_CHUNK_TOKENS,
+    Block,
+    Load,
+    Units,
+    evaluate_roles,
+    fitting_workers,
+)
 from solvers.counts import DENSE_COUNTS, count_ladder
 from solvers.pareto import group_pareto
 from solvers.space import SearchSpace, Workers
@@ -129,6 +136,15 @@ def combine(pre: PrefillSet | None, dec: DecodeSet | None) -> PhaseSets | None:
     if pre is None or dec is None:
         return None
     n, pruned = pre.enumerated + dec.enumerated, pre.pruned + dec.pruned
+    if pre.gpu.key != dec.gpu.key:
+        # the serving model runs both roles at the decode point's memory fraction (one engine
+        # setting); the prefill workers were kept at the largest, which on another GPU type
+        # says nothing about a smaller one, so the pair keeps the decode points at that fraction
+        keep = np.flatnonzero(dec.dec.mem_frac == np.max(pre.pre.mem_frac))
+        if keep.size == 0:
+            return None
+        role = DecodeRole(dec.role.step_s[keep], dec.role.seq_capacity[keep])
+        dec = DecodeSet(dec.gpu, dec.dec.take(keep), dec.clients[keep], role, dec.enumerated, 0)
     return PhaseSets(pre.pre, pre.role, dec.dec, dec.clients, dec.role, n, pruned, pre.gpu)
 
 
@@ -261,15 +277,8 @@ def unit_block(
 ) -> Block:
     """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one
     block."""
-    res = evaluate(
-        m,
-        gpu,
-        load,
-        s.dec.mem_frac[u.d],
-        **unit_columns(s, u),
-        concurrency=conc,
-        prefill_gpu=s.prefill_gpu,
-    )
+    cols = unit_columns(s, u) | {"concurrency": conc}
+    res = evaluate_roles(m, gpu, s.prefill_gpu, load, s.dec.mem_frac[u.d], cols)
     return Block(
         "disagg",
         gpu,

@@ -120,9 +120,9 @@ def solve_pd(
         billed_p = _round(prob, used_p, unit_p, f"units_p_{g}", max_gpus)
         billed_d = _round(prob, used_d, unit_d, f"units_d_{g}", max_gpus)
         gpu_terms += [billed_p, billed_d]
-        cost = objective == "cost"
-        price_p = float(pre.price[pi][pre.group[pi] == g][0]) if cost else 1.0
-        price_d = float(dec.price[di][dec.group[di] == g][0]) if cost else 1.0
+        by_cost = objective == "cost"
+        price_p = float(pre.price[pi][pre.group[pi] == g][0]) if by_cost else 1.0
+        price_d = float(dec.price[di][dec.group[di] == g][0]) if by_cost else 1.0
         cost_terms += [price_p * billed_p, price_d * billed_d]
     prob += pulp.lpSum(cost_terms)
     prob += pulp.lpSum(float(pre.capacity_per_s[i]) * x[i] for i in a) >= rate_per_s
@@ -172,7 +172,7 @@ def brute_force_pd(
             )
             if gp + gd > max_gpus:
                 continue
-            cost = objective == "cost"
-            val = gp * float(pre.price[i]) + gd * float(dec.price[j]) if cost else gp + gd
+            by_cost = objective == "cost"
+            val = gp * float(pre.price[i]) + gd * float(dec.price[j]) if by_cost else gp + gd
             best = val if best is None or val < best else best
     return best

@@ -28,6 +28,7 @@ import numpy as np
 
 from planner.uncertainty.bands import Bands
 from solvers.binding import explain_binding, per_gpu_type, top_candidates
+from solvers.hetero import role_types
 from solvers.pareto import pareto_indices
 from solvers.plan_core import Evaluated, evaluate_request, pick_best
 from solvers.plan_models import (
@@ -158,6 +159,7 @@ def plan(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
         binding=binding,
         candidates=tuple(top_candidates(ev, ok, front)),
         per_gpu_type=per_gpu_type(ev, ok, best),
+        role_types=role_types(ev, ok),
         max_gpus=req.max_gpus,
         at_prediction=at_prediction,
     )

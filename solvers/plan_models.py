@@ -243,6 +243,12 @@ class PlanResult(BaseModel):
         default_factory=dict, description="Best plan or reason, per GPU type."
     )
     max_gpus: int = Field(default=0, description="The GPU budget of the request.")
+    role_types: dict[str, object] | None = Field(
+        default=None,
+        description="Disaggregated over two GPU types: the best prefill/decode pair of two types "
+        "against the best same-type plan (figures, whether the pair wins, and a sentence); None "
+        "when no pair of two types was searched (solvers.hetero.role_types).",
+    )
     at_prediction: Choice | None = Field(
         default=None,
         description="The plan the same objective picks at the point prediction (--confidence 0), "

@@ -311,6 +311,17 @@ def uses_pp(dep: Any) -> bool:
     return any(w is not None and w.parallel.pp > 1 for w in roles)
 
 
+def gpus_label(c: Any) -> str:
+    """'8 x H200-SXM', or '8 GPUs (prefill on H100-SXM, decode on H200-SXM)' for a choice whose
+    roles run on two GPU types."""
+    from planner.reports.present import gpu_name
+
+    if c.prefill_gpu and c.prefill_gpu != c.gpu:
+        pair = f"prefill on {gpu_name(c.prefill_gpu)}, decode on {gpu_name(c.gpu)}"
+        return f"{c.gpus} GPUs ({pair})"
+    return f"{c.gpus} x {gpu_name(c.gpu)}"
+
+
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
     pct = r.slo["percentile"]
@@ -326,11 +337,9 @@ def plan_table(r: Any) -> str:
     parts.append(render_kv(rows, "Recommended deployment"))
     if r.at_prediction is not None:
         c = r.at_prediction
-        from planner.reports.present import gpu_name
-
         title = (
-            f"At the point prediction (--confidence 0) the plan would be: {c.gpus} x "
-            f"{gpu_name(c.gpu)}, ${c.cost_per_hour_usd:,.4g} per hour, "
+            f"At the point prediction (--confidence 0) the plan would be: {gpus_label(c)}, "
+            f"${c.cost_per_hour_usd:,.4g} per hour, "
             f"${c.cost_per_million_total_tokens:,.4g} per 1M total tokens"
         )
         parts += ["", render_kv(_choice_rows(c, pct) | _headroom_rows(c.headroom), title)]
@@ -357,6 +366,8 @@ def plan_table(r: Any) -> str:
     ]
     if len(r.per_gpu_type) > 1:
         parts += ["", "Each GPU type asked for", render_table(per_gpu_rows(r))]
+    if r.role_types is not None:
+        parts += ["", f"Prefill and decode on two GPU types: {r.role_types['sentence']}"]
     parts += ["", f"Pareto front ({len(front)} points)", render_table(front)]
     parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.3g} s"]
     return "\n".join(parts)
