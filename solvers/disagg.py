@@ -133,19 +133,86 @@ def decode_set(
 def combine(pre: PrefillSet | None, dec: DecodeSet | None) -> PhaseSets | None:
     """The P/D search sets of prefill workers ``pre`` and decode points ``dec`` (one GPU type or
     two), or None when either role has no worker."""
-    if pre is None or dec is None:
+    if pre is None or dec is None or pre.pre.size == 0 or dec.dec.size == 0:
         return None
     n, pruned = pre.enumerated + dec.enumerated, pre.pruned + dec.pruned
     if pre.gpu.key != dec.gpu.key:
-        # the serving model runs both roles at the decode point's memory fraction (one engine
-        # setting); the prefill workers were kept at the largest, which on another GPU type
-        # says nothing about a smaller one, so the pair keeps the decode points at that fraction
-        keep = np.flatnonzero(dec.dec.mem_frac == np.max(pre.pre.mem_frac))
-        if keep.size == 0:
+        dec = at_prefill_fraction(pre, dec)
+        if dec.dec.size == 0:
             return None
-        role = DecodeRole(dec.role.step_s[keep], dec.role.seq_capacity[keep])
-        dec = DecodeSet(dec.gpu, dec.dec.take(keep), dec.clients[keep], role, dec.enumerated, 0)
     return PhaseSets(pre.pre, pre.role, dec.dec, dec.clients, dec.role, n, pruned, pre.gpu)
+
+
+def _take(dec: DecodeSet, keep: np.ndarray) -> DecodeSet:
+    role = DecodeRole(dec.role.step_s[keep], dec.role.seq_capacity[keep])
+    return DecodeSet(dec.gpu, dec.dec.take(keep), dec.clients[keep], role, dec.enumerated, 0)
+
+
+def at_prefill_fraction(pre: PrefillSet, dec: DecodeSet) -> DecodeSet:
+    """The decode points of a pair of two GPU types at the prefill workers' memory fraction: the
+    serving model runs both roles at the decode point's fraction (one engine setting), and the
+    prefill workers were kept at the largest, which on another type says nothing about a
+    smaller one."""
+    return _take(dec, np.flatnonzero(dec.dec.mem_frac == np.max(pre.pre.mem_frac)))
+
+
+def _beaten(keys: np.ndarray, x: np.ndarray, y: np.ndarray, n_rival: int) -> np.ndarray:
+    """Of the points after the first ``n_rival`` (the rival type's, listed first so a tie goes to
+    it), those off their group's front of (x, y)."""
+    return ~group_pareto(keys, x, y)[n_rival:]
+
+
+def cross_type_pruned(
+    pre: PrefillSet,
+    dec: DecodeSet,
+    rivals: tuple[PrefillSet, DecodeSet],
+    prices: tuple[float, float],
+) -> tuple[PrefillSet, DecodeSet]:
+    """The roles of a pair of two GPU types less the workers the other type beats.
+
+    A prefill worker of the pair's prefill type is dropped when a prefill worker of the decode
+    type with the same dtypes and size serves at least its capacity per price-weighted GPU
+    (``prices``: (prefill type, decode type) $/GPU-hour, or 1 each when GPUs are what counts) and
+    runs one prompt alone no slower; a decode point likewise when a point of the prefill type at
+    the same clients gives at least its tokens/s per price-weighted GPU and per user. Swapping the
+    beaten worker for its rival makes the pair one GPU type, no dearer and no slower, with a KV
+    link no slower (one type's scale-up domain or NIC against the slower NIC of two); so only
+    the pairs that can beat every same-type plan are priced whole (exact up to whole worker
+    counts)."""
+    rp, rd = rivals
+    p_price, d_price = prices
+    dec = at_prefill_fraction(pre, dec)
+    ok_p = pre.role.fits
+    p_keys = np.concatenate([dtype_key(rp.pre), dtype_key(pre.pre)])
+    p_cap = np.concatenate(
+        [
+            1.0 / (rp.role.work_s * rp.pre.gpus_per_worker * d_price),
+            1.0 / (pre.role.work_s * pre.pre.gpus_per_worker * p_price),
+        ]
+    )
+    p_alone = -np.concatenate([rp.role.alone_s, pre.role.alone_s])
+    p_fit = np.concatenate([rp.role.fits, ok_p])
+    p_cap = np.where(p_fit, p_cap, -np.inf)
+    keep_p = np.flatnonzero(ok_p & ~_beaten(p_keys, p_cap, p_alone, rp.pre.size))
+    d_keys = np.concatenate(
+        [dtype_key(rd.dec) * 1000 + rd.clients, dtype_key(dec.dec) * 1000 + dec.clients]
+    ).astype(np.int64)
+
+    def per_gpu(s: DecodeSet, price: float) -> np.ndarray:
+        running = np.maximum(np.minimum(s.clients, s.dec.max_num_seqs), 1.0)
+        held = np.minimum(running, s.role.seq_capacity)
+        return np.where(s.role.seq_capacity >= 1, held / s.role.step_s, -np.inf) / (
+            s.dec.gpus_per_worker * price
+        )
+
+    d_tok = np.concatenate([per_gpu(rd, p_price), per_gpu(dec, d_price)])
+    d_user = 1.0 / np.concatenate([rd.role.step_s, dec.role.step_s])
+    keep_d = np.flatnonzero(~_beaten(d_keys, d_tok, d_user, rd.dec.size))
+    pre_role = PrefillRole(pre.role.alone_s[keep_p], pre.role.work_s[keep_p], pre.role.fits[keep_p])
+    return (
+        PrefillSet(pre.gpu, pre.pre.take(keep_p), pre_role, pre.enumerated, pre.pruned),
+        _take(dec, keep_d),
+    )
 
 
 def phase_sets(

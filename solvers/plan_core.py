@@ -30,7 +30,14 @@ from planner.uncertainty.bands import (
 from solvers.candidates import Block, Edge, Load, agg_block, evaluate, percentile_ms
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.describe import deployment, predicted
-from solvers.disagg import combine, decode_levels, decode_set, disagg_block, prefill_set
+from solvers.disagg import (
+    combine,
+    cross_type_pruned,
+    decode_levels,
+    decode_set,
+    disagg_block,
+    prefill_set,
+)
 from solvers.explain import (
     infeasible_budget,
     infeasible_memory,
@@ -541,13 +548,19 @@ def _disagg_blocks(
     gpu, out = gpus[gi], []
     price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
     for pi in [gi] + [k for k in range(len(gpus)) if k != gi]:
-        sets = combine(roles[0][pi], roles[1][gi])
+        pre, dec = roles[0][pi], roles[1][gi]
+        pre_price = req.price_per_gpu_hour or gpus[pi].price_per_gpu_hour_usd
+        rival_p, rival_d = roles[0][gi], roles[1][pi]
+        if pi != gi and pre and dec and rival_p and rival_d:
+            by_cost = req.objective == "cost"
+            prices = (pre_price, price) if by_cost else (1.0, 1.0)
+            pre, dec = cross_type_pruned(pre, dec, (rival_p, rival_d), prices)
+        sets = combine(pre, dec)
         if sets is None:
             continue
         if req.rate_per_s is None:
             out.append(disagg_block(model, gpu, gi, space, load, req.tpot_ms, sets))
             continue
-        pre_price = req.price_per_gpu_hour or gpus[pi].price_per_gpu_hour_usd
         slo = (req.ttft_ms, req.tpot_ms, req.percentile)
         b, sol = rate_disagg_block(model, gpu, gi, space, load, *slo, price, edge, sets, pre_price)
         out.append(b)
