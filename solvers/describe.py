@@ -67,12 +67,14 @@ def deployment(
 
 
 def kv_link(b: Block) -> str:
-    """The link a disaggregated block's KV cache crosses, in words with its source."""
-    if not b.mixed:
-        return "scale-up link inside one domain, else the scale-out NIC"
+    """The link the KV cache of a pair of two GPU types crosses, in words with its source."""
     slow = min((b.pre_gpu, b.gpu), key=lambda g: g.scale_out_bandwidth_bytes_per_s)
     gb = slow.scale_out_bandwidth_bytes_per_s / 1e9
-    return f"scale-out NIC of {slow.name}, the slower of the pair: {gb:.3g} GB/s per GPU"
+    src = slow.sources.get("scale_out_bandwidth_bytes_per_s", "")
+    return (
+        f"KV cache from prefill to decode over the scale-out NIC of {slow.name}, the slower of "
+        f"the pair: {gb:.3g} GB/s per GPU ({src})"
+    )
 
 
 def stats(res: ResultArrays, metric: str, i: int) -> dict[str, float]:
@@ -149,7 +151,6 @@ def predicted(
         "running_requests_per_worker": running,
         "clients_per_worker": int(np.ceil(b.clients[i])) if np.isfinite(b.clients[i]) else 0,
         "kv_transfer_ms": float(r.kv_transfer_s[i]) * 1e3,
-        **({"kv_link": kv_link(b)} if b.mode == "disagg" else {}),
         "prefill_utilization": float(r.prefill_utilization[i]),
         "step_breakdown": {
             "decode_step_ms": step_breakdown(
@@ -163,5 +164,6 @@ def predicted(
             ),
             "engine_calibration": f"{policy.name}: {policy.label}",
             "serving": "planner.perf.batch.evaluate_batch (the model behind planner estimate)",
+            **({"kv_link": kv_link(b)} if b.mixed else {}),
         },
     }

@@ -115,7 +115,9 @@ def sidecar_file(ctx: EmitContext, flags: Flags) -> OutFile:
     """``deployment.json``: what the results were measured on (the plan's deployment, engine and
     version); benchmark.sh copies it next to each run's result files."""
     sidecar = {
-        "deployment": ctx.deployment.model_dump(mode="json"),
+        "deployment": ctx.deployment.model_dump(
+            mode="json", exclude=None if ctx.deployment.prefill_gpu else {"prefill_gpu"}
+        ),
         "backend": flags.engine,
         "engine_version": flags.version_text,
     }
