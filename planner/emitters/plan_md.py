@@ -114,17 +114,19 @@ def predicted_section(plan: PlanFile) -> list[str]:
 def _hosts(ctx: EmitContext) -> str:
     """GPUs per node, each role's on hosts of its own GPU type where the roles run on two."""
     if not ctx.role_node_gpus:
-        return str(ctx.node_gpus)
-    return ", ".join(
-        f"{n} ({role}, on {role} hosts only)" for role, n in ctx.role_node_gpus.items()
-    )
+        return f"{ctx.node_gpus} GPUs per node"
+    dep = ctx.deployment
+    each = [
+        f"{n} GPUs per {role} node ({dep.role_gpu(role)})" for role, n in ctx.role_node_gpus.items()
+    ]
+    return " and ".join(each) + ", each role on nodes of its own GPU type"
 
 
 def notes_section(
     ctx: EmitContext, flags: Flags, build: EngineBuild, missing: dict[str, list[str]]
 ) -> list[str]:
     notes = [
-        f"Replicas are packed {_hosts(ctx)} GPUs per node; ports and hosts in launch.sh "
+        f"Replicas are packed {_hosts(ctx)}; ports and hosts in launch.sh "
         "are defaults, edit them for your cluster.",
         "benchmark.sh splits the load evenly over the endpoints it targets.",
     ]
