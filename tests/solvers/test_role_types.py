@@ -213,3 +213,33 @@ def test_estimate_role_gpu_input_errors(
 ) -> None:
     rc, _, err = _cli(capsys, *BASE, *extra)
     assert rc == 2 and err.startswith("error: ") and flag in err and err.count("\n") == 1
+
+
+def test_fleet_buys_each_role_on_its_own_pool() -> None:
+    """``disagg: true``: the class is served by prefill on the H100 pool and decode on the H200
+    pool, each role's GPUs counted and priced on its own pool, cheaper than aggregated only."""
+    from solvers.fleet import FleetSpec, solve_fleet
+
+    spec: dict[str, Any] = {
+        "classes": [
+            {
+                "name": "long",
+                "model": "llama-3.1-70b",
+                "rate_per_s": 4,
+                "isl": 4096,
+                "osl": 512,
+                "ttft_ms": 2000,
+                "tpot_ms": 40,
+            }
+        ],
+        "gpus": [{"gpu": "h100_sxm", "available": 32}, {"gpu": "h200_sxm", "available": 32}],
+    }
+    agg = solve_fleet(FleetSpec.model_validate(spec))
+    both = solve_fleet(FleetSpec.model_validate(spec | {"disagg": True}))
+    assert both.cost_per_hour_usd < agg.cost_per_hour_usd
+    (a,) = both.assignments
+    assert (a.prefill_gpu, a.gpu) == ("h100_sxm", "h200_sxm")
+    pre, dec = a.prefill_gpus_per_replica, a.gpus_per_replica - a.prefill_gpus_per_replica
+    assert both.gpus_by_type == {"h100_sxm": pre * a.replicas, "h200_sxm": dec * a.replicas}
+    h100, h200 = (get_gpu(g).price_per_gpu_hour_usd for g in ("h100", "h200"))
+    assert both.cost_per_hour_usd == pytest.approx(a.replicas * (pre * h100 + dec * h200))
