@@ -63,7 +63,7 @@ def role_types(ev: Evaluated, ok: np.ndarray) -> dict[str, object] | None:
             "request",
         }
     s = int(same[0])
-    cheaper = int(rank(ev, ok & (mixed | ~mixed), ev.req.objective)[0]) == p
+    cheaper = int(rank(ev, ok, ev.req.objective)[0]) == p
     verb = "against" if cheaper else "does not beat"
     return {
         "cheaper": cheaper,

@@ -30,14 +30,6 @@ from planner.uncertainty.bands import (
 from solvers.candidates import Block, Edge, Load, agg_block, evaluate, percentile_ms
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.describe import deployment, predicted
-from solvers.disagg import (
-    combine,
-    cross_type_pruned,
-    decode_levels,
-    decode_set,
-    disagg_block,
-    prefill_set,
-)
 from solvers.explain import (
     infeasible_budget,
     infeasible_memory,
@@ -47,12 +39,11 @@ from solvers.explain import (
 )
 from solvers.plan_models import DEFAULT_CONFIDENCE, Choice, PlanRequest, confidence_problem
 from solvers.purchase import cost_per_million, purchase_unit, role_gpus_bought
-from solvers.rate_pd import rate_disagg_block, rate_levels
+from solvers.role_pairs import disagg_blocks, role_sets
 from solvers.space import SearchSpace
 
 if TYPE_CHECKING:
     from planner.perf.deployment import WorkerConfig
-    from solvers.disagg import DecodeSet, PrefillSet
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -520,63 +511,6 @@ def _slo_factors(model: ModelSpec, req: PlanRequest, bands: Bands | None) -> Edg
     return factors
 
 
-RoleSets = tuple[list["PrefillSet | None"], list["DecodeSet | None"]]
-
-
-def _role_sets(model: ModelSpec, gpus: list[GpuSpec], space: SearchSpace, load: Load) -> RoleSets:
-    """Each GPU type's prefill workers and decode points, priced once: a P/D pair of two types
-    combines one type's prefill set with the other's decode set."""
-    levels = decode_levels(space, load) if load.rate_per_s is None else rate_levels(space)
-    pre = [prefill_set(model, g, gi, space, load) for gi, g in enumerate(gpus)]
-    dec = [decode_set(model, g, gi, space, load, levels) for gi, g in enumerate(gpus)]
-    return pre, dec
-
-
-def _disagg_blocks(
-    model: ModelSpec,
-    req: PlanRequest,
-    gpus: list[GpuSpec],
-    gi: int,
-    space: SearchSpace,
-    load: Load,
-    roles: RoleSets,
-    edge: Edge | None,
-    milp: dict[str, object],
-) -> list[Block | None]:
-    """Disaggregated blocks with decode on ``gpus[gi]``: prefill on the same type first, then on
-    each other type asked for (a pair of types; the MILP details of each under its type key)."""
-    gpu, out = gpus[gi], []
-    price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
-    for pi in [gi] + [k for k in range(len(gpus)) if k != gi]:
-        pre, dec = roles[0][pi], roles[1][gi]
-        pre_price = req.price_per_gpu_hour or gpus[pi].price_per_gpu_hour_usd
-        rival_p, rival_d = roles[0][gi], roles[1][pi]
-        if pi != gi and pre and dec and rival_p and rival_d:
-            by_cost = req.objective == "cost"
-            prices = (pre_price, price) if by_cost else (1.0, 1.0)
-            pre, dec = cross_type_pruned(pre, dec, (rival_p, rival_d), prices)
-        sets = combine(pre, dec)
-        if sets is None:
-            continue
-        if req.rate_per_s is None:
-            out.append(disagg_block(model, gpu, gi, space, load, req.tpot_ms, sets))
-            continue
-        slo = (req.ttft_ms, req.tpot_ms, req.percentile)
-        b, sol = rate_disagg_block(model, gpu, gi, space, load, *slo, price, edge, sets, pre_price)
-        out.append(b)
-        if sol is not None:
-            key = gpu.key if pi == gi else f"{gpus[pi].key}+{gpu.key}"
-            milp[key] = {
-                "solver": sol.outcome.solver,
-                "status": sol.outcome.status,
-                "solution_status": sol.outcome.solution_status,
-                "prefill_workers": sol.x,
-                "decode_workers": sol.y,
-                "gpus": sol.gpus,
-            }
-    return out
-
-
 def evaluate_request(
     req: PlanRequest, space: SearchSpace | None = None, bands: Bands | None = None
 ) -> Evaluated:
@@ -593,7 +527,7 @@ def evaluate_request(
     edge = _slo_factors(model, req, bands)
     blocks, prices, evaluated = [], [], 0
     milp: dict[str, object] = {}
-    roles = _role_sets(model, gpus, space, load) if "disagg" in space.modes else None
+    roles = role_sets(model, gpus, space, load) if "disagg" in space.modes else None
     for gi, gpu in enumerate(gpus):
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:
@@ -603,7 +537,7 @@ def evaluate_request(
                 found.append(agg_block(model, gpu, gi, space, load, slo, edge))
             else:
                 assert roles is not None
-                found += _disagg_blocks(model, req, gpus, gi, space, load, roles, edge, milp)
+                found += disagg_blocks(model, req, gpus, gi, space, load, roles, edge, milp)
             for b in found:
                 if b is not None and b.size:
                     blocks.append(b)
