@@ -228,6 +228,7 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         "Output tokens/s per GPU": pr["output_tok_s_per_gpu"],
         "Output tokens/s per user": pr["output_tok_s_per_user"],
         "Requests/s": pr["requests_per_s"],
+        **_kv_row(c),
         "GPUs used / bought": (
             f"{c.gpus:,} / {c.gpus_bought:,} (units of {c.purchase_unit['gpus']})"
         ),
@@ -235,6 +236,15 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         "Cost per 1M output tokens ($)": c.cost_per_million_output_tokens,
         "Cost per 1M total tokens, input + output ($)": c.cost_per_million_total_tokens,
     }
+
+
+def _kv_row(c: Any) -> dict[str, Any]:
+    """A disaggregated choice's KV transfer per request, with its link between two GPU types."""
+    if c.mode != "disagg":
+        return {}
+    link = c.predicted.get("provenance", {}).get("kv_link")
+    via = " (scale-out NIC, the slower of the two types)" if link else ""
+    return {f"KV transfer per request, mean (ms){via}": c.predicted["kv_transfer_ms"]}
 
 
 def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
