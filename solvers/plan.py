@@ -91,6 +91,7 @@ def _pareto(ev: Evaluated, front: np.ndarray) -> tuple[ParetoPoint, ...]:
         ParetoPoint(
             mode=ev.mode_of(i),
             gpu=ev.gpu_of(i),
+            **_roles(ev, i),
             output_tok_s_per_gpu=float(ev.tok_per_gpu[i]),
             output_tok_s_per_user=float(ev.tok_per_user[i]),
             ttft_ms=float(ev.ttft[i]),
@@ -101,6 +102,13 @@ def _pareto(ev: Evaluated, front: np.ndarray) -> tuple[ParetoPoint, ...]:
         )
         for i in front
     )
+
+
+def _roles(ev: Evaluated, i: int) -> dict[str, str]:
+    """``prefill_gpu`` / ``decode_gpu`` of a disaggregated candidate (none for aggregated)."""
+    if ev.mode_of(i) != "disagg":
+        return {}
+    return {"prefill_gpu": ev.prefill_gpu_of(i), "decode_gpu": ev.gpu_of(i)}
 
 
 def _at_prediction(ev: Evaluated, best: int) -> Choice | None:

@@ -196,7 +196,13 @@ class ParetoPoint(BaseModel):
 
     model_config = _FROZEN
     mode: str = Field(description="agg or disagg.")
-    gpu: str = Field(description="GPU key.")
+    gpu: str = Field(description="GPU key (of the decode workers when disaggregated).")
+    prefill_gpu: str = Field(
+        default="", description="GPU key of the prefill workers (disaggregated; else empty)."
+    )
+    decode_gpu: str = Field(
+        default="", description="GPU key of the decode workers (disaggregated; else empty)."
+    )
     output_tok_s_per_gpu: float = Field(description="Output tokens/s per GPU.")
     output_tok_s_per_user: float = Field(description="Output tokens/s one request sees.")
     ttft_ms: float = Field(description="At the requested percentile.")

@@ -243,3 +243,14 @@ def test_fleet_buys_each_role_on_its_own_pool() -> None:
     assert both.gpus_by_type == {"h100_sxm": pre * a.replicas, "h200_sxm": dec * a.replicas}
     h100, h200 = (get_gpu(g).price_per_gpu_hour_usd for g in ("h100", "h200"))
     assert both.cost_per_hour_usd == pytest.approx(a.replicas * (pre * h100 + dec * h200))
+
+
+def test_every_disaggregated_candidate_names_both_roles(cheaper: PlanResult) -> None:
+    d = cheaper.to_plan_dict()
+    rows: list[Any] = [*d["candidates"], *d["pareto"]]  # type: ignore[misc]
+    rows += [e["best"] for e in d["per_gpu_type"].values() if e["best"]]  # type: ignore[attr-defined]
+    rows += [c for c in d["alternatives"].values() if c]  # type: ignore[attr-defined]
+    disagg = [r for r in rows if r["mode"] == "disagg"]
+    assert disagg
+    for r in disagg:
+        assert r["prefill_gpu"] in ("h100_sxm", "h200_sxm") and r["decode_gpu"] == r["gpu"]
