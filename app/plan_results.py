@@ -336,7 +336,7 @@ def why_not_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
         )
         rows.append(
             {
-                "GPU type": names.get(gpu, gpu),
+                "GPU type": names.get(gpu) or pr.gpu_name(gpu),  # or a prefill+decode pair
                 "GPUs": pr.count(best.get("gpus")),
                 pr.label("ttft_ms", pct): pr.num(best.get(f"ttft_{pct}_ms")),
                 pr.label("tpot_ms", pct): pr.num(best.get(f"tpot_{pct}_ms")),

@@ -135,8 +135,8 @@ def _config_only(ev: Evaluated, i: int) -> str:
 def _change(ev: Evaluated, best: int, k: int) -> str:
     """What the next better plan changes, in words (GPU type, GPUs, mode, shape, clients)."""
     parts = []
-    if ev.gpu_of(k) != ev.gpu_of(best):
-        parts.append(f"on {get_gpu(ev.gpu_of(k), ev.req.hardware_dirs).name}")
+    if ev.type_of(k) != ev.type_of(best):
+        parts.append(f"on {type_name(ev, k)}")
     if ev.gpus[k] != ev.gpus[best]:
         parts.append(f"{plural(ev.gpus[k], 'GPU')} instead of {count(ev.gpus[best])}")
     if _config_only(ev, k) != _config_only(ev, best):  # names the mode too
@@ -312,9 +312,13 @@ def candidate_record(ev: Evaluated, i: int, score: float, on_front: bool) -> dic
     """One candidate as a flat JSON row: names with percentile and unit (full precision)."""
     pct = ev.req.percentile
     clients = ev.clients_of(i)
+    roles = {}
+    if ev.mode_of(i) == "disagg":
+        roles = {"prefill_gpu": ev.prefill_gpu_of(i), "decode_gpu": ev.gpu_of(i)}
     return {
         "mode": ev.mode_of(i),
         "gpu": ev.gpu_of(i),
+        **roles,
         "gpus": int(ev.gpus[i]),
         f"ttft_{pct}_ms": float(ev.ttft[i]),
         f"tpot_{pct}_ms": float(ev.tpot[i]),
@@ -331,12 +335,29 @@ def candidate_record(ev: Evaluated, i: int, score: float, on_front: bool) -> dic
     }
 
 
+def type_name(ev: Evaluated, i: int) -> str:
+    """Candidate ``i``'s GPU type in words, each role's where a disaggregated pair mixes types."""
+    dirs = ev.req.hardware_dirs
+    name = get_gpu(ev.gpu_of(i), dirs).name
+    if ev.prefill_gpu_of(i) == ev.gpu_of(i):
+        return name
+    return f"prefill {get_gpu(ev.prefill_gpu_of(i), dirs).name}, decode {name}"
+
+
+def _type_keys(ev: Evaluated) -> np.ndarray:
+    """Per candidate, its GPU type or ``prefill+decode`` pair of types (``Block.type_key``)."""
+    return np.array([ev.blocks[k].type_key for k in ev.block_of])
+
+
 def _type_bests(ev: Evaluated, ok: np.ndarray) -> dict[str, int | None]:
-    """For each GPU type asked for (in request order), its best feasible candidate by the
-    objective (the order ``pick_best`` uses), or None."""
-    keys = np.array([ev.blocks[k].gpu.key for k in ev.block_of])
+    """For each GPU type asked for (in request order), then each prefill/decode pair of two types
+    searched, its best feasible candidate by the objective (the order ``pick_best`` uses), or
+    None."""
+    keys = _type_keys(ev)
+    asked = [get_gpu(g, ev.req.hardware_dirs).key for g in ev.req.gpus]
+    pairs = [b.type_key for b in ev.blocks if b.mixed]
     out: dict[str, int | None] = {}
-    for key in dict.fromkeys(get_gpu(g, ev.req.hardware_dirs).key for g in ev.req.gpus):
+    for key in dict.fromkeys(asked + pairs):
         order = rank(ev, ok & (keys == key), ev.req.objective)
         out[key] = int(order[0]) if order.size else None
     return out
@@ -353,7 +374,7 @@ def top_candidates(
     out, seen, kept = [], set(), set()
     for i in order:  # settings that change no prediction (e.g. a larger unused chunk) show once
         metrics = np.round([ev.ttft[i], ev.tpot[i], ev.tok_per_gpu[i]], 6)
-        key = (ev.gpu_of(int(i)), int(ev.gpus[i]), *metrics)
+        key = (ev.type_of(int(i)), int(ev.gpus[i]), *metrics)
         if key in seen:
             continue
         seen.add(key)
@@ -368,10 +389,10 @@ def top_candidates(
 
 
 def per_gpu_type(ev: Evaluated, ok: np.ndarray, best: int) -> dict[str, dict[str, object]]:
-    """For each GPU type asked for: its best plan by the objective (GPUs, $/hour, $/1M total
-    tokens), what binds it, and whether it is the recommendation (exactly one is); or why it has
-    none."""
-    keys = np.array([ev.blocks[k].gpu.key for k in ev.block_of])
+    """For each GPU type asked for, and each prefill/decode pair of two types searched (key
+    ``prefill+decode``): its best plan by the objective (GPUs, $/hour, $/1M total tokens), what
+    binds it, and whether it is the recommendation (exactly one is); or why it has none."""
+    keys = _type_keys(ev)
     score = ev.score(ev.req.objective)
     out: dict[str, dict[str, object]] = {}
     for key, i in _type_bests(ev, ok).items():

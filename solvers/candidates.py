@@ -91,10 +91,27 @@ class Block:
     decode: Workers | None = None
     evaluated: int = 0
     memory_pruned: int = 0
+    prefill_gpu: GpuSpec | None = None
+    """The prefill workers' GPU type where it differs from ``gpu`` (disagg over two types)."""
 
     @property
     def size(self) -> int:
         return int(self.res.gpus.size)
+
+    @property
+    def pre_gpu(self) -> GpuSpec:
+        """The GPU type of the prefill workers (``gpu`` unless the pair mixes types)."""
+        return self.prefill_gpu or self.gpu
+
+    @property
+    def mixed(self) -> bool:
+        """Prefill and decode workers run on two GPU types."""
+        return self.prefill_gpu is not None and self.prefill_gpu.key != self.gpu.key
+
+    @property
+    def type_key(self) -> str:
+        """The GPU type of the block, or its prefill/decode pair (``prefill_key+decode_key``)."""
+        return f"{self.pre_gpu.key}+{self.gpu.key}" if self.mixed else self.gpu.key
 
     @property
     def limit(self) -> np.ndarray:
@@ -150,6 +167,18 @@ def fitting_workers(
 def evaluate(
     m: ModelSpec, gpu: GpuSpec, load: Load, util: np.ndarray, **cols: np.ndarray
 ) -> ResultArrays:
+    """:func:`evaluate_roles` with both roles on ``gpu``."""
+    return evaluate_roles(m, gpu, None, load, util, cols)
+
+
+def evaluate_roles(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    prefill_gpu: GpuSpec | None,
+    load: Load,
+    util: np.ndarray,
+    cols: dict[str, np.ndarray],
+) -> ResultArrays:
     """``evaluate_batch`` on candidate columns (see :class:`planner.perf.batch.CandidateArrays`).
 
     max_num_seqs and the memory fraction reach the serving model only through the engine's slot cap
@@ -158,7 +187,7 @@ def evaluate(
     those are predicted once and share the answer (each keeps its own KV capacity); since the
     serving
     model treats candidates independently, this equals evaluating each one alone (``planner
-    estimate``).
+    estimate``). ``prefill_gpu``: the prefill workers' GPU type (None: ``gpu``).
     """
     c = CandidateArrays.from_lists(**cols)
     util = np.broadcast_to(np.asarray(util, dtype=float), (len(c),))
@@ -178,7 +207,7 @@ def evaluate(
     )
     pre_cap = capacity(
         m,
-        gpu,
+        prefill_gpu or gpu,
         c.prefill_tp,
         c.prefill_pp,
         c.prefill_dp,
@@ -212,7 +241,13 @@ def evaluate(
                 **{f: getattr(c, f)[idx] for f in CandidateArrays.__dataclass_fields__}
             )
             r = evaluate_batch(
-                m, gpu, sub, load.workload(), backend=load.backend, gpu_memory_utilization=util[idx]
+                m,
+                gpu,
+                sub,
+                load.workload(),
+                backend=load.backend,
+                gpu_memory_utilization=util[idx],
+                prefill_gpu=prefill_gpu,
             )
             for f in ResultArrays.__dataclass_fields__:
                 v = getattr(r, f)

@@ -59,8 +59,21 @@ def deployment(
     dec = worker_config(b.decode, d, int(u.y[i]))
     # the serving model runs both roles at the decode role's memory fraction (one engine setting)
     pre = worker_config(b.prefill, p, int(u.x[i]), mem_frac=dec.gpu_memory_utilization)
+    if b.mixed:
+        common["prefill_gpu"] = b.pre_gpu.key
     return Deployment(
         mode="disagg", prefill=pre, decode=dec, cuda_graph_max_batch=dec.max_num_seqs, **common
+    )
+
+
+def kv_link(b: Block) -> str:
+    """The link the KV cache of a pair of two GPU types crosses, in words with its source."""
+    slow = min((b.pre_gpu, b.gpu), key=lambda g: g.scale_out_bandwidth_bytes_per_s)
+    gb = slow.scale_out_bandwidth_bytes_per_s / 1e9
+    src = slow.sources.get("scale_out_bandwidth_bytes_per_s", "")
+    return (
+        f"KV cache from prefill to decode over the scale-out NIC of {slow.name}, the slower of "
+        f"the pair: {gb:.3g} GB/s per GPU ({src})"
     )
 
 
@@ -125,7 +138,7 @@ def predicted(
     else:
         assert dep.prefill is not None and dep.decode is not None
         mem = {
-            "prefill": memory_summary(m, b.gpu, dep.prefill, isl, osl),
+            "prefill": memory_summary(m, b.pre_gpu, dep.prefill, isl, osl),
             "decode": memory_summary(m, b.gpu, dep.decode, isl, osl),
         }
     running = float(r.decode_batch[i])
@@ -151,5 +164,6 @@ def predicted(
             ),
             "engine_calibration": f"{policy.name}: {policy.label}",
             "serving": "planner.perf.batch.evaluate_batch (the model behind planner estimate)",
+            **({"kv_link": kv_link(b)} if b.mixed else {}),
         },
     }

@@ -19,7 +19,14 @@ from hardware.spec import GpuSpec
 from planner.model.spec import ModelSpec
 from planner.perf.batch import CandidateArrays
 from planner.perf.roles import DecodeRole, PrefillRole, decode_role, prefill_role
-from solvers.candidates import DECODE_CHUNK_TOKENS, Block, Load, Units, evaluate, fitting_workers
+from solvers.candidates import (
+    DECODE_CHUNK_TOKENS,
+    Block,
+    Load,
+    Units,
+    evaluate_roles,
+    fitting_workers,
+)
 from solvers.counts import DENSE_COUNTS, count_ladder
 from solvers.pareto import group_pareto
 from solvers.space import SearchSpace, Workers
@@ -37,8 +44,8 @@ fits)."""
 
 @dataclass(frozen=True)
 class PhaseSets:
-    """Memory-feasible prefill workers and decode operating points of one GPU type,
-    with role times."""
+    """Memory-feasible prefill workers and decode operating points, with role times; the prefill
+    workers on ``prefill_gpu`` (the decode workers' type, or another)."""
 
     pre: Workers
     pre_role: PrefillRole
@@ -47,41 +54,182 @@ class PhaseSets:
     dec_role: DecodeRole
     enumerated: int
     pruned: int
+    prefill_gpu: GpuSpec
+
+
+@dataclass(frozen=True)
+class PrefillSet:
+    """Memory-feasible prefill workers of one GPU type with their role times (priced once per
+    type; a P/D pair of two types combines one type's prefill set with another's decode set)."""
+
+    gpu: GpuSpec
+    pre: Workers
+    role: PrefillRole
+    enumerated: int
+    pruned: int
+
+
+@dataclass(frozen=True)
+class DecodeSet:
+    """Decode operating points (worker, clients) of one GPU type with their role times."""
+
+    gpu: GpuSpec
+    dec: Workers
+    clients: np.ndarray
+    role: DecodeRole
+    enumerated: int
+    pruned: int
 
 
 def dtype_key(w: Workers) -> np.ndarray:
     return (w.quant * 10 + w.kv) * 1000 + w.gpus_per_worker
 
 
-def phase_sets(
-    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
-) -> PhaseSets | None:
-    """Prefill workers (one max_num_seqs, largest memory fraction) and decode points at
-    ``decode_clients``."""
+def prefill_set(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load
+) -> PrefillSet | None:
+    """Prefill workers of ``gpu`` (one max_num_seqs, largest memory fraction), or None when none
+    holds a prompt."""
     pspace = space.model_copy(update={"mem_fractions": (max(space.mem_fractions),)})
     pw, n_p = fitting_workers(
         m, gpu, pspace, gi, load.isl + 1, max_num_seqs=(min(space.max_num_seqs),)
     )
+    if pw.size == 0:
+        return None
+    pc = CandidateArrays.from_lists(**pw.columns(), **pw.columns("prefill_"))
+    role = prefill_role(
+        m, gpu, pc, load.workload(), backend=load.backend, gpu_memory_utilization=pw.mem_frac
+    )
+    return PrefillSet(gpu, pw, role, n_p, n_p - pw.size)
+
+
+def decode_set(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
+) -> DecodeSet | None:
+    """Decode points of ``gpu`` at ``decode_clients`` per worker, or None when no worker fits."""
     dspace = space.model_copy(
         update={"chunk_tokens": (max(*space.max_num_seqs, DECODE_CHUNK_TOKENS),)}
     )
     dw, n_d = fitting_workers(m, gpu, dspace, gi, load.isl + load.osl)
-    if pw.size == 0 or dw.size == 0:
+    if dw.size == 0:
         return None
-    wl = load.workload()
-    pc = CandidateArrays.from_lists(**pw.columns(), **pw.columns("prefill_"))
-    pre_role = prefill_role(
-        m, gpu, pc, wl, backend=load.backend, gpu_memory_utilization=pw.mem_frac
-    )
     idx = np.repeat(np.arange(dw.size), decode_clients.size)
     cl = np.tile(decode_clients, dw.size).astype(float)
     dws = dw.take(idx)
     dc = CandidateArrays.from_lists(**dws.columns())
     batch = np.minimum(cl, dws.max_num_seqs)
-    dec_role = decode_role(
-        m, gpu, dc, wl, batch, backend=load.backend, gpu_memory_utilization=dws.mem_frac
+    role = decode_role(
+        m,
+        gpu,
+        dc,
+        load.workload(),
+        batch,
+        backend=load.backend,
+        gpu_memory_utilization=dws.mem_frac,
     )
-    return PhaseSets(pw, pre_role, dws, cl, dec_role, n_p + n_d, (n_p - pw.size) + (n_d - dw.size))
+    return DecodeSet(gpu, dws, cl, role, n_d, n_d - dw.size)
+
+
+def combine(pre: PrefillSet | None, dec: DecodeSet | None) -> PhaseSets | None:
+    """The P/D search sets of prefill workers ``pre`` and decode points ``dec`` (one GPU type or
+    two), or None when either role has no worker."""
+    if pre is None or dec is None or pre.pre.size == 0 or dec.dec.size == 0:
+        return None
+    n, pruned = pre.enumerated + dec.enumerated, pre.pruned + dec.pruned
+    if pre.gpu.key != dec.gpu.key:
+        dec = at_prefill_fraction(pre, dec)
+        if dec.dec.size == 0:
+            return None
+    return PhaseSets(pre.pre, pre.role, dec.dec, dec.clients, dec.role, n, pruned, pre.gpu)
+
+
+def _take(dec: DecodeSet, keep: np.ndarray) -> DecodeSet:
+    role = DecodeRole(dec.role.step_s[keep], dec.role.seq_capacity[keep])
+    return DecodeSet(dec.gpu, dec.dec.take(keep), dec.clients[keep], role, dec.enumerated, 0)
+
+
+def at_prefill_fraction(pre: PrefillSet, dec: DecodeSet) -> DecodeSet:
+    """The decode points of a pair of two GPU types at the prefill workers' memory fraction: the
+    serving model runs both roles at the decode point's fraction (one engine setting), and the
+    prefill workers were kept at the largest, which on another type says nothing about a
+    smaller one."""
+    return _take(dec, np.flatnonzero(dec.dec.mem_frac == np.max(pre.pre.mem_frac)))
+
+
+def _beaten(keys: np.ndarray, x: np.ndarray, y: np.ndarray, n_rival: int) -> np.ndarray:
+    """Of the points after the first ``n_rival`` (the rival type's, listed first so a tie goes to
+    it), those off their group's front of (x, y)."""
+    return ~group_pareto(keys, x, y)[n_rival:]
+
+
+def cross_type_pruned(
+    pre: PrefillSet,
+    dec: DecodeSet,
+    rivals: tuple[PrefillSet, DecodeSet],
+    prices: tuple[float, float],
+) -> tuple[PrefillSet, DecodeSet]:
+    """The roles of a pair of two GPU types less the workers the other type beats.
+
+    A prefill worker of the pair's prefill type is dropped when a prefill worker of the decode
+    type with the same dtypes and size serves at least its capacity per price-weighted GPU
+    (``prices``: (prefill type, decode type) $/GPU-hour, or 1 each when GPUs are what counts) and
+    runs one prompt alone no slower; a decode point likewise when a point of the prefill type at
+    the same clients gives at least its tokens/s per price-weighted GPU and per user. Swapping the
+    beaten worker for its rival makes the pair one GPU type, no dearer and no slower, with a KV
+    link no slower (one type's scale-up domain or NIC against the slower NIC of two); so only
+    the pairs that can beat every same-type plan are priced whole (exact up to whole worker
+    counts)."""
+    rp, rd = rivals
+    p_price, d_price = prices
+    dec = at_prefill_fraction(pre, dec)
+    ok_p = pre.role.fits
+    p_keys = np.concatenate([dtype_key(rp.pre), dtype_key(pre.pre)])
+    p_cap = np.concatenate(
+        [
+            1.0 / (rp.role.work_s * rp.pre.gpus_per_worker * d_price),
+            1.0 / (pre.role.work_s * pre.pre.gpus_per_worker * p_price),
+        ]
+    )
+    p_alone = -np.concatenate([rp.role.alone_s, pre.role.alone_s])
+    p_fit = np.concatenate([rp.role.fits, ok_p])
+    p_cap = np.where(p_fit, p_cap, -np.inf)
+    keep_p = np.flatnonzero(ok_p & ~_beaten(p_keys, p_cap, p_alone, rp.pre.size))
+    d_keys = np.concatenate(
+        [dtype_key(rd.dec) * 1000 + rd.clients, dtype_key(dec.dec) * 1000 + dec.clients]
+    ).astype(np.int64)
+
+    def per_gpu(s: DecodeSet, price: float) -> np.ndarray:
+        running = np.maximum(np.minimum(s.clients, s.dec.max_num_seqs), 1.0)
+        held = np.minimum(running, s.role.seq_capacity)
+        return np.where(s.role.seq_capacity >= 1, held / s.role.step_s, -np.inf) / (
+            s.dec.gpus_per_worker * price
+        )
+
+    d_tok = np.concatenate([per_gpu(rd, p_price), per_gpu(dec, d_price)])
+    d_user = 1.0 / np.concatenate([rd.role.step_s, dec.role.step_s])
+    keep_d = np.flatnonzero(~_beaten(d_keys, d_tok, d_user, rd.dec.size))
+    pre_role = PrefillRole(pre.role.alone_s[keep_p], pre.role.work_s[keep_p], pre.role.fits[keep_p])
+    return (
+        PrefillSet(pre.gpu, pre.pre.take(keep_p), pre_role, pre.enumerated, pre.pruned),
+        _take(dec, keep_d),
+    )
+
+
+def phase_sets(
+    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, decode_clients: np.ndarray
+) -> PhaseSets | None:
+    """Prefill workers and decode points at ``decode_clients``, both on ``gpu``."""
+    pre = prefill_set(m, gpu, gi, space, load)
+    return combine(pre, decode_set(m, gpu, gi, space, load, decode_clients) if pre else None)
+
+
+def decode_levels(space: SearchSpace, load: Load) -> np.ndarray:
+    """Clients per decode worker the no-load / fixed-concurrency search prices decode at."""
+    if load.concurrency is None:
+        return np.array(space.concurrency_per_worker)
+    return np.unique(
+        np.ceil(load.concurrency / count_ladder(min(space.max_gpus, load.concurrency)))
+    )
 
 
 def running(s: PhaseSets) -> np.ndarray:
@@ -196,7 +344,8 @@ def unit_block(
 ) -> Block:
     """Predict deployments ``u`` (closed loop of ``conc`` clients each, NaN = open loop) as one
     block."""
-    res = evaluate(m, gpu, load, s.dec.mem_frac[u.d], **unit_columns(s, u), concurrency=conc)
+    cols = unit_columns(s, u) | {"concurrency": conc}
+    res = evaluate_roles(m, gpu, s.prefill_gpu, load, s.dec.mem_frac[u.d], cols)
     return Block(
         "disagg",
         gpu,
@@ -209,11 +358,18 @@ def unit_block(
         decode=s.dec,
         evaluated=evaluated,
         memory_pruned=s.pruned,
+        prefill_gpu=s.prefill_gpu,
     )
 
 
 def disagg_block(
-    m: ModelSpec, gpu: GpuSpec, gi: int, space: SearchSpace, load: Load, tpot_slo_ms: float
+    m: ModelSpec,
+    gpu: GpuSpec,
+    gi: int,
+    space: SearchSpace,
+    load: Load,
+    tpot_slo_ms: float,
+    sets: PhaseSets | None = None,
 ) -> Block | None:
     """Disaggregated xPyD candidates of one GPU type (no load, or a fixed concurrency).
 
@@ -223,15 +379,14 @@ def disagg_block(
     clients, y and
     x run over the count ladder (every count to DENSE_COUNTS, then steps of 25%). Above a budget of
     DENSE_COUNTS, x stays near what the decode pool's request rate keeps busy
-    (:func:`near_prefill_need`).
+    (:func:`near_prefill_need`). ``sets``: the roles' sets already priced (a pair of GPU types;
+    default: both roles on ``gpu``, at ``decode_levels``).
     """
     if load.concurrency is None:
         xs = ys = np.arange(1, min(space.max_gpus, DENSE_COUNTS) + 1)
-        levels = np.array(space.concurrency_per_worker)
     else:
         xs = ys = count_ladder(min(space.max_gpus, load.concurrency))
-        levels = np.unique(np.ceil(load.concurrency / ys))
-    s = phase_sets(m, gpu, gi, space, load, levels)
+    s = sets or phase_sets(m, gpu, gi, space, load, decode_levels(space, load))
     if s is None:
         return None
     # no load on a large budget: worker counts scale freely (only the P:D ratio matters), so a

@@ -9,10 +9,16 @@ optimal, so those become the options o with requests/s ``r_o``, GPUs ``g_o`` and
                              u_t U_t >= sum_{o on t} g_o n_o; with u_t = 1, sum_o c_o g_o n_o)
     s.t. sum_{o of class k} r_o n_o >= R_k           for every class k
          sum_{o on GPU type t} g_o n_o <= available_t for every GPU type t,   n_o integer >= 0
+
+With ``disagg: true`` a class may also be served by one disaggregated unit sized for its whole
+rate by ``planner plan --mode disagg`` over the pools' types: its prefill and decode workers on
+one type or on two (a pair of types), each role's GPUs counted on its own pool (g_o on the decode
+type, gp_o on the prefill type) and bought at that pool's price.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
@@ -25,6 +31,7 @@ from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.input_files import read_yaml
 from planner.engines import DEFAULT_ENGINE
 from planner.perf.power import ELECTRICITY_PRICE_USD_PER_KWH, PUE
+from solvers.counts import MAX_BUDGET_GPUS
 from solvers.milp import MilpOutcome, solve
 from solvers.plan_core import evaluate_request
 from solvers.plan_models import (
@@ -35,6 +42,7 @@ from solvers.plan_models import (
     SpecConfidence,
 )
 from solvers.power_plan import FleetPower, energy_score, fleet_power, replica_watts
+from solvers.purchase import role_gpus_bought
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -101,6 +109,11 @@ class FleetSpec(BaseModel):
         default=ELECTRICITY_PRICE_USD_PER_KWH, ge=0, le=10, description="USD per kWh."
     )
     pue: float = Field(default=PUE, ge=1, le=5, description="Facility power / IT power.")
+    disagg: bool = Field(
+        default=False,
+        description="Also serve a class with one disaggregated unit sized for its whole rate, its "
+        "prefill and decode workers on one pool's GPU type or on two pools' (per role).",
+    )
 
 
 class Options(BaseModel):
@@ -118,6 +131,26 @@ class Options(BaseModel):
         description="Board watts of one replica at its operating point (solvers.power_plan); "
         "the energy objective needs one per option.",
     )
+    pre_gtype: tuple[int, ...] = Field(
+        default=(),
+        description="Pool index of each option's prefill workers (disaggregated units; empty "
+        "when every option is aggregated).",
+    )
+    pre_gpus: tuple[int, ...] = Field(
+        default=(),
+        description="GPUs of each option's prefill workers on pool ``pre_gtype`` (0: "
+        "aggregated; ``gpus`` then holds all its GPUs).",
+    )
+
+    def on_pool(self, o: int, t: int) -> int:
+        """GPUs option ``o`` uses on pool ``t`` per replica."""
+        pre = self.pre_gpus[o] if self.pre_gpus else 0
+        on_pre = pre if self.pre_gtype and self.pre_gtype[o] == t else 0
+        return (self.gpus[o] if self.gtype[o] == t else 0) + on_pre
+
+
+OPTION_COLUMNS = ("klass", "gtype", "gpus", "rps", "price", "config", "watts")
+"""The columns every option fills (``pre_gtype`` / ``pre_gpus`` only with disaggregated units)."""
 
 
 class Assignment(BaseModel):
@@ -125,7 +158,13 @@ class Assignment(BaseModel):
 
     model_config = _FROZEN
     workload_class: str = Field(description="Workload class served.")
-    gpu: str = Field(description="GPU name.")
+    gpu: str = Field(description="GPU name (of the decode workers of a disaggregated unit).")
+    prefill_gpu: str = Field(
+        default="", description="GPU of a disaggregated unit's prefill workers (else empty)."
+    )
+    prefill_gpus_per_replica: int = Field(
+        default=0, description="GPUs of a disaggregated unit's prefill workers (else 0)."
+    )
     config: str = Field(description="Short description of one replica.")
     replicas: int = Field(description="Replicas assigned.")
     gpus_per_replica: int = Field(description="GPUs of one replica.")
@@ -178,7 +217,7 @@ def load_spec(path: str | Path) -> FleetSpec:
 
 def build_options(spec: FleetSpec) -> Options:
     """Best SLO-meeting agg operating point per (class, GPU type, worker size)."""
-    rows: dict[str, list[object]] = {k: [] for k in Options.model_fields}
+    rows: dict[str, list[object]] = {k: [] for k in OPTION_COLUMNS}
     for k, c in enumerate(spec.classes):
         for t, pool in enumerate(spec.gpus):
             req = PlanRequest(
@@ -222,7 +261,82 @@ def build_options(spec: FleetSpec) -> Options:
                     strict=True,
                 ):
                     rows[key].append(val)
+    if spec.disagg:
+        return _with_disagg(spec, rows)
     return Options.model_validate({k: tuple(v) for k, v in rows.items()})
+
+
+def _pool_price(pool: GpuPool) -> float:
+    return pool.price_per_gpu_hour or get_gpu(pool.gpu).price_per_gpu_hour_usd
+
+
+def _with_disagg(spec: FleetSpec, rows: dict[str, list[object]]) -> Options:
+    """The aggregated options plus, per class and per (prefill pool, decode pool), the cheapest
+    disaggregated unit meeting the class's SLOs at its whole rate (one search per class over every
+    pool's type, pairs of two types included)."""
+    pre_t: list[object] = list(rows["gtype"])  # aggregated: all on its own pool, gpus holds all
+    pre_g: list[object] = [0] * len(pre_t)
+    keys = [get_gpu(p.gpu).key for p in spec.gpus]
+    for k, c in enumerate(spec.classes):
+        req = PlanRequest(
+            model=c.model,
+            gpus=tuple(p.gpu for p in spec.gpus),
+            max_gpus=max(1, min(MAX_BUDGET_GPUS, sum(p.available for p in spec.gpus))),
+            node_gpus=1,
+            rate_per_s=c.rate_per_s,
+            isl=c.isl,
+            osl=c.osl,
+            ttft_ms=c.ttft_ms,
+            tpot_ms=c.tpot_ms,
+            percentile=c.percentile,
+            mode="disagg",  # type: ignore[arg-type]
+            backend=spec.backend,
+            confidence=spec.confidence,
+        )
+        ev = evaluate_request(req)
+        ok = ev.feasible()
+        used = [role_gpus_bought(b, 1) for b in ev.blocks]
+        pre = np.concatenate([p for p, _ in used])
+        dec = np.concatenate([d for _, d in used])
+        pre_key = np.array([ev.prefill_gpu_of(i) for i in range(ok.size)])
+        dec_key = np.array([ev.gpu_of(i) for i in range(ok.size)])
+        for tp, tdec in itertools.product(range(len(keys)), repeat=2):
+            mine = np.flatnonzero(ok & (pre_key == keys[tp]) & (dec_key == keys[tdec]))
+            if mine.size == 0:
+                continue
+            cost = pre[mine] * _pool_price(spec.gpus[tp]) + dec[mine] * _pool_price(spec.gpus[tdec])
+            if spec.objective == "energy":
+                cost = -energy_score(ev)[mine]
+            i = int(mine[np.argmin(cost)])
+            pre_gpus = int(pre[i]) if tp != tdec else 0
+            for key, val in zip(
+                rows,
+                (
+                    k,
+                    tdec,
+                    int(dec[i]) + int(pre[i]) - pre_gpus,
+                    c.rate_per_s,
+                    _pool_price(spec.gpus[tdec]),
+                    ev.summary(i),
+                    replica_watts(ev, i),
+                ),
+                strict=True,
+            ):
+                rows[key].append(val)
+            pre_t.append(tp)
+            pre_g.append(pre_gpus)
+    return Options.model_validate(
+        {k: tuple(v) for k, v in rows.items()}
+        | {"pre_gtype": tuple(pre_t), "pre_gpus": tuple(pre_g)}
+    )
+
+
+def _price_on(spec: FleetSpec, opt: Options, t: int) -> float:
+    """$/GPU-hour on pool ``t``: its options' price (each option carries its pool's), else the
+    pool's own."""
+    return next((opt.price[o] for o in range(len(opt.gpus)) if opt.gtype[o] == t), None) or (
+        _pool_price(spec.gpus[t])
+    )
 
 
 def purchase_unit_of(pool: GpuPool) -> int:
@@ -246,23 +360,24 @@ def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome
     n = [pulp.LpVariable(f"n_{o}", 0, None, cat="Integer") for o in range(len(opt.gpus))]
     cost = []
     for t, pool in enumerate(spec.gpus):  # each pool pays for whole purchase units
-        mine = [o for o in range(len(n)) if opt.gtype[o] == t]
-        used = pulp.lpSum(opt.gpus[o] * n[o] for o in mine)
+        mine = [o for o in range(len(n)) if opt.on_pool(o, t)]
+        used = pulp.lpSum(opt.on_pool(o, t) * n[o] for o in mine)
         if spec.objective == "energy":  # the least board power (ties: fewer GPUs)
-            cost.append(pulp.lpSum(opt.watts[o] * n[o] for o in mine) + TIE_W_PER_GPU * used)
+            watts = pulp.lpSum(opt.watts[o] * n[o] for o in mine if opt.gtype[o] == t)
+            cost.append(watts + TIE_W_PER_GPU * used)
             continue
         if spec.objective != "cost":  # the fewest GPUs
             cost.append(used)
             continue
         # ties in $/hour go to fewer GPUs: GPUs weigh less than a cent per hour
         tie = TIE_USD_PER_GPU_HOUR * used
-        unit = purchase_unit_of(pool)
+        unit, price = purchase_unit_of(pool), _price_on(spec, opt, t)
         if unit == 1 or not mine:
-            cost.append(pulp.lpSum(opt.price[o] * opt.gpus[o] * n[o] for o in mine) + tie)
+            cost.append(price * used + tie)
             continue
         units = pulp.LpVariable(f"units_{t}", 0, pool.available // unit, cat="Integer")
         prob += unit * units >= used, f"bought_{t}"
-        cost.append(opt.price[mine[0]] * unit * units + tie)
+        cost.append(price * unit * units + tie)
     prob += pulp.lpSum(cost)
     for k, c in enumerate(spec.classes):
         prob += (
@@ -272,8 +387,7 @@ def solve_options(spec: FleetSpec, opt: Options) -> tuple[list[int], MilpOutcome
         )
     for t, pool in enumerate(spec.gpus):
         prob += (
-            pulp.lpSum(opt.gpus[o] * n[o] for o in range(len(n)) if opt.gtype[o] == t)
-            <= pool.available,
+            pulp.lpSum(opt.on_pool(o, t) * n[o] for o in range(len(n))) <= pool.available,
             f"avail_{t}",
         )
     out = solve(prob)
@@ -313,16 +427,22 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
     for o, r in enumerate(reps):
         if r <= 0:
             continue
-        used[spec.gpus[opt.gtype[o]].gpu] += r * opt.gpus[o]
+        for t, pool in enumerate(spec.gpus):
+            used[pool.gpu] += r * opt.on_pool(o, t)
+        pre_g = opt.pre_gpus[o] if opt.pre_gpus else 0
+        pre_pool = spec.gpus[opt.pre_gtype[o]] if pre_g else None
+        pre_cost = pre_g * _pool_price(pre_pool) if pre_pool is not None else 0.0
         rows.append(
             Assignment(
                 workload_class=spec.classes[opt.klass[o]].name,
                 gpu=spec.gpus[opt.gtype[o]].gpu,
+                prefill_gpu=pre_pool.gpu if pre_pool is not None else "",
+                prefill_gpus_per_replica=pre_g,
                 config=opt.config[o],
                 replicas=r,
-                gpus_per_replica=opt.gpus[o],
+                gpus_per_replica=opt.gpus[o] + pre_g,
                 requests_per_s_per_replica=opt.rps[o],
-                cost_per_hour_usd=r * opt.gpus[o] * opt.price[o],
+                cost_per_hour_usd=r * (opt.gpus[o] * opt.price[o] + pre_cost),
                 board_kw=r * opt.watts[o] / 1e3 if opt.watts else 0.0,
             )
         )
@@ -337,7 +457,7 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
     bought = {
         p.gpu: -(-used[p.gpu] // purchase_unit_of(p)) * purchase_unit_of(p) for p in spec.gpus
     }
-    price_of = {spec.gpus[opt.gtype[o]].gpu: opt.price[o] for o in range(len(opt.gpus))}
+    price_of = {p.gpu: _pool_price(p) for p in spec.gpus}
     # the GPUs bought: whole purchase units of each pool
     cost = float(sum(price_of.get(g, 0.0) * n for g, n in bought.items()))
     return FleetResult(

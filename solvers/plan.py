@@ -28,6 +28,7 @@ import numpy as np
 
 from planner.uncertainty.bands import Bands
 from solvers.binding import explain_binding, per_gpu_type, top_candidates
+from solvers.hetero import role_types
 from solvers.pareto import pareto_indices
 from solvers.plan_core import Evaluated, evaluate_request, pick_best
 from solvers.plan_models import (
@@ -90,6 +91,7 @@ def _pareto(ev: Evaluated, front: np.ndarray) -> tuple[ParetoPoint, ...]:
         ParetoPoint(
             mode=ev.mode_of(i),
             gpu=ev.gpu_of(i),
+            **_roles(ev, i),
             output_tok_s_per_gpu=float(ev.tok_per_gpu[i]),
             output_tok_s_per_user=float(ev.tok_per_user[i]),
             ttft_ms=float(ev.ttft[i]),
@@ -100,6 +102,13 @@ def _pareto(ev: Evaluated, front: np.ndarray) -> tuple[ParetoPoint, ...]:
         )
         for i in front
     )
+
+
+def _roles(ev: Evaluated, i: int) -> dict[str, str]:
+    """``prefill_gpu`` / ``decode_gpu`` of a disaggregated candidate (none for aggregated)."""
+    if ev.mode_of(i) != "disagg":
+        return {}
+    return {"prefill_gpu": ev.prefill_gpu_of(i), "decode_gpu": ev.gpu_of(i)}
 
 
 def _at_prediction(ev: Evaluated, best: int) -> Choice | None:
@@ -113,7 +122,7 @@ def _at_prediction(ev: Evaluated, best: int) -> Choice | None:
     i = pick_best(ev, ok, ev.req.objective)
     return (
         None
-        if ev.summary(i) == ev.summary(best) and ev.gpu_of(i) == ev.gpu_of(best)
+        if ev.summary(i) == ev.summary(best) and ev.type_of(i) == ev.type_of(best)
         else ev.choice(i)
     )
 
@@ -158,6 +167,7 @@ def plan(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
         binding=binding,
         candidates=tuple(top_candidates(ev, ok, front)),
         per_gpu_type=per_gpu_type(ev, ok, best),
+        role_types=role_types(ev, ok),
         max_gpus=req.max_gpus,
         at_prediction=at_prediction,
     )

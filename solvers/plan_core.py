@@ -30,7 +30,6 @@ from planner.uncertainty.bands import (
 from solvers.candidates import Block, Edge, Load, agg_block, evaluate, percentile_ms
 from solvers.counts import MAX_BUDGET_GPUS
 from solvers.describe import deployment, predicted
-from solvers.disagg import disagg_block
 from solvers.explain import (
     infeasible_budget,
     infeasible_memory,
@@ -40,8 +39,8 @@ from solvers.explain import (
 )
 from solvers.plan_models import DEFAULT_CONFIDENCE, Choice, PlanRequest, confidence_problem
 from solvers.power_plan import choice_power, energy_score
-from solvers.purchase import cost_per_million, gpus_bought, purchase_unit
-from solvers.rate_pd import rate_disagg_block
+from solvers.purchase import cost_per_million, purchase_unit, role_gpus_bought
+from solvers.role_pairs import disagg_blocks, role_sets
 from solvers.space import SearchSpace
 
 if TYPE_CHECKING:
@@ -80,11 +79,16 @@ class Evaluated:
         self.fits_memory = cat(
             [b.res.infeasible_reason != Reason.OUT_OF_MEMORY for b in self.blocks]
         )
-        price = cat([np.full(b.size, pr) for b, pr in zip(self.blocks, self.prices, strict=True)])
-        # costs are of the GPUs bought (whole purchase units), per output and per total token
-        units = [purchase_unit(b.gpu, self.req.node_gpus)[0] for b in self.blocks]
-        self.gpus_bought = cat([gpus_bought(b, u) for b, u in zip(self.blocks, units, strict=True)])
-        self.cost_per_hour = price * self.gpus_bought
+        # costs are of the GPUs bought (whole purchase units of each role's GPU type), each role
+        # at its own type's price, per output and per total token
+        bought = [role_gpus_bought(b, self.req.node_gpus) for b in self.blocks]
+        self.gpus_bought = cat([p + d for p, d in bought])
+        pre_price = [
+            self.req.price_per_gpu_hour or b.pre_gpu.price_per_gpu_hour_usd for b in self.blocks
+        ]
+        self.cost_per_hour = cat(
+            [p * pp + d * pd for (p, d), pp, pd in zip(bought, pre_price, self.prices, strict=True)]
+        )
         out_tok_s = self.tok_per_gpu * self.gpus
         self.cost_per_mtok = cost_per_million(self.cost_per_hour, out_tok_s)
         total = (self.req.isl + self.req.osl) / self.req.osl
@@ -92,8 +96,8 @@ class Evaluated:
         # the budget is what the user buys: whole purchase units
         self.within_budget = self.gpus_bought <= self.req.max_gpus
         self.uses_pp = cat([uses_pp(b) for b in self.blocks])
-        keys = [b.gpu.key for b in self.blocks]
-        self.gpu_code = cat([np.full(b.size, keys.index(b.gpu.key)) for b in self.blocks])
+        keys = [b.type_key for b in self.blocks]
+        self.gpu_code = cat([np.full(b.size, keys.index(b.type_key)) for b in self.blocks])
         self.kv_full = cat([b.res.seq_capacity < b.limit for b in self.blocks])
         # the values each SLO must hold at: met with probability >= --confidence one-sided (the
         # point prediction when 0; the band is then stated at the default confidence)
@@ -200,7 +204,16 @@ class Evaluated:
         return self.blocks[self.block_of[i]].mode
 
     def gpu_of(self, i: int) -> str:
+        """The GPU type of candidate ``i`` (its decode workers' when disaggregated)."""
         return self.blocks[self.block_of[i]].gpu.key
+
+    def prefill_gpu_of(self, i: int) -> str:
+        """The GPU type of candidate ``i``'s prefill workers (``gpu_of`` unless it mixes types)."""
+        return self.blocks[self.block_of[i]].pre_gpu.key
+
+    def type_of(self, i: int) -> str:
+        """Candidate ``i``'s GPU type, or its ``prefill+decode`` pair of types."""
+        return self.blocks[self.block_of[i]].type_key
 
     def clients_of(self, i: int) -> int:
         c = float(self.blocks[self.block_of[i]].clients[self.local[i]])
@@ -236,9 +249,13 @@ class Evaluated:
         pred = predicted(self.model, b, j, self.req.isl, self.req.osl, self.req.engine())
         pred |= band_predictions(self.model, b, j, self.req.backend, pred, self.bands)
         unit, unit_source = purchase_unit(b.gpu, self.req.node_gpus)
+        roles = {}
+        if b.mode == "disagg":
+            roles = {"prefill_gpu": b.pre_gpu.key, "decode_gpu": b.gpu.key}
         return Choice(
             mode=b.mode,
             gpu=b.gpu.key,
+            **roles,
             config=self.summary(i),
             deployment=deployment(
                 self.model, b, j, self.req.isl, self.req.osl, self.req.max_model_len
@@ -515,40 +532,22 @@ def evaluate_request(
     edge = _slo_factors(model, req, bands)
     blocks, prices, evaluated = [], [], 0
     milp: dict[str, object] = {}
+    roles = role_sets(model, gpus, space, load) if "disagg" in space.modes else None
     for gi, gpu in enumerate(gpus):
         price = req.price_per_gpu_hour or gpu.price_per_gpu_hour_usd
         for mode in space.modes:
+            found: list[Block | None] = []
             if mode == "agg":
                 slo = (req.ttft_ms, req.tpot_ms, req.percentile)
-                b = agg_block(model, gpu, gi, space, load, slo, edge)
-            elif req.rate_per_s is None:
-                b = disagg_block(model, gpu, gi, space, load, req.tpot_ms)
+                found.append(agg_block(model, gpu, gi, space, load, slo, edge))
             else:
-                b, sol = rate_disagg_block(
-                    model,
-                    gpu,
-                    gi,
-                    space,
-                    load,
-                    req.ttft_ms,
-                    req.tpot_ms,
-                    req.percentile,
-                    price,
-                    edge,
-                )
-                if sol is not None:
-                    milp[gpu.key] = {
-                        "solver": sol.outcome.solver,
-                        "status": sol.outcome.status,
-                        "solution_status": sol.outcome.solution_status,
-                        "prefill_workers": sol.x,
-                        "decode_workers": sol.y,
-                        "gpus": sol.gpus,
-                    }
-            if b is not None and b.size:
-                blocks.append(b)
-                prices.append(price)
-                evaluated += b.evaluated
+                assert roles is not None
+                found += disagg_blocks(model, req, gpus, gi, space, load, roles, edge, milp)
+            for b in found:
+                if b is not None and b.size:
+                    blocks.append(b)
+                    prices.append(price)
+                    evaluated += b.evaluated
         if time.perf_counter() - t0 > 2.0:
             sys.stderr.write(
                 f"plan: evaluated {evaluated:,} candidates ({gi + 1}/{len(gpus)} GPU types)\n"

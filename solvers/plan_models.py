@@ -168,7 +168,13 @@ class Choice(BaseModel):
 
     model_config = _FROZEN
     mode: str = Field(description="agg or disagg.")
-    gpu: str = Field(description="GPU key.")
+    gpu: str = Field(description="GPU key (of the decode workers when disaggregated).")
+    prefill_gpu: str = Field(
+        default="", description="GPU key of the prefill workers (disaggregated; else empty)."
+    )
+    decode_gpu: str = Field(
+        default="", description="GPU key of the decode workers (disaggregated; else empty)."
+    )
     config: str = Field(description="Short description of the deployment.")
     deployment: Deployment = Field(description="The deployment.")
     predicted: dict[str, object] = Field(
@@ -207,7 +213,13 @@ class ParetoPoint(BaseModel):
 
     model_config = _FROZEN
     mode: str = Field(description="agg or disagg.")
-    gpu: str = Field(description="GPU key.")
+    gpu: str = Field(description="GPU key (of the decode workers when disaggregated).")
+    prefill_gpu: str = Field(
+        default="", description="GPU key of the prefill workers (disaggregated; else empty)."
+    )
+    decode_gpu: str = Field(
+        default="", description="GPU key of the decode workers (disaggregated; else empty)."
+    )
     output_tok_s_per_gpu: float = Field(description="Output tokens/s per GPU.")
     output_tok_s_per_user: float = Field(description="Output tokens/s one request sees.")
     ttft_ms: float = Field(description="At the requested percentile.")
@@ -254,6 +266,12 @@ class PlanResult(BaseModel):
         default_factory=dict, description="Best plan or reason, per GPU type."
     )
     max_gpus: int = Field(default=0, description="The GPU budget of the request.")
+    role_types: dict[str, object] | None = Field(
+        default=None,
+        description="Disaggregated over two GPU types: the best prefill/decode pair of two types "
+        "against the best same-type plan (figures, whether the pair wins, and a sentence); None "
+        "when no pair of two types was searched (solvers.hetero.role_types).",
+    )
     at_prediction: Choice | None = Field(
         default=None,
         description="The plan the same objective picks at the point prediction (--confidence 0), "

@@ -93,8 +93,9 @@ def block_loads(
     osl: float,
     prefix_hit: float,
     cal: EngineCalibration,
-) -> list[tuple[np.ndarray, Activity]]:
-    """Per role of candidates ``idx`` of ``b``: (GPUs of the role, activity of each GPU)."""
+) -> list[tuple[GpuSpec, np.ndarray, Activity]]:
+    """Per role of candidates ``idx`` of ``b``: (its GPU type, GPUs of the role, activity of
+    each GPU)."""
     k, r = idx.size, b.res
     batch = np.maximum(r.decode_batch[idx], 1.0)
     z = np.zeros(k)
@@ -107,15 +108,20 @@ def block_loads(
         reps = b.replicas[idx].astype(float)
         pre = _prefill_steps(isl_c, free_chunk(w.chunk[idx].astype(float), batch))
         act = _activity(m, b.gpu, w, idx, [pre, decode], cal, rps / reps)
-        return [(w.gpus_per_worker[idx] * reps, act)]
+        return [(b.gpu, w.gpus_per_worker[idx] * reps, act)]
     assert b.units is not None and b.prefill is not None and b.decode is not None
     u = b.units
     p, d = u.p[idx], u.d[idx]
     x, y = u.x[idx].astype(float), u.y[idx].astype(float)
     pre = _prefill_steps(isl_c, b.prefill.chunk[p].astype(float))
+    pg = b.pre_gpu
     return [
-        (b.prefill.gpus_per_worker[p] * x, _activity(m, b.gpu, b.prefill, p, [pre], cal, rps / x)),
-        (b.decode.gpus_per_worker[d] * y, _activity(m, b.gpu, b.decode, d, [decode], cal, rps / y)),
+        (pg, b.prefill.gpus_per_worker[p] * x, _activity(m, pg, b.prefill, p, [pre], cal, rps / x)),
+        (
+            b.gpu,
+            b.decode.gpus_per_worker[d] * y,
+            _activity(m, b.gpu, b.decode, d, [decode], cal, rps / y),
+        ),
     ]
 
 
@@ -133,8 +139,8 @@ def j_per_total_token(
             continue
         idx = ev.local[rows[sel]]
         watts = np.zeros(sel.size)
-        for gpus, act in block_loads(ev.model, b, idx, ev.req.isl, ev.req.osl, hit, cal):
-            watts += gpus * board_power_w(b.gpu, act, prm)
+        for g, gpus, act in block_loads(ev.model, b, idx, ev.req.isl, ev.req.osl, hit, cal):
+            watts += gpus * board_power_w(g, act, prm)
         tok_s = _total_tok_s(b, idx, ev.req.isl)
         out[sel] = np.where(tok_s > 0, watts / np.maximum(tok_s, 1e-12), np.inf)
     return out
@@ -164,8 +170,12 @@ def choice_power(ev: Evaluated, i: int) -> PowerSummary:
     b, j = ev.blocks[ev.block_of[i]], np.array([int(ev.local[i])])
     cal = ev.req.engine().calibration
     loads = [
-        RoleLoad(int(round(float(gpus[0]))), Activity(a.busy, a.flops_per_s, a.bytes_per_s))
-        for gpus, a in block_loads(ev.model, b, j, ev.req.isl, ev.req.osl, 0.0, cal)
+        RoleLoad(
+            int(round(float(gpus[0]))),
+            Activity(a.busy, a.flops_per_s, a.bytes_per_s),
+            g if g.key != b.gpu.key else None,
+        )
+        for g, gpus, a in block_loads(ev.model, b, j, ev.req.isl, ev.req.osl, 0.0, cal)
     ]
     r = b.res
     p = power_summary(

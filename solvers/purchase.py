@@ -47,6 +47,20 @@ def gpus_bought(b: Block, unit: int) -> np.ndarray:
     return np.asarray((pre + dec) * unit)
 
 
+def role_gpus_bought(b: Block, node_gpus: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate of ``b``, GPUs bought for (prefill, decode) workers, each role in whole
+    purchase units of its own GPU type (``--node-gpus`` for both when given); an aggregated
+    block's are (0, all)."""
+    unit = purchase_unit(b.gpu, node_gpus)[0]
+    if b.mode == "agg":
+        return np.zeros(b.size, dtype=int), gpus_bought(b, unit)
+    assert b.prefill is not None and b.decode is not None and b.units is not None
+    u, unit_p = b.units, purchase_unit(b.pre_gpu, node_gpus)[0]
+    pre = units_bought(b.prefill.gpus_per_worker[u.p], u.x, unit_p) * unit_p
+    dec = units_bought(b.decode.gpus_per_worker[u.d], u.y, unit) * unit
+    return np.asarray(pre), np.asarray(dec)
+
+
 def cost_per_million(cost_per_hour: np.ndarray, tokens_per_s: np.ndarray) -> np.ndarray:
     """USD per 1e6 tokens at ``tokens_per_s`` for a deployment costing ``cost_per_hour``."""
     return cost_per_hour / (SECONDS_PER_HOUR * np.maximum(tokens_per_s, 1e-12)) * 1e6

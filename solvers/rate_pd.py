@@ -176,23 +176,32 @@ def _solve(
     space: SearchSpace,
     load: Load,
     slo: Slo,
-    price: float,
+    prices: tuple[float, float],
     pp_free: bool,
 ) -> tuple[Block | None, PdSolution | None]:
-    """The MILP's deployment for one SLO check, verified whole (None when none meets it)."""
+    """The MILP's deployment for one SLO check, verified whole (None when none meets it);
+    ``prices``: $/GPU-hour of the (prefill, decode) GPU types."""
     assert load.rate_per_s is not None
     pi, x, di, y = _options(m, gpu, s, load, slo, space.max_gpus, pp_free)
     if pi.size == 0 or di.size == 0:
         return None, None
     rate = load.rate_per_s
     popt = PhaseOptions(
-        dtype_key(s.pre)[pi] // 1000, s.pre.gpus_per_worker[pi], rate / x, np.full(pi.size, price)
+        dtype_key(s.pre)[pi] // 1000,
+        s.pre.gpus_per_worker[pi],
+        rate / x,
+        np.full(pi.size, prices[0]),
     )
     dopt = PhaseOptions(
-        dtype_key(s.dec)[di] // 1000, s.dec.gpus_per_worker[di], rate / y, np.full(di.size, price)
+        dtype_key(s.dec)[di] // 1000,
+        s.dec.gpus_per_worker[di],
+        rate / y,
+        np.full(di.size, prices[1]),
     )
-    unit = space.node_gpus or gpu.purchase_unit_gpus  # costs are of whole purchase units
-    sol = solve_pd(popt, dopt, rate, space.max_gpus, node_gpus=unit if unit > 1 else None)
+    # each role is bought in whole purchase units of its own GPU type
+    unit_p, unit_d = (space.node_gpus or g.purchase_unit_gpus for g in (s.prefill_gpu, gpu))
+    units = (unit_p if unit_p > 1 else None, unit_d if unit_d > 1 else None)
+    sol = solve_pd(popt, dopt, rate, space.max_gpus, node_gpus=units)
     if sol is None:
         return None, None
     p, d = int(pi[sol.prefill]), int(di[sol.decode])
@@ -210,8 +219,12 @@ def rate_disagg_block(
     percentile: str,
     price: float,
     factors: Factors | None = None,
+    sets: PhaseSets | None = None,
+    prefill_price: float | None = None,
 ) -> tuple[Block | None, PdSolution | None]:
-    """Solve the P/D MILP for one GPU type and wrap the verified deployment as a block.
+    """Solve the P/D MILP for one GPU type (or, with ``sets`` priced on two types, one prefill /
+    decode pair: ``price`` of the decode type, ``prefill_price`` of the prefill type) and wrap the
+    verified deployment as a block.
 
     Workers without pipeline parallelism are tried first; PP only when no PP-free pair meets the
     SLO. With ``factors`` (the SLO must hold at a confidence above the point prediction) the worker
@@ -221,7 +234,7 @@ def rate_disagg_block(
     both when they differ. The MILP details returned are those of the first sizing that found one.
     """
     assert load.rate_per_s is not None
-    s = phase_sets(m, gpu, gi, space, load, np.array([max(space.max_num_seqs)]))
+    s = sets or phase_sets(m, gpu, gi, space, load, rate_levels(space))
     if s is None:
         return None, None
     checks: list[Factors | None] = [factors, None] if factors is not None else [None]
@@ -229,7 +242,8 @@ def rate_disagg_block(
     for f in checks:
         slo = (slo_ttft_ms, slo_tpot_ms, percentile, f)
         for pp_free in (True, False):  # PP only when no PP-free pair meets the SLO
-            b, sol = _solve(m, gpu, s, space, load, slo, price, pp_free)
+            prices = (price if prefill_price is None else prefill_price, price)
+            b, sol = _solve(m, gpu, s, space, load, slo, prices, pp_free)
             sols.append(sol)
             if b is not None and b.units is not None:
                 found.append(b.units)
@@ -253,4 +267,10 @@ def rate_disagg_block(
         decode=s.dec,
         evaluated=n,
         memory_pruned=s.pruned,
+        prefill_gpu=s.prefill_gpu,
     ), sol
+
+
+def rate_levels(space: SearchSpace) -> np.ndarray:
+    """Clients per decode worker the rate search prices decode at: its largest max_num_seqs."""
+    return np.array([max(space.max_num_seqs)])

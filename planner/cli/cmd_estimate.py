@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware.catalog import get_gpu
+from hardware.spec import GpuSpec
 from planner.cli.cmd_calibrate_e2e import add_calibration, calibration_from, use_profile
 from planner.cli.cmd_capacity import add_replay_args
 from planner.cli.cmd_power import add_power_args, power_rows
@@ -41,9 +42,19 @@ MAX_SIM_REQUESTS = 200_000
 length_cv = float_in(0, 4)
 
 
-def _add_common(p: argparse.ArgumentParser, required: bool = True) -> None:
+def _add_common(p: argparse.ArgumentParser, required: bool = True, role_gpus: bool = False) -> None:
     add_model_arg(p, required)
-    p.add_argument("--gpu", required=required, help="GPU key or alias, e.g. h200")
+    gpu_help = "GPU key or alias, e.g. h200"
+    if role_gpus:
+        gpu_help += " (disaggregated: of both roles unless --prefill-gpu/--decode-gpu say)"
+    p.add_argument("--gpu", required=required and not role_gpus, help=gpu_help)
+    if role_gpus:
+        for role in ("prefill", "decode"):
+            p.add_argument(
+                f"--{role}-gpu",
+                default=None,
+                help=f"--mode disagg: GPU key or alias of the {role} workers (default: --gpu)",
+            )
     p.add_argument("--backend", default=DEFAULT_ENGINE, choices=engine_names())
     add_worker_flags(p, WEIGHT_QUANTS, KV_DTYPES)
     p.add_argument("--isl", type=token_count, default=1024, help="prompt tokens (mean)")
@@ -199,8 +210,22 @@ def band_rows(est: Estimate) -> list[dict[str, str]]:
     return rows
 
 
+def role_gpus(args: argparse.Namespace) -> tuple[GpuSpec, GpuSpec]:
+    """(decode or aggregated GPU, prefill GPU) of ``estimate``: ``--gpu`` for both roles unless
+    ``--prefill-gpu`` / ``--decode-gpu`` (``--mode disagg`` only) name a role's own."""
+    pre, dec = args.prefill_gpu, args.decode_gpu
+    if (pre or dec) and args.mode != "disagg":
+        flag = "--prefill-gpu" if pre else "--decode-gpu"
+        raise PlannerInputError(flag, "names a role's GPU: only with --mode disagg")
+    for flag, key in (("--decode-gpu", dec or args.gpu), ("--prefill-gpu", pre or args.gpu)):
+        if key is None:
+            raise PlannerInputError(flag, "required, or --gpu for both roles")
+    return get_gpu(dec or args.gpu), get_gpu(pre or args.gpu)
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
-    consts, bands = calibration_from(args, get_gpu(args.gpu).key)
+    gpu, prefill_gpu = role_gpus(args)
+    consts, bands = calibration_from(args, gpu.key)
     model, wl = model_of(args), workload_from(args)
     max_isl, max_osl = max_lengths(
         wl.isl.mean,
@@ -212,11 +237,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     )
     est = estimate(
         model,
-        get_gpu(args.gpu),
+        gpu,
         wl.model_copy(update={"max_isl": max_isl, "max_osl": max_osl}),
         backend=consts.policy(args.backend),
         bands=bands,
-        power_cap_w=cap_for(get_gpu(args.gpu), parse_power_caps(args.power_cap)),
+        prefill_gpu=prefill_gpu,
+        power_cap_w=cap_for(gpu, parse_power_caps(args.power_cap)),
         electricity_price=args.electricity_price,
         pue=args.pue,
         **_workers(args),  # type: ignore[arg-type]
@@ -250,8 +276,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 "requests/s": est.requests_per_s,
                 "decode batch": est.decode_batch,
                 "GPUs": est.gpus,
+                **kv_rows(est),
             },
-            title=f"{est.model} ({est.model_id or 'no model id'}) on {est.gpu} "
+            title=f"{est.model} ({est.model_id or 'no model id'}) on {gpu_label(est)} "
             f"({est.backend}, {est.mode})",
         )
     )
@@ -269,6 +296,22 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if consts.label:
         print(f"engine constants: {consts.label}")
     return rc
+
+
+def gpu_label(est: Estimate) -> str:
+    """The GPU type, or each role's where the roles run on two types."""
+    return f"prefill {est.prefill_gpu}, decode {est.gpu}" if est.prefill_gpu else est.gpu
+
+
+def kv_rows(est: Estimate) -> dict[str, str]:
+    """The KV transfer per request and its link, for a disaggregated estimate."""
+    if est.mode != "disagg":
+        return {}
+    link = "scale-out NIC, the slower of the two types" if est.prefill_gpu else "its link"
+    return {
+        "KV transfer per request, ms (mean)": fmt_sig(est.kv_transfer_ms),
+        "KV link per GPU, GB/s": f"{fmt_sig(est.kv_link_gb_per_s)} ({link})",
+    }
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -389,7 +432,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p = sub.add_parser(
         "estimate", help="predict TTFT/TPOT/throughput of a deployment under a workload"
     )
-    _add_common(p)
+    _add_common(p, role_gpus=True)
     add_max_lengths(p, "2x the mean, capped at the model's maximum positions")
     add_power_args(p)
     p.set_defaults(func=cmd_estimate)

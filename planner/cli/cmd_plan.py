@@ -232,6 +232,7 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         "Output tokens/s per GPU": pr["output_tok_s_per_gpu"],
         "Output tokens/s per user": pr["output_tok_s_per_user"],
         "Requests/s": pr["requests_per_s"],
+        **_kv_row(c),
         "GPUs used / bought": (
             f"{c.gpus:,} / {c.gpus_bought:,} (units of {c.purchase_unit['gpus']})"
         ),
@@ -239,6 +240,15 @@ def _choice_rows(c: Any, pct: str) -> dict[str, Any]:
         "Cost per 1M output tokens ($)": c.cost_per_million_output_tokens,
         "Cost per 1M total tokens, input + output ($)": c.cost_per_million_total_tokens,
     }
+
+
+def _kv_row(c: Any) -> dict[str, Any]:
+    """A disaggregated choice's KV transfer per request, with its link between two GPU types."""
+    if c.mode != "disagg":
+        return {}
+    link = c.predicted.get("provenance", {}).get("kv_link")
+    via = " (scale-out NIC, the slower of the two types)" if link else ""
+    return {f"KV transfer per request, mean (ms){via}": c.predicted["kv_transfer_ms"]}
 
 
 def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
@@ -315,6 +325,17 @@ def uses_pp(dep: Any) -> bool:
     return any(w is not None and w.parallel.pp > 1 for w in roles)
 
 
+def gpus_label(c: Any) -> str:
+    """'8 x H200-SXM', or '8 GPUs (prefill on H100-SXM, decode on H200-SXM)' for a choice whose
+    roles run on two GPU types."""
+    from planner.reports.present import gpu_name
+
+    if c.prefill_gpu and c.prefill_gpu != c.gpu:
+        pair = f"prefill on {gpu_name(c.prefill_gpu)}, decode on {gpu_name(c.gpu)}"
+        return f"{c.gpus} GPUs ({pair})"
+    return f"{c.gpus} x {gpu_name(c.gpu)}"
+
+
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
     pct = r.slo["percentile"]
@@ -332,11 +353,9 @@ def plan_table(r: Any) -> str:
         parts += ["", render_kv(power_rows(r.best.power), "Power and energy (GPU boards)")]
     if r.at_prediction is not None:
         c = r.at_prediction
-        from planner.reports.present import gpu_name
-
         title = (
-            f"At the point prediction (--confidence 0) the plan would be: {c.gpus} x "
-            f"{gpu_name(c.gpu)}, ${c.cost_per_hour_usd:,.4g} per hour, "
+            f"At the point prediction (--confidence 0) the plan would be: {gpus_label(c)}, "
+            f"${c.cost_per_hour_usd:,.4g} per hour, "
             f"${c.cost_per_million_total_tokens:,.4g} per 1M total tokens"
         )
         parts += ["", render_kv(_choice_rows(c, pct) | _headroom_rows(c.headroom), title)]
@@ -363,6 +382,8 @@ def plan_table(r: Any) -> str:
     ]
     if len(r.per_gpu_type) > 1:
         parts += ["", "Each GPU type asked for", render_table(per_gpu_rows(r))]
+    if r.role_types is not None:
+        parts += ["", f"Prefill and decode on two GPU types: {r.role_types['sentence']}"]
     parts += ["", f"Pareto front ({len(front)} points)", render_table(front)]
     parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.3g} s"]
     return "\n".join(parts)

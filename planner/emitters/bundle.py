@@ -49,7 +49,7 @@ def launch_file(ctx: EmitContext, flags: Flags, build: EngineBuild) -> OutFile:
         blocks.append(body)
     dep = ctx.deployment
     what = (
-        f"{shlex.quote(ctx.model_id)} on {dep.total_gpus} x {shlex.quote(dep.gpu)}, "
+        f"{shlex.quote(ctx.model_id)} on {dep.total_gpus} x {shlex.quote(gpu_text(dep))}, "
         f"{flags.engine} {flags.version_text}, {dep.mode}"
     )
     title = f"{what}; set NODE_RANK on each node" if len(nodes) > 1 else what
@@ -115,7 +115,9 @@ def sidecar_file(ctx: EmitContext, flags: Flags) -> OutFile:
     """``deployment.json``: what the results were measured on (the plan's deployment, engine and
     version); benchmark.sh copies it next to each run's result files."""
     sidecar = {
-        "deployment": ctx.deployment.model_dump(mode="json"),
+        "deployment": ctx.deployment.model_dump(
+            mode="json", exclude=None if ctx.deployment.prefill_gpu else {"prefill_gpu"}
+        ),
         "backend": flags.engine,
         "engine_version": flags.version_text,
     }
@@ -204,22 +206,37 @@ def bundle_commands(ctx: EmitContext, flags: Flags, build: EngineBuild) -> dict[
     }
 
 
-def _gpu(dep: Deployment, hardware_dirs: tuple[str, ...]) -> GpuSpec:
+def _gpu(dep: Deployment, hardware_dirs: tuple[str, ...], role: str = "decode") -> GpuSpec:
+    """The GPU type ``role`` runs on (``plan.best.deployment.prefill_gpu`` for prefill workers
+    of a pair of two types, else ``gpu``)."""
+    field = "prefill_gpu" if role == "prefill" and dep.prefill_gpu else "gpu"
     try:
-        return get_gpu(dep.gpu, hardware_dirs)
+        return get_gpu(dep.role_gpu(role), hardware_dirs)
     except PlannerInputError as exc:
         raise PlannerInputError(
-            "plan.best.deployment.gpu", f"{exc} (custom GPUs: --hardware-dir)"
+            f"plan.best.deployment.{field}", f"{exc} (custom GPUs: --hardware-dir)"
         ) from exc
 
 
-def _quant_flags(backend: str, dep: Deployment, gpu: GpuSpec) -> dict[str, str | None]:
-    """Per role: check the shape and the checkpoint format, and find the --quantization value."""
+def role_gpus(dep: Deployment, hardware_dirs: tuple[str, ...]) -> dict[str, GpuSpec]:
+    """Role -> the GPU type its workers run on."""
+    return {role: _gpu(dep, hardware_dirs, role) for role, _ in roles(dep)}
+
+
+def _quant_flags(backend: str, dep: Deployment, gpus: dict[str, GpuSpec]) -> dict[str, str | None]:
+    """Per role, on its own GPU type: check the shape and the checkpoint format, and find the
+    --quantization value."""
     out: dict[str, str | None] = {}
     for role, worker in roles(dep):
+        gpu = gpus[role]
         check_shape(backend, role, worker.parallel, gpu.node_gpus)
         out[role] = quant_flag(backend, dep, worker.weight_quant, gpu.architecture)
     return out
+
+
+def gpu_text(dep: Deployment) -> str:
+    """'h200_sxm', or 'prefill h100_sxm + decode h200_sxm' for roles on two GPU types."""
+    return f"prefill {dep.prefill_gpu} + decode {dep.gpu}" if dep.prefill_gpu else dep.gpu
 
 
 class Emitter(Protocol):
@@ -255,14 +272,19 @@ def engine_build(
     flags = Flags(backend, version)
     module = emitter(backend)
     dep = plan.best.deployment
+    gpus = role_gpus(dep, hardware_dirs)
     gpu = _gpu(dep, hardware_dirs)
+    # prefill and decode on two GPU types: each role on hosts of its own type
+    hosts = {r: g.node_gpus for r, g in gpus.items()} if dep.prefill_gpu else {}
+    slots = place(dep, module.BASE_PORT, gpu.node_gpus, hosts)
     ctx = EmitContext(
         deployment=dep,
         model_id=dep.hf_id,
-        quant=_quant_flags(backend, dep, gpu),
-        slots=at_address(place(dep, module.BASE_PORT, gpu.node_gpus), check_host(host)),
+        quant=_quant_flags(backend, dep, gpus),
+        slots=at_address(slots, check_host(host)),
         workload=plan.workload,
         node_gpus=gpu.node_gpus,
+        role_node_gpus=hosts,
         listen=check_host(host),
         speculative=plan.best.speculative,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.emitters.flag_table import Flags, Tool
@@ -35,14 +37,24 @@ def roles(deployment: Deployment) -> list[tuple[Role, WorkerConfig]]:
 
 
 def place(
-    deployment: Deployment, base_port: int, node_gpus: int = GPUS_PER_NODE
+    deployment: Deployment,
+    base_port: int,
+    node_gpus: int = GPUS_PER_NODE,
+    role_node_gpus: Mapping[str, int] | None = None,
 ) -> tuple[Slot, ...]:
     """Pack replicas onto hosts of ``node_gpus`` GPUs in order. A replica that fits a host never
     straddles two; a wider one starts on a fresh host and gets one slot per host it spans (the
-    planner's shapes fill whole hosts: ``planner.perf.deployment.placement_problem``)."""
+    planner's shapes fill whole hosts: ``planner.perf.deployment.placement_problem``). With
+    ``role_node_gpus`` (prefill and decode on two GPU types) each role starts on hosts of its own
+    type, of its own size."""
     slots: list[Slot] = []
     offset, replicas = 0, 0
     for role, worker in roles(deployment):
+        if role_node_gpus:  # a role of another GPU type starts on its own hosts
+            if offset % node_gpus:
+                offset += node_gpus - offset % node_gpus
+            offset = offset // node_gpus * role_node_gpus[role]
+            node_gpus = role_node_gpus[role]
         width = worker.parallel.gpus
         nodes = -(-width // node_gpus)
         for index in range(worker.workers):
@@ -159,7 +171,7 @@ def server_values(ctx: EmitContext, slot: Slot, engine: str) -> dict[str, object
     values["max_len"] = context_length(ctx)
     spec = ctx.speculative.draft_tokens if ctx.speculative is not None else 0
     values = engine_values(engine, values, worker.parallel.dp, spec)
-    mode = a2a_mode(slot, ctx.node_gpus)
+    mode = a2a_mode(slot, ctx.hosts_of(slot.role))
     if mode is not None:
         values["moe_a2a"] = mode
     return values

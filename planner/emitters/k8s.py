@@ -14,6 +14,7 @@ written from), over a placement with one pod per host of each replica.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -51,15 +52,19 @@ def replica_name(name: str, role: str, index: int) -> str:
     return check_name(f"{name}-{role}-{index}", "plan.best.deployment")
 
 
-def pod_slots(dep: Deployment, base_port: int, node_gpus: int, name: str) -> tuple[Slot, ...]:
+def pod_slots(
+    dep: Deployment, base_port: int, node_gpus: int | Mapping[str, int], name: str
+) -> tuple[Slot, ...]:
     """One slot per pod: each replica on its own pods (one per host it spans), every server on
     the engine's base port of its own pod IP. Host names are the DNS names of those pods: the
     headless Service of a Deployment replica, or LeaderWorkerSet's ``<name>-0[-<rank>].<name>``
-    (group 0 of a one-group set; pod names and subdomain as LeaderWorkerSet sets them)."""
+    (group 0 of a one-group set; pod names and subdomain as LeaderWorkerSet sets them);
+    ``node_gpus``: GPUs per host, or per role (roles on two GPU types)."""
     slots: list[Slot] = []
     for role, worker in roles(dep):
         width = worker.parallel.gpus
-        nodes = -(-width // node_gpus)
+        per_host = node_gpus if isinstance(node_gpus, int) else node_gpus[role]
+        nodes = -(-width // per_host)
         for index in range(worker.workers):
             replica = replica_name(name, role, index)
             head = f"{replica}-0.{replica}" if nodes > 1 else replica
@@ -135,20 +140,33 @@ def build_k8s(
     dep = ctx.deployment
     name = base_name(plan, backend)
     spec = engine_k8s(backend)
-    products = product_labels(dep.gpu)
+    # each role's pods on nodes of its own GPU type
+    products: dict[str, tuple[str, ...]] = {
+        role: product_labels(dep.role_gpu(role)) for role, _ in roles(dep)
+    }
     base_port = emitter(backend).BASE_PORT
-    pods_ctx, pods = _rebuild(ctx, flags, backend, pod_slots(dep, base_port, ctx.node_gpus, name))
+    hosts: dict[str, int] = {role: ctx.hosts_of(role) for role, _ in roles(dep)}
+    pods_ctx, pods = _rebuild(ctx, flags, backend, pod_slots(dep, base_port, hosts, name))
     pods = pods.model_copy(update={"configs": bound_configs(flags, pods.configs)})
     plain = plain_objects(pods_ctx, flags, pods, spec, name, products)
     roles_ctx, per_role = _rebuild(ctx, flags, backend, role_slots(dep, base_port, name))
     dynamo = dynamo_objects(roles_ctx, flags, per_role, spec, name, products)
     what = (
-        f"{ctx.model_id} on {dep.total_gpus} x {dep.gpu} ({', '.join(products)}), "
+        f"{ctx.model_id} on {dep.total_gpus} x {_labels_text(dep, products)}, "
         f"{flags.engine} {flags.version_text}, {dep.mode}; written by planner emit --target k8s"
     )
     return (
         OutFile(name=f"{K8S_DIR}/dynamo.yaml", text=_text(f"NVIDIA Dynamo: {what}", dynamo)),
         OutFile(name=f"{K8S_DIR}/plain.yaml", text=_text(f"Kubernetes: {what}", plain)),
+    )
+
+
+def _labels_text(dep: Deployment, products: Mapping[str, tuple[str, ...]]) -> str:
+    """'h200_sxm (NVIDIA-H200)', each role's where the roles run on two GPU types."""
+    if not dep.prefill_gpu:
+        return f"{dep.gpu} ({', '.join(next(iter(products.values())))})"
+    return "; ".join(
+        f"{role} {dep.role_gpu(role)} ({', '.join(labels)})" for role, labels in products.items()
     )
 
 

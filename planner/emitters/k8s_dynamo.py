@@ -9,6 +9,8 @@ container under ``extraPodSpec.mainContainer``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from planner.emitters.flag_table import Flags
 from planner.emitters.k8s_commands import EngineK8s, container_env, dynamo_args, read_configs
 from planner.emitters.k8s_objects import (
@@ -34,11 +36,11 @@ def _worker(
     spec: EngineK8s,
     slot: Slot,
     cmd: Command,
-    products: tuple[str, ...],
+    products: Mapping[str, tuple[str, ...]],
     config: str | None,
 ) -> Obj:
     worker = slot.worker
-    nodes = -(-worker.parallel.gpus // ctx.node_gpus)
+    nodes = -(-worker.parallel.gpus // ctx.hosts_of(slot.role))
     per_node = str(worker.parallel.gpus // nodes)
     pod_ip = spec.pod_ip_env if slot.role != "agg" else ()
     container: Obj = {
@@ -55,7 +57,7 @@ def _worker(
         "replicas": worker.workers,
         "resources": {"limits": {"gpu": per_node}, "requests": {"gpu": per_node}},
         "extraPodSpec": {
-            "affinity": node_affinity(products),
+            "affinity": node_affinity(products[slot.role]),
             "volumes": volumes(config),
             "mainContainer": container,
         },
@@ -73,7 +75,7 @@ def dynamo_objects(
     build: EngineBuild,
     spec: EngineK8s,
     name: str,
-    products: tuple[str, ...],
+    products: Mapping[str, tuple[str, ...]],
 ) -> list[Obj]:
     """The ConfigMap of the engine's config files (if any) and the DynamoGraphDeployment."""
     lines = [dynamo_args(c, flags, spec.dynamo, s.role, build.configs) for s, c in build.servers]

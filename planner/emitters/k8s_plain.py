@@ -3,6 +3,8 @@ Service, ConfigMap), each pod running the line ``launch.sh`` runs for its host."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from planner.emitters.flag_table import Flags
 from planner.emitters.k8s_commands import (
     EngineK8s,
@@ -42,11 +44,12 @@ class _Pods:
         build: EngineBuild,
         spec: EngineK8s,
         name: str,
-        products: tuple[str, ...],
+        products: Mapping[str, tuple[str, ...]],
     ) -> None:
         self.ctx, self.flags, self.build, self.spec, self.name = ctx, flags, build, spec, name
         self.image = spec.image.format(version=flags.version_text)
-        self.affinity: Obj = node_affinity(products)
+        # role -> nodes of that role's GPU type
+        self.affinity: dict[str, Obj] = {r: node_affinity(p) for r, p in products.items()}
         self.config = f"{name}-config" if build.configs else None
         self.lines = {(s.role, s.index, s.node_rank): c for s, c in build.servers}
 
@@ -76,8 +79,9 @@ class _Pods:
         health = self.spec.health_path if port is not None else None
         return self.container(words, env, len(slot.gpu_ids), port, health)
 
-    def pod(self, container: Obj, gpus: bool = True) -> Obj:
-        return pod_spec(container, self.affinity if gpus else None, self.config)
+    def pod(self, container: Obj, role: str | None = None) -> Obj:
+        """A pod of ``container``: on nodes of ``role``'s GPU type (None: no GPU, any node)."""
+        return pod_spec(container, self.affinity[role] if role else None, self.config)
 
 
 def _labels(name: str, component: str, instance: str) -> dict[str, str]:
@@ -111,7 +115,7 @@ def _replica(p: _Pods, head: Slot) -> list[Obj]:
     (LeaderWorkerSet makes its own, named after the set)."""
     replica = f"{p.name}-{head.role}-{head.index}"
     labels = _labels(p.name, head.role, replica)
-    leader = p.pod(p.engine(head, p.lines[(head.role, head.index, 0)], head.port))
+    leader = p.pod(p.engine(head, p.lines[(head.role, head.index, 0)], head.port), head.role)
     model = p.ctx.model_id
     if head.nodes == 1:
         return [deployment(replica, labels, leader, model), service(replica, labels, None, labels)]
@@ -119,7 +123,7 @@ def _replica(p: _Pods, head: Slot) -> list[Obj]:
         (s for s in p.ctx.slots if (s.role, s.index) == (head.role, head.index) and s.node_rank),
         key=lambda s: s.node_rank,
     )
-    worker = p.pod(_worker_container(p, head, ranks))
+    worker = p.pod(_worker_container(p, head, ranks), head.role)
     return [leader_worker_set(replica, labels, head.nodes, leader, worker, model)]
 
 
@@ -129,7 +133,7 @@ def plain_objects(
     build: EngineBuild,
     spec: EngineK8s,
     name: str,
-    products: tuple[str, ...],
+    products: Mapping[str, tuple[str, ...]],
 ) -> list[Obj]:
     """Every object of ``k8s/plain.yaml``, in the order to apply them."""
     cmds = [c for _, c in build.servers] + ([build.router] if build.router else [])
@@ -148,7 +152,7 @@ def plain_objects(
         router = f"{name}-router"
         labels = _labels(name, "router", router)
         words = container_words(build.router, flags, build.configs)
-        pod = p.pod(p.container(words, [], 0, port), gpus=False)
+        pod = p.pod(p.container(words, [], 0, port))
         docs += [deployment(router, labels, pod, ctx.model_id)]
         docs.append(
             service(name, {NAME_LABEL: name, COMPONENT_LABEL: "router"}, port, front_labels)

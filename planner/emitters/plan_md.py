@@ -75,6 +75,15 @@ def deployment_section(ctx: EmitContext) -> list[str]:
     ]
 
 
+def _gpus(ctx: EmitContext) -> str:
+    """The GPU type, or each role's where prefill and decode run on two types (each role on
+    hosts of its own type)."""
+    dep = ctx.deployment
+    if not dep.prefill_gpu:
+        return dep.gpu
+    return f"prefill {dep.prefill_gpu}, decode {dep.gpu}"
+
+
 def predicted_section(plan: PlanFile) -> list[str]:
     pred = plan.best.predicted
     nested = {k: v for k, v in pred.items() if isinstance(v, dict) and k in ("ttft_ms", "tpot_ms")}
@@ -102,11 +111,22 @@ def predicted_section(plan: PlanFile) -> list[str]:
     return [*lines, ""]
 
 
+def _hosts(ctx: EmitContext) -> str:
+    """GPUs per node, each role's on hosts of its own GPU type where the roles run on two."""
+    if not ctx.role_node_gpus:
+        return f"{ctx.node_gpus} GPUs per node"
+    dep = ctx.deployment
+    each = [
+        f"{n} GPUs per {role} node ({dep.role_gpu(role)})" for role, n in ctx.role_node_gpus.items()
+    ]
+    return " and ".join(each) + ", each role on nodes of its own GPU type"
+
+
 def notes_section(
     ctx: EmitContext, flags: Flags, build: EngineBuild, missing: dict[str, list[str]]
 ) -> list[str]:
     notes = [
-        f"Replicas are packed {ctx.node_gpus} GPUs per node; ports and hosts in launch.sh "
+        f"Replicas are packed {_hosts(ctx)}; ports and hosts in launch.sh "
         "are defaults, edit them for your cluster.",
         "benchmark.sh splits the load evenly over the endpoints it targets.",
     ]
@@ -147,7 +167,7 @@ def plan_markdown(
     """The whole PLAN.md text."""
     wl = plan.workload
     head = [
-        f"# {plan.model} on {plan.gpu}: {flags.engine} {flags.version_text}",
+        f"# {plan.model} on {_gpus(ctx)}: {flags.engine} {flags.version_text}",
         "",
         f"Mode: {ctx.deployment.mode}. Files: {', '.join(f'`{f}`' for f in files)}.",
         "",

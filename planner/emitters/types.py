@@ -113,6 +113,16 @@ class EmitContext(BaseModel):
         description="The load the deployment was planned for (the benchmark replays it)."
     )
     node_gpus: int = Field(default=8, ge=1, description="GPUs per host the slots were packed in.")
+    role_node_gpus: dict[str, int] = Field(
+        default_factory=dict,
+        description="Role -> GPUs per host of that role's GPU type where the prefill and decode "
+        "workers run on two types (their own hosts); empty: ``node_gpus`` for every role.",
+    )
+
+    def hosts_of(self, role: str) -> int:
+        """GPUs per host of ``role``'s GPU type."""
+        return self.role_node_gpus.get(role, self.node_gpus)
+
     listen: str = Field(
         default="",
         description="Address servers and the router listen on; empty: 127.0.0.1 on one host, "

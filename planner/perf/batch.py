@@ -471,6 +471,8 @@ class BatchRequest:
     c: CandidateArrays
     w: Workload
     gpu_memory_utilization: float | np.ndarray = 0.9
+    prefill_gpu: GpuSpec | None = None
+    """The GPU type of disaggregated candidates' prefill workers (None: ``gpu``, as decode)."""
 
 
 def evaluate_batch(
@@ -483,10 +485,12 @@ def evaluate_batch(
     pricer: OpPricer | None = None,
     gpu_memory_utilization: float | np.ndarray = 0.9,
     recorded: RecordedLaunch = NOT_RECORDED,
+    prefill_gpu: GpuSpec | None = None,
 ) -> ResultArrays:
     """:func:`predict` of the request made of ``m``, ``gpu``, ``c``, ``w`` and
-    ``gpu_memory_utilization`` on engine ``backend`` (a name: its packaged constants)."""
-    req = BatchRequest(m, gpu, c, w, gpu_memory_utilization)
+    ``gpu_memory_utilization`` on engine ``backend`` (a name: its packaged constants);
+    ``prefill_gpu``: disaggregated candidates' prefill GPU type (None: ``gpu``)."""
+    req = BatchRequest(m, gpu, c, w, gpu_memory_utilization, prefill_gpu)
     return predict(req, policy_of(backend), pricer, recorded)
 
 
@@ -532,7 +536,10 @@ def predict(
     # a disaggregated request's time outside the steps: its mean and its percentiles take it
     d_overhead = constant(cal, "disagg_request_overhead_s", k, consts)
     if disagg.any():
-        d = _disagg(setting, c, w, load, dec, pricer, d_overhead)
+        pre_gpu = req.prefill_gpu or gpu
+        pre_setting = replace(setting, gpu=pre_gpu)
+        pre_pricer = pricer if pre_gpu.key == gpu.key else default_pricer(pre_gpu)
+        d = _disagg(setting, pre_setting, c, w, load, dec, (pricer, pre_pricer), d_overhead)
         res = (
             d.res
             if agg is None
@@ -561,17 +568,38 @@ class _Disagg:
     fits: np.ndarray
 
 
+def kv_link_bandwidth(
+    prefill_gpu: GpuSpec, decode_gpu: GpuSpec, total_gpus: np.ndarray
+) -> np.ndarray:
+    """Bytes/s per GPU of the link a prompt's KV cache crosses from its prefill to its decode
+    worker: the scale-up link while the whole deployment fits one scale-up domain of one GPU type,
+    else the scale-out NIC; between two GPU types (never one scale-up domain) the slower NIC of the
+    two (``GpuSpec.scale_out_bandwidth_bytes_per_s``, each with its source in the spec)."""
+    if prefill_gpu.key != decode_gpu.key:
+        nic = min(
+            prefill_gpu.scale_out_bandwidth_bytes_per_s, decode_gpu.scale_out_bandwidth_bytes_per_s
+        )
+        return np.full(np.shape(total_gpus), nic)
+    return np.where(
+        total_gpus <= decode_gpu.scale_up.domain_size,
+        decode_gpu.scale_up.bandwidth_bytes_per_s,
+        decode_gpu.scale_out_bandwidth_bytes_per_s,
+    )
+
+
 def _disagg(
     s: WorkerSetting,
+    ps: WorkerSetting,
     c: CandidateArrays,
     w: Workload,
     load: LoadArrays,
     dec: WorkerArrays,
-    pricer: OpPricer,
+    pricers: tuple[OpPricer, OpPricer],
     d_overhead: np.ndarray,
 ) -> _Disagg:
-    """``solve_disagg`` of every candidate: ``c``'s prefill columns, decode worker ``dec``."""
-    k, gpu, consts = len(c), s.gpu, s.recorded.constants
+    """``solve_disagg`` of every candidate: ``c``'s prefill columns on the prefill setting
+    ``ps`` (its GPU type), decode worker ``dec``; ``pricers``: (decode, prefill) op pricers."""
+    k, gpu, consts = len(c), ps.gpu, s.recorded.constants
     pre_par = parallel_arrays(
         gpu, c.prefill_tp, c.prefill_pp, c.prefill_dp, c.prefill_ep, c.weight_quant, c.kv_dtype
     )
@@ -583,27 +611,24 @@ def _disagg(
         load.isl + 1,
     )
     burst = lockstep_share(w, load.concurrency, s.cal, constants=consts)
-    pre = prefill_kernels(worker_arrays(s, pre_role, burst), s.cal, k, consts)
+    pre = prefill_kernels(worker_arrays(ps, pre_role, burst), s.cal, k, consts)
     total = (
         c.prefill_tp * c.prefill_pp * c.prefill_dp * c.prefill_workers
         + c.tp * c.pp * c.dp * c.workers
     )
-    bw = np.where(
-        total <= gpu.scale_up.domain_size,
-        gpu.scale_up.bandwidth_bytes_per_s,
-        gpu.scale_out_bandwidth_bytes_per_s,
-    )
+    bw = kv_link_bandwidth(ps.gpu, s.gpu, total)
     t_kv = kv_transfer_s(memory_batch.kv_transfer_bytes_per_gpu(s.m, pre_par, load.isl), bw)
     dload = replace(load, request_overhead_s=d_overhead)
     dburst = lockstep_share(w, load.concurrency, s.cal, disagg=True, constants=consts)
     res = solve_disagg(
         s.m,
-        pricer,
+        pricers[0],
         replace(pre, burst_fraction=dburst),
         replace(dec, burst_fraction=dburst),
         dload,
         t_kv,
         s.recorded.decode_routers,
+        pricers[1],
     )
     return _Disagg(res, total, pre.seq_capacity >= 1)
 

@@ -77,7 +77,14 @@ class Deployment(BaseModel):
             "nvfp4, int4, int8); empty in plan files written before it was recorded."
         ),
     )
-    gpu: str = Field(description="GPU key, e.g. 'h200_sxm'.")
+    gpu: str = Field(
+        description="GPU key, e.g. 'h200_sxm' (of the decode workers when disaggregated)."
+    )
+    prefill_gpu: str = Field(
+        default="",
+        description="GPU key of the prefill workers where it differs from ``gpu`` (disaggregated "
+        "over two GPU types); empty: both roles on ``gpu``.",
+    )
     mode: Literal["agg", "disagg"] = Field(
         default="agg",
         description="agg: one engine prefills and decodes; disagg: prefill and decode workers.",
@@ -91,6 +98,15 @@ class Deployment(BaseModel):
     cuda_graph_max_batch: int = Field(
         default=256, ge=1, le=10_000_000, description="Largest batch captured in CUDA graphs."
     )
+
+    @property
+    def prefill_gpu_key(self) -> str:
+        """The prefill workers' GPU key (``gpu`` unless the roles run on two types)."""
+        return self.prefill_gpu or self.gpu
+
+    def role_gpu(self, role: str) -> str:
+        """GPU key of ``role`` (agg, prefill or decode)."""
+        return self.prefill_gpu_key if role == "prefill" else self.gpu
 
     @property
     def total_gpus(self) -> int:

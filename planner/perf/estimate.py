@@ -26,6 +26,7 @@ from planner.perf.batch import (
     ResultArrays,
     WeightQuant,
     evaluate_batch,
+    kv_link_bandwidth,
     parallel_arrays,
 )
 from planner.perf.deployment import Parallelism, WorkerConfig
@@ -120,7 +121,17 @@ class Estimate(BaseModel):
     model: str = Field(description="Model name.")
     model_id: str = Field(default="", description="The model's identity: HF id or weights path.")
     checkpoint_quant: str = Field(default="bf16", description="The checkpoint's weight format.")
-    gpu: str = Field(description="GPU key.")
+    gpu: str = Field(description="GPU key (of the decode workers when disaggregated).")
+    prefill_gpu: str = Field(
+        default="",
+        description="GPU of the prefill workers where it differs from ``gpu`` (disaggregated "
+        "over two GPU types); empty when both roles run on ``gpu``.",
+    )
+    kv_link_gb_per_s: float = Field(
+        default=0.0,
+        description="Bandwidth per GPU of the link the KV cache crosses from prefill to decode "
+        "workers, GB/s (disaggregated; between two GPU types the slower scale-out NIC).",
+    )
     backend: str = Field(description="Engine whose calibration priced it.")
     mode: str = Field(description="agg or disagg.")
     gpus: int = Field(description="GPUs of the whole deployment.")
@@ -236,27 +247,34 @@ def step_breakdowns(
     r: ResultArrays,
     wl: Workload,
     disagg: bool,
+    prefill_gpu: GpuSpec | None = None,
 ) -> tuple[dict[str, dict[str, float]], StepCost]:
     """Milliseconds by op kind of the answer's steps (docs/architecture.md "Step breakdowns"):
     ``mixed_step_ms`` (aggregated: the priced step that carries a prefill chunk next to the running
     decodes), ``prefill_ms`` (one prompt's whole prefill, all its chunks, on the prefill worker when
     disaggregated: what TTFT is made of) and ``decode_step_ms`` (a decode-only step at the running
-    batch); and the decode step's cost (for its provenance); ``cal``: the engine's constants."""
+    batch); and the decode step's cost (for its provenance); ``cal``: the engine's constants;
+    ``prefill_gpu``: the prefill worker's GPU type when it differs from ``gpu``."""
     z, one = np.zeros(1), np.ones(1)
     b = np.array([max(float(r.decode_batch[0]), 1.0)])
     ctx = np.array([wl.isl.mean + wl.osl.mean / 2])
     isl_c = np.array([max(wl.isl.mean * (1 - wl.prefix_hit), 1.0)])
     par = _par(gpu, main)
     steps = [(par, StepMix(b, ctx, z, z, z))]
+    pre_gpu = prefill_gpu or gpu
     if not disagg:
         free = free_chunk(main.max_num_batched_tokens * one, b)
         _, own, prior = prompt_chunks(isl_c, free)
         p = np.maximum(r.mixed_prefill_tokens[:1], own)
         steps.append((par, StepMix(b, ctx, p, own, prior)))
     chunks, own, prior = prompt_chunks(isl_c, pre.max_num_batched_tokens * one)
-    steps.append((par if pre is main else _par(gpu, pre), StepMix(z, z, own, own, prior)))
-    # one pricer call for the three steps, each step's provenance kept apart
-    decode, *rest = price_steps(m, steps, default_pricer(gpu), **cal.step_kwargs())
+    pre_step = (par if pre is main else _par(pre_gpu, pre), StepMix(z, z, own, own, prior))
+    if pre_gpu.key != gpu.key:  # the prefill step is priced on its own GPU type
+        decode, *rest = price_steps(m, steps, default_pricer(gpu), **cal.step_kwargs())
+        rest += price_steps(m, [pre_step], default_pricer(pre_gpu), **cal.step_kwargs())
+    else:  # one pricer call for the three steps, each step's provenance kept apart
+        steps.append(pre_step)
+        decode, *rest = price_steps(m, steps, default_pricer(gpu), **cal.step_kwargs())
     out = {}
     if not disagg:
         out["mixed_step_ms"] = _kinds_ms(rest[0])
@@ -286,23 +304,31 @@ def estimate(
     power_cap_w: float | None = None,
     electricity_price: float = ELECTRICITY_PRICE_USD_PER_KWH,
     pue: float = PUE,
+    prefill_gpu: GpuSpec | None = None,
 ) -> Estimate:
     """Aggregated when ``agg`` is given (default: one worker, tp 1),
     disaggregated with prefill+decode; ``backend``: the engine (a name: its packaged constants);
     ``bands``: the band table to state (default: the packaged one; a calibration profile's own
     bands replace it, ``planner.uncertainty.profile_bands``); ``power_cap_w``: a board limit
     below the GPU's own (``planner.perf.power``): where the load's power demand exceeds the limit,
-    the deployment is priced again at the clock the limit allows."""
+    the deployment is priced again at the clock the limit allows; ``prefill_gpu``: the prefill
+    workers' GPU type when it differs from ``gpu`` (decode's): each role's power on its own type,
+    at full clock (``power_cap_w`` caps the decode type)."""
     kw = {"backend": backend, "agg": agg, "prefill": prefill, "decode": decode, "bands": bands}
     cost = {"cap_w": power_cap_w, "electricity_price": electricity_price, "pue": pue}
+    if prefill_gpu is not None and prefill_gpu.key != gpu.key:
+        kw["prefill_gpu"] = prefill_gpu
     est = _estimate(m, gpu, wl, **kw)  # type: ignore[arg-type]
-    power = _power(m, gpu, wl, est, policy_of(backend), agg, prefill, decode, **cost)
+    power = _power(m, gpu, wl, est, policy_of(backend), agg, prefill, decode, prefill_gpu, **cost)
     ratio = power.clock_ratio
-    if ratio < 1.0:
+    if ratio < 1.0 and "prefill_gpu" not in kw:
         slow = clocked_gpu(gpu, ratio)
         est = _estimate(m, slow, wl, **kw)  # type: ignore[arg-type]
-        power = _power(m, slow, wl, est, policy_of(backend), agg, prefill, decode, **cost)
+        power = _power(m, slow, wl, est, policy_of(backend), agg, prefill, decode, None, **cost)
         power = power.model_copy(update={"clock_ratio": ratio})
+    elif ratio < 1.0:  # two types: each would run at its own clock; latencies stay at full clock
+        prov = {**power.provenance, "clock": "latencies priced at full clock (two GPU types)"}
+        power = power.model_copy(update={"provenance": prov})
     return est.model_copy(update={"power": power})
 
 
@@ -315,10 +341,11 @@ def _power(
     agg: WorkerConfig | None,
     prefill: WorkerConfig | None,
     decode: WorkerConfig | None,
+    prefill_gpu: GpuSpec | None,
     **cost: float | None,
 ) -> PowerSummary:
     """Power and energy of ``est``'s deployment at its load (``cost``: ``power_summary``'s
-    cap_w, electricity_price and pue)."""
+    cap_w, electricity_price and pue; ``prefill_gpu``: the prefill workers' type)."""
     disagg = prefill is not None and decode is not None
     main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
     assert main is not None
@@ -331,14 +358,16 @@ def _power(
         policy.calibration,
         est.requests_per_s,
         est.decode_batch,
+        prefill_gpu if disagg else None,
     )
     out_tok_s = est.output_tok_s_per_gpu * est.gpus
+    paid = sum(r.gpus * (r.gpu or gpu).price_per_gpu_hour_usd for r in loads)
     return power_summary(
         gpu,
         loads,
         output_tok_s=out_tok_s,
         total_tok_s=out_tok_s + est.requests_per_s * wl.isl.mean,
-        price_per_gpu_hour=gpu.price_per_gpu_hour_usd,
+        price_per_gpu_hour=paid / max(sum(r.gpus for r in loads), 1),
         **cost,  # type: ignore[arg-type]
     )
 
@@ -353,8 +382,10 @@ def _estimate(
     prefill: WorkerConfig | None = None,
     decode: WorkerConfig | None = None,
     bands: Bands | None = None,
+    prefill_gpu: GpuSpec | None = None,
 ) -> Estimate:
     """``estimate`` at full clock, without power."""
+    pre_gpu = prefill_gpu or gpu
     band_set = bands or packaged_bands()
     policy = policy_of(backend)
     name = policy.name
@@ -362,7 +393,7 @@ def _estimate(
     main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
     assert main is not None
     mem = _memory(m, gpu, main, wl)
-    pmem = _memory(m, gpu, prefill, wl) if disagg and prefill is not None else None
+    pmem = _memory(m, pre_gpu, prefill, wl) if disagg and prefill is not None else None
     pre = prefill or main
     c = CandidateArrays.from_lists(
         tp=main.parallel.tp,
@@ -382,8 +413,9 @@ def _estimate(
         prefill_workers=pre.workers,
         prefill_max_num_batched_tokens=pre.max_num_batched_tokens,
     )
+    util = main.gpu_memory_utilization
     r = evaluate_batch(
-        m, gpu, c, wl, backend=policy, gpu_memory_utilization=main.gpu_memory_utilization
+        m, gpu, c, wl, backend=policy, gpu_memory_utilization=util, prefill_gpu=pre_gpu
     )
     if r.infeasible_reason[0] == Reason.OUT_OF_MEMORY:
         raise InfeasibleError(
@@ -393,14 +425,15 @@ def _estimate(
         )
     capacity = None
     if r.infeasible_reason[0] == Reason.SATURATED and wl.rate_per_s is not None:
-        capacity = saturation_capacity(m, gpu, c, wl, policy, main.gpu_memory_utilization)
+        capacity = saturation_capacity(m, gpu, c, wl, policy, util, pre_gpu)
         at_cap = evaluate_batch(
             m,
             gpu,
             c,
             wl.model_copy(update={"rate_per_s": capacity}),
             backend=policy,
-            gpu_memory_utilization=main.gpu_memory_utilization,
+            gpu_memory_utilization=util,
+            prefill_gpu=pre_gpu,
         )
         # throughput at capacity; latencies stay those of the offered load (not finite)
         r = replace(
@@ -414,7 +447,8 @@ def _estimate(
             tpot_p90_s=r.tpot_p90_s,
             tpot_p99_s=r.tpot_p99_s,
         )
-    steps, decode_cost = step_breakdowns(m, gpu, main, pre, policy.calibration, r, wl, disagg)
+    cal = policy.calibration
+    steps, decode_cost = step_breakdowns(m, gpu, main, pre, cal, r, wl, disagg, pre_gpu)
     own, bands_source = deployment_bands(
         m,
         gpu,
@@ -430,6 +464,8 @@ def _estimate(
         model_id=m.hf_id,
         checkpoint_quant=m.quant.weight_format,
         gpu=gpu.name,
+        prefill_gpu=pre_gpu.name if pre_gpu.key != gpu.key else "",
+        kv_link_gb_per_s=_kv_link_gb_per_s(pre_gpu, gpu, int(r.gpus[0])) if disagg else 0.0,
         backend=name,
         mode="disagg" if disagg else "agg",
         gpus=int(r.gpus[0]),
@@ -455,6 +491,11 @@ def _estimate(
         capacity_requests_per_s=capacity,
     )
     return with_bands(est, own, wl.closed_loop, band_set.table.level)
+
+
+def _kv_link_gb_per_s(prefill_gpu: GpuSpec, gpu: GpuSpec, gpus: int) -> float:
+    """GB/s per GPU of the prefill-to-decode KV link (``batch.kv_link_bandwidth``)."""
+    return float(kv_link_bandwidth(prefill_gpu, gpu, np.array([gpus]))[0]) / 1e9
 
 
 def with_bands(
@@ -488,6 +529,7 @@ def saturation_capacity(
     wl: Workload,
     backend: str | EnginePolicy,
     util: float,
+    prefill_gpu: GpuSpec | None = None,
 ) -> float:
     """The highest open-loop arrival rate (requests/s, below ``wl.rate_per_s``) at which the serving
     model of candidate ``c`` is not saturated, by geometric bisection on the model itself."""
@@ -500,6 +542,7 @@ def saturation_capacity(
             wl.model_copy(update={"rate_per_s": rate}),
             backend=backend,
             gpu_memory_utilization=util,
+            prefill_gpu=prefill_gpu,
         )
         return bool(r.infeasible_reason[0] == Reason.SATURATED)
 

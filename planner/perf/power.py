@@ -226,6 +226,8 @@ class RoleLoad:
 
     gpus: int
     activity: Activity
+    gpu: GpuSpec | None = None
+    """The role's GPU type where it differs from the deployment's (prefill of a two-type pair)."""
 
 
 def _role_activity(
@@ -258,10 +260,11 @@ def role_loads(
     cal: EngineCalibration,
     requests_per_s: float,
     decode_batch: float,
+    pre_gpu: GpuSpec | None = None,
 ) -> list[RoleLoad]:
     """Per role, its GPUs and their activity at ``requests_per_s`` (a request: its prompt's
     prefill chunks, and osl / batch of the decode steps at the running batch); ``pre``: the
-    prefill worker when disaggregated."""
+    prefill worker when disaggregated, on ``pre_gpu`` where that differs from ``gpu``."""
     z, one = np.zeros(1), np.ones(1)
     b = max(decode_batch, 1.0)
     decode = StepMix(b * one, np.array([wl.isl.mean + wl.osl.mean / 2]), z, z, z)
@@ -276,12 +279,14 @@ def role_loads(
             m, gpu, _worker_par(gpu, main), [prefill, dec], cal, requests_per_s / main.workers
         )
         return [RoleLoad(main.parallel.gpus * main.workers, act)]
+    pg = pre_gpu or gpu
     return [
         RoleLoad(
             pre.parallel.gpus * pre.workers,
             _role_activity(
-                m, gpu, _worker_par(gpu, pre), [prefill], cal, requests_per_s / pre.workers
+                m, pg, _worker_par(pg, pre), [prefill], cal, requests_per_s / pre.workers
             ),
+            pre_gpu if pg.key != gpu.key else None,
         ),
         RoleLoad(
             main.parallel.gpus * main.workers,
@@ -353,17 +358,21 @@ def power_summary(
     prm: PowerParams | None = None,
 ) -> PowerSummary:
     """Power and energy of the GPUs of ``loads`` serving ``output_tok_s`` output tokens/s
-    (``total_tok_s`` prompt + output) of the whole deployment."""
+    (``total_tok_s`` prompt + output) of the whole deployment; each role on its own GPU type
+    (``RoleLoad.gpu``, else ``gpu``); ``cap_w`` caps ``gpu``'s roles; ``price_per_gpu_hour``:
+    the mean over the deployment's GPUs."""
     prm = prm or load_params()
     gpus = sum(r.gpus for r in loads)
-    watts = sum(r.gpus * float(board_power_w(gpu, r.activity, prm, cap_w)[0]) for r in loads)
-    clock = min(float(clock_ratio(gpu, r.activity, prm, cap_w)[0]) for r in loads)
+    typed = [(r, r.gpu or gpu, cap_w if r.gpu is None else None) for r in loads]
+    watts = sum(r.gpus * float(board_power_w(g, r.activity, prm, c)[0]) for r, g, c in typed)
+    clock = min(float(clock_ratio(g, r.activity, prm, c)[0]) for r, g, c in typed)
+    idle = sum(r.gpus * idle_power_w(g, prm) for r, g, _ in typed) / max(gpus, 1)
     kw = watts / 1e3
     kwh_day = kw * pue * HOURS_PER_DAY
     gpu_cost = gpus * price_per_gpu_hour
     return PowerSummary(
         avg_power_w_per_gpu=watts / gpus,
-        idle_power_w_per_gpu=idle_power_w(gpu, prm),
+        idle_power_w_per_gpu=idle,
         board_limit_w=board_limit_w(gpu, cap_w),
         clock_ratio=clock,
         deployment_kw=kw,

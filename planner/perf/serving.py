@@ -640,8 +640,11 @@ def solve_disagg(
     load: LoadArrays,
     t_kv: np.ndarray,
     routers: np.ndarray | None = None,
+    prefill_pricer: OpPricer | None = None,
 ) -> ServingArrays:
     """Disaggregated xPyD (see module docstring); ``t_kv`` is the KV transfer time per request;
+    ``prefill_pricer``: the prefill workers' op pricer where they run on another GPU type (None:
+    ``pricer``, one type for both roles);
     ``routers``: per candidate, how many round-robin routers blind to free slots place requests
     on the decode workers (``routed_running``; NaN, or None for all: they fill free slots, so a
     request waits only while every slot is taken). The mean TTFT takes the routers' wait; its
@@ -663,7 +666,7 @@ def solve_disagg(
     dsteps = np.maximum(load.osl - 1.0, 0.0) / load.tokens_per_step
     ctx = load.isl + load.osl / 2.0
     zero = np.zeros_like(ctx)
-    pt = prefill_times(m, pricer, wp, load.isl_compute)
+    pt = prefill_times(m, prefill_pricer or pricer, wp, load.isl_compute)
     chunks, t_one = pt.chunks, pt.t_one
     work = pt.work / wp.workers
     b = n / wd.workers

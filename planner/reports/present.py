@@ -231,7 +231,11 @@ def excel_format_for(value: object, kind: str = "num") -> str:
 
 
 def gpu_name(key: str) -> str:
-    """A bundled GPU's display name ('h200_sxm' -> 'H200-SXM'); the key itself when unknown."""
+    """A bundled GPU's display name ('h200_sxm' -> 'H200-SXM'); the key itself when unknown; a
+    prefill/decode pair of types ('h100_sxm+h200_sxm') as 'prefill H100-SXM, decode H200-SXM'."""
+    if "+" in key:
+        pre, dec = key.split("+", 1)
+        return f"prefill {gpu_name(pre)}, decode {gpu_name(dec)}"
     spec = all_gpus().get(key)
     return spec.name if spec is not None else key
 
@@ -310,6 +314,10 @@ def config_sentence(dep: Mapping[str, object], gpus: int | None = None, gpu_labe
     """The deployment as people say it (mode, replicas, split, batch, chunk, dtypes)."""
     rs = roles(dep)
     head = f"{gpus} x {gpu_label or gpu_name(str(dep.get('gpu', 'GPU')))}, " if gpus else ""
+    pre_gpu = dep.get("prefill_gpu")
+    if pre_gpu and gpus:  # the roles run on two GPU types
+        pair = f"prefill on {gpu_name(str(pre_gpu))}, decode on {gpu_name(str(dep.get('gpu')))}"
+        head = f"{gpus} GPUs ({pair}), "
     mode = MODE_WORDS.get(str(dep.get("mode")), str(dep.get("mode")))
     if dep.get("mode") == "agg" and rs:
         body = worker_sentence(rs[0][1])

@@ -79,15 +79,20 @@ def deploy_table(view: PlanView) -> Table:
     gpus, asked = view.best.gpus, view.raw.get("per_gpu_type") or [view.gpu]
     names = asked if isinstance(asked, Mapping | list) else [view.gpu]
     binding = section(view.raw, "binding").get("sentence") or view.binding_constraint
+    pre_gpu = view.best.deployment.get("prefill_gpu")  # roles on two GPU types
     pairs: dict[str, object] = {
         "Model": view.model,
         "GPUs": gpus,
-        "GPU type": pr.gpu_name(view.gpu),
-        "GPU types asked for": ", ".join(pr.gpu_name(str(g)) for g in names),
+        "GPU type": pr.gpu_name(f"{pre_gpu}+{view.gpu}" if pre_gpu else view.gpu),
+        # per_gpu_type also holds prefill/decode pairs (``prefill+decode`` keys)
+        "GPU types asked for": ", ".join(pr.gpu_name(str(g)) for g in names if "+" not in g),
         "Configuration": pr.config_sentence(view.best.deployment, gpus),
         "Binding constraint": binding,
         "Objective": view.raw.get("objective", "-"),
     }
+    role_types = section(view.raw, "role_types").get("sentence")
+    if role_types:
+        pairs["Prefill and decode on two GPU types"] = role_types
     kinds = {k: "text" for k in pairs} | {"GPUs": "count"}
     return kv_table("What to deploy", pairs, kinds=kinds)
 

@@ -8,7 +8,14 @@ import time
 import numpy as np
 import pytest
 
-from solvers.fleet import FleetSpec, GpuPool, Options, WorkloadClass, solve_options
+from solvers.fleet import (
+    OPTION_COLUMNS,
+    FleetSpec,
+    GpuPool,
+    Options,
+    WorkloadClass,
+    solve_options,
+)
 from solvers.pd_milp import PhaseOptions, brute_force_pd, solve_pd
 
 
@@ -54,12 +61,12 @@ def _fleet(rng: np.random.Generator) -> tuple[FleetSpec, Options]:
         GpuPool(gpu=g, available=int(rng.integers(6, 16))) for g in ("h100", "h200", "a100")
     )
     rows = [
-        (k, t, g, float(rng.uniform(1, 6)) * g**0.8, (2.0, 3.0, 1.5)[t], "cfg")
+        (k, t, g, float(rng.uniform(1, 6)) * g**0.8, (2.0, 3.0, 1.5)[t], "cfg", 400.0 * g)
         for k in range(3)
         for t in range(3)
         for g in (1, 2)
     ]
-    opt = Options(**{f: tuple(r[i] for r in rows) for i, f in enumerate(Options.model_fields)})
+    opt = Options(**{f: tuple(r[i] for r in rows) for i, f in enumerate(OPTION_COLUMNS)})
     return FleetSpec(classes=classes, gpus=pools), opt
 
 
@@ -105,7 +112,7 @@ def test_fleet_milp_equals_brute_force_small() -> None:
         for o in range(len(opt.gpus))
         if opt.gpus[o] == 2 and opt.klass[o] < 2 and opt.gtype[o] < 2
     ]
-    small = Options(**{f: tuple(getattr(opt, f)[o] for o in keep) for f in Options.model_fields})
+    small = Options(**{f: tuple(getattr(opt, f)[o] for o in keep) for f in OPTION_COLUMNS})
     reps, out = solve_options(spec, small)
     cost = sum(small.price[o] * small.gpus[o] * n for o, n in enumerate(reps))
     # the solver's objective adds a tie-break of a hundredth of a cent per GPU-hour

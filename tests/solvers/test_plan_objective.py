@@ -56,12 +56,24 @@ def test_recommendation_is_the_cheapest(result: PlanResult) -> None:
         assert best.gpus == int(ev.gpus[tied].min())
 
 
+def type_key(rec: Any) -> str:
+    """The per_gpu_type key of a candidate or choice: its GPU, or its prefill+decode pair."""
+    get = rec.get if isinstance(rec, dict) else lambda k: getattr(rec, k, None)
+    pre, dec = get("prefill_gpu"), get("decode_gpu")
+    return f"{pre}+{dec}" if pre and dec and pre != dec else str(get("gpu"))
+
+
 def test_one_row_per_gpu_type_and_exactly_the_recommendation_chosen(result: PlanResult) -> None:
+    """A row per type asked for, in order, then one per prefill/decode pair of two of them."""
     rows = result.per_gpu_type
-    assert list(rows) == ["h100_sxm", "h200_sxm", "b200_sxm"]
+    asked = ["h100_sxm", "h200_sxm", "b200_sxm"]
+    assert list(rows)[:3] == asked
+    for key in list(rows)[3:]:
+        pre, dec = key.split("+")
+        assert pre in asked and dec in asked and pre != dec
     chosen = [k for k, r in rows.items() if r["chosen"]]
-    assert chosen == [result.gpu]
-    rec = rows[result.gpu]["best"]
+    assert chosen == [type_key(result.best)]
+    rec = rows[chosen[0]]["best"]
     assert isinstance(rec, dict)
     assert rec["config"] == result.best.config and rec["gpus"] == result.best.gpus
     assert rec["cost_per_hour_usd"] == pytest.approx(result.best.cost_per_hour_usd)
@@ -79,9 +91,10 @@ def test_candidates_rank_by_the_objective_with_the_recommendation_first(
 ) -> None:
     c = result.candidates
     assert c[0]["config"] == result.best.config and c[0]["gpu"] == result.gpu
-    scores = [float(str(x["score"])) for x in c[: len(c) - 2]]
+    typed = len(result.per_gpu_type)
+    scores = [float(str(x["score"])) for x in c[: len(c) - typed + 1]]
     assert scores == sorted(scores, reverse=True)
-    assert {x["gpu"] for x in c} >= {k for k, r in result.per_gpu_type.items() if r["best"]}
+    assert {type_key(x) for x in c} >= {k for k, r in result.per_gpu_type.items() if r["best"]}
 
 
 def test_recommendation_on_the_front_is_its_own_row(result: PlanResult) -> None:

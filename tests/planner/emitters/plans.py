@@ -84,4 +84,11 @@ def disagg_plan() -> dict[str, Any]:
     return plan
 
 
+def two_types_plan() -> dict[str, Any]:
+    """``disagg_plan`` with its prefill workers on H100 and its decode workers on H200."""
+    plan = disagg_plan()
+    plan["best"]["deployment"]["prefill_gpu"] = "h100_sxm"
+    return plan
+
+
 PLANS = {"agg": default_agg_plan, "disagg": disagg_plan}

@@ -29,7 +29,7 @@ from planner.emitters.k8s_objects import DNS_LABEL, GPU_RESOURCE
 from planner.emitters.plan_file import parse_plan
 from planner.engines.registry import BUILTIN
 from planner.errors import PlannerInputError
-from tests.planner.emitters.plans import default_agg_plan, disagg_plan
+from tests.planner.emitters.plans import default_agg_plan, disagg_plan, two_types_plan
 
 SCHEMAS = Path(__file__).parent / "k8s_schemas"
 ENGINES = tuple(BUILTIN)
@@ -52,6 +52,7 @@ PLANS = {
     "agg-four-hosts": lambda: _agg({"tp": 8, "pp": 4}, 1),
     "agg-dp-ep-two-hosts": lambda: _agg({"tp": 1, "dp": 16, "ep": 16}, 1),
     "disagg": disagg_plan,
+    "disagg-two-types": two_types_plan,
 }
 CASES = [(b, p) for b in ENGINES for p in PLANS]
 
@@ -182,10 +183,22 @@ def _pods(docs: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 @pytest.mark.parametrize(("backend", "plan"), CASES)
 def test_gpu_pods_select_the_gpu_and_servers_have_readiness(backend: str, plan: str) -> None:
-    labels = list(product_labels(parse_plan(PLANS[plan]()).best.deployment.gpu))
+    """Every GPU pod selects nodes of its role's GPU type (two types: prefill pods on the prefill
+    type's nodes, decode pods on the decode type's), plain and Dynamo alike."""
+    dep = parse_plan(PLANS[plan]()).best.deployment
     health = engine_k8s(backend).health_path
+    graph = _docs(backend, plan, "dynamo")[-1]
+    for key, svc in graph["spec"]["services"].items():
+        if key == "Frontend":
+            continue
+        term = svc["extraPodSpec"]["affinity"]["nodeAffinity"]
+        expr = term["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+        role = "agg" if key == "worker" else key
+        assert expr["matchExpressions"][0]["values"] == list(product_labels(dep.role_gpu(role)))
     for name, pod in _pods(_docs(backend, plan, "plain")):
         if _pod_gpus(pod):
+            role = next(r for r in ("agg", "prefill", "decode") if f"-{r}-" in name)
+            labels = list(product_labels(dep.role_gpu(role)))
             term = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
             expr = term["nodeSelectorTerms"][0]["matchExpressions"][0]
             assert (expr["key"], expr["values"]) == ("nvidia.com/gpu.product", labels), name

@@ -246,3 +246,24 @@ def test_the_issue_case_gives_every_sglang_rank_its_planned_slots() -> None:
     assert _value(words, "--max-running-requests", "") == str(512 * 64)
     assert _value(words, "--dp-size", "") == "64"
     assert _value(words, "--cuda-graph-max-bs-decode", "") == "512"
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+@pytest.mark.parametrize("key", ["llama-3.1-70b", "deepseek-v3"])
+def test_two_gpu_types_give_each_role_its_own_hosts(key: str, backend: str) -> None:
+    """Prefill on H100, decode on H200 (a plan's pair of two types): every per-role flag still
+    parses with the engine's own argument lists and holds its planned values, and no host runs
+    workers of both roles (a host has one GPU type)."""
+    m = load_model(key)
+    plan = _plan(m, "disagg", "h200_sxm", False)
+    dep = plan["best"]["deployment"]
+    dep["prefill_gpu"] = "h100_sxm"
+    # half a host each: one GPU type would pack both roles on one host
+    half = {"tp": 4, "dp": 1, "ep": 4 if m.moe else 1}
+    dep["prefill"].update(parallel=half, workers=1)
+    dep["decode"].update(parallel=half, workers=1)
+    ctx, _, build = engine_build(parse_plan(plan), backend)
+    check_recipe(ctx, build, backend)
+    hosts = {r: {s.node for s in ctx.slots if s.role == r} for r in ("prefill", "decode")}
+    assert hosts["prefill"] and hosts["decode"] and not hosts["prefill"] & hosts["decode"]
+    assert ctx.hosts_of("prefill") == 8 and ctx.hosts_of("decode") == 8
