@@ -121,8 +121,12 @@ def _front(dep: Deployment) -> WorkerConfig:
 
 
 def _option(
-    trace: Trace, req: PlanRequest, base: PlanResult, key: tuple[Policy, float, float],
-    p: PrefixPlanRequest, bands: Bands | None,
+    trace: Trace,
+    req: PlanRequest,
+    base: PlanResult,
+    key: tuple[Policy, float, float],
+    p: PrefixPlanRequest,
+    bands: Bands | None,
 ) -> tuple[PlanResult, PrefixOption]:
     routing, host, ssd = key
     res, seen = base, None
