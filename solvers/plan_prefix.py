@@ -19,6 +19,8 @@ Tiers cost no GPUs: they are the server's own host memory and local SSD (an assu
 
 from __future__ import annotations
 
+from typing import cast
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.catalog import get_gpu
@@ -141,10 +143,15 @@ def _option(
         seen = shape
         gpu = get_gpu(res.best.gpu, req.hardware_dirs)
         mem = plan_memory(
-            model, gpu, w.parallel, weight_quant=w.weight_quant, kv_dtype=w.kv_dtype,
-            max_num_batched_tokens=w.max_num_batched_tokens, max_num_seqs=w.max_num_seqs,
+            model,
+            gpu,
+            w.parallel,
+            weight_quant=w.weight_quant,
+            kv_dtype=w.kv_dtype,
+            max_num_batched_tokens=w.max_num_batched_tokens,
+            max_num_seqs=w.max_num_seqs,
             gpu_memory_utilization=w.gpu_memory_utilization,
-        )  # fmt: skip
+        )
         tiers = plan_tiers(mem, gpu, host, ssd, p.ssd_gbps)
         cache = replay(trace, w.workers, routing, tiers, hold)
         load_ms = cache.load_ms[req.percentile]
@@ -187,9 +194,10 @@ def options(trace: Trace, p: PrefixPlanRequest) -> list[tuple[Policy, float, flo
     for q in p.routing:
         if q not in allowed:
             raise PlannerInputError("--routing", f"{q} needs a trace with a session column")
-    routes = [q for q in allowed if not p.routing or q in p.routing]
-    keys = [(r, h, s) for r in routes for h in sorted(set(p.host_kv_gib)) for s in sorted(set(p.ssd_kv_gib))]  # fmt: skip
-    return sorted(keys, key=lambda k: (k[1] + k[2], routes.index(k[0])))  # type: ignore[misc]
+    routes = [cast(Policy, q) for q in allowed if not p.routing or q in p.routing]
+    hosts, ssds = sorted(set(p.host_kv_gib)), sorted(set(p.ssd_kv_gib))
+    keys = [(r, h, s) for r in routes for h in hosts for s in ssds]
+    return sorted(keys, key=lambda k: (k[1] + k[2], routes.index(k[0])))
 
 
 def plan_with_prefix(

@@ -52,7 +52,9 @@ def add_plan_trace_args(p: argparse.ArgumentParser) -> None:
         help="timed trace (CSV or Mooncake JSON lines): ISL/OSL are its means, the rate its "
         "mean rate, --max-isl/--max-osl its longest (default: none; give --isl/--osl)",
     )
-    g.add_argument("--host-kv-gib", type=_sizes("--host-kv-gib", 1e5), default=(0.0, 128.0), help=HOST_HELP)  # fmt: skip
+    g.add_argument(
+        "--host-kv-gib", type=_sizes("--host-kv-gib", 1e5), default=(0.0, 128.0), help=HOST_HELP
+    )
     g.add_argument(
         "--ssd-kv-gib",
         type=_sizes("--ssd-kv-gib", 1e7),
