@@ -265,6 +265,7 @@ def engine_build(
         node_gpus=gpu.node_gpus,
         listen=check_host(host),
         speculative=plan.best.speculative,
+        prefix_cache=plan.prefix_cache if plan.prefix_cache and plan.prefix_cache.enabled else None,
     )
     check_fits_one_request(plan, ctx)
     return ctx, flags, module.build(ctx, flags)
