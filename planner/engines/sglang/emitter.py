@@ -139,7 +139,7 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
     args += [*policy, (flag("router_host"), (listen_address(ctx),))]
     args.append((flag("router_port"), (str(ROUTER_PORT),)))
     what = (
-        f"router ({routing['router_policy'].replace('_', ' ')})"
+        f"router ({str(routing['router_policy']).replace('_', ' ')})"
         if ctx.deployment.mode == "agg"
         else "PD router"
     )

@@ -165,7 +165,7 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
         "router_policy": prefix_router_values(ctx)["router_policy"],
         "router_discovery": discovery(ctx),
     }
-    what = f"Dynamo frontend ({values['router_policy'].replace('_', ' ')})"
+    what = f"Dynamo frontend ({str(values['router_policy']).replace('_', ' ')})"
     cmd = with_program(
         flags, "router_program", "router", render(flags, values, "router").args, comment=what
     )

@@ -165,7 +165,7 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
     values |= {"router_host": listen_address(ctx), "router_port": ROUTER_PORT}
     args += render(flags, values, "router").args
     what = (
-        f"router ({values['router_policy'].replace('_', ' ')})"
+        f"router ({str(values['router_policy']).replace('_', ' ')})"
         if ctx.deployment.mode == "agg"
         else "P/D router"
     )
