@@ -8,10 +8,7 @@ from typing import Any
 
 from hardware.errors import PlannerInputError
 
-HOST_HELP = (
-    "host memory sizes for offloaded KV per GPU to search, GiB, comma separated; 0: no host tier "
-    "(default 0,128: none, or half of a DGX H200's 2 TB / 8 GPUs)"
-)
+HOST_DEFAULT = "0,128: none, or half of a DGX H200's 2 TB / 8 GPUs"
 
 
 def _sizes(flag: str, high: float) -> Any:
@@ -41,6 +38,7 @@ def _routes(text: str) -> tuple[str, ...]:
 def add_plan_trace_args(p: argparse.ArgumentParser) -> None:
     """The flags of ``plan --trace`` and ``--prefix-hit``."""
     from planner.cli.common import positive_float
+    from planner.cli.field_help import PLAN, flag_help
 
     g = p.add_argument_group(
         "trace and prefix caching (--trace: lengths and rate from the trace; a trace with "
@@ -53,33 +51,41 @@ def add_plan_trace_args(p: argparse.ArgumentParser) -> None:
         "mean rate, --max-isl/--max-osl its longest (default: none; give --isl/--osl)",
     )
     g.add_argument(
-        "--host-kv-gib", type=_sizes("--host-kv-gib", 1e5), default=(0.0, 128.0), help=HOST_HELP
+        "--host-kv-gib",
+        type=_sizes("--host-kv-gib", 1e5),
+        default=(0.0, 128.0),
+        help=flag_help(PLAN, "--host-kv-gib", default=HOST_DEFAULT, note="comma separated"),
     )
     g.add_argument(
         "--ssd-kv-gib",
         type=_sizes("--ssd-kv-gib", 1e7),
         default=(0.0,),
-        help="SSD sizes for KV per GPU to search, GiB, comma separated (default 0: none)",
+        help=flag_help(PLAN, "--ssd-kv-gib", note="comma separated"),
     )
     g.add_argument(
         "--ssd-gbps",
         type=positive_float,
         default=None,
-        help="SSD read bandwidth per GPU, GB/s (default: the GPU spec's ssd_kv_bandwidth)",
+        help=flag_help(PLAN, "--ssd-gbps", default="the GPU spec's ssd_kv_bandwidth"),
     )
     g.add_argument(
         "--routing",
         type=_routes,
         default=(),
-        help="routing policies to search, comma separated: round-robin, prefix (longest cached "
-        "prefix), session (needs a session column) (default: every one the trace allows)",
+        help=flag_help(
+            PLAN,
+            "--routing",
+            note="comma separated: round-robin, prefix (longest cached prefix), session (needs "
+            "a session column)",
+        ),
     )
     g.add_argument(
         "--prefix-hit",
         type=float,
         default=None,
-        help="stated share of prompt tokens served from cache, 0..0.99, for a trace without "
-        "hash_ids or --isl/--osl (default: none)",
+        help=flag_help(
+            PLAN, "--prefix-hit", note="0..0.99, a stated share for a trace without hash_ids"
+        ),
     )
 
 
