@@ -130,6 +130,9 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
             "routed_discovery": discovery(ctx),
             "routed_health_port": slot.port,
         }
+        if prefix_router_values(ctx)["router_policy"] == "cache_aware":
+            flags.get("routed_kv_events")  # the KV-aware router reads the workers' block events
+            values["routed_kv_events"] = True
         program = "routed_program"
     else:
         values = {

@@ -71,6 +71,7 @@ def test_prefix_cache_host_tier_and_cache_aware_router(backend: str) -> None:
         entry = per_rank_table("trtllm").tier("kv_host_cache")
         assert tier_gib_per_gpu(entry, kv["host_cache_size"], par.tp) == pytest.approx(HOST_GIB)
         assert _value(router, "--router-mode") == "kv"
+        assert "--publish-kv-events" in words  # the KV-aware router reads the workers' events
 
 
 @pytest.mark.parametrize("backend", ["sglang", "trtllm"])
@@ -94,7 +95,7 @@ def test_round_robin_without_tiers_keeps_the_default_router(backend: str) -> Non
     text = " ".join(argv(build.router))
     assert "cache_aware" not in text and " kv" not in text
     words = " ".join(argv(build.servers[0][1]))
-    assert "offloading" not in words and "hicache" not in words
+    assert "offloading" not in words and "hicache" not in words and "kv-events" not in words
 
 
 @pytest.mark.parametrize(
