@@ -4,6 +4,7 @@ caching (KV tiers, routing) searched with it (solvers.plan_prefix)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from hardware.errors import PlannerInputError
@@ -100,9 +101,13 @@ def trace_load(args: argparse.Namespace) -> Any:
         if getattr(args, flag) is not None:
             raise PlannerInputError(f"--{flag}", "comes from --trace; give one or the other")
     limit = load_model(args.model, args.model_id or "").max_position_embeddings
-    trace, _, max_isl, max_osl = trace_within(
+    trace, too_long, max_isl, max_osl = trace_within(
         read_trace(args.trace), limit, args.max_isl, args.max_osl, args.model
     )
+    if too_long:
+        sys.stderr.write(
+            f"plan: left out {too_long:,} requests longer than {args.model}'s {limit:,} positions\n"
+        )
     if trace.duration_s <= 0:
         raise PlannerInputError("--trace", "needs requests at more than one time to read a rate")
     new = argparse.Namespace(**vars(args))
@@ -159,7 +164,10 @@ def prefix_table(r: Any) -> str:
                 "routing": o["routing"],
                 "host (GiB/GPU)": o["host_kv_gib"],
                 "SSD (GiB/GPU)": o["ssd_kv_gib"],
-                **{f"hit {t} (share of prompt tokens)": by.get(t) for t in ("hbm", "host", "ssd")},
+                **{
+                    f"hit {t} (share of prompt tokens)": by.get(t, "")
+                    for t in ("hbm", "host", "ssd")
+                },
                 "hit priced": o["prefix_hit"],
                 "prefill tokens saved": (o["cache"] or {}).get("prefill_tokens_saved", 0),
                 f"load {pct} (ms)": o["prefix_load_ms"],
