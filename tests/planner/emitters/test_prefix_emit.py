@@ -121,3 +121,20 @@ def test_a_plan_without_a_cache_chosen_emits_no_prefix_flags() -> None:
     plan = _prefix_plan("agg", enabled=False)
     _, _, build = engine_build(parse_plan(plan), "vllm")
     assert "--enable-prefix-caching" not in argv(build.servers[0][1])
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_tier_entries_name_the_flag_table_spelling(backend: str) -> None:
+    """Every ``kv_tiers`` entry of per_rank.yaml is the flags.yaml spelling of its parameter, and
+    converting GiB per GPU to the flag and back is exact up to the flag's rounding."""
+    from planner.emitters.flag_table import Flags
+    from planner.emitters.per_rank import tier_flag
+
+    table = per_rank_table(backend)
+    assert table.kv_tiers, f"{backend}: no host-memory tier size stated"
+    for entry in table.kv_tiers:
+        assert Flags(backend).get(entry.param).flag == entry.flag
+        value = tier_flag(entry, HOST_GIB, 4)
+        assert isinstance(value, int) == entry.integer
+        back = tier_gib_per_gpu(entry, float(value), 4)
+        assert HOST_GIB - 1 < back <= HOST_GIB + 1e-9
