@@ -148,3 +148,39 @@ def test_mooncake_conversation_plan_saves_gpus() -> None:
     none, chosen = pc["options"][0], pc["options"][pc["chosen"]]
     assert chosen["gpus_bought"] < none["gpus_bought"]
     assert 0.2 < chosen["prefix_hit"] <= 0.374 + 1e-3  # at most the unbounded share
+
+
+def test_a_prefix_hit_plan_predicts_what_estimate_predicts() -> None:
+    """The plan's candidates with a prefix hit equal ``planner estimate --prefix-hit`` on the
+    same deployment (one serving model, the hit skips prefill in both)."""
+    import numpy as np
+
+    from hardware.catalog import get_gpu
+    from planner.perf.estimate import estimate
+    from planner.workload.spec import fixed
+    from solvers.describe import deployment
+    from solvers.plan_core import evaluate_request
+
+    req = PlanRequest(
+        model="llama-3.1-70b",
+        gpus=("h200",),
+        max_gpus=8,
+        isl=8000,
+        osl=300,
+        rate_per_s=1.0,
+        ttft_ms=1500,
+        tpot_ms=40,
+        mode="agg",
+        confidence=0,
+        prefix_hit=0.4,
+    )
+    ev = evaluate_request(req)
+    sel = np.flatnonzero(ev.meets())
+    assert sel.size
+    for i in sel[:3].tolist():
+        b, j = ev.blocks[int(ev.block_of[i])], int(ev.local[i])
+        dep = deployment(ev.model, b, j, req.isl, req.osl)
+        wl = fixed(req.isl, req.osl, rate_per_s=1.0).model_copy(update={"prefix_hit": 0.4})
+        e = estimate(ev.model, get_gpu("h200"), wl, backend=req.backend, agg=dep.agg)
+        assert ev.ttft[i] == pytest.approx(e.ttft_ms.p90, rel=1e-9)
+        assert ev.tpot[i] == pytest.approx(e.tpot_ms.p90, rel=1e-9)
