@@ -55,13 +55,17 @@ class Load:
     concurrency: int | None = None
     backend: str | EnginePolicy = DEFAULT_ENGINE
     """The engine (a name: its packaged constants)."""
+    prefix_hit: float = 0.0
+    """Share of prompt tokens served from a prefix cache (their prefill is skipped)."""
 
     def workload(self) -> Workload:
         """The planner workload (closed loop unless a rate is given; candidates carry their
         clients)."""
         if self.rate_per_s is not None:
-            return fixed(self.isl, self.osl, rate_per_s=self.rate_per_s)
-        return fixed(self.isl, self.osl, concurrency=self.concurrency or 1)
+            w = fixed(self.isl, self.osl, rate_per_s=self.rate_per_s)
+        else:
+            w = fixed(self.isl, self.osl, concurrency=self.concurrency or 1)
+        return w.model_copy(update={"prefix_hit": self.prefix_hit}) if self.prefix_hit else w
 
 
 @dataclass(frozen=True)

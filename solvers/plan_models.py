@@ -128,6 +128,13 @@ class PlanRequest(BaseModel):
         default=(), description="Weight dtypes allowed besides the checkpoint's."
     )
     confidence: float = Field(default=DEFAULT_CONFIDENCE, ge=0, le=1, description=CONFIDENCE_HELP)
+    prefix_hit: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="Share of prompt tokens served from a prefix cache: their prefill is skipped "
+        "(solvers.plan_prefix replays a trace's hash_ids to find it).",
+    )
 
     @field_validator("confidence")
     @classmethod
@@ -272,6 +279,11 @@ class PlanResult(BaseModel):
         "against the best same-type plan (figures, whether the pair wins, and a sentence); None "
         "when no pair of two types was searched (solvers.hetero.role_types).",
     )
+    prefix_cache: dict[str, object] | None = Field(
+        default=None,
+        description="Prefix caching priced (tiers, routing, hit rates; solvers.plan_prefix); "
+        "None when not priced.",
+    )
     at_prediction: Choice | None = Field(
         default=None,
         description="The plan the same objective picks at the point prediction (--confidence 0), "
@@ -300,6 +312,7 @@ class PlanResult(BaseModel):
                 "pue",
                 "weight_quants",
                 "node_gpus",
+                "prefix_hit",
             },
         )
         return out

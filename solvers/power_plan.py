@@ -132,7 +132,7 @@ def j_per_total_token(
     candidate serves nothing)."""
     prm = prm or load_params()
     out = np.full(rows.size, np.inf)
-    cal, hit = ev.req.engine().calibration, 0.0
+    cal, hit = ev.req.engine().calibration, ev.req.prefix_hit
     for k, b in enumerate(ev.blocks):
         sel = np.flatnonzero(ev.block_of[rows] == k)
         if sel.size == 0:
@@ -175,7 +175,9 @@ def choice_power(ev: Evaluated, i: int) -> PowerSummary:
             Activity(a.busy, a.flops_per_s, a.bytes_per_s),
             g if g.key != b.gpu.key else None,
         )
-        for g, gpus, a in block_loads(ev.model, b, j, ev.req.isl, ev.req.osl, 0.0, cal)
+        for g, gpus, a in block_loads(
+            ev.model, b, j, ev.req.isl, ev.req.osl, ev.req.prefix_hit, cal
+        )
     ]
     r = b.res
     p = power_summary(

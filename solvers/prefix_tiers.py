@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.catalog import get_gpu
+from hardware.errors import PlannerInputError
 from planner.model.bundled import load_model
 from planner.perf.memory_plan import plan_memory
 from planner.perf.prefix_cache import (
@@ -193,3 +194,22 @@ def prefix_capacity(trace: Trace, req: CapacityRequest, p: PrefixRequest) -> Cap
 def hold_seconds(trace: Trace, req: CapacityRequest) -> np.ndarray:
     """Seconds each request counts in flight for routing: TTFT + answer tokens x TPOT (SLO)."""
     return (req.ttft_ms + trace.osl * req.tpot_ms) / 1e3
+
+
+def hit_rate_curve(
+    trace: Trace,
+    replicas: int,
+    routing: Policy,
+    capacities_blocks: np.ndarray,
+    hold_s: float | np.ndarray = 0.0,
+) -> np.ndarray:
+    """Token-weighted hit rate for each total KV capacity per replica (blocks of the trace's
+    block size; HBM + host + SSD together, write-through tiers): a tier set whose largest tier
+    holds C blocks serves exactly what one LRU of C blocks serves, so the share served by a tier
+    is the curve at its capacity less the curve at the next faster tier's."""
+    from planner.perf.prefix_cache import hit_curve, route, stack_distances
+
+    if trace.blocks is None:
+        raise PlannerInputError("--trace", "a hit-rate curve needs a trace with hash_ids")
+    rep = route(trace, replicas, routing, hold_s)
+    return hit_curve(stack_distances(trace.blocks, trace.isl, rep), capacities_blocks)

@@ -23,6 +23,7 @@ from planner.cli.common import (
 )
 from planner.cli.field_help import PLAN, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
+from planner.cli.plan_trace import add_plan_trace_args, plan_prefix_args, prefix_table
 from planner.cli.recipe_args import add_listen_host, add_max_lengths, check_one_request
 from planner.engines import DEFAULT_ENGINE, engine_names
 
@@ -33,8 +34,8 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--gpu", required=True, help=flag_help(PLAN, "--gpu", note="comma separated"))
     add_hardware_dir(p)
     p.add_argument("--max-gpus", type=gpu_count, default=8, help=flag_help(PLAN, "--max-gpus"))
-    p.add_argument("--isl", type=token_count, required=True, help=flag_help(PLAN, "--isl"))
-    p.add_argument("--osl", type=token_count, required=True, help=flag_help(PLAN, "--osl"))
+    p.add_argument("--isl", type=token_count, default=None, help=flag_help(PLAN, "--isl"))
+    p.add_argument("--osl", type=token_count, default=None, help=flag_help(PLAN, "--osl"))
     add_max_lengths(
         p,
         "2x the mean, capped at the model's maximum positions",
@@ -104,6 +105,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     add_listen_host(p)
     add_format(p)
     add_calibration(p)
+    add_plan_trace_args(p)
     p.set_defaults(func=cmd_plan)
 
     f = sub.add_parser(
@@ -391,12 +393,15 @@ def plan_table(r: Any) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from hardware.catalog import get_gpu
-    from solvers.plan import plan
 
     gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
     gpu = get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None
     consts, bands = calibration_from(args, gpu)
-    result = plan(_request(args).model_copy(update={"engine_constants": consts}), bands)
+
+    def request(a: argparse.Namespace) -> Any:
+        return _request(a).model_copy(update={"engine_constants": consts})
+
+    result = plan_prefix_args(args, request, bands)
     check_one_request(result.best.predicted, result.workload)  # --max-isl/--max-osl fit
     plan_dict = result.to_plan_dict()
     written = (
@@ -408,6 +413,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print_json(plan_dict)
     else:
         print(plan_table(result))
+        if result.prefix_cache:
+            print("\n" + prefix_table(result))
         for path in written:
             print(f"wrote {path}")
     return 0

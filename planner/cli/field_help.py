@@ -19,6 +19,7 @@ from planner.engines.calibration import engine
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.workload.spec import SpecDecode, Workload
 from solvers.plan import PlanRequest
+from solvers.plan_prefix import PrefixPlanRequest
 
 WORKER: dict[str, tuple[type[BaseModel], str]] = {
     "--tp": (Parallelism, "tp"),
@@ -68,9 +69,19 @@ PLAN: dict[str, tuple[type[BaseModel], str]] = {
         ("node-gpus", "node_gpus"),
         ("max-isl", "max_isl"),
         ("max-osl", "max_osl"),
+        ("prefix-hit", "prefix_hit"),
+    )
+} | {
+    f"--{flag}": (PrefixPlanRequest, field)
+    for flag, field in (
+        ("host-kv-gib", "host_kv_gib"),
+        ("ssd-kv-gib", "ssd_kv_gib"),
+        ("ssd-gbps", "ssd_gbps"),
+        ("routing", "routing"),
     )
 }
-"""Flags of ``planner plan`` that set a ``solvers.plan.PlanRequest`` field."""
+"""Flags of ``planner plan`` that set a ``solvers.plan.PlanRequest`` field (or, for prefix
+caching, a ``solvers.plan_prefix.PrefixPlanRequest`` field)."""
 
 MAPPED: dict[str, dict[str, tuple[type[BaseModel], str]]] = {
     "estimate": {**WORKER, **LOAD},

@@ -287,6 +287,7 @@ def engine_build(
         role_node_gpus=hosts,
         listen=check_host(host),
         speculative=plan.best.speculative,
+        prefix_cache=plan.prefix_cache if plan.prefix_cache and plan.prefix_cache.enabled else None,
     )
     check_fits_one_request(plan, ctx)
     return ctx, flags, module.build(ctx, flags)

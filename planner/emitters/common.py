@@ -10,6 +10,7 @@ from planner.emitters.flag_table import Flags, Tool
 from planner.emitters.per_rank import engine_values
 from planner.emitters.types import Command, EmitContext, Role, Slot
 from planner.emitters.writer import set_dotted
+from planner.errors import PlannerInputError
 from planner.perf.deployment import Deployment, WorkerConfig
 
 # HGX-style servers hold 8 GPUs; replicas are packed onto nodes in this unit unless the GPU spec
@@ -262,3 +263,43 @@ def with_program(
     return Command(
         program=flags.words(param, tool), positional=positional, args=args, comment=comment
     )
+
+
+def prefix_router_values(ctx: EmitContext) -> dict[str, object]:
+    """The router's policy: cache-aware with the thresholds the plan's replay assumed
+    (``planner.perf.prefix_cache.RouterThresholds``) when the plan routes by prefix, else
+    round robin (the plan spreads requests evenly)."""
+    from planner.perf.prefix_cache import RouterThresholds
+
+    pc = ctx.prefix_cache
+    if pc is None or pc.routing == "round-robin":
+        return {"router_policy": "round_robin"}
+    if pc.routing == "session":
+        raise PlannerInputError(
+            "plan.prefix_cache.routing",
+            "session affinity has no router policy checked against the engines' argument "
+            "lists; plan with --routing round-robin,prefix",
+        )
+    th = RouterThresholds()
+    return {
+        "router_policy": "cache_aware",
+        "router_cache_threshold": th.cache_threshold,
+        "router_balance_abs": th.balance_abs,
+        "router_balance_rel": th.balance_rel,
+    }
+
+
+def host_tier_gib(ctx: EmitContext, slot: Slot, engine: str) -> float:
+    """Host-memory KV per GPU of this slot (0: none): the tier sits on the workers that receive
+    prompts (aggregated or prefill). An SSD tier is refused: no engine's argument list here
+    sizes one (docs/agentic.md)."""
+    pc = ctx.prefix_cache
+    if pc is None:
+        return 0.0
+    if pc.ssd_kv_gib_per_gpu > 0:
+        raise PlannerInputError(
+            "plan.prefix_cache.ssd_kv_gib_per_gpu",
+            f"{engine}: no SSD tier size is checked against its argument lists; plan with "
+            "--ssd-kv-gib 0",
+        )
+    return pc.host_kv_gib_per_gpu if slot.role != "decode" else 0.0

@@ -41,6 +41,25 @@ class PerRankEntry(BaseModel):
     source: str = Field(description="The engine source (file@release) that sets the meaning.")
 
 
+TIER_UNIT_BYTES: dict[str, float] = {"GiB": float(2**30), "GB": 1e9, "bytes": 1.0}
+"""Bytes per unit of a KV-tier size flag."""
+
+
+class TierEntry(BaseModel):
+    """How a KV offload tier's size flag (host memory, SSD) maps to the plan's GiB per GPU."""
+
+    model_config = _FROZEN
+    param: str = Field(description="Planner parameter (flags.yaml ``param``).")
+    flag: str = Field(description="The engine's spelling (a CLI flag or an LLM-API YAML key).")
+    scope: Literal["rank", "engine"] = Field(
+        description="rank: every GPU's process allocates the value as written; engine: the value "
+        "is summed over the GPUs of one engine instance (its TP x PP ranks)."
+    )
+    unit: Literal["GiB", "GB", "bytes"] = Field(description="What the value counts.")
+    integer: bool = Field(default=False, description="The flag takes a whole number.")
+    source: str = Field(description="The engine source (file@release) that sets the meaning.")
+
+
 class PerRankTable(BaseModel):
     """Every per-rank flag of one engine."""
 
@@ -48,6 +67,15 @@ class PerRankTable(BaseModel):
     engine: str = Field(description="The engine's --backend name.")
     release: str = Field(description="The release the meanings were read at.")
     entries: tuple[PerRankEntry, ...] = Field(description="One entry per per-rank parameter.")
+    kv_tiers: tuple[TierEntry, ...] = Field(
+        default=(), description="KV offload tier size flags and what they count."
+    )
+
+    def tier(self, param: str) -> TierEntry:
+        """The tier entry of ``param`` (an engine without one cannot size that tier)."""
+        hits = [e for e in self.kv_tiers if e.param == param]
+        assert len(hits) == 1, f"{self.engine} per_rank.yaml: {len(hits)} kv_tiers for {param}"
+        return hits[0]
 
     def entry(self, param: str) -> PerRankEntry:
         """The entry of ``param`` (every engine covers all of ``PER_RANK_PARAMS``)."""
@@ -93,3 +121,17 @@ def engine_values(
         if isinstance(raw, int):
             out[param] = to_flag(table.entry(param), raw, dp, spec_tokens)
     return out
+
+
+def tier_flag(entry: TierEntry, gib_per_gpu: float, engine_gpus: int) -> int | float:
+    """The flag value that gives every GPU ``gib_per_gpu`` GiB of the tier (rounded down: the
+    engine never gets more than the plan priced)."""
+    gpus = engine_gpus if entry.scope == "engine" else 1
+    value = gib_per_gpu * TIER_UNIT_BYTES["GiB"] * gpus / TIER_UNIT_BYTES[entry.unit]
+    return int(value) if entry.integer else float(f"{value:.6g}")
+
+
+def tier_gib_per_gpu(entry: TierEntry, value: float, engine_gpus: int) -> float:
+    """GiB per GPU an emitted tier flag ``value`` gives (the inverse of :func:`tier_flag`)."""
+    gpus = engine_gpus if entry.scope == "engine" else 1
+    return value * TIER_UNIT_BYTES[entry.unit] / TIER_UNIT_BYTES["GiB"] / gpus

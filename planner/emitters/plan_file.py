@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.emitters.types import Speculative, Workload
+from planner.emitters.types import PrefixCaching, Speculative, Workload
 from planner.errors import PlannerInputError
 from planner.model.bundled import check_model_id, find_bundled, load_model
 from planner.perf.deployment import Deployment
@@ -45,6 +45,9 @@ class PlanFile(BaseModel):
     gpu: str = Field(description="GPU key.")
     workload: Workload = Field(description="The load the plan was sized for.")
     best: Best = Field(description="The recommendation.")
+    prefix_cache: PrefixCaching | None = Field(
+        default=None, description="Prefix caching the plan priced; None: not priced."
+    )
 
 
 def _check_text(field: str, value: str) -> None:

@@ -94,6 +94,23 @@ class Speculative(BaseModel):
     draft_tokens: int = Field(ge=1, le=16, description="Tokens proposed per decode step.")
 
 
+class PrefixCaching(BaseModel):
+    """Prefix caching the plan priced (``planner plan --trace``: solvers.plan_prefix.PrefixPlan):
+    the KV tiers per GPU and the router's policy."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    enabled: bool = Field(default=True, description="Prefix caching is on.")
+    routing: Literal["round-robin", "prefix", "session"] = Field(
+        default="round-robin", description="How the router picks a replica."
+    )
+    host_kv_gib_per_gpu: float = Field(
+        default=0.0, ge=0, le=1e5, description="Host memory for offloaded KV per GPU, GiB."
+    )
+    ssd_kv_gib_per_gpu: float = Field(
+        default=0.0, ge=0, le=1e7, description="SSD for offloaded KV per GPU, GiB."
+    )
+
+
 class EmitContext(BaseModel):
     """Everything an engine emitter needs: the deployment, where it runs, and the workload."""
 
@@ -130,6 +147,11 @@ class EmitContext(BaseModel):
     )
     speculative: Speculative | None = Field(
         default=None, description="Speculative decoding of the plan; None: off."
+    )
+    prefix_cache: PrefixCaching | None = Field(
+        default=None,
+        description="Prefix caching, KV tiers and routing of the plan; None: the "
+        "engine's defaults and round-robin routing.",
     )
     platform: Literal["hosts", "kubernetes"] = Field(
         default="hosts",

@@ -183,3 +183,18 @@ def test_sweep_rows_carry_kwh_next_to_dollars_per_million_tokens() -> None:
     energy_usd = float(row["energy_cost_per_million_total_tokens_usd"])  # type: ignore[arg-type]
     assert energy_usd == pytest.approx(kwh * 0.2)
     assert float(row["avg_power_w_per_gpu"]) > 0  # type: ignore[arg-type]
+
+
+def test_plan_power_with_prefix_hits_equals_estimate_power() -> None:
+    """A prefix-cache hit skips prefill compute, in the plan's power as in estimate's."""
+    req = PlanRequest(**BASE, rate_per_s=5.0, mode="agg", prefix_hit=0.5)
+    best = plan(req).best
+    assert best.power is not None and best.deployment.agg is not None
+    est = estimate(
+        load_model("llama-3.1-8b"),
+        get_gpu(best.gpu),
+        fixed(1024, 256, rate_per_s=5.0).model_copy(update={"prefix_hit": 0.5}),
+        agg=best.deployment.agg,
+    )
+    assert est.power is not None
+    assert best.power.avg_power_w_per_gpu == pytest.approx(est.power.avg_power_w_per_gpu, rel=1e-6)

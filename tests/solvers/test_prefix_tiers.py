@@ -123,3 +123,18 @@ def test_cli_capacity_with_a_mooncake_trace(
     assert rc == 2 and "--routing" in err
     rc, out, err = _run(capsys, "capacity", "--trace", str(plain), *CAP, "--prefix-hit", "0.5")
     assert rc == 0 and "prefix hit stated: 0.5" in out, err
+
+
+def test_hit_rate_curve_is_the_replay_of_one_tier(agentic: Trace) -> None:
+    """The Traffic page's curve: monotone in capacity, and at any capacity the hit rate a replay
+    with one tier of that size reports."""
+    import numpy as np
+
+    from planner.perf.prefix_cache import Tiers, replay
+    from solvers.prefix_tiers import hit_rate_curve
+
+    caps = np.array([16.0, 64.0, 256.0, 1024.0, np.inf])
+    curve = hit_rate_curve(agentic, 3, "prefix", caps)
+    assert np.all(np.diff(curve) >= 0) and 0 < curve[-1] < 1
+    one = Tiers(("hbm",), (256.0,), (1.0,), (np.inf,), ("test",), 1.0)
+    assert replay(agentic, 3, "prefix", one).hit_rate == pytest.approx(curve[2])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from planner.emitters.common import (
+    host_tier_gib,
     listen_address,
     needs_router,
+    prefix_router_values,
     render,
     replica_comment,
     router_host,
@@ -13,15 +15,13 @@ from planner.emitters.common import (
     with_program,
 )
 from planner.emitters.flag_table import Flags
+from planner.emitters.per_rank import per_rank_table, tier_flag
 from planner.emitters.types import Command, EmitContext, EngineBuild, Slot
 
 BASE_PORT = 30000  # SGLang's default server port
 ROUTER_PORT = 8000  # the PD guide's router port
 BOOTSTRAP_BASE = 8998  # --disaggregation-bootstrap-port default; one per prefill server on a host
 DIST_INIT_PORT = 20000  # the multi-node guide's --dist-init-addr port on the head host
-ROUTER_POLICY = "round_robin"
-"""The plan spreads requests evenly over replicas (``planner.perf.serving.routed_running``: one
-round-robin router)."""
 
 
 def bootstrap_port(slot: Slot) -> int:
@@ -43,6 +43,24 @@ def spec_values(ctx: EmitContext) -> dict[str, object]:
     }
 
 
+def prefix_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
+    """Prefix caching and the host-memory tier as SGLang runs them: the radix cache (on by
+    default) with LRU eviction, and HiCache with a host pool of ``--hicache-size`` GB per rank
+    (``per_rank.yaml``) written through (every computed block copied to host memory)."""
+    if ctx.prefix_cache is None:
+        return {}
+    out: dict[str, object] = {"radix_eviction": "lru"}
+    host = host_tier_gib(ctx, slot, "sglang")
+    if host > 0:
+        entry = per_rank_table("sglang").tier("hicache_size")
+        out |= {
+            "hicache": True,
+            "hicache_size": max(int(tier_flag(entry, host, 1)), 1),
+            "hicache_write": "write_through",
+        }
+    return out
+
+
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
     """Planner values in SGLang's terms: with DP attention ``--tp-size`` counts all tp*dp GPUs,
     and the running requests and chunk count every rank (``per_rank.yaml``)."""
@@ -51,6 +69,7 @@ def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
     if "moe_a2a" in values:
         values["deepep_mode"] = values["moe_a2a"]
     values |= spec_values(ctx)
+    values |= prefix_values(ctx, slot)
     if slot.role != "agg":
         values["disagg_mode"] = slot.role
         values["disagg_backend"] = "default"
@@ -84,6 +103,8 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     if ctx.speculative is not None:
         for param in spec_values(ctx):
             flags.get(param)  # a version without the spelling cannot run the planned MTP
+    for param in prefix_values(ctx, slot):
+        flags.get(param)  # nor without these the planned prefix cache
     cmd = with_program(
         flags,
         "serve_program",
@@ -111,10 +132,17 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
             for s in ctx.role_slots("prefill")
         ]
         args += [(flag("router_decode"), (s.url,)) for s in ctx.role_slots("decode")]
-    policy = render(flags, {"router_policy": ROUTER_POLICY}, "router").args
+    routing = prefix_router_values(ctx)
+    for param in routing:
+        flags.get(param, "router")  # a router without the spelling cannot route as planned
+    policy = render(flags, routing, "router").args
     args += [*policy, (flag("router_host"), (listen_address(ctx),))]
     args.append((flag("router_port"), (str(ROUTER_PORT),)))
-    what = "router (round robin)" if ctx.deployment.mode == "agg" else "PD router"
+    what = (
+        f"router ({str(routing['router_policy']).replace('_', ' ')})"
+        if ctx.deployment.mode == "agg"
+        else "PD router"
+    )
     return with_program(flags, "router_program", "router", tuple(args), comment=what)
 
 

@@ -5,9 +5,11 @@ the same YAML) for several replicas and for disaggregated prefill/decode."""
 from __future__ import annotations
 
 from planner.emitters.common import (
+    host_tier_gib,
     listen_address,
     multi_host,
     needs_router,
+    prefix_router_values,
     render,
     replica_comment,
     router_host,
@@ -16,14 +18,25 @@ from planner.emitters.common import (
     with_program,
 )
 from planner.emitters.flag_table import Flags
+from planner.emitters.per_rank import per_rank_table, tier_flag
 from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, Role, Slot
 from planner.emitters.writer import yaml_text
 
 BASE_PORT = 8001  # the disaggregated-serving guide's first context server
 ROUTER_PORT = 8000  # Dynamo's frontend --http-port default
-ROUTER_POLICY = "round_robin"
-"""The plan spreads requests evenly over replicas (``planner.perf.serving.routed_running``: one
-round-robin router)."""
+
+
+def prefix_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
+    """Prefix caching and the host-memory tier in LLM-API terms: ``kv_cache_config``'s block
+    reuse and its host cache in bytes per rank (``per_rank.yaml``)."""
+    if ctx.prefix_cache is None:
+        return {}
+    out: dict[str, object] = {"prefix_caching": True}
+    host = host_tier_gib(ctx, slot, "trtllm")
+    if host > 0:
+        entry = per_rank_table("trtllm").tier("kv_host_cache")
+        out["kv_host_cache"] = tier_flag(entry, host, 1)
+    return out
 
 
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
@@ -42,7 +55,7 @@ def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
         values["disagg_buffer_tokens"] = values["max_len"]
     if slot.role == "prefill":
         values["disable_overlap"] = True
-    return values
+    return values | prefix_values(ctx, slot)
 
 
 def config_name(role: Role) -> str:
@@ -56,6 +69,8 @@ def config_file(ctx: EmitContext, flags: Flags, slot: Slot) -> OutFile:
     if ctx.speculative is not None:
         for param in ("spec_method", "spec_tokens"):
             flags.get(param)  # a version without the spelling cannot run the planned MTP
+    for param in prefix_values(ctx, slot):
+        flags.get(param)  # nor without these the planned prefix cache
     tree = render(flags, values).tree
     return OutFile(name=config_name(slot.role), text=yaml_text(tree, header))
 
@@ -115,6 +130,9 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
             "routed_discovery": discovery(ctx),
             "routed_health_port": slot.port,
         }
+        if prefix_router_values(ctx)["router_policy"] == "cache_aware":
+            flags.get("routed_kv_events")  # the KV-aware router reads the workers' block events
+            values["routed_kv_events"] = True
         program = "routed_program"
     else:
         values = {
@@ -147,10 +165,10 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
     values: dict[str, object] = {
         "router_host": listen_address(ctx),
         "router_port": ROUTER_PORT,
-        "router_policy": ROUTER_POLICY,
+        "router_policy": prefix_router_values(ctx)["router_policy"],
         "router_discovery": discovery(ctx),
     }
-    what = "Dynamo frontend (round robin)"
+    what = f"Dynamo frontend ({str(values['router_policy']).replace('_', ' ')})"
     cmd = with_program(
         flags, "router_program", "router", render(flags, values, "router").args, comment=what
     )

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 
 from planner.emitters.common import (
+    host_tier_gib,
     listen_address,
     needs_router,
+    prefix_router_values,
     render,
     replica_comment,
     router_host,
@@ -16,14 +18,13 @@ from planner.emitters.common import (
     with_program,
 )
 from planner.emitters.flag_table import Flags
+from planner.emitters.per_rank import per_rank_table, tier_flag
 from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, Role, Slot
 from planner.emitters.writer import yaml_text
+from planner.errors import PlannerInputError
 
 BASE_PORT = 8100  # the NixlConnector guide's prefiller port
 ROUTER_PORT = 8192  # the NixlConnector guide's proxy port, kept for the router
-ROUTER_POLICY = "round_robin"
-"""The plan spreads requests evenly over replicas (``planner.perf.serving.routed_running``: one
-round-robin router)."""
 NIXL_SIDE_CHANNEL_BASE = 5600  # VLLM_NIXL_SIDE_CHANNEL_PORT default; one per instance on a host
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 DP_RPC_PORT = 13345  # the data-parallel deployment guide's --data-parallel-rpc-port
@@ -75,6 +76,28 @@ def spec_values(ctx: EmitContext) -> dict[str, object]:
     return {"speculative": json.dumps(spec, separators=(",", ":"))}
 
 
+def prefix_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
+    """Prefix caching and the host-memory tier as vLLM runs them: ``--enable-prefix-caching``,
+    and ``--kv-offloading-size`` (GiB summed over the engine's ranks, ``per_rank.yaml``) with the
+    native backend (its OffloadingConnector stores every computed block to CPU memory)."""
+    if ctx.prefix_cache is None:
+        return {}
+    out: dict[str, object] = {"prefix_caching": True}
+    host = host_tier_gib(ctx, slot, "vllm")
+    if host > 0:
+        if slot.role != "agg":
+            raise PlannerInputError(
+                "plan.prefix_cache.host_kv_gib_per_gpu",
+                "vllm: the offloading connector and the P/D NixlConnector both take "
+                "--kv-transfer-config; plan an aggregated deployment or --host-kv-gib 0",
+            )
+        par = slot.worker.parallel
+        entry = per_rank_table("vllm").tier("kv_offload_size")
+        out["kv_offload_size"] = tier_flag(entry, host, par.tp * par.pp)
+        out["kv_offload_backend"] = "native"
+    return out
+
+
 def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
     """Planner values in vLLM's terms: DP ranks are the attention-DP ranks, each a data-parallel
     engine with its own scheduler (``per_rank.yaml``); EP is a switch."""
@@ -83,6 +106,7 @@ def serve_values(ctx: EmitContext, slot: Slot) -> dict[str, object]:
     if "ep" in values:
         values["ep"] = True
     values |= spec_values(ctx)
+    values |= prefix_values(ctx, slot)
     if slot.role != "agg":
         connector = {"kv_connector": "NixlConnector", "kv_role": KV_ROLES[slot.role]}
         values["kv_transfer"] = json.dumps(connector, separators=(",", ":"))
@@ -101,7 +125,7 @@ def server(ctx: EmitContext, flags: Flags, slot: Slot) -> Command:
     """One ``vllm serve`` replica (one line per host of a multi-node replica)."""
     values = {"host": listen_address(ctx), "port": slot.port, **serve_values(ctx, slot)}
     multi = multi_node_values(slot)
-    for param in [*multi, *spec_values(ctx)]:
+    for param in [*multi, *spec_values(ctx), *prefix_values(ctx, slot)]:
         flags.get(param)  # an engine version without the spelling cannot launch this replica
     values |= multi
     env = visible_devices(slot)
@@ -128,7 +152,9 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
         return flags.get(param, "router").flag
 
     args: list[tuple[str, tuple[str, ...]]] = []
-    values: dict[str, object] = {"router_policy": ROUTER_POLICY}
+    values: dict[str, object] = prefix_router_values(ctx)
+    for param in values:
+        flags.get(param, "router")  # a router without the spelling cannot route as planned
     if ctx.deployment.mode == "agg":
         args.append((flag("router_workers"), tuple(s.url for s in ctx.heads())))
     else:
@@ -138,7 +164,11 @@ def router(ctx: EmitContext, flags: Flags) -> Command:
         values["router_kv_connector"] = "default"
     values |= {"router_host": listen_address(ctx), "router_port": ROUTER_PORT}
     args += render(flags, values, "router").args
-    what = "router (round robin)" if ctx.deployment.mode == "agg" else "P/D router"
+    what = (
+        f"router ({str(values['router_policy']).replace('_', ' ')})"
+        if ctx.deployment.mode == "agg"
+        else "P/D router"
+    )
     return with_program(flags, "router_program", "router", tuple(args), comment=what)
 
 

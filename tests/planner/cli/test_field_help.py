@@ -55,6 +55,7 @@ def test_plan_flags_are_mapped() -> None:
     flags = {s for a in sub._actions for s in a.option_strings if s.startswith("--")}
     shared = {"--help", "--model", "--model-id", "--hardware-dir", "--out", "--force"}
     shared |= {"--host", "--target"}  # how --out writes the bundle, not what is planned
+    shared |= {"--trace"}  # the file the lengths and rate are read from
     assert flags - shared - {"--format", "--calibration"} == set(MAPPED["plan"])
 
 
