@@ -306,6 +306,7 @@ def load_arrays(
         osl_cs2=np.full(k, max(osl_cs2, 0.0)),
         tokens_per_step=np.full(k, sd.tokens_per_step if sd else 1.0),
         step_multiplier=np.full(k, 1.0 + sd.draft_len * sd.draft_cost_ratio if sd else 1.0),
+        verify_tokens=np.full(k, float(sd.verify_tokens) if sd else 1.0),
         request_overhead_s=_arr(request_overhead_s, k, 0.0),
     )
 

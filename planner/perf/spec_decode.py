@@ -1,0 +1,146 @@
+"""Speculative decoding priced as the engines run it.
+
+One decode iteration of a speculating engine (SGLang EAGLE/NEXTN worker, vLLM and TensorRT-LLM
+MTP/EAGLE-3 paths) is: ``k`` draft steps, each a decode step of the draft (an MTP head, an EAGLE-3
+head or a separate small model) at the batch's size, then one verify step of the target over
+``k + 1`` tokens per sequence. The iteration emits E tokens per sequence
+(``SpecDecode.tokens_per_step``).
+
+The verify step is priced by the same step model as a plain decode step at ``batch·(k + 1)``
+tokens (``serving.verify_rows``): every linear layer sees ``k + 1`` times the tokens, while
+attention reads each sequence's KV once (its ``k + 1`` queries share it). At low batch the step
+is bound by
+reading weights, so the extra tokens are nearly free and TPOT falls by about E; at high batch the
+GEMMs are compute-bound, the verify step costs up to ``k + 1`` times a plain step and speculating
+costs more than it gives.
+
+The draft's cost is the ratio of parameters it touches per token to the target's
+(``draft_cost_ratio``): decode is weight-bound for both at the batches where drafting pays, and
+FLOPs scale with the same parameter counts where it is compute-bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from planner.errors import PlannerInputError
+from planner.model.params import active_params, attention_params, layer_params
+from planner.model.spec import ModelSpec
+
+SpecMethod = Literal["none", "mtp", "eagle3", "draft"]
+SPEC_METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "draft")
+
+EAGLE3_DRAFT_VOCAB = 32000
+"""Rows of an EAGLE-3 head's LM head: EAGLE-3 maps the target vocabulary to a 32k draft
+vocabulary (Li et al. 2025, arXiv:2503.01840, §3; the released heads' ``draft_vocab_size``)."""
+
+
+@dataclass(frozen=True)
+class MethodDefault:
+    """A method's default draft length and per-position acceptance, with the source."""
+
+    draft_len: int
+    acceptance: tuple[float, ...]
+    lengths: tuple[int, ...]  # draft lengths ``plan`` searches
+    source: str
+
+
+METHOD_DEFAULTS: dict[str, MethodDefault] = {
+    "mtp": MethodDefault(
+        1,
+        (0.85,),
+        (1, 2, 3, 4),
+        "DeepSeek-V3 technical report (arXiv:2412.19437, §5.4.3): the second token's acceptance "
+        "rate with one MTP module is 85-90%; the lower end",
+    ),
+    "eagle3": MethodDefault(
+        3,
+        (0.75,),
+        (1, 2, 3, 4, 5),
+        "EAGLE-3 (arXiv:2503.01840, Table 1-2): chain acceptance rates n-alpha of about 0.7-0.8 "
+        "per position on MT-bench for LLaMA-3.1-8B",
+    ),
+    "draft": MethodDefault(
+        4,
+        (0.6,),
+        (1, 2, 3, 4, 5, 6),
+        "Leviathan et al. 2023 (arXiv:2211.17192, Table 3): acceptance alpha 0.5-0.8 for small "
+        "drafts of the same family; a mid value",
+    ),
+}
+
+FAMILY_ACCEPTANCE: dict[tuple[str, str], tuple[tuple[float, ...], str]] = {
+    ("mtp", "hybrid_moe"): (
+        (0.651,),
+        "fitted by `python -m lab.fit_spec` on the 6 B200 fp4 MTP/no-MTP pairs of "
+        "../shared/validation/power/inferencex_power_single_turn.csv (lab/notes/spec.md)",
+    ),
+}
+"""Per-position acceptance of a method on a model family where it was fitted, with the source."""
+
+
+def mtp_head_params(m: ModelSpec) -> float:
+    """Parameters an MTP module touches per token: one decoder layer like the target's last
+    (routed experts at top_k / num_experts), its 2h x h projection of [embedding; hidden]
+    and the LM head it shares with the target (DeepSeek-V3 report §2.2)."""
+    layer = m.layers[-1]
+    p = layer_params(m, layer)
+    frac = m.moe.top_k / m.moe.num_experts if (layer.moe and m.moe) else 0.0
+    body = p.attention + p.dense_ffn + p.routed_experts * frac + p.shared_experts + p.router
+    h = m.hidden_size
+    return float(body + 2 * h * h + m.vocab_size * h)
+
+
+def eagle3_head_params(m: ModelSpec) -> float:
+    """Parameters of an EAGLE-3 head: one dense decoder layer at the target's width, the 3h -> h
+    fusion of three target layers' features and a 32k-row LM head (arXiv:2503.01840 §3)."""
+    h = m.hidden_size
+    attn = attention_params(m, m.layers[0]) if m.layers[0].attention != "linear" else 4.0 * h * h
+    return float(attn + 3 * h * m.intermediate_size + 3 * h * h + EAGLE3_DRAFT_VOCAB * h)
+
+
+def draft_cost_ratio(m: ModelSpec, method: str, draft: ModelSpec | None = None) -> float:
+    """Cost of one draft step over one target decode step: parameters touched per token of the
+    draft over the target's (both weight-bound at the batches where drafting pays)."""
+    if method == "mtp":
+        return mtp_head_params(m) / active_params(m)
+    if method == "eagle3":
+        return eagle3_head_params(m) / active_params(m)
+    if method == "draft":
+        assert draft is not None
+        return active_params(draft) / active_params(m)
+    raise ValueError(f"no draft for method {method!r}")
+
+
+def check_method(m: ModelSpec, method: str, draft: ModelSpec | None, draft_ref: str) -> None:
+    """Refuse a method the checkpoint cannot run (identity: never substitute a draft)."""
+    if method == "mtp" and m.mtp_layers < 1:
+        raise PlannerInputError(
+            "--spec-method", f"mtp: {m.name} ships no MTP layers (mtp_layers=0 in its config)"
+        )
+    if method == "draft":
+        if draft is None:
+            raise PlannerInputError("--spec-draft-model", "required with --spec-method draft")
+        if draft.vocab_size != m.vocab_size:
+            raise PlannerInputError(
+                "--spec-draft-model",
+                f"{draft_ref}: vocabulary {draft.vocab_size} != {m.name}'s {m.vocab_size}; "
+                "a draft must share the target's tokenizer",
+            )
+        if active_params(draft) >= active_params(m):
+            raise PlannerInputError(
+                "--spec-draft-model",
+                f"{draft_ref} touches no fewer parameters per token than {m.name}",
+            )
+    elif draft is not None:
+        raise PlannerInputError("--spec-draft-model", "only with --spec-method draft")
+
+
+def default_acceptance(method: str, family: str) -> tuple[tuple[float, ...], str]:
+    """(per-position acceptance, source) of ``method`` on a model ``family``."""
+    fitted = FAMILY_ACCEPTANCE.get((method, family))
+    if fitted is not None:
+        return fitted
+    d = METHOD_DEFAULTS[method]
+    return d.acceptance, d.source
