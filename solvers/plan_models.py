@@ -10,7 +10,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from hardware.errors import PlannerInputError
 from planner.engines import DEFAULT_ENGINE
 from planner.engines.calibration import PACKAGED, EngineConstants, EnginePolicy
+from planner.emitters.types import Speculative
 from planner.perf.deployment import Deployment, ShapeRules
+from planner.workload.spec import SpecDecode
 from solvers.counts import MAX_BUDGET_GPUS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -134,6 +136,14 @@ class PlanRequest(BaseModel):
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
     )
+    spec_decode: SpecDecode | None = Field(
+        default=None, description="Speculative decoding every candidate runs (None: off)."
+    )
+    spec_options: tuple[SpecDecode, ...] = Field(
+        default=(),
+        description="Speculative decoding settings to decide among besides none "
+        "(``solvers.spec_choice``); empty: not a decision.",
+    )
     engine_constants: EngineConstants = Field(
         default=PACKAGED,
         exclude=True,
@@ -182,6 +192,9 @@ class Choice(BaseModel):
         default_factory=dict,
         description="SLO / predicted and SLO / band edge per metric, and "
         "the metric with the least headroom at the band edge (tightest_at_band_edge).",
+    )
+    speculative: Speculative | None = Field(
+        default=None, description="Speculative decoding the deployment runs; None: off."
     )
 
 
@@ -237,6 +250,11 @@ class PlanResult(BaseModel):
         default_factory=dict, description="Best plan or reason, per GPU type."
     )
     max_gpus: int = Field(default=0, description="The GPU budget of the request.")
+    speculative_decision: dict[str, object] | None = Field(
+        default=None,
+        description="Speculative decoding settings planned (none and each option's best score) "
+        "and why the chosen one won; None when it was not a decision.",
+    )
     at_prediction: Choice | None = Field(
         default=None,
         description="The plan the same objective picks at the point prediction (--confidence 0), "
