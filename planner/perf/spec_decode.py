@@ -72,8 +72,9 @@ METHOD_DEFAULTS: dict[str, MethodDefault] = {
 
 FAMILY_ACCEPTANCE: dict[tuple[str, str], tuple[tuple[float, ...], str]] = {
     ("mtp", "hybrid_moe"): (
-        (0.651,),
-        "fitted by `python -m lab.fit_spec` on the 6 B200 fp4 MTP/no-MTP pairs of "
+        (0.691,),
+        "fitted (median fit, 3 drafted tokens) by `python -m lab.fit_spec` on the 6 B200 fp4 "
+        "MTP/no-MTP pairs of Qwen3.5-397B-A17B in "
         "../shared/validation/power/inferencex_power_single_turn.csv (lab/notes/spec.md)",
     ),
 }
