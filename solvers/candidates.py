@@ -30,7 +30,7 @@ from planner.perf.batch import (
     kv_tokens_held,
     parallel_arrays,
 )
-from planner.workload.spec import Workload, fixed
+from planner.workload.spec import SpecDecode, Workload, fixed
 from solvers.counts import Check, around, count_ladder, fewest_counts
 from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
 
@@ -55,13 +55,17 @@ class Load:
     concurrency: int | None = None
     backend: str | EnginePolicy = DEFAULT_ENGINE
     """The engine (a name: its packaged constants)."""
+    spec_decode: SpecDecode | None = None
+    """Speculative decoding every candidate runs (None: off)."""
 
     def workload(self) -> Workload:
         """The planner workload (closed loop unless a rate is given; candidates carry their
         clients)."""
         if self.rate_per_s is not None:
-            return fixed(self.isl, self.osl, rate_per_s=self.rate_per_s)
-        return fixed(self.isl, self.osl, concurrency=self.concurrency or 1)
+            w = fixed(self.isl, self.osl, rate_per_s=self.rate_per_s)
+        else:
+            w = fixed(self.isl, self.osl, concurrency=self.concurrency or 1)
+        return w.model_copy(update={"spec_decode": self.spec_decode}) if self.spec_decode else w
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from planner.cli.common import (
 from planner.cli.field_help import PLAN, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 from planner.cli.recipe_args import add_listen_host, add_max_lengths, check_one_request
+from planner.cli.spec_args import add_spec_args, spec_options
 from planner.engines import DEFAULT_ENGINE, engine_names
 
 
@@ -102,6 +103,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     add_listen_host(p)
     add_format(p)
     add_calibration(p)
+    add_spec_args(p)
     p.set_defaults(func=cmd_plan)
 
     f = sub.add_parser(
@@ -155,7 +157,8 @@ def _request(args: argparse.Namespace) -> Any:
     from planner.workload.spec import max_lengths
     from solvers.plan import PlanRequest
 
-    limit = load_model(args.model, args.model_id or "").max_position_embeddings
+    model = load_model(args.model, args.model_id or "")
+    limit = model.max_position_embeddings
     max_isl, max_osl = max_lengths(
         args.isl, args.osl, args.max_isl, args.max_osl, limit, args.model
     )
@@ -182,6 +185,7 @@ def _request(args: argparse.Namespace) -> Any:
         weight_quants=tuple(args.weight_quant),
         node_gpus=args.node_gpus,
         hardware_dirs=tuple(args.hardware_dir),
+        spec_options=spec_options(args, model),
     )
 
 
@@ -364,7 +368,7 @@ def plan_table(r: Any) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from hardware.catalog import get_gpu
-    from solvers.plan import plan
+    from solvers.spec_choice import plan_with_spec as plan
 
     gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
     gpu = get_gpu(gpus[0], args.hardware_dir).key if len(gpus) == 1 else None
