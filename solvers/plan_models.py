@@ -8,9 +8,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import PlannerInputError
+from planner.emitters.types import Speculative
 from planner.engines import DEFAULT_ENGINE
 from planner.engines.calibration import PACKAGED, EngineConstants, EnginePolicy
-from planner.emitters.types import Speculative
 from planner.perf.deployment import Deployment, ShapeRules
 from planner.workload.spec import SpecDecode
 from solvers.counts import MAX_BUDGET_GPUS

@@ -327,6 +327,8 @@ def plan_table(r: Any) -> str:
         or r.binding_constraint,
         **_headroom_rows(r.best.headroom),
     }
+    if r.speculative_decision:
+        rows["speculative decoding"] = r.speculative_decision["why"]
     parts.append(render_kv(rows, "Recommended deployment"))
     if r.at_prediction is not None:
         c = r.at_prediction
