@@ -19,6 +19,7 @@ from planner.cli.cmd_agentic import (
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.cli.recipe_args import add_max_lengths
+from planner.cli.spec_args import add_spec_args, spec_options
 from planner.engines import DEFAULT_ENGINE, engine_names
 from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE, OBJECTIVE_HELP
 
@@ -123,6 +124,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--force", action="store_true", help="overwrite --out / --xlsx")
     add_prefix_args(p)
     add_format(p)
+    add_spec_args(p)
     p.set_defaults(func=cmd_capacity)
 
     g = sub.add_parser(
@@ -200,7 +202,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.workload.traces import check_out, read_trace
     from solvers.capacity import CapacityRequest
 
-    limit = load_model(args.model).max_position_embeddings
+    model = load_model(args.model)
+    limit = model.max_position_embeddings
     trace, too_long, max_isl, max_osl = trace_within(
         read_trace(args.trace, where=tuple(args.trace_where)),
         limit,
@@ -231,6 +234,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         max_osl=max_osl,
         too_long_requests=too_long,
         objective=args.objective,
+        spec_options=spec_options(args, model),
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
@@ -270,6 +274,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     print()
     print(render_table(_fleet_rows(res)))
     print_prefix(res)
+    if res.speculative_decision:
+        print(f"speculative decoding: {res.speculative_decision['why']}")
     for path in (args.out, args.xlsx):
         if path is not None:
             print(f"wrote {path}")
