@@ -507,7 +507,7 @@ def predict(
     consts = recorded.constants
     conc = np.where(c.own_concurrency, c.concurrency, w.concurrency if w.concurrency else np.nan)
     load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, consts))
-    setting = WorkerSetting(m, gpu, cal, req.gpu_memory_utilization, recorded)
+    setting = WorkerSetting(m, gpu, cal, req.gpu_memory_utilization, recorded, w.spec_decode)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     tokens = np.asarray(load.isl + load.osl * cal.kv_held_osl_fraction.value)
     dec_role = RoleColumns(dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)

@@ -106,7 +106,7 @@ def decode_role(
     par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     tokens = np.asarray(load.isl + load.osl * cal.kv_held_osl_fraction.value)
     role = RoleColumns(par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)
-    setting = WorkerSetting(m, gpu, cal, gpu_memory_utilization)
+    setting = WorkerSetting(m, gpu, cal, gpu_memory_utilization, spec_decode=w.spec_decode)
     dec = worker_arrays(setting, role, lockstep_share(w, load.concurrency, cal))
     ctx = load.isl + load.osl / 2.0
     mix = StepMix(*verify_rows(load, np.maximum(batch, 1.0), ctx), zero, zero, zero)

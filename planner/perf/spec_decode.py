@@ -9,10 +9,10 @@ head or a separate small model) at the batch's size, then one verify step of the
 The verify step is priced by the same step model as a plain decode step at ``batch·(k + 1)``
 tokens (``serving.verify_rows``): every linear layer sees ``k + 1`` times the tokens, while
 attention reads each sequence's KV once (its ``k + 1`` queries share it). At low batch the step
-is bound by
-reading weights, so the extra tokens are nearly free and TPOT falls by about E; at high batch the
-GEMMs are compute-bound, the verify step costs up to ``k + 1`` times a plain step and speculating
-costs more than it gives.
+is bound by reading weights, so the extra tokens are nearly free and TPOT falls by about E; at
+high batch the GEMMs are compute-bound, the verify step costs up to ``k + 1`` times a plain step
+and speculating costs more than it gives. The draft's weights and KV share the GPU's memory
+(``seq_capacity``).
 
 The draft's cost is the ratio of parameters it touches per token to the target's
 (``draft_cost_ratio``): decode is weight-bound for both at the batches where drafting pays, and
@@ -24,9 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
+from hardware.spec import GpuSpec
 from planner.errors import PlannerInputError
+from planner.model.bundled import load_model
 from planner.model.params import active_params, attention_params, layer_params
-from planner.model.spec import ModelSpec
+from planner.model.spec import LayerSpec, ModelSpec
+from planner.perf import memory
+from planner.perf.opgraph import ParallelArrays
+from planner.workload.spec import SpecDecode
 
 SpecMethod = Literal["none", "mtp", "eagle3", "draft"]
 SPEC_METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "draft")
@@ -145,3 +152,55 @@ def default_acceptance(method: str, family: str) -> tuple[tuple[float, ...], str
         return fitted
     d = METHOD_DEFAULTS[method]
     return d.acceptance, d.source
+
+
+def _head_layer(m: ModelSpec) -> LayerSpec:
+    """The layer an MTP / EAGLE-3 head is built like: the target's last full-attention layer."""
+    return next((ly for ly in reversed(m.layers) if ly.attention != "linear"), m.layers[-1])
+
+
+def draft_weights_per_gpu(m: ModelSpec, sd: SpecDecode, p: ParallelArrays) -> np.ndarray:
+    """Bytes of the draft's weights on one GPU: an MTP head's layer (all its experts, spread over
+    EP) and projection, an EAGLE-3 head, or the draft model sharded like the target; an MTP
+    head's LM head is the target's own (DeepSeek-V3 report §2.2)."""
+    h = m.hidden_size
+    if sd.method == "draft":
+        return np.asarray(memory.weights_per_gpu(load_model(sd.draft_model), p))
+    if sd.method == "eagle3":
+        return np.asarray(eagle3_head_params(m) * p.weight_bytes / p.tp)
+    lp = layer_params(m, _head_layer(m))
+    dense = lp.attention + lp.dense_ffn + lp.shared_experts + lp.router + 2 * h * h
+    return np.asarray((dense / p.tp + lp.routed_experts / np.maximum(p.ep, 1)) * p.weight_bytes)
+
+
+def draft_seq_bytes_per_gpu(
+    m: ModelSpec, sd: SpecDecode, p: ParallelArrays, tokens: np.ndarray
+) -> np.ndarray:
+    """KV bytes one sequence of ``tokens`` adds on one GPU in the draft: one attention layer for
+    an MTP or EAGLE-3 head, every layer of a draft model."""
+    if sd.method == "draft":
+        return np.asarray(memory.seq_bytes_per_gpu(load_model(sd.draft_model), p, tokens))
+    layer = _head_layer(m)
+    elems = memory.kv_elems_per_token(m, layer, p.tp)
+    per_token = elems * p.kv_bytes + memory.indexer_key_bytes_per_token(m, layer)
+    return np.asarray(per_token * tokens)
+
+
+def seq_capacity(
+    m: ModelSpec,
+    gpu: GpuSpec,
+    p: ParallelArrays,
+    role: tuple[np.ndarray, np.ndarray, np.ndarray],
+    util: float | np.ndarray,
+    sd: SpecDecode,
+) -> np.ndarray:
+    """``memory.seq_capacity`` with the draft resident: its weights come off the KV budget and
+    each sequence also holds the draft's KV. ``role``: (chunk tokens, max running sequences, KV
+    tokens of one sequence)."""
+    chunk, seqs, tokens = role
+    budget = memory.kv_budget_per_gpu(m, gpu, p, chunk, seqs, util) - draft_weights_per_gpu(
+        m, sd, p
+    )
+    per_seq = memory.seq_bytes_per_gpu(m, p, tokens) + draft_seq_bytes_per_gpu(m, sd, p, tokens)
+    per_seq = np.maximum(per_seq, 1.0)
+    return np.where(budget > 0, np.floor(np.maximum(budget, 0.0) / per_seq) * p.dp, 0.0)
