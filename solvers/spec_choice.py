@@ -58,8 +58,8 @@ def _value(req: PlanRequest, score: object) -> str:
     """A score in the objective's units, 4 significant figures."""
     v = float(score)  # type: ignore[arg-type]
     if req.objective == "cost":
-        unit = "$/hour" if req.rate_per_s is not None else "$ per 1M total tokens"
-        return f"{-v:.4g} {unit}"
+        unit = "/hour" if req.rate_per_s is not None else " per 1M total tokens"
+        return f"${-v:.4g}{unit}"
     if req.objective == "gpus":
         return f"{-v:.0f} GPUs bought"
     return f"{v:.4g} output tok/s per GPU"
