@@ -280,7 +280,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             f"simulate replays at most {MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}",
         )
     policy = use_profile(args, get_gpu(args.gpu).key).policy(args.backend)
-    return simulate_cli(args, workload_from(args, model_of(args)), _workers(args), policy)
+    wl = workload_from(args, model_of(args))
+    if wl.spec_decode is not None:
+        raise PlannerInputError(
+            "--spec-method", "simulate does not replay speculative decoding; use estimate"
+        )
+    return simulate_cli(args, wl, _workers(args), policy)
 
 
 def cmd_validate_e2e(args: argparse.Namespace) -> int:

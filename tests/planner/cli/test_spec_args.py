@@ -76,3 +76,9 @@ def test_mtp_on_a_model_without_mtp_layers_is_refused(capsys: pytest.CaptureFixt
     assert main([*argv, "--spec-method", "mtp"]) == 2
     err = capsys.readouterr().err
     assert "--spec-method" in err and "MTP" in err
+
+
+def test_simulate_refuses_what_it_does_not_replay(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--model", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "2"]
+    assert main([*argv, "--spec-method", "eagle3"]) == 2
+    assert "--spec-method" in capsys.readouterr().err
