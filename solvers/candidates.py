@@ -30,7 +30,7 @@ from planner.perf.batch import (
     kv_tokens_held,
     parallel_arrays,
 )
-from planner.workload.spec import Workload, fixed
+from planner.workload.spec import SpecDecode, Workload, fixed
 from solvers.counts import Check, around, count_ladder, fewest_counts
 from solvers.space import Mode, SearchSpace, Workers, enumerate_workers
 
@@ -57,6 +57,8 @@ class Load:
     """The engine (a name: its packaged constants)."""
     prefix_hit: float = 0.0
     """Share of prompt tokens served from a prefix cache (their prefill is skipped)."""
+    spec_decode: SpecDecode | None = None
+    """Speculative decoding every candidate runs (None: off)."""
 
     def workload(self) -> Workload:
         """The planner workload (closed loop unless a rate is given; candidates carry their
@@ -65,7 +67,9 @@ class Load:
             w = fixed(self.isl, self.osl, rate_per_s=self.rate_per_s)
         else:
             w = fixed(self.isl, self.osl, concurrency=self.concurrency or 1)
-        return w.model_copy(update={"prefix_hit": self.prefix_hit}) if self.prefix_hit else w
+        if self.prefix_hit:
+            w = w.model_copy(update={"prefix_hit": self.prefix_hit})
+        return w.model_copy(update={"spec_decode": self.spec_decode}) if self.spec_decode else w
 
 
 @dataclass(frozen=True)

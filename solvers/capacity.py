@@ -44,7 +44,7 @@ from planner.perf.deployment import Deployment, WorkerConfig
 from planner.perf.power import ELECTRICITY_PRICE_USD_PER_KWH, PUE, PowerSummary
 from planner.perf.replay import Progress
 from planner.uncertainty.bands import candidate_bands, packaged_bands, upper_factor
-from planner.workload.spec import LengthSpec, Workload, fixed
+from planner.workload.spec import LengthSpec, SpecDecode, Workload, fixed
 from planner.workload.traces import Trace
 from planner.workload.windows import Window, split
 from solvers.plan import PlanRequest, plan
@@ -148,6 +148,14 @@ class CapacityRequest(BaseModel):
     prefix_load_ms: float = Field(
         default=0.0, ge=0, description="Time to load cached prefixes from host/SSD, added to TTFT."
     )
+    spec_decode: SpecDecode | None = Field(
+        default=None, description="Speculative decoding every replica runs (None: off)."
+    )
+    spec_options: tuple[SpecDecode, ...] = Field(
+        default=(),
+        description="Speculative decoding settings to decide among besides none, by the "
+        "autoscaled fleet's cost (``solvers.spec_choice``); empty: not a decision.",
+    )
 
 
 class Stats(BaseModel):
@@ -244,6 +252,11 @@ class CapacityResult(BaseModel):
         description="Board power and energy of the static-mean fleet at the trace's mean rate and "
         "lengths (planner estimate's power object); None when it cannot be priced.",
     )
+    speculative_decision: dict[str, Any] | None = Field(
+        default=None,
+        description="Speculative decoding settings sized (none and each option's autoscaled "
+        "cost) and why the chosen one won; None when it was not a decision.",
+    )
 
 
 def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
@@ -272,6 +285,7 @@ def _shape(req: CapacityRequest, trace: Trace) -> tuple[Deployment, float]:
         confidence=req.confidence,
         max_isl=req.max_isl,
         max_osl=req.max_osl,
+        spec_decode=req.spec_decode,
     )
     best = plan(pr).best
     assert best.deployment.agg is not None
@@ -319,6 +333,7 @@ class _Predictor:
             arrival="gamma",
             arrival_cv=cv,
             prefix_hit=self.req.prefix_hit,
+            spec_decode=self.req.spec_decode,
         )
         r = evaluate_batch(
             self.m,
@@ -549,7 +564,17 @@ def _mean_power(
 
 
 def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
-    """Size every window of ``trace`` (see module docstring)."""
+    """Size every window of ``trace`` (see module docstring); speculative decoding decided among
+    ``req.spec_options`` where given (``solvers.spec_choice.capacity_with_spec``)."""
+    if req.spec_options:
+        from solvers.spec_choice import capacity_with_spec
+
+        return capacity_with_spec(trace, req, _capacity_one)
+    return _capacity_one(trace, req)
+
+
+def _capacity_one(trace: Trace, req: CapacityRequest) -> CapacityResult:
+    """Size every window of ``trace`` with ``req.spec_decode``."""
     if not trace.timed:
         raise PlannerInputError(
             "--trace", "capacity needs arrival times (arrival_s or BurstGPT's Timestamp)"

@@ -526,7 +526,15 @@ def evaluate_request(
     model = load_model(req.model, req.model_id)
     gpus = _distinct_gpus(req)
     space = space or _space(req, gpus)
-    load = Load(req.isl, req.osl, req.rate_per_s, req.concurrency, req.engine(), req.prefix_hit)
+    load = Load(
+        req.isl,
+        req.osl,
+        req.rate_per_s,
+        req.concurrency,
+        req.engine(),
+        req.prefix_hit,
+        req.spec_decode,
+    )
     bands = bands or packaged_bands()
     # the plan's own test (Evaluated.feasible) for the counts the search sizes
     edge = _slo_factors(model, req, bands)

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import PlannerInputError
+from planner.emitters.types import Speculative
 from planner.engines import DEFAULT_ENGINE
 from planner.engines.calibration import PACKAGED, EngineConstants, EnginePolicy
 from planner.perf.deployment import Deployment, ShapeRules
@@ -18,6 +19,7 @@ from planner.perf.power import (
     PUE_HELP,
     PowerSummary,
 )
+from planner.workload.spec import SpecDecode
 from solvers.counts import MAX_BUDGET_GPUS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -153,6 +155,14 @@ class PlanRequest(BaseModel):
     hardware_dirs: tuple[str, ...] = Field(
         default=(), description="Extra folders of GPU spec files."
     )
+    spec_decode: SpecDecode | None = Field(
+        default=None, description="Speculative decoding every candidate runs (None: off)."
+    )
+    spec_options: tuple[SpecDecode, ...] = Field(
+        default=(),
+        description="Speculative decoding settings to decide among besides none "
+        "(``solvers.spec_choice``); empty: not a decision.",
+    )
     engine_constants: EngineConstants = Field(
         default=PACKAGED,
         exclude=True,
@@ -212,6 +222,9 @@ class Choice(BaseModel):
         default=None,
         description="Board power and energy at the planned load (planner.perf.power, "
         "planner estimate's power object).",
+    )
+    speculative: Speculative | None = Field(
+        default=None, description="Speculative decoding the deployment runs; None: off."
     )
 
 
@@ -283,6 +296,11 @@ class PlanResult(BaseModel):
         default=None,
         description="Prefix caching priced (tiers, routing, hit rates; solvers.plan_prefix); "
         "None when not priced.",
+    )
+    speculative_decision: dict[str, object] | None = Field(
+        default=None,
+        description="Speculative decoding settings planned (none and each option's best score) "
+        "and why the chosen one won; None when it was not a decision.",
     )
     at_prediction: Choice | None = Field(
         default=None,

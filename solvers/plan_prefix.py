@@ -31,9 +31,9 @@ from planner.perf.memory_plan import plan_memory
 from planner.perf.prefix_cache import POLICIES, Policy, PrefixCacheReport, plan_tiers, replay
 from planner.uncertainty.bands import Bands
 from planner.workload.traces import Trace
-from solvers.plan import plan
 from solvers.plan_models import PlanRequest, PlanResult
 from solvers.prefix_tiers import DEFAULT_HOST_KV_GIB, MAX_PRICED_HIT
+from solvers.spec_choice import plan_with_spec as plan
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 REFINEMENTS = 2

@@ -20,6 +20,7 @@ from planner.cli.cmd_power import add_energy_args, power_rows
 from planner.cli.common import add_format, add_hardware_dir, positive_float, positive_int
 from planner.cli.output import print_json, render_kv, render_table
 from planner.cli.recipe_args import add_max_lengths
+from planner.cli.spec_args import add_spec_args, spec_options
 from planner.engines import DEFAULT_ENGINE, engine_names
 from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE, OBJECTIVE_HELP
 
@@ -125,6 +126,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     p.add_argument("--force", action="store_true", help="overwrite --out / --xlsx")
     add_prefix_args(p)
     add_format(p)
+    add_spec_args(p)
     p.set_defaults(func=cmd_capacity)
 
     g = sub.add_parser(
@@ -202,7 +204,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.workload.traces import check_out, read_trace
     from solvers.capacity import CapacityRequest
 
-    limit = load_model(args.model).max_position_embeddings
+    model = load_model(args.model)
+    limit = model.max_position_embeddings
     trace, too_long, max_isl, max_osl = trace_within(
         read_trace(args.trace, where=tuple(args.trace_where)),
         limit,
@@ -235,6 +238,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         objective=args.objective,
         electricity_price=args.electricity_price,
         pue=args.pue,
+        spec_options=spec_options(args, model),
     )
     for path, flag in ((args.out, "--out"), (args.xlsx, "--xlsx")):
         if path is not None:
@@ -274,6 +278,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     print()
     print(render_table(_fleet_rows(res)))
     print_prefix(res)
+    if res.speculative_decision:
+        print(f"speculative decoding: {res.speculative_decision['why']}")
     if res.power is not None:
         title = "Power and energy (GPU boards) of the static-mean fleet at the trace's mean rate"
         print("\n" + render_kv(power_rows(res.power), title))

@@ -17,7 +17,6 @@ from planner.cli.common import (
     add_model_arg,
     client_count,
     float_in,
-    fraction,
     gpu_count,
     int_in,
     model_of,
@@ -28,13 +27,15 @@ from planner.cli.common import (
 from planner.cli.field_help import LOAD, add_worker_flags, engine_limits, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 from planner.cli.recipe_args import add_max_lengths, check_one_request, estimate_memory
+from planner.cli.spec_args import add_spec_args, spec_decode_of
 from planner.engines import DEFAULT_ENGINE, engine_names
 from planner.errors import PlannerInputError
+from planner.model.spec import ModelSpec
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.perf.estimate import Estimate, estimate
 from planner.perf.power import cap_for, parse_power_caps
-from planner.workload.spec import LengthSpec, SpecDecode, Workload, max_lengths
+from planner.workload.spec import LengthSpec, Workload, max_lengths
 from planner.workload.traces import trace_lengths
 
 MAX_SIM_REQUESTS = 200_000
@@ -95,15 +96,7 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True, role_gpus: bo
     p.add_argument(
         "--prefix-hit", type=float_in(0, 0.99), default=0.0, help=flag_help(LOAD, "--prefix-hit")
     )
-    p.add_argument(
-        "--spec-draft-len",
-        type=int_in(0, 16),
-        default=0,
-        help=flag_help(LOAD, "--spec-draft-len", "0, no speculative decoding"),
-    )
-    p.add_argument(
-        "--spec-acceptance", type=fraction, default=0.7, help=flag_help(LOAD, "--spec-acceptance")
-    )
+    add_spec_args(p)
     p.add_argument("--mode", choices=("agg", "disagg"), default="agg")
     for flag in (
         "prefill-tp",
@@ -120,8 +113,8 @@ def _add_common(p: argparse.ArgumentParser, required: bool = True, role_gpus: bo
     add_calibration(p)
 
 
-def workload_from(args: argparse.Namespace) -> Workload:
-    """Workload from CLI flags."""
+def workload_from(args: argparse.Namespace, model: ModelSpec) -> Workload:
+    """Workload from CLI flags (speculative decoding checked against ``model``)."""
     if args.trace is not None:
         try:
             isl, osl = trace_lengths(args.trace)
@@ -134,11 +127,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
         osl = LengthSpec(
             mean=args.osl, dist="lognormal" if args.osl_cv else "fixed", cv=args.osl_cv
         )
-    sd = (
-        SpecDecode(draft_len=args.spec_draft_len, acceptance=args.spec_acceptance)
-        if args.spec_draft_len
-        else None
-    )
+    sd = spec_decode_of(args, model)
     return Workload(
         isl=isl,
         osl=osl,
@@ -226,7 +215,8 @@ def role_gpus(args: argparse.Namespace) -> tuple[GpuSpec, GpuSpec]:
 def cmd_estimate(args: argparse.Namespace) -> int:
     gpu, prefill_gpu = role_gpus(args)
     consts, bands = calibration_from(args, gpu.key)
-    model, wl = model_of(args), workload_from(args)
+    model = model_of(args)
+    wl = workload_from(args, model)
     max_isl, max_osl = max_lengths(
         wl.isl.mean,
         wl.osl.mean,
@@ -333,7 +323,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             f"simulate replays at most {MAX_SIM_REQUESTS:,} requests, got {args.bench_requests:,}",
         )
     policy = use_profile(args, get_gpu(args.gpu).key).policy(args.backend)
-    return simulate_cli(args, workload_from(args), _workers(args), policy)
+    wl = workload_from(args, model_of(args))
+    if wl.spec_decode is not None:
+        raise PlannerInputError(
+            "--spec-method", "simulate does not replay speculative decoding; use estimate"
+        )
+    return simulate_cli(args, wl, _workers(args), policy)
 
 
 def cmd_validate_e2e(args: argparse.Namespace) -> int:

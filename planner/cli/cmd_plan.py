@@ -25,6 +25,7 @@ from planner.cli.field_help import PLAN, flag_help
 from planner.cli.output import print_json, render_kv, render_table, to_jsonable
 from planner.cli.plan_trace import add_plan_trace_args, plan_prefix_args, prefix_table
 from planner.cli.recipe_args import add_listen_host, add_max_lengths, check_one_request
+from planner.cli.spec_args import add_spec_args, spec_options
 from planner.engines import DEFAULT_ENGINE, engine_names
 
 
@@ -106,6 +107,7 @@ def register(sub: Any, groups: dict[str, Any]) -> None:
     add_format(p)
     add_calibration(p)
     add_plan_trace_args(p)
+    add_spec_args(p)
     p.set_defaults(func=cmd_plan)
 
     f = sub.add_parser(
@@ -159,7 +161,8 @@ def _request(args: argparse.Namespace) -> Any:
     from planner.workload.spec import max_lengths
     from solvers.plan import PlanRequest
 
-    limit = load_model(args.model, args.model_id or "").max_position_embeddings
+    model = load_model(args.model, args.model_id or "")
+    limit = model.max_position_embeddings
     max_isl, max_osl = max_lengths(
         args.isl, args.osl, args.max_isl, args.max_osl, limit, args.model
     )
@@ -188,6 +191,7 @@ def _request(args: argparse.Namespace) -> Any:
         weight_quants=tuple(args.weight_quant),
         node_gpus=args.node_gpus,
         hardware_dirs=tuple(args.hardware_dir),
+        spec_options=spec_options(args, model),
     )
 
 
@@ -350,6 +354,8 @@ def plan_table(r: Any) -> str:
         or r.binding_constraint,
         **_headroom_rows(r.best.headroom),
     }
+    if r.speculative_decision:
+        rows["speculative decoding"] = r.speculative_decision["why"]
     parts.append(render_kv(rows, "Recommended deployment"))
     if r.best.power is not None:
         parts += ["", render_kv(power_rows(r.best.power), "Power and energy (GPU boards)")]

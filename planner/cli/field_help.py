@@ -17,7 +17,7 @@ from planner.cli.common import (
 )
 from planner.engines.calibration import engine
 from planner.perf.deployment import Parallelism, WorkerConfig
-from planner.workload.spec import SpecDecode, Workload
+from planner.workload.spec import Workload
 from solvers.plan import PlanRequest
 from solvers.plan_prefix import PrefixPlanRequest
 
@@ -41,8 +41,6 @@ LOAD: dict[str, tuple[type[BaseModel], str]] = {
     "--arrival": (Workload, "arrival"),
     "--arrival-cv": (Workload, "arrival_cv"),
     "--prefix-hit": (Workload, "prefix_hit"),
-    "--spec-draft-len": (SpecDecode, "draft_len"),
-    "--spec-acceptance": (SpecDecode, "acceptance"),
 }
 """Flags of the offered load (``planner estimate``, ``simulate``)."""
 

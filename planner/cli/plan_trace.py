@@ -120,8 +120,8 @@ def trace_load(args: argparse.Namespace) -> Any:
 def plan_prefix_args(args: argparse.Namespace, request: Any, bands: Any) -> Any:
     """``plan`` with the trace's load and prefix caching priced (``args`` as ``trace_load``
     left it; ``request`` builds the PlanRequest from it)."""
-    from solvers.plan import plan
     from solvers.plan_prefix import PrefixPlanRequest, plan_stated_hit, plan_with_prefix
+    from solvers.spec_choice import plan_with_spec
 
     hit = args.prefix_hit
     if hit is not None and not 0 <= hit <= 0.99:
@@ -144,7 +144,7 @@ def plan_prefix_args(args: argparse.Namespace, request: Any, bands: Any) -> Any:
             routing=args.routing,
         )
         return plan_with_prefix(trace, req, preq, bands)
-    return plan_stated_hit(req, hit, bands) if hit else plan(req, bands)
+    return plan_stated_hit(req, hit, bands) if hit else plan_with_spec(req, bands)
 
 
 def prefix_table(r: Any) -> str:

@@ -20,7 +20,7 @@ from planner.emitters.context import at_address, check_fits_one_request, check_h
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile, parse_plan
 from planner.emitters.plan_md import plan_markdown
-from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, Slot
+from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, Slot, Speculative
 from planner.emitters.writer import argv, script, shell_line
 from planner.engines import get_engine
 from planner.errors import PlannerInputError
@@ -254,6 +254,18 @@ class Emitter(Protocol):
         ...
 
 
+def check_speculative(spec: Speculative | None) -> None:
+    """Refuse a draft the emitters cannot name: an EAGLE-3 head or a draft model is a checkpoint
+    of its own, and the plan does not carry its identity (identity is sacred: never guess one)."""
+    if spec is not None and spec.method != "mtp":
+        raise PlannerInputError(
+            "plan",
+            f"best.speculative.method {spec.method!r}: emitting needs the draft checkpoint's "
+            "identity, which the plan does not carry; only mtp (the model's own MTP layers) is "
+            "emitted. Plan with --spec-method mtp or none.",
+        )
+
+
 def emitter(backend: str) -> Emitter:
     """The emitter module of engine ``backend``."""
     module: Emitter = importlib.import_module(get_engine(backend).emitter)  # type: ignore[assignment]
@@ -271,6 +283,7 @@ def engine_build(
     (``host``: the address servers and the router listen on; empty: the default)."""
     flags = Flags(backend, version)
     module = emitter(backend)
+    check_speculative(plan.best.speculative)
     dep = plan.best.deployment
     gpus = role_gpus(dep, hardware_dirs)
     gpu = _gpu(dep, hardware_dirs)

@@ -306,6 +306,7 @@ def load_arrays(
         osl_cs2=np.full(k, max(osl_cs2, 0.0)),
         tokens_per_step=np.full(k, sd.tokens_per_step if sd else 1.0),
         step_multiplier=np.full(k, 1.0 + sd.draft_len * sd.draft_cost_ratio if sd else 1.0),
+        verify_tokens=np.full(k, float(sd.verify_tokens) if sd else 1.0),
         request_overhead_s=_arr(request_overhead_s, k, 0.0),
     )
 
@@ -510,7 +511,7 @@ def predict(
     consts = recorded.constants
     conc = np.where(c.own_concurrency, c.concurrency, w.concurrency if w.concurrency else np.nan)
     load = load_arrays(w, k, conc, constant(cal, "request_overhead_s", k, consts))
-    setting = WorkerSetting(m, gpu, cal, req.gpu_memory_utilization, recorded)
+    setting = WorkerSetting(m, gpu, cal, req.gpu_memory_utilization, recorded, w.spec_decode)
     dec_par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     tokens = np.asarray(load.isl + load.osl * cal.kv_held_osl_fraction.value)
     dec_role = RoleColumns(dec_par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)

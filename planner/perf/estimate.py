@@ -283,6 +283,20 @@ def step_breakdowns(
     return out, decode
 
 
+def _spec_provenance(wl: Workload) -> dict[str, str]:
+    """Where the speculative-decoding numbers came from (empty without it)."""
+    sd = wl.spec_decode
+    if sd is None:
+        return {}
+    acc = ",".join(f"{a:g}" for a in sd.acceptance)
+    return {
+        "speculative": f"{sd.method}, {sd.draft_len} drafted tokens, acceptance {acc} "
+        f"-> {sd.tokens_per_step:.4g} tokens per step; draft step {sd.draft_cost_ratio:.3g} of a "
+        "target step (parameters touched per token, planner.perf.spec_decode)",
+        "speculative.acceptance": sd.source or "given",
+    }
+
+
 def _provenance(policy: EnginePolicy, cost: StepCost) -> dict[str, str]:
     cal = policy.calibration
     prov = {f"op:{name}": src for name, src in cost.provenance}
@@ -484,6 +498,7 @@ def _estimate(
             **_provenance(policy, decode_cost),
             "kernels": str(kernel_calibration(gpu)["detail"]),
             "bands": bands_source,
+            **_spec_provenance(wl),
         },
         provenance_mix=source_shares(decode_cost),
         saturated=capacity is not None,

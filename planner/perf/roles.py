@@ -31,7 +31,7 @@ from planner.perf.batch import (
     parallel_arrays,
 )
 from planner.perf.opgraph import StepMix
-from planner.perf.serving import _steps, prefill_times
+from planner.perf.serving import _steps, prefill_times, verify_rows
 from planner.perf.step import OpPricer
 from planner.perf.workers import RoleColumns, WorkerSetting, prefill_kernels, worker_arrays
 from planner.workload.spec import Workload
@@ -106,8 +106,9 @@ def decode_role(
     par = parallel_arrays(gpu, c.tp, c.pp, c.dp, c.ep, c.weight_quant, c.kv_dtype)
     tokens = np.asarray(load.isl + load.osl * cal.kv_held_osl_fraction.value)
     role = RoleColumns(par, c.max_num_seqs, c.max_num_batched_tokens, c.workers, tokens)
-    setting = WorkerSetting(m, gpu, cal, gpu_memory_utilization)
+    setting = WorkerSetting(m, gpu, cal, gpu_memory_utilization, spec_decode=w.spec_decode)
     dec = worker_arrays(setting, role, lockstep_share(w, load.concurrency, cal))
-    mix = StepMix(np.maximum(batch, 1.0), load.isl + load.osl / 2.0, zero, zero, zero)
+    ctx = load.isl + load.osl / 2.0
+    mix = StepMix(*verify_rows(load, np.maximum(batch, 1.0), ctx), zero, zero, zero)
     t = _steps(m, op_pricer(gpu, pricer), dec, [mix])[0]
     return DecodeRole(t * load.step_multiplier, dec.seq_capacity)

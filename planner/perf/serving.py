@@ -91,6 +91,7 @@ class LoadArrays:
     tokens_per_step: np.ndarray  # speculative decoding: tokens emitted per target step
     step_multiplier: np.ndarray  # speculative decoding: (target + draft) / target step time
     request_overhead_s: np.ndarray
+    verify_tokens: np.ndarray  # speculative decoding: tokens verified per sequence (1: none)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,13 @@ def _prefill_plan(isl_c: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.n
     """(chunks a prompt needs, tokens per chunk) with ``free`` chunk tokens per step."""
     chunks = np.ceil(isl_c / free)
     return chunks, isl_c / chunks
+
+
+def verify_rows(load: LoadArrays, b: np.ndarray, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(token rows, context per row) of ``b`` decodes at ``ctx``: with speculative decoding the
+    verify step's ``b·v`` rows (every linear layer sees ``v`` tokens per sequence) read the same KV
+    as ``b`` plain decodes, ``b·v`` rows at ``ctx / v`` (``planner.perf.spec_decode``)."""
+    return b * load.verify_tokens, ctx / load.verify_tokens
 
 
 def free_chunk(chunk_tokens: np.ndarray, decode_batch: np.ndarray) -> np.ndarray:
@@ -374,7 +382,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     if closed.all():
         s = n / (dsteps + 1.0)
     else:
-        t0 = _steps(m, pricer, w, [StepMix(n, ctx, zero, zero, zero)])[0]
+        t0 = _steps(m, pricer, w, [StepMix(*verify_rows(load, n, ctx), zero, zero, zero)])[0]
         s = np.where(closed, n / (dsteps + 1.0), load.rate_per_s * t0)
     conv, hist = _Convergence(np.zeros(s.shape, dtype=bool)), _SecantHistory.empty(s.shape)
     tiled3 = _tiled(w, 3)
@@ -387,14 +395,15 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
         free = free_chunk(w.chunk_tokens, b)
         chunks, own, prior = prompt_chunks(load.isl_compute, free)
         p = prefill_step_tokens(x, load.isl_compute, own, free, t)
+        bv = verify_rows(load, b, ctx)
         t_pre, t_full, t_dec = _steps(
             m,
             pricer,
             w,
             [
-                StepMix(b, ctx, p, own, prior),
-                StepMix(b, ctx, free, own, prior),
-                StepMix(b, ctx, zero, zero, zero),
+                StepMix(*bv, p, own, prior),
+                StepMix(*bv, free, own, prior),
+                StepMix(*bv, zero, zero, zero),
             ],
             tiled3,
         )
@@ -418,7 +427,7 @@ def solve_agg(m: ModelSpec, pricer: OpPricer, w: WorkerArrays, load: LoadArrays)
     x, t, b, t_pre, t_dec, f, work, t_own, z, r, p, chunks, own, prior = conv.result(state)
     ttft, saturated = _finish(load, r, t_own, z, x, cap)
     # the step of a prompt's chunk with no other prompt in it (the spread of TTFT, ``_cohort``)
-    t_alone = _steps(m, pricer, w, [StepMix(b, ctx, own, own, prior)])[0]
+    t_alone = _steps(m, pricer, w, [StepMix(*verify_rows(load, b, ctx), own, own, prior)])[0]
     res = ServingArrays(
         ttft_s=ttft,
         ttft_own_s=t_own,
@@ -485,7 +494,10 @@ def lockstep_agg(
     p = np.minimum(w.chunk_tokens, n * isl_c)
     chunks, own, prior = prompt_chunks(isl_c, np.maximum(w.chunk_tokens, 1.0))
     t_pre, t_dec = _steps(
-        m, pricer, w, [StepMix(zero, ctx, p, own, prior), StepMix(n, ctx, zero, zero, zero)]
+        m,
+        pricer,
+        w,
+        [StepMix(zero, ctx, p, own, prior), StepMix(*verify_rows(load, n, ctx), zero, zero, zero)],
     )
     t_dec = t_dec * load.step_multiplier
     work = isl_c * t_pre / p  # seconds of prefill per prompt of the wave
@@ -670,7 +682,10 @@ def solve_disagg(
     chunks, t_one = pt.chunks, pt.t_one
     work = pt.work / wp.workers
     b = n / wd.workers
-    t = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
+    t = (
+        _steps(m, pricer, wd, [StepMix(*verify_rows(load, b, ctx), zero, zero, zero)])[0]
+        * load.step_multiplier
+    )
     t0 = t
     x = np.where(closed, n / (chunks * t_one + t_kv + (dsteps + 1.0) * t0), load.rate_per_s)
     # as in solve_agg, the map depends on the state only through s = X·t: a secant in log s
@@ -681,7 +696,8 @@ def solve_disagg(
         with np.errstate(invalid="ignore", divide="ignore"):
             t = np.where(closed, t0, s / load.rate_per_s)
         b = np.clip(x * dsteps * t / wd.workers, 1.0, cap / wd.workers)
-        t_new = _steps(m, pricer, wd, [StepMix(b, ctx, zero, zero, zero)])[0] * load.step_multiplier
+        mix = StepMix(*verify_rows(load, b, ctx), zero, zero, zero)
+        t_new = _steps(m, pricer, wd, [mix])[0] * load.step_multiplier
         # own prefill (+ half a prefill step of joining), KV transfer, then on the decode worker the
         # rest of the step in progress when the KV lands (half a step on average, as a prompt
         # joining an aggregated engine waits for it) and the first decode step

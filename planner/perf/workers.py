@@ -16,8 +16,10 @@ from planner.engines.calibration import EngineCalibration
 from planner.engines.kv_pool import default_pool_util
 from planner.model.spec import ModelSpec
 from planner.perf import memory as memory_batch
+from planner.perf import spec_decode
 from planner.perf.opgraph import ParallelArrays
 from planner.perf.serving import WorkerArrays
+from planner.workload.spec import SpecDecode
 
 Constants = Mapping[str, np.ndarray]
 """Per-candidate values (shape (K,)) of fitted engine constants, by ``EngineCalibration`` field
@@ -71,6 +73,8 @@ class WorkerSetting:
     cal: EngineCalibration
     util: float | np.ndarray
     recorded: RecordedLaunch = NOT_RECORDED
+    spec_decode: SpecDecode | None = None
+    """Speculative decoding the workers run: its draft's weights and KV share the memory."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,14 @@ def worker_arrays(
         util = default_pool_util(
             rec.kv_pool, s.m, s.gpu, role.par, role.chunk, role.seqs, util, rec.pool_flag
         )
-    cap = memory_batch.seq_capacity(s.m, s.gpu, role.par, role.chunk, role.seqs, role.tokens, util)
+    if s.spec_decode is not None:
+        cap = spec_decode.seq_capacity(
+            s.m, s.gpu, role.par, (role.chunk, role.seqs, role.tokens), util, s.spec_decode
+        )
+    else:
+        cap = memory_batch.seq_capacity(
+            s.m, s.gpu, role.par, role.chunk, role.seqs, role.tokens, util
+        )
     k = role.seqs.shape[0]
     return WorkerArrays(
         role.par,

@@ -16,6 +16,7 @@ from hardware.errors import InfeasibleError, PlannerInputError
 from hardware.spec import GpuSpec
 from planner.engines.calibration import policy_of
 from planner.model.bundled import BundledModel, load_model
+from planner.model.spec import ModelSpec
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.perf.estimate import estimate
 from planner.perf.power import (
@@ -27,8 +28,9 @@ from planner.perf.power import (
     load_params,
     role_loads,
 )
+from planner.perf.spec_decode import default_acceptance, draft_cost_ratio
 from planner.replay_e2e.rows import resolve_gpu, resolve_model
-from planner.workload.spec import LengthSpec, Workload
+from planner.workload.spec import LengthSpec, SpecDecode, Workload
 
 COLUMNS: tuple[str, ...] = (
     "hardware",
@@ -53,6 +55,12 @@ INITIAL = PowerParams(0.15, 0.2, 0.3, 100.0, "initial guess")
 KV_DTYPE = "fp8"
 """ASSUMPTION: the runs keep KV in fp8 (the file records no KV dtype; InferenceX's SGLang
 Qwen3.5 launch script passes --kv-cache-dtype fp8_e4m3, lab/inferencemax_recipes.yaml)."""
+MTP_DRAFT_LEN = 3
+"""ASSUMPTION: an MTP run drafts 3 tokens per step (the file records no draft length). SGLang's
+Qwen3.5 recipe runs ``--speculative-algorithm NEXTN --speculative-num-steps 3
+--speculative-eagle-topk 1 --speculative-num-draft-tokens 4`` (docs.sglang.io cookbook, Qwen3.5;
+the same 3/1/4 is SGLang's ``auto_choose_speculative_params`` default for DeepSeek-V3 in
+python/sglang/srt/server_args.py; other architectures get 5 steps, top-4, 8 tokens)."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,7 @@ def read_runs(path: Path) -> pd.DataFrame:
 
 def skip_reason(row: pd.Series, model: BundledModel | None) -> str | None:
     """Why a run is not priced, None when it is."""
-    if str(row["specMethod"]).strip().lower() not in ("none", "", "nan"):
+    if str(row["specMethod"]).strip().lower() not in ("none", "", "nan", "mtp"):
         return "speculative_decoding"
     if str(row["framework"]).strip().lower() != "sglang":
         return "unknown_engine"
@@ -98,9 +106,26 @@ def skip_reason(row: pd.Series, model: BundledModel | None) -> str | None:
     return None
 
 
-def price_run(i: int, row: pd.Series, model: BundledModel) -> PricedRun | str:
-    """The serving model's throughput and activity of one run (its recorded TP/EP, clients and
-    mean lengths), or the reason it cannot be priced."""
+def spec_of(row: pd.Series, m: ModelSpec, acceptance: float | None = None) -> SpecDecode | None:
+    """The speculative decoding an MTP run ran (``MTP_DRAFT_LEN`` tokens; ``acceptance`` per
+    position, default the packaged one of the model's family), None for the others."""
+    if str(row["specMethod"]).strip().lower() != "mtp":
+        return None
+    acc, source = default_acceptance("mtp", m.family)
+    return SpecDecode(
+        method="mtp",
+        draft_len=MTP_DRAFT_LEN,
+        acceptance=(acceptance,) if acceptance is not None else acc,
+        draft_cost_ratio=draft_cost_ratio(m, "mtp"),
+        source=source if acceptance is None else "given",
+    )
+
+
+def price_run(
+    i: int, row: pd.Series, model: BundledModel, acceptance: float | None = None
+) -> PricedRun | str:
+    """The serving model's throughput and activity of one run (its recorded TP/EP, clients, mean
+    lengths and MTP, ``spec_of``), or the reason it cannot be priced."""
     gpu = resolve_gpu(row["hardware"])
     assert gpu is not None
     m = load_model(model.key)
@@ -112,6 +137,7 @@ def price_run(i: int, row: pd.Series, model: BundledModel) -> PricedRun | str:
         osl=LengthSpec(mean=float(row["total_output_tokens"]) / done),
         concurrency=int(row["conc"]),
         bench_requests=max(done, int(row["conc"])),
+        spec_decode=spec_of(row, m, acceptance),
     )
     worker = WorkerConfig(
         parallel=Parallelism(tp=tp // dp, dp=dp, ep=ep),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hardware.errors import PlannerInputError
 from hardware.input_files import check_number, csv_rows
@@ -70,26 +70,52 @@ class LengthSpec(BaseModel):
 
 
 class SpecDecode(BaseModel):
-    """Speculative decoding: a draft proposes ``draft_len`` tokens,
-    each accepted with ``acceptance``."""
+    """Speculative decoding: a draft (``method``) proposes ``draft_len`` tokens per iteration, the
+    target verifies them in one step; position i is kept with probability ``acceptance[i]`` when
+    every position before it was (``planner.perf.spec_decode``)."""
 
     model_config = _FROZEN
-    draft_len: int = Field(ge=1, le=16, description="Tokens proposed per step.")
-    acceptance: float = Field(ge=0, le=1, description="Per-token acceptance probability.")
+    method: Literal["mtp", "eagle3", "draft"] = Field(
+        default="mtp", description="Draft: the checkpoint's MTP head, an EAGLE-3 head or a model."
+    )
+    draft_len: int = Field(ge=1, le=16, description="Tokens proposed per iteration (draft steps).")
+    acceptance: tuple[float, ...] = Field(
+        min_length=1,
+        max_length=16,
+        description="Per-position acceptance probabilities; one value means every position.",
+    )
     draft_cost_ratio: float = Field(
         default=0.05,
         ge=0,
         le=1,
-        description="Draft step cost / target step cost per proposed token (MTP head ~ one layer "
-        "of 61).",
+        description="One draft step's time / one target decode step's, from the parameters each "
+        "touches per token (``spec_decode.draft_cost_ratio``).",
     )
+    draft_model: str = Field(default="", description="Draft checkpoint (method 'draft').")
+    source: str = Field(default="", description="Where the acceptance came from.")
+
+    @field_validator("acceptance")
+    @classmethod
+    def _probabilities(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not 0.0 <= a <= 1.0 for a in v):
+            raise ValueError("acceptance probabilities must lie in [0, 1]")
+        return v
 
     @property
     def tokens_per_step(self) -> float:
-        """Expected tokens emitted per target step: (1 - a^(k+1)) / (1 - a)
-        (Leviathan et al. 2023)."""
-        a, k = self.acceptance, self.draft_len
-        return float(k + 1) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
+        """Expected tokens emitted per iteration: E = 1 + sum_i prod_{j<=i} a_j."""
+        a = list(self.acceptance)[: self.draft_len]
+        a += [a[-1]] * (self.draft_len - len(a))
+        e, keep = 1.0, 1.0
+        for x in a:
+            keep *= x
+            e += keep
+        return e
+
+    @property
+    def verify_tokens(self) -> int:
+        """Tokens per sequence of the verify step (the draft's and the target's own)."""
+        return self.draft_len + 1
 
 
 class Workload(BaseModel):

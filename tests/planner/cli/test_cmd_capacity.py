@@ -283,3 +283,21 @@ def test_simulate_replays_a_plan_json(
     rep = json.loads(out)
     assert [w["replicas"] for w in rep["windows"]] == [workers, workers]
     assert rep["slo"]["ttft_ms"] == 500 and rep["overall"]["requests"] > 0
+
+
+def test_capacity_decides_speculative_decoding(
+    capsys: pytest.CaptureFixture[str], small: Path
+) -> None:
+    """At a TPOT SLO one H100 cannot meet for Llama 3.1 8B without drafting, capacity sizes the
+    fleet with EAGLE-3 and says why; with the default SLO it declines (no cheaper fleet)."""
+    capsys.readouterr()
+    tight = [a if a != "25" else "8" for a in CAP]
+    args = ("--window", "15m", "--spec-method", "eagle3", "--format", "json")
+    rc, out, err = run(capsys, "capacity", "--trace", str(small), *tight, *args)
+    assert rc == 0, err
+    d = json.loads(out)["speculative_decision"]
+    assert d["chosen"].startswith("eagle3") and "without" in d["why"]
+    assert d["options"][0] == {"setting": "none", "feasible": False}
+    rc, out, err = run(capsys, "capacity", "--trace", str(small), *CAP, *args)
+    assert rc == 0, err
+    assert json.loads(out)["speculative_decision"]["chosen"] == "none"

@@ -56,7 +56,8 @@ def test_plan_flags_are_mapped() -> None:
     shared = {"--help", "--model", "--model-id", "--hardware-dir", "--out", "--force"}
     shared |= {"--host", "--target"}  # how --out writes the bundle, not what is planned
     shared |= {"--trace"}  # the file the lengths and rate are read from
-    assert flags - shared - {"--format", "--calibration"} == set(MAPPED["plan"])
+    spec = {"--spec-method", "--spec-draft-model", "--spec-draft-len", "--spec-acceptance"}
+    assert flags - shared - spec - {"--format", "--calibration"} == set(MAPPED["plan"])
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
