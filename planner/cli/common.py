@@ -138,4 +138,5 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         if quiet or action.required or "default" in text or not action.option_strings:
             return text
         shown = ",".join(map(str, d)) if isinstance(d, list | tuple) else str(d)
+        shown = shown or "none"  # an empty string: the flag is off unless given
         return f"{text} (default: {shown.replace('%', '%%')})"
