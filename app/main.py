@@ -24,4 +24,4 @@ pages = [
     st.Page(VIEWS / "kernels.py", title="Kernels", url_path="kernels"),
     st.Page(VIEWS / "traffic.py", title="Traffic", url_path="traffic"),
 ]
-st.navigation(pages).run()
+st.navigation(pages, position="top").run()

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import streamlit as st
 import yaml
@@ -31,11 +31,13 @@ from planner.model.bundled import bundled_models, find_bundled
 from planner.workload.spec import LengthSpec
 from solvers.fleet import FleetSpec
 from solvers.plan import PlanRequest, plan
+from solvers.plan_models import Objective
 
 MODES = ("auto", "agg", "disagg")
 MODE_LABELS = {"auto": "auto (best of both)", "agg": "aggregated", "disagg": "disaggregated (P/D)"}
 BACKENDS = engine_names()
-OBJECTIVES = ("cost", "throughput-per-gpu", "gpus")
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
+"""The planner's objectives, its default (cost) first."""
 STALE_TEXT = "inputs changed - press Plan"
 """Shown over a result whose inputs differ from the form's."""
 
@@ -56,6 +58,8 @@ class PlanInputs:
     backend: str
     objective: str
     calibration: Fitted | None = None
+    max_lengths: tuple[int, int] | None = None
+    """Longest prompt and answer the deployment must accept (``max_lengths``), tokens."""
 
 
 @st.cache_resource(show_spinner=False)
@@ -113,6 +117,8 @@ def request(given: PlanInputs) -> PlanRequest:
         max_gpus=given.max_gpus,
         isl=isl,
         osl=osl,
+        max_isl=given.max_lengths[0] if given.max_lengths else None,
+        max_osl=given.max_lengths[1] if given.max_lengths else None,
         rate_per_s=given.load.get("rate_per_s"),
         concurrency=given.load.get("concurrency"),  # type: ignore[arg-type]
         ttft_ms=given.slo.ttft_ms,
