@@ -106,6 +106,12 @@ class Options(BaseModel):
     rps: tuple[float, ...] = Field(description="Requests/s one replica serves within the SLOs.")
     price: tuple[float, ...] = Field(description="USD per hour of one replica.")
     config: tuple[str, ...] = Field(description="Short description of each option.")
+    ttft_ms: tuple[float, ...] = Field(
+        default=(),
+        description="TTFT at the class's percentile as checked against its SLO (band edge at the "
+        "spec's confidence), ms, at the option's rate."
+    )
+    tpot_ms: tuple[float, ...] = Field(default=(), description="TPOT, as ``ttft_ms``, ms.")
 
 
 class Assignment(BaseModel):
@@ -121,6 +127,12 @@ class Assignment(BaseModel):
         description="Requests/s one replica serves within the SLOs."
     )
     cost_per_hour_usd: float = Field(description="USD per hour of these replicas.")
+    ttft_ms: float | None = Field(
+        default=None,
+        description="TTFT at the class's percentile as checked against its SLO, ms (at the "
+        "rate of requests_per_s_per_replica).",
+    )
+    tpot_ms: float | None = Field(default=None, description="TPOT, as ttft_ms, ms.")
 
 
 class FleetResult(BaseModel):
@@ -198,6 +210,8 @@ def build_options(spec: FleetSpec) -> Options:
                         ev.summary(i).replace(
                             " x" + str(int(ev.blocks[0].replicas[ev.local[i]])), " x1"
                         ),
+                        float(ev.ttft_edge[i]),
+                        float(ev.tpot_edge[i]),
                     ),
                     strict=True,
                 ):
@@ -287,6 +301,8 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
                 gpus_per_replica=opt.gpus[o],
                 requests_per_s_per_replica=opt.rps[o],
                 cost_per_hour_usd=r * opt.gpus[o] * opt.price[o],
+                ttft_ms=opt.ttft_ms[o] if opt.ttft_ms else None,
+                tpot_ms=opt.tpot_ms[o] if opt.tpot_ms else None,
             )
         )
     full = [p.gpu for p in spec.gpus if p.available and used[p.gpu] >= p.available]
