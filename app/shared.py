@@ -99,7 +99,11 @@ def seed(name: str, allowed: list[str] | None = None) -> str:
     """Put the stored value of ``name`` into its widget's state before the widget is drawn (a
     value not among ``allowed`` falls back to the default) and return the widget key."""
     k = key(name)
-    if k not in st.session_state:
+    if k in st.session_state:
+        # a widget of the same key on another page is a new widget to Streamlit: set the value
+        # again so the new one starts from it instead of its own default
+        st.session_state[k] = st.session_state[k]
+    else:
         value = store()[name]
         if allowed is not None:
             if isinstance(value, list):

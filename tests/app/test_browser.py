@@ -116,7 +116,7 @@ def test_default_plan_renders_with_chart(page: Any, server: str) -> None:
 def test_changing_an_input_greys_the_result(page: Any, server: str) -> None:
     _plan_loaded(page, server)
     assert page.get_by_text(STALE).count() == 0
-    gpus = page.locator(".st-key-plan_gpus")
+    gpus = page.locator(".st-key-in_gpus")
     gpus.get_by_role("combobox").click()
     page.get_by_role("option", name=NEW_GPU, exact=True).click()
     page.keyboard.press("Escape")

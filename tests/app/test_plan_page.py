@@ -79,13 +79,13 @@ def test_default_plan_equals_library() -> None:
 
 def test_changed_inputs_and_button_give_the_library_answer() -> None:
     at = page("plan")
-    widget(at.multiselect, "plan_gpus").set_value(["b200_sxm"])
-    widget(at.number_input, "plan_tpot").set_value(40.0)
-    widget(at.selectbox, "plan_pct").set_value("p99")
-    widget(at.radio, "plan_load").set_value("Rate").run()
-    widget(at.number_input, "plan_rate").set_value(4.0)
-    widget(at.selectbox, "plan_mode").set_value("agg")
-    widget(at.selectbox, "plan_backend").set_value("sglang")
+    widget(at.multiselect, "in_gpus").set_value(["b200_sxm"])
+    widget(at.number_input, "in_tpot").set_value(40.0)
+    widget(at.selectbox, "in_pct").set_value("p99")
+    widget(at.radio, "in_load").set_value("Rate").run()
+    widget(at.number_input, "in_rate").set_value(4.0)
+    widget(at.selectbox, "in_mode").set_value("agg")
+    widget(at.selectbox, "in_backend").set_value("sglang")
     widget(at.number_input, "plan_price").set_value(2.5)
     at.button(key="plan_button").click().run()
     no_errors(at)
@@ -162,7 +162,7 @@ def test_bad_upload_is_one_line_and_the_app_recovers(content: bytes, needle: str
 
 def test_impossible_slo_is_a_readable_error_then_recovers() -> None:
     at = page("plan")
-    widget(at.number_input, "plan_tpot").set_value(0.001)
+    widget(at.number_input, "in_tpot").set_value(0.001)
     at.button(key="plan_button").click().run()
     assert not at.exception
     with pytest.raises(Exception) as caught:
@@ -170,7 +170,7 @@ def test_impossible_slo_is_a_readable_error_then_recovers() -> None:
     assert at.error[0].value == f"No plan: {error_text(caught.value)}"
     assert "--tpot-ms" not in at.error[0].value and "TPOT SLO" in at.error[0].value
     assert not at.metric  # no stale recommendation under the error
-    widget(at.number_input, "plan_tpot").set_value(40.0)  # the default, met at the band edge
+    widget(at.number_input, "in_tpot").set_value(40.0)  # the default, met at the band edge
     at.button(key="plan_button").click().run()
     no_errors(at)
     assert metrics(at)["TPOT p90 (ms)"]
@@ -196,7 +196,7 @@ def test_trace_upload_plans_at_the_mean(tmp_path: Path) -> None:
 def test_changed_input_marks_the_result_stale() -> None:
     at = page("plan")
     assert not any(STALE_TEXT in w.value for w in at.warning)
-    widget(at.number_input, "plan_max_gpus").set_value(16).run()
+    widget(at.number_input, "in_max_gpus").set_value(16).run()
     assert any(STALE_TEXT in w.value for w in at.warning)
     at.button(key="plan_button").click().run()
     assert not any(STALE_TEXT in w.value for w in at.warning)
@@ -204,7 +204,7 @@ def test_changed_input_marks_the_result_stale() -> None:
 
 def test_several_gpu_types_each_get_a_line() -> None:
     at = page("plan")
-    widget(at.multiselect, "plan_gpus").set_value(["h200_sxm", "l4", "b200_sxm"])
+    widget(at.multiselect, "in_gpus").set_value(["h200_sxm", "l4", "b200_sxm"])
     at.button(key="plan_button").click().run()
     no_errors(at)
     why = at.table[0].value
@@ -215,8 +215,8 @@ def test_several_gpu_types_each_get_a_line() -> None:
 
 def test_rate_mode_shows_no_zero_clients() -> None:
     at = page("plan")
-    widget(at.radio, "plan_load").set_value("Rate").run()
-    widget(at.number_input, "plan_rate").set_value(1.0)
+    widget(at.radio, "in_load").set_value("Rate").run()
+    widget(at.number_input, "in_rate").set_value(1.0)
     at.button(key="plan_button").click().run()
     no_errors(at)
     top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
@@ -232,7 +232,7 @@ def test_dense_model_has_no_empty_breakdown_rows() -> None:
 
 def test_no_gpu_type_marks_that_field_and_keeps_the_form() -> None:
     at = page("plan")
-    widget(at.multiselect, "plan_gpus").set_value([]).run()
+    widget(at.multiselect, "in_gpus").set_value([]).run()
     assert not at.exception
     assert [e.value for e in at.error] == ["GPU types: choose at least one GPU type"]
     assert at.button(key="plan_button") and any(STALE_TEXT in w.value for w in at.warning)
