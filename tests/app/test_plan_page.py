@@ -27,6 +27,8 @@ DEFAULT = {
     "max_gpus": 8,
     "isl": 4000,
     "osl": 500,
+    "max_isl": 8000,  # as `planner plan`: twice the mean (planner.workload.spec.max_lengths)
+    "max_osl": 1000,
     "concurrency": 64,
     "ttft_ms": 5000.0,
     "tpot_ms": 40.0,
@@ -46,13 +48,11 @@ def assert_shows(at, want: dict) -> None:  # type: ignore[no-untyped-def, type-a
     pred = want["best"]["predicted"]
     assert got[f"TTFT {pct} (ms)"] == f"{fmt(pct_value(pred['ttft_ms'], pct))} ms"
     assert got[f"TPOT {pct} (ms)"] == f"{fmt(pct_value(pred['tpot_ms'], pct))} ms"
-    assert got["Output tokens/s per GPU"] == fmt(pred["output_tok_s_per_gpu"])
-    assert got["Output tokens/s per user"] == fmt(pred["output_tok_s_per_user"])
-    assert got["Cost per 1M output tokens"] == fmt_money(
-        want["best"]["cost_per_million_output_tokens"]
-    )
-    assert got["GPUs"] == fmt(want["best"]["gpus"])
-    assert got["Binding constraint"] == want["binding_constraint"]
+    assert got["Cost ($/hour)"] == fmt_money(want["best"]["cost_per_hour_usd"])
+    assert got["GPUs bought"] == fmt(want["best"]["gpus_bought"])
+    assert got["Binding limit"] == want["binding_constraint"]
+    objective = want["objective"]
+    assert any(f"(objective: {objective})" in c.value for c in at.caption)
     assert any(want["binding"]["sentence"] in m.value for m in at.markdown)
     sentence = config_text(want["best"]["deployment"], want["best"]["gpus"]).split(", ", 1)[1]
     assert any(sentence in m.value for m in at.markdown)
@@ -150,14 +150,14 @@ def test_bad_upload_is_one_line_and_the_app_recovers(content: bytes, needle: str
         ("config.json", content, "application/json")
     ).run()
     assert not at.exception
-    assert len(at.error) == 1 and needle in at.error[0].value
-    assert at.error[0].value.startswith("Model: ")  # marks its own field
-    assert "Traceback" not in at.error[0].value and "\n" not in at.error[0].value
+    field = [e.value for e in at.error if e.value.startswith("Model: ")]  # marks its own field
+    assert len(field) == 1 and needle in field[0]
+    assert "Traceback" not in field[0] and "\n" not in field[0]
     assert at.button(key="plan_button")  # the form stays
     widget(at.radio, "plan_model_src").set_value("Bundled").run()
     at.button(key="plan_button").click().run()
     no_errors(at)
-    assert metrics(at)["GPUs"]
+    assert metrics(at)["GPUs bought"]
 
 
 def test_impossible_slo_is_a_readable_error_then_recovers() -> None:
@@ -183,12 +183,14 @@ def test_trace_upload_plans_at_the_mean(tmp_path: Path) -> None:
     widget(at.file_uploader, "plan_trace").set_value(("trace.csv", trace, "text/csv"))
     at.button(key="plan_button").click().run()
     no_errors(at)
-    want = plan(PlanRequest(**{**DEFAULT, "isl": 2000, "osl": 300})).to_plan_dict()
+    req = {**DEFAULT, "isl": 2000, "osl": 300, "max_isl": 4000, "max_osl": 600}
+    want = plan(PlanRequest(**req)).to_plan_dict()
     assert at.session_state["plan_result"][0]["best"] == want["best"]
     assert any("ISL 2,000, OSL 300" in i.value for i in at.info)
     widget(at.file_uploader, "plan_trace").set_value(("trace.csv", b"a,b\n1,2\n", "text/csv")).run()
-    assert not at.exception and "isl,osl" in at.error[0].value
-    assert at.error[0].value.startswith("Trace CSV: ") and "/tmp" not in at.error[0].value
+    field = [e.value for e in at.error if e.value.startswith("Trace CSV: ")]
+    assert not at.exception and len(field) == 1 and "isl,osl" in field[0]
+    assert "/tmp" not in field[0]
     assert at.button(key="plan_button")  # the form stays
     assert any(STALE_TEXT in w.value for w in at.warning)  # the old result is marked stale
 
@@ -209,8 +211,11 @@ def test_several_gpu_types_each_get_a_line() -> None:
     no_errors(at)
     why = at.table[0].value
     assert len(why) == 3
-    assert (why["Why not"] == "recommended").sum() == 1
-    assert all(isinstance(v, str) and v for v in why["Why not"])
+    assert (why["Verdict"] == "recommended").sum() == 1
+    assert all(isinstance(v, str) and v for v in why["Verdict"])
+    for col in ("GPUs bought", "Cost ($/hour)", "Cost per 1M total tokens ($)", "Binding limit"):
+        assert col in why.columns
+    assert "None" not in why.to_string()
 
 
 def test_rate_mode_shows_no_zero_clients() -> None:
@@ -234,7 +239,8 @@ def test_no_gpu_type_marks_that_field_and_keeps_the_form() -> None:
     at = page("plan")
     widget(at.multiselect, "in_gpus").set_value([]).run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["GPU types: choose at least one GPU type"]
+    assert any("GPU types: choose at least one GPU type" in m.value for m in at.markdown)
+    assert [e.value for e in at.error] == ["Fix GPU types to plan (marked in the form)."]
     assert at.button(key="plan_button") and any(STALE_TEXT in w.value for w in at.warning)
 
 
