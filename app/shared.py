@@ -155,6 +155,7 @@ def link(page: str, **override: Any) -> str:
 
 def bad_query_note() -> None:
     """Say which URL values could not be read (they keep their defaults)."""
+    store()  # the first run reads the URL
     bad = st.session_state.get(BAD_QUERY) or []
     if bad:
         st.warning(
