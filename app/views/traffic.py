@@ -54,14 +54,22 @@ def _capacity(_trace: Trace, key: str, req: CapacityRequest) -> dict[str, Any]:
 
 
 def _number(
-    errors: FieldErrors, col: Any, label: str, default: float, rule: tuple[float, float, str]
+    errors: FieldErrors,
+    col: Any,
+    name: str,
+    label: str,
+    default: float,
+    rule: tuple[float, float, str],
+    at_least: bool = False,
 ) -> float:
-    """A page field checked against ``rule`` = (lowest exclusive, highest inclusive, unit)."""
+    """A page field (key ``traffic_<name>``) checked against ``rule`` = (lowest, highest, unit):
+    above the lowest (at least it, with ``at_least``) and at most the highest."""
     with col:
-        value = float(st.number_input(label, value=default, key=f"traffic_{label}"))
+        value = float(st.number_input(label, value=default, key=f"traffic_{name}"))
         low, high, unit = rule
-        if not low < value <= high:
-            ui_in.flag(errors, label, f"must be > {low:g} and ≤ {high:,.10g} {unit}".strip())
+        if (value < low if at_least else value <= low) or value > high:
+            word = "≥" if at_least else ">"
+            ui_in.flag(errors, label, f"must be {word} {low:g} and ≤ {high:,.10g} {unit}".strip())
     return value
 
 
@@ -78,12 +86,14 @@ def _trace_input(errors: FieldErrors) -> tuple[Trace | None, str]:
             return _uploaded(up.getvalue(), up.name), f"upload:{up.name}:{up.size}"
         return None, ""
     c1, c2 = st.columns(2)
-    hours = _number(errors, c1, "Hours", 24.0, (0, 24.0 * 7, "h"))
-    peak = _number(errors, c2, "Daily peak rate (requests/s)", 4.0, (0, 1e4, "requests/s"))
-    ratio = _number(errors, c1, "Peak / trough", 4.0, (0.999, 100.0, ""))
-    bursts = _number(errors, c2, "Bursts per day", 6.0, (-0.001, 100.0, ""))
-    minutes = _number(errors, c1, "Burst length (min)", 10.0, (0, 240.0, "min"))
-    factor = _number(errors, c2, "Burst factor (x rate)", 3.0, (0.999, 100.0, ""))
+    hours = _number(errors, c1, "hours", "Hours", 24.0, (0, 24.0 * 7, "h"))
+    peak = _number(errors, c2, "peak", "Daily peak rate (requests/s)", 4.0, (0, 1e4, "requests/s"))
+    ratio = _number(errors, c1, "ratio", "Peak / trough", 4.0, (1, 100.0, ""), at_least=True)
+    bursts = _number(errors, c2, "bursts", "Bursts per day", 6.0, (0, 100.0, ""), at_least=True)
+    minutes = _number(errors, c1, "burst_min", "Burst length (min)", 10.0, (0, 240.0, "min"))
+    factor = _number(
+        errors, c2, "burst_factor", "Burst factor (x rate)", 3.0, (1, 100.0, ""), at_least=True
+    )
     seed = int(st.number_input("Seed", 0, 2**31 - 1, 7, key="traffic_seed"))
     isl, osl = (float(shared.store()[k]) for k in ("isl", "osl"))
     st.caption(f"Mean lengths from the shared workload: ISL {isl:,.0f}, OSL {osl:,.0f} tokens.")
@@ -110,9 +120,15 @@ def _request(errors: FieldErrors) -> CapacityRequest | None:
     objective = ui_in.objective_input()
     backend = ui_in.choice_input("backend", "Backend", {b: b for b in BACKENDS})
     c1, c2 = st.columns(2)
-    window = _number(errors, c1, "Window (min)", 15.0, (0.999, 1440.0, "min"))
-    scale_up = _number(errors, c2, "Scale-up delay (s)", 300.0, (-0.001, 86400.0, "s"))
-    worker = int(_number(errors, c1, "Most GPUs per replica", 4.0, (0.999, 64, "GPUs")))
+    window = _number(errors, c1, "window", "Window (min)", 15.0, (1, 1440.0, "min"), at_least=True)
+    scale_up = _number(
+        errors, c2, "scale_up", "Scale-up delay (s)", 300.0, (0, 86400.0, "s"), at_least=True
+    )
+    worker = int(
+        _number(
+            errors, c1, "worker_gpus", "Most GPUs per replica", 4.0, (1, 64, "GPUs"), at_least=True
+        )
+    )
     if errors:
         return None
     return CapacityRequest(
