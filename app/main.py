@@ -14,6 +14,11 @@ import streamlit as st  # noqa: E402
 VIEWS = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="LLM serving planner", layout="wide")
+# less empty space above the page so the answer sits above the fold at 1280 x 800
+st.markdown(
+    "<style>.block-container{padding-top:3.5rem;padding-bottom:2rem}</style>",
+    unsafe_allow_html=True,
+)
 # the default page is served at "/"; a hidden twin serves the same script at "/plan" so that
 # a deep link to the Plan page works too
 pages = [

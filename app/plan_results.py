@@ -154,8 +154,9 @@ def _latency_metric(col: Any, plan: Mapping[str, Any], key: str) -> None:
     pct = str(plan.get("slo", {}).get("percentile", "p90"))
     value = pct_value(plan["best"]["predicted"].get(f"{key}_ms"), pct)
     limit = as_float(plan.get("slo", {}).get(f"{key}_ms"))
-    room = f"SLO {pr.ms(limit)}: {pr.pct(1 - value / limit)} headroom" if value and limit else None
-    col.metric(pr.label(f"{key}_ms", pct), pr.ms(value), room, delta_color="off")
+    col.metric(pr.label(f"{key}_ms", pct), pr.ms(value))
+    if value and limit:
+        col.caption(f"SLO {pr.ms(limit)}: {pr.pct(1 - value / limit)} headroom")
 
 
 def recommendation(plan: Mapping[str, Any], model: str) -> None:
@@ -171,21 +172,15 @@ def recommendation(plan: Mapping[str, Any], model: str) -> None:
         sentence = config_text(best["deployment"], None, label)
         st.markdown(f"**Configuration:** {sentence}" + (f" ({roles})" if roles else ""))
         cols = st.columns(5)
-        cols[0].metric(
-            "Cost ($/hour)",
-            fmt_money(best.get("cost_per_hour_usd")),
-            f"{fmt_money(best.get('cost_per_million_total_tokens'))} per 1M total tokens",
-            delta_color="off",
+        cols[0].metric("Cost ($/hour)", fmt_money(best.get("cost_per_hour_usd")))
+        cols[0].caption(
+            f"{fmt_money(best.get('cost_per_million_total_tokens'))} per 1M total tokens"
         )
         _latency_metric(cols[1], plan, "ttft")
         _latency_metric(cols[2], plan, "tpot")
         bought = best.get("gpus_bought", best.get("gpus"))
-        cols[3].metric(
-            "GPUs bought",
-            pr.count(bought),
-            f"{pr.count(best.get('gpus'))} used of {pr.count(plan.get('max_gpus'))} budget",
-            delta_color="off",
-        )
+        cols[3].metric("GPUs bought", pr.count(bought))
+        cols[3].caption(f"{pr.count(best.get('gpus'))} used of {pr.count(plan.get('max_gpus'))}")
         cols[4].metric("Binding limit", str(plan.get("binding_constraint") or "-"))
         check = slo_check(plan)
         if check:

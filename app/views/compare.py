@@ -59,7 +59,8 @@ def compare_rows(given: planning.PlanInputs) -> list[dict[str, Any]]:
 
 
 def display_frame(rows: list[dict[str, Any]], pct: str) -> pd.DataFrame:
-    """The comparison as people read it: a number or the reason in every row, units in the names."""
+    """The comparison as people read it: a number or the reason in every row, units in the names
+    (each configuration is listed under the table)."""
     out = []
     for r in rows:
         ok = r.get("GPUs needed") is not None
@@ -67,17 +68,15 @@ def display_frame(rows: list[dict[str, Any]], pct: str) -> pd.DataFrame:
             {
                 "GPU type": r["GPU"],
                 "Result": "meets the SLOs" if ok else r.get("note", "no plan"),
-                "GPUs needed": present.count(r.get("GPUs needed")),
+                "GPUs used": present.count(r.get("GPUs needed")),
                 "GPUs bought": present.count(r.get("GPUs bought")),
-                "Cost per hour ($)": present.num(r.get("$ per hour")),
+                "Cost ($/hour)": present.num(r.get("$ per hour")),
                 "Cost per 1M total tokens ($)": present.num(r.get("$ per 1M total tokens")),
                 "Cost per 1M output tokens ($)": present.num(r.get("$ per 1M output tokens")),
                 f"TTFT {pct} (ms)": present.num(r.get(f"TTFT {pct} (ms)")),
                 f"TPOT {pct} (ms)": present.num(r.get(f"TPOT {pct} (ms)")),
                 "Output tokens/s per GPU": present.num(r.get("output tok/s per GPU")),
-                "Output tokens/s per user": present.num(r.get("output tok/s per user")),
                 "Binding limit": r.get("binding constraint", "-"),
-                "Configuration": r.get("configuration", "-"),
             }
         )
     return pd.DataFrame(out)
@@ -130,9 +129,8 @@ def _show(rows: list[dict[str, Any]], given: planning.PlanInputs) -> None:
                 f"{word} that meets the SLO (objective: {given.objective}): {pick['GPU']}",
                 f"{fmt_money(pick['$ per hour'])}/hour, {present.count(pick['GPUs bought'])} "
                 f"GPUs bought",
-                f"{fmt_money(pick['$ per 1M total tokens'])} per 1M total tokens",
-                delta_color="off",
             )
+            st.caption(f"{fmt_money(pick['$ per 1M total tokens'])} per 1M total tokens")
             st.caption(pick["configuration"])
             calibration_notes([str(pick["key"])], "compare_best")
     else:
@@ -141,6 +139,12 @@ def _show(rows: list[dict[str, Any]], given: planning.PlanInputs) -> None:
     with st.container(key="compare_table"):
         st.table(display_frame(rows, pct).set_index("GPU type"))
     calibration_notes([str(k) for k in frame["key"]], "compare_table")
+    with st.container(key="compare_configs"):
+        st.markdown(
+            "\n".join(
+                f"- **{r['GPU']}:** {r['configuration']}" for r in rows if "configuration" in r
+            )
+        )
     if len(ok):
         st.plotly_chart(_chart(frame), key="compare_chart")
     for r in rows:

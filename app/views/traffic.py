@@ -222,9 +222,7 @@ def _show(cap: dict[str, Any], objective: str) -> None:
     with st.container(border=True, key="traffic_answer"):
         gpu = str(cap["gpu"])
         st.caption(f"Each window sized by the objective: {objective}")
-        st.subheader(
-            f"Replicas of {config_text(cap['deployment'], None, gpu_label(gpu))}", anchor=False
-        )
+        st.markdown(f"**Replica:** {config_text(cap['deployment'], None, gpu_label(gpu))}")
         m1, m2, m3 = st.columns(3)
         m1.metric("Autoscaled", fmt_money(auto["cost"]))
         m1.caption(f"{fmt(auto['gpu_hours'])} GPU-hours")

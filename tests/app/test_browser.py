@@ -118,7 +118,7 @@ def test_default_plan_renders_with_chart(page: Any, server: str) -> None:
     assert "objective: cost" in text and "SLO check" in text and "Binding limit" in text
     box = card.bounding_box()  # the answer, its cost, SLO check and binding limit: no scrolling
     assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= VIEW["height"]
-    legend = page.locator(f".st-key-pareto_chart {PLOT}").first.inner_text()
+    legend = page.locator('.st-key-pareto_chart [data-testid="stPlotlyChart"]').text_content()
     assert "H200-SXM" in legend and "TPOT SLO" in legend  # by GPU type and mode; the SLO drawn
     _shot(page, "plan")
 
@@ -314,7 +314,7 @@ def test_inputs_follow_to_other_pages_and_the_plan_links_there(page: Any, server
 
 def test_compare_marks_uncalibrated_gpus(page: Any, server: str) -> None:
     page.goto(f"{server}/compare?gpus=mi300x,h200_sxm")
-    page.locator(".st-key-compare_table").wait_for()
+    page.locator(".st-key-compare_table tbody tr").first.wait_for()
     assert "MI300X †" in page.locator(".st-key-compare_table").inner_text()
     note = page.locator(".st-key-uncalibrated_compare_table").inner_text()
     assert "MI300X has no measured kernel data" in note
