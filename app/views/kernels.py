@@ -131,7 +131,7 @@ def _show(gpu: str, op: str, folder: str, low: int, high: int, swept: str) -> No
     if model_only or gpu_calibration(gpu)[1]:
         with st.container(key="kernels_uncalibrated"):
             st.warning(
-                f"{UNCALIBRATED_MARK} No measured {op} rows for {gpu_label(gpu)} in {where}: "
+                f"No measured {op} rows for {gpu_names().get(gpu, gpu)} in {where}: "
                 "the curve is the model's alone. "
                 + (gpu_calibration(gpu)[1] or "Its fit comes from other tables of this GPU."),
                 icon="⚠️",

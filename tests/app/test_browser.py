@@ -183,7 +183,7 @@ def test_compare_lists_every_gpu(page: Any, server: str) -> None:
         assert gpu in text
         assert "meets the SLOs" in text or "no plan:" in text  # a number, or the reason
         assert "None" not in text
-    _shot(page, "compare", ".st-key-compare_answer")
+    _shot(page, "compare")
 
 
 def test_fleet_and_kernels_pages_render(page: Any, server: str) -> None:
