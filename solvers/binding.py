@@ -153,10 +153,16 @@ def _next(ev: Evaluated, best: int, k: int) -> dict[str, object]:
     }
 
 
+def at_confidence(confidence: float) -> str:
+    """Where an SLO is read: at the one-sided ``confidence`` quantile of the prediction's band
+    (``--confidence``), or nothing at the point prediction (confidence 0)."""
+    return f" at {confidence:.0%} confidence (one-sided)" if confidence > 0 else ""
+
+
 def _slo_binding(ev: Evaluated, best: int, k: int) -> dict[str, object]:
     name, value, limit = _violation(ev, k)
     pct = ev.req.percentile
-    edge = f" at the {ev.req.confidence:.0%} band edge" if ev.req.confidence > 0 else ""
+    edge = at_confidence(ev.req.confidence)
     shown = "an unbounded queue" if not np.isfinite(value) else ms(value)
     nxt, mine = _next(ev, best, k), objective_value(ev, best)
     sentence = (
@@ -208,7 +214,7 @@ def _tightest(ev: Evaluated, best: int) -> str:
     slo = ev.req.ttft_ms if name == "TTFT" else ev.req.tpot_ms
     robust = ev.req.confidence > 0
     at = float(m["band_edge_ms"]) if robust else slo / float(m["slo_over_predicted"])
-    where = f" at the {ev.req.confidence:.0%} band edge" if robust else ""
+    where = at_confidence(ev.req.confidence)
     return f"least headroom: {name} {ev.req.percentile}{where} {ms(at)} against the {ms(slo)} SLO"
 
 
@@ -399,7 +405,7 @@ def _why_not(ev: Evaluated, mine: np.ndarray) -> str:
             "saturated by the load"
         )
     pct = req.percentile
-    edge = f" at the {req.confidence:.0%} band edge" if req.confidence > 0 else ""
+    edge = at_confidence(req.confidence)
     return (
         f"misses the SLOs within the budget of {plural(req.max_gpus, 'GPU')}: the closest plan "
         f"({plural(ev.gpus[i], 'GPU')}) reaches TTFT {pct}{edge} {ms(t[i])} (SLO "

@@ -242,9 +242,9 @@ def _headroom_rows(h: dict[str, Any]) -> dict[str, Any]:
     if not h:
         return {}
     conf = (
-        f"{h['confidence']:.0%} band edge"
+        f"{h['confidence']:.0%} one-sided quantile"
         if h["confidence"]
-        else "band edge (not required: --confidence 0)"
+        else "80% one-sided quantile (not required: --confidence 0)"
     )
     out = {
         f"{m.upper()} headroom: SLO/predicted, SLO/{conf}": (

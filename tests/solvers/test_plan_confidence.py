@@ -91,9 +91,9 @@ def test_binding_constraint_is_named_at_the_band_edge() -> None:
     b: Any = r.binding
     assert b["constraint"] in ("TTFT", "TPOT")
     assert b["value"] is None or b["value"] > b["limit"]  # None: an unbounded queue
-    assert f"{b['constraint']} p90 binds at the 80% band edge" in b["sentence"]
+    assert f"{b['constraint']} p90 binds at 80% confidence (one-sided)" in b["sentence"]
     point: Any = plan(PlanRequest(**CASE, confidence=0)).binding
-    assert "band edge" not in point["sentence"]
+    assert "confidence" not in point["sentence"]
 
 
 # --- issue 47, item 2: a confidence is a one-sided probability of meeting each SLO ---
