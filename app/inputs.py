@@ -10,7 +10,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import streamlit as st
 
@@ -33,6 +33,7 @@ DEFAULT_TTFT_MS = float(shared.FIELDS["ttft"].default)
 H200."""
 DEFAULT_TPOT_MS = float(shared.FIELDS["tpot"].default)
 PERCENTILES = ("p50", "p90", "p99")
+Percentile = Literal["p50", "p90", "p99"]
 LENGTH_SHAPES: tuple[LengthDist, ...] = ("fixed", "uniform", "normal", "lognormal")
 MAX_CV = 4.0
 OBJECTIVE_LABELS = {
@@ -249,8 +250,8 @@ def lengths_input(errors: FieldErrors, page: str) -> tuple[LengthSpec, LengthSpe
                 return isl, osl
             return None
         st.caption("No trace uploaded yet: using the values below.")
-    isl, osl = _length_input(errors, page, "isl"), _length_input(errors, page, "osl")
-    return (isl, osl) if isl is not None and osl is not None else None
+    isl_v, osl_v = _length_input(errors, page, "isl"), _length_input(errors, page, "osl")
+    return (isl_v, osl_v) if isl_v is not None and osl_v is not None else None
 
 
 def check_context(
@@ -344,19 +345,22 @@ def slo_input(errors: FieldErrors, page: str, robust_option: bool = False) -> Sl
         "to its edge are shown with the recommendation either way.",
     )
     return SloChoice(
-        ttft_ms=float(ttft), tpot_ms=float(tpot), percentile=pct, confidence=0.8 if robust else 0.0
+        ttft_ms=float(ttft),
+        tpot_ms=float(tpot),
+        percentile=cast(Percentile, pct),
+        confidence=0.8 if robust else 0.0,
     )
 
 
 def choice_input(name: str, label: str, labels: dict[str, str] | None = None) -> str:
     """A shared selectbox among ``shared.FIELDS[name].choices`` (or ``labels``' keys)."""
-    options = list(labels or shared.FIELDS[name].choices)
-    value = st.selectbox(
-        label,
-        options,
-        format_func=(labels or {}).get if labels else str,
-        key=shared.seed(name, options),
-    )
+    options: list[str] = list(labels or shared.FIELDS[name].choices)
+    words: dict[str, str] = labels or {}
+
+    def shown(value: str) -> str:
+        return words.get(value, value)
+
+    value = st.selectbox(label, options, format_func=shown, key=shared.seed(name, options))
     return str(shared.remember(name, value))
 
 

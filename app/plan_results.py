@@ -34,6 +34,7 @@ from planner.reports import present as pr
 from planner.reports import tables as rt
 from planner.reports.html import memory_figure
 from planner.reports.plan_view import PlanView, as_float, flat_rows, parse_plan
+from solvers.binding import at_confidence
 
 PER_GPU, PER_USER = rt.PER_GPU, rt.PER_USER
 METRIC_KEYS = {PER_GPU, PER_USER}
@@ -123,16 +124,17 @@ def slo_check(plan: Mapping[str, Any]) -> str:
     parts = []
     for key, name in (("ttft", "TTFT"), ("tpot", "TPOT")):
         limit = as_float(slo.get(f"{key}_ms"))
-        one = room.get(key) if isinstance(room.get(key), Mapping) else {}
+        got = room.get(key) if isinstance(room, Mapping) else None
+        one: Mapping[str, Any] = got if isinstance(got, Mapping) else {}
         edge = as_float(one.get("band_edge_ms")) if conf else None
         value = edge if edge is not None else pct_value(best["predicted"].get(f"{key}_ms"), pct)
         if value is None or limit is None:
             continue
         ok = "meets" if value <= limit else "misses"
         prob = as_float(one.get("probability_met"))
-        where = f"{conf:.0%} band edge" if edge is not None else "prediction"
-        chance = f", probability met {pr.pct(prob)}" if prob is not None else ""
-        parts.append(f"{name} {pct} {ok} the {pr.ms(limit)} SLO ({where} {pr.ms(value)}{chance})")
+        where = at_confidence(conf if edge is not None else 0.0) or " at the point prediction"
+        chance = f", met with probability {pr.pct(prob)}" if prob is not None else ""
+        parts.append(f"{name} {pct} {pr.ms(value)}{where} {ok} the {pr.ms(limit)} SLO{chance}")
     return "; ".join(parts)
 
 
@@ -465,7 +467,7 @@ def why_not_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
     """Each GPU type asked for: its best plan (GPUs bought, $/h, $ per 1M total tokens, what binds
     it) side by side, or the reason it has none."""
     pct = plan.get("slo", {}).get("percentile", "p90")
-    noun = _OBJECTIVE_NOUN.get(plan.get("objective"), "points")
+    noun = _OBJECTIVE_NOUN.get(str(plan.get("objective")), "points")
     rows = []
     for gpu, entry in plan.get("per_gpu_type", {}).items():
         best = entry.get("best") or {}

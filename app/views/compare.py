@@ -169,7 +169,7 @@ def _page() -> None:
                 st.session_state["compare_rows"] = compare_rows(given)
         rows = st.session_state.get("compare_rows")
         used = st.session_state.get("compare_given")
-        if rows:
+        if rows and used is not None:
             if given != used:
                 # style before warning: elements stream in order (see plan._results)
                 st.markdown(

@@ -137,7 +137,10 @@ def _inputs(errors: FieldErrors) -> FleetSpec | None:
         key="fleet_pools",
         column_config={
             "gpu": st.column_config.SelectboxColumn(
-                "GPU", options=list(gpu_names()), format_func=gpu_label, required=True
+                "GPU",
+                options=list(gpu_names()),
+                format_func=lambda k: gpu_label(str(k)),
+                required=True,
             ),
             "available": st.column_config.NumberColumn("GPUs available", min_value=0),
             "price_per_gpu_hour": st.column_config.NumberColumn(

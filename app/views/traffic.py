@@ -271,7 +271,8 @@ def _page() -> None:
             st.caption(
                 f"{len(trace):,} requests over {trace.duration_s / 3600:.3g} h ({trace.layout})"
             )
-        if given is not None and (pressed or "traffic_result" not in st.session_state):
+        fresh = pressed or "traffic_result" not in st.session_state
+        if given is not None and trace is not None and req is not None and fresh:
             st.session_state["traffic_result"] = None  # a failed run leaves no stale answer
             with guarded("results"), st.spinner("sizing every window ..."):
                 st.session_state["traffic_result"] = (_capacity(trace, key, req), given)

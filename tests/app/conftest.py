@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ def page(name: str) -> AppTest:
     return at.run()
 
 
-def widget(elements: object, key: str) -> object:
+def widget(elements: object, key: str) -> Any:
     """The widget with ``key`` among ``elements`` (AppTest lists)."""
     for el in elements:  # type: ignore[attr-defined]
         if getattr(el, "key", None) == key:
