@@ -138,17 +138,18 @@ def slo_check(plan: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def power_line(best: Mapping[str, Any]) -> str:
-    """Power and energy of the recommendation where the plan reports them (``power``)."""
-    pw = best.get("power")
-    if not isinstance(pw, Mapping):
+def power_line(pw: Mapping[str, Any]) -> str:
+    """Power and energy of the recommendation (``app.planning.plan_power``)."""
+    if not pw:
         return ""
+    how = " (estimated here by planner.perf.power)" if pw.get("computed_here") else ""
     return (
         f"**Power:** {fmt(pw.get('deployment_kw'))} kW board power "
         f"({fmt(pw.get('avg_power_w_per_gpu'))} W per GPU), "
         f"{fmt(pw.get('j_per_output_token'))} J per output token, "
         f"{fmt(pw.get('kwh_per_day'))} kWh/day, energy "
-        f"{fmt_money(pw.get('energy_cost_usd_per_day'))} per day"
+        f"{fmt_money(pw.get('energy_cost_usd_per_day'))} per day at "
+        f"{fmt_money(pw.get('electricity_price_usd_per_kwh'))}/kWh, PUE {fmt(pw.get('pue'))}{how}"
     )
 
 
@@ -161,7 +162,7 @@ def _latency_metric(col: Any, plan: Mapping[str, Any], key: str) -> None:
         col.caption(f"SLO {pr.ms(limit)}: {pr.pct(1 - value / limit)} headroom")
 
 
-def recommendation(plan: Mapping[str, Any], model: str) -> None:
+def recommendation(plan: Mapping[str, Any], model: str, power: Mapping[str, Any]) -> None:
     """The card: what was chosen and why, its cost, the SLO check and the binding limit; sized to
     end within the first 800 px of a 1280 x 800 window."""
     best = plan["best"]
@@ -190,9 +191,9 @@ def recommendation(plan: Mapping[str, Any], model: str) -> None:
         why = plan.get("binding", {}).get("sentence")
         if why:
             st.markdown(f"**Why this and not more:** {why}")
-        power = power_line(best)
-        if power:
-            st.markdown(power)
+        energy = power_line(power)
+        if energy:
+            st.markdown(energy)
         calibration_notes([gpu], "card")
 
 
@@ -602,10 +603,12 @@ def _cell(table: rt.Table, i: int, column: str, value: Any) -> str:
     return pr.show_kind(table.kind(i, column), value)
 
 
-def show_plan(plan: Mapping[str, Any], backend: str, model: str) -> None:
+def show_plan(
+    plan: Mapping[str, Any], backend: str, model: str, power: Mapping[str, Any] | None = None
+) -> None:
     """Every result section of a plan: the card first (above the fold), then the evidence."""
     view = parse_plan(dict(plan))
-    recommendation(plan, model)
+    recommendation(plan, model, power or {})
     links(plan)
     if plan.get("per_gpu_type"):
         st.markdown("#### Each GPU type you selected")

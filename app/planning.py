@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -22,13 +23,18 @@ import yaml
 
 from app.calibration_view import Fitted
 from app.inputs import ModelChoice, SloChoice
+from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from planner.calibration.profile import Profile, bands_of_profile, profile_engines
 from planner.emitters.capabilities import shape_rules
 from planner.engines import engine_names
 from planner.engines.calibration import EngineConstants
 from planner.model.bundled import bundled_models, find_bundled
-from planner.workload.spec import LengthSpec
+from planner.model.spec import ModelSpec
+from planner.perf.deployment import Deployment
+from planner.perf.estimate import estimate
+from planner.workload.spec import LengthSpec, Workload
+from planner.workload.spec import LengthSpec as Lengths
 from solvers.fleet import FleetSpec
 from solvers.plan import PlanRequest, plan
 from solvers.plan_models import Objective
@@ -152,3 +158,46 @@ def run_plan(given: PlanInputs) -> dict[str, Any]:
     if cal is None:
         return _plan_dict(request(given).model_dump_json())
     return _plan_dict(request(given).model_dump_json(), cal.text, cal.label)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _power(
+    deployment_json: str, workload_json: str, backend: str, model_json: str
+) -> dict[str, Any]:
+    dep = Deployment.model_validate_json(deployment_json)
+    wl = json.loads(workload_json)
+    load = (
+        {"concurrency": int(wl["concurrency"])}
+        if wl.get("concurrency")
+        else {"rate_per_s": float(wl["rate"])}
+    )
+    work = Workload(isl=Lengths(mean=float(wl["isl"])), osl=Lengths(mean=float(wl["osl"])), **load)
+    m = ModelSpec.model_validate_json(model_json)
+    est = estimate(
+        m,
+        get_gpu(dep.gpu),
+        work,
+        backend=backend,
+        agg=dep.agg,
+        prefill=dep.prefill,
+        decode=dep.decode,
+    )
+    return est.power.model_dump(mode="json") if est.power is not None else {}
+
+
+def plan_power(plan_dict: dict[str, Any], given: PlanInputs) -> dict[str, Any]:
+    """Power and energy of the recommendation: the plan's own ``power`` where it reports one, else
+    ``planner.perf.estimate`` of its deployment at the plan's load (the power model of
+    ``planner.perf.power``; the same throughput as the plan), marked ``computed_here``."""
+    best = plan_dict["best"]
+    if isinstance(best.get("power"), dict):
+        return dict(best["power"])
+    if given.calibration is not None:
+        return {}  # the packaged engine constants would not be the plan's
+    got = _power(
+        json.dumps(best["deployment"]),
+        json.dumps(plan_dict["workload"]),
+        given.backend,
+        given.model.spec.model_dump_json(),
+    )
+    return {**got, "computed_here": True} if got else {}

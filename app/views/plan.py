@@ -15,7 +15,7 @@ from app import planning
 from app.calibration_view import calibration_section
 from app.plan_form import invalid_note, plan_form
 from app.plan_results import show_plan
-from app.ui import LOG, FieldErrors, error_text
+from app.ui import LOG, FieldErrors, error_text, guarded
 from hardware.errors import PlannerInputError
 
 STALE_TEXT = planning.STALE_TEXT
@@ -61,7 +61,10 @@ def _results(given: planning.PlanInputs | None) -> None:
         if used.calibration is not None:
             with st.container(key="plan_calibration_note"):
                 st.info(f"Planned with the {used.calibration.label}.")
-        show_plan(plan, used.backend, ui_in.model_label(used.model))
+        power: dict[str, object] = {}
+        with guarded("power"):
+            power = planning.plan_power(plan, used)
+        show_plan(plan, used.backend, ui_in.model_label(used.model), power)
 
 
 def _price(errors: FieldErrors, gpus: list[str]) -> float | None:

@@ -258,3 +258,32 @@ def test_candidates_sort_and_filter() -> None:
     top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
     assert set(top["Mode"]) == {mode}
     assert len(top) == sum(r["mode"] == mode for r in rows) > 0
+
+
+def test_power_and_energy_sit_next_to_the_cost() -> None:
+    from hardware.catalog import get_gpu
+    from planner.model.bundled import load_model
+    from planner.perf.deployment import Deployment
+    from planner.perf.estimate import estimate
+    from planner.workload.spec import LengthSpec, Workload
+
+    at = page("plan")
+    no_errors(at)
+    got = at.session_state["plan_result"][0]
+    dep = Deployment.model_validate(got["best"]["deployment"])
+    work = Workload(isl=LengthSpec(mean=4000), osl=LengthSpec(mean=500), concurrency=64)
+    est = estimate(
+        load_model("llama-3.1-70b"),
+        get_gpu(dep.gpu),
+        work,
+        agg=dep.agg,
+        prefill=dep.prefill,
+        decode=dep.decode,
+    )
+    assert est.output_tok_s_per_gpu == pytest.approx(
+        got["best"]["predicted"]["output_tok_s_per_gpu"], rel=1e-9
+    )  # the same deployment at the same load as the plan
+    assert est.power is not None
+    line = next(m.value for m in at.markdown if m.value.startswith("**Power:**"))
+    assert f"{fmt(est.power.deployment_kw)} kW" in line
+    assert f"{fmt(est.power.j_per_output_token)} J per output token" in line
