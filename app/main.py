@@ -17,7 +17,7 @@ st.set_page_config(page_title="LLM serving planner", layout="wide")
 # less empty space above the page so the answer sits above the fold at 1280 x 800
 st.markdown(
     "<style>.block-container{padding-top:3.5rem;padding-bottom:2rem}"
-    '[data-testid="stMetricValue"]{font-size:1.9rem}</style>",
+    '[data-testid="stMetricValue"]{font-size:1.9rem}</style>',
     unsafe_allow_html=True,
 )
 # the default page is served at "/"; a hidden twin serves the same script at "/plan" so that

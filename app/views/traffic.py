@@ -17,13 +17,15 @@ from app import planning, shared
 from app.plan_form import invalid_note
 from app.plan_results import config_text
 from app.planning import BACKENDS
+from app.prefix_view import prefix_input, show_prefix
 from app.ui import FieldErrors, calibration_notes, fmt, fmt_money, gpu_label, guarded
 from planner.cli.output import to_jsonable
 from planner.reports import present
 from planner.reports.capacity_sheet import capacity_xlsx
-from planner.workload.trace_gen import TraceSpec, generate
+from planner.workload.trace_gen import AgenticSpec, TraceSpec, generate, generate_agentic
 from planner.workload.traces import Trace, read_trace
 from solvers.capacity import CapacityRequest, capacity
+from solvers.prefix_tiers import PrefixRequest, prefix_capacity
 
 st.header("Traffic", anchor=False)
 st.caption(
@@ -74,7 +76,16 @@ def _number(
 
 
 def _trace_input(errors: FieldErrors) -> tuple[Trace | None, str]:
-    source = st.radio("Trace", ("Generate", "Upload CSV"), horizontal=True, key="traffic_source")
+    source = st.radio(
+        "Trace",
+        ("Generate", "Agent sessions", "Upload CSV"),
+        horizontal=True,
+        key="traffic_source",
+        help="Agent sessions: multi-turn prompts that share prefixes (with KV block ids), "
+        "for prefix caching.",
+    )
+    if source == "Agent sessions":
+        return _agentic(errors)
     if source == "Upload CSV":
         up = st.file_uploader(
             "arrival_s,isl,osl or BurstGPT CSV", type=["csv"], key="traffic_upload"
@@ -111,6 +122,37 @@ def _trace_input(errors: FieldErrors) -> tuple[Trace | None, str]:
         seed=seed,
     )
     return _generated(spec), f"gen:{spec.model_dump_json()}"
+
+
+def _agentic(errors: FieldErrors) -> tuple[Trace | None, str]:
+    c1, c2 = st.columns(2)
+    sessions = _number(errors, c1, "sessions", "Sessions", 200.0, (1, 20000, ""), at_least=True)
+    rate = _number(errors, c2, "session_rate", "Session starts (per s)", 0.2, (0, 1e4, "per s"))
+    seed = int(st.number_input("Seed", 0, 2**31 - 1, 7, key="traffic_agentic_seed"))
+    if errors:
+        return None, ""
+    spec = AgenticSpec(sessions=int(sessions), session_rate=rate, seed=seed)
+    return _agentic_trace(spec), f"agentic:{spec.model_dump_json()}"
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _agentic_trace(spec: AgenticSpec) -> Trace:
+    return generate_agentic(spec)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _prefix_capacity(
+    _trace: Trace, key: str, req: CapacityRequest, preq: PrefixRequest
+) -> dict[str, Any]:
+    """The capacity answer with prefix caching priced (``key`` identifies the trace)."""
+    return to_jsonable(prefix_capacity(_trace, req, preq))
+
+
+def _prefix_fields(errors: FieldErrors) -> PrefixRequest:
+    def number(col: Any, name: str, label: str, default: float) -> float:
+        return _number(errors, col, name, label, default, (0, 1e5, "GiB"), at_least=True)
+
+    return prefix_input(number)
 
 
 def _request(errors: FieldErrors) -> CapacityRequest | None:
@@ -231,6 +273,7 @@ def _show(cap: dict[str, Any], objective: str) -> None:
         m3.metric("Static for the mean", fmt_money(mean["cost"]))
         m3.caption(f"misses the SLO in {present.count(mean['windows_violating'])} windows")
         calibration_notes([gpu], "traffic")
+    show_prefix(cap)
     st.plotly_chart(traffic_chart(cap), key="traffic_chart")
     st.dataframe(_fleet_frame(cap), hide_index=True, key="traffic_fleet")
     st.dataframe(_windows(cap), hide_index=True, key="traffic_windows")
@@ -257,6 +300,10 @@ def _page() -> None:
         req = _request(errors)
         st.markdown("##### Traffic")
         trace, key = _trace_input(errors)
+        preq = None
+        if trace is not None and trace.blocks is not None:
+            st.markdown("##### Prefix caching (the trace has KV block ids)")
+            preq = _prefix_fields(errors)
     pressed = button.button(
         "Size the fleet",
         type="primary",
@@ -264,7 +311,11 @@ def _page() -> None:
         disabled=bool(errors) or trace is None,
         width="stretch",
     )
-    given = (key, req.model_dump_json()) if req is not None and trace is not None else None
+    given = (
+        (key, req.model_dump_json(), preq.model_dump_json() if preq else "")
+        if req is not None and trace is not None and not errors
+        else None
+    )
     with results:
         invalid_note(errors, "size the fleet")
         if trace is not None:
@@ -275,7 +326,12 @@ def _page() -> None:
         if given is not None and trace is not None and req is not None and fresh:
             st.session_state["traffic_result"] = None  # a failed run leaves no stale answer
             with guarded("results"), st.spinner("sizing every window ..."):
-                st.session_state["traffic_result"] = (_capacity(trace, key, req), given)
+                cap = (
+                    _prefix_capacity(trace, key, req, preq)
+                    if preq is not None
+                    else _capacity(trace, key, req)
+                )
+                st.session_state["traffic_result"] = (cap, given)
         result = st.session_state.get("traffic_result")
         if result is not None:
             cap, used = result
