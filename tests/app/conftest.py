@@ -10,8 +10,8 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest

@@ -101,3 +101,40 @@ def test_zero_rate_and_garbage_csv_keep_the_form() -> None:
     assert not at.exception
     assert any(e.value.startswith("Trace CSV: ") for e in at.error)
     assert at.button(key="traffic_button")  # the form stays
+
+
+def test_agent_sessions_show_hit_rate_per_tier_and_gpus() -> None:
+    from planner.workload.trace_gen import AgenticSpec, generate_agentic
+    from solvers.prefix_tiers import PrefixRequest, prefix_capacity
+
+    at = page("traffic")
+    widget(at.radio, "traffic_source").set_value("Agent sessions").run()
+    widget(at.number_input, "traffic_ssd_kv").set_value(500.0).run()
+    at.button(key="traffic_button").click().run()
+    no_errors(at)
+    req = CapacityRequest(
+        model="llama-3.1-70b",
+        gpus=("h200_sxm",),
+        ttft_ms=5000,
+        tpot_ms=40,
+        window_s=900,
+        scale_up_s=300,
+        worker_max_gpus=4,  # the page's defaults
+    )
+    want = to_jsonable(
+        prefix_capacity(generate_agentic(AgenticSpec(seed=7)), req, PrefixRequest(ssd_kv_gib=500))
+    )["prefix_cache"]
+    table = next(d.value for d in at.dataframe if "KV tiers" in d.value.columns)
+    assert list(table["KV tiers"]) == [
+        "no prefix cache",
+        "HBM",
+        "HBM + host memory",
+        "HBM + host memory + SSD",
+    ]
+    assert list(table["GPUs (most at once)"]) == [
+        present.count(s["gpus_max"]) for s in want["scenarios"]
+    ]
+    assert list(table["Hit rate priced (%)"]) == [
+        present.pct(s["prefix_hit"]) for s in want["scenarios"]
+    ]
+    assert "None" not in table.to_string()
