@@ -224,9 +224,14 @@ COMPARE_WITH = ("h100_sxm", "h200_sxm", "b200_sxm")
 
 
 def _hover(row: Mapping[str, Any], pct: str = "") -> str:
-    return "<br>".join(
-        f"{pr.label(k, pct)}: {pr.show(k, v)}" for k, v in row.items() if v is not None
-    )
+    """A point's values as lines: display names, the configuration as its parts."""
+    lines = [
+        f"{pr.label(k, pct)}: {gpu_label(str(v)) if k == 'gpu' else pr.show(k, v)}"
+        for k, v in row.items()
+        if v is not None and k not in ("config", "score")
+    ]
+    parts = config_columns(str(row.get("config", "")))
+    return "<br>".join(lines + [f"{k}: {v}" for k, v in parts.items()])
 
 
 def _per_user_band(pred: Mapping[str, Any], per_user: float) -> dict[str, Any] | None:
@@ -619,5 +624,10 @@ def show_plan(
     st.markdown("#### Pareto front")
     with st.container(key="pareto_chart"):
         st.plotly_chart(pareto_chart(view), key="pareto")
+    st.caption(
+        "Colour: GPU type; shape: mode. The dashed line is the TPOT SLO (tokens/s per user = "
+        "1000 / TPOT ms): points to its right meet it. TTFT is not on these axes; each point's "
+        "hover gives it."
+    )
     downloads(plan, backend)
     details(view, plan)

@@ -4,6 +4,7 @@ static cost out."""
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -210,9 +211,17 @@ def traffic_chart(cap: dict[str, Any]) -> go.Figure:
         line={"shape": "hv", "color": "#d62728"},
     )
     fig.update_layout(
-        xaxis_title="window start (h)",
-        yaxis_title="requests/s",
-        yaxis2={"title": "GPUs", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        xaxis={"title": "window start (h)", "tickformat": ",.3~g"},
+        yaxis={"title": "requests/s", "tickformat": ",.3~g", "rangemode": "tozero"},
+        yaxis2={
+            "title": "GPUs",
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "tickformat": ",d",
+            "dtick": max(1, math.ceil(max((w["gpus"] for w in wins), default=1) / 5)),
+            "showgrid": False,
+        },
         legend={"orientation": "h"},
         margin={"t": 30},
     )
