@@ -166,3 +166,18 @@ def test_main_navigation_opens_every_page() -> None:
         at.switch_page(path).run()
         no_errors(at)
         assert at.header[0].value == title
+
+
+def test_fleet_zero_rate_keeps_the_form_and_greys_the_old_fleet(fleet_script: AppTest) -> None:
+    at = fleet_script.run()
+    no_errors(at)
+    zero = (
+        b"classes:\n  - {name: x, model: llama-3.1-8b, rate_per_s: 0, isl: 1000, osl: 100, "
+        b"ttft_ms: 1000, tpot_ms: 50}\ngpus:\n  - {gpu: h100_sxm, available: 8}\n"
+    )
+    widget(at.file_uploader, "fleet_yaml").set_value(("fleet.yaml", zero, "text/yaml")).run()
+    assert not at.exception
+    assert any(e.value.startswith("Fleet YAML: ") and "rate_per_s" in e.value for e in at.error)
+    assert at.button(key="fleet_button")  # the form stays, the example tables under it
+    assert any(d.key == "fleet_classes" for d in at.dataframe)
+    assert any("inputs changed" in w.value for w in at.warning)
