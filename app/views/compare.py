@@ -108,11 +108,16 @@ BEST_WORDS = {
 }
 
 
-def best_row(frame: pd.DataFrame, objective: str) -> pd.Series:
-    """The GPU type the objective picks (ties: the lower $ per 1M total tokens)."""
+def best_row(frame: pd.DataFrame, objective: str, rate: bool = False) -> pd.Series:
+    """The GPU type the objective picks, as the planner ranks (``solvers.plan_models``): cost is
+    the lowest $/hour at a requested rate, else the lowest $ per 1M total tokens; ties go to
+    fewer GPUs bought, then to the lower $ per 1M total tokens."""
     column = BEST_WORDS.get(objective, BEST_WORDS["cost"])[1]
-    ok = frame.dropna(subset=[column, "$ per 1M total tokens"])
-    return ok.sort_values([column, "$ per 1M total tokens"], kind="stable").iloc[0]
+    if objective == "cost" and rate:
+        column = "$ per hour"
+    keys = list(dict.fromkeys([column, "GPUs bought", "$ per 1M total tokens"]))
+    ok = frame.dropna(subset=keys)
+    return ok.sort_values(keys, kind="stable").iloc[0]
 
 
 def _show(rows: list[dict[str, Any]], given: planning.PlanInputs) -> None:
@@ -122,7 +127,7 @@ def _show(rows: list[dict[str, Any]], given: planning.PlanInputs) -> None:
             frame[col] = None
     ok = frame.dropna(subset=["$ per 1M total tokens"])
     if len(ok):
-        pick = best_row(frame, given.objective)
+        pick = best_row(frame, given.objective, "rate_per_s" in given.load)
         word = BEST_WORDS.get(given.objective, BEST_WORDS["cost"])[0]
         with st.container(border=True, key="compare_answer"):
             st.metric(

@@ -82,3 +82,11 @@ def test_inputs_follow_the_user_from_page_to_page() -> None:
         at.switch_page(path).run()
         assert not at.exception
         assert next(w for w in at.number_input if w.key == "in_tpot").value == 33.0, path
+
+
+def test_compare_at_a_rate_picks_the_lowest_dollars_per_hour_then_fewer_gpus() -> None:
+    at = _with_query("compare", load="Rate", rate="4", gpus="h100_sxm,h200_sxm,b200_sxm")
+    no_errors(at)
+    rows = [r for r in at.session_state["compare_rows"] if r.get("GPUs bought") is not None]
+    pick = min(rows, key=lambda r: (r["$ per hour"], r["GPUs bought"]))
+    assert at.metric[0].label.endswith(f"(objective: cost): {pick['GPU']}")
