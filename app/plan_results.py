@@ -190,7 +190,7 @@ def recommendation(plan: Mapping[str, Any], model: str, power: Mapping[str, Any]
             st.markdown(f"**SLO check:** {check}.")
         why = plan.get("binding", {}).get("sentence")
         if why:
-            st.markdown(f"**Why this and not more:** {why}")
+            st.markdown(f"**Why this and not more:** {config_words(str(why))}")
         energy = power_line(power)
         if energy:
             st.markdown(energy)
@@ -401,6 +401,23 @@ _ROLE = re.compile(
     r"(?:(?P<role>P|D)\[)?tp(?P<tp>\d+) pp(?P<pp>\d+)(?: dp(?P<dp>\d+))?(?: ep(?P<ep>\d+))?"
     r" x(?P<x>\d+) seqs (?P<seqs>\d+) chunk (?P<chunk>\d+) kv (?P<kv>\w+)"
 )
+
+
+def _role_words(m: re.Match[str]) -> str:
+    split = f"TP{m['tp']} PP{m['pp']}" + (f" DP{m['dp']}" if m["dp"] else "")
+    split += f" EP{m['ep']}" if m["ep"] else ""
+    role = {"P": "prefill ", "D": "decode "}.get(m["role"] or "", "")
+    return (
+        f"{role}{m['x']} x {split}, up to {int(m['seqs']):,} running requests, "
+        f"{int(m['chunk']):,}-token chunks, KV {m['kv']}"
+    )
+
+
+def config_words(text: str) -> str:
+    """A sentence with the planner's configuration summaries ('disagg P[tp1 pp1 x4 seqs 8 chunk
+    16384 kv fp8] D[...]') written out in words."""
+    text = re.sub(r"\b(agg|disagg) (?=P\[|tp\d)", "", text)
+    return _ROLE.sub(_role_words, text).replace("] ", "; ").replace("]", "")
 
 
 def config_columns(config: str) -> dict[str, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.plan_results import config_text, engine_zip, pct_value
+from app.plan_results import config_text, config_words, engine_zip, pct_value
 from app.planning import STALE_TEXT
 from app.ui import error_text, fmt, fmt_money
 from planner.emitters.bundle import build_bundle
@@ -53,7 +53,8 @@ def assert_shows(at, want: dict) -> None:  # type: ignore[no-untyped-def, type-a
     assert got["Binding limit"] == want["binding_constraint"]
     objective = want["objective"]
     assert any(f"(objective: {objective})" in c.value for c in at.caption)
-    assert any(want["binding"]["sentence"] in m.value for m in at.markdown)
+    why = config_words(want["binding"]["sentence"])  # configurations in words
+    assert any(why in m.value for m in at.markdown)
     sentence = config_text(want["best"]["deployment"], want["best"]["gpus"]).split(", ", 1)[1]
     assert any(sentence in m.value for m in at.markdown)
     assert at.session_state["plan_result"][0] == want
@@ -287,3 +288,13 @@ def test_power_and_energy_sit_next_to_the_cost() -> None:
     line = next(m.value for m in at.markdown if m.value.startswith("**Power:**"))
     assert f"{fmt(est.power.deployment_kw)} kW" in line
     assert f"{fmt(est.power.j_per_output_token)} J per output token" in line
+
+
+def test_configuration_summaries_in_sentences_are_words() -> None:
+    text = "next (5 GPUs, disagg P[tp1 pp2 x1 seqs 8 chunk 16384 kv bf16] D[tp2 pp1 x4 seqs 64 "
+    text += "chunk 2048 kv fp8], 16 clients/worker)"
+    assert config_words(text) == (
+        "next (5 GPUs, prefill 1 x TP1 PP2, up to 8 running requests, 16,384-token chunks, KV "
+        "bf16; decode 4 x TP2 PP1, up to 64 running requests, 2,048-token chunks, KV fp8, 16 "
+        "clients/worker)"
+    )
