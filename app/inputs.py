@@ -88,7 +88,7 @@ def _shared_number(
 
 
 @st.cache_resource(show_spinner=False)
-def _bundled_spec(key: str) -> ModelSpec:
+def bundled_spec(key: str) -> ModelSpec:
     return load_model(key)
 
 
@@ -123,7 +123,7 @@ def model_input(page: str) -> ModelChoice | None:
     )
     if source == "Bundled":
         key = bundled_model_input()
-        return ModelChoice(ref=key, spec=_bundled_spec(key), uploaded=False)
+        return ModelChoice(ref=key, spec=bundled_spec(key), uploaded=False)
     upload = st.file_uploader(
         "config.json (Hugging Face format)", type=["json"], key=f"{page}_model_file"
     )

@@ -21,9 +21,11 @@ import streamlit as st
 
 from app import shared
 from app.ui import (
+    UNCALIBRATED_MARK,
     calibration_notes,
     fmt,
     fmt_money,
+    gpu_calibration,
     gpu_label,
     guarded,
     readable,
@@ -153,11 +155,11 @@ def power_line(pw: Mapping[str, Any]) -> str:
     )
 
 
-def _latency_metric(col: Any, plan: Mapping[str, Any], key: str) -> None:
+def _latency_metric(col: Any, plan: Mapping[str, Any], key: str, mark: str) -> None:
     pct = str(plan.get("slo", {}).get("percentile", "p90"))
     value = pct_value(plan["best"]["predicted"].get(f"{key}_ms"), pct)
     limit = as_float(plan.get("slo", {}).get(f"{key}_ms"))
-    col.metric(pr.label(f"{key}_ms", pct), pr.ms(value))
+    col.metric(pr.label(f"{key}_ms", pct), pr.ms(value) + mark)
     if value and limit:
         col.caption(f"SLO {pr.ms(limit)}: {pr.pct(1 - value / limit)} headroom")
 
@@ -175,12 +177,14 @@ def recommendation(plan: Mapping[str, Any], model: str, power: Mapping[str, Any]
         sentence = config_text(best["deployment"], None, label)
         st.markdown(f"**Configuration:** {sentence}" + (f" ({roles})" if roles else ""))
         cols = st.columns(5)
-        cols[0].metric("Cost ($/hour)", fmt_money(best.get("cost_per_hour_usd")))
+        # numbers of a GPU without calibrated kernel data carry the mark (explained below)
+        mark = f" {UNCALIBRATED_MARK}" if gpu_calibration(gpu)[1] else ""
+        cols[0].metric("Cost ($/hour)", fmt_money(best.get("cost_per_hour_usd")) + mark)
         cols[0].caption(
             f"{fmt_money(best.get('cost_per_million_total_tokens'))} per 1M total tokens"
         )
-        _latency_metric(cols[1], plan, "ttft")
-        _latency_metric(cols[2], plan, "tpot")
+        _latency_metric(cols[1], plan, "ttft", mark)
+        _latency_metric(cols[2], plan, "tpot", mark)
         bought = best.get("gpus_bought", best.get("gpus"))
         cols[3].metric("GPUs bought", pr.count(bought))
         cols[3].caption(f"{pr.count(best.get('gpus'))} used of {pr.count(plan.get('max_gpus'))}")

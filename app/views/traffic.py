@@ -20,9 +20,11 @@ from app.plan_results import config_text
 from app.planning import BACKENDS
 from app.prefix_view import prefix_input, show_prefix
 from app.ui import FieldErrors, calibration_notes, fmt, fmt_money, gpu_label, guarded
+from hardware.errors import PlannerInputError
 from planner.cli.output import to_jsonable
 from planner.reports import present
 from planner.reports.capacity_sheet import capacity_xlsx
+from planner.workload.spec import max_lengths
 from planner.workload.trace_gen import AgenticSpec, TraceSpec, generate, generate_agentic
 from planner.workload.traces import Trace, read_trace
 from solvers.capacity import CapacityRequest, capacity
@@ -76,6 +78,20 @@ def _number(
     return value
 
 
+def _check_lengths(errors: FieldErrors, isl: float, osl: float) -> None:
+    """The shared mean lengths against their rules and the model's maximum positions (as
+    ``planner plan`` checks them, ``planner.workload.spec.max_lengths``)."""
+    if isl < 1 or osl < 1:
+        ui_in.flag(errors, "Mean lengths", "ISL and OSL must be ≥ 1 token (set on the Plan page)")
+        return
+    key = str(shared.store()["model"])
+    spec = ui_in.bundled_spec(key)
+    try:
+        max_lengths(isl, osl, None, None, spec.max_position_embeddings, spec.name)
+    except PlannerInputError as exc:
+        ui_in.flag(errors, "Mean lengths", exc.message)
+
+
 def _trace_input(errors: FieldErrors) -> tuple[Trace | None, str]:
     source = st.radio(
         "Trace",
@@ -109,7 +125,8 @@ def _trace_input(errors: FieldErrors) -> tuple[Trace | None, str]:
     seed = int(st.number_input("Seed", 0, 2**31 - 1, 7, key="traffic_seed"))
     isl, osl = (float(shared.store()[k]) for k in ("isl", "osl"))
     st.caption(f"Mean lengths from the shared workload: ISL {isl:,.0f}, OSL {osl:,.0f} tokens.")
-    if errors or isl < 1 or osl < 1:
+    _check_lengths(errors, isl, osl)
+    if errors:
         return None, ""
     spec = TraceSpec(
         hours=hours,

@@ -90,3 +90,27 @@ def test_compare_at_a_rate_picks_the_lowest_dollars_per_hour_then_fewer_gpus() -
     rows = [r for r in at.session_state["compare_rows"] if r.get("GPUs bought") is not None]
     pick = min(rows, key=lambda r: (r["$ per hour"], r["GPUs bought"]))
     assert at.metric[0].label.endswith(f"(objective: cost): {pick['GPU']}")
+
+
+def test_an_uncalibrated_gpu_marks_the_card_numbers() -> None:
+    at = _with_query("plan", gpus="mi300x")
+    no_errors(at)
+    got = {m.label: m.value for m in at.metric}
+    for label in ("Cost ($/hour)", "TTFT p90 (ms)", "TPOT p90 (ms)"):
+        assert got[label].endswith(" †"), label
+    assert any("MI300X has no measured kernel data" in c.value for c in at.caption)
+
+
+def test_traffic_refuses_lengths_above_the_model_limit() -> None:
+    at = _with_query("traffic", isl="200000")
+    assert not at.exception
+    assert any("maximum positions (131,072 tokens)" in m for m in _marks(at))
+    assert "traffic_result" not in at.session_state  # nothing ran
+
+
+def test_role_gpus_are_named_where_the_plan_gives_them() -> None:
+    from app.plan_results import role_gpus
+
+    dep = {"mode": "disagg", "gpu": "h100_sxm", "prefill_gpu": "h100_sxm", "decode_gpu": "mi300x"}
+    assert role_gpus(dep) == "prefill on H100-SXM, decode on MI300X †"
+    assert role_gpus({"mode": "disagg", "gpu": "h100_sxm"}) == ""
