@@ -109,7 +109,7 @@ class Options(BaseModel):
     ttft_ms: tuple[float, ...] = Field(
         default=(),
         description="TTFT at the class's percentile as checked against its SLO (band edge at the "
-        "spec's confidence), ms, at the option's rate."
+        "spec's confidence), ms, at the option's rate.",
     )
     tpot_ms: tuple[float, ...] = Field(default=(), description="TPOT, as ``ttft_ms``, ms.")
 
