@@ -190,8 +190,9 @@ def plan_power(plan_dict: dict[str, Any], given: PlanInputs) -> dict[str, Any]:
     ``planner.perf.estimate`` of its deployment at the plan's load (the power model of
     ``planner.perf.power``; the same throughput as the plan), marked ``computed_here``."""
     best = plan_dict["best"]
-    if isinstance(best.get("power"), dict):
-        return dict(best["power"])
+    for given_power in (best.get("power"), plan_dict.get("power")):
+        if isinstance(given_power, dict):
+            return dict(given_power)
     if given.calibration is not None:
         return {}  # the packaged engine constants would not be the plan's
     got = _power(
