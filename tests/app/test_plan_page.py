@@ -298,3 +298,14 @@ def test_configuration_summaries_in_sentences_are_words() -> None:
         "bf16; decode 4 x TP2 PP1, up to 64 running requests, 2,048-token chunks, KV fp8, 16 "
         "clients/worker)"
     )
+
+
+def test_the_plans_own_power_object_wins() -> None:
+    from typing import Any, cast
+
+    from app.planning import plan_power
+
+    own = {"deployment_kw": 1.5, "j_per_output_token": 0.5}
+    plan_dict: dict[str, Any] = {"best": {"power": own}, "workload": {}}
+    assert plan_power(plan_dict, cast(Any, None)) == own  # no estimate runs
+    assert plan_power({"best": {}, "power": own}, cast(Any, None)) == own
