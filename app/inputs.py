@@ -1,8 +1,8 @@
-"""Input widgets shared by the pages: model, GPUs, workload, SLOs.
+"""Input widgets shared by the pages: model, GPUs, workload, SLOs, objective.
 
-Each function draws its widgets (keys prefixed per page so pages keep their own values) and returns
-library objects (``ModelSpec``, ``Workload``); bad input raises ``PlannerInputError`` for
-``ui.guarded`` to show as one line.
+Shared inputs use one widget key on every page (``app.shared``) and are kept in the URL. Every
+field checks its own value as it is drawn and shows the rule it breaks right under it, in the
+rule's words ("must be > 0 ms"); the page then runs no request (``FieldErrors``).
 """
 
 from __future__ import annotations
@@ -10,30 +10,37 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, cast
 
 import streamlit as st
 
-from app.ui import gpu_names, model_names
+from app import shared
+from app.ui import FieldErrors, gpu_names, model_names
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from planner.cli.field_help import description
 from planner.model.bundled import MAX_CONFIG_BYTES, load_model, parse_config_text
 from planner.model.spec import ModelSpec
-from planner.workload.spec import LengthDist, LengthSpec, Workload, read_trace
+from planner.workload.spec import LengthDist, LengthSpec, Workload, max_lengths, read_trace
+from solvers.counts import MAX_BUDGET_GPUS
 from solvers.plan import PlanRequest
 
-DEFAULT_MODEL = "llama-3.1-70b"
+DEFAULT_MODEL = str(shared.FIELDS["model"].default)
 DEFAULT_GPU = "h200_sxm"
-DEFAULT_ISL = 4000
-DEFAULT_OSL = 500
-DEFAULT_TTFT_MS = 5000.0
+DEFAULT_TTFT_MS = float(shared.FIELDS["ttft"].default)
 """p90 TTFT SLO of the default plan: 64 clients of 4000-token prompts on 8 GPUs queue for prefill
 (start-up wave and closed-loop queueing), so about 3 s is the best a 70B model reaches on 8 x
 H200."""
-DEFAULT_TPOT_MS = 40.0
+DEFAULT_TPOT_MS = float(shared.FIELDS["tpot"].default)
 PERCENTILES = ("p50", "p90", "p99")
+Percentile = Literal["p50", "p90", "p99"]
 LENGTH_SHAPES: tuple[LengthDist, ...] = ("fixed", "uniform", "normal", "lognormal")
+MAX_CV = 4.0
+OBJECTIVE_LABELS = {
+    "cost": "cost (cheapest that meets the SLO)",
+    "throughput-per-gpu": "output tokens/s per GPU",
+    "gpus": "fewest GPUs",
+}
 
 
 @dataclass(frozen=True)
@@ -57,8 +64,31 @@ class SloChoice:
     confidence: float = 0.8  # > 0: meet the SLO at the upper edge of the band of this level
 
 
+def flag(errors: FieldErrors, name: str, message: str) -> None:
+    """Mark field ``name`` invalid: its message right under it, and no request runs."""
+    errors.messages[name] = message
+    st.markdown(f":red[⚠️ {name}: {message}]")
+
+
+def _shared_number(
+    errors: FieldErrors, name: str, label: str, rule: tuple[float, float | None, str], **kw: Any
+) -> Any:
+    """A shared number field checked against ``rule`` = (lowest, highest or None, unit words):
+    the lowest is exclusive for floats (> 0 ms) and inclusive for whole numbers (>= 1)."""
+    value = st.number_input(label, key=shared.seed(name), **kw)
+    shared.remember(name, value)
+    low, high, unit = rule
+    if isinstance(value, float) and value <= low:
+        flag(errors, label, f"must be > {low:g} {unit}")
+    elif isinstance(value, int) and value < low:
+        flag(errors, label, f"must be ≥ {low:g} {unit}")
+    elif high is not None and value > high:
+        flag(errors, label, f"must be ≤ {high:,.10g} {unit}")
+    return value
+
+
 @st.cache_resource(show_spinner=False)
-def _bundled_spec(key: str) -> ModelSpec:
+def bundled_spec(key: str) -> ModelSpec:
     return load_model(key)
 
 
@@ -78,22 +108,22 @@ def _upload_text(data: bytes, name: str) -> str:
         raise PlannerInputError("config.json", f"{name} is not UTF-8 text") from exc
 
 
+def bundled_model_input(label: str = "Bundled model") -> str:
+    """The shared bundled model key."""
+    names = model_names()
+    keys = list(names)
+    key = st.selectbox(label, keys, format_func=lambda k: names[k], key=shared.seed("model", keys))
+    return str(shared.remember("model", key))
+
+
 def model_input(page: str) -> ModelChoice | None:
     """Bundled model or an uploaded ``config.json``; None until a file is uploaded."""
     source = st.radio(
         "Model", ["Bundled", "Upload config.json"], horizontal=True, key=f"{page}_model_src"
     )
     if source == "Bundled":
-        names = model_names()
-        keys = list(names)
-        key = st.selectbox(
-            "Bundled model",
-            keys,
-            index=keys.index(DEFAULT_MODEL),
-            format_func=lambda k: names[k],
-            key=f"{page}_model",
-        )
-        return ModelChoice(ref=key, spec=_bundled_spec(key), uploaded=False)
+        key = bundled_model_input()
+        return ModelChoice(ref=key, spec=bundled_spec(key), uploaded=False)
     upload = st.file_uploader(
         "config.json (Hugging Face format)", type=["json"], key=f"{page}_model_file"
     )
@@ -109,7 +139,7 @@ def model_input(page: str) -> ModelChoice | None:
     text = _upload_text(upload.getvalue(), upload.name)
     spec = _uploaded_spec(text, upload.name, model_id)
     st.caption(
-        f"Uploaded: {spec.name} ({spec.family}, {spec.num_layers} layers, "
+        f"Uploaded: {model_id or spec.name} ({spec.family}, {spec.num_layers} layers, "
         f"{spec.quant.weight_format} weights)"
     )
     return ModelChoice(
@@ -117,75 +147,83 @@ def model_input(page: str) -> ModelChoice | None:
     )
 
 
-def gpu_input(page: str, label: str = "GPU type") -> str:
-    """One GPU key."""
-    names = gpu_names()
-    keys = list(names)
-    return st.selectbox(
-        label,
-        keys,
-        index=keys.index(DEFAULT_GPU),
-        format_func=lambda k: names[k],
-        key=f"{page}_gpu",
-    )
+def model_label(choice: ModelChoice) -> str:
+    """How the page names a model: the bundled display name, or the uploaded model's id."""
+    return choice.model_id or choice.spec.name
 
 
-def gpus_input(
-    page: str, default: tuple[str, ...] = (DEFAULT_GPU,), label: str = "GPU types"
-) -> list[str]:
-    """Several GPU keys (at least one)."""
+def gpus_input(errors: FieldErrors, label: str = "GPU types") -> list[str]:
+    """The shared GPU keys (at least one)."""
     names = gpu_names()
     chosen = st.multiselect(
         label,
         list(names),
-        default=list(default),
         format_func=lambda k: names[k],
-        key=f"{page}_gpus",
+        key=shared.seed("gpus", list(names)),
     )
+    shared.remember("gpus", list(chosen))
     if not chosen:
-        raise PlannerInputError("GPU types", "choose at least one GPU type")
+        flag(errors, label, "choose at least one GPU type")
     return list(chosen)
 
 
-def price_input(page: str, gpus: list[str]) -> float | None:
+def budget_input(errors: FieldErrors) -> int:
+    """The shared GPU budget."""
+    return int(
+        _shared_number(
+            errors,
+            "max_gpus",
+            "GPU budget (max GPUs)",
+            (1, MAX_BUDGET_GPUS, "GPUs"),
+            step=1,
+            help=f"Up to {MAX_BUDGET_GPUS:,} GPUs, the largest budget the search prices.",
+        )
+    )
+
+
+def price_input(errors: FieldErrors, page: str, gpus: list[str]) -> float | None:
     """Price per GPU-hour override in USD (None = each GPU's catalog price, listed below it)."""
+    label = "Price per GPU-hour (USD, 0 = catalog price)"
     price = st.number_input(
-        "Price per GPU-hour (USD, 0 = catalog price)",
-        min_value=0.0,
+        label,
         value=0.0,
         step=0.1,
         format="%.2f",
         key=f"{page}_price",
         help=description(PlanRequest, "price_per_gpu_hour"),
     )
+    if price < 0:
+        flag(errors, label, "must be ≥ 0 USD")
     catalog = ", ".join(f"{get_gpu(g).name} ${get_gpu(g).price_per_gpu_hour_usd:.2f}" for g in gpus)
     st.caption(f"Catalog prices: {catalog}")
     return float(price) if price > 0 else None
 
 
-def _length_input(page: str, which: str, default: int) -> LengthSpec:
-    cols = st.columns(3)
-    mean = cols[0].number_input(
-        f"{which.upper()} mean (tokens)",
-        min_value=1,
-        max_value=1_000_000,
-        value=default,
-        step=100,
-        key=f"{page}_{which}",
-    )
-    shape = cols[1].selectbox(
+def _shape_input(errors: FieldErrors, page: str, which: str) -> tuple[LengthDist, float]:
+    cols = st.columns(2)
+    shape = cols[0].selectbox(
         f"{which.upper()} distribution", LENGTH_SHAPES, key=f"{page}_{which}_dist"
     )
-    cv = cols[2].number_input(
-        f"{which.upper()} CV",
-        min_value=0.0,
-        max_value=4.0,
+    label = f"{which.upper()} CV"
+    cv = cols[1].number_input(
+        label,
         value=0.0 if shape == "fixed" else 0.5,
         step=0.1,
         disabled=shape == "fixed",
         key=f"{page}_{which}_cv_{shape == 'fixed'}",
     )
-    return LengthSpec(mean=float(mean), dist=shape, cv=0.0 if shape == "fixed" else float(cv))
+    if shape != "fixed" and not 0 <= cv <= MAX_CV:
+        flag(errors, label, f"must be between 0 and {MAX_CV:g}")
+    return shape, 0.0 if shape == "fixed" else float(cv)
+
+
+def _length_input(errors: FieldErrors, page: str, which: str) -> LengthSpec | None:
+    label = f"{which.upper()} mean (tokens)"
+    mean = _shared_number(errors, which, label, (1, None, "token"), step=100)
+    shape, cv = _shape_input(errors, page, which)
+    if label in errors.messages:
+        return None
+    return LengthSpec(mean=float(mean), dist=shape, cv=cv)
 
 
 def _trace_lengths(data: bytes) -> tuple[LengthSpec, LengthSpec]:
@@ -195,61 +233,71 @@ def _trace_lengths(data: bytes) -> tuple[LengthSpec, LengthSpec]:
         return read_trace(path)
 
 
-def lengths_input(page: str) -> tuple[LengthSpec, LengthSpec]:
-    """ISL and OSL: fixed values, distributions, or a CSV trace with columns isl,osl."""
+def lengths_input(errors: FieldErrors, page: str) -> tuple[LengthSpec, LengthSpec] | None:
+    """ISL and OSL: values (shared), distributions, or a CSV trace with columns isl,osl."""
     how = st.radio("Lengths", ["Values", "CSV trace"], horizontal=True, key=f"{page}_len_src")
     if how == "CSV trace":
         upload = st.file_uploader(
             "Trace CSV (columns isl,osl; one request per row)", type=["csv"], key=f"{page}_trace"
         )
         if upload is not None:
-            isl, osl = _trace_lengths(upload.getvalue())
-            st.caption(
-                f"Trace: {len(isl.samples)} requests, mean ISL {isl.mean:.0f}, mean OSL "
-                f"{osl.mean:.0f}"
-            )
-            return isl, osl
+            with errors.field("Trace CSV", upload.name):
+                isl, osl = _trace_lengths(upload.getvalue())
+                st.caption(
+                    f"Trace: {len(isl.samples):,} requests, mean ISL {isl.mean:,.0f}, mean OSL "
+                    f"{osl.mean:,.0f} tokens"
+                )
+                return isl, osl
+            return None
         st.caption("No trace uploaded yet: using the values below.")
-    return _length_input(page, "isl", DEFAULT_ISL), _length_input(page, "osl", DEFAULT_OSL)
+    isl_v, osl_v = _length_input(errors, page, "isl"), _length_input(errors, page, "osl")
+    return (isl_v, osl_v) if isl_v is not None and osl_v is not None else None
 
 
-def load_input(page: str, default_mode: str = "Concurrency") -> dict[str, float | int]:
+def check_context(
+    errors: FieldErrors, model: ModelChoice | None, lengths: tuple[LengthSpec, LengthSpec] | None
+) -> tuple[int, int] | None:
+    """The longest prompt and answer the deployment must accept (``planner.workload.spec
+    .max_lengths``, as ``planner plan`` computes them), or a message under the ISL field when a
+    mean request is longer than the model's maximum positions."""
+    if model is None or lengths is None:
+        return None
+    isl, osl = (max(1, round(x.mean)) for x in lengths)
+    try:
+        return max_lengths(
+            isl, osl, None, None, model.spec.max_position_embeddings, model_label(model)
+        )
+    except PlannerInputError as exc:
+        flag(errors, "ISL mean (tokens)", exc.message)
+        return None
+
+
+def load_input(errors: FieldErrors) -> dict[str, float | int]:
     """Closed loop (concurrent clients) or open loop (requests/s); returns Workload keyword args."""
-    modes = ["Concurrency", "Rate", "Best throughput"]
-    mode = st.radio(
-        "Load", modes, index=modes.index(default_mode), horizontal=True, key=f"{page}_load"
-    )
+    modes = list(shared.FIELDS["load"].choices)
+    mode = st.radio("Load", modes, horizontal=True, key=shared.seed("load", modes))
+    shared.remember("load", mode)
     if mode == "Concurrency":
-        n = st.number_input(
+        n = _shared_number(
+            errors,
+            "conc",
             "Concurrent clients",
-            min_value=1,
-            max_value=100_000,
-            value=64,
+            (1, 100_000, "client"),
             step=8,
-            key=f"{page}_conc",
             help=description(Workload, "concurrency"),
         )
         return {"concurrency": int(n)}
     if mode == "Rate":
-        r = st.number_input(
+        r = _shared_number(
+            errors,
+            "rate",
             "Arrival rate (requests/s, Poisson)",
-            min_value=0.01,
-            max_value=100_000.0,
-            value=5.0,
+            (0, 100_000, "requests/s"),
             step=1.0,
-            key=f"{page}_rate",
             help=description(Workload, "rate_per_s"),
         )
         return {"rate_per_s": float(r)}
     return {}
-
-
-def workload_input(
-    page: str, default_load: str = "Concurrency"
-) -> tuple[LengthSpec, LengthSpec, dict[str, float | int]]:
-    """Lengths and load of the workload (the load is empty for 'best throughput')."""
-    isl, osl = lengths_input(page)
-    return isl, osl, load_input(page, default_load)
 
 
 def make_workload(
@@ -261,34 +309,34 @@ def make_workload(
     return Workload(isl=isl, osl=osl, **load)  # type: ignore[arg-type]
 
 
-def slo_input(page: str, robust_option: bool = False) -> SloChoice:
-    """TTFT and TPOT targets at one percentile."""
-    cols = st.columns(3)
-    ttft = cols[0].number_input(
-        "TTFT SLO (ms)",
-        min_value=0.001,
-        max_value=1e7,
-        value=DEFAULT_TTFT_MS,
-        step=100.0,
-        key=f"{page}_ttft",
-        help=description(PlanRequest, "ttft_ms"),
-    )
-    tpot = cols[1].number_input(
-        "TPOT SLO (ms)",
-        min_value=0.001,
-        max_value=1e6,
-        value=DEFAULT_TPOT_MS,
-        step=5.0,
-        key=f"{page}_tpot",
-        help=description(PlanRequest, "tpot_ms"),
-    )
-    pct = cols[2].selectbox(
+def slo_input(errors: FieldErrors, page: str, robust_option: bool = False) -> SloChoice:
+    """TTFT and TPOT targets at one percentile (shared)."""
+    cols = st.columns(2)
+    with cols[0]:
+        ttft = _shared_number(
+            errors,
+            "ttft",
+            "TTFT SLO (ms)",
+            (0, None, "ms"),
+            step=100.0,
+            help=description(PlanRequest, "ttft_ms"),
+        )
+    with cols[1]:
+        tpot = _shared_number(
+            errors,
+            "tpot",
+            "TPOT SLO (ms)",
+            (0, None, "ms"),
+            step=5.0,
+            help=description(PlanRequest, "tpot_ms"),
+        )
+    pct = st.selectbox(
         "Percentile",
         PERCENTILES,
-        index=1,
-        key=f"{page}_pct",
+        key=shared.seed("pct", list(PERCENTILES)),
         help=description(PlanRequest, "percentile"),
     )
+    shared.remember("pct", pct)
     robust = not robust_option or st.checkbox(
         "Meet the SLO at the upper edge of the 80% prediction band (as `planner plan` does)",
         value=True,
@@ -297,5 +345,25 @@ def slo_input(page: str, robust_option: bool = False) -> SloChoice:
         "to its edge are shown with the recommendation either way.",
     )
     return SloChoice(
-        ttft_ms=float(ttft), tpot_ms=float(tpot), percentile=pct, confidence=0.8 if robust else 0.0
+        ttft_ms=float(ttft),
+        tpot_ms=float(tpot),
+        percentile=cast(Percentile, pct),
+        confidence=0.8 if robust else 0.0,
     )
+
+
+def choice_input(name: str, label: str, labels: dict[str, str] | None = None) -> str:
+    """A shared selectbox among ``shared.FIELDS[name].choices`` (or ``labels``' keys)."""
+    options: list[str] = list(labels or shared.FIELDS[name].choices)
+    words: dict[str, str] = labels or {}
+
+    def shown(value: str) -> str:
+        return words.get(value, value)
+
+    value = st.selectbox(label, options, format_func=shown, key=shared.seed(name, options))
+    return str(shared.remember(name, value))
+
+
+def objective_input() -> str:
+    """The shared objective (default: cost, the cheapest plan that meets the SLO)."""
+    return choice_input("objective", "Objective", OBJECTIVE_LABELS)

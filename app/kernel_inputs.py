@@ -121,20 +121,37 @@ def folder_tables(folder: str) -> dict[str, dict[str, KernelTable]]:
     return read_folder(Path(folder)).tables
 
 
-def lookup_db(gpu_key: str, folder: str) -> tuple[KernelDB, str]:
-    """The DB to query and a line naming where its measured rows come from."""
+ROOT: Final[Path] = Path(__file__).resolve().parents[1]
+DEFAULT_FOLDER: Final[str] = "../shared/validation/kernels"
+"""The folder field's default, relative to the checkout (``EXTERNAL_DATA``)."""
+
+
+def resolve_folder(folder: str) -> Path:
+    """A folder as typed (relative to the checkout, or absolute)."""
+    path = Path(folder)
+    return path if path.is_absolute() else (ROOT / path).resolve()
+
+
+def shown_path(path: Path) -> str:
+    """A path as the page shows it: relative to the checkout where it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return Path(path).name
+
+
+def lookup_db(gpu_key: str, folder: str) -> tuple[KernelDB, str, bool]:
+    """The DB to query, a line naming where its measured rows come from (the folder as typed,
+    never the server's path), and whether the GPU has no measured rows there (the curve is then
+    the model's alone)."""
     db = bundled_db(gpu_key)
     if not folder:
-        where = paths.table_dir(gpu_key)
-        return db, f"bundled tables ({where})" if db.tables else "no bundled measured tables"
-    tables = folder_tables(folder)
+        where = f"bundled tables (kernels_db/data/{gpu_key})"
+        return db, where if db.tables else "no bundled measured tables", not db.tables
+    tables = folder_tables(str(resolve_folder(folder)))
     if gpu_key not in tables:
-        raise PlannerInputError(
-            "tables folder",
-            f"{folder} holds no tables for {gpu_key}; it has: "
-            f"{', '.join(sorted(tables)) or 'none'}",
-        )
-    return KernelDB(db.spec, tables[gpu_key], db.fit), f"tables in {folder}"
+        return db, f"{folder} (no tables for this GPU)", True
+    return KernelDB(db.spec, tables[gpu_key], db.fit), f"tables in {folder}", False
 
 
 def model_only(db: KernelDB) -> KernelDB:
@@ -188,12 +205,13 @@ def provenance_lines(db: KernelDB, gpu_key: str, folder: str) -> list[str]:
     fit = db.fit
     if fit is None:
         lines.append(
-            f"No fitted parameters for {gpu_key}: the model is the roofline with default "
+            f"No fitted parameters for {db.spec.name}: the model is the roofline with default "
             "efficiencies (flagged roofline_uncalibrated)."
         )
     else:
         lines.append(
-            f"Fitted parameters: {paths.fitted_path(gpu_key)} (fitted {fit.date}; `{fit.command}`)."
+            f"Fitted parameters: {shown_path(paths.fitted_path(gpu_key))} (fitted {fit.date}; "
+            f"`{fit.command}`)."
         )
         for name, fam in fit.families.items():
             lines.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import re
 import zipfile
 from collections.abc import Mapping
 from typing import Any
@@ -18,13 +19,24 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app.ui import fmt, fmt_money, gpu_names, guarded, readable
+from app import shared
+from app.ui import (
+    UNCALIBRATED_MARK,
+    calibration_notes,
+    fmt,
+    fmt_money,
+    gpu_calibration,
+    gpu_label,
+    guarded,
+    readable,
+)
 from planner.emitters.bundle import build_bundle
 from planner.emitters.plan_file import parse_plan as parse_emit_plan
 from planner.reports import present as pr
 from planner.reports import tables as rt
 from planner.reports.html import memory_figure
 from planner.reports.plan_view import PlanView, as_float, flat_rows, parse_plan
+from solvers.binding import at_confidence
 
 PER_GPU, PER_USER = rt.PER_GPU, rt.PER_USER
 METRIC_KEYS = {PER_GPU, PER_USER}
@@ -79,57 +91,151 @@ def headroom_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Limit", "Predicted", "Limit value", "Headroom (%)"])
 
 
-def recommendation(plan: Mapping[str, Any], gpu_label: str) -> None:
-    """The card: configuration, predicted latency vs SLO, throughput, cost, binding constraint."""
+HEADLINES = {
+    "cost": "Cheapest deployment that meets the SLO",
+    "throughput-per-gpu": "Most output tokens/s per GPU that meets the SLO",
+    "gpus": "Fewest GPUs that meet the SLO",
+}
+"""Headline of the recommendation per objective (``solvers.plan_models.Objective``)."""
+
+
+def headline(plan: Mapping[str, Any]) -> str:
+    """What the recommendation is best at, naming the objective the plan used."""
+    objective = str(plan.get("objective") or plan.get("settings", {}).get("objective") or "cost")
+    return f"{HEADLINES.get(objective, objective)} (objective: {objective})"
+
+
+def role_gpus(dep: Mapping[str, Any]) -> str:
+    """'prefill on H100-SXM, decode on H200-SXM' where a disaggregated plan names each role's
+    GPU type (``prefill_gpu`` / ``decode_gpu``), else ''."""
+    parts = [
+        f"{role} on {gpu_label(str(dep[f'{role}_gpu']))}"
+        for role in ("prefill", "decode")
+        if dep.get(f"{role}_gpu")
+    ]
+    return ", ".join(parts)
+
+
+def slo_check(plan: Mapping[str, Any]) -> str:
+    """Each latency limit at the plan's confidence: band edge (or prediction) against the SLO and
+    the probability it is met."""
+    best, slo = plan["best"], plan.get("slo", {})
+    room = best.get("headroom") if isinstance(best.get("headroom"), Mapping) else {}
+    pct = str(slo.get("percentile", "p90"))
+    conf = as_float(room.get("confidence")) or 0.0
+    parts = []
+    for key, name in (("ttft", "TTFT"), ("tpot", "TPOT")):
+        limit = as_float(slo.get(f"{key}_ms"))
+        got = room.get(key) if isinstance(room, Mapping) else None
+        one: Mapping[str, Any] = got if isinstance(got, Mapping) else {}
+        edge = as_float(one.get("band_edge_ms")) if conf else None
+        value = edge if edge is not None else pct_value(best["predicted"].get(f"{key}_ms"), pct)
+        if value is None or limit is None:
+            continue
+        ok = "meets" if value <= limit else "misses"
+        prob = as_float(one.get("probability_met"))
+        where = at_confidence(conf if edge is not None else 0.0) or " at the point prediction"
+        chance = f", met with probability {pr.pct(prob)}" if prob is not None else ""
+        parts.append(f"{name} {pct} {pr.ms(value)}{where} {ok} the {pr.ms(limit)} SLO{chance}")
+    return "; ".join(parts)
+
+
+def power_line(pw: Mapping[str, Any]) -> str:
+    """Power and energy of the recommendation (``app.planning.plan_power``)."""
+    if not pw:
+        return ""
+    how = " (estimated here by planner.perf.power)" if pw.get("computed_here") else ""
+    return (
+        f"**Power:** {fmt(pw.get('deployment_kw'))} kW board power "
+        f"({fmt(pw.get('avg_power_w_per_gpu'))} W per GPU), "
+        f"{fmt(pw.get('j_per_output_token'))} J per output token, "
+        f"{fmt(pw.get('kwh_per_day'))} kWh/day, energy "
+        f"{fmt_money(pw.get('energy_cost_usd_per_day'))} per day at "
+        f"{fmt_money(pw.get('electricity_price_usd_per_kwh'))}/kWh, PUE {fmt(pw.get('pue'))}{how}"
+    )
+
+
+def _latency_metric(col: Any, plan: Mapping[str, Any], key: str, mark: str) -> None:
+    pct = str(plan.get("slo", {}).get("percentile", "p90"))
+    value = pct_value(plan["best"]["predicted"].get(f"{key}_ms"), pct)
+    limit = as_float(plan.get("slo", {}).get(f"{key}_ms"))
+    col.metric(pr.label(f"{key}_ms", pct), pr.ms(value) + mark)
+    if value and limit:
+        col.caption(f"SLO {pr.ms(limit)}: {pr.pct(1 - value / limit)} headroom")
+
+
+def recommendation(plan: Mapping[str, Any], model: str, power: Mapping[str, Any]) -> None:
+    """The card: what was chosen and why, its cost, the SLO check and the binding limit; sized to
+    end within the first 800 px of a 1280 x 800 window."""
     best = plan["best"]
-    pred = best.get("predicted", {})
-    slo = plan.get("slo", {})
-    pct = slo.get("percentile", "p90")
+    gpu = str(best["deployment"]["gpu"])
+    label = gpu_label(gpu)
     with st.container(border=True, key="recommendation"):
-        st.subheader(f"{best.get('gpus')} x {gpu_label} for {plan.get('model')}")
-        sentence = config_text(best["deployment"], best.get("gpus"), gpu_label)
-        st.markdown(f"**Configuration:** {sentence}")
-        cols = st.columns(4)
-        for col, key in zip(cols[:2], ("ttft_ms", "tpot_ms"), strict=True):
-            value, limit = pct_value(pred.get(key), pct), as_float(slo.get(key))
-            room = (
-                f"{pr.pct(1 - value / limit)} headroom to {pr.ms(limit)}"
-                if value and limit
-                else None
-            )
-            col.metric(pr.label(key, pct), f"{fmt(value)} ms", room, delta_color="off")
-        cols[2].metric(pr.label(PER_GPU), fmt(pred.get(PER_GPU)))
-        cols[3].metric(pr.label(PER_USER), fmt(pred.get(PER_USER)))
-        cols = st.columns(4)
-        cols[0].metric(
-            "Cost per 1M output tokens", fmt_money(best.get("cost_per_million_output_tokens"))
+        st.caption(headline(plan))
+        st.subheader(f"{best.get('gpus')} x {label} for {model}", anchor=False)
+        roles = role_gpus(best["deployment"])
+        sentence = config_text(best["deployment"], None, label)
+        st.markdown(f"**Configuration:** {sentence}" + (f" ({roles})" if roles else ""))
+        cols = st.columns(5)
+        # numbers of a GPU without calibrated kernel data carry the mark (explained below)
+        mark = f" {UNCALIBRATED_MARK}" if gpu_calibration(gpu)[1] else ""
+        cols[0].metric("Cost ($/hour)", fmt_money(best.get("cost_per_hour_usd")) + mark)
+        cols[0].caption(
+            f"{fmt_money(best.get('cost_per_million_total_tokens'))} per 1M total tokens"
         )
-        budget = plan.get("max_gpus")
-        cols[1].metric(
-            "GPUs",
-            fmt(best.get("gpus")),
-            f"of {budget} in the budget" if budget else None,
-            delta_color="off",
-        )
-        cols[2].metric("Requests/s", fmt(pred.get("requests_per_s")))
-        cols[3].metric("Binding constraint", str(plan.get("binding_constraint") or "-"))
-        sentence = plan.get("binding", {}).get("sentence")
-        if sentence:
-            st.markdown(f"**Why this and not more:** {sentence}")
-        bands = band_caption(plan, pct)
-        if bands:
-            st.caption(bands)
-        st.dataframe(headroom_frame(plan), hide_index=True, key="headroom_table")
-        st.caption(
-            f"{fmt(plan.get('candidates_evaluated'))} candidates evaluated in "
-            f"{fmt(plan.get('search_seconds'))} s."
-        )
+        _latency_metric(cols[1], plan, "ttft", mark)
+        _latency_metric(cols[2], plan, "tpot", mark)
+        bought = best.get("gpus_bought", best.get("gpus"))
+        cols[3].metric("GPUs bought", pr.count(bought))
+        cols[3].caption(f"{pr.count(best.get('gpus'))} used of {pr.count(plan.get('max_gpus'))}")
+        cols[4].metric("Binding limit", str(plan.get("binding_constraint") or "-"))
+        check = slo_check(plan)
+        if check:
+            st.markdown(f"**SLO check:** {check}.")
+        why = plan.get("binding", {}).get("sentence")
+        if why:
+            st.markdown(f"**Why this and not more:** {config_words(str(why))}")
+        energy = power_line(power)
+        if energy:
+            st.markdown(energy)
+        calibration_notes([gpu], "card")
+
+
+def evidence(plan: Mapping[str, Any]) -> None:
+    """Below the card: every limit's headroom, the prediction bands and the search's size."""
+    pct = str(plan.get("slo", {}).get("percentile", "p90"))
+    st.dataframe(headroom_frame(plan), hide_index=True, key="headroom_table")
+    bands = band_caption(plan, pct)
+    if bands:
+        st.caption(bands)
+    st.caption(
+        f"{fmt(plan.get('candidates_evaluated'))} candidates evaluated in "
+        f"{fmt(plan.get('search_seconds'))} s."
+    )
+
+
+def links(plan: Mapping[str, Any]) -> None:
+    """Links that open Compare and Traffic with this plan's inputs (the URL carries them)."""
+    gpus = list(plan.get("settings", {}).get("gpus") or [plan["best"]["gpu"]])
+    compare = gpus if len(gpus) > 1 else [*gpus, *(g for g in COMPARE_WITH if g not in gpus)]
+    with st.container(key="plan_links", horizontal=True):
+        st.markdown(f"[Compare these GPUs ↗]({shared.link('compare', gpus=compare)})")
+        st.markdown(f"[Size for a day of traffic ↗]({shared.link('traffic')})")
+
+
+COMPARE_WITH = ("h100_sxm", "h200_sxm", "b200_sxm")
+"""GPUs a one-GPU plan's Compare link adds, so the comparison has something to compare."""
 
 
 def _hover(row: Mapping[str, Any], pct: str = "") -> str:
-    return "<br>".join(
-        f"{pr.label(k, pct)}: {pr.show(k, v)}" for k, v in row.items() if v is not None
-    )
+    """A point's values as lines: display names, the configuration as its parts."""
+    lines = [
+        f"{pr.label(k, pct)}: {gpu_label(str(v)) if k == 'gpu' else pr.show(k, v)}"
+        for k, v in row.items()
+        if v is not None and k not in ("config", "score")
+    ]
+    parts = config_columns(str(row.get("config", "")))
+    return "<br>".join(lines + [f"{k}: {v}" for k, v in parts.items()])
 
 
 def _per_user_band(pred: Mapping[str, Any], per_user: float) -> dict[str, Any] | None:
@@ -150,35 +256,53 @@ def _per_user_band(pred: Mapping[str, Any], per_user: float) -> dict[str, Any] |
     }
 
 
+GPU_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+MODE_SYMBOLS = {"agg": "circle", "disagg": "diamond"}
+AXIS = {"tickformat": ",.3~s", "hoverformat": ",.4~g"}
+"""Ticks at 3 significant figures."""
+
+
+def _groups(view: PlanView) -> dict[tuple[str, str], list[tuple[tuple[float, float], Any]]]:
+    """Candidates and Pareto points with both metrics, by (GPU, mode)."""
+    out: dict[tuple[str, str], list[tuple[tuple[float, float], Any]]] = {}
+    seen: set[tuple[float, float]] = set()
+    for row in [*flat_rows(view.pareto), *view.candidates]:
+        xy = rt.metric_xy(row)
+        if xy[0] is None or xy[1] is None or xy in seen:
+            continue
+        seen.add(xy)  # type: ignore[arg-type]
+        out.setdefault((str(row.get("gpu")), str(row.get("mode"))), []).append((xy, row))  # type: ignore[arg-type]
+    return out
+
+
 def pareto_chart(view: PlanView) -> go.Figure:
-    """Output tok/s per GPU vs per user; hover shows each configuration; the pick is a star."""
-    rows = flat_rows(view.pareto)
-    pts = [(rt.metric_xy(r), r) for r in rows]
-    pts = [(xy, r) for xy, r in pts if xy[0] is not None and xy[1] is not None]
+    """Output tok/s per GPU vs per user, coloured by GPU type, shaped by mode; the TPOT SLO as a
+    line (1000 / TPOT tokens/s per user: points right of it meet it); the pick is a star."""
     pct = str(view.slo.get("percentile", ""))
     fig = go.Figure()
-    cands = [(rt.metric_xy(c), c) for c in view.candidates]
-    cands = [(xy, c) for xy, c in cands if None not in xy]
-    if cands:
+    groups = _groups(view)
+    colours = {
+        g: GPU_COLOURS[i % len(GPU_COLOURS)] for i, g in enumerate(sorted({g for g, _ in groups}))
+    }
+    for (gpu, mode), pts in sorted(groups.items()):
+        pts.sort(key=lambda p: p[0][0])
         fig.add_scatter(
-            x=[xy[0] for xy, _ in cands],
-            y=[xy[1] for xy, _ in cands],
+            x=[xy[0] for xy, _ in pts],
+            y=[xy[1] for xy, _ in pts],
             mode="markers",
-            name="top candidates",
-            text=[_hover(c, pct) for _, c in cands],
+            name=f"{gpu_label(gpu)}, {MODE_LABELS.get(mode, mode)}",
+            text=[_hover(r, pct) for _, r in pts],
             hovertemplate="%{text}<extra></extra>",
-            marker={"size": 6, "color": "#9db4cc"},
+            marker={"size": 9, "color": colours[gpu], "symbol": MODE_SYMBOLS.get(mode, "square")},
         )
-    fig.add_scatter(
-        x=[xy[0] for xy, _ in pts],
-        y=[xy[1] for xy, _ in pts],
-        mode="lines+markers",
-        name="Pareto front",
-        text=[_hover(r, pct) for _, r in pts],
-        hovertemplate="%{text}<extra></extra>",
-        marker={"size": 9},
-        line={"shape": "hv", "width": 1},
-    )
+    tpot = as_float(view.slo.get("tpot_ms"))
+    if tpot:
+        fig.add_vline(
+            x=1000.0 / tpot,
+            line={"dash": "dash", "color": "#d62728"},
+            annotation_text=f"TPOT SLO {pr.ms(tpot)} = {pr.num(1000.0 / tpot)} tokens/s per user",
+            annotation_position="top right",
+        )
     pred = view.best.predicted
     bx, by = as_float(pred.get(PER_USER)), as_float(pred.get(PER_GPU))
     if bx is not None and by is not None:
@@ -192,13 +316,16 @@ def pareto_chart(view: PlanView) -> go.Figure:
             marker={"size": 18, "symbol": "star", "color": "#d62728", "line": {"width": 1}},
         )
     fig.update_layout(
-        xaxis_title=pr.label(PER_USER),
-        yaxis_title=pr.label(PER_GPU),
-        height=440,
+        xaxis={"title": pr.label(PER_USER), **AXIS},
+        yaxis={"title": pr.label(PER_GPU), **AXIS},
+        height=420,
         margin={"t": 30},
-        legend={"orientation": "h", "y": 1.08},
+        legend={"orientation": "h", "y": -0.2},
     )
     return fig
+
+
+MODE_LABELS = {"agg": "aggregated", "disagg": "disaggregated"}
 
 
 def table_frame(table: rt.Table) -> pd.DataFrame:
@@ -262,15 +389,54 @@ CANDIDATE_KEYS = (
     "cost_per_million_output_tokens",
     "clients_per_worker",
     "pareto",
-    "config",
 )
 
 
 def candidates_frame(view: PlanView) -> pd.DataFrame:
-    """Every candidate the plan kept (top by the objective, plus the Pareto points), raw values."""
+    """Every candidate the plan kept (top by the objective, plus the Pareto points), raw values;
+    the configuration as columns (``config_columns``)."""
     frame = pd.DataFrame(rt.candidate_rows(view))
     keys = [k for k in CANDIDATE_KEYS if k in frame and frame[k].notna().any()]
-    return frame[keys]
+    parts = pd.DataFrame([config_columns(str(c)) for c in frame.get("config", [])]).fillna("-")
+    return pd.concat([frame[keys].reset_index(drop=True), parts], axis=1)
+
+
+_ROLE = re.compile(
+    r"(?:(?P<role>P|D)\[)?tp(?P<tp>\d+) pp(?P<pp>\d+)(?: dp(?P<dp>\d+))?(?: ep(?P<ep>\d+))?"
+    r" x(?P<x>\d+) seqs (?P<seqs>\d+) chunk (?P<chunk>\d+) kv (?P<kv>\w+)"
+)
+
+
+def _role_words(m: re.Match[str]) -> str:
+    split = f"TP{m['tp']} PP{m['pp']}" + (f" DP{m['dp']}" if m["dp"] else "")
+    split += f" EP{m['ep']}" if m["ep"] else ""
+    role = {"P": "prefill ", "D": "decode "}.get(m["role"] or "", "")
+    return (
+        f"{role}{m['x']} x {split}, up to {int(m['seqs']):,} running requests, "
+        f"{int(m['chunk']):,}-token chunks, KV {m['kv']}"
+    )
+
+
+def config_words(text: str) -> str:
+    """A sentence with the planner's configuration summaries ('disagg P[tp1 pp1 x4 seqs 8 chunk
+    16384 kv fp8] D[...]') written out in words."""
+    text = re.sub(r"\b(agg|disagg) (?=P\[|tp\d)", "", text)
+    return _ROLE.sub(_role_words, text).replace("] ", "; ").replace("]", "")
+
+
+def config_columns(config: str) -> dict[str, str]:
+    """A candidate's configuration summary (``solvers.plan_core``'s 'agg tp2 pp1 x4 seqs 256
+    chunk 2048 kv fp8') as labelled columns: split, replicas, batch and KV dtype per role."""
+    out: dict[str, str] = {}
+    for m in _ROLE.finditer(config):
+        role = {"P": "Prefill ", "D": "Decode "}.get(m["role"] or "", "")
+        split = f"TP{m['tp']} PP{m['pp']}" + (f" DP{m['dp']}" if m["dp"] else "")
+        out[f"{role}split"] = split + (f" EP{m['ep']}" if m["ep"] else "")
+        out[f"{role}replicas"] = m["x"]
+        out[f"{role}max running requests"] = m["seqs"]
+        out[f"{role}chunk (tokens)"] = f"{int(m['chunk']):,}"
+        out[f"{role}KV dtype"] = m["kv"]
+    return out
 
 
 def top_n(
@@ -303,7 +469,9 @@ def candidates_section(view: PlanView) -> None:
         "Sort by", sortable, format_func=lambda k: pr.label(k, pct), key="top_sort"
     )
     modes = cols[1].multiselect("Mode", sorted(frame["mode"].unique()), key="top_modes")
-    gpus = cols[2].multiselect("GPU type", sorted(frame["gpu"].unique()), key="top_gpus")
+    gpus = cols[2].multiselect(
+        "GPU type", sorted(frame["gpu"].unique()), format_func=gpu_label, key="top_gpus"
+    )
     n = int(
         cols[3].number_input(
             "Rows",
@@ -314,6 +482,7 @@ def candidates_section(view: PlanView) -> None:
         )
     )
     shown = top_n(view, n, sort_by, tuple(modes), tuple(gpus))
+    shown["gpu"] = shown["gpu"].map(gpu_label)
     st.markdown(
         f"#### Top {len(shown)} of {len(frame)} candidates kept "
         f"({fmt(view.candidates_evaluated)} evaluated)"
@@ -322,13 +491,14 @@ def candidates_section(view: PlanView) -> None:
 
 
 def why_not_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
-    """Each GPU type asked for: its best plan side by side, or the reason it has none."""
+    """Each GPU type asked for: its best plan (GPUs bought, $/h, $ per 1M total tokens, what binds
+    it) side by side, or the reason it has none."""
     pct = plan.get("slo", {}).get("percentile", "p90")
-    names = gpu_names()
+    noun = _OBJECTIVE_NOUN.get(str(plan.get("objective")), "points")
     rows = []
     for gpu, entry in plan.get("per_gpu_type", {}).items():
         best = entry.get("best") or {}
-        noun = _OBJECTIVE_NOUN.get(plan.get("objective"), "points")
+        binding = entry.get("binding") if isinstance(entry.get("binding"), Mapping) else {}
         verdict = (
             "recommended"
             if entry.get("chosen")
@@ -336,15 +506,16 @@ def why_not_frame(plan: Mapping[str, Any]) -> pd.DataFrame:
         )
         rows.append(
             {
-                "GPU type": names.get(gpu) or pr.gpu_name(gpu),  # or a prefill+decode pair
-                "GPUs": pr.count(best.get("gpus")),
+                "GPU type": gpu_label(gpu),
+                "Verdict": verdict,
+                "GPUs bought": pr.count(best.get("gpus_bought", best.get("gpus"))),
+                "GPUs used": pr.count(best.get("gpus")),
+                "Cost ($/hour)": pr.num(best.get("cost_per_hour_usd")),
+                "Cost per 1M total tokens ($)": pr.num(best.get("cost_per_million_total_tokens")),
                 pr.label("ttft_ms", pct): pr.num(best.get(f"ttft_{pct}_ms")),
                 pr.label("tpot_ms", pct): pr.num(best.get(f"tpot_{pct}_ms")),
                 pr.label(PER_GPU): pr.num(best.get(PER_GPU)),
-                pr.label("cost_per_million_output_tokens"): pr.num(
-                    best.get("cost_per_million_output_tokens")
-                ),
-                "Why not": verdict,
+                "Binding limit": str(binding.get("constraint") or "-") if best else "-",
             }
         )
     return pd.DataFrame(rows)
@@ -417,10 +588,6 @@ def downloads(plan: Mapping[str, Any], backend: str) -> None:
 
 def details(view: PlanView, plan: Mapping[str, Any]) -> None:
     """Why-not per GPU type, candidates, latency and memory breakdowns, provenance."""
-    if len(plan.get("per_gpu_type", {})) > 1:
-        st.markdown("#### Each GPU type you selected")
-        with st.container(key="why_not"):
-            st.table(why_not_frame(plan).set_index("GPU type"))
     candidates_section(view)
     left, right = st.columns(2)
     with left:
@@ -462,12 +629,26 @@ def _cell(table: rt.Table, i: int, column: str, value: Any) -> str:
     return pr.show_kind(table.kind(i, column), value)
 
 
-def show_plan(plan: Mapping[str, Any], gpu_label: str, backend: str) -> None:
-    """Every result section of a plan."""
+def show_plan(
+    plan: Mapping[str, Any], backend: str, model: str, power: Mapping[str, Any] | None = None
+) -> None:
+    """Every result section of a plan: the card first (above the fold), then the evidence."""
     view = parse_plan(dict(plan))
-    recommendation(plan, gpu_label)
+    recommendation(plan, model, power or {})
+    links(plan)
+    if plan.get("per_gpu_type"):
+        st.markdown("#### Each GPU type you selected")
+        with st.container(key="why_not"):
+            st.table(why_not_frame(plan).set_index("GPU type"))
+        calibration_notes(list(plan["per_gpu_type"]), "per_gpu")
+    evidence(plan)
     st.markdown("#### Pareto front")
     with st.container(key="pareto_chart"):
         st.plotly_chart(pareto_chart(view), key="pareto")
+    st.caption(
+        "Colour: GPU type; shape: mode. The dashed line is the TPOT SLO (tokens/s per user = "
+        "1000 / TPOT ms): points to its right meet it. TTFT is not on these axes; each point's "
+        "hover gives it."
+    )
     downloads(plan, backend)
     details(view, plan)

@@ -11,31 +11,39 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import streamlit as st
 import yaml
 
 from app.calibration_view import Fitted
 from app.inputs import ModelChoice, SloChoice
+from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
 from planner.calibration.profile import Profile, bands_of_profile, profile_engines
 from planner.emitters.capabilities import shape_rules
 from planner.engines import engine_names
 from planner.engines.calibration import EngineConstants
 from planner.model.bundled import bundled_models, find_bundled
-from planner.workload.spec import LengthSpec
+from planner.model.spec import ModelSpec
+from planner.perf.deployment import Deployment
+from planner.perf.estimate import estimate
+from planner.workload.spec import LengthSpec, Workload
+from planner.workload.spec import LengthSpec as Lengths
 from solvers.fleet import FleetSpec
 from solvers.plan import PlanRequest, plan
+from solvers.plan_models import Objective
 
 MODES = ("auto", "agg", "disagg")
 MODE_LABELS = {"auto": "auto (best of both)", "agg": "aggregated", "disagg": "disaggregated (P/D)"}
 BACKENDS = engine_names()
-OBJECTIVES = ("cost", "throughput-per-gpu", "gpus")
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
+"""The planner's objectives, its default (cost) first."""
 STALE_TEXT = "inputs changed - press Plan"
 """Shown over a result whose inputs differ from the form's."""
 
@@ -56,6 +64,8 @@ class PlanInputs:
     backend: str
     objective: str
     calibration: Fitted | None = None
+    max_lengths: tuple[int, int] | None = None
+    """Longest prompt and answer the deployment must accept (``max_lengths``), tokens."""
 
 
 @st.cache_resource(show_spinner=False)
@@ -113,6 +123,8 @@ def request(given: PlanInputs) -> PlanRequest:
         max_gpus=given.max_gpus,
         isl=isl,
         osl=osl,
+        max_isl=given.max_lengths[0] if given.max_lengths else None,
+        max_osl=given.max_lengths[1] if given.max_lengths else None,
         rate_per_s=given.load.get("rate_per_s"),
         concurrency=given.load.get("concurrency"),  # type: ignore[arg-type]
         ttft_ms=given.slo.ttft_ms,
@@ -146,3 +158,47 @@ def run_plan(given: PlanInputs) -> dict[str, Any]:
     if cal is None:
         return _plan_dict(request(given).model_dump_json())
     return _plan_dict(request(given).model_dump_json(), cal.text, cal.label)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _power(
+    deployment_json: str, workload_json: str, backend: str, model_json: str
+) -> dict[str, Any]:
+    dep = Deployment.model_validate_json(deployment_json)
+    wl = json.loads(workload_json)
+    load = (
+        {"concurrency": int(wl["concurrency"])}
+        if wl.get("concurrency")
+        else {"rate_per_s": float(wl["rate"])}
+    )
+    work = Workload(isl=Lengths(mean=float(wl["isl"])), osl=Lengths(mean=float(wl["osl"])), **load)
+    m = ModelSpec.model_validate_json(model_json)
+    est = estimate(
+        m,
+        get_gpu(dep.gpu),
+        work,
+        backend=backend,
+        agg=dep.agg,
+        prefill=dep.prefill,
+        decode=dep.decode,
+    )
+    return est.power.model_dump(mode="json") if est.power is not None else {}
+
+
+def plan_power(plan_dict: dict[str, Any], given: PlanInputs) -> dict[str, Any]:
+    """Power and energy of the recommendation: the plan's own ``power`` where it reports one, else
+    ``planner.perf.estimate`` of its deployment at the plan's load (the power model of
+    ``planner.perf.power``; the same throughput as the plan), marked ``computed_here``."""
+    best = plan_dict["best"]
+    for given_power in (best.get("power"), plan_dict.get("power")):
+        if isinstance(given_power, dict):
+            return dict(given_power)
+    if given.calibration is not None:
+        return {}  # the packaged engine constants would not be the plan's
+    got = _power(
+        json.dumps(best["deployment"]),
+        json.dumps(plan_dict["workload"]),
+        given.backend,
+        given.model.spec.model_dump_json(),
+    )
+    return {**got, "computed_here": True} if got else {}

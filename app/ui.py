@@ -140,3 +140,52 @@ def readable(frame: Any, keys: list[str] | None = None, percentile: str | None =
         out[col] = [present.show(key, v) for v in out[col]]
     out.columns = [present.label(str(c), percentile) for c in out.columns]
     return out[[present.label(k, percentile) for k in keys]] if keys else out
+
+
+UNCALIBRATED_MARK = "†"
+"""Beside every number priced without a kernel fit of the GPU's own."""
+
+
+@st.cache_data(show_spinner=False)
+def gpu_calibration(key: str) -> tuple[str, str]:
+    """(kind, one line) of what prices this GPU's kernels (``kernels_db.transfer.calibration``):
+    kind 'fitted', 'transferred:<donor>' or 'roofline_uncalibrated'; the line is empty when
+    fitted."""
+    from hardware.catalog import get_gpu
+    from kernels_db.transfer import calibration
+
+    spec = get_gpu(key)
+    kind = str(calibration(spec)["kind"])
+    if kind == "fitted":
+        return kind, ""
+    if kind.startswith("transferred:"):
+        donor = get_gpu(kind.split(":", 1)[1]).name
+        return "transferred", (
+            f"{UNCALIBRATED_MARK} {spec.name} has no measured kernel data of its own: its numbers "
+            f"use {donor}'s fit scaled by peak FLOP/s and bandwidth (transferred)."
+        )
+    return kind, (
+        f"{UNCALIBRATED_MARK} {spec.name} has no measured kernel data: its numbers are the "
+        "roofline model with default efficiencies (roofline_uncalibrated), not calibrated."
+    )
+
+
+def gpu_label(key: str) -> str:
+    """The GPU's display name, marked when it has no calibrated kernel data (a prefill/decode
+    pair of two types, ``pre+dec``: each role's)."""
+    if "+" in key:
+        pre, dec = key.split("+", 1)
+        return f"prefill {gpu_label(pre)}, decode {gpu_label(dec)}"
+    name = gpu_names().get(key, key)
+    return f"{name} {UNCALIBRATED_MARK}" if gpu_calibration(key)[1] else name
+
+
+def calibration_notes(keys: list[str] | tuple[str, ...], where: str) -> None:
+    """One line per GPU among ``keys`` without calibrated kernel data (container
+    ``uncalibrated_<where>``)."""
+    types = [t for k in keys for t in k.split("+")]  # a prefill/decode pair: each type
+    lines = [gpu_calibration(k)[1] for k in dict.fromkeys(types)]
+    lines = [line for line in lines if line]
+    if lines:
+        with st.container(key=f"uncalibrated_{where}"):
+            st.caption("  \n".join(lines))

@@ -131,6 +131,12 @@ class Options(BaseModel):
         description="Board watts of one replica at its operating point (solvers.power_plan); "
         "the energy objective needs one per option.",
     )
+    ttft_ms: tuple[float, ...] = Field(
+        default=(),
+        description="TTFT at the class's percentile as checked against its SLO (band edge at the "
+        "spec's confidence), ms, at the option's rate.",
+    )
+    tpot_ms: tuple[float, ...] = Field(default=(), description="TPOT, as ``ttft_ms``, ms.")
     pre_gtype: tuple[int, ...] = Field(
         default=(),
         description="Pool index of each option's prefill workers (disaggregated units; empty "
@@ -149,7 +155,7 @@ class Options(BaseModel):
         return (self.gpus[o] if self.gtype[o] == t else 0) + on_pre
 
 
-OPTION_COLUMNS = ("klass", "gtype", "gpus", "rps", "price", "config", "watts")
+OPTION_COLUMNS = ("klass", "gtype", "gpus", "rps", "price", "config", "watts", "ttft_ms", "tpot_ms")
 """The columns every option fills (``pre_gtype`` / ``pre_gpus`` only with disaggregated units)."""
 
 
@@ -175,6 +181,12 @@ class Assignment(BaseModel):
     board_kw: float = Field(
         default=0.0, description="Board power of these replicas at their operating point, kW."
     )
+    ttft_ms: float | None = Field(
+        default=None,
+        description="TTFT at the class's percentile as checked against its SLO, ms (at the "
+        "rate of requests_per_s_per_replica).",
+    )
+    tpot_ms: float | None = Field(default=None, description="TPOT, as ttft_ms, ms.")
 
 
 class FleetResult(BaseModel):
@@ -257,6 +269,8 @@ def build_options(spec: FleetSpec) -> Options:
                             " x" + str(int(ev.blocks[0].replicas[ev.local[i]])), " x1"
                         ),
                         replica_watts(ev, i),
+                        float(ev.ttft_edge[i]),
+                        float(ev.tpot_edge[i]),
                     ),
                     strict=True,
                 ):
@@ -319,6 +333,8 @@ def _with_disagg(spec: FleetSpec, rows: dict[str, list[object]]) -> Options:
                     _pool_price(spec.gpus[tdec]),
                     ev.summary(i),
                     replica_watts(ev, i),
+                    float(ev.ttft_edge[i]),
+                    float(ev.tpot_edge[i]),
                 ),
                 strict=True,
             ):
@@ -444,6 +460,8 @@ def solve_fleet(spec: FleetSpec) -> FleetResult:
                 requests_per_s_per_replica=opt.rps[o],
                 cost_per_hour_usd=r * (opt.gpus[o] * opt.price[o] + pre_cost),
                 board_kw=r * opt.watts[o] / 1e3 if opt.watts else 0.0,
+                ttft_ms=opt.ttft_ms[o] if opt.ttft_ms else None,
+                tpot_ms=opt.tpot_ms[o] if opt.tpot_ms else None,
             )
         )
     full = [p.gpu for p in spec.gpus if p.available and used[p.gpu] >= p.available]

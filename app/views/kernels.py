@@ -6,12 +6,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from app import inputs as ui_in
 from app import kernel_inputs as ki
-from app.inputs import gpu_input
-from app.ui import guarded
+from app import shared
+from app.ui import UNCALIBRATED_MARK, gpu_calibration, gpu_label, gpu_names, guarded
 from planner.reports import present
 
-st.header("Kernels")
+st.header("Kernels", anchor=False)
 st.caption(
     "How long one op takes on one GPU as its size grows: the planner's lookup (measured, "
     "interpolated, fitted or uncalibrated roofline) against the fitted model alone and the "
@@ -19,12 +20,28 @@ st.caption(
 )
 
 
+def _gpu() -> str:
+    """One GPU: the first of the shared GPU types unless changed here."""
+    names = gpu_names()
+    first = next(iter(shared.store()["gpus"]), ui_in.DEFAULT_GPU)
+    keys = list(names)
+    return str(
+        st.selectbox(
+            "GPU type",
+            keys,
+            index=keys.index(first) if first in keys else 0,
+            format_func=gpu_label,
+            key="kernels_gpu",
+        )
+    )
+
+
 def _inputs() -> tuple[str, str, str, int, int, str]:
     cols = st.columns(3)
     with cols[0]:
-        gpu = gpu_input("kernels")
+        gpu = _gpu()
     op = cols[1].selectbox("Op family", ki.OPS, key="kernels_op")
-    default_folder = str(ki.EXTERNAL_DATA) if ki.EXTERNAL_DATA.is_dir() else ""
+    default_folder = ki.DEFAULT_FOLDER if ki.EXTERNAL_DATA.is_dir() else ""
     folder = (
         cols[2]
         .text_input(
@@ -43,13 +60,13 @@ def _inputs() -> tuple[str, str, str, int, int, str]:
     return gpu, op, folder, low, high, swept
 
 
-def _chart(op: str, swept: str, curve: pd.DataFrame, measured: pd.DataFrame) -> go.Figure:
+def _chart(op: str, swept: str, curve: pd.DataFrame, measured: pd.DataFrame, gpu: str) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(
         x=curve[swept],
         y=curve["lookup_us"],
         mode="lines+markers",
-        name="planner lookup",
+        name="planner lookup" + (f" {UNCALIBRATED_MARK}" if gpu_calibration(gpu)[1] else ""),
         text=curve["provenance"],
         hovertemplate=f"{swept}=%{{x}}<br>%{{y:.4g}} us<br>%{{text}}",
     )
@@ -78,17 +95,17 @@ def _chart(op: str, swept: str, curve: pd.DataFrame, measured: pd.DataFrame) -> 
     fig.update_layout(
         xaxis_type="log",
         yaxis_type="log",
-        xaxis_title=swept,
-        yaxis_title="latency (us)",
+        xaxis={"title": f"{swept} (size)", "tickformat": ",.3~s"},
+        yaxis={"title": "latency (us)", "tickformat": ",.3~s"},
         height=460,
         margin={"t": 30},
-        title=op,
+        title=f"{op} on {gpu_label(gpu)}",
     )
     return fig
 
 
 def _show(gpu: str, op: str, folder: str, low: int, high: int, swept: str) -> None:
-    db, where = ki.lookup_db(gpu, folder)
+    db, where, model_only = ki.lookup_db(gpu, folder)
     table = db.tables.get(op)
     fixed, mask = ki.fixed_inputs(op, table)
     sizes = ki.sweep_sizes(low, high)
@@ -111,10 +128,18 @@ def _show(gpu: str, op: str, folder: str, low: int, high: int, swept: str) -> No
             {swept: table.keys[swept][mask], "measured_us": table.latency_s[mask] * 1e6}
         )
         measured = measured.sort_values(swept)
-    st.plotly_chart(_chart(op, swept, curve, measured), key="kernels_chart")
+    if model_only or gpu_calibration(gpu)[1]:
+        with st.container(key="kernels_uncalibrated"):
+            st.warning(
+                f"No measured {op} rows for {gpu_names().get(gpu, gpu)} in {where}: "
+                "the curve is the model's alone. "
+                + (gpu_calibration(gpu)[1] or "Its fit comes from other tables of this GPU."),
+                icon="⚠️",
+            )
+    st.plotly_chart(_chart(op, swept, curve, measured, gpu), key="kernels_chart")
     st.caption(
         f"Measured rows from {where}: {len(measured)} in this slice"
-        + ("" if table is not None else f" (no {op} table for {gpu})")
+        + ("" if table is not None else f" (no {op} table for {gpu_names().get(gpu, gpu)})")
     )
     counts = curve["provenance"].value_counts()
     st.markdown("**Provenance of the lookup:** " + ", ".join(f"{k} {v}" for k, v in counts.items()))

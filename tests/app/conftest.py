@@ -11,6 +11,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -28,7 +29,7 @@ def page(name: str) -> AppTest:
     return at.run()
 
 
-def widget(elements: object, key: str) -> object:
+def widget(elements: object, key: str) -> Any:
     """The widget with ``key`` among ``elements`` (AppTest lists)."""
     for el in elements:  # type: ignore[attr-defined]
         if getattr(el, "key", None) == key:

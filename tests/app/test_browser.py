@@ -39,7 +39,10 @@ PAGES = {
     "compare": "Compare GPUs",
     "fleet": "Fleet",
     "kernels": "Kernels",
+    "traffic": "Traffic",
 }
+VIEW = {"width": 1280, "height": 800}
+"""The window every test and screenshot uses: the answer must fit above its fold."""
 PLOT = '[data-testid="stPlotlyChart"] .main-svg'
 
 pytestmark = pytest.mark.browser
@@ -75,7 +78,7 @@ def browser(server: str) -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, server: str) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
     pg = ctx.new_page()
     pg.set_default_timeout(WAIT_MS)
     try:
@@ -89,12 +92,14 @@ def _plan_loaded(page: Any, server: str, path: str = "") -> None:
     page.locator(f".st-key-pareto_chart {PLOT}").first.wait_for()
 
 
-def _shot(page: Any, name: str, top: str) -> None:
-    """Save a screenshot with the element ``top`` at the top of the view (when asked for)."""
+def _shot(page: Any, name: str, top: str = "") -> None:
+    """Save a 1280 x 800 screenshot, with the element ``top`` at the top of the view where given
+    (else as the page opens), when asked for."""
     folder = os.environ.get("PLANNER_SCREENSHOTS")
     if folder:
-        page.locator(top).first.evaluate("el => el.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(1500)  # let the charts redraw after the scroll
+        if top:
+            page.locator(top).first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(1500)  # let the charts redraw
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
 
 
@@ -107,17 +112,22 @@ def test_default_plan_renders_with_chart(page: Any, server: str) -> None:
         " return el !== null && el.innerText.includes('binds')"
         " && el.innerText.includes('headroom'); }"
     )
-    card = page.locator(".st-key-recommendation").inner_text()
-    assert "H200" in card and "binds" in card and "headroom" in card
-    assert page.locator(f".st-key-pareto_chart {PLOT}").count() >= 1
-    _shot(page, "plan", ".st-key-recommendation")
+    card = page.locator(".st-key-recommendation")
+    text = card.inner_text()
+    assert "H200" in text and "binds" in text and "headroom" in text
+    assert "objective: cost" in text and "SLO check" in text and "Binding limit" in text
+    box = card.bounding_box()  # the answer, its cost, SLO check and binding limit: no scrolling
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= VIEW["height"]
+    legend = page.locator('.st-key-pareto_chart [data-testid="stPlotlyChart"]').text_content()
+    assert "H200-SXM" in legend and "TPOT SLO" in legend  # by GPU type and mode; the SLO drawn
+    _shot(page, "plan")
 
 
 def test_changing_an_input_greys_the_result(page: Any, server: str) -> None:
     _plan_loaded(page, server)
     assert page.get_by_text(STALE).count() == 0
-    gpus = page.locator(".st-key-plan_gpus")
-    gpus.get_by_role("combobox").click()
+    gpus = page.locator(".st-key-in_gpus")
+    gpus.get_by_role("combobox").click()  # (in the sidebar)
     page.get_by_role("option", name=NEW_GPU, exact=True).click()
     page.keyboard.press("Escape")
     page.get_by_text(STALE).wait_for()
@@ -129,11 +139,13 @@ def test_changing_an_input_greys_the_result(page: Any, server: str) -> None:
     )
     page.get_by_role("button", name="Plan", exact=True).click()
     page.get_by_text(STALE).wait_for(state="detached")
-    # two GPU types selected: each appears with its best plan or its reason
+    # two GPU types selected: each appears with its best plan or its reason, then the
+    # prefill/decode pairs of the two (docs/heterogeneous.md)
     rows = page.locator(".st-key-why_not tbody tr")
     rows.first.wait_for()
     texts = [rows.nth(i).inner_text() for i in range(rows.count())]
-    assert len(texts) == 2 and any("recommended" in t for t in texts)
+    assert len(texts) >= 2 and sum("recommended" in t for t in texts) == 1
+    assert all(t.startswith("prefill ") for t in texts[2:])
 
 
 def test_bad_upload_keeps_the_plan_button_and_marks_the_field(
@@ -149,8 +161,8 @@ def test_bad_upload_keeps_the_plan_button_and_marks_the_field(
     text = alert.inner_text()
     assert "trace.csv" in text and "/tmp" not in text and "--trace" not in text
     assert page.get_by_role("button", name="Plan", exact=True).is_visible()
-    assert page.get_by_text("TTFT SLO (ms)").first.is_visible()  # the Targets column stays
-    assert page.get_by_text("Concurrent clients").first.is_visible()  # the Workload column stays
+    assert page.get_by_text("TTFT SLO (ms)").first.count() == 1  # the Targets fields stay
+    assert page.get_by_text("Concurrent clients").first.count() == 1  # the Workload fields stay
     page.get_by_text(STALE).wait_for()
 
 
@@ -162,7 +174,7 @@ def test_deep_link_loads(page: Any, server: str, path: str) -> None:
 
 
 def test_compare_lists_every_gpu(page: Any, server: str) -> None:
-    page.goto(f"{server}/compare")
+    page.goto(f"{server}/compare?gpus=h100_sxm,h200_sxm,b200_sxm")
     table = page.locator(".st-key-compare_table")
     table.wait_for()
     page.locator(f"{PLOT}").first.wait_for()
@@ -173,16 +185,31 @@ def test_compare_lists_every_gpu(page: Any, server: str) -> None:
         assert gpu in text
         assert "meets the SLOs" in text or "no plan:" in text  # a number, or the reason
         assert "None" not in text
-    _shot(page, "compare", ".st-key-compare_answer")
+    _shot(page, "compare")
 
 
 def test_fleet_and_kernels_pages_render(page: Any, server: str) -> None:
     page.goto(f"{server}/fleet")
     page.locator(".st-key-fleet_answer").wait_for()
-    _shot(page, "fleet", ".st-key-fleet_answer")
-    page.goto(f"{server}/kernels")
+    results = page.locator(".st-key-fleet_results").inner_text()
+    assert "Latency per class against its SLO" in results and "Use of each GPU pool" in results
+    assert "None" not in results and "h200_sxm" not in results
+    _shot(page, "fleet")
+    max_per = page.locator(".st-key-fleet_max_per_replica input")
+    max_per.fill("4")
+    max_per.press("Enter")
+    page.get_by_text("inputs changed - press Solve fleet").wait_for()  # stale at once
+    bad = Path(os.environ.get("TMPDIR", "/tmp")) / "planner-ui-bad-fleet.yaml"
+    bad.write_text("classes: [")
+    page.locator(".st-key-fleet_yaml input[type=file]").set_input_files(str(bad))
+    page.get_by_text("Fleet YAML:", exact=False).first.wait_for()  # under its field
+    assert page.get_by_role("button", name="Solve fleet").count() == 1  # the form stays
+    assert page.locator(".st-key-fleet_classes").count() == 1
+    page.goto(f"{server}/kernels?gpus=mi300x")
     page.locator(PLOT).first.wait_for()
-    _shot(page, "kernels", PLOT)
+    mark = page.locator(".st-key-kernels_uncalibrated").inner_text()
+    assert "†" in mark and "MI300X" in mark and "model's alone" in mark  # the model's curve
+    _shot(page, "kernels")
 
 
 def test_downloads_open(page: Any, server: str) -> None:
@@ -247,3 +274,62 @@ def test_upload_results_compare_and_plan_with_the_profile(
     best = json.loads(Path(got.value.path()).read_text())["best"]["predicted"]["provenance"]
     assert "calibration profile uploaded in the UI" in best["engine_calibration"]
     assert "calibration profile uploaded in the UI" in best["bands"]
+
+
+def _sidebar_number(page: Any, key: str, value: str) -> None:
+    box = page.locator(f".st-key-{key} input")
+    box.fill(value)
+    box.press("Enter")
+
+
+def test_a_link_fills_the_form_and_bad_values_are_named_at_once(page: Any, server: str) -> None:
+    _plan_loaded(page, server, "?gpus=b200_sxm&tpot=45&objective=gpus")
+    card = page.locator(".st-key-recommendation").inner_text()
+    assert "B200" in card and "objective: gpus" in card
+    assert page.locator(".st-key-in_tpot input").input_value() == "45.00"
+    _sidebar_number(page, "in_ttft", "0")
+    page.get_by_text("TTFT SLO (ms): must be > 0 ms").wait_for()
+    assert page.get_by_role("button", name="Plan", exact=True).is_disabled()  # nothing runs
+    page.get_by_text(STALE).wait_for()
+    _sidebar_number(page, "in_ttft", "5000")
+    _sidebar_number(page, "in_isl", "200000")
+    page.get_by_text("maximum positions (131,072 tokens)", exact=False).wait_for()
+    _shot(page, "plan_invalid")
+
+
+def test_inputs_follow_to_other_pages_and_the_plan_links_there(page: Any, server: str) -> None:
+    _plan_loaded(page, server)
+    _sidebar_number(page, "in_tpot", "45")
+    page.get_by_role("button", name="Plan", exact=True).click()
+    page.get_by_text(STALE).wait_for(state="detached")
+    href = page.locator(".st-key-plan_links a").first.get_attribute("href")
+    assert href is not None and "tpot=45" in href and "compare" in href
+    page.get_by_role("link", name="Compare GPUs").click()  # the top navigation
+    page.locator(".st-key-compare_table").wait_for()
+    assert page.locator(".st-key-in_tpot input").input_value() == "45.00"
+    page.goto(f"{server}{href}")  # the plan's link: its inputs and the GPUs to compare with
+    rows = page.locator(".st-key-compare_table tbody tr")
+    rows.first.wait_for()
+    assert rows.count() == 3
+    assert "objective: cost" in page.locator(".st-key-compare_answer").inner_text()
+
+
+def test_compare_marks_uncalibrated_gpus(page: Any, server: str) -> None:
+    page.goto(f"{server}/compare?gpus=mi300x,h200_sxm")
+    page.locator(".st-key-compare_table tbody tr").first.wait_for()
+    assert "MI300X †" in page.locator(".st-key-compare_table").inner_text()
+    note = page.locator(".st-key-uncalibrated_compare_table").inner_text()
+    assert "MI300X has no measured kernel data" in note
+
+
+def test_traffic_keeps_its_form_and_greys_stale_results(page: Any, server: str) -> None:
+    page.goto(f"{server}/traffic")
+    page.locator(".st-key-traffic_answer").wait_for()
+    text = page.locator(".st-key-traffic_results").inner_text()
+    assert "↑" not in text and "None" not in text
+    _shot(page, "traffic")
+    _sidebar_number(page, "traffic_peak", "0")
+    page.get_by_text("must be > 0 and", exact=False).first.wait_for()
+    page.get_by_text("inputs changed - press Size the fleet").wait_for()
+    assert page.get_by_role("button", name="Size the fleet").is_disabled()
+    assert page.locator(".st-key-traffic_source").count() == 1  # the form stays

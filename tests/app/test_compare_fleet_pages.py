@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.ui import error_text, fmt, fmt_money, readable
+from app.ui import error_text, fmt, fmt_money
 from hardware.errors import PlannerInputError
 from solvers.fleet import FleetSpec, GpuPool, WorkloadClass, load_spec, solve_fleet
 from solvers.plan import PlanRequest, plan
@@ -30,8 +30,8 @@ EXAMPLE = APP.parent / "solvers" / "examples" / "fleet.yaml"
 
 def test_compare_rows_equal_one_plan_per_gpu() -> None:
     at = page("compare")
-    widget(at.multiselect, "cmp_gpus").set_value(["h100_sxm", "b200_sxm", "a100_sxm"])
-    widget(at.number_input, "cmp_isl").set_value(2000)
+    widget(at.multiselect, "in_gpus").set_value(["h100_sxm", "b200_sxm", "a100_sxm"])
+    widget(at.number_input, "in_isl").set_value(2000)
     at.button(key="cmp_button").click().run()
     no_errors(at)
     shown = pd.DataFrame(at.session_state["compare_rows"]).set_index("GPU")
@@ -56,18 +56,20 @@ def test_compare_rows_equal_one_plan_per_gpu() -> None:
         assert shown.loc[name, "TPOT p90 (ms)"] == want["best"]["predicted"]["tpot_ms"]["p90"]
         assert table.loc[name, "TPOT p90 (ms)"] == fmt(want["best"]["predicted"]["tpot_ms"]["p90"])
         assert table.loc[name, "Result"] == "meets the SLOs"
-    ok = shown.dropna(subset=["$ per 1M output tokens"])
-    cheapest = ok["$ per 1M output tokens"].idxmin()
-    assert at.metric[0].label == f"Cheapest: {cheapest}"
-    assert (
-        at.metric[0].value
-        == fmt_money(ok.loc[cheapest, "$ per 1M output tokens"]) + " per 1M tokens"
+    # the objective (cost: the lowest $ per 1M total tokens of a closed loop) names the pick
+    ok = shown.dropna(subset=["$ per 1M total tokens"])
+    cheapest = ok["$ per 1M total tokens"].idxmin()
+    assert at.metric[0].label == f"Cheapest that meets the SLO (objective: cost): {cheapest}"
+    assert at.metric[0].value == (
+        f"{fmt_money(ok.loc[cheapest, '$ per hour'])}/hour, "
+        f"{int(ok.loc[cheapest, 'GPUs bought'])} GPUs bought"
     )
 
 
 def test_compare_with_no_feasible_gpu_says_why() -> None:
     at = page("compare")
-    widget(at.number_input, "cmp_tpot").set_value(0.01)
+    widget(at.multiselect, "in_gpus").set_value(["h100_sxm", "h200_sxm", "b200_sxm"])
+    widget(at.number_input, "in_tpot").set_value(0.01)
     at.button(key="cmp_button").click().run()
     assert not at.exception
     assert "No GPU type meets the SLOs" in at.error[0].value
@@ -80,13 +82,20 @@ def test_fleet_default_equals_solve_fleet() -> None:
     no_errors(at)
     want = solve_fleet(load_spec(EXAMPLE))
     got = {m.label: m.value for m in at.metric}
-    assert got["Fleet cost per hour"] == fmt_money(want.cost_per_hour_usd)
-    assert got["GPUs"] == fmt(sum(want.gpus_by_type.values()))
-    assert got["Solver status"] == f"{want.status} ({want.solver})"
-    shown = at.dataframe[-1].value
-    raw = pd.DataFrame([a.model_dump() for a in want.assignments])
-    pd.testing.assert_frame_equal(shown.reset_index(drop=True), readable(raw), check_dtype=False)
-    assert "Requests/s per replica" in shown.columns
+    assert got["Fleet cost ($/hour)"] == fmt_money(want.cost_per_hour_usd)
+    assert got["GPUs bought"] == fmt(sum(want.gpus_bought_by_type.values()))
+    shown = at.dataframe[0].value  # the results stand above the form
+    assert len(shown) == len(want.assignments)
+    spec = load_spec(EXAMPLE)
+    for row, a in zip(shown.to_dict("records"), want.assignments, strict=True):
+        c = next(c for c in spec.classes if c.name == a.workload_class)
+        assert row["Class"] == a.workload_class and "_" not in row["GPU type"]
+        assert row["TTFT (ms)"] == fmt(a.ttft_ms) and row["Percentile"] == c.percentile
+        assert row["TPOT SLO (ms)"] == fmt(c.tpot_ms)
+        assert row["Meets the SLO"] == "yes"  # every option is checked against its class's SLO
+        assert "None" not in str(row) and "tp1 pp1" not in str(row)
+    pools = at.dataframe[1].value
+    assert list(pools["GPUs available"]) == [fmt(p.available) for p in spec.gpus]
 
 
 def test_fleet_edits_resolve_and_bad_cells_are_one_line() -> None:
@@ -134,7 +143,7 @@ def test_fleet_yaml_upload_and_impossible_fleet(fleet_script: AppTest) -> None:
     )
     with pytest.raises(PlannerInputError) as caught:
         solve_fleet(spec)
-    assert at.error[0].value == f"inputs: {caught.value}"
+    assert at.error[0].value == f"results: {caught.value}"
     assert not at.metric
     widget(at.file_uploader, "fleet_yaml").set_value(
         ("fleet.yaml", b"classes: [", "text/yaml")
@@ -157,3 +166,18 @@ def test_main_navigation_opens_every_page() -> None:
         at.switch_page(path).run()
         no_errors(at)
         assert at.header[0].value == title
+
+
+def test_fleet_zero_rate_keeps_the_form_and_greys_the_old_fleet(fleet_script: AppTest) -> None:
+    at = fleet_script.run()
+    no_errors(at)
+    zero = (
+        b"classes:\n  - {name: x, model: llama-3.1-8b, rate_per_s: 0, isl: 1000, osl: 100, "
+        b"ttft_ms: 1000, tpot_ms: 50}\ngpus:\n  - {gpu: h100_sxm, available: 8}\n"
+    )
+    widget(at.file_uploader, "fleet_yaml").set_value(("fleet.yaml", zero, "text/yaml")).run()
+    assert not at.exception
+    assert any(e.value.startswith("Fleet YAML: ") and "rate_per_s" in e.value for e in at.error)
+    assert at.button(key="fleet_button")  # the form stays, the example tables under it
+    assert any(d.key == "fleet_classes" for d in at.dataframe)
+    assert any("inputs changed" in w.value for w in at.warning)

@@ -69,6 +69,18 @@ def test_uncalibrated_gpu_decode_attention_is_flagged() -> None:
     np.testing.assert_allclose(shown["lookup_us"].to_numpy(), want.seconds * 1e6, rtol=1e-12)
     assert set(shown["provenance"]) == {"roofline_uncalibrated"}
     assert all(shown["roofline_bound_us"] <= shown["lookup_us"])
+    assert any("†" in w.value and "MI300X" in w.value for w in at.warning)
+
+
+def test_gpu_without_rows_in_the_folder_falls_back_to_the_model(table_dir: Path) -> None:
+    at = page("kernels")
+    widget(at.text_input, "kernels_folder").set_value(str(table_dir)).run()
+    widget(at.selectbox, "kernels_gpu").set_value("mi300x").run()
+    no_errors(at)  # not an error: the model's curve, marked
+    shown = at.session_state["kernels_curve"]
+    np.testing.assert_allclose(shown["lookup_us"], shown["model_us"], rtol=1e-12)
+    warning = next(w.value for w in at.warning if "†" in w.value)
+    assert "the curve is the model's alone" in warning and "roofline_uncalibrated" in warning
 
 
 def test_bad_folder_and_range_are_one_line_errors(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.plan_results import config_text, engine_zip, pct_value
+from app.plan_results import config_text, config_words, engine_zip, pct_value
 from app.planning import STALE_TEXT
 from app.ui import error_text, fmt, fmt_money
 from planner.emitters.bundle import build_bundle
@@ -27,6 +27,8 @@ DEFAULT = {
     "max_gpus": 8,
     "isl": 4000,
     "osl": 500,
+    "max_isl": 8000,  # as `planner plan`: twice the mean (planner.workload.spec.max_lengths)
+    "max_osl": 1000,
     "concurrency": 64,
     "ttft_ms": 5000.0,
     "tpot_ms": 40.0,
@@ -46,14 +48,13 @@ def assert_shows(at, want: dict) -> None:  # type: ignore[no-untyped-def, type-a
     pred = want["best"]["predicted"]
     assert got[f"TTFT {pct} (ms)"] == f"{fmt(pct_value(pred['ttft_ms'], pct))} ms"
     assert got[f"TPOT {pct} (ms)"] == f"{fmt(pct_value(pred['tpot_ms'], pct))} ms"
-    assert got["Output tokens/s per GPU"] == fmt(pred["output_tok_s_per_gpu"])
-    assert got["Output tokens/s per user"] == fmt(pred["output_tok_s_per_user"])
-    assert got["Cost per 1M output tokens"] == fmt_money(
-        want["best"]["cost_per_million_output_tokens"]
-    )
-    assert got["GPUs"] == fmt(want["best"]["gpus"])
-    assert got["Binding constraint"] == want["binding_constraint"]
-    assert any(want["binding"]["sentence"] in m.value for m in at.markdown)
+    assert got["Cost ($/hour)"] == fmt_money(want["best"]["cost_per_hour_usd"])
+    assert got["GPUs bought"] == fmt(want["best"]["gpus_bought"])
+    assert got["Binding limit"] == want["binding_constraint"]
+    objective = want["objective"]
+    assert any(f"(objective: {objective})" in c.value for c in at.caption)
+    why = config_words(want["binding"]["sentence"])  # configurations in words
+    assert any(why in m.value for m in at.markdown)
     sentence = config_text(want["best"]["deployment"], want["best"]["gpus"]).split(", ", 1)[1]
     assert any(sentence in m.value for m in at.markdown)
     assert at.session_state["plan_result"][0] == want
@@ -79,13 +80,13 @@ def test_default_plan_equals_library() -> None:
 
 def test_changed_inputs_and_button_give_the_library_answer() -> None:
     at = page("plan")
-    widget(at.multiselect, "plan_gpus").set_value(["b200_sxm"])
-    widget(at.number_input, "plan_tpot").set_value(40.0)
-    widget(at.selectbox, "plan_pct").set_value("p99")
-    widget(at.radio, "plan_load").set_value("Rate").run()
-    widget(at.number_input, "plan_rate").set_value(4.0)
-    widget(at.selectbox, "plan_mode").set_value("agg")
-    widget(at.selectbox, "plan_backend").set_value("sglang")
+    widget(at.multiselect, "in_gpus").set_value(["b200_sxm"])
+    widget(at.number_input, "in_tpot").set_value(40.0)
+    widget(at.selectbox, "in_pct").set_value("p99")
+    widget(at.radio, "in_load").set_value("Rate").run()
+    widget(at.number_input, "in_rate").set_value(4.0)
+    widget(at.selectbox, "in_mode").set_value("agg")
+    widget(at.selectbox, "in_backend").set_value("sglang")
     widget(at.number_input, "plan_price").set_value(2.5)
     at.button(key="plan_button").click().run()
     no_errors(at)
@@ -150,19 +151,19 @@ def test_bad_upload_is_one_line_and_the_app_recovers(content: bytes, needle: str
         ("config.json", content, "application/json")
     ).run()
     assert not at.exception
-    assert len(at.error) == 1 and needle in at.error[0].value
-    assert at.error[0].value.startswith("Model: ")  # marks its own field
-    assert "Traceback" not in at.error[0].value and "\n" not in at.error[0].value
+    field = [e.value for e in at.error if e.value.startswith("Model: ")]  # marks its own field
+    assert len(field) == 1 and needle in field[0]
+    assert "Traceback" not in field[0] and "\n" not in field[0]
     assert at.button(key="plan_button")  # the form stays
     widget(at.radio, "plan_model_src").set_value("Bundled").run()
     at.button(key="plan_button").click().run()
     no_errors(at)
-    assert metrics(at)["GPUs"]
+    assert metrics(at)["GPUs bought"]
 
 
 def test_impossible_slo_is_a_readable_error_then_recovers() -> None:
     at = page("plan")
-    widget(at.number_input, "plan_tpot").set_value(0.001)
+    widget(at.number_input, "in_tpot").set_value(0.001)
     at.button(key="plan_button").click().run()
     assert not at.exception
     with pytest.raises(Exception) as caught:
@@ -170,7 +171,7 @@ def test_impossible_slo_is_a_readable_error_then_recovers() -> None:
     assert at.error[0].value == f"No plan: {error_text(caught.value)}"
     assert "--tpot-ms" not in at.error[0].value and "TPOT SLO" in at.error[0].value
     assert not at.metric  # no stale recommendation under the error
-    widget(at.number_input, "plan_tpot").set_value(40.0)  # the default, met at the band edge
+    widget(at.number_input, "in_tpot").set_value(40.0)  # the default, met at the band edge
     at.button(key="plan_button").click().run()
     no_errors(at)
     assert metrics(at)["TPOT p90 (ms)"]
@@ -183,12 +184,14 @@ def test_trace_upload_plans_at_the_mean(tmp_path: Path) -> None:
     widget(at.file_uploader, "plan_trace").set_value(("trace.csv", trace, "text/csv"))
     at.button(key="plan_button").click().run()
     no_errors(at)
-    want = plan(PlanRequest(**{**DEFAULT, "isl": 2000, "osl": 300})).to_plan_dict()
+    req = {**DEFAULT, "isl": 2000, "osl": 300, "max_isl": 4000, "max_osl": 600}
+    want = plan(PlanRequest(**req)).to_plan_dict()
     assert at.session_state["plan_result"][0]["best"] == want["best"]
     assert any("ISL 2,000, OSL 300" in i.value for i in at.info)
     widget(at.file_uploader, "plan_trace").set_value(("trace.csv", b"a,b\n1,2\n", "text/csv")).run()
-    assert not at.exception and "isl,osl" in at.error[0].value
-    assert at.error[0].value.startswith("Trace CSV: ") and "/tmp" not in at.error[0].value
+    field = [e.value for e in at.error if e.value.startswith("Trace CSV: ")]
+    assert not at.exception and len(field) == 1 and "isl,osl" in field[0]
+    assert "/tmp" not in field[0]
     assert at.button(key="plan_button")  # the form stays
     assert any(STALE_TEXT in w.value for w in at.warning)  # the old result is marked stale
 
@@ -196,7 +199,7 @@ def test_trace_upload_plans_at_the_mean(tmp_path: Path) -> None:
 def test_changed_input_marks_the_result_stale() -> None:
     at = page("plan")
     assert not any(STALE_TEXT in w.value for w in at.warning)
-    widget(at.number_input, "plan_max_gpus").set_value(16).run()
+    widget(at.number_input, "in_max_gpus").set_value(16).run()
     assert any(STALE_TEXT in w.value for w in at.warning)
     at.button(key="plan_button").click().run()
     assert not any(STALE_TEXT in w.value for w in at.warning)
@@ -204,21 +207,24 @@ def test_changed_input_marks_the_result_stale() -> None:
 
 def test_several_gpu_types_each_get_a_line() -> None:
     at = page("plan")
-    widget(at.multiselect, "plan_gpus").set_value(["h200_sxm", "l4", "b200_sxm"])
+    widget(at.multiselect, "in_gpus").set_value(["h200_sxm", "l4", "b200_sxm"])
     at.button(key="plan_button").click().run()
     no_errors(at)
     why = at.table[0].value
     # a line per type, then one per prefill/decode pair of two of them (docs/heterogeneous.md)
     assert len(why) >= 3
     assert all(str(g).startswith("prefill ") for g in list(why.index)[3:])
-    assert (why["Why not"] == "recommended").sum() == 1
-    assert all(isinstance(v, str) and v for v in why["Why not"])
+    assert (why["Verdict"] == "recommended").sum() == 1
+    assert all(isinstance(v, str) and v for v in why["Verdict"])
+    for col in ("GPUs bought", "Cost ($/hour)", "Cost per 1M total tokens ($)", "Binding limit"):
+        assert col in why.columns
+    assert "None" not in why.to_string()
 
 
 def test_rate_mode_shows_no_zero_clients() -> None:
     at = page("plan")
-    widget(at.radio, "plan_load").set_value("Rate").run()
-    widget(at.number_input, "plan_rate").set_value(1.0)
+    widget(at.radio, "in_load").set_value("Rate").run()
+    widget(at.number_input, "in_rate").set_value(1.0)
     at.button(key="plan_button").click().run()
     no_errors(at)
     top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
@@ -234,9 +240,10 @@ def test_dense_model_has_no_empty_breakdown_rows() -> None:
 
 def test_no_gpu_type_marks_that_field_and_keeps_the_form() -> None:
     at = page("plan")
-    widget(at.multiselect, "plan_gpus").set_value([]).run()
+    widget(at.multiselect, "in_gpus").set_value([]).run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["GPU types: choose at least one GPU type"]
+    assert any("GPU types: choose at least one GPU type" in m.value for m in at.markdown)
+    assert [e.value for e in at.error] == ["Fix GPU types to plan (marked in the form)."]
     assert at.button(key="plan_button") and any(STALE_TEXT in w.value for w in at.warning)
 
 
@@ -254,3 +261,53 @@ def test_candidates_sort_and_filter() -> None:
     top = next(d.value for d in at.dataframe if "On Pareto front" in d.value.columns)
     assert set(top["Mode"]) == {mode}
     assert len(top) == sum(r["mode"] == mode for r in rows) > 0
+
+
+def test_power_and_energy_sit_next_to_the_cost() -> None:
+    from hardware.catalog import get_gpu
+    from planner.model.bundled import load_model
+    from planner.perf.deployment import Deployment
+    from planner.perf.estimate import estimate
+    from planner.workload.spec import LengthSpec, Workload
+
+    at = page("plan")
+    no_errors(at)
+    got = at.session_state["plan_result"][0]
+    dep = Deployment.model_validate(got["best"]["deployment"])
+    work = Workload(isl=LengthSpec(mean=4000), osl=LengthSpec(mean=500), concurrency=64)
+    est = estimate(
+        load_model("llama-3.1-70b"),
+        get_gpu(dep.gpu),
+        work,
+        agg=dep.agg,
+        prefill=dep.prefill,
+        decode=dep.decode,
+    )
+    assert est.output_tok_s_per_gpu == pytest.approx(
+        got["best"]["predicted"]["output_tok_s_per_gpu"], rel=1e-9
+    )  # the same deployment at the same load as the plan
+    assert est.power is not None
+    line = next(m.value for m in at.markdown if m.value.startswith("**Power:**"))
+    assert f"{fmt(est.power.deployment_kw)} kW" in line
+    assert f"{fmt(est.power.j_per_output_token)} J per output token" in line
+
+
+def test_configuration_summaries_in_sentences_are_words() -> None:
+    text = "next (5 GPUs, disagg P[tp1 pp2 x1 seqs 8 chunk 16384 kv bf16] D[tp2 pp1 x4 seqs 64 "
+    text += "chunk 2048 kv fp8], 16 clients/worker)"
+    assert config_words(text) == (
+        "next (5 GPUs, prefill 1 x TP1 PP2, up to 8 running requests, 16,384-token chunks, KV "
+        "bf16; decode 4 x TP2 PP1, up to 64 running requests, 2,048-token chunks, KV fp8, 16 "
+        "clients/worker)"
+    )
+
+
+def test_the_plans_own_power_object_wins() -> None:
+    from typing import Any, cast
+
+    from app.planning import plan_power
+
+    own = {"deployment_kw": 1.5, "j_per_output_token": 0.5}
+    plan_dict: dict[str, Any] = {"best": {"power": own}, "workload": {}}
+    assert plan_power(plan_dict, cast(Any, None)) == own  # no estimate runs
+    assert plan_power({"best": {}, "power": own}, cast(Any, None)) == own

@@ -9,6 +9,7 @@ import pytest
 
 from app.ui import fmt_money
 from planner.cli.output import to_jsonable
+from planner.reports import present
 from planner.reports.capacity_sheet import capacity_xlsx
 from planner.workload.trace_gen import TraceSpec, generate
 from solvers.capacity import CapacityRequest, capacity
@@ -25,8 +26,8 @@ def test_default_day_equals_library() -> None:
         bursts_per_day=6,
         burst_minutes=10,
         burst_factor=3,
-        isl_mean=2000,
-        osl_mean=400,
+        isl_mean=4000,  # the shared workload's lengths
+        osl_mean=500,
         seed=7,
     )
     want = to_jsonable(
@@ -34,9 +35,9 @@ def test_default_day_equals_library() -> None:
             generate(spec)[0],
             CapacityRequest(
                 model="llama-3.1-70b",
-                gpus=("h100_sxm",),
-                ttft_ms=800,
-                tpot_ms=30,
+                gpus=("h200_sxm",),  # the shared GPUs and SLOs (the Plan page's)
+                ttft_ms=5000,
+                tpot_ms=40,
                 percentile="p90",
                 window_s=900,
                 scale_up_s=300,
@@ -47,13 +48,14 @@ def test_default_day_equals_library() -> None:
     )
     assert at.metric[0].value == fmt_money(want["autoscaled"]["cost"])
     assert at.metric[1].value == fmt_money(want["static_peak"]["cost"])
-    fleet = at.dataframe[0].value.set_index("deployment")
-    assert (
-        fleet.loc["static mean", "windows violating SLO"]
-        == want["static_mean"]["windows_violating"]
+    fleet = at.dataframe[0].value.set_index("Deployment")
+    assert fleet.loc["static for the mean", "Windows missing the SLO"] == present.count(
+        want["static_mean"]["windows_violating"]
     )
     windows = at.dataframe[1].value
-    assert windows["GPUs"].tolist() == [w["gpus"] for w in want["windows"]]
+    assert windows["GPUs"].tolist() == [present.count(w["gpus"]) for w in want["windows"]]
+    assert all(len(v.replace(",", "").replace(".", "")) <= 6 for v in windows["Rate (requests/s)"])
+    assert any("objective: cost" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 1
 
 
@@ -83,5 +85,56 @@ def test_upload_mode_waits_for_a_file() -> None:
     at = page("traffic")
     widget(at.radio, "traffic_source").set_value("Upload CSV").run()
     no_errors(at)
-    assert any("Upload a trace" in i.value for i in at.info)
-    assert not at.get("plotly_chart")
+    assert any("Upload a trace" in c.value for c in at.caption)
+    assert any("inputs changed" in w.value for w in at.warning)  # the old day is stale
+
+
+def test_zero_rate_and_garbage_csv_keep_the_form() -> None:
+    at = page("traffic")
+    widget(at.number_input, "traffic_peak").set_value(0.0).run()
+    assert not at.exception
+    assert any("must be > 0" in m.value for m in at.markdown)
+    assert any("inputs changed" in w.value for w in at.warning)
+    assert at.button(key="traffic_button").disabled  # no request while a field is invalid
+    widget(at.radio, "traffic_source").set_value("Upload CSV").run()
+    widget(at.file_uploader, "traffic_upload").set_value(("t.csv", b"x\n1\n", "text/csv")).run()
+    assert not at.exception
+    assert any(e.value.startswith("Trace CSV: ") for e in at.error)
+    assert at.button(key="traffic_button")  # the form stays
+
+
+def test_agent_sessions_show_hit_rate_per_tier_and_gpus() -> None:
+    from planner.workload.trace_gen import AgenticSpec, generate_agentic
+    from solvers.prefix_tiers import PrefixRequest, prefix_capacity
+
+    at = page("traffic")
+    widget(at.radio, "traffic_source").set_value("Agent sessions").run()
+    widget(at.number_input, "traffic_ssd_kv").set_value(500.0).run()
+    at.button(key="traffic_button").click().run()
+    no_errors(at)
+    req = CapacityRequest(
+        model="llama-3.1-70b",
+        gpus=("h200_sxm",),
+        ttft_ms=5000,
+        tpot_ms=40,
+        window_s=900,
+        scale_up_s=300,
+        worker_max_gpus=4,  # the page's defaults
+    )
+    want = to_jsonable(
+        prefix_capacity(generate_agentic(AgenticSpec(seed=7)), req, PrefixRequest(ssd_kv_gib=500))
+    )["prefix_cache"]
+    table = next(d.value for d in at.dataframe if "KV tiers" in d.value.columns)
+    assert list(table["KV tiers"]) == [
+        "no prefix cache",
+        "HBM",
+        "HBM + host memory",
+        "HBM + host memory + SSD",
+    ]
+    assert list(table["GPUs (most at once)"]) == [
+        present.count(s["gpus_max"]) for s in want["scenarios"]
+    ]
+    assert list(table["Hit rate priced (%)"]) == [
+        present.pct(s["prefix_hit"]) for s in want["scenarios"]
+    ]
+    assert "None" not in table.to_string()

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from solvers.fleet import (
-    OPTION_COLUMNS,
     FleetSpec,
     GpuPool,
     Options,
@@ -66,7 +65,7 @@ def _fleet(rng: np.random.Generator) -> tuple[FleetSpec, Options]:
         for t in range(3)
         for g in (1, 2)
     ]
-    opt = Options(**{f: tuple(r[i] for r in rows) for i, f in enumerate(OPTION_COLUMNS)})
+    opt = Options(**dict(zip(Options.model_fields, zip(*rows, strict=True), strict=False)))
     return FleetSpec(classes=classes, gpus=pools), opt
 
 
@@ -112,7 +111,8 @@ def test_fleet_milp_equals_brute_force_small() -> None:
         for o in range(len(opt.gpus))
         if opt.gpus[o] == 2 and opt.klass[o] < 2 and opt.gtype[o] < 2
     ]
-    small = Options(**{f: tuple(getattr(opt, f)[o] for o in keep) for f in OPTION_COLUMNS})
+    fields = [f for f in Options.model_fields if getattr(opt, f)]
+    small = Options(**{f: tuple(getattr(opt, f)[o] for o in keep) for f in fields})
     reps, out = solve_options(spec, small)
     cost = sum(small.price[o] * small.gpus[o] * n for o, n in enumerate(reps))
     # the solver's objective adds a tie-break of a hundredth of a cent per GPU-hour
