@@ -40,6 +40,7 @@ OBJECTIVE_LABELS = {
     "cost": "cost (cheapest that meets the SLO)",
     "throughput-per-gpu": "output tokens/s per GPU",
     "gpus": "fewest GPUs",
+    "energy": "fewest joules per token",
 }
 
 

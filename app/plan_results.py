@@ -95,6 +95,7 @@ HEADLINES = {
     "cost": "Cheapest deployment that meets the SLO",
     "throughput-per-gpu": "Most output tokens/s per GPU that meets the SLO",
     "gpus": "Fewest GPUs that meet the SLO",
+    "energy": "Fewest joules per token that meet the SLO",
 }
 """Headline of the recommendation per objective (``solvers.plan_models.Objective``)."""
 
@@ -198,6 +199,14 @@ def recommendation(plan: Mapping[str, Any], model: str, power: Mapping[str, Any]
         energy = power_line(power)
         if energy:
             st.markdown(energy)
+        for key, title in (
+            ("role_types", "Two GPU types"),
+            ("speculative_decision", "Speculative decoding"),
+        ):
+            said = plan.get(key) if isinstance(plan.get(key), Mapping) else {}
+            text = said.get("sentence") or said.get("why")
+            if text:
+                st.markdown(f"**{title}:** {text}")
         calibration_notes([gpu], "card")
 
 
@@ -525,6 +534,7 @@ _OBJECTIVE_NOUN = {
     "throughput-per-gpu": "output tokens/s per GPU",
     "cost": "savings",
     "gpus": "GPUs saved",
+    "energy": "joules per token saved",
 }
 
 

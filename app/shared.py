@@ -56,7 +56,7 @@ FIELDS: dict[str, Field] = {
     "ttft": Field(5000.0, _floats),
     "tpot": Field(40.0, _floats),
     "pct": Field("p90", choices=("p50", "p90", "p99")),
-    "objective": Field("cost", choices=("cost", "throughput-per-gpu", "gpus")),
+    "objective": Field("cost", choices=("cost", "throughput-per-gpu", "gpus", "energy")),
     "mode": Field("auto", choices=("auto", "agg", "disagg")),
     "backend": Field("vllm"),
 }

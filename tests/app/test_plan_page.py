@@ -311,3 +311,27 @@ def test_the_plans_own_power_object_wins() -> None:
     plan_dict: dict[str, Any] = {"best": {"power": own}, "workload": {}}
     assert plan_power(plan_dict, cast(Any, None)) == own  # no estimate runs
     assert plan_power({"best": {}, "power": own}, cast(Any, None)) == own
+
+
+def test_energy_objective_heads_the_card_and_shows_the_plans_power() -> None:
+    at = page("plan")
+    widget(at.selectbox, "in_objective").set_value("energy")
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    got = at.session_state["plan_result"][0]
+    assert got["objective"] == "energy"
+    assert any("Fewest joules per token" in c.value for c in at.caption)
+    want = plan(PlanRequest(**DEFAULT, objective="energy")).to_plan_dict()
+    assert got["best"]["power"] == want["best"]["power"]
+    kw = fmt(want["best"]["power"]["deployment_kw"])
+    assert any(f"{kw} kW board power" in m.value for m in at.markdown)
+
+
+def test_a_pair_of_two_types_is_said_on_the_card() -> None:
+    at = page("plan")
+    widget(at.multiselect, "in_gpus").set_value(["h100_sxm", "h200_sxm"])
+    at.button(key="plan_button").click().run()
+    no_errors(at)
+    said = at.session_state["plan_result"][0].get("role_types")
+    assert said and said["sentence"]
+    assert any(f"**Two GPU types:** {said['sentence']}" == m.value for m in at.markdown)
