@@ -328,14 +328,21 @@ def estimate(
     the deployment is priced again at the clock the limit allows; ``prefill_gpu``: the prefill
     workers' GPU type when it differs from ``gpu`` (decode's): each role's power on its own type,
     at full clock (``power_cap_w`` caps the decode type)."""
-    kw = {"backend": backend, "agg": agg, "prefill": prefill, "decode": decode, "bands": bands}
+    kw: dict[str, object] = {
+        "backend": backend,
+        "agg": agg,
+        "prefill": prefill,
+        "decode": decode,
+        "bands": bands,
+    }
     cost = {"cap_w": power_cap_w, "electricity_price": electricity_price, "pue": pue}
-    if prefill_gpu is not None and prefill_gpu.key != gpu.key:
+    two_types = prefill_gpu is not None and prefill_gpu.key != gpu.key
+    if two_types:
         kw["prefill_gpu"] = prefill_gpu
     est = _estimate(m, gpu, wl, **kw)  # type: ignore[arg-type]
     power = _power(m, gpu, wl, est, policy_of(backend), agg, prefill, decode, prefill_gpu, **cost)
     ratio = power.clock_ratio
-    if ratio < 1.0 and "prefill_gpu" not in kw:
+    if ratio < 1.0 and not two_types:
         slow = clocked_gpu(gpu, ratio)
         est = _estimate(m, slow, wl, **kw)  # type: ignore[arg-type]
         power = _power(m, slow, wl, est, policy_of(backend), agg, prefill, decode, None, **cost)
