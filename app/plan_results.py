@@ -438,13 +438,18 @@ def config_columns(config: str) -> dict[str, str]:
     chunk 2048 kv fp8') as labelled columns: split, replicas, batch and KV dtype per role."""
     out: dict[str, str] = {}
     for m in _ROLE.finditer(config):
-        role = {"P": "Prefill ", "D": "Decode "}.get(m["role"] or "", "")
+        role = {"P": "Prefill", "D": "Decode"}.get(m["role"] or "", "")
+
+        def col(name: str, role: str = role) -> str:  # 'Replicas', 'Prefill replicas', KV kept
+            first = name[0].lower() if role and name[1].islower() else name[0]
+            return f"{role} {first}{name[1:]}".strip()
+
         split = f"TP{m['tp']} PP{m['pp']}" + (f" DP{m['dp']}" if m["dp"] else "")
-        out[f"{role}split"] = split + (f" EP{m['ep']}" if m["ep"] else "")
-        out[f"{role}replicas"] = m["x"]
-        out[f"{role}max running requests"] = m["seqs"]
-        out[f"{role}chunk (tokens)"] = f"{int(m['chunk']):,}"
-        out[f"{role}KV dtype"] = m["kv"]
+        out[col("Split")] = split + (f" EP{m['ep']}" if m["ep"] else "")
+        out[col("Replicas")] = m["x"]
+        out[col("Max running requests")] = m["seqs"]
+        out[col("Chunk (tokens)")] = f"{int(m['chunk']):,}"
+        out[col("KV dtype")] = m["kv"]
     return out
 
 

@@ -52,6 +52,7 @@ from solvers.plan_core import check_confidence, meet_probability
 from solvers.plan_models import CONFIDENCE_HELP, DEFAULT_CONFIDENCE, OBJECTIVE_HELP, Objective
 from solvers.power_plan import mean_load_power
 from solvers.purchase import purchase_unit, units_bought
+from solvers.spec_choice import spec_label
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 SECONDS_PER_HOUR = 3600.0
@@ -565,11 +566,9 @@ def _mean_power(
 
 def capacity(trace: Trace, req: CapacityRequest) -> CapacityResult:
     """Size every window of ``trace`` (see module docstring); speculative decoding decided among
-    ``req.spec_options`` where given (``solvers.spec_choice.capacity_with_spec``)."""
+    ``req.spec_options`` where given (``_capacity_with_spec``)."""
     if req.spec_options:
-        from solvers.spec_choice import capacity_with_spec
-
-        return capacity_with_spec(trace, req, _capacity_one)
+        return _capacity_with_spec(trace, req, _capacity_one)
     return _capacity_one(trace, req)
 
 
@@ -632,3 +631,58 @@ def _capacity_one(trace: Trace, req: CapacityRequest) -> CapacityResult:
         method=METHOD,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _capacity_with_spec(
+    trace: Trace, req: CapacityRequest, size: Callable[[Trace, CapacityRequest], CapacityResult]
+) -> CapacityResult:
+    """``size`` (one capacity sizing) without speculative decoding and with each of
+    ``req.spec_options``; the autoscaled fleet with the fewest windows missing the SLO, then the
+    lowest cost, wins (none on a tie)."""
+    settings: list[SpecDecode | None] = [None, *req.spec_options]
+    results: list[CapacityResult | None] = []
+    errors: list[InfeasibleError] = []
+    for sd in settings:
+        try:
+            one = req.model_copy(update={"spec_decode": sd, "spec_options": ()})
+            results.append(size(trace, one))
+        except InfeasibleError as exc:
+            results.append(None)
+            errors.append(exc)
+    if all(r is None for r in results):
+        raise errors[0]
+
+    def key(i: int) -> tuple[int, float, int]:
+        r = results[i]
+        assert r is not None
+        return (r.autoscaled.windows_violating, r.autoscaled.cost, i)
+
+    best_i = min((i for i, r in enumerate(results) if r is not None), key=key)
+    rows = [
+        {"setting": spec_label(sd)}
+        | (
+            {"feasible": False}
+            if r is None
+            else {
+                "feasible": True,
+                "autoscaled_cost_usd": round(r.autoscaled.cost, 2),
+                "windows_violating": r.autoscaled.windows_violating,
+                "gpu_hours": round(r.autoscaled.gpu_hours, 1),
+            }
+        )
+        for sd, r in zip(settings, results, strict=True)
+    ]
+    win, res = settings[best_i], results[best_i]
+    assert res is not None
+    base = results[0]
+    if win is None:
+        why = "declined: no speculative setting sizes a cheaper autoscaled fleet"
+    elif base is None:
+        why = f"{spec_label(win)}: nothing can be sized without speculative decoding"
+    else:
+        why = (
+            f"{spec_label(win)} ({win.tokens_per_step:.4g} tokens per step): autoscaled fleet "
+            f"${res.autoscaled.cost:.4g} against ${base.autoscaled.cost:.4g} without"
+        )
+    decision = {"chosen": spec_label(win), "why": why, "options": rows}
+    return res.model_copy(update={"speculative_decision": decision})

@@ -8,10 +8,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import PlannerInputError
-from planner.emitters.types import Speculative
 from planner.engines import DEFAULT_ENGINE
 from planner.engines.calibration import PACKAGED, EngineConstants, EnginePolicy
-from planner.perf.deployment import Deployment, ShapeRules
+from planner.perf.deployment import Deployment, ShapeRules, Speculative
 from planner.perf.power import (
     ELECTRICITY_PRICE_HELP,
     ELECTRICITY_PRICE_USD_PER_KWH,

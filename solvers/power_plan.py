@@ -8,7 +8,7 @@ deployments price the prefill and decode GPUs apart), computed for many candidat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,10 +38,24 @@ from planner.perf.serving import free_chunk, prompt_chunks
 from planner.perf.step import price_steps
 from planner.workload.spec import Workload
 from solvers.candidates import Block
+from solvers.plan_models import PlanRequest
 from solvers.space import Workers
 
-if TYPE_CHECKING:
-    from solvers.plan_core import Evaluated
+
+class Evaluated(Protocol):
+    """What this module reads of ``solvers.plan_core.Evaluated`` (every candidate of a request,
+    flattened, with a way back to its block)."""
+
+    req: PlanRequest
+    model: ModelSpec
+    blocks: list[Block]
+    prices: list[float]
+    block_of: np.ndarray
+    local: np.ndarray
+    gpus: np.ndarray
+    predicted_ok: np.ndarray
+    cost_per_hour: np.ndarray
+
 
 Steps = list[tuple[StepMix, np.ndarray]]
 """(step mix of K candidates, times each request runs it) of one role."""

@@ -6,19 +6,12 @@ compute-bound (``planner.perf.spec_decode``) and the plan declines it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
 from hardware.errors import InfeasibleError
-from planner.emitters.types import Speculative
+from planner.perf.deployment import Speculative
 from planner.uncertainty.bands import Bands
 from planner.workload.spec import SpecDecode
 from solvers.plan import plan
 from solvers.plan_models import Choice, PlanRequest, PlanResult
-
-if TYPE_CHECKING:  # capacity imports this module when it decides
-    from planner.workload.traces import Trace
-    from solvers.capacity import CapacityRequest, CapacityResult
 
 
 def choice_score(req: PlanRequest, c: Choice) -> float:
@@ -32,12 +25,13 @@ def choice_score(req: PlanRequest, c: Choice) -> float:
     return float(c.predicted["output_tok_s_per_gpu"])  # type: ignore[arg-type]
 
 
-def _label(sd: SpecDecode | None) -> str:
+def spec_label(sd: SpecDecode | None) -> str:
+    """A speculative-decoding setting in a few words ('none', 'mtp k=3')."""
     return "none" if sd is None else f"{sd.method} k={sd.draft_len}"
 
 
 def _outcome(req: PlanRequest, sd: SpecDecode | None, res: PlanResult | None) -> dict[str, object]:
-    row: dict[str, object] = {"setting": _label(sd)}
+    row: dict[str, object] = {"setting": spec_label(sd)}
     if sd is not None:
         row |= {
             "tokens_per_step": round(sd.tokens_per_step, 3),
@@ -67,7 +61,7 @@ def _value(req: PlanRequest, score: object) -> str:
 
 def _why(req: PlanRequest, win: SpecDecode | None, rows: list[dict[str, object]]) -> str:
     base = next(r for r in rows if r["setting"] == "none")
-    won = next(r for r in rows if r["setting"] == _label(win))
+    won = next(r for r in rows if r["setting"] == spec_label(win))
     if win is None:
         best_spec = max(
             (r for r in rows if r["feasible"] and r["setting"] != "none"),
@@ -120,7 +114,7 @@ def plan_with_spec(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
         if win is None
         else Speculative(method=win.method, draft_tokens=win.draft_len, draft_model=win.draft_model)
     )
-    decision = {"chosen": _label(win), "why": _why(req, win, rows), "options": rows}
+    decision = {"chosen": spec_label(win), "why": _why(req, win, rows), "options": rows}
     return res.model_copy(
         update={
             "request": req,
@@ -128,58 +122,3 @@ def plan_with_spec(req: PlanRequest, bands: Bands | None = None) -> PlanResult:
             "speculative_decision": decision,
         }
     )
-
-
-def capacity_with_spec(
-    trace: Trace, req: CapacityRequest, size: Callable[[Trace, CapacityRequest], CapacityResult]
-) -> CapacityResult:
-    """``size`` (one capacity sizing) without speculative decoding and with each of
-    ``req.spec_options``; the autoscaled fleet with the fewest windows missing the SLO, then the
-    lowest cost, wins (none on a tie)."""
-    settings: list[SpecDecode | None] = [None, *req.spec_options]
-    results: list[CapacityResult | None] = []
-    errors: list[InfeasibleError] = []
-    for sd in settings:
-        try:
-            one = req.model_copy(update={"spec_decode": sd, "spec_options": ()})
-            results.append(size(trace, one))
-        except InfeasibleError as exc:
-            results.append(None)
-            errors.append(exc)
-    if all(r is None for r in results):
-        raise errors[0]
-
-    def key(i: int) -> tuple[int, float, int]:
-        r = results[i]
-        assert r is not None
-        return (r.autoscaled.windows_violating, r.autoscaled.cost, i)
-
-    best_i = min((i for i, r in enumerate(results) if r is not None), key=key)
-    rows = [
-        {"setting": _label(sd)}
-        | (
-            {"feasible": False}
-            if r is None
-            else {
-                "feasible": True,
-                "autoscaled_cost_usd": round(r.autoscaled.cost, 2),
-                "windows_violating": r.autoscaled.windows_violating,
-                "gpu_hours": round(r.autoscaled.gpu_hours, 1),
-            }
-        )
-        for sd, r in zip(settings, results, strict=True)
-    ]
-    win, res = settings[best_i], results[best_i]
-    assert res is not None
-    base = results[0]
-    if win is None:
-        why = "declined: no speculative setting sizes a cheaper autoscaled fleet"
-    elif base is None:
-        why = f"{_label(win)}: nothing can be sized without speculative decoding"
-    else:
-        why = (
-            f"{_label(win)} ({win.tokens_per_step:.4g} tokens per step): autoscaled fleet "
-            f"${res.autoscaled.cost:.4g} against ${base.autoscaled.cost:.4g} without"
-        )
-    decision = {"chosen": _label(win), "why": why, "options": rows}
-    return res.model_copy(update={"speculative_decision": decision})

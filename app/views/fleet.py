@@ -186,7 +186,7 @@ def class_frame(result: FleetResult, spec: FleetSpec) -> pd.DataFrame:
                 "GPU type": gpu_label(a.gpu),
                 "Replicas": present.count(a.replicas),
                 "GPUs per replica": present.count(a.gpus_per_replica),
-                **{k.capitalize(): v for k, v in config_columns(a.config).items()},
+                **config_columns(a.config),
                 "Requests/s per replica": present.num(a.requests_per_s_per_replica),
                 "Percentile": c.percentile,
                 "TTFT (ms)": present.num(a.ttft_ms),

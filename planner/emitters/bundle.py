@@ -20,11 +20,11 @@ from planner.emitters.context import at_address, check_fits_one_request, check_h
 from planner.emitters.flag_table import FlagRow, Flags
 from planner.emitters.plan_file import PlanFile, parse_plan
 from planner.emitters.plan_md import plan_markdown
-from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, Slot, Speculative
+from planner.emitters.types import Command, EmitContext, EngineBuild, OutFile, Slot
 from planner.emitters.writer import argv, script, shell_line
 from planner.engines import get_engine
 from planner.errors import PlannerInputError
-from planner.perf.deployment import Deployment
+from planner.perf.deployment import Deployment, Speculative
 from planner.safe_files import prepare_out_dir, write_new_file
 
 ROUNDS_PER_CLIENT = 5  # requests per closed-loop client, as in an engine's benchmark guide

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.emitters.types import PrefixCaching, Speculative, Workload
+from planner.emitters.types import PrefixCaching, Workload
 from planner.errors import PlannerInputError
 from planner.model.bundled import check_model_id, find_bundled, load_model
-from planner.perf.deployment import Deployment
+from planner.perf.deployment import Deployment, Speculative
 from planner.plan_io import read_plan_json, validate_plan
 
 _PLAN = ConfigDict(frozen=True, extra="ignore")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.perf.deployment import Deployment, WorkerConfig
+from planner.perf.deployment import Deployment, Speculative, WorkerConfig
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -83,19 +83,6 @@ class Workload(BaseModel):
         default=None, ge=1, description="Closed loop: concurrent clients."
     )
     rate: float | None = Field(default=None, gt=0, description="Open loop: requests/s.")
-
-
-class Speculative(BaseModel):
-    """Speculative decoding the deployment runs: a draft proposes ``draft_tokens`` tokens per
-    decode step (mtp: the model's own multi-token-prediction layers, DeepSeek-V3/R1, Qwen3.5;
-    eagle3: an EAGLE-3 head; draft: the separate model ``draft_model``)."""
-
-    model_config = _FROZEN
-    method: Literal["mtp", "eagle3", "draft"] = Field(
-        description="Draft method: mtp (the model's MTP layers), eagle3 or draft."
-    )
-    draft_tokens: int = Field(ge=1, le=16, description="Tokens proposed per decode step.")
-    draft_model: str = Field(default="", description="Draft checkpoint (method draft).")
 
 
 class PrefixCaching(BaseModel):

@@ -13,6 +13,19 @@ KvDtype = Literal["bf16", "fp8"]
 CheckpointFormat = Literal["", "bf16", "fp8", "mxfp4", "nvfp4", "int4", "int8"]
 
 
+class Speculative(BaseModel):
+    """Speculative decoding the deployment runs: a draft proposes ``draft_tokens`` tokens per
+    decode step (mtp: the model's own multi-token-prediction layers, DeepSeek-V3/R1, Qwen3.5;
+    eagle3: an EAGLE-3 head; draft: the separate model ``draft_model``)."""
+
+    model_config = _FROZEN
+    method: Literal["mtp", "eagle3", "draft"] = Field(
+        description="Draft method: mtp (the model's MTP layers), eagle3 or draft."
+    )
+    draft_tokens: int = Field(ge=1, le=16, description="Tokens proposed per decode step.")
+    draft_model: str = Field(default="", description="Draft checkpoint (method draft).")
+
+
 class Parallelism(BaseModel):
     """How one engine instance (worker) is split over GPUs."""
 

@@ -148,6 +148,8 @@ def label(key: str, percentile: str | None = None) -> str:
             stem = base[: -len(form)]
             if base.endswith(form) and stem:
                 return label(stem if stem.endswith("_ms") else f"{stem}_ms", stat)
+    if base != base.lower() or " " in base:  # already a person's name ('KV dtype')
+        return base
     if base in _LATENCY:
         return f"{_LATENCY[base]}{' ' + percentile if percentile else ''} (ms)"
     if base in _LABELS:

@@ -191,6 +191,7 @@ def test_compare_lists_every_gpu(page: Any, server: str) -> None:
 def test_fleet_and_kernels_pages_render(page: Any, server: str) -> None:
     page.goto(f"{server}/fleet")
     page.locator(".st-key-fleet_answer").wait_for()
+    page.get_by_text("Use of each GPU pool").wait_for()  # the elements stream in one by one
     results = page.locator(".st-key-fleet_results").inner_text()
     assert "Latency per class against its SLO" in results and "Use of each GPU pool" in results
     assert "None" not in results and "h200_sxm" not in results

@@ -10,9 +10,9 @@ import pytest
 from hardware.errors import PlannerInputError
 from planner.emitters.bundle import engine_build
 from planner.emitters.plan_file import parse_plan
-from planner.emitters.types import Speculative
 from planner.engines.registry import BUILTIN
 from planner.model.bundled import load_model
+from planner.perf.deployment import Speculative
 from planner.perf.spec_decode import METHOD_DEFAULTS, draft_cost_ratio
 from planner.workload.spec import SpecDecode
 from solvers.plan_models import PlanRequest

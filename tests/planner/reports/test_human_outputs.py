@@ -69,6 +69,10 @@ WORDS = (
         "Binding constraint",
         "Objective",
         "GPUs needed",
+        "GPUs used",
+        "GPUs bought",
+        "Binding limit",
+        "Verdict",
     }
 )
 """Column names that are words (or counts) rather than measured quantities."""
@@ -91,7 +95,14 @@ def too_precise(text: str) -> list[str]:
 
 
 def unitless(columns: list[str]) -> list[str]:
-    return [c for c in columns if c and c not in WORDS and not UNIT.search(c)]
+    """Columns neither words nor with a unit (a role's own column, 'Prefill replicas', is read as
+    its column's name, 'Replicas')."""
+
+    def bare(c: str) -> str:
+        rest = re.sub(r"^(Prefill|Decode) ", "", c)
+        return rest if rest == c or rest.startswith("KV") else rest.capitalize()
+
+    return [c for c in columns if c and bare(c) not in WORDS and not UNIT.search(c)]
 
 
 def test_scanner_catches_what_it_should() -> None:
@@ -195,7 +206,7 @@ def test_plan_page_tables(mode: str) -> None:
     from tests.app.conftest import no_errors, page, widget
 
     at = page("plan")
-    widget(at.selectbox, "plan_mode").set_value(mode)
+    widget(at.selectbox, "in_mode").set_value(mode)
     widget(at.checkbox, "plan_robust").set_value(False)  # agg misses 40 ms at the band edge
     at.button(key="plan_button").click().run()
     no_errors(at)
