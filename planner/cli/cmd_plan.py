@@ -451,7 +451,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if p is not None:
         energy = {
             "board power (each replica at its operating point)": f"{p.board_kw:.4g} kW "
-            f"({p.facility_kw:.4g} kW x PUE {p.pue:.3g})",
+            f"({p.facility_kw:.4g} kW facility at PUE {p.pue:.3g})",
             "energy per total token": f"{p.j_per_total_token:.4g} J",
             "energy per day": f"{p.kwh_per_day:.4g} kWh, ${p.energy_cost_usd_per_day:,.4g} at "
             f"${p.electricity_price_usd_per_kwh:.3g}/kWh",

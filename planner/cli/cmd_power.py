@@ -101,7 +101,8 @@ def power_rows(p: PowerSummary) -> dict[str, str]:
     rows = {
         "average power per GPU": f"{p.avg_power_w_per_gpu:.4g} W (idle "
         f"{p.idle_power_w_per_gpu:.3g} W, limit {p.board_limit_w:.4g} W)",
-        "deployment power": f"{p.deployment_kw:.4g} kW ({p.facility_kw:.4g} kW x PUE {p.pue:.3g})",
+        "deployment power": f"{p.deployment_kw:.4g} kW ({p.facility_kw:.4g} kW facility at "
+        f"PUE {p.pue:.3g})",
         "energy per output token": f"{p.j_per_output_token:.4g} J",
         "energy per total token": f"{p.j_per_total_token:.4g} J",
         "energy per day": f"{p.kwh_per_day:.4g} kWh, ${p.energy_cost_usd_per_day:,.4g} "
