@@ -118,13 +118,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def money_and_energy(out: Path) -> list[dict[str, Any]]:
     """Per planned scenario of the results ``out``: GPU type, $ and kWh per 1M total tokens side
     by side, board W per GPU and J per total token."""
+    from planner.reports.present import gpu_name
     from solvers.sweep_run import finished_rows
 
     rows = sorted(finished_rows(out).values(), key=lambda r: int(str(r["index"])))
     return [
         {
             "scenario": f"{r['gpu_set']}/{r['workload']}/{r['slo']}/{r['objective']}",
-            "GPU": r["gpu"],
+            "GPU type": gpu_name(str(r["gpu"])),
             "GPUs": r["gpus"],
             "$ per 1M total tokens (GPUs)": _num(r["cost_per_million_total_tokens_usd"]),
             "kWh per 1M total tokens": _num(r["kwh_per_million_total_tokens"]),
