@@ -423,6 +423,11 @@ def _why_not(ev: Evaluated, mine: np.ndarray) -> str:
     cand = mine & ev.within_budget
     if not cand.any():
         return f"no configuration fits in memory within {plural(req.max_gpus, 'GPU')}"
+    if (ev.meets() & mine).any():  # those meeting it use PP, dropped for a PP-free plan
+        return (
+            "meets the SLOs only with pipeline parallelism, chosen only when nothing without it "
+            "does (a plan without it meets them)"
+        )
     t, p = ev.ttft_edge, ev.tpot_edge
     ratio = np.where(cand & ev.predicted_ok, np.maximum(t / req.ttft_ms, p / req.tpot_ms), np.inf)
     i = int(np.argmin(ratio))

@@ -33,6 +33,17 @@ def _figures(ev: Evaluated, i: int) -> dict[str, object]:
     }
 
 
+def _no_pair(ev: Evaluated, mixed: np.ndarray) -> str:
+    """Why no pair of two types is a candidate: none meets the request, or those that do need
+    pipeline parallelism while a plan without it meets the request (``Evaluated.pp_dropped``)."""
+    if (ev.meets() & mixed & ev.uses_pp).any():
+        return (
+            "the prefill/decode pairs of two GPU types that meet the request need pipeline "
+            "parallelism, chosen only when nothing without it does"
+        )
+    return "no prefill/decode pair of two GPU types meets the request"
+
+
 def role_types(ev: Evaluated, ok: np.ndarray) -> dict[str, object] | None:
     """The best feasible plan whose prefill and decode workers run on two GPU types against the
     best same-type plan (aggregated or disaggregated), by the request's objective; None when no
@@ -50,8 +61,8 @@ def role_types(ev: Evaluated, ok: np.ndarray) -> dict[str, object] | None:
             "cheaper": False,
             "pair": None,
             "same_type": _figures(ev, s),
-            "sentence": "no prefill/decode pair of two GPU types meets the request; the best "
-            f"same-type plan ({_pair_words(ev, s)}) costs {_money(ev, s)}",
+            "sentence": f"{_no_pair(ev, mixed)}; the best same-type plan ({_pair_words(ev, s)}) "
+            f"costs {_money(ev, s)}",
         }
     p = int(pair[0])
     if same.size == 0:

@@ -134,9 +134,17 @@ class Evaluated:
     def pp_dropped(self, ok: np.ndarray) -> np.ndarray:
         """Candidates with pipeline parallelism on a GPU type where a PP-free candidate of ``ok``
         meets the request: no measurement in the data has PP > 1 (docs/capacity.md,
-        "Pipeline parallelism"), so PP is chosen only when nothing without it meets the SLO."""
-        free = np.unique(self.gpu_code[ok & ~self.uses_pp])
-        return self.uses_pp & np.isin(self.gpu_code, free)
+        "Pipeline parallelism"), so PP is chosen only when nothing without it meets the SLO. A
+        prefill/decode pair of two types counts its own candidates and those of each of its two
+        types: the pair's PP-free workers that one type beats are not priced as a pair
+        (``solvers.disagg.cross_type_pruned``), their same-type plans stand for them."""
+        keys = [b.type_key for b in self.blocks]
+        free = {keys[int(c)] for c in np.unique(self.gpu_code[ok & ~self.uses_pp])}
+        family = [
+            {b.type_key, b.pre_gpu.key, b.gpu.key} if b.mixed else {b.type_key} for b in self.blocks
+        ]
+        shadowed = np.array([bool(f & free) for f in family])
+        return self.uses_pp & shadowed[self.gpu_code]
 
     def band_of(self, i: int, metric: str) -> LogBand:
         """The band (``ttft`` or ``tpot``) candidate ``i`` is checked with."""

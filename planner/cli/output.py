@@ -58,7 +58,8 @@ def render_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | Non
     if not rows:
         return "(no rows)"
     cols = list(columns or rows[0].keys())
-    cells = [[fmt_num(r.get(c, "")) for c in cols] for r in rows]
+    # a cell without a value (None) reads '-', as in the reports
+    cells = [["-" if r.get(c) is None else fmt_num(r.get(c, "")) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     line = "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))
     sep = "  ".join("-" * w for w in widths)

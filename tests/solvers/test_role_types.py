@@ -30,9 +30,13 @@ SLO: dict[str, Any] = {
     "max_gpus": 64,
     "mode": "disagg",
 }
-CHEAPER = PlanRequest(model="llama-3.1-70b", gpus=("h100", "h200"), rate_per_s=4.0, **SLO)
-"""Llama-3.1-70B at 4 requests/s: H100 prefill workers cost less per prompt than H200's (the
-same compute at a lower price), H200 decode workers hold the batch H100's memory cannot."""
+CHEAPER_LOAD: dict[str, Any] = {"isl": 2000, "osl": 2000, "rate_per_s": 16.0, "ttft_ms": 3000.0}
+CHEAPER = PlanRequest(
+    model="qwen3-32b", gpus=("h100", "h200"), **(SLO | CHEAPER_LOAD | {"max_gpus": 128})
+)
+"""Qwen3-32B at 16 requests/s of 2,000 / 2,000 tokens: H100 prefill workers cost less per prompt
+than H200's (the same compute at a lower price), H200 decode workers hold the batch H100's memory
+cannot (no pipeline parallelism on either side)."""
 NOT_CHEAPER = PlanRequest(model="llama-3.1-8b", gpus=("h100", "h200"), rate_per_s=10.0, **SLO)
 """Llama-3.1-8B at 10 requests/s: its decode batch fits H100 memory, so H200 decode pays the
 higher price for little."""
@@ -57,6 +61,9 @@ def _same_type_best(req: PlanRequest) -> float:
 
 def test_a_pair_of_two_types_beats_every_same_type_plan(cheaper: PlanResult) -> None:
     best = cheaper.best
+    dep = best.deployment
+    assert dep.prefill is not None and dep.decode is not None
+    assert dep.prefill.parallel.pp == 1 and dep.decode.parallel.pp == 1
     assert (best.prefill_gpu, best.decode_gpu) == ("h100_sxm", "h200_sxm")
     assert best.deployment.prefill_gpu == "h100_sxm" and best.deployment.gpu == "h200_sxm"
     same = _same_type_best(CHEAPER)
@@ -95,9 +102,9 @@ def test_the_kv_transfer_between_types_is_priced_over_the_slower_nic(cheaper: Pl
     assert kv_ms > 0
     # the same deployment priced by `estimate` gives the same KV transfer
     dep = cheaper.best.deployment
-    wl = Workload(isl=LengthSpec(mean=4096), osl=LengthSpec(mean=512), rate_per_s=4.0)
+    wl = Workload(isl=LengthSpec(mean=2000), osl=LengthSpec(mean=2000), rate_per_s=16.0)
     est = estimate(
-        load_model("llama-3.1-70b"),
+        load_model(CHEAPER.model),
         get_gpu("h200"),
         wl,
         prefill=dep.prefill,
@@ -222,15 +229,7 @@ def test_fleet_buys_each_role_on_its_own_pool() -> None:
 
     spec: dict[str, Any] = {
         "classes": [
-            {
-                "name": "long",
-                "model": "llama-3.1-70b",
-                "rate_per_s": 4,
-                "isl": 4096,
-                "osl": 512,
-                "ttft_ms": 2000,
-                "tpot_ms": 40,
-            }
+            {"name": "long", "model": CHEAPER.model, "tpot_ms": 40} | CHEAPER_LOAD,
         ],
         "gpus": [{"gpu": "h100_sxm", "available": 32}, {"gpu": "h200_sxm", "available": 32}],
     }
