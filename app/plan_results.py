@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
-import re
 import zipfile
 from collections.abc import Mapping
 from typing import Any
@@ -410,27 +409,8 @@ def candidates_frame(view: PlanView) -> pd.DataFrame:
     return pd.concat([frame[keys].reset_index(drop=True), parts], axis=1)
 
 
-_ROLE = re.compile(
-    r"(?:(?P<role>P|D)\[)?tp(?P<tp>\d+) pp(?P<pp>\d+)(?: dp(?P<dp>\d+))?(?: ep(?P<ep>\d+))?"
-    r" x(?P<x>\d+) seqs (?P<seqs>\d+) chunk (?P<chunk>\d+) kv (?P<kv>\w+)"
-)
-
-
-def _role_words(m: re.Match[str]) -> str:
-    split = f"TP{m['tp']} PP{m['pp']}" + (f" DP{m['dp']}" if m["dp"] else "")
-    split += f" EP{m['ep']}" if m["ep"] else ""
-    role = {"P": "prefill ", "D": "decode "}.get(m["role"] or "", "")
-    return (
-        f"{role}{m['x']} x {split}, up to {int(m['seqs']):,} running requests, "
-        f"{int(m['chunk']):,}-token chunks, KV {m['kv']}"
-    )
-
-
-def config_words(text: str) -> str:
-    """A sentence with the planner's configuration summaries ('disagg P[tp1 pp1 x4 seqs 8 chunk
-    16384 kv fp8] D[...]') written out in words."""
-    text = re.sub(r"\b(agg|disagg) (?=P\[|tp\d)", "", text)
-    return _ROLE.sub(_role_words, text).replace("] ", "; ").replace("]", "")
+_ROLE = pr.CONFIG_ROLE
+config_words = pr.config_words
 
 
 def config_columns(config: str) -> dict[str, str]:

@@ -344,14 +344,17 @@ def gpus_label(c: Any) -> str:
 
 def plan_table(r: Any) -> str:
     """The human-readable recommendation."""
+    from planner.reports.present import config_words
+
     pct = r.slo["percentile"]
 
     parts = [request_line(r), ""]
     rows = {
         "mode": r.best.mode,
         **_choice_rows(r.best, pct),
-        "binding constraint (what stops a better plan)": r.binding.get("sentence")
-        or r.binding_constraint,
+        "binding constraint (what stops a better plan)": config_words(
+            str(r.binding.get("sentence") or r.binding_constraint)
+        ),
         **_headroom_rows(r.best.headroom),
     }
     if r.speculative_decision:
@@ -391,7 +394,8 @@ def plan_table(r: Any) -> str:
     if len(r.per_gpu_type) > 1:
         parts += ["", "Each GPU type asked for", render_table(per_gpu_rows(r))]
     if r.role_types is not None:
-        parts += ["", f"Prefill and decode on two GPU types: {r.role_types['sentence']}"]
+        said = config_words(str(r.role_types["sentence"]))
+        parts += ["", f"Prefill and decode on two GPU types: {said}"]
     parts += ["", f"Pareto front ({len(front)} points)", render_table(front)]
     parts += ["", f"{r.candidates_evaluated:,} candidates evaluated in {r.search_seconds:.3g} s"]
     return "\n".join(parts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Mapping
 
 from hardware.catalog import all_gpus
@@ -382,3 +383,27 @@ def _op_ms(value: object) -> float | None:
         value = value.get("ms", value.get("time_ms"))
     x = _finite(value)
     return x if x is not None and x > 0 else None
+
+
+CONFIG_ROLE = re.compile(
+    r"(?:(?P<role>P|D)\[)?tp(?P<tp>\d+) pp(?P<pp>\d+)(?: dp(?P<dp>\d+))?(?: ep(?P<ep>\d+))?"
+    r" x(?P<x>\d+) seqs (?P<seqs>\d+) chunk (?P<chunk>\d+) kv (?P<kv>\w+)"
+)
+"""One role of a configuration summary (``solvers.plan_core.Evaluated.summary``)."""
+
+
+def _role_words(m: re.Match[str]) -> str:
+    split = f"TP{m['tp']} PP{m['pp']}" + (f" DP{m['dp']}" if m["dp"] else "")
+    split += f" EP{m['ep']}" if m["ep"] else ""
+    role = {"P": "prefill ", "D": "decode "}.get(m["role"] or "", "")
+    return (
+        f"{role}{m['x']} x {split}, up to {int(m['seqs']):,} running requests, "
+        f"{int(m['chunk']):,}-token chunks, KV {m['kv']}"
+    )
+
+
+def config_words(text: str) -> str:
+    """A sentence with the planner's configuration summaries ('disagg P[tp1 pp1 x4 seqs 8 chunk
+    16384 kv fp8] D[...]') written out in words."""
+    text = re.sub(r"\b(agg|disagg) (?=P\[|tp\d)", "", text)
+    return CONFIG_ROLE.sub(_role_words, text).replace("] ", "; ").replace("]", "")
