@@ -16,6 +16,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from planner.engines import DEFAULT_ENGINE
+
 STORE = "shared_inputs"
 """Session state: the last value of every shared input (survives page switches)."""
 BAD_QUERY = "shared_bad_query"
@@ -58,7 +60,7 @@ FIELDS: dict[str, Field] = {
     "pct": Field("p90", choices=("p50", "p90", "p99")),
     "objective": Field("cost", choices=("cost", "throughput-per-gpu", "gpus", "energy")),
     "mode": Field("auto", choices=("auto", "agg", "disagg")),
-    "backend": Field("vllm"),
+    "backend": Field(DEFAULT_ENGINE),
 }
 """Name -> field. ``gpus`` is comma separated in the URL; numbers are plain decimals."""
 

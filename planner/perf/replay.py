@@ -27,6 +27,7 @@ from typing import TypedDict
 import numpy as np
 
 from hardware.catalog import get_gpu
+from planner.engines import DEFAULT_ENGINE
 from planner.model.spec import ModelSpec
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
 from planner.perf.deployment import WorkerConfig
@@ -211,7 +212,7 @@ def replay(
     osl: np.ndarray,
     replica: np.ndarray,
     *,
-    backend: str = "vllm",
+    backend: str = DEFAULT_ENGINE,
     clock: _StepClock | None = None,
     progress: Callable[[str], None] = no_progress,
 ) -> ReplayResult:
