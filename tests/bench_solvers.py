@@ -117,6 +117,7 @@ def sweep_rate() -> dict[str, float]:
     """Scenarios per second of the 200-scenario sweep on 1 and 2 LocalCluster workers."""
     import yaml
 
+    from planner.emitters.capabilities import shape_rules
     from solvers.sweep import load_spec as load_sweep
     from solvers.sweep import scenarios
     from solvers.sweep_run import run_sweep
@@ -125,7 +126,8 @@ def sweep_rate() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "sweep.yaml"
         spec.write_text(yaml.safe_dump(SWEEP_SPEC))
-        todo = scenarios(load_sweep(spec))
+        sweep = load_sweep(spec)
+        todo = scenarios(sweep, shape_rules(sweep.backend))
         for workers in (1, 2):
             t0 = time.perf_counter()
             summary = run_sweep(todo, Path(tmp) / f"w{workers}.csv", workers=workers)

@@ -430,6 +430,39 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _by_type(counts: dict[str, int]) -> str:
+    """'H100-SXM 5, H200-SXM 1' (types with none left out; '0' when all are)."""
+    from planner.reports.present import gpu_name
+
+    return ", ".join(f"{gpu_name(g)} {n:,}" for g, n in counts.items() if n) or "0"
+
+
+def fleet_rows(result: Any) -> list[dict[str, object]]:
+    """One row per assignment, for people: GPU names, units, the configuration in words."""
+    from planner.reports.present import config_words, gpu_name
+
+    rows: list[dict[str, object]] = []
+    for a in result.assignments:
+        gpu = gpu_name(a.gpu)
+        if a.prefill_gpu:
+            gpu = f"prefill {gpu_name(a.prefill_gpu)} ({a.prefill_gpus_per_replica}), decode {gpu}"
+        rows.append(
+            {
+                "class": a.workload_class,
+                "GPU type": gpu,
+                "replicas": a.replicas,
+                "GPUs per replica": a.gpus_per_replica,
+                "requests/s per replica": a.requests_per_s_per_replica,
+                "$ per hour": a.cost_per_hour_usd,
+                "board power (kW)": a.board_kw,
+                "TTFT at the class percentile (ms)": a.ttft_ms,
+                "TPOT at the class percentile (ms)": a.tpot_ms,
+                "configuration": config_words(a.config),
+            }
+        )
+    return rows
+
+
 def cmd_fleet(args: argparse.Namespace) -> int:
     from solvers.fleet import load_spec, solve_fleet
 
@@ -437,14 +470,13 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json(result)
         return 0
-    rows = [a.model_dump() for a in result.assignments]
-    print(render_table(rows))
+    print(render_table(fleet_rows(result)))
     print(
         render_kv(
             {
                 "$ per hour": result.cost_per_hour_usd,
-                "GPUs used by type": str(result.gpus_by_type),
-                "GPUs bought by type (the cost is of these)": str(result.gpus_bought_by_type),
+                "GPUs used by type": _by_type(result.gpus_by_type),
+                "GPUs bought by type (the cost is of these)": _by_type(result.gpus_bought_by_type),
                 "solver": f"{result.solver} ({result.status}, {result.solution_status})",
                 "solve seconds": result.solve_seconds,
                 "binding constraint": result.binding_constraint,

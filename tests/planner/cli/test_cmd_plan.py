@@ -70,6 +70,12 @@ def test_fleet_example(capsys: pytest.CaptureFixture[str]) -> None:
     )
     d = json.loads(capsys.readouterr().out)
     assert d["optimal"] and d["status"] == "Optimal" and d["solve_seconds"] <= 2.0
+    assert main(["fleet", "--spec", str(ROOT / "solvers" / "examples" / "fleet.yaml")]) == 0
+    text = capsys.readouterr().out
+    head = text.splitlines()[0]
+    for col in ("GPU type", "$ per hour", "board power (kW)", "TTFT at the class percentile (ms)"):
+        assert col in head
+    assert "_sxm" not in text and "seqs" not in text  # names and words, not identifiers
 
 
 @pytest.mark.validation
