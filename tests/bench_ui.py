@@ -13,25 +13,18 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from app.inputs import (
-    DEFAULT_GPU,
-    DEFAULT_ISL,
-    DEFAULT_MODEL,
-    DEFAULT_OSL,
-    DEFAULT_TPOT_MS,
-    DEFAULT_TTFT_MS,
-)
+from app import shared
+from app.inputs import DEFAULT_GPU, DEFAULT_MODEL, DEFAULT_TPOT_MS, DEFAULT_TTFT_MS
 from solvers.plan import PlanRequest, plan
 
 PLAN_PAGE = Path(__file__).resolve().parents[1] / "app" / "views" / "plan.py"
-DEFAULT_CLIENTS = 64  # the Plan page's default "Concurrent clients"
 DEFAULT = PlanRequest(
     model=DEFAULT_MODEL,
     gpus=(DEFAULT_GPU,),
-    max_gpus=8,
-    isl=DEFAULT_ISL,
-    osl=DEFAULT_OSL,
-    concurrency=DEFAULT_CLIENTS,
+    max_gpus=int(shared.FIELDS["max_gpus"].default),
+    isl=int(shared.FIELDS["isl"].default),
+    osl=int(shared.FIELDS["osl"].default),
+    concurrency=int(shared.FIELDS["conc"].default),  # the Plan page's default load
     ttft_ms=DEFAULT_TTFT_MS,
     tpot_ms=DEFAULT_TPOT_MS,
     percentile="p90",
@@ -54,7 +47,9 @@ def _page_s() -> float:
     best = float("inf")
     for i in range(REPEATS):
         # a TTFT target the page has not seen defeats its cache, so each press runs a fresh search
-        next(w for w in at.number_input if w.key == "plan_ttft").set_value(DEFAULT_TTFT_MS + i + 1)
+        next(w for w in at.number_input if w.key == shared.key("ttft")).set_value(
+            DEFAULT_TTFT_MS + i + 1
+        )
         t0 = time.perf_counter()
         at.button(key="plan_button").click().run()
         best = min(best, time.perf_counter() - t0)
