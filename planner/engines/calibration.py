@@ -197,7 +197,12 @@ def engine(backend: str) -> EngineCalibration:
 def packaged_label(backend: str) -> str:
     """Provenance of ``backend``'s packaged constants: its constants file, from the repository
     root for a built-in engine."""
-    path = get_engine(backend).file(CONSTANTS_FILE)
+    return _label_of(get_engine(backend).file(CONSTANTS_FILE))
+
+
+@lru_cache(maxsize=64)
+def _label_of(path: Path) -> str:
+    """``path`` from the repository root where it lies inside it (resolved once per path)."""
     root = Path(__file__).resolve().parents[2]
     inside = path.resolve().is_relative_to(root)
     return str(path.resolve().relative_to(root)) if inside else str(path)
