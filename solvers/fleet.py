@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pulp
@@ -227,25 +228,40 @@ def load_spec(path: str | Path) -> FleetSpec:
         raise PlannerInputError(f"--spec {path}: {where or 'spec'}", err["msg"]) from None
 
 
+def class_request(
+    spec: FleetSpec,
+    c: WorkloadClass,
+    gpus: tuple[str, ...],
+    max_gpus: int,
+    mode: Literal["agg", "disagg"],
+    rate_per_s: float | None = None,
+) -> PlanRequest:
+    """The plan request of class ``c`` on ``gpus`` (``rate_per_s``: sized for that rate; None:
+    a replica at its best throughput). One replica's GPUs are counted (``node_gpus`` 1): the MILP
+    buys each pool's whole purchase units."""
+    return PlanRequest(
+        model=c.model,
+        gpus=gpus,
+        max_gpus=max_gpus,
+        node_gpus=1,
+        rate_per_s=rate_per_s,
+        isl=c.isl,
+        osl=c.osl,
+        ttft_ms=c.ttft_ms,
+        tpot_ms=c.tpot_ms,
+        percentile=c.percentile,
+        mode=mode,
+        backend=spec.backend,
+        confidence=spec.confidence,
+    )
+
+
 def build_options(spec: FleetSpec) -> Options:
     """Best SLO-meeting agg operating point per (class, GPU type, worker size)."""
     rows: dict[str, list[object]] = {k: [] for k in OPTION_COLUMNS}
     for k, c in enumerate(spec.classes):
         for t, pool in enumerate(spec.gpus):
-            req = PlanRequest(
-                model=c.model,
-                gpus=(pool.gpu,),
-                max_gpus=spec.max_gpus_per_replica,
-                node_gpus=1,  # one replica's GPUs used: the MILP buys each pool's whole units
-                isl=c.isl,
-                osl=c.osl,
-                ttft_ms=c.ttft_ms,
-                tpot_ms=c.tpot_ms,
-                percentile=c.percentile,
-                mode="agg",  # type: ignore[arg-type]
-                backend=spec.backend,
-                confidence=spec.confidence,
-            )
+            req = class_request(spec, c, (pool.gpu,), spec.max_gpus_per_replica, "agg")
             ev = evaluate_request(req)
             ok = ev.feasible()
             if not ok.any():
@@ -292,21 +308,9 @@ def _with_disagg(spec: FleetSpec, rows: dict[str, list[object]]) -> Options:
     pre_g: list[object] = [0] * len(pre_t)
     keys = [get_gpu(p.gpu).key for p in spec.gpus]
     for k, c in enumerate(spec.classes):
-        req = PlanRequest(
-            model=c.model,
-            gpus=tuple(p.gpu for p in spec.gpus),
-            max_gpus=max(1, min(MAX_BUDGET_GPUS, sum(p.available for p in spec.gpus))),
-            node_gpus=1,
-            rate_per_s=c.rate_per_s,
-            isl=c.isl,
-            osl=c.osl,
-            ttft_ms=c.ttft_ms,
-            tpot_ms=c.tpot_ms,
-            percentile=c.percentile,
-            mode="disagg",  # type: ignore[arg-type]
-            backend=spec.backend,
-            confidence=spec.confidence,
-        )
+        budget = max(1, min(MAX_BUDGET_GPUS, sum(p.available for p in spec.gpus)))
+        pools = tuple(p.gpu for p in spec.gpus)
+        req = class_request(spec, c, pools, budget, "disagg", c.rate_per_s)
         ev = evaluate_request(req)
         ok = ev.feasible()
         used = [role_gpus_bought(b, 1) for b in ev.blocks]

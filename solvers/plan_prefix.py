@@ -32,7 +32,7 @@ from planner.perf.prefix_cache import POLICIES, Policy, PrefixCacheReport, plan_
 from planner.uncertainty.bands import Bands
 from planner.workload.traces import Trace
 from solvers.plan_models import PlanRequest, PlanResult
-from solvers.prefix_tiers import DEFAULT_HOST_KV_GIB, MAX_PRICED_HIT
+from solvers.prefix_tiers import DEFAULT_HOST_KV_GIB, MAX_PRICED_HIT, PricedCache
 from solvers.spec_choice import plan_with_spec as plan
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -70,16 +70,12 @@ class PrefixPlanRequest(BaseModel):
     )
 
 
-class PrefixOption(BaseModel):
+class PrefixOption(PricedCache):
     """One tier set and routing policy, and the plan it leads to."""
 
-    model_config = _FROZEN
     routing: str = Field(description="round-robin, prefix or session; none without a cache.")
     host_kv_gib: float = Field(description="Host memory for KV per GPU, GiB.")
     ssd_kv_gib: float = Field(description="SSD for KV per GPU, GiB.")
-    cache: PrefixCacheReport | None = Field(description="Replay result; None without a cache.")
-    prefix_hit: float = Field(description="Hit share priced, 0..1.")
-    prefix_load_ms: float = Field(description="Load time from host/SSD at the SLO percentile, ms.")
     gpus: int = Field(description="GPUs the plan uses.")
     gpus_bought: int = Field(description="GPUs the plan buys.")
     cost_per_hour_usd: float = Field(description="USD per hour of the GPUs bought.")

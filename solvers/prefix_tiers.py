@@ -72,14 +72,21 @@ class PrefixRequest(BaseModel):
     )
 
 
-class Scenario(BaseModel):
-    """One tier set and the fleet it needs."""
+class PricedCache(BaseModel):
+    """A prefix cache as priced: the replay, the hit share and the load time it adds."""
 
     model_config = _FROZEN
-    name: str = Field(description="Tiers: none, hbm, hbm+host, hbm+host+ssd.")
     cache: PrefixCacheReport | None = Field(description="Replay result; None without a cache.")
     prefix_hit: float = Field(description="Hit share priced, 0..1.")
-    prefix_load_ms: float = Field(description="Load time added to TTFT, ms.")
+    prefix_load_ms: float = Field(
+        description="Load time from host/SSD added to TTFT at the SLO percentile, ms."
+    )
+
+
+class Scenario(PricedCache):
+    """One tier set and the fleet it needs."""
+
+    name: str = Field(description="Tiers: none, hbm, hbm+host, hbm+host+ssd.")
     replicas_peak: int = Field(description="Replicas the busiest window needs.")
     gpus_max: int = Field(description="Most GPUs bought at once (autoscaled).")
     gpu_hours_autoscaled: float = Field(description="GPU-hours, autoscaled fleet.")
