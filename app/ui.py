@@ -189,3 +189,14 @@ def calibration_notes(keys: list[str] | tuple[str, ...], where: str) -> None:
     if lines:
         with st.container(key=f"uncalibrated_{where}"):
             st.caption("  \n".join(lines))
+
+
+def mark_stale(container: str, button: str) -> None:
+    """Grey the results in container ``container`` and say which button refreshes them. The style
+    goes first: Streamlit streams elements in order, so the page never shows the warning over a
+    result that is not yet greyed."""
+    st.markdown(
+        f"<style>.st-key-{container}{{opacity:0.4;filter:grayscale(1)}}</style>",
+        unsafe_allow_html=True,
+    )
+    st.warning(f"inputs changed - press {button}", icon="⏳")

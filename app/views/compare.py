@@ -12,7 +12,15 @@ import streamlit as st
 from app import planning
 from app.plan_form import invalid_note, plan_form
 from app.plan_results import config_text, pct_value
-from app.ui import FieldErrors, calibration_notes, error_text, fmt_money, gpu_label, guarded
+from app.ui import (
+    FieldErrors,
+    calibration_notes,
+    error_text,
+    fmt_money,
+    gpu_label,
+    guarded,
+    mark_stale,
+)
 from hardware.errors import PlannerInputError
 from planner.reports import present
 
@@ -176,12 +184,7 @@ def _page() -> None:
         used = st.session_state.get("compare_given")
         if rows and used is not None:
             if given != used:
-                # style before warning: elements stream in order (see plan._results)
-                st.markdown(
-                    "<style>.st-key-compare_results{opacity:0.4;filter:grayscale(1)}</style>",
-                    unsafe_allow_html=True,
-                )
-                st.warning(planning.STALE_TEXT.replace("Plan", "Compare"), icon="⏳")
+                mark_stale("compare_results", "Compare")
             with guarded("results"), st.container(key="compare_results"):
                 _show(rows, used)
 

@@ -11,7 +11,7 @@ import streamlit as st
 from app import inputs as ui_in
 from app.plan_form import invalid_note
 from app.plan_results import config_columns
-from app.planning import BACKENDS, STALE_TEXT, UPLOADED_KEY, check_fleet_models
+from app.planning import BACKENDS, UPLOADED_KEY, check_fleet_models
 from app.ui import (
     FieldErrors,
     calibration_notes,
@@ -20,6 +20,7 @@ from app.ui import (
     gpu_label,
     gpu_names,
     guarded,
+    mark_stale,
     model_names,
 )
 from planner.reports import present
@@ -261,11 +262,7 @@ def _page() -> None:
         if result is not None:
             answer, used = result
             if spec != used:
-                st.markdown(
-                    "<style>.st-key-fleet_results{opacity:0.4;filter:grayscale(1)}</style>",
-                    unsafe_allow_html=True,
-                )
-                st.warning(STALE_TEXT.replace("Plan", "Solve fleet"), icon="⏳")
+                mark_stale("fleet_results", "Solve fleet")
             with guarded("results"), st.container(key="fleet_results"):
                 _show(answer, used)
 

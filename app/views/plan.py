@@ -15,10 +15,8 @@ from app import planning
 from app.calibration_view import calibration_section
 from app.plan_form import invalid_note, plan_form
 from app.plan_results import show_plan
-from app.ui import LOG, FieldErrors, error_text, guarded
+from app.ui import LOG, FieldErrors, error_text, guarded, mark_stale
 from hardware.errors import PlannerInputError
-
-STALE_TEXT = planning.STALE_TEXT
 
 st.header("Plan a deployment", anchor=False)
 
@@ -44,13 +42,7 @@ def _results(given: planning.PlanInputs | None) -> None:
         return
     plan, used = result
     if given != used:
-        # the style goes first: Streamlit streams elements in order, so the page never shows the
-        # warning over a result that is not yet greyed
-        st.markdown(
-            "<style>.st-key-plan_results{opacity:0.4;filter:grayscale(1)}</style>",
-            unsafe_allow_html=True,
-        )
-        st.warning(STALE_TEXT, icon="⏳")
+        mark_stale("plan_results", "Plan")
     with st.container(key="plan_results"):
         if used.isl.dist != "fixed" or used.osl.dist != "fixed" or used.isl.samples:
             isl, osl = planning.planned_lengths(used.isl, used.osl)

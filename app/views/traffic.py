@@ -14,12 +14,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import inputs as ui_in
-from app import planning, shared
+from app import shared
 from app.plan_form import invalid_note
 from app.plan_results import config_text
 from app.planning import BACKENDS
 from app.prefix_view import prefix_input, show_prefix
-from app.ui import FieldErrors, calibration_notes, fmt, fmt_money, gpu_label, guarded
+from app.ui import FieldErrors, calibration_notes, fmt, fmt_money, gpu_label, guarded, mark_stale
 from hardware.errors import PlannerInputError
 from planner.cli.output import to_jsonable
 from planner.reports import present
@@ -362,11 +362,7 @@ def _page() -> None:
         if result is not None:
             cap, used = result
             if given != used:
-                st.markdown(
-                    "<style>.st-key-traffic_results{opacity:0.4;filter:grayscale(1)}</style>",
-                    unsafe_allow_html=True,
-                )
-                st.warning(planning.STALE_TEXT.replace("Plan", "Size the fleet"), icon="⏳")
+                mark_stale("traffic_results", "Size the fleet")
             with guarded("results"), st.container(key="traffic_results"):
                 _show(cap, json.loads(used[1]).get("objective", "cost"))
 
