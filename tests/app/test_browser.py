@@ -141,8 +141,10 @@ def test_changing_an_input_greys_the_result(page: Any, server: str) -> None:
     page.get_by_text(STALE).wait_for(state="detached")
     # two GPU types selected: each appears with its best plan or its reason, then the
     # prefill/decode pairs of the two (docs/heterogeneous.md)
+    page.wait_for_function(  # the new plan's table, not the one-type table it replaces
+        "() => document.querySelectorAll('.st-key-why_not tbody tr').length >= 2"
+    )
     rows = page.locator(".st-key-why_not tbody tr")
-    rows.first.wait_for()
     texts = [rows.nth(i).inner_text() for i in range(rows.count())]
     assert len(texts) >= 2 and sum("recommended" in t for t in texts) == 1
     assert all(t.startswith("prefill ") for t in texts[2:])
@@ -301,8 +303,14 @@ def test_a_link_fills_the_form_and_bad_values_are_named_at_once(page: Any, serve
 def test_inputs_follow_to_other_pages_and_the_plan_links_there(page: Any, server: str) -> None:
     _plan_loaded(page, server)
     _sidebar_number(page, "in_tpot", "45")
+    page.get_by_text(STALE).wait_for()  # the rerun that saw the new value has finished
     page.get_by_role("button", name="Plan", exact=True).click()
     page.get_by_text(STALE).wait_for(state="detached")
+    # the links are redrawn after the warning goes: wait for the new plan's, bounded by WAIT_MS
+    page.wait_for_function(
+        "() => { const a = document.querySelector('.st-key-plan_links a');"
+        " return a !== null && a.getAttribute('href').includes('tpot=45'); }"
+    )
     href = page.locator(".st-key-plan_links a").first.get_attribute("href")
     assert href is not None and "tpot=45" in href and "compare" in href
     page.get_by_role("link", name="Compare GPUs").click()  # the top navigation
