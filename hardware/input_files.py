@@ -272,6 +272,16 @@ def parse_yaml(text: str, where: str) -> object:
     return data
 
 
+def read_packaged_yaml(path: Path) -> object:
+    """A YAML data file shipped with the package, decoded as strictly as ``parse_yaml`` (duplicate
+    keys and non-finite numbers refused) except that aliases are allowed: the files are ours, and
+    some share blocks by anchor. Errors name the file and the line."""
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506
+    except yaml.YAMLError as exc:
+        raise PlannerInputError(str(path), yaml_problem(exc)) from None
+
+
 def read_yaml(path: str | Path, kind: str, field: str) -> object:
     """A regular ``kind`` YAML file decoded by :func:`parse_yaml`."""
     where = f"{field}: {path}" if field else str(path)

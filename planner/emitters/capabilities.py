@@ -40,10 +40,9 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import NotRequired, TypedDict, cast
 
-import yaml
-
+from hardware.input_files import read_packaged_yaml
 from planner.engines import engine_names, get_engine
 from planner.engines.capabilities import failure_of
 from planner.errors import PlannerInputError
@@ -77,7 +76,7 @@ class EngineCaps(TypedDict):
 
 @cache
 def _caps(path: Path) -> EngineCaps:
-    caps: EngineCaps = yaml.safe_load(path.read_text())
+    caps = cast(EngineCaps, read_packaged_yaml(path))
     return caps
 
 

@@ -17,10 +17,9 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable
-from typing import NoReturn, Required, TypeAlias, TypedDict, TypeVar, overload
+from typing import NoReturn, Required, TypeAlias, TypedDict, TypeVar, cast, overload
 
-import yaml
-
+from hardware.input_files import read_packaged_yaml
 from hardware.jsontypes import JSONValue
 from planner.engines import engine_names, get_engine
 
@@ -125,9 +124,9 @@ def load(engine: str) -> EngineArgs:
     """The parsed data file of one engine."""
     if engine not in engine_names():
         raise EngineArgError(f"unknown engine {engine!r} (allowed: {', '.join(engine_names())})")
-    text = get_engine(engine).file(ARGS_FILE).read_text("utf-8")
+    path = get_engine(engine).file(ARGS_FILE)
     # a bundled file that the extractor wrote in this layout (tests/planner/emitters check it)
-    data: EngineArgs | None = yaml.safe_load(text)
+    data = cast("EngineArgs | None", read_packaged_yaml(path))
     if not isinstance(data, dict) or data.get("engine") != engine:
         raise EngineArgError(f"{engine}.yaml: not an argument list for {engine}")
     return data

@@ -28,9 +28,9 @@ import re
 from functools import cache
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from hardware.input_files import read_packaged_yaml
 from planner.engines import engine_names, get_engine
 from planner.errors import PlannerInputError
 
@@ -104,8 +104,10 @@ def load_table() -> FlagTable:
 
 @cache
 def _table(names: tuple[str, ...]) -> FlagTable:
-    files = {n: get_engine(n).file("flags.yaml").read_text() for n in names}
-    return FlagTable.model_validate({"engines": {n: yaml.safe_load(t) for n, t in files.items()}})
+    files = {n: get_engine(n).file("flags.yaml") for n in names}
+    return FlagTable.model_validate(
+        {"engines": {n: read_packaged_yaml(f) for n, f in files.items()}}
+    )
 
 
 def engine_table(engine: str) -> EngineTable:

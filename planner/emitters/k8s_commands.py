@@ -10,6 +10,7 @@ from functools import cache
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from hardware.input_files import read_packaged_yaml
 from planner.emitters.flag_table import Flags, Tool
 from planner.emitters.types import Command, OutFile, Role
 from planner.emitters.writer import argv, set_dotted, yaml_text
@@ -52,8 +53,8 @@ class EngineK8s(BaseModel):
 @cache
 def engine_k8s(backend: str) -> EngineK8s:
     """The Kubernetes facts of engine ``backend``."""
-    text = get_engine(backend).file("k8s.yaml").read_text(encoding="utf-8")
-    return EngineK8s.model_validate(yaml.safe_load(text))
+    path = get_engine(backend).file("k8s.yaml")
+    return EngineK8s.model_validate(read_packaged_yaml(path))
 
 
 def kube_word(word: str) -> str:

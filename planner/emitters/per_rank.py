@@ -13,9 +13,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from hardware.input_files import read_packaged_yaml
 from planner.engines import get_engine
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -87,8 +87,8 @@ class PerRankTable(BaseModel):
 @cache
 def per_rank_table(engine: str) -> PerRankTable:
     """The engine's ``per_rank.yaml``, validated."""
-    text = get_engine(engine).file(PER_RANK_FILE).read_text(encoding="utf-8")
-    return PerRankTable.model_validate(yaml.safe_load(text))
+    path = get_engine(engine).file(PER_RANK_FILE)
+    return PerRankTable.model_validate(read_packaged_yaml(path))
 
 
 def _graph_tokens(entry: PerRankEntry, spec_tokens: int) -> int:

@@ -22,10 +22,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hardware.input_files import read_packaged_yaml
 from planner.engines import Engine, engine_names, get_engine
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -113,7 +114,7 @@ CONSTANTS_FILE = "constants.yaml"
 
 def load_file(path: Path) -> dict[str, EngineCalibration]:
     """Every engine's calibration in the file ``path`` (engine name -> its fields)."""
-    raw = yaml.safe_load(path.read_text())
+    raw = cast(dict[str, object], read_packaged_yaml(path))
     return {name: EngineCalibration.model_validate(v) for name, v in raw.items()}
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, cast
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from hardware.input_files import read_packaged_yaml
 from planner.engines.registry import engine_names, get_engine
 from planner.errors import PlannerInputError
 from planner.perf.deployment import Parallelism
@@ -34,7 +34,7 @@ class KnownFailure(BaseModel):
 
 @cache
 def _failures(path: Path) -> tuple[KnownFailure, ...]:
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = cast(dict[str, Any], read_packaged_yaml(path) or {})
     return tuple(KnownFailure.model_validate(f) for f in raw.get("known_failures") or [])
 
 

@@ -9,11 +9,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-
-import yaml
+from typing import Any, cast
 
 from hardware.errors import PlannerInputError
-from hardware.input_files import parse_json, read_json
+from hardware.input_files import parse_json, read_json, read_packaged_yaml
 from planner.model.parser import parse_config
 from planner.model.spec import ModelSpec
 
@@ -100,7 +99,7 @@ REFUSED_FILE = BUNDLED_DIR / "refused.yaml"
 @lru_cache(maxsize=1)
 def refused_models() -> dict[str, tuple[str, tuple[str, ...]]]:
     """Names the catalog refuses (``configs/refused.yaml``): key -> (reason, names)."""
-    raw = yaml.safe_load(REFUSED_FILE.read_text())["refused"]
+    raw = cast(dict[str, Any], read_packaged_yaml(REFUSED_FILE))["refused"]
     return {r["key"]: (r["reason"], tuple(r["names"])) for r in raw}
 
 

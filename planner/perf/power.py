@@ -27,10 +27,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import read_packaged_yaml
 from hardware.spec import GpuSpec
 from planner.engines.calibration import EngineCalibration
 from planner.model.spec import ModelSpec
@@ -94,12 +94,14 @@ movement to the SMs)."""
 def load_params(path: Path = POWER_FILE) -> PowerParams:
     """The fitted parameters of ``path`` (each in its bounds)."""
     try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        raw = read_packaged_yaml(path)
+    except OSError as exc:
         raise PlannerInputError(str(path), f"cannot read power parameters: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise PlannerInputError(str(path), "cannot read power parameters: not a mapping")
     vals = {}
     for name in PARAM_NAMES:
-        entry = raw.get("params", {}).get(name) if isinstance(raw, dict) else None
+        entry = raw.get("params", {}).get(name)
         if not isinstance(entry, dict) or not isinstance(entry.get("value"), int | float):
             raise PlannerInputError(f"{path}:params.{name}", "needs a numeric 'value'")
         lo, hi = PARAM_BOUNDS[name]

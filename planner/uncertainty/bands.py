@@ -24,6 +24,7 @@ import numpy as np
 import yaml
 
 from hardware.errors import PlannerInputError
+from hardware.input_files import read_packaged_yaml
 from hardware.spec import GpuSpec
 from planner.model.spec import ModelSpec
 from planner.perf.batch import KV_DTYPES, WEIGHT_QUANTS, parallel_arrays
@@ -371,7 +372,7 @@ def _cell_spread(raw: object) -> dict[str, CellSpread]:
 def load_bands(path: Path = BANDS_FILE) -> BandTable:
     """The committed band table (an input error naming the file when it is unreadable)."""
     try:
-        return table_from_dict(yaml.safe_load(path.read_text()))
+        return table_from_dict(read_packaged_yaml(path))
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise PlannerInputError("bands", f"{path}: not a band table ({exc})") from exc
 
