@@ -14,13 +14,11 @@ from hardware.catalog import get_gpu
 from hardware.spec import DTYPES
 from kernels_db import fitted, paths
 from kernels_db.costs import counts, peak_bound
-from kernels_db.fit import fit_gpu
 from kernels_db.folder import read_aic_file, read_folder
 from kernels_db.lookup import KernelDB
 from kernels_db.ops import shape_of
 from kernels_db.schema import COLLECTIVES, LINKS, OP_FAMILIES, OP_KEYS
 from kernels_db.tables import table_from_frame, write_meta, write_table
-from kernels_db.validate import evaluate_gpu
 from planner.cli.common import float_in, int_in
 from planner.cli.output import print_json, render_kv, render_table
 from planner.errors import PlannerInputError
@@ -165,6 +163,8 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from kernels_db.validate import evaluate_gpu  # scipy.optimize via the fitter: loaded here only
+
     ts = read_folder(Path(args.data))
     groups: list[dict[str, Any]] = []
     for gpu, tables in sorted(ts.tables.items()):
@@ -179,6 +179,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
+    from kernels_db.fit import fit_gpu  # scipy.optimize: loaded by this command only
+
     spec = get_gpu(args.gpu)
     ts = read_folder(Path(args.tables))
     tables = ts.tables.get(spec.key)

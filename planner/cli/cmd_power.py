@@ -17,10 +17,13 @@ from planner.perf.power import (
     PUE_SOURCE,
     PowerSummary,
 )
-from planner.replay_e2e.power import replay, summary
 
 
 def cmd_validate_power(args: argparse.Namespace) -> int:
+    # the replay reads measurement files and fits (pandas, scipy.optimize): imported when run, so
+    # that other commands do not pay for loading them
+    from planner.replay_e2e.power import replay, summary
+
     err, skipped, prm_of = replay(args.data, args.model, args.holdout == "gpu")
     table = summary(err) if len(err) else None
     if args.format == "json":

@@ -26,7 +26,7 @@ quantile mean·(1 + z·cs/sqrt(k)).
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 Z_SCORES: dict[str, float] = {"p50": 0.0, "p90": 1.2815515655446004, "p99": 2.3263478740408408}
 """Standard normal quantiles for the named percentiles."""
@@ -178,7 +178,8 @@ def own_quantiles(
     length = np.exp(-sigma2 / 2.0 + z * np.sqrt(sigma2)) if varies else np.ones((1, k))
     n = np.arange(COHORT_MAX + 1, dtype=float)[:, None]
     lam = np.maximum(np.nan_to_num(cohort), 0.0)
-    pmf = stats.poisson.pmf(n, lam[None, :])
+    # Poisson(lam) probabilities of n: exp(n ln lam - lam - ln n!), xlogy giving 0 ln 0 = 0
+    pmf = np.exp(special.xlogy(n, lam[None, :]) - lam[None, :] - special.gammaln(n + 1.0))
     pmf[-1] = np.maximum(1.0 - pmf[:-1].sum(axis=0), 0.0)  # the tail at COHORT_MAX
     base = fixed_s[None, None, None, :] + 2.0 * join_s * u[:, None, None, None]
     atoms = (
