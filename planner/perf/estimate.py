@@ -7,6 +7,7 @@ sweeps agree), then prices the steady-state step once more with provenance for t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -27,7 +28,6 @@ from planner.perf.batch import (
     WeightQuant,
     evaluate_batch,
     kv_link_bandwidth,
-    parallel_arrays,
 )
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.perf.memory_plan import MemoryPlan, plan_memory
@@ -36,9 +36,13 @@ from planner.perf.power import (
     ELECTRICITY_PRICE_USD_PER_KWH,
     PUE,
     PowerSummary,
+    RoleLoad,
+    RoleSteps,
     clocked_gpu,
     power_summary,
-    role_loads,
+    role_load,
+    role_steps,
+    worker_par,
 )
 from planner.perf.pricer import default_pricer
 from planner.perf.serving import free_chunk, prompt_chunks
@@ -221,14 +225,6 @@ def provenance_mix(
     return {tag: v / total for tag, v in sorted(times.items())}
 
 
-def _par(gpu: GpuSpec, w: WorkerConfig) -> ParallelArrays:
-    p = w.parallel
-    one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
-    wq = np.array([float(WeightQuant.of(w.weight_quant))])
-    kv = np.array([float(KvDtype.of(w.kv_dtype))])
-    return parallel_arrays(gpu, one[0], one[1], one[2], one[3], wq, kv)
-
-
 def _kinds_ms(cost: StepCost, times: float = 1.0) -> dict[str, float]:
     """Milliseconds per op kind of candidate 0, times ``times``; kinds taking no time left out."""
     return {
@@ -236,6 +232,23 @@ def _kinds_ms(cost: StepCost, times: float = 1.0) -> dict[str, float]:
         for i, k in enumerate(KINDS_WITH_OVERHEAD)
         if cost.by_kind_s[i, 0] > 0
     }
+
+
+def _price_per_type(
+    m: ModelSpec, steps: Sequence[tuple[GpuSpec, ParallelArrays, StepMix]], cal: EngineCalibration
+) -> list[StepCost]:
+    """Each (GPU type, parallelism, mix) step priced on its type with the engine's constants
+    ``cal``: one ``price_steps`` call per type, each step's provenance kept apart."""
+    by_type: dict[GpuSpec, list[int]] = {}
+    for i, (gpu, _, _) in enumerate(steps):
+        by_type.setdefault(gpu, []).append(i)
+    out: dict[int, StepCost] = {}
+    for gpu, idx in by_type.items():
+        priced = price_steps(
+            m, [steps[i][1:] for i in idx], default_pricer(gpu), **cal.step_kwargs()
+        )
+        out.update(zip(idx, priced, strict=True))
+    return [out[i] for i in range(len(steps))]
 
 
 def step_breakdowns(
@@ -248,39 +261,44 @@ def step_breakdowns(
     wl: Workload,
     disagg: bool,
     prefill_gpu: GpuSpec | None = None,
-) -> tuple[dict[str, dict[str, float]], StepCost]:
+    roles: Sequence[RoleSteps] = (),
+) -> tuple[dict[str, dict[str, float]], StepCost, list[list[StepCost]]]:
     """Milliseconds by op kind of the answer's steps (docs/architecture.md "Step breakdowns"):
     ``mixed_step_ms`` (aggregated: the priced step that carries a prefill chunk next to the running
     decodes), ``prefill_ms`` (one prompt's whole prefill, all its chunks, on the prefill worker when
     disaggregated: what TTFT is made of) and ``decode_step_ms`` (a decode-only step at the running
-    batch); and the decode step's cost (for its provenance); ``cal``: the engine's constants;
+    batch); the decode step's cost (for its provenance); and the steps of each of ``roles``
+    (``planner.perf.power.role_steps``) priced in the same calls. ``cal``: the engine's constants;
     ``prefill_gpu``: the prefill worker's GPU type when it differs from ``gpu``."""
     z, one = np.zeros(1), np.ones(1)
     b = np.array([max(float(r.decode_batch[0]), 1.0)])
     ctx = np.array([wl.isl.mean + wl.osl.mean / 2])
     isl_c = np.array([max(wl.isl.mean * (1 - wl.prefix_hit), 1.0)])
-    par = _par(gpu, main)
-    steps = [(par, StepMix(b, ctx, z, z, z))]
+    par = worker_par(gpu, main)
+    steps = [(gpu, par, StepMix(b, ctx, z, z, z))]
     pre_gpu = prefill_gpu or gpu
     if not disagg:
         free = free_chunk(main.max_num_batched_tokens * one, b)
         _, own, prior = prompt_chunks(isl_c, free)
         p = np.maximum(r.mixed_prefill_tokens[:1], own)
-        steps.append((par, StepMix(b, ctx, p, own, prior)))
+        steps.append((gpu, par, StepMix(b, ctx, p, own, prior)))
     chunks, own, prior = prompt_chunks(isl_c, pre.max_num_batched_tokens * one)
-    pre_step = (par if pre is main else _par(pre_gpu, pre), StepMix(z, z, own, own, prior))
-    if pre_gpu.key != gpu.key:  # the prefill step is priced on its own GPU type
-        decode, *rest = price_steps(m, steps, default_pricer(gpu), **cal.step_kwargs())
-        rest += price_steps(m, [pre_step], default_pricer(pre_gpu), **cal.step_kwargs())
-    else:  # one pricer call for the three steps, each step's provenance kept apart
-        steps.append(pre_step)
-        decode, *rest = price_steps(m, steps, default_pricer(gpu), **cal.step_kwargs())
+    pre_par = par if pre is main else worker_par(pre_gpu, pre)
+    steps.append((pre_gpu, pre_par, StepMix(z, z, own, own, prior)))
+    mine = len(steps)
+    steps += [(role.gpu, role.par, mix) for role in roles for mix, _ in role.steps]
+    priced = _price_per_type(m, steps, cal)
+    decode, *rest = priced[:mine]
     out = {}
     if not disagg:
         out["mixed_step_ms"] = _kinds_ms(rest[0])
     out["prefill_ms"] = _kinds_ms(rest[-1], float(chunks[0]))
     out["decode_step_ms"] = _kinds_ms(decode)
-    return out, decode
+    per_role, at = [], mine
+    for role in roles:
+        per_role.append(priced[at : at + len(role.steps)])
+        at += len(role.steps)
+    return out, decode, per_role
 
 
 def _spec_provenance(wl: Workload) -> dict[str, str]:
@@ -339,13 +357,13 @@ def estimate(
     two_types = prefill_gpu is not None and prefill_gpu.key != gpu.key
     if two_types:
         kw["prefill_gpu"] = prefill_gpu
-    est = _estimate(m, gpu, wl, **kw)  # type: ignore[arg-type]
-    power = _power(m, gpu, wl, est, policy_of(backend), agg, prefill, decode, prefill_gpu, **cost)
+    est, loads = _estimate(m, gpu, wl, **kw)  # type: ignore[arg-type]
+    power = _power(gpu, wl, est, loads, **cost)
     ratio = power.clock_ratio
     if ratio < 1.0 and not two_types:
         slow = clocked_gpu(gpu, ratio)
-        est = _estimate(m, slow, wl, **kw)  # type: ignore[arg-type]
-        power = _power(m, slow, wl, est, policy_of(backend), agg, prefill, decode, None, **cost)
+        est, loads = _estimate(m, slow, wl, **kw)  # type: ignore[arg-type]
+        power = _power(slow, wl, est, loads, **cost)
         power = power.model_copy(update={"clock_ratio": ratio})
     elif ratio < 1.0:  # two types: each would run at its own clock; latencies stay at full clock
         prov = {**power.provenance, "clock": "latencies priced at full clock (two GPU types)"}
@@ -354,33 +372,10 @@ def estimate(
 
 
 def _power(
-    m: ModelSpec,
-    gpu: GpuSpec,
-    wl: Workload,
-    est: Estimate,
-    policy: EnginePolicy,
-    agg: WorkerConfig | None,
-    prefill: WorkerConfig | None,
-    decode: WorkerConfig | None,
-    prefill_gpu: GpuSpec | None,
-    **cost: float | None,
+    gpu: GpuSpec, wl: Workload, est: Estimate, loads: list[RoleLoad], **cost: float | None
 ) -> PowerSummary:
-    """Power and energy of ``est``'s deployment at its load (``cost``: ``power_summary``'s
-    cap_w, electricity_price and pue; ``prefill_gpu``: the prefill workers' type)."""
-    disagg = prefill is not None and decode is not None
-    main = decode if disagg else (agg or WorkerConfig(parallel=Parallelism()))
-    assert main is not None
-    loads = role_loads(
-        m,
-        gpu,
-        wl,
-        main,
-        prefill if disagg else None,
-        policy.calibration,
-        est.requests_per_s,
-        est.decode_batch,
-        prefill_gpu if disagg else None,
-    )
+    """Power and energy of ``est``'s deployment at its load, its roles' GPUs and activity
+    ``loads`` (``cost``: ``power_summary``'s cap_w, electricity_price and pue)."""
     out_tok_s = est.output_tok_s_per_gpu * est.gpus
     paid = sum(r.gpus * (r.gpu or gpu).price_per_gpu_hour_usd for r in loads)
     return power_summary(
@@ -404,8 +399,9 @@ def _estimate(
     decode: WorkerConfig | None = None,
     bands: Bands | None = None,
     prefill_gpu: GpuSpec | None = None,
-) -> Estimate:
-    """``estimate`` at full clock, without power."""
+) -> tuple[Estimate, list[RoleLoad]]:
+    """``estimate`` at full clock, without power, and its roles' GPUs and activity (the load
+    ``_power`` prices)."""
     pre_gpu = prefill_gpu or gpu
     band_set = bands or packaged_bands()
     policy = policy_of(backend)
@@ -469,7 +465,20 @@ def _estimate(
             tpot_p99_s=r.tpot_p99_s,
         )
     cal = policy.calibration
-    steps, decode_cost = step_breakdowns(m, gpu, main, pre, cal, r, wl, disagg, pre_gpu)
+    # the power load's steps (``planner.perf.power``) priced with the breakdown's, per GPU type
+    roles = role_steps(
+        gpu,
+        wl,
+        main,
+        prefill if disagg else None,
+        float(r.decode_batch[0]),
+        prefill_gpu if disagg else None,
+    )
+    steps, decode_cost, role_costs = step_breakdowns(
+        m, gpu, main, pre, cal, r, wl, disagg, pre_gpu, roles
+    )
+    rate = float(r.requests_per_s[0])
+    loads = [role_load(m, g, c, rate) for g, c in zip(roles, role_costs, strict=True)]
     own, bands_source = deployment_bands(
         m,
         gpu,
@@ -512,7 +521,7 @@ def _estimate(
         offered_requests_per_s=wl.rate_per_s,
         capacity_requests_per_s=capacity,
     )
-    return with_bands(est, own, wl.closed_loop, band_set.table.level)
+    return with_bands(est, own, wl.closed_loop, band_set.table.level), loads
 
 
 def _kv_link_gb_per_s(prefill_gpu: GpuSpec, gpu: GpuSpec, gpus: int) -> float:

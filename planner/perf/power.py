@@ -21,7 +21,7 @@ its inverse (``clocked_gpu`` scales the GPU's FLOP/s; HBM bandwidth keeps its ow
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -39,7 +39,7 @@ from planner.perf.deployment import WorkerConfig
 from planner.perf.opgraph import ParallelArrays, StepMix, step_ops
 from planner.perf.pricer import default_pricer
 from planner.perf.serving import free_chunk, prompt_chunks
-from planner.perf.step import price_steps
+from planner.perf.step import StepCost, price_steps
 from planner.workload.spec import Workload
 
 POWER_FILE = Path(__file__).resolve().parents[1] / "calibration" / "power.yaml"
@@ -232,25 +232,73 @@ class RoleLoad:
     """The role's GPU type where it differs from the deployment's (prefill of a two-type pair)."""
 
 
-def _role_activity(
-    m: ModelSpec,
+@dataclass(frozen=True)
+class RoleSteps:
+    """One role's GPUs and the steps one request costs one of its workers (priced on ``gpu``
+    with ``par``)."""
+
+    gpus: int
+    workers: int
+    gpu: GpuSpec
+    par: ParallelArrays
+    steps: tuple[tuple[StepMix, float], ...]
+    """(mix, times per request) of each step."""
+    other_type: GpuSpec | None = None
+    """``RoleLoad.gpu``: the role's type where it differs from the deployment's."""
+
+
+def role_steps(
     gpu: GpuSpec,
-    par: ParallelArrays,
-    steps: list[tuple[StepMix, float]],
-    cal: EngineCalibration,
-    requests_per_s_per_worker: float,
-) -> Activity:
-    """Activity of one GPU of a worker serving ``requests_per_s_per_worker``, each request costing
-    ``times`` of each step of ``steps``."""
-    priced = price_steps(m, [(par, s) for s, _ in steps], default_pricer(gpu), **cal.step_kwargs())
+    wl: Workload,
+    main: WorkerConfig,
+    pre: WorkerConfig | None,
+    decode_batch: float,
+    pre_gpu: GpuSpec | None = None,
+) -> list[RoleSteps]:
+    """Per role, its GPUs and a request's steps: its prompt's prefill chunks, and osl / batch of
+    the decode steps at the running batch; ``pre``: the prefill worker when disaggregated, on
+    ``pre_gpu`` where that differs from ``gpu``."""
+    z, one = np.zeros(1), np.ones(1)
+    b = max(decode_batch, 1.0)
+    decode = StepMix(b * one, np.array([wl.isl.mean + wl.osl.mean / 2]), z, z, z)
+    isl_c = np.array([max(wl.isl.mean * (1 - wl.prefix_hit), 1.0)])
+    chunk_worker = pre or main
+    free = chunk_worker.max_num_batched_tokens * one
+    chunks, own, prior = prompt_chunks(isl_c, free if pre else free_chunk(free, b * one))
+    prefill = (StepMix(z, z, own, own, prior), float(chunks[0]))
+    dec = (decode, wl.osl.mean / b)
+    main_role = (main.parallel.gpus * main.workers, main.workers, gpu, worker_par(gpu, main))
+    if pre is None:
+        return [RoleSteps(*main_role, (prefill, dec))]
+    pg = pre_gpu or gpu
+    return [
+        RoleSteps(
+            pre.parallel.gpus * pre.workers,
+            pre.workers,
+            pg,
+            worker_par(pg, pre),
+            (prefill,),
+            pre_gpu if pg.key != gpu.key else None,
+        ),
+        RoleSteps(*main_role, (dec,)),
+    ]
+
+
+def role_load(
+    m: ModelSpec, role: RoleSteps, priced: Sequence[StepCost], requests_per_s: float
+) -> RoleLoad:
+    """The role's GPUs and the activity of each at ``requests_per_s`` (the deployment's), its
+    steps priced as ``priced`` (``price_steps`` of ``role.steps`` on ``role.gpu`` with the
+    engine's constants)."""
     busy = flops = nbytes = 0.0
-    for (mix, times), cost in zip(steps, priced, strict=True):
-        f, b = step_work(m, par, mix)
+    for (mix, times), cost in zip(role.steps, priced, strict=True):
+        f, b = step_work(m, role.par, mix)
         busy += times * float(cost.by_kind_s[:-1, 0].sum())
         flops += times * float(f[0])
         nbytes += times * float(b[0])
-    r = requests_per_s_per_worker
-    return Activity(np.array([r * busy]), np.array([r * flops]), np.array([r * nbytes]))
+    r = requests_per_s / role.workers
+    act = Activity(np.array([r * busy]), np.array([r * flops]), np.array([r * nbytes]))
+    return RoleLoad(role.gpus, act, role.other_type)
 
 
 def role_loads(
@@ -264,42 +312,26 @@ def role_loads(
     decode_batch: float,
     pre_gpu: GpuSpec | None = None,
 ) -> list[RoleLoad]:
-    """Per role, its GPUs and their activity at ``requests_per_s`` (a request: its prompt's
-    prefill chunks, and osl / batch of the decode steps at the running batch); ``pre``: the
-    prefill worker when disaggregated, on ``pre_gpu`` where that differs from ``gpu``."""
-    z, one = np.zeros(1), np.ones(1)
-    b = max(decode_batch, 1.0)
-    decode = StepMix(b * one, np.array([wl.isl.mean + wl.osl.mean / 2]), z, z, z)
-    isl_c = np.array([max(wl.isl.mean * (1 - wl.prefix_hit), 1.0)])
-    chunk_worker = pre or main
-    free = chunk_worker.max_num_batched_tokens * one
-    chunks, own, prior = prompt_chunks(isl_c, free if pre else free_chunk(free, b * one))
-    prefill = (StepMix(z, z, own, own, prior), float(chunks[0]))
-    dec = (decode, wl.osl.mean / b)
-    if pre is None:
-        act = _role_activity(
-            m, gpu, _worker_par(gpu, main), [prefill, dec], cal, requests_per_s / main.workers
-        )
-        return [RoleLoad(main.parallel.gpus * main.workers, act)]
-    pg = pre_gpu or gpu
+    """Per role (``role_steps``), its GPUs and their activity at ``requests_per_s``, each role's
+    steps priced on its GPU type with the engine's constants ``cal``."""
     return [
-        RoleLoad(
-            pre.parallel.gpus * pre.workers,
-            _role_activity(
-                m, pg, _worker_par(pg, pre), [prefill], cal, requests_per_s / pre.workers
+        role_load(
+            m,
+            role,
+            price_steps(
+                m,
+                [(role.par, s) for s, _ in role.steps],
+                default_pricer(role.gpu),
+                **cal.step_kwargs(),
             ),
-            pre_gpu if pg.key != gpu.key else None,
-        ),
-        RoleLoad(
-            main.parallel.gpus * main.workers,
-            _role_activity(
-                m, gpu, _worker_par(gpu, main), [dec], cal, requests_per_s / main.workers
-            ),
-        ),
+            requests_per_s,
+        )
+        for role in role_steps(gpu, wl, main, pre, decode_batch, pre_gpu)
     ]
 
 
-def _worker_par(gpu: GpuSpec, w: WorkerConfig) -> ParallelArrays:
+def worker_par(gpu: GpuSpec, w: WorkerConfig) -> ParallelArrays:
+    """The parallelism arrays (one candidate) of worker ``w`` on ``gpu``."""
     p = w.parallel
     one = [np.array([float(v)]) for v in (p.tp, p.pp, p.dp, p.ep)]
     wq = np.array([float(WeightQuant.of(w.weight_quant))])
