@@ -232,6 +232,9 @@ class RoleLoad:
     """The role's GPU type where it differs from the deployment's (prefill of a two-type pair)."""
 
 
+_PAR_ARRAYS = tuple(f for f in ParallelArrays.__dataclass_fields__ if f != "gemm_dtype")
+
+
 @dataclass(frozen=True)
 class RoleSteps:
     """One role's GPUs and the steps one request costs one of its workers (priced on ``gpu``
@@ -290,12 +293,17 @@ def role_load(
     """The role's GPUs and the activity of each at ``requests_per_s`` (the deployment's), its
     steps priced as ``priced`` (``price_steps`` of ``role.steps`` on ``role.gpu`` with the
     engine's constants)."""
-    busy = flops = nbytes = 0.0
-    for (mix, times), cost in zip(role.steps, priced, strict=True):
-        f, b = step_work(m, role.par, mix)
-        busy += times * float(cost.by_kind_s[:-1, 0].sum())
-        flops += times * float(f[0])
-        nbytes += times * float(b[0])
+    n = len(role.steps)
+    par = role.par
+    if n > 1:  # the steps' rows end to end, one op graph for all of them
+        par = ParallelArrays(
+            **{f: np.tile(getattr(par, f), n) for f in _PAR_ARRAYS},
+            gemm_dtype=np.tile(par.gemm_dtypes(), n),
+        )
+    f, b = step_work(m, par, StepMix.concat([mix for mix, _ in role.steps]))
+    times = np.array([t for _, t in role.steps])
+    busy = sum(t * float(c.by_kind_s[:-1, 0].sum()) for t, c in zip(times, priced, strict=True))
+    flops, nbytes = float(times @ f), float(times @ b)
     r = requests_per_s / role.workers
     act = Activity(np.array([r * busy]), np.array([r * flops]), np.array([r * nbytes]))
     return RoleLoad(role.gpus, act, role.other_type)

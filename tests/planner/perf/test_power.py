@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from hardware.catalog import get_gpu
 from hardware.errors import PlannerInputError
+from planner.engines.calibration import engine
 from planner.model.bundled import load_model
 from planner.perf.deployment import Parallelism, WorkerConfig
 from planner.perf.estimate import estimate
@@ -25,6 +26,9 @@ from planner.perf.power import (
     idle_power_w,
     load_params,
     parse_power_caps,
+    role_loads,
+    role_steps,
+    step_work,
 )
 from planner.workload.spec import fixed
 
@@ -145,3 +149,43 @@ def test_estimated_power_never_falls_as_clients_are_added(gpu: str) -> None:
     assert last is not None
     assert watts[0] >= last.idle_power_w_per_gpu
     assert watts[-1] <= last.board_limit_w + 1e-6
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "pre", "main"),
+    [
+        (
+            "llama-3.1-70b",
+            "h200",
+            None,
+            WorkerConfig(parallel=Parallelism(tp=4), weight_quant="fp8"),
+        ),
+        (
+            "qwen3-32b",
+            "h100",
+            WorkerConfig(parallel=Parallelism(tp=2)),
+            WorkerConfig(parallel=Parallelism(tp=2, pp=2), max_num_batched_tokens=4096),
+        ),
+        ("qwen3-30b-a3b", "b200", None, WorkerConfig(parallel=Parallelism(tp=1, dp=2, ep=2))),
+    ],
+)
+def test_a_roles_work_is_the_sum_of_its_steps_priced_one_by_one(
+    model: str, gpu: str, pre: WorkerConfig | None, main: WorkerConfig
+) -> None:
+    """``role_load`` prices a role's steps' FLOPs and bytes in one op graph (their rows end to
+    end): the same as each step's ``step_work`` alone, times its count per request."""
+    m, g = load_model(model), get_gpu(gpu)
+    wl = fixed(3000, 400, rate_per_s=2.0)
+    cal = engine("vllm")
+    rate = 2.0
+    for role, load in zip(
+        role_steps(g, wl, main, pre, 24.0),
+        role_loads(m, g, wl, main, pre, cal, rate, 24.0),
+        strict=True,
+    ):
+        flops = sum(t * float(step_work(m, role.par, mix)[0][0]) for mix, t in role.steps)
+        nbytes = sum(t * float(step_work(m, role.par, mix)[1][0]) for mix, t in role.steps)
+        per_gpu = rate / role.workers
+        assert load.activity.flops_per_s[0] == pytest.approx(per_gpu * flops, rel=1e-12)
+        assert load.activity.bytes_per_s[0] == pytest.approx(per_gpu * nbytes, rel=1e-12)
+        assert load.activity.busy[0] > 0.0
