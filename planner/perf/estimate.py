@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.errors import InfeasibleError
 from hardware.spec import GpuSpec
-from kernels_db.transfer import calibration as kernel_calibration
 from planner.engines import DEFAULT_ENGINE
 from planner.engines.calibration import EngineCalibration, EnginePolicy, policy_of
 from planner.model.spec import ModelSpec
@@ -44,7 +43,7 @@ from planner.perf.power import (
     role_steps,
     worker_par,
 )
-from planner.perf.pricer import default_pricer
+from planner.perf.pricer import default_pricer, kernel_source
 from planner.perf.serving import free_chunk, prompt_chunks
 from planner.perf.step import KINDS_WITH_OVERHEAD, OpPricer, StepCost, price_steps
 from planner.uncertainty.bands import (
@@ -512,7 +511,7 @@ def _estimate(
         prefill_memory=pmem,
         provenance={
             **_provenance(policy, decode_cost),
-            "kernels": str(kernel_calibration(gpu)["detail"]),
+            "kernels": kernel_source(gpu),
             "bands": bands_source,
             **_spec_provenance(wl),
         },

@@ -15,6 +15,7 @@ import functools
 
 from hardware.spec import GpuSpec
 from kernels_db.lookup import KernelDB, StepPricer
+from kernels_db.transfer import calibration
 from planner.perf.opgraph import Op
 from planner.perf.step import RooflinePricer
 
@@ -27,3 +28,11 @@ def default_pricer(gpu: GpuSpec) -> KernelDbPricer:
     """The kernels_db pricer of ``gpu``, cached per GPU spec (``hardware.frozen.FrozenSpec``)."""
     roofline = RooflinePricer(gpu)
     return StepPricer(KernelDB.for_gpu(gpu), lambda op: roofline.price(op)[0])
+
+
+@functools.lru_cache(maxsize=64)
+def kernel_source(gpu: GpuSpec) -> str:
+    """What prices the kernels of ``gpu`` (``kernels_db.transfer.calibration``'s detail: its own
+    fit, a sibling's, or the default efficiencies), resolved once per GPU spec as
+    ``default_pricer`` resolves the tables and fit it prices with."""
+    return str(calibration(gpu)["detail"])
