@@ -1,6 +1,6 @@
 """Power and energy of a plan's candidates (``planner.perf.power`` over a search block).
 
-The same load ``planner.perf.power.role_loads`` prices for ``planner estimate`` (a request: its
+The same load ``planner.perf.power.role_steps`` defines for ``planner estimate`` (a request: its
 prompt's prefill chunks and osl / batch decode steps at the running batch; disaggregated
 deployments price the prefill and decode GPUs apart), computed for many candidates at once so
 ``--objective energy`` can rank every candidate by joules per total token.
