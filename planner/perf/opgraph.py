@@ -108,6 +108,15 @@ class ParallelArrays:
         """KV-cache dtype per candidate ('bf16' or 'fp8')."""
         return np.where(self.kv_bytes >= 2.0, "bf16", "fp8")
 
+    @classmethod
+    def concat(cls, pars: Sequence[ParallelArrays]) -> ParallelArrays:
+        """``pars`` end to end: one set of their candidates in order (``gemm_dtype`` resolved)."""
+        arrays = (f for f in cls.__dataclass_fields__ if f != "gemm_dtype")
+        return cls(
+            **{f: np.concatenate([getattr(p, f) for p in pars]) for f in arrays},
+            gemm_dtype=np.concatenate([p.gemm_dtypes() for p in pars]),
+        )
+
 
 @dataclass(frozen=True)
 class StepMix:

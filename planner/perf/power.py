@@ -232,9 +232,6 @@ class RoleLoad:
     """The role's GPU type where it differs from the deployment's (prefill of a two-type pair)."""
 
 
-_PAR_ARRAYS = tuple(f for f in ParallelArrays.__dataclass_fields__ if f != "gemm_dtype")
-
-
 @dataclass(frozen=True)
 class RoleSteps:
     """One role's GPUs and the steps one request costs one of its workers (priced on ``gpu``
@@ -293,13 +290,8 @@ def role_load(
     """The role's GPUs and the activity of each at ``requests_per_s`` (the deployment's), its
     steps priced as ``priced`` (``price_steps`` of ``role.steps`` on ``role.gpu`` with the
     engine's constants)."""
-    n = len(role.steps)
-    par = role.par
-    if n > 1:  # the steps' rows end to end, one op graph for all of them
-        par = ParallelArrays(
-            **{f: np.tile(getattr(par, f), n) for f in _PAR_ARRAYS},
-            gemm_dtype=np.tile(par.gemm_dtypes(), n),
-        )
+    # the steps' rows end to end: one op graph for all of them
+    par = ParallelArrays.concat([role.par] * len(role.steps))
     f, b = step_work(m, par, StepMix.concat([mix for mix, _ in role.steps]))
     times = np.array([t for _, t in role.steps])
     busy = sum(t * float(c.by_kind_s[:-1, 0].sum()) for t, c in zip(times, priced, strict=True))

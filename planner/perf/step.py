@@ -116,8 +116,6 @@ class StepCost:
 
 KINDS_WITH_OVERHEAD: tuple[str, ...] = (*OP_KINDS, "overhead")
 _KIND_INDEX: dict[OpKind, int] = {k: i for i, k in enumerate(OP_KINDS)}
-_PAR_ARRAYS = tuple(f for f in ParallelArrays.__dataclass_fields__ if f != "gemm_dtype")
-"""The array columns of ``ParallelArrays`` (``gemm_dtype`` may be None: ``gemm_dtypes()``)."""
 
 
 def engine_overhead(
@@ -180,10 +178,7 @@ def price_steps(
             for p, s in steps
         ]
     pars, mixes = [p for p, _ in steps], [s for _, s in steps]
-    par = ParallelArrays(
-        **{f: np.concatenate([getattr(p, f) for p in pars]) for f in _PAR_ARRAYS},
-        gemm_dtype=np.concatenate([p.gemm_dtypes() for p in pars]),
-    )
+    par = ParallelArrays.concat(pars)
     mix = StepMix.concat(mixes)
     ops = step_ops(m, par, mix)
     priced = pricer.price_ops(ops, blocks=len(steps))
